@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Run the test suite on both supported TensorFlow versions:
+#   reference  (TensorFlow 2.15, TPUEstimator tests included)
+#   latest     (newest TensorFlow 2.x; TPUEstimator tests skip with a reason)
+# Extra arguments go to pytest (e.g. `-m "not slow"`, `-k rel_shift`).
+# Exits non-zero if either run fails; the last line sums up both runs.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+export TF_CPP_MIN_LOG_LEVEL=2 PYTHONDONTWRITEBYTECODE=1
+status=0
+summary=""
+for env in ${XLNET_TEST_ENVS:-reference latest}; do
+  py="$(bash scripts/setup_env.sh "$env" | tail -n 1)" || { echo "[test] could not set up the '$env' environment" >&2; status=1; continue; }
+  echo "=== tests on '$env': $("$py" -c 'import tensorflow as tf; print("TensorFlow", tf.__version__)' 2>/dev/null) ==="
+  report="$(mktemp)"
+  "$py" -m pytest -p no:cacheprovider -q --junitxml="$report" "$@" tests
+  rc=$?
+  [ $rc -eq 0 ] || status=1
+  line="$("$py" - "$report" "$env" <<'PY'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except Exception:
+    print(f"{sys.argv[2]}: 0 passed, 1 failed"); sys.exit()
+suites = [root] if root.tag == "testsuite" else list(root)
+n = sum(int(s.get("tests", 0)) for s in suites)
+f = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+sk = sum(int(s.get("skipped", 0)) for s in suites)
+print(f"{sys.argv[2]}: {n - f - sk} passed, {f} failed, {sk} skipped")
+PY
+)"
+  [ $rc -eq 0 ] || [ $rc -eq 1 ] || line="$env: 0 passed, 1 failed (pytest exit code $rc)"
+  rm -f "$report"
+  summary+="$line"$'\n'
+done
+echo "=== summary ==="
+printf '%s' "$summary"
+"${PYTHON:-python3}" - "$summary" <<'PY'
+import re, sys
+p = f = s = 0
+for m in re.finditer(r"(\d+) passed, (\d+) failed, (\d+) skipped", sys.argv[1]):
+    p += int(m[1]); f += int(m[2]); s += int(m[3])
+f += len(re.findall(r"exit code", sys.argv[1]))
+print(f"total: {p} passed, {f} failed, {s} skipped")
+PY
+exit $status
