@@ -1,0 +1,299 @@
+"""Optimizer step, learning-rate schedule and checkpoint tools for XLNet.
+
+Shared by the GPU and the TPU trainers:
+  * `get_train_op`: warmup + poly/cos learning rate, Adam or Adam with
+    decoupled weight decay, global-norm clipping, optional layer-wise decay.
+  * `init_from_checkpoint`: warm start by variable name.
+  * `configure_tpu`: the TPUEstimator `RunConfig` (TensorFlow <= 2.15 only).
+  * `clean_ckpt`, `avg_checkpoints`: offline checkpoint post-processing.
+"""
+import math
+import os
+import re
+import time
+
+import numpy as np
+import tensorflow as tf
+
+_DECAY_METHODS = ("poly", "cos")
+
+# Variables whose name matches one of these are not weight-decayed ...
+_NO_DECAY_PATTERNS = ("LayerNorm", "layer_norm", "bias")
+# ... unless they are one of the relative attention biases.
+_ALWAYS_DECAY_PATTERNS = ("r_s_bias", "r_r_bias", "r_w_bias")
+
+# Optimizer slots and step counters: everything a checkpoint holds that is not
+# a model weight (ours: `{var}/adam_m`, `{var}/adam_v`; TF Adam: `{var}/Adam`,
+# `{var}/Adam_1`, `beta1_power`, `beta2_power`).
+_OPTIMIZER_VAR_RE = re.compile(
+    r"(^|/)(adam_m|adam_v|Adam(_\d+)?|beta[12]_power(_\d+)?|global_step)$")
+
+_LAYER_RE = re.compile(r"model/transformer/layer_(\d+)/")
+
+
+def _root_variable_scope():
+  """Context manager entering the root variable scope with AUTO_REUSE.
+
+  Optimizer slots and the global step get fixed checkpoint names (`{var}/adam_m`,
+  `global_step`) wherever `get_train_op` is called from.
+  """
+  return tf.compat.v1.variable_scope(
+      tf.compat.v1.VariableScope(reuse=tf.compat.v1.AUTO_REUSE, name=""))
+
+
+def _var_name(var):
+  """Returns the variable's name without the `:0` output suffix."""
+  return re.sub(r":\d+$", "", var.name)
+
+
+################################################################################
+# Learning-rate schedule and gradient helpers (pure, shared by both trainers).
+################################################################################
+def learning_rate_schedule(global_step, learning_rate, warmup_steps, train_steps,
+                           decay_method="poly", min_lr_ratio=0.0):
+  """Warmup then decay learning rate.
+
+  lr(step) = step / warmup_steps * learning_rate        for step < warmup_steps
+           = decay(step - warmup_steps)                  otherwise, where decay
+  goes from `learning_rate` to `learning_rate * min_lr_ratio` over
+  `train_steps - warmup_steps` steps, linearly ("poly") or along half a cosine
+  ("cos"), and stays at the end value afterwards.
+
+  Args:
+    global_step: integer scalar tensor, the current step.
+    learning_rate: float, peak learning rate.
+    warmup_steps: int >= 0, linear warmup length.
+    train_steps: int > 0, total number of steps.
+    decay_method: "poly" or "cos".
+    min_lr_ratio: float in [0, 1], final learning rate / peak learning rate.
+
+  Returns:
+    float32 scalar tensor.
+
+  Raises:
+    ValueError: on an unknown `decay_method` or out-of-range arguments.
+  """
+  if decay_method not in _DECAY_METHODS:
+    raise ValueError(f"decay_method must be one of {_DECAY_METHODS}, "
+                     f"got {decay_method!r}")
+  if warmup_steps < 0:
+    raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
+  if train_steps <= 0:
+    raise ValueError(f"train_steps must be > 0, got {train_steps}")
+  if not 0.0 <= min_lr_ratio <= 1.0:
+    raise ValueError(f"min_lr_ratio must be in [0, 1], got {min_lr_ratio}")
+
+  step = tf.cast(global_step, tf.float32)
+  # A run that is all warmup never reaches the decay branch; keep it finite.
+  decay_steps = float(max(train_steps - warmup_steps, 1))
+  progress = tf.minimum(tf.maximum(step - warmup_steps, 0.0),
+                        decay_steps) / decay_steps
+  if decay_method == "poly":
+    decay_factor = 1.0 - (1.0 - min_lr_ratio) * progress
+  else:
+    cosine = 0.5 * (1.0 + tf.cos(math.pi * progress))
+    decay_factor = (1.0 - min_lr_ratio) * cosine + min_lr_ratio
+  decay_lr = learning_rate * decay_factor
+
+  if warmup_steps == 0:
+    return tf.identity(decay_lr, name="learning_rate")
+  warmup_lr = step / float(warmup_steps) * learning_rate
+  return tf.where(step < warmup_steps, warmup_lr, decay_lr,
+                  name="learning_rate")
+
+
+def exclude_from_weight_decay(var_name):
+  """Whether the variable named `var_name` is exempt from weight decay.
+
+  LayerNorm parameters and biases are exempt; the relative attention biases
+  (`r_w_bias`, `r_r_bias`, `r_s_bias`) are always decayed.
+
+  Args:
+    var_name: str, variable name (a trailing `:0` is ignored).
+
+  Returns:
+    bool.
+  """
+  if any(p in var_name for p in _ALWAYS_DECAY_PATTERNS):
+    return False
+  return any(p in var_name for p in _NO_DECAY_PATTERNS)
+
+
+def layer_decay_scale(var_name, n_layer, lr_layer_decay_rate):
+  """Gradient multiplier of a variable under layer-wise learning-rate decay.
+
+  A variable under `model/transformer/layer_{l}/` is scaled by
+  `lr_layer_decay_rate ** (n_layer - 1 - l)` (the top layer by 1); every other
+  variable by 1.
+
+  Args:
+    var_name: str, variable name.
+    n_layer: int, number of transformer layers.
+    lr_layer_decay_rate: float, per-layer decay factor.
+
+  Returns:
+    float.
+
+  Raises:
+    ValueError: when the variable's layer index is not below `n_layer`.
+  """
+  match = _LAYER_RE.search(var_name)
+  if not match:
+    return 1.0
+  layer = int(match.group(1))
+  if layer >= n_layer:
+    raise ValueError(f"variable {var_name} is in layer {layer} but n_layer is "
+                     f"{n_layer}")
+  return float(lr_layer_decay_rate) ** (n_layer - 1 - layer)
+
+
+def scale_gradient(grad, scale):
+  """Multiplies a dense or sparse (`tf.IndexedSlices`) gradient by `scale`."""
+  if isinstance(grad, tf.IndexedSlices):
+    return tf.IndexedSlices(grad.values * scale, grad.indices, grad.dense_shape)
+  return grad * scale
+
+
+def is_optimizer_variable(var_name):
+  """Whether `var_name` is an optimizer slot or step counter, not a weight."""
+  return _OPTIMIZER_VAR_RE.search(var_name) is not None
+
+
+################################################################################
+# Optimizer.
+################################################################################
+class AdamWeightDecayOptimizer(tf.compat.v1.train.Optimizer):
+  """Adam with decoupled weight decay and no bias correction.
+
+  Per variable p with gradient g (float32 slots `{p}/adam_m`, `{p}/adam_v`):
+    m <- beta_1 m + (1 - beta_1) g
+    v <- beta_2 v + (1 - beta_2) g^2
+    p <- p - lr (m / (sqrt(v) + epsilon) + weight_decay_rate p)
+  where the decay term is dropped for `exclude_from_weight_decay` names.
+  `apply_gradients` increments `global_step` itself after all updates.
+  """
+
+  def __init__(self, learning_rate, weight_decay_rate=0.0, beta_1=0.9,
+               beta_2=0.999, epsilon=1e-6, name="AdamWeightDecayOptimizer"):
+    """Constructs the optimizer (`learning_rate` may be a scalar tensor)."""
+    super().__init__(use_locking=False, name=name)
+    self.learning_rate = learning_rate
+    self.weight_decay_rate = weight_decay_rate
+    self.beta_1 = beta_1
+    self.beta_2 = beta_2
+    self.epsilon = epsilon
+
+  def _moment(self, param_name, param, suffix):
+    """Creates (or reuses) the float32 moment slot `{param_name}/{suffix}`."""
+    with _root_variable_scope():
+      return tf.compat.v1.get_variable(
+          name=f"{param_name}/{suffix}", shape=param.shape.as_list(),
+          dtype=tf.float32, trainable=False,
+          initializer=tf.compat.v1.zeros_initializer())
+
+  def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+    """Applies one update; returns the grouped op (incl. the step increment)."""
+    assignments = []
+    for grad, param in grads_and_vars:
+      if grad is None or param is None:
+        continue
+      param_name = _var_name(param)
+      m = self._moment(param_name, param, "adam_m")
+      v = self._moment(param_name, param, "adam_v")
+      grad = tf.convert_to_tensor(grad)
+
+      next_m = self.beta_1 * m + (1.0 - self.beta_1) * grad
+      next_v = self.beta_2 * v + (1.0 - self.beta_2) * tf.square(grad)
+      update = next_m / (tf.sqrt(next_v) + self.epsilon)
+      if self.weight_decay_rate and not exclude_from_weight_decay(param_name):
+        update += self.weight_decay_rate * param
+      next_param = param - self.learning_rate * update
+      assignments.extend([param.assign(next_param), m.assign(next_m),
+                          v.assign(next_v)])
+    if global_step is not None:
+      with tf.control_dependencies(assignments):
+        assignments.append(tf.compat.v1.assign_add(global_step, 1))
+    return tf.group(*assignments, name=name or self.get_name())
+
+  def _apply_dense(self, grad, var):
+    raise NotImplementedError("use apply_gradients")
+
+  def _resource_apply_dense(self, grad, handle):
+    raise NotImplementedError("use apply_gradients")
+
+  def _apply_sparse(self, grad, var):
+    raise NotImplementedError("use apply_gradients")
+
+
+def _check_train_flags(FLAGS):
+  """Validates the optimizer flags; raises ValueError naming the bad flag."""
+  if FLAGS.clip <= 0:
+    raise ValueError(f"clip must be > 0, got {FLAGS.clip}")
+  if FLAGS.adam_epsilon <= 0:
+    raise ValueError(f"adam_epsilon must be > 0, got {FLAGS.adam_epsilon}")
+  if FLAGS.weight_decay < 0:
+    raise ValueError(f"weight_decay must be >= 0, got {FLAGS.weight_decay}")
+  if FLAGS.learning_rate < 0:
+    raise ValueError(f"learning_rate must be >= 0, got {FLAGS.learning_rate}")
+
+
+def get_train_op(FLAGS, total_loss, grads_and_vars=None):
+  """Builds the training op.
+
+  Args:
+    FLAGS: object with attributes learning_rate, warmup_steps, train_steps,
+      decay_method, min_lr_ratio, weight_decay, adam_epsilon, clip, use_tpu and
+      optionally lr_layer_decay_rate (default 1.0) and n_layer (default: the
+      number of `model/transformer/layer_{l}/` scopes among the variables).
+    total_loss: float scalar tensor; differentiated w.r.t. all trainable
+      variables unless `grads_and_vars` is given.
+    grads_and_vars: optional list of (gradient, variable), e.g. gradients
+      averaged over GPU towers; used as is instead of differentiating.
+
+  Returns:
+    (train_op, learning_rate, gnorm): the update op (it also increments the
+    global step), the float32 scalar learning rate of this step and the global
+    gradient norm before clipping.
+
+  Raises:
+    ValueError: on invalid flags or when no variable has a gradient.
+  """
+  _check_train_flags(FLAGS)
+  with _root_variable_scope():
+    global_step = tf.compat.v1.train.get_or_create_global_step()
+  learning_rate = learning_rate_schedule(
+      global_step, FLAGS.learning_rate, FLAGS.warmup_steps, FLAGS.train_steps,
+      FLAGS.decay_method, FLAGS.min_lr_ratio)
+
+  if FLAGS.weight_decay == 0:
+    optimizer = tf.compat.v1.train.AdamOptimizer(
+        learning_rate=learning_rate, epsilon=FLAGS.adam_epsilon)
+  else:
+    optimizer = AdamWeightDecayOptimizer(
+        learning_rate=learning_rate, epsilon=FLAGS.adam_epsilon,
+        weight_decay_rate=FLAGS.weight_decay)
+  if FLAGS.use_tpu:
+    optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)
+
+  if grads_and_vars is None:
+    grads_and_vars = optimizer.compute_gradients(total_loss)
+  grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
+  if not grads_and_vars:
+    raise ValueError("get_train_op: no trainable variable has a gradient "
+                     "w.r.t. the loss")
+  gradients, variables = zip(*grads_and_vars)
+  clipped, gnorm = tf.clip_by_global_norm(gradients, FLAGS.clip)
+
+  rate = getattr(FLAGS, "lr_layer_decay_rate", 1.0)
+  if rate != 1.0:
+    names = [_var_name(v) for v in variables]
+    n_layer = getattr(FLAGS, "n_layer", None) or 1 + max(
+        [int(m.group(1)) for m in map(_LAYER_RE.search, names) if m],
+        default=-1)
+    scales = [layer_decay_scale(n, n_layer, rate) for n in names]
+    clipped = [g if s == 1.0 else scale_gradient(g, s)
+               for g, s in zip(clipped, scales)]
+
+  train_op = optimizer.apply_gradients(zip(clipped, variables),
+                                       global_step=global_step)
+  return train_op, learning_rate, gnorm
