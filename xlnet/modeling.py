@@ -1,0 +1,904 @@
+"""XLNet building blocks: the two-stream Transformer-XL backbone and its heads.
+
+Everything is written on `tf.compat.v1.get_variable` and `tf.nn` (no Keras) so
+that graphs build on every TensorFlow 2.x and variables carry the names of the
+released checkpoints (see SPEC.md section 2).
+
+Layout conventions:
+  * Activations are time-major: `[len, bsz, ...]`.
+  * Masks hold 1 where a query may NOT attend and 0 where it may.
+  * Inside the attention core, scores live in the layout `[bsz, n_head, qlen,
+    klen]` so that the batched matmuls and the softmax (last axis) need no
+    transposes of the largest tensors; the public functions below say which
+    layout each argument uses.
+
+Mixed precision: with `use_bfloat16` the activations are computed in bfloat16
+while every variable stays float32 (it is cast when read). The backbone
+returns its output and new memories in float32.
+"""
+import math
+
+import numpy as np
+import tensorflow as tf
+
+_LN_EPSILON = 1e-12
+
+
+def gelu(x):
+  """Gaussian Error Linear Unit, tanh approximation.
+
+  Args:
+    x: float Tensor of any shape.
+
+  Returns:
+    Tensor of the same shape and dtype:
+    `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+  """
+  cdf = 0.5 * (1.0 + tf.tanh(
+      math.sqrt(2.0 / math.pi) * (x + 0.044715 * tf.pow(x, 3))))
+  return x * cdf
+
+
+_ACTIVATIONS = {"relu": tf.nn.relu, "gelu": gelu}
+
+
+def _get_activation(activation_type):
+  """Returns the activation function named `activation_type` ("relu"|"gelu")."""
+  if activation_type not in _ACTIVATIONS:
+    raise ValueError(
+        f"ff_activation must be one of {sorted(_ACTIVATIONS)}, "
+        f"got {activation_type!r}")
+  return _ACTIVATIONS[activation_type]
+
+
+def _variable(name, shape, dtype, initializer=None):
+  """Creates (or reuses) a float32 variable and returns it cast to `dtype`.
+
+  Args:
+    name: variable name relative to the current variable scope.
+    shape: list of ints.
+    dtype: compute dtype the caller works in.
+    initializer: initializer, or None for TensorFlow's default
+      (Glorot-uniform).
+
+  Returns:
+    Tensor of shape `shape` and dtype `dtype`.
+  """
+  var = tf.compat.v1.get_variable(
+      name, shape, dtype=tf.float32, initializer=initializer)
+  return var if dtype == tf.float32 else tf.cast(var, dtype)
+
+
+def _dropout(x, rate, is_training):
+  """Dropout with drop probability `rate`, only when training."""
+  if not is_training or not rate:
+    return x
+  return tf.nn.dropout(x, rate=rate)
+
+
+def _dense(x, units, kernel_initializer, name, activation=None):
+  """Fully connected layer on the last axis: `activation(x W + b)`.
+
+  Args:
+    x: float Tensor `[..., d_in]` (static `d_in`).
+    units: int, output width.
+    kernel_initializer: initializer of `{name}/kernel` (bias starts at 0).
+    name: variable scope of `kernel [d_in, units]` and `bias [units]`.
+    activation: callable or None.
+
+  Returns:
+    Tensor `[..., units]` of x's dtype.
+  """
+  d_in = x.shape[-1]
+  with tf.compat.v1.variable_scope(name):
+    kernel = _variable("kernel", [d_in, units], x.dtype, kernel_initializer)
+    bias = _variable("bias", [units], x.dtype, tf.compat.v1.zeros_initializer())
+  out = tf.tensordot(x, kernel, axes=[[x.shape.ndims - 1], [0]]) + bias
+  return activation(out) if activation is not None else out
+
+
+def _layer_norm(x, name="LayerNorm"):
+  """Layer normalization over the last axis (population variance, eps 1e-12).
+
+  Computed in float32 whatever the input dtype, then cast back.
+
+  Args:
+    x: float Tensor `[..., d]` (static `d`).
+    name: variable scope of `gamma [d]` (init 1) and `beta [d]` (init 0).
+
+  Returns:
+    Tensor of x's shape and dtype.
+  """
+  d = x.shape[-1]
+  with tf.compat.v1.variable_scope(name):
+    gamma = tf.compat.v1.get_variable(
+        "gamma", [d], dtype=tf.float32,
+        initializer=tf.compat.v1.ones_initializer())
+    beta = tf.compat.v1.get_variable(
+        "beta", [d], dtype=tf.float32,
+        initializer=tf.compat.v1.zeros_initializer())
+  x32 = tf.cast(x, tf.float32)
+  mean, variance = tf.nn.moments(x32, axes=[-1], keepdims=True)
+  out = (x32 - mean) * tf.math.rsqrt(variance + _LN_EPSILON) * gamma + beta
+  return tf.cast(out, x.dtype)
+
+
+def embedding_lookup(x, n_token, d_embed, initializer, use_tpu=True,
+                     scope="embedding", reuse=None, dtype=tf.float32):
+  """Looks up token embeddings.
+
+  Args:
+    x: int Tensor `[len, bsz]` of token ids.
+    n_token: vocabulary size.
+    d_embed: embedding width.
+    initializer: initializer of `{scope}/lookup_table`.
+    use_tpu: if True, a one-hot matmul (TPU friendly) instead of a gather.
+    scope: variable scope.
+    reuse: variable-scope reuse flag.
+    dtype: compute dtype of the output.
+
+  Returns:
+    (output `[len, bsz, d_embed]` in `dtype`,
+     lookup_table `[n_token, d_embed]` float32 variable).
+  """
+  with tf.compat.v1.variable_scope(scope, reuse=reuse):
+    lookup_table = tf.compat.v1.get_variable(
+        "lookup_table", [n_token, d_embed], dtype=tf.float32,
+        initializer=initializer)
+    table = tf.cast(lookup_table, dtype)
+    if use_tpu:
+      one_hot_idx = tf.one_hot(x, n_token, dtype=dtype)
+      output = tf.einsum("ibn,nd->ibd", one_hot_idx, table)
+    else:
+      output = tf.nn.embedding_lookup(table, x)
+  return output, lookup_table
+
+
+def positional_embedding(pos_seq, inv_freq, bsz=None):
+  """Sinusoid embedding of positions.
+
+  Args:
+    pos_seq: float Tensor `[rlen]` of (relative) positions.
+    inv_freq: float Tensor `[d_model // 2]` of inverse frequencies.
+    bsz: if given (int or scalar Tensor), the result is tiled to this batch.
+
+  Returns:
+    Tensor `[rlen, 1 or bsz, d_model]`: concat(sin(pos*f), cos(pos*f)).
+  """
+  sinusoid_inp = tf.einsum("i,d->id", pos_seq, inv_freq)
+  pos_emb = tf.concat([tf.sin(sinusoid_inp), tf.cos(sinusoid_inp)], -1)
+  pos_emb = pos_emb[:, None, :]
+  if bsz is not None:
+    pos_emb = tf.tile(pos_emb, [1, bsz, 1])
+  return pos_emb
+
+
+def relative_positional_encoding(qlen, klen, d_model, clamp_len, attn_type,
+                                 bi_data, bsz=None, dtype=None):
+  """Sinusoid encodings of the relative distances seen by the attention.
+
+  For attn_type "bi" the distances run from klen down to -qlen+1 (rlen =
+  klen + qlen); for "uni" from klen down to 0 (rlen = klen + 1). With
+  `clamp_len > 0` they are clipped to [-clamp_len, clamp_len].
+
+  Args:
+    qlen: int or scalar int Tensor, current segment length.
+    klen: int or scalar int Tensor, memory + segment length.
+    d_model: int, even embedding width.
+    clamp_len: int, -1 (or 0) for no clamping.
+    attn_type: "bi" or "uni".
+    bi_data: if True the first half of the batch gets the forward distances
+      and the second half the negated (backward) ones.
+    bsz: batch size to tile to (int or scalar Tensor). If None, the batch axis
+      is 1 (forward only) or 2 (forward, backward with `bi_data`); the
+      attention core broadcasts each over its share of the batch.
+    dtype: dtype of the result (float32 if None).
+
+  Returns:
+    Tensor `[rlen, nb, d_model]` with nb = bsz if given, else 1 or 2.
+  """
+  freq_seq = tf.range(0, d_model, 2.0)
+  inv_freq = 1.0 / (10000.0 ** (freq_seq / d_model))
+  if attn_type == "bi":
+    beg, end = klen, -qlen
+  elif attn_type == "uni":
+    beg, end = klen, -1
+  else:
+    raise ValueError(f"attn_type must be 'bi' or 'uni', got {attn_type!r}")
+
+  def _encode(pos_seq, batch):
+    pos_seq = tf.cast(pos_seq, tf.float32)
+    if clamp_len > 0:
+      pos_seq = tf.clip_by_value(pos_seq, -clamp_len, clamp_len)
+    return positional_embedding(pos_seq, inv_freq, batch)
+
+  fwd_pos_seq = tf.range(beg, end, -1)
+  if bi_data:
+    half = None if bsz is None else bsz // 2
+    pos_emb = tf.concat([_encode(fwd_pos_seq, half),
+                         _encode(-fwd_pos_seq, half)], axis=1)
+  else:
+    pos_emb = _encode(fwd_pos_seq, bsz)
+  return tf.cast(pos_emb, dtype or tf.float32)
+
+
+def rel_shift(x, klen=-1):
+  """Aligns relative-position scores with absolute key positions.
+
+  Operates on the last two axes (the score layout `[bsz, n_head, qlen,
+  rlen]`): reshape to `[..., rlen, qlen]`, drop the first row, reshape to
+  `[..., qlen, rlen - 1]` and keep the first `klen` columns. Afterwards entry
+  `[..., i, j]` holds the score for relative distance `(mlen + i) - j`.
+
+  Args:
+    x: Tensor `[bsz, n_head, qlen, rlen]`.
+    klen: number of key columns to keep.
+
+  Returns:
+    Tensor `[bsz, n_head, qlen, klen]`.
+  """
+  x_size = tf.shape(x)
+  x = tf.reshape(x, [x_size[0], x_size[1], x_size[3], x_size[2]])
+  x = x[:, :, 1:]
+  x = tf.reshape(x, [x_size[0], x_size[1], x_size[2], x_size[3] - 1])
+  return x[:, :, :, :klen]
+
+
+def _create_mask(qlen, mlen, dtype=tf.float32, same_length=False):
+  """Causal ("uni") attention mask.
+
+  Args:
+    qlen: int or scalar Tensor, segment length.
+    mlen: int or scalar Tensor, memory length.
+    dtype: dtype of the mask.
+    same_length: if True, also mask column j < i among the first qlen
+      columns so that every query sees exactly mlen + 1 keys.
+
+  Returns:
+    Tensor `[qlen, mlen + qlen]`, 1 = may not attend: memory columns are 0 and
+    block position i may not see block position j > i.
+  """
+  ones = tf.ones([qlen, qlen], dtype=dtype)
+  mask_upper = tf.linalg.band_part(ones, 0, -1)  # j >= i
+  mask_diag = tf.linalg.band_part(ones, 0, 0)
+  ret = tf.concat([tf.zeros([qlen, mlen], dtype=dtype),
+                   mask_upper - mask_diag], 1)
+  if same_length:
+    mask_lower = tf.linalg.band_part(ones, -1, 0)  # j <= i
+    ret = tf.concat([ret[:, :qlen] + mask_lower - mask_diag, ret[:, qlen:]], 1)
+  return ret
+
+
+def _cache_mem(curr_out, prev_mem, mem_len, reuse_len=None):
+  """Memory for the next segment: the last `mem_len` states, no gradient.
+
+  Args:
+    curr_out: Tensor `[qlen, bsz, d_model]`, this layer's input states.
+    prev_mem: Tensor `[mlen, bsz, d_model]` or None.
+    mem_len: int, memory length; None or 0 means no memory.
+    reuse_len: int or None; if > 0 only `curr_out[:reuse_len]` is cached.
+
+  Returns:
+    float32 Tensor `[min(mem_len, mlen + len), bsz, d_model]`, or None.
+  """
+  if not mem_len:
+    return None
+  if reuse_len is not None and reuse_len > 0:
+    curr_out = curr_out[:reuse_len]
+  if prev_mem is None:
+    new_mem = curr_out[-mem_len:]
+  else:
+    new_mem = tf.concat([tf.cast(prev_mem, curr_out.dtype), curr_out],
+                        0)[-mem_len:]
+  return tf.stop_gradient(tf.cast(new_mem, tf.float32))
+
+
+def head_projection(h, d_model, n_head, d_head, kernel_initializer, name):
+  """Projects states to attention heads with `{name}/kernel [d_model, n_head,
+  d_head]` (no bias).
+
+  Args:
+    h: Tensor `[len, bsz, d_model]`.
+
+  Returns:
+    Tensor `[len, bsz, n_head, d_head]`.
+  """
+  kernel = _variable(f"{name}/kernel", [d_model, n_head, d_head], h.dtype,
+                     kernel_initializer)
+  return tf.einsum("ibh,hnd->ibnd", h, kernel)
+
+
+def _masked_softmax(score, attn_mask, dropatt, is_training):
+  """Softmax over the key axis after pushing masked scores to -inf.
+
+  Args:
+    score: Tensor `[bsz, n_head, qlen, klen]`.
+    attn_mask: Tensor broadcastable to `score` (1 = may not attend) or None.
+
+  Returns:
+    Attention probabilities, same shape as `score`, with dropout `dropatt`.
+  """
+  if attn_mask is not None:
+    score = score - _mask_value(score.dtype) * attn_mask
+  prob = tf.nn.softmax(score, axis=-1)
+  return _dropout(prob, dropatt, is_training)
+
+
+def _mask_value(dtype):
+  """A large positive constant that `dtype` holds without overflowing when
+  subtracted from an attention score (1e30, or half of float16's maximum)."""
+  if dtype == tf.float16:
+    return 0.5 * np.finfo(np.float16).max
+  return 1e30
+
+
+def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, seg_embed, seg_mat,
+                  r_w_bias, r_r_bias, r_s_bias, attn_mask, dropatt,
+                  is_training, scale):
+  """Relative multi-head attention of one stream.
+
+  Args:
+    q_head: Tensor `[qlen, bsz, n_head, d_head]`.
+    k_head_h: Tensor `[klen, bsz, n_head, d_head]` (content keys).
+    v_head_h: Tensor `[klen, bsz, n_head, d_head]` (content values).
+    k_head_r: Tensor `[rlen, nb, n_head, d_head]`, positional keys; nb divides
+      bsz and batch row b uses positional row `b // (bsz / nb)` (nb = 1: shared
+      by all rows; nb = 2 with bi_data: forward half, backward half).
+    seg_embed: Tensor `[2, n_head, d_head]` or None.
+    seg_mat: Tensor `[bsz, qlen, klen, 2]` one-hot "different segment", or
+      None.
+    r_w_bias, r_r_bias, r_s_bias: Tensors `[n_head, d_head]` (r_s_bias may be
+      None without segments).
+    attn_mask: Tensor `[bsz, 1, qlen, klen]` (1 = may not attend) or None.
+    dropatt: attention-probability dropout rate.
+    is_training: bool.
+    scale: float, 1 / sqrt(d_head).
+
+  Returns:
+    Tensor `[qlen, bsz, n_head, d_head]`.
+  """
+  ac = tf.einsum("ibnd,jbnd->bnij", q_head + r_w_bias, k_head_h)
+
+  q_r = q_head + r_r_bias
+  q_shape = tf.shape(q_r)
+  nb = tf.shape(k_head_r)[1]
+  q_r = tf.reshape(q_r, [q_shape[0], nb, q_shape[1] // nb, q_shape[2],
+                         q_shape[3]])
+  bd = tf.einsum("icbnd,jcnd->cbnij", q_r, k_head_r)
+  bd_shape = tf.shape(bd)
+  bd = tf.reshape(bd, [q_shape[1], q_shape[2], bd_shape[3], bd_shape[4]])
+  bd = rel_shift(bd, klen=tf.shape(ac)[3])
+
+  score = ac + bd
+  if seg_mat is not None:
+    ef = tf.einsum("ibnd,snd->ibns", q_head + r_s_bias, seg_embed)
+    score += tf.einsum("ibns,bijs->bnij", ef, seg_mat)
+
+  prob = _masked_softmax(score * scale, attn_mask, dropatt, is_training)
+  return tf.einsum("bnij,jbnd->ibnd", prob, v_head_h)
+
+
+def post_attention(h, attn_vec, d_model, n_head, d_head, dropout, is_training,
+                   kernel_initializer, residual=True):
+  """Output projection `o/kernel`, dropout, residual and `LayerNorm`.
+
+  Args:
+    h: Tensor `[len, bsz, d_model]`, the residual input.
+    attn_vec: Tensor `[len, bsz, n_head, d_head]`.
+
+  Returns:
+    Tensor `[len, bsz, d_model]`.
+  """
+  proj_o = _variable("o/kernel", [d_model, n_head, d_head], attn_vec.dtype,
+                     kernel_initializer)
+  attn_out = tf.einsum("ibnd,hnd->ibh", attn_vec, proj_o)
+  attn_out = _dropout(attn_out, dropout, is_training)
+  if residual:
+    attn_out = attn_out + h
+  return _layer_norm(attn_out)
+
+
+def _mem_concat(mems, h):
+  """`[mlen + len, bsz, d]` keys/values input: memory (no gradient) + h."""
+  if mems is None:
+    return h
+  return tf.concat([tf.stop_gradient(tf.cast(mems, h.dtype)), h], 0)
+
+
+def rel_multihead_attn(h, r, r_w_bias, r_r_bias, seg_mat, r_s_bias,
+                       seg_embed, attn_mask, mems, d_model, n_head, d_head,
+                       dropout, dropatt, is_training, kernel_initializer,
+                       scope="rel_attn", reuse=None):
+  """Relative multi-head attention of the content stream only.
+
+  Args:
+    h: Tensor `[qlen, bsz, d_model]`.
+    r: Tensor `[rlen, nb, d_model]`, positional encodings (nb divides bsz).
+    mems: Tensor `[mlen, bsz, d_model]` or None.
+    seg_mat, seg_embed, r_*_bias, attn_mask: as in `rel_attn_core`.
+
+  Returns:
+    Tensor `[qlen, bsz, d_model]`.
+  """
+  scale = 1.0 / math.sqrt(d_head)
+  with tf.compat.v1.variable_scope(scope, reuse=reuse):
+    cat = _mem_concat(mems, h)
+    k_head_h = head_projection(cat, d_model, n_head, d_head,
+                               kernel_initializer, "k")
+    v_head_h = head_projection(cat, d_model, n_head, d_head,
+                               kernel_initializer, "v")
+    k_head_r = head_projection(r, d_model, n_head, d_head,
+                               kernel_initializer, "r")
+    q_head_h = head_projection(h, d_model, n_head, d_head,
+                               kernel_initializer, "q")
+    attn_vec = rel_attn_core(q_head_h, k_head_h, v_head_h, k_head_r,
+                             seg_embed, seg_mat, r_w_bias, r_r_bias, r_s_bias,
+                             attn_mask, dropatt, is_training, scale)
+    return post_attention(h, attn_vec, d_model, n_head, d_head, dropout,
+                          is_training, kernel_initializer)
+
+
+def two_stream_rel_attn(h, g, r, mems, r_w_bias, r_r_bias, seg_mat, r_s_bias,
+                        seg_embed, attn_mask_h, attn_mask_g, target_mapping,
+                        d_model, n_head, d_head, dropout, dropatt,
+                        is_training, kernel_initializer, scope="rel_attn"):
+  """Two-stream relative attention: content stream h and query stream g.
+
+  Keys, values and positional keys are computed once from the content stream
+  (and memory) and shared by both streams; so are all variables.
+
+  Args:
+    h: Tensor `[qlen, bsz, d_model]`, content stream.
+    g: Tensor `[num_predict or qlen, bsz, d_model]`, query stream.
+    r: Tensor `[rlen, nb, d_model]`, positional encodings.
+    mems: Tensor `[mlen, bsz, d_model]` or None.
+    attn_mask_h: content-stream mask `[bsz, 1, qlen, klen]` or None.
+    attn_mask_g: query-stream mask `[bsz, 1, qlen, klen]` or None.
+    target_mapping: Tensor `[num_predict, qlen, bsz]` or None (then g has
+      qlen rows).
+    Others: as in `rel_attn_core`.
+
+  Returns:
+    (output_h `[qlen, bsz, d_model]`, output_g of g's shape).
+  """
+  scale = 1.0 / math.sqrt(d_head)
+  with tf.compat.v1.variable_scope(scope):
+    cat = _mem_concat(mems, h)
+    k_head_h = head_projection(cat, d_model, n_head, d_head,
+                               kernel_initializer, "k")
+    v_head_h = head_projection(cat, d_model, n_head, d_head,
+                               kernel_initializer, "v")
+    k_head_r = head_projection(r, d_model, n_head, d_head,
+                               kernel_initializer, "r")
+    proj_q = _variable("q/kernel", [d_model, n_head, d_head], h.dtype,
+                       kernel_initializer)
+
+    def core(q_head, mask):
+      return rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, seg_embed,
+                           seg_mat, r_w_bias, r_r_bias, r_s_bias, mask,
+                           dropatt, is_training, scale)
+
+    q_head_h = tf.einsum("ibh,hnd->ibnd", h, proj_q)
+    output_h = post_attention(h, core(q_head_h, attn_mask_h), d_model, n_head,
+                              d_head, dropout, is_training,
+                              kernel_initializer)
+
+    q_head_g = tf.einsum("ibh,hnd->ibnd", g, proj_q)
+    if target_mapping is not None:
+      q_head_g = tf.einsum("mbnd,mlb->lbnd", q_head_g, target_mapping)
+      attn_vec_g = tf.einsum("lbnd,mlb->mbnd", core(q_head_g, attn_mask_g),
+                             target_mapping)
+    else:
+      attn_vec_g = core(q_head_g, attn_mask_g)
+
+  with tf.compat.v1.variable_scope(scope, reuse=True):
+    output_g = post_attention(g, attn_vec_g, d_model, n_head, d_head, dropout,
+                              is_training, kernel_initializer)
+  return output_h, output_g
+
+
+def positionwise_ffn(inp, d_model, d_inner, dropout, kernel_initializer,
+                     activation_type="relu", scope="ff", is_training=True,
+                     reuse=None):
+  """Position-wise feed-forward block with residual and LayerNorm.
+
+  `LayerNorm(inp + dropout(layer_2(dropout(act(layer_1(inp))))))`.
+
+  Args:
+    inp: Tensor `[len, bsz, d_model]`.
+    activation_type: "relu" or "gelu".
+
+  Returns:
+    Tensor `[len, bsz, d_model]`.
+  """
+  activation = _get_activation(activation_type)
+  with tf.compat.v1.variable_scope(scope, reuse=reuse):
+    output = _dense(inp, d_inner, kernel_initializer, "layer_1", activation)
+    output = _dropout(output, dropout, is_training)
+    output = _dense(output, d_model, kernel_initializer, "layer_2")
+    output = _dropout(output, dropout, is_training)
+    return _layer_norm(output + inp)
+
+
+def _check_bi_data_batch(inp_k):
+  """Checks the per-core batch is even (needed by `bi_data`).
+
+  Args:
+    inp_k: int Tensor `[qlen, bsz]`.
+
+  Returns:
+    A list of assert ops (empty when the batch size is known statically).
+
+  Raises:
+    ValueError: if the static batch size is odd.
+  """
+  bsz = inp_k.shape[1]
+  message = ("bi_data=True needs an even per-core batch size (first half "
+             "forward rows, second half backward rows)")
+  if bsz is not None:
+    if bsz % 2 != 0:
+      raise ValueError(f"{message}; got per-core batch size {bsz}")
+    return []
+  return [tf.debugging.assert_equal(
+      tf.math.floormod(tf.shape(inp_k)[1], 2), 0, message=message)]
+
+
+def _build_masks(attn_type, qlen, mlen, bsz, input_mask, perm_mask,
+                 same_length, dtype):
+  """Query-stream and content-stream attention masks.
+
+  Args:
+    attn_type: "bi" or "uni".
+    qlen, mlen, bsz: scalar int Tensors.
+    input_mask: `[qlen, bsz]` (1 = padding) or None.
+    perm_mask: `[qlen, qlen, bsz]` (1 = i may not see j) or None.
+    same_length: bool, see `_create_mask`.
+    dtype: mask dtype.
+
+  Returns:
+    (attn_mask, non_tgt_mask), each `[bsz, 1, qlen, klen]` or None: the
+    query-stream mask, and the same with every position allowed to see its
+    own content (content stream).
+  """
+  if attn_type == "uni":
+    causal = _create_mask(qlen, mlen, dtype, same_length)[None, None]
+  elif attn_type == "bi":
+    causal = None
+  else:
+    raise ValueError(f"attn_type must be 'bi' or 'uni', got {attn_type!r}")
+
+  data_mask = None
+  if input_mask is not None:
+    data_mask = tf.cast(input_mask, dtype)[None]
+  if perm_mask is not None:
+    perm_mask = tf.cast(perm_mask, dtype)
+    data_mask = perm_mask if data_mask is None else data_mask + perm_mask
+  if data_mask is not None:
+    # [qlen, qlen, bsz] -> [bsz, 1, qlen, mlen + qlen]
+    data_mask = tf.transpose(data_mask, [2, 0, 1])[:, None]
+    data_mask = tf.concat(
+        [tf.zeros([bsz, 1, qlen, mlen], dtype=dtype), data_mask], -1)
+
+  if causal is None and data_mask is None:
+    return None, None
+  attn_mask = data_mask if causal is None else (
+      causal if data_mask is None else causal + data_mask)
+  attn_mask = tf.cast(attn_mask > 0, dtype)
+  self_visible = tf.concat([tf.zeros([qlen, mlen], dtype=dtype),
+                            tf.eye(qlen, dtype=dtype)], 1)
+  non_tgt_mask = tf.cast(attn_mask - self_visible > 0, dtype)
+  return attn_mask, non_tgt_mask
+
+
+def _segment_matrix(seg_id, mlen, dtype):
+  """One-hot "i and j are in different segments" `[bsz, qlen, klen, 2]`.
+
+  Args:
+    seg_id: int Tensor `[qlen, bsz]`.
+    mlen: scalar int Tensor; memory positions count as segment 0.
+    dtype: result dtype.
+  """
+  seg_id = tf.cast(tf.transpose(seg_id), tf.int32)  # [bsz, qlen]
+  mem_pad = tf.zeros([tf.shape(seg_id)[0], mlen], dtype=tf.int32)
+  cat_ids = tf.concat([mem_pad, seg_id], 1)
+  different = tf.not_equal(seg_id[:, :, None], cat_ids[:, None, :])
+  return tf.one_hot(tf.cast(different, tf.int32), 2, dtype=dtype)
+
+
+def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
+                   dropout, dropatt, attn_type, bi_data, initializer,
+                   is_training, mem_len=None, inp_q=None, mems=None,
+                   same_length=False, clamp_len=-1, untie_r=False,
+                   use_tpu=True, input_mask=None, perm_mask=None, seg_id=None,
+                   reuse_len=None, ff_activation="relu", target_mapping=None,
+                   use_bfloat16=False, scope="transformer", **kwargs):
+  """The XLNet backbone: a two-stream Transformer-XL (time-major).
+
+  Args:
+    inp_k: int Tensor `[qlen, bsz]`, token ids (content stream).
+    n_token, n_layer, d_model, n_head, d_head, d_inner: model sizes.
+    dropout, dropatt: dropout rates (states / attention probabilities).
+    attn_type: "bi" (XLNet) or "uni" (causal Transformer-XL).
+    bi_data: first half of the batch forward, second half backward.
+    initializer: initializer of kernels, embeddings, r_*_bias and seg_embed.
+    is_training: bool, enables dropout.
+    mem_len: int, length of the returned memories (None/0: none).
+    inp_q: float Tensor `[qlen, bsz]`, 1 at query-stream positions, or None
+      (content stream only).
+    mems: list of n_layer Tensors `[mlen, bsz, d_model]` or None.
+    same_length: with "uni", every query sees the same number of keys.
+    clamp_len: clip relative distances to this (-1: no clipping).
+    untie_r: separate r_w/r_r/r_s biases per layer.
+    use_tpu: one-hot matmul embedding lookup.
+    input_mask: float Tensor `[qlen, bsz]`, 1 = padding, or None.
+    perm_mask: float Tensor `[qlen, qlen, bsz]`, 1 = i may not see j, or None.
+    seg_id: int Tensor `[qlen, bsz]` or None.
+    reuse_len: int, only the first reuse_len states go to the memory.
+    ff_activation: "relu" or "gelu".
+    target_mapping: float Tensor `[num_predict, qlen, bsz]` or None.
+    use_bfloat16: compute in bfloat16 (variables stay float32).
+    scope: variable scope of the backbone.
+    **kwargs: ignored (accepted for call-site compatibility).
+
+  Returns:
+    (output float32 `[qlen or num_predict, bsz, d_model]` (query stream when
+     inp_q is given, else content stream),
+     new_mems: list of n_layer float32 Tensors `[<=mem_len, bsz, d_model]`
+       (None entries when mem_len is unset),
+     lookup_table: float32 variable `[n_token, d_model]`).
+
+  Raises:
+    ValueError: on an unknown attn_type / ff_activation or an odd static
+      per-core batch with bi_data.
+  """
+  del kwargs
+  _get_activation(ff_activation)
+  if attn_type not in ("bi", "uni"):
+    raise ValueError(f"attn_type must be 'bi' or 'uni', got {attn_type!r}")
+  tf_float = tf.bfloat16 if use_bfloat16 else tf.float32
+
+  with tf.compat.v1.variable_scope(scope):
+    bias_shape = [n_layer, n_head, d_head] if untie_r else [n_head, d_head]
+    r_w_bias = _variable("r_w_bias", bias_shape, tf_float, initializer)
+    r_r_bias = _variable("r_r_bias", bias_shape, tf_float, initializer)
+
+    qlen = tf.shape(inp_k)[0]
+    bsz = tf.shape(inp_k)[1]
+    mlen = tf.shape(mems[0])[0] if mems is not None else 0
+    klen = mlen + qlen
+
+    attn_mask, non_tgt_mask = _build_masks(
+        attn_type, qlen, mlen, bsz, input_mask, perm_mask, same_length,
+        tf_float)
+
+    word_emb_k, lookup_table = embedding_lookup(
+        inp_k, n_token, d_model, initializer, use_tpu=use_tpu,
+        scope="word_embedding", dtype=tf_float)
+    output_h = _dropout(word_emb_k, dropout, is_training)
+
+    output_g = None
+    if target_mapping is not None:
+      target_mapping = tf.cast(target_mapping, tf_float)
+    if inp_q is not None:
+      with tf.compat.v1.variable_scope("mask_emb"):
+        mask_emb = _variable("mask_emb", [1, 1, d_model], tf_float)
+      if target_mapping is not None:
+        word_emb_q = tf.tile(mask_emb, [tf.shape(target_mapping)[0], bsz, 1])
+      else:
+        inp_q_ext = tf.cast(inp_q, tf_float)[:, :, None]
+        word_emb_q = inp_q_ext * mask_emb + (1 - inp_q_ext) * word_emb_k
+      output_g = _dropout(word_emb_q, dropout, is_training)
+
+    seg_mat = None
+    if seg_id is not None:
+      r_s_bias = _variable("r_s_bias", bias_shape, tf_float, initializer)
+      seg_embed = _variable("seg_embed", [n_layer, 2, n_head, d_head],
+                            tf_float, initializer)
+      seg_mat = _segment_matrix(seg_id, mlen, tf_float)
+
+    # Per-example positional dropout needs one encoding per batch row;
+    # otherwise one (or two with bi_data) encodings are shared by the batch.
+    pos_bsz = bsz if (is_training and dropout) else None
+    asserts = _check_bi_data_batch(inp_k) if bi_data else []
+    with tf.control_dependencies(asserts):
+      pos_emb = relative_positional_encoding(
+          qlen, klen, d_model, clamp_len, attn_type, bi_data, bsz=pos_bsz,
+          dtype=tf_float)
+    pos_emb = _dropout(pos_emb, dropout, is_training)
+
+    new_mems = []
+    for i in range(n_layer):
+      layer_mem = mems[i] if mems is not None else None
+      new_mems.append(_cache_mem(output_h, layer_mem, mem_len, reuse_len))
+      if untie_r:
+        layer_biases = (r_w_bias[i], r_r_bias[i])
+      else:
+        layer_biases = (r_w_bias, r_r_bias)
+      if seg_id is not None:
+        layer_seg = (r_s_bias[i] if untie_r else r_s_bias, seg_embed[i])
+      else:
+        layer_seg = (None, None)
+
+      with tf.compat.v1.variable_scope(f"layer_{i}"):
+        if output_g is not None:
+          output_h, output_g = two_stream_rel_attn(
+              h=output_h, g=output_g, r=pos_emb, mems=layer_mem,
+              r_w_bias=layer_biases[0], r_r_bias=layer_biases[1],
+              seg_mat=seg_mat, r_s_bias=layer_seg[0], seg_embed=layer_seg[1],
+              attn_mask_h=non_tgt_mask, attn_mask_g=attn_mask,
+              target_mapping=target_mapping, d_model=d_model, n_head=n_head,
+              d_head=d_head, dropout=dropout, dropatt=dropatt,
+              is_training=is_training, kernel_initializer=initializer)
+        else:
+          output_h = rel_multihead_attn(
+              h=output_h, r=pos_emb, r_w_bias=layer_biases[0],
+              r_r_bias=layer_biases[1], seg_mat=seg_mat,
+              r_s_bias=layer_seg[0], seg_embed=layer_seg[1],
+              attn_mask=non_tgt_mask, mems=layer_mem, d_model=d_model,
+              n_head=n_head, d_head=d_head, dropout=dropout, dropatt=dropatt,
+              is_training=is_training, kernel_initializer=initializer)
+
+        output_h = positionwise_ffn(
+            output_h, d_model, d_inner, dropout, initializer,
+            activation_type=ff_activation, is_training=is_training)
+        if output_g is not None:
+          output_g = positionwise_ffn(
+              output_g, d_model, d_inner, dropout, initializer,
+              activation_type=ff_activation, is_training=is_training,
+              reuse=True)
+
+    output = output_g if output_g is not None else output_h
+    output = _dropout(output, dropout, is_training)
+    return tf.cast(output, tf.float32), new_mems, lookup_table
+
+
+def lm_loss(hidden, target, n_token, d_model, initializer, lookup_table=None,
+            tie_weight=False, bi_data=True, use_tpu=False):
+  """Per-position language-model cross-entropy (scope `lm_loss`).
+
+  Args:
+    hidden: float Tensor `[len, bsz, d_model]`.
+    target: int Tensor `[len, bsz]`.
+    n_token: vocabulary size.
+    d_model: hidden width.
+    initializer: initializer of `lm_loss/weight` (untied only).
+    lookup_table: `[n_token, d_model]` embedding table (needed when tied).
+    tie_weight: use `lookup_table` as the softmax weight.
+    bi_data: unused (kept for the original signature).
+    use_tpu: one-hot / log-softmax form instead of the sparse op.
+
+  Returns:
+    float Tensor `[len, bsz]` of losses (hidden's dtype).
+  """
+  del bi_data
+  dtype = hidden.dtype
+  with tf.compat.v1.variable_scope("lm_loss"):
+    if tie_weight:
+      if lookup_table is None:
+        raise ValueError("lm_loss: tie_weight=True needs a lookup_table")
+      softmax_w = tf.cast(lookup_table, dtype)
+    else:
+      softmax_w = _variable("weight", [n_token, d_model], dtype, initializer)
+    softmax_b = _variable("bias", [n_token], dtype,
+                          tf.compat.v1.zeros_initializer())
+    logits = tf.einsum("ibd,nd->ibn", hidden, softmax_w) + softmax_b
+    if use_tpu:
+      one_hot_target = tf.one_hot(target, n_token, dtype=logits.dtype)
+      return -tf.reduce_sum(tf.nn.log_softmax(logits) * one_hot_target, -1)
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=target, logits=logits)
+
+
+def multihead_attn(q, k, v, attn_mask, d_model, n_head, d_head, dropout,
+                   dropatt, is_training, kernel_initializer, residual=True,
+                   scope="abs_attn", reuse=None):
+  """Standard (absolute) multi-head attention.
+
+  Args:
+    q: Tensor `[qlen, bsz, d_model]`.
+    k, v: Tensors `[klen, bsz, d_model]`.
+    attn_mask: Tensor `[qlen or 1, klen, bsz, 1]` (1 = may not attend) or
+      None.
+    residual: add q to the projected output before LayerNorm.
+
+  Returns:
+    Tensor `[qlen, bsz, d_model]`.
+  """
+  scale = 1.0 / math.sqrt(d_head)
+  with tf.compat.v1.variable_scope(scope, reuse=reuse):
+    q_head = head_projection(q, d_model, n_head, d_head, kernel_initializer,
+                             "q")
+    k_head = head_projection(k, d_model, n_head, d_head, kernel_initializer,
+                             "k")
+    v_head = head_projection(v, d_model, n_head, d_head, kernel_initializer,
+                             "v")
+    score = tf.einsum("ibnd,jbnd->bnij", q_head, k_head) * scale
+    if attn_mask is not None:
+      attn_mask = tf.transpose(tf.cast(attn_mask, score.dtype), [2, 3, 0, 1])
+    prob = _masked_softmax(score, attn_mask, dropatt, is_training)
+    attn_vec = tf.einsum("bnij,jbnd->ibnd", prob, v_head)
+    return post_attention(q, attn_vec, d_model, n_head, d_head, dropout,
+                          is_training, kernel_initializer, residual=residual)
+
+
+def summarize_sequence(summary_type, hidden, d_model, n_head, d_head, dropout,
+                       dropatt, input_mask, is_training, initializer,
+                       scope=None, reuse=None, use_proj=True):
+  """Pools a sequence into one vector per example.
+
+  Args:
+    summary_type: "last" (hidden[-1]), "first" (hidden[0]), "mean", or
+      "attn" (a learned query attending over hidden).
+    hidden: Tensor `[len, bsz, d_model]`.
+    input_mask: float Tensor `[len, bsz]` (1 = padding) or None; used by
+      "attn" only.
+    scope: variable scope (default `sequnece_summary`, the released name).
+    use_proj: add a dense tanh projection named `summary`.
+
+  Returns:
+    Tensor `[bsz, d_model]`.
+
+  Raises:
+    ValueError: on an unknown summary_type.
+  """
+  with tf.compat.v1.variable_scope(scope, "sequnece_summary", reuse=reuse):
+    if summary_type == "last":
+      summary = hidden[-1]
+    elif summary_type == "first":
+      summary = hidden[0]
+    elif summary_type == "mean":
+      summary = tf.reduce_mean(hidden, axis=0)
+    elif summary_type == "attn":
+      bsz = tf.shape(hidden)[1]
+      summary_bias = _variable("summary_bias", [d_model], hidden.dtype,
+                               initializer)
+      summary_bias = tf.tile(summary_bias[None, None], [1, bsz, 1])
+      if input_mask is not None:
+        input_mask = input_mask[None, :, :, None]
+      summary = multihead_attn(summary_bias, hidden, hidden, input_mask,
+                               d_model, n_head, d_head, dropout, dropatt,
+                               is_training, initializer, residual=False)
+      summary = summary[0]
+    else:
+      raise ValueError("summary_type must be one of 'last', 'first', 'mean', "
+                       f"'attn', got {summary_type!r}")
+    if use_proj:
+      summary = _dense(summary, d_model, initializer, "summary",
+                       activation=tf.tanh)
+    return _dropout(summary, dropout, is_training)
+
+
+def classification_loss(hidden, labels, n_class, initializer, scope,
+                        reuse=None, return_logits=False):
+  """Softmax cross-entropy of a dense `logit` layer.
+
+  Args:
+    hidden: Tensor `[bsz, d_model]`.
+    labels: int Tensor `[bsz]`.
+    n_class: number of classes.
+
+  Returns:
+    loss `[bsz]`, and logits `[bsz, n_class]` if return_logits.
+  """
+  with tf.compat.v1.variable_scope(scope, reuse=reuse):
+    logits = _dense(hidden, n_class, initializer, "logit")
+    one_hot_target = tf.one_hot(labels, n_class, dtype=hidden.dtype)
+    loss = -tf.reduce_sum(tf.nn.log_softmax(logits) * one_hot_target, -1)
+    return (loss, logits) if return_logits else loss
+
+
+def regression_loss(hidden, labels, initializer, scope, reuse=None,
+                    return_logits=False):
+  """Squared error of a one-unit dense `logit` layer.
+
+  Args:
+    hidden: Tensor `[bsz, d_model]`.
+    labels: float Tensor `[bsz]`.
+
+  Returns:
+    loss `[bsz]`, and logits `[bsz]` if return_logits.
+  """
+  with tf.compat.v1.variable_scope(scope, reuse=reuse):
+    logits = tf.squeeze(_dense(hidden, 1, initializer, "logit"), axis=-1)
+    loss = tf.square(logits - tf.cast(labels, logits.dtype))
+    return (loss, logits) if return_logits else loss
