@@ -297,3 +297,320 @@ def get_train_op(FLAGS, total_loss, grads_and_vars=None):
   train_op = optimizer.apply_gradients(zip(clipped, variables),
                                        global_step=global_step)
   return train_op, learning_rate, gnorm
+
+
+################################################################################
+# Checkpoints.
+################################################################################
+def resolve_checkpoint(path, flag_name="checkpoint"):
+  """Turns a checkpoint prefix, a directory or `{dir}/latest` into a prefix.
+
+  Args:
+    path: str, a checkpoint prefix (`.../model.ckpt-1000`), a directory or a
+      path ending in `latest` (both meaning the directory's latest checkpoint).
+    flag_name: str, the flag the path came from, for error messages.
+
+  Returns:
+    str, an existing checkpoint prefix.
+
+  Raises:
+    ValueError: when no checkpoint exists there.
+  """
+  ckpt_dir = None
+  if os.path.basename(path.rstrip("/")) == "latest":
+    ckpt_dir = os.path.dirname(path.rstrip("/")) or "."
+  elif tf.io.gfile.isdir(path):
+    ckpt_dir = path
+  if ckpt_dir is not None:
+    prefix = tf.train.latest_checkpoint(ckpt_dir)
+    if prefix is None:
+      raise ValueError(f"{flag_name}={path}: no checkpoint found in directory "
+                       f"{ckpt_dir} (expected a `checkpoint` state file)")
+    return prefix
+  if not tf.io.gfile.exists(path + ".index"):
+    raise ValueError(f"{flag_name}={path}: not a checkpoint (no {path}.index); "
+                     "give a checkpoint prefix, a directory or {dir}/latest")
+  return path
+
+
+def _describe_names(names, first=5):
+  """Formats `N (first, ...)` for error messages about lists of variables."""
+  shown = ", ".join(names[:first])
+  return f"{len(names)} ({shown}{', ...' if len(names) > first else ''})"
+
+
+def get_assignment_map_from_checkpoint(tvars, init_checkpoint,
+                                       allow_missing=()):
+  """Maps the graph's variables onto same-named checkpoint variables.
+
+  Args:
+    tvars: list of variables to initialize.
+    init_checkpoint: str, checkpoint prefix.
+    allow_missing: iterable of regular expressions; variables matching one of
+      them may be absent from the checkpoint (e.g. a new fine-tuning head).
+
+  Returns:
+    (assignment_map, initialized_names): dict checkpoint name -> variable, and
+    the sorted names of the variables that will be initialized.
+
+  Raises:
+    ValueError: when a model variable is missing from the checkpoint or has
+      another shape there. Optimizer slots and step counters may be missing.
+  """
+  ckpt_shapes = dict(tf.train.list_variables(init_checkpoint))
+  assignment_map, missing, mismatched = {}, [], []
+  for var in tvars:
+    name = _var_name(var)
+    if name not in ckpt_shapes:
+      if not (is_optimizer_variable(name) or
+              any(re.search(p, name) for p in allow_missing)):
+        missing.append(name)
+      continue
+    shape = var.shape.as_list()
+    if list(ckpt_shapes[name]) != shape:
+      mismatched.append(f"{name} {shape} vs {list(ckpt_shapes[name])}")
+      continue
+    assignment_map[name] = var
+  if missing:
+    raise ValueError(f"init_checkpoint={init_checkpoint} lacks "
+                     f"{_describe_names(missing)} model variables")
+  if mismatched:
+    raise ValueError(f"init_checkpoint={init_checkpoint}: shape mismatch "
+                     "(model vs checkpoint) for "
+                     f"{_describe_names(mismatched)} variables")
+  return assignment_map, sorted(assignment_map)
+
+
+def init_from_checkpoint(FLAGS, global_vars=False, allow_missing=()):
+  """Warm-starts the graph's variables from `FLAGS.init_checkpoint` by name.
+
+  Args:
+    FLAGS: object with `init_checkpoint` (None/"" = do nothing; a prefix, a
+      directory or `{dir}/latest`) and `use_tpu`.
+    global_vars: bool, initialize all global variables (optimizer slots and
+      the step too, where the checkpoint has them) instead of only the
+      trainable ones.
+    allow_missing: iterable of regular expressions naming variables that may
+      be absent from the checkpoint.
+
+  Returns:
+    With `FLAGS.use_tpu`, a `tpu_scaffold` function for
+    `TPUEstimatorSpec(scaffold_fn=...)` that performs the initialization;
+    otherwise None (the initialization is already set up).
+
+  Raises:
+    ValueError: when the checkpoint does not exist or does not cover the model.
+  """
+  if not FLAGS.init_checkpoint:
+    return None
+  init_checkpoint = resolve_checkpoint(FLAGS.init_checkpoint, "init_checkpoint")
+  tvars = (tf.compat.v1.global_variables() if global_vars
+           else tf.compat.v1.trainable_variables())
+  assignment_map, initialized = get_assignment_map_from_checkpoint(
+      tvars, init_checkpoint, allow_missing)
+
+  def tpu_scaffold():
+    """Initializes from the checkpoint inside the TPU model function."""
+    tf.compat.v1.train.init_from_checkpoint(init_checkpoint, assignment_map)
+    return tf.compat.v1.train.Scaffold()
+
+  if FLAGS.use_tpu:
+    scaffold_fn = tpu_scaffold
+  else:
+    tf.compat.v1.train.init_from_checkpoint(init_checkpoint, assignment_map)
+    scaffold_fn = None
+
+  tf.compat.v1.logging.info("Initialized %d of %d variables from %s:",
+                            len(initialized), len(tvars), init_checkpoint)
+  for name in initialized:
+    tf.compat.v1.logging.info("  %s *INIT_FROM_CKPT*", name)
+  return scaffold_fn
+
+
+def configure_tpu(FLAGS):
+  """Builds the TPUEstimator run config.
+
+  Args:
+    FLAGS: object with use_tpu, tpu, tpu_zone, gcp_project, master, num_hosts,
+      num_core_per_host, iterations, save_steps (None = save at the end, i.e.
+      every `train_steps`), max_save, model_dir and train_steps.
+
+  Returns:
+    `tf.compat.v1.estimator.tpu.RunConfig`.
+
+  Raises:
+    RuntimeError: when TPUEstimator is unavailable (TensorFlow >= 2.16).
+  """
+  estimator = getattr(tf.compat.v1, "estimator", None)
+  if estimator is None or not hasattr(estimator, "tpu"):
+    raise RuntimeError(
+        f"TPUEstimator is not available in TensorFlow {tf.__version__} (it was "
+        "removed in 2.16); the TPU trainer needs the reference environment, "
+        "TensorFlow 2.15 (.venvs/reference)")
+  if FLAGS.use_tpu:
+    cluster = tf.distribute.cluster_resolver.TPUClusterResolver(
+        FLAGS.tpu, zone=FLAGS.tpu_zone, project=FLAGS.gcp_project)
+    master = None
+  else:
+    cluster = None
+    master = FLAGS.master
+  save_steps = FLAGS.save_steps or getattr(FLAGS, "train_steps", None)
+  return estimator.tpu.RunConfig(
+      master=master,
+      cluster=cluster,
+      model_dir=FLAGS.model_dir,
+      session_config=tf.compat.v1.ConfigProto(allow_soft_placement=True),
+      tpu_config=estimator.tpu.TPUConfig(
+          iterations_per_loop=FLAGS.iterations,
+          num_shards=FLAGS.num_hosts * FLAGS.num_core_per_host,
+          per_host_input_for_training=(
+              estimator.tpu.InputPipelineConfig.PER_HOST_V2)),
+      keep_checkpoint_max=FLAGS.max_save,
+      save_checkpoints_secs=None,
+      save_checkpoints_steps=save_steps)
+
+
+def _write_checkpoint(values, output_model_dir, name="model.ckpt"):
+  """Writes numpy arrays as a TF checkpoint `{output_model_dir}/{name}`.
+
+  The data and index files are written first; the `checkpoint` state file that
+  makes the result visible to `tf.train.latest_checkpoint` is updated last.
+
+  Args:
+    values: dict variable name -> np.ndarray.
+    output_model_dir: str, created when absent.
+    name: str, checkpoint prefix inside the directory.
+
+  Returns:
+    str, the written checkpoint prefix.
+  """
+  tf.io.gfile.makedirs(output_model_dir)
+  prefix = os.path.join(output_model_dir, name)
+  names = sorted(values)
+  with tf.Graph().as_default():
+    placeholders = [tf.compat.v1.placeholder(tf.as_dtype(values[n].dtype),
+                                             shape=values[n].shape)
+                    for n in names]
+    save = tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names,
+                             shape_and_slices=[""] * len(names),
+                             tensors=placeholders)
+    with tf.compat.v1.Session() as sess:
+      sess.run(save, feed_dict={p: values[n]
+                                for p, n in zip(placeholders, names)})
+  tf.compat.v1.train.update_checkpoint_state(
+      output_model_dir, name, all_model_checkpoint_paths=[name])
+  return prefix
+
+
+def _check_output_dir(output_model_dir, input_dir, flag_name):
+  """Refuses to write into the input checkpoint's own directory."""
+  if not output_model_dir:
+    raise ValueError(f"{flag_name} must be set")
+  if (os.path.abspath(output_model_dir).rstrip("/") ==
+      os.path.abspath(input_dir).rstrip("/")):
+    raise ValueError(f"{flag_name}={output_model_dir} is the input checkpoint's "
+                     "directory; choose another one (its `checkpoint` file "
+                     "would be overwritten)")
+
+
+def clean_ckpt(input_ckpt, output_model_dir):
+  """Copies only the model weights of a checkpoint into a new checkpoint.
+
+  Optimizer slots (`*/adam_m`, `*/adam_v`, `*/Adam*`, `beta*_power`) and
+  `global_step` are dropped.
+
+  Args:
+    input_ckpt: str, checkpoint prefix, directory or `{dir}/latest`.
+    output_model_dir: str, directory of the new checkpoint `model.ckpt`; must
+      differ from the input's directory.
+
+  Returns:
+    str, the written checkpoint prefix.
+
+  Raises:
+    ValueError: when the input is missing or the output is the input's dir.
+  """
+  input_ckpt = resolve_checkpoint(input_ckpt, "clean_input_ckpt")
+  _check_output_dir(output_model_dir, os.path.dirname(input_ckpt),
+                    "clean_output_model_dir")
+  reader = tf.train.load_checkpoint(input_ckpt)
+  values = {}
+  for name, _ in tf.train.list_variables(input_ckpt):
+    if is_optimizer_variable(name):
+      tf.compat.v1.logging.info("Exclude %s", name)
+    else:
+      tf.compat.v1.logging.info("Include %s", name)
+      values[name] = reader.get_tensor(name)
+  prefix = _write_checkpoint(values, output_model_dir)
+  tf.compat.v1.logging.info("Wrote %d variables to %s", len(values), prefix)
+  return prefix
+
+
+def _model_variable_shapes(ckpt):
+  """Returns {name: shape tuple} of a checkpoint's non-optimizer variables."""
+  return {n: tuple(s) for n, s in tf.train.list_variables(ckpt)
+          if not is_optimizer_variable(n)}
+
+
+def avg_checkpoints(model_dir, output_model_dir, last_k):
+  """Averages the model weights of the last `last_k` checkpoints of a dir.
+
+  The checkpoints are the last `last_k` of the directory's
+  `all_model_checkpoint_paths`; each model variable (optimizer slots and the
+  step are dropped) is averaged in float64 and cast back to its dtype.
+
+  Args:
+    model_dir: str, training directory with a `checkpoint` state file.
+    output_model_dir: str, directory of the new checkpoint `model.ckpt`; must
+      differ from `model_dir`.
+    last_k: int >= 1.
+
+  Returns:
+    str, the written checkpoint prefix.
+
+  Raises:
+    ValueError: on a missing directory, fewer than `last_k` checkpoints or
+      checkpoints with different variables.
+  """
+  if last_k < 1:
+    raise ValueError(f"avg_num must be >= 1, got {last_k}")
+  if not tf.io.gfile.isdir(model_dir):
+    raise ValueError(f"avg_model_dir={model_dir} is not a directory")
+  _check_output_dir(output_model_dir, model_dir, "avg_output_model_dir")
+  state = tf.train.get_checkpoint_state(model_dir)
+  paths = list(state.all_model_checkpoint_paths) if state else []
+  if len(paths) < last_k:
+    raise ValueError(f"avg_model_dir={model_dir} lists {len(paths)} "
+                     f"checkpoints, fewer than avg_num={last_k}")
+  paths = paths[-last_k:]
+  for path in paths:
+    resolve_checkpoint(path, "avg_model_dir checkpoint")
+
+  shapes = _model_variable_shapes(paths[0])
+  for path in paths[1:]:
+    diff = set(shapes.items()) ^ set(_model_variable_shapes(path).items())
+    if diff:
+      raise ValueError(f"checkpoints {paths[0]} and {path} hold different "
+                       "variables or shapes: "
+                       f"{_describe_names(sorted({n for n, _ in diff}))}")
+
+  readers = [tf.train.load_checkpoint(p) for p in paths]
+  tf.compat.v1.logging.info("Averaging %d variables over %s", len(shapes),
+                            ", ".join(paths))
+  values, start = {}, time.time()
+  for i, name in enumerate(sorted(shapes)):
+    total = readers[0].get_tensor(name)
+    dtype = total.dtype
+    total = total.astype(np.float64)
+    for reader in readers[1:]:
+      total += reader.get_tensor(name)
+    values[name] = (total / last_k).astype(dtype)
+    if (i + 1) % max(1, len(shapes) // 10) == 0:
+      elapsed = time.time() - start
+      tf.compat.v1.logging.info(
+          "  %d/%d variables, %.0fs elapsed, ETA %.0fs", i + 1, len(shapes),
+          elapsed, elapsed * (len(shapes) - i - 1) / (i + 1))
+  prefix = _write_checkpoint(values, output_model_dir)
+  tf.compat.v1.logging.info("Wrote %d averaged variables to %s", len(values),
+                            prefix)
+  return prefix
