@@ -15,8 +15,12 @@ from absl import logging
 
 from xlnet import prepro_utils
 
-CONTROL_SYMBOLS = "<cls>,<sep>,<pad>,<mask>,<eod>"
-USER_DEFINED_SYMBOLS = '<eop>,.,(,),",-,\u2013,\u00a3,\u20ac'
+# The released --control_symbols=<cls>,<sep>,<pad>,<mask>,<eod> and
+# --user_defined_symbols=<eop>,.,(,),",-,–,£,€ (passed as lists: in a flag
+# string SentencePiece would read '"' as a quote).
+CONTROL_SYMBOLS = ["<cls>", "<sep>", "<pad>", "<mask>", "<eod>"]
+USER_DEFINED_SYMBOLS = ["<eop>", ".", "(", ")", '"', "-", "\u2013", "\u00a3",
+                        "\u20ac"]
 
 
 def train_spm(input_files, model_prefix, vocab_size=32000,
