@@ -119,7 +119,8 @@ def _layer_norm(x, name="LayerNorm"):
         initializer=tf.compat.v1.zeros_initializer())
   x32 = tf.cast(x, tf.float32)
   mean, variance = tf.nn.moments(x32, axes=[-1], keepdims=True)
-  out = (x32 - mean) * tf.math.rsqrt(variance + _LN_EPSILON) * gamma + beta
+  out = tf.nn.batch_normalization(x32, mean, variance, offset=beta,
+                                  scale=gamma, variance_epsilon=_LN_EPSILON)
   return tf.cast(out, x.dtype)
 
 
@@ -574,10 +575,10 @@ def _build_masks(attn_type, qlen, mlen, bsz, input_mask, perm_mask,
     perm_mask = tf.cast(perm_mask, dtype)
     data_mask = perm_mask if data_mask is None else data_mask + perm_mask
   if data_mask is not None:
-    # [qlen, qlen, bsz] -> [bsz, 1, qlen, mlen + qlen]
+    # [qlen or 1, qlen, bsz] -> [bsz, 1, qlen or 1, mlen + qlen]
     data_mask = tf.transpose(data_mask, [2, 0, 1])[:, None]
-    data_mask = tf.concat(
-        [tf.zeros([bsz, 1, qlen, mlen], dtype=dtype), data_mask], -1)
+    mem_cols = tf.zeros([bsz, 1, tf.shape(data_mask)[2], mlen], dtype=dtype)
+    data_mask = tf.concat([mem_cols, data_mask], -1)
 
   if causal is None and data_mask is None:
     return None, None

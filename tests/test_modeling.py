@@ -1,0 +1,579 @@
+"""Tests of the XLNet backbone and heads against the NumPy reference.
+
+Every number is checked against `tests/np_reference.py` (a literal NumPy
+implementation of SPEC.md) or against hand-written NumPy, never against the
+code under test.
+"""
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import np_reference
+from xlnet import model as xlnet_model
+from xlnet import modeling
+
+N_TOKEN = 50
+SIZES = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32)
+TOL = dict(rtol=1e-5, atol=1e-5)
+
+
+def _randomize_variables(sess, rng):
+  """Sets every global variable to random values (LayerNorm and biases too,
+  so that no term of the model is trivially zero or one)."""
+  _load(sess, {v.op.name: rng.normal(0.0, 0.4, v.shape.as_list())
+               for v in tf.compat.v1.global_variables()})
+
+
+def _load(sess, values):
+  """Assigns `values` (name -> array) to the graph's global variables."""
+  sess.run([v.assign(values[v.op.name].astype(np.float32))
+            for v in tf.compat.v1.global_variables()])
+
+
+def _param_values(sess):
+  """Dict of variable name (no `:0`) -> float64 value."""
+  variables = tf.compat.v1.global_variables()
+  values = sess.run(variables)
+  return {v.op.name: np.asarray(x, np.float64)
+          for v, x in zip(variables, values)}
+
+
+def _make_inputs(rng, qlen, bsz, num_predict=None, n_target=3, padding=False,
+                 mlen=0):
+  """Random, realistic XLNet inputs (time-major).
+
+  Targets are random positions; the factorization order is a random
+  permutation; perm_mask follows SPEC section 5 (targets see earlier targets
+  and all non-targets; non-targets see no target).
+  """
+  inp_k = rng.integers(0, N_TOKEN, size=[qlen, bsz]).astype(np.int32)
+  seg_id = rng.integers(0, 2, size=[qlen, bsz]).astype(np.int32)
+  is_target = np.zeros([qlen, bsz], np.float32)
+  perm_mask = np.zeros([qlen, qlen, bsz], np.float32)
+  target_mapping = None
+  if num_predict is not None:
+    target_mapping = np.zeros([num_predict, qlen, bsz], np.float32)
+  for b in range(bsz):
+    targets = rng.choice(qlen, size=n_target, replace=False)
+    is_target[targets, b] = 1
+    order = rng.permutation(qlen)
+    for i in range(qlen):
+      for j in range(qlen):
+        if is_target[j, b]:
+          sees = is_target[i, b] and order[j] < order[i]
+          perm_mask[i, j, b] = 0.0 if sees else 1.0
+    if target_mapping is not None:
+      for m, pos in enumerate(sorted(targets)):
+        target_mapping[m, pos, b] = 1.0
+  input_mask = None
+  if padding:
+    input_mask = np.zeros([qlen, bsz], np.float32)
+    for b in range(bsz):
+      non_targets = [i for i in range(qlen) if not is_target[i, b]]
+      input_mask[non_targets[-1], b] = 1.0  # pad one non-target per row
+  mems = None
+  if mlen:
+    mems = [rng.normal(0, 1, [mlen, bsz, SIZES["d_model"]]).astype(np.float32)
+            for _ in range(SIZES["n_layer"])]
+  return dict(inp_k=inp_k, seg_id=seg_id, inp_q=is_target,
+              perm_mask=perm_mask, target_mapping=target_mapping,
+              input_mask=input_mask, mems=mems)
+
+
+def _run_backbone(inputs, seed=0, lm_target=None, **opts):
+  """Builds transformer_xl under scope `model` with random variables.
+
+  Returns (output, new_mems, lm loss or None, param values).
+  """
+  graph = tf.Graph()
+  with graph.as_default():
+    # Token ids are fed through a placeholder, as in training (constant
+    # inputs would let grappler fold parts of the graph away).
+    ids = tf.compat.v1.placeholder(tf.int32, inputs["inp_k"].shape)
+    feed = {k: (None if v is None else
+                [tf.constant(m) for m in v] if k == "mems" else tf.constant(v))
+            for k, v in inputs.items() if k != "inp_k"}
+    with tf.compat.v1.variable_scope("model"):
+      output, new_mems, table = modeling.transformer_xl(
+          n_token=N_TOKEN, dropout=0.0, dropatt=0.0,
+          initializer=tf.compat.v1.initializers.random_normal(stddev=0.4),
+          is_training=False, use_tpu=opts.pop("use_tpu", False), inp_k=ids,
+          **SIZES, **feed, **opts)
+      loss = None
+      if lm_target is not None:
+        loss = modeling.lm_loss(output, tf.constant(lm_target), N_TOKEN,
+                                SIZES["d_model"], None, lookup_table=table,
+                                tie_weight=True)
+    with tf.compat.v1.Session() as sess:
+      _randomize_variables(sess, np.random.default_rng(seed))
+      fetch = [output, [m for m in new_mems if m is not None],
+               loss if loss is not None else tf.constant(0.0)]
+      out, mems, loss_val = sess.run(fetch, {ids: inputs["inp_k"]})
+      params = _param_values(sess)
+  return out, mems, (loss_val if loss is not None else None), params
+
+
+def _reference(params, inputs, **opts):
+  """np_reference.forward on `inputs` (mems in float64)."""
+  ref_inputs = {k: v for k, v in inputs.items()}
+  if ref_inputs["mems"] is not None:
+    ref_inputs["mems"] = [m.astype(np.float64) for m in ref_inputs["mems"]]
+  return np_reference.forward(params, **SIZES, **ref_inputs, **opts)
+
+
+def _pick(inputs, *keys):
+  """Inputs with only `keys` kept (others None)."""
+  return {k: (v if k in keys else None) for k, v in inputs.items()}
+
+
+CASES = {
+    "content_only": (dict(qlen=7, bsz=2), ("inp_k",),
+                     dict(untie_r=True, ff_activation="gelu",
+                          attn_type="bi", bi_data=False)),
+    "two_stream_target_mapping_mems_seg": (
+        dict(qlen=8, bsz=2, num_predict=4, mlen=3),
+        ("inp_k", "inp_q", "perm_mask", "target_mapping", "seg_id", "mems"),
+        dict(untie_r=True, ff_activation="gelu", attn_type="bi",
+             bi_data=False, mem_len=5)),
+    "two_stream_no_mapping_tied_relu": (
+        dict(qlen=6, bsz=3), ("inp_k", "inp_q", "perm_mask"),
+        dict(untie_r=False, ff_activation="relu", attn_type="bi",
+             bi_data=False)),
+    "content_seg_padding_mems_clamp": (
+        dict(qlen=8, bsz=2, mlen=3, padding=True),
+        ("inp_k", "seg_id", "input_mask", "mems"),
+        dict(untie_r=False, ff_activation="gelu", attn_type="bi",
+             bi_data=False, clamp_len=4, mem_len=4)),
+    "bi_data_two_stream_reuse_len": (
+        dict(qlen=8, bsz=4, num_predict=3, mlen=3),
+        ("inp_k", "inp_q", "perm_mask", "target_mapping", "seg_id", "mems"),
+        dict(untie_r=True, ff_activation="gelu", attn_type="bi",
+             bi_data=True, mem_len=6, reuse_len=4, use_tpu=True)),
+    "uni_mems": (dict(qlen=6, bsz=2, mlen=3), ("inp_k", "mems"),
+                 dict(untie_r=True, ff_activation="relu", attn_type="uni",
+                      bi_data=False, mem_len=4)),
+    "uni_same_length_seg": (
+        dict(qlen=6, bsz=2, mlen=3), ("inp_k", "mems", "seg_id"),
+        dict(untie_r=False, ff_activation="gelu", attn_type="uni",
+             bi_data=False, same_length=True)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_backbone_matches_numpy_reference(case):
+  shape_args, keys, opts = CASES[case]
+  opts = dict(opts)
+  rng = np.random.default_rng(len(case))
+  inputs = _pick(_make_inputs(rng, **shape_args), *keys)
+  out_len = shape_args.get("num_predict") or shape_args["qlen"]
+  lm_target = rng.integers(0, N_TOKEN, [out_len, shape_args["bsz"]])
+  out, new_mems, loss, params = _run_backbone(
+      inputs, lm_target=lm_target.astype(np.int32), **opts)
+  opts.pop("use_tpu", None)
+  ref_out, ref_mems = _reference(params, inputs, **opts)
+  np.testing.assert_allclose(out, ref_out, **TOL)
+  assert len(new_mems) == (SIZES["n_layer"] if opts.get("mem_len") else 0)
+  for got, want in zip(new_mems, ref_mems or []):
+    np.testing.assert_allclose(got, want, **TOL)
+  ref_loss = np_reference.lm_loss(
+      ref_out, lm_target, params["model/transformer/word_embedding/"
+                                 "lookup_table"], params["model/lm_loss/bias"])
+  np.testing.assert_allclose(loss, ref_loss, **TOL)
+
+
+def test_information_flow_respects_perm_mask():
+  """A target never sees its own content; hidden tokens change nothing."""
+  rng = np.random.default_rng(7)
+  qlen, bsz = 8, 2
+  inputs = _make_inputs(rng, qlen, bsz, n_target=4)
+  graph = tf.Graph()
+  with graph.as_default():
+    ids = tf.compat.v1.placeholder(tf.int32, [qlen, bsz])
+    common = dict(n_token=N_TOKEN, dropout=0.0, dropatt=0.0, attn_type="bi",
+                  bi_data=False, is_training=False, use_tpu=False,
+                  initializer=tf.compat.v1.initializers.random_normal(
+                      stddev=0.4),
+                  perm_mask=tf.constant(inputs["perm_mask"]), **SIZES)
+    with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
+      out_g, _, _ = modeling.transformer_xl(
+          ids, inp_q=tf.constant(inputs["inp_q"]), **common)
+      out_h, _, _ = modeling.transformer_xl(ids, **common)
+    with tf.compat.v1.Session() as sess:
+      _randomize_variables(sess, rng)
+
+      def run(token_ids):
+        return sess.run([out_g, out_h], {ids: token_ids})
+
+      base_g, base_h = run(inputs["inp_k"])
+      for b in range(bsz):
+        targets = np.flatnonzero(inputs["inp_q"][:, b])
+        # 1) A target's own content never reaches its query stream.
+        for t in targets:
+          changed = inputs["inp_k"].copy()
+          changed[t, b] = (changed[t, b] + 1) % N_TOKEN
+          new_g, new_h = run(changed)
+          np.testing.assert_allclose(new_g[t, b], base_g[t, b], atol=1e-6)
+          assert np.abs(new_h[t, b] - base_h[t, b]).max() > 1e-3
+        # 2) The last target in the factorization order is hidden from every
+        #    other position: nothing else changes, in either stream.
+        last = next(t for t in targets
+                    if inputs["perm_mask"][:, t, b].sum() == qlen)
+        changed = inputs["inp_k"].copy()
+        changed[last, b] = (changed[last, b] + 1) % N_TOKEN
+        new_g, new_h = run(changed)
+        others = [i for i in range(qlen) if i != last]
+        np.testing.assert_allclose(new_g[:, b], base_g[:, b], atol=1e-6)
+        np.testing.assert_allclose(new_h[others, b], base_h[others, b],
+                                   atol=1e-6)
+        other_row = 1 - b
+        np.testing.assert_allclose(new_h[:, other_row], base_h[:, other_row],
+                                   atol=1e-6)
+
+
+def test_memory_gets_no_gradient():
+  rng = np.random.default_rng(3)
+  inputs = _make_inputs(rng, 6, 2, num_predict=3, mlen=3)
+  graph = tf.Graph()
+  with graph.as_default():
+    mems = [tf.constant(m) for m in inputs["mems"]]
+    with tf.compat.v1.variable_scope("model"):
+      output, new_mems, _ = modeling.transformer_xl(
+          tf.constant(inputs["inp_k"]), N_TOKEN, dropout=0.1, dropatt=0.1,
+          attn_type="bi", bi_data=False, is_training=True,
+          initializer=tf.compat.v1.initializers.random_normal(stddev=0.02),
+          mem_len=4, inp_q=tf.constant(inputs["inp_q"]), mems=mems,
+          perm_mask=tf.constant(inputs["perm_mask"]),
+          target_mapping=tf.constant(inputs["target_mapping"]), **SIZES)
+    loss = tf.reduce_sum(output ** 2)
+    assert all(g is None for g in tf.gradients(loss, mems))
+    variables = tf.compat.v1.trainable_variables()
+    assert any(g is not None for g in tf.gradients(loss, variables))
+    for new_mem in new_mems:
+      assert all(g is None for g in tf.gradients(new_mem, variables))
+
+
+def test_two_chunks_with_memory_equal_one_pass():
+  rng = np.random.default_rng(11)
+  qlen, bsz, chunk = 8, 2, 4
+  ids = rng.integers(0, N_TOKEN, [qlen, bsz]).astype(np.int32)
+  graph = tf.Graph()
+  with graph.as_default():
+    common = dict(n_token=N_TOKEN, dropout=0.0, dropatt=0.0, attn_type="uni",
+                  bi_data=False, is_training=False, mem_len=chunk,
+                  initializer=tf.compat.v1.initializers.random_normal(
+                      stddev=0.4), **SIZES)
+    with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
+      full, _, _ = modeling.transformer_xl(tf.constant(ids), **common)
+      first, mems, _ = modeling.transformer_xl(tf.constant(ids[:chunk]),
+                                               **common)
+      second, _, _ = modeling.transformer_xl(tf.constant(ids[chunk:]),
+                                             mems=mems, **common)
+    with tf.compat.v1.Session() as sess:
+      _randomize_variables(sess, rng)
+      full, first, second = sess.run([full, first, second])
+  np.testing.assert_allclose(np.concatenate([first, second]), full, **TOL)
+
+
+def _expected_variables(cfg):
+  """SPEC section 2, written out for a config with untie_r."""
+  n, h, d, i = cfg["n_layer"], cfg["n_head"], cfg["d_head"], cfg["d_inner"]
+  m = cfg["d_model"]
+  t = "model/transformer/"
+  expected = {
+      t + "word_embedding/lookup_table": [cfg["n_token"], m],
+      t + "mask_emb/mask_emb": [1, 1, m],
+      t + "r_w_bias": [n, h, d],
+      t + "r_r_bias": [n, h, d],
+      t + "r_s_bias": [n, h, d],
+      t + "seg_embed": [n, 2, h, d],
+      "model/lm_loss/bias": [cfg["n_token"]],
+      "model/sequnece_summary/summary/kernel": [m, m],
+      "model/sequnece_summary/summary/bias": [m],
+  }
+  for layer in range(n):
+    p = f"{t}layer_{layer}/"
+    for name in "qkvro":
+      expected[f"{p}rel_attn/{name}/kernel"] = [m, h, d]
+    for block in ("rel_attn", "ff"):
+      expected[f"{p}{block}/LayerNorm/gamma"] = [m]
+      expected[f"{p}{block}/LayerNorm/beta"] = [m]
+    expected[f"{p}ff/layer_1/kernel"] = [m, i]
+    expected[f"{p}ff/layer_1/bias"] = [i]
+    expected[f"{p}ff/layer_2/kernel"] = [i, m]
+    expected[f"{p}ff/layer_2/bias"] = [m]
+  return expected
+
+
+CFG = dict(n_token=N_TOKEN, ff_activation="gelu", untie_r=True, **SIZES)
+
+
+def _build_full_model(inputs, run_config):
+  """XLNetModel + tied LM loss + pooled output; returns the tensors."""
+  cfg = _config_from_dict(CFG)
+  model = xlnet_model.XLNetModel(
+      cfg, run_config, tf.constant(inputs["inp_k"]),
+      tf.constant(inputs["seg_id"]), None,
+      mems=[tf.constant(m) for m in inputs["mems"]],
+      perm_mask=tf.constant(inputs["perm_mask"]),
+      target_mapping=tf.constant(inputs["target_mapping"]),
+      inp_q=tf.constant(inputs["inp_q"]))
+  with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
+    loss = modeling.lm_loss(model.get_sequence_output(),
+                            tf.zeros(inputs["target_mapping"].shape[::2],
+                                     tf.int32),
+                            N_TOKEN, SIZES["d_model"],
+                            model.get_initializer(),
+                            lookup_table=model.get_embedding_table(),
+                            tie_weight=True)
+  pooled = model.get_pooled_out("last")
+  return model, loss, pooled
+
+
+def _config_from_dict(values):
+  """XLNetConfig from a dict, through the FLAGS path."""
+  class Flags:
+    pass
+  flags = Flags()
+  for key, value in values.items():
+    setattr(flags, key, value)
+  return xlnet_model.XLNetConfig(FLAGS=flags)
+
+
+def _pretrain_run_config(use_bfloat16=False):
+  return xlnet_model.RunConfig(
+      is_training=False, use_tpu=False, use_bfloat16=use_bfloat16,
+      dropout=0.0, dropatt=0.0, mem_len=5, reuse_len=None, bi_data=False)
+
+
+def test_variable_names_and_shapes_match_spec():
+  inputs = _make_inputs(np.random.default_rng(0), 6, 2, num_predict=3,
+                        mlen=2)
+  with tf.Graph().as_default():
+    _build_full_model(inputs, _pretrain_run_config())
+    got = {v.op.name: v.shape.as_list()
+           for v in tf.compat.v1.global_variables()}
+    assert all(v.dtype.base_dtype == tf.float32
+               for v in tf.compat.v1.global_variables())
+  assert got == _expected_variables(CFG)
+
+
+def test_checkpoint_written_by_name_restores_into_model(tmp_path):
+  rng = np.random.default_rng(5)
+  values = {name: rng.normal(0, 0.4, shape).astype(np.float32)
+            for name, shape in _expected_variables(CFG).items()}
+  ckpt = str(tmp_path / "model.ckpt")
+  with tf.Graph().as_default():
+    plain = [tf.compat.v1.get_variable(name, initializer=value)
+             for name, value in values.items()]
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      tf.compat.v1.train.Saver(plain).save(sess, ckpt)
+
+  inputs = _make_inputs(rng, 7, 2, num_predict=3, mlen=3)
+  with tf.Graph().as_default():
+    model, _, _ = _build_full_model(inputs, _pretrain_run_config())
+    with tf.compat.v1.Session() as sess:
+      tf.compat.v1.train.Saver().restore(sess, ckpt)
+      out, new_mems = sess.run([model.get_sequence_output(),
+                                model.get_new_memory()])
+  params = {k: v.astype(np.float64) for k, v in values.items()}
+  ref_out, ref_mems = _reference(
+      params, _pick(inputs, "inp_k", "seg_id", "mems", "perm_mask",
+                    "target_mapping", "inp_q"),
+      untie_r=True, ff_activation="gelu", mem_len=5)
+  np.testing.assert_allclose(out, ref_out, **TOL)
+  for got, want in zip(new_mems, ref_mems):
+    np.testing.assert_allclose(got, want, **TOL)
+
+
+def test_bfloat16_forward_close_to_float32():
+  """bf16 compute: relative L2 error of the output below 2e-2."""
+  inputs = _make_inputs(np.random.default_rng(9), 8, 2, num_predict=3,
+                        mlen=3)
+  outputs = {}
+  values = None
+  for use_bf16 in (False, True):
+    with tf.Graph().as_default():
+      model, _, _ = _build_full_model(inputs, _pretrain_run_config(use_bf16))
+      with tf.compat.v1.Session() as sess:
+        if values is None:
+          _randomize_variables(sess, np.random.default_rng(1))
+          values = {v.op.name: v.eval(sess)
+                    for v in tf.compat.v1.global_variables()}
+        _load(sess, values)
+        outputs[use_bf16] = sess.run([model.get_sequence_output(),
+                                      model.get_new_memory()])
+  (out32, mems32), (out16, mems16) = outputs[False], outputs[True]
+  assert out16.dtype == np.float32
+  rel = np.linalg.norm(out16 - out32) / np.linalg.norm(out32)
+  assert rel < 2e-2, rel
+  assert rel > 0  # really computed in bfloat16
+  for got, want in zip(mems16, mems32):
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 2e-2
+
+
+# ----------------------------------------------------------------- bad input
+
+
+def test_odd_static_batch_with_bi_data_is_rejected():
+  with tf.Graph().as_default():
+    with pytest.raises(ValueError, match="even per-core batch size.*got "
+                                         "per-core batch size 3"):
+      modeling.transformer_xl(
+          tf.zeros([4, 3], tf.int32), N_TOKEN, dropout=0.0, dropatt=0.0,
+          attn_type="bi", bi_data=True, is_training=False, initializer=None,
+          **SIZES)
+
+
+def test_odd_dynamic_batch_with_bi_data_fails_at_run_time():
+  with tf.Graph().as_default():
+    ids = tf.compat.v1.placeholder(tf.int32, [4, None])
+    out, _, _ = modeling.transformer_xl(
+        ids, N_TOKEN, dropout=0.0, dropatt=0.0, attn_type="bi", bi_data=True,
+        is_training=False, use_tpu=False,
+        initializer=tf.compat.v1.initializers.random_normal(stddev=0.02),
+        **SIZES)
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      assert sess.run(out, {ids: np.zeros([4, 2])}).shape == (4, 2, 16)
+      with pytest.raises(tf.errors.InvalidArgumentError,
+                         match="even per-core batch size"):
+        sess.run(out, {ids: np.zeros([4, 3])})
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(ff_activation="swish"), "ff_activation.*'swish'"),
+    (dict(attn_type="causal"), "attn_type.*'causal'"),
+])
+def test_unknown_options_are_rejected(bad, match):
+  args = dict(dropout=0.0, dropatt=0.0, attn_type="bi", bi_data=False,
+              is_training=False, initializer=None, **SIZES)
+  args.update(bad)
+  with tf.Graph().as_default():
+    with pytest.raises(ValueError, match=match):
+      modeling.transformer_xl(tf.zeros([4, 2], tf.int32), N_TOKEN, **args)
+
+
+def test_unknown_summary_type_is_rejected():
+  with tf.Graph().as_default():
+    with pytest.raises(ValueError, match="summary_type.*'max'"):
+      modeling.summarize_sequence("max", tf.zeros([4, 2, 16]), 16, 2, 8, 0.0,
+                                  0.0, None, False, None)
+
+
+def test_config_json_errors_name_key_and_file(tmp_path):
+  path = tmp_path / "cfg.json"
+  values = dict(CFG)
+  del values["d_inner"]
+  path.write_text(json.dumps(values))
+  with pytest.raises(ValueError, match=r"cfg\.json lacks key.*d_inner"):
+    xlnet_model.XLNetConfig(json_path=str(path))
+  values = dict(CFG, ff_activation="swish")
+  path.write_text(json.dumps(values))
+  with pytest.raises(ValueError, match="ff_activation.*'swish'"):
+    xlnet_model.XLNetConfig(json_path=str(path))
+  values = dict(CFG, extra=1)
+  path.write_text(json.dumps(values))
+  with pytest.raises(ValueError, match="unknown key.*extra"):
+    xlnet_model.XLNetConfig(json_path=str(path))
+  with pytest.raises(ValueError, match="flag --n_token is not defined"):
+    _config_from_dict({k: v for k, v in CFG.items() if k != "n_token"})
+  with pytest.raises(ValueError, match="not found"):
+    xlnet_model.XLNetConfig(json_path=str(tmp_path / "missing.json"))
+
+
+def test_config_json_round_trip(tmp_path):
+  cfg = _config_from_dict(CFG)
+  path = tmp_path / "sub" / "config.json"
+  cfg.to_json(str(path))
+  assert json.loads(path.read_text()) == CFG
+  assert xlnet_model.XLNetConfig(json_path=str(path)).to_dict() == CFG
+  assert [p.name for p in path.parent.iterdir()] == ["config.json"]
+
+
+def test_unknown_init_is_rejected():
+  run_config = xlnet_model.RunConfig(False, False, False, 0.0, 0.0,
+                                     init="xavier")
+  with tf.Graph().as_default():
+    with pytest.raises(ValueError, match="init.*'xavier'"):
+      xlnet_model.XLNetModel(_config_from_dict(CFG), run_config,
+                             tf.zeros([4, 2], tf.int32), None, None)
+
+
+def test_create_run_config_finetune_and_pretrain():
+  class Flags:
+    use_tpu = False
+    use_bfloat16 = True
+    dropout = 0.2
+    dropatt = 0.3
+    init = "uniform"
+    init_range = 0.05
+    init_std = 0.01
+    clamp_len = 7
+    mem_len = 384
+    reuse_len = 256
+    bi_data = True
+    same_length = True
+
+  fine = xlnet_model.create_run_config(True, True, Flags)
+  assert (fine.mem_len, fine.reuse_len, fine.bi_data, fine.same_length) == (
+      None, None, False, False)
+  assert (fine.dropout, fine.dropatt, fine.init, fine.init_range,
+          fine.clamp_len, fine.use_bfloat16) == (0.2, 0.3, "uniform", 0.05, 7,
+                                                 True)
+  pre = xlnet_model.create_run_config(False, False, Flags)
+  assert (pre.mem_len, pre.reuse_len, pre.bi_data, pre.same_length,
+          pre.is_training) == (384, 256, True, True, False)
+
+
+# ------------------------------------------------------------- heads
+
+
+def test_sequence_summary_and_losses_match_numpy():
+  rng = np.random.default_rng(2)
+  qlen, bsz, d = 5, 3, SIZES["d_model"]
+  hidden = rng.normal(0, 1, [qlen, bsz, d]).astype(np.float32)
+  labels = np.array([0, 2, 1], np.int32)
+  targets = rng.normal(0, 1, [bsz]).astype(np.float32)
+  init = tf.compat.v1.initializers.random_normal(stddev=0.3)
+  with tf.Graph().as_default():
+    h = tf.constant(hidden)
+    plain = {kind: modeling.summarize_sequence(
+        kind, h, d, 2, 8, 0.0, 0.0, None, False, init, scope=kind,
+        use_proj=False) for kind in ("last", "first", "mean")}
+    projected = modeling.summarize_sequence("mean", h, d, 2, 8, 0.0, 0.0,
+                                            None, False, init)
+    attn = modeling.summarize_sequence(
+        "attn", h, d, 2, 8, 0.0, 0.0,
+        tf.constant(np.eye(qlen, bsz, dtype=np.float32)), False, init,
+        scope="attn")
+    cls_loss, cls_logits = modeling.classification_loss(
+        projected, tf.constant(labels), 4, init, "cls", return_logits=True)
+    reg_loss, reg_logits = modeling.regression_loss(
+        projected, tf.constant(targets), init, "reg", return_logits=True)
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      got = sess.run(dict(plain=plain, projected=projected, attn=attn,
+                          cls=(cls_loss, cls_logits),
+                          reg=(reg_loss, reg_logits)))
+      params = _param_values(sess)
+  np.testing.assert_allclose(got["plain"]["last"], hidden[-1], **TOL)
+  np.testing.assert_allclose(got["plain"]["first"], hidden[0], **TOL)
+  np.testing.assert_allclose(got["plain"]["mean"], hidden.mean(0), **TOL)
+  want_proj = np.tanh(hidden.mean(0) @ params[
+      "sequnece_summary/summary/kernel"] + params[
+          "sequnece_summary/summary/bias"])
+  np.testing.assert_allclose(got["projected"], want_proj, **TOL)
+  assert got["attn"].shape == (bsz, d)
+
+  logits = want_proj @ params["cls/logit/kernel"] + params["cls/logit/bias"]
+  np.testing.assert_allclose(got["cls"][1], logits, **TOL)
+  log_prob = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+  np.testing.assert_allclose(got["cls"][0],
+                             -log_prob[np.arange(bsz), labels], **TOL)
+  reg = (want_proj @ params["reg/logit/kernel"] + params["reg/logit/bias"])
+  np.testing.assert_allclose(got["reg"][1], reg[:, 0], **TOL)
+  np.testing.assert_allclose(got["reg"][0], (reg[:, 0] - targets) ** 2,
+                             **TOL)
