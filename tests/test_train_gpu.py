@@ -1,0 +1,156 @@
+"""Tests of the GPU/CPU trainer: towers, memories, overfitting, resume."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import train_fixtures as fx
+from xlnet import function_builder
+from xlnet import train_gpu
+
+
+def _load_weights(sess, seed):
+  """Overwrites every trainable variable with seeded random values."""
+  rng = np.random.RandomState(seed)
+  values = {}
+  for var in sorted(tf.compat.v1.trainable_variables(), key=lambda v: v.name):
+    values[var.name] = rng.normal(0.0, 0.1, var.shape.as_list()).astype(
+        np.float32)
+    var.load(values[var.name], sess)
+  return values
+
+
+def _variables(sess):
+  """{name: value} of all global variables except the memories."""
+  return {v.name: value for v, value in zip(
+      tf.compat.v1.global_variables(),
+      sess.run(tf.compat.v1.global_variables()))
+          if not v.name.startswith("mems/")}
+
+
+def _run_steps(FL, host_batches, n_towers):
+  """Trains one step per host batch; returns (losses, variables, initial)."""
+  with tf.Graph().as_default():
+    phs = fx.placeholders(host_batches[0])
+    step = train_gpu.build_train_step(FL, phs,
+                                      train_gpu.tower_devices(n_towers))
+    with tf.compat.v1.Session(
+        config=train_gpu.session_config(n_towers)) as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      initial = _load_weights(sess, 7)
+      losses = [sess.run([step.train_op, step.loss], fx.feed(phs, b))[1]
+                for b in host_batches]
+      return losses, _variables(sess), initial
+
+
+@pytest.mark.parametrize("bi_data", [False, True])
+def test_two_towers_match_one_tower(bi_data):
+  """Two CPU towers give the same two updates as one tower on all rows."""
+  FL = fx.tiny_flags(bi_data=bi_data)
+  rng = np.random.RandomState(0)
+  # Two steps of rows a0..a3. The towers get [a0 a1] and [a2 a3]: with
+  # bi_data a0, a2 are forward rows and a1, a3 backward rows, so the single
+  # tower must get them as [forward..., backward...] = [a0 a2 a1 a3].
+  rows = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(2)]
+  single_layout = [0, 2, 1, 3] if bi_data else [0, 1, 2, 3]
+
+  ref_losses, ref_vars, initial = _run_steps(
+      FL, [fx.take_rows(b, single_layout) for b in rows], 1)
+  losses, two_vars, _ = _run_steps(FL, rows, 2)
+
+  np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+  assert set(two_vars) == set(ref_vars)
+  for name, value in ref_vars.items():
+    np.testing.assert_allclose(two_vars[name], value, rtol=1e-4, atol=1e-6,
+                               err_msg=name)
+  # The step changed the weights (the comparison is not vacuous).
+  moved = [np.abs(two_vars[n] - v).max() for n, v in initial.items()]
+  assert min(moved) > 0.0 and max(moved) > 5e-4
+
+
+def test_memories_are_carried_on_device():
+  """Step 2 uses step 1's memories: same loss as feeding them explicitly."""
+  # lr 0: the weights stay put and only the memories move.
+  FL = fx.tiny_flags(learning_rate=0.0, init_std=0.3)
+  rng = np.random.RandomState(1)
+  b1, b2 = (fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(2))
+  with tf.Graph().as_default():
+    phs = fx.placeholders(b1)
+    step = train_gpu.build_train_step(FL, phs, ["/device:CPU:0"])
+    mem_phs = [tf.compat.v1.placeholder(tf.float32, [4, 4, 16])
+               for _ in range(FL.n_layer)]
+    with tf.compat.v1.variable_scope(tf.compat.v1.get_variable_scope(),
+                                     reuse=True):
+      loss, new_mems, _ = function_builder.get_loss(FL, phs, None, mem_phs,
+                                                    True)
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      zeros = [np.zeros([4, 4, 16], np.float32)] * FL.n_layer
+      m1 = sess.run(new_mems, {**fx.feed(phs, b1), **dict(zip(mem_phs,
+                                                               zeros))})
+      sess.run(step.train_op, fx.feed(phs, b1))
+      stored = sess.run(step.mem_vars[0])
+      carried = sess.run([step.train_op, step.loss], fx.feed(phs, b2))[1]
+      explicit = sess.run(loss, {**fx.feed(phs, b2), **dict(zip(mem_phs,
+                                                                m1))})
+      reset = sess.run(loss, {**fx.feed(phs, b2), **dict(zip(mem_phs,
+                                                             zeros))})
+  for got, want in zip(stored, m1):
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+  assert np.abs(m1[0]).max() > 0.1  # the memories are not trivially zero
+  np.testing.assert_allclose(carried, explicit, rtol=1e-5)
+  assert abs(carried - reset) > 1e-3
+
+
+def test_tiny_model_overfits_one_batch():
+  FL = fx.tiny_flags(mem_len=0, learning_rate=1e-2, d_model=32, d_head=16,
+                     d_inner=64)
+  batch = fx.fake_batch(np.random.RandomState(2), 4, 8, 3, 40)
+  with tf.Graph().as_default():
+    tf.compat.v1.set_random_seed(0)
+    feats = {k: tf.constant(v) for k, v in batch.items()}
+    step = train_gpu.build_train_step(FL, feats, ["/device:CPU:0"])
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      losses = [sess.run([step.train_op, step.loss])[1] for _ in range(120)]
+  assert losses[0] > 3.0  # ~ln(40) at the start
+  assert losses[-1] < 0.05, losses[-10:]
+
+
+def _train(FL, model_dir, train_steps, host_batches):
+  FL.model_dir = str(model_dir)
+  FL.train_steps = train_steps
+  return train_gpu.train(FL, fx.per_core_input_fn(host_batches, 1),
+                         len(host_batches))
+
+
+def _checkpoint_values(model_dir):
+  reader = tf.train.load_checkpoint(str(model_dir))
+  return {name: reader.get_tensor(name)
+          for name in reader.get_variable_to_shape_map()}
+
+
+def test_resume_continues_like_an_uninterrupted_run(tmp_path):
+  rng = np.random.RandomState(3)
+  batches = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(3)]
+  flags_kw = dict(seed=5, save_steps=2, learning_rate=3e-3)
+
+  full = _train(fx.tiny_flags(**flags_kw), tmp_path / "full", 5, batches)
+  first = _train(fx.tiny_flags(**flags_kw), tmp_path / "cut", 2, batches)
+  rest = _train(fx.tiny_flags(**flags_kw), tmp_path / "cut", 5, batches)
+
+  assert [s for s, _ in full] == [1, 2, 3, 4, 5]
+  assert [s for s, _ in first] == [1, 2] and [s for s, _ in rest] == [3, 4, 5]
+  np.testing.assert_allclose([l for _, l in first + rest],
+                             [l for _, l in full], rtol=1e-5)
+  want = _checkpoint_values(tmp_path / "full")
+  got = _checkpoint_values(tmp_path / "cut")
+  assert set(got) == set(want)
+  assert any("mems/tower_0/layer_1" in n for n in want)
+  assert any(n.endswith("/Adam") for n in want) or any(
+      n.endswith("adam_m") for n in want)
+  for name, value in want.items():
+    np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-7,
+                               err_msg=name)
+  assert tf.train.latest_checkpoint(str(tmp_path / "cut")).endswith("-5")
+  # The log wrote TensorBoard scalars.
+  assert list((tmp_path / "full").glob("events.out.tfevents.*"))

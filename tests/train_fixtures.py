@@ -1,0 +1,94 @@
+"""Synthetic pretraining batches and tiny flags for the trainer tests."""
+import numpy as np
+import tensorflow as tf
+
+from xlnet import flags as flags_lib
+
+TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=40,
+            dropout=0.0, dropatt=0.0, seq_len=8, reuse_len=4, perm_size=4,
+            mem_len=4, bi_data=False, train_batch_size=4, num_predict=3,
+            mask_alpha=6, mask_beta=1, uncased=False, learning_rate=1e-3,
+            warmup_steps=0, min_lr_ratio=1.0, weight_decay=0.0,
+            train_steps=100, iterations=1)
+
+
+def tiny_flags(**overrides):
+  """Parsed trainer flags of a tiny model (dropout 0), with `overrides`."""
+  values = dict(TINY, **overrides)
+  argv = ["prog"] + [f"--{k}={v}" for k, v in values.items()
+                     if v is not None]
+  return flags_lib.parse_flags(argv)
+
+
+def fake_batch(rng, bsz, seq_len, num_predict, n_token):
+  """One batch-major feature dict as the input function produces it.
+
+  Every row has `num_predict` random target positions that nobody may see
+  (perm_mask column = 1), `target_mask` all ones, random tokens.
+
+  Returns:
+    dict of numpy arrays: `input_k, input_q, seg_id [bsz,seq]`,
+    `perm_mask [bsz,seq,seq]`, `target, target_mask [bsz,P]`,
+    `target_mapping [bsz,P,seq]`, `label [bsz]`.
+  """
+  inp = rng.randint(9, n_token, size=(bsz, seq_len)).astype(np.int32)
+  perm_mask = np.zeros((bsz, seq_len, seq_len), np.float32)
+  mapping = np.zeros((bsz, num_predict, seq_len), np.float32)
+  inp_q = np.zeros((bsz, seq_len), np.float32)
+  target = np.zeros((bsz, num_predict), np.int32)
+  for b in range(bsz):
+    pos = np.sort(rng.choice(seq_len, num_predict, replace=False))
+    perm_mask[b][:, pos] = 1.0
+    mapping[b, np.arange(num_predict), pos] = 1.0
+    inp_q[b, pos] = 1.0
+    target[b] = inp[b, pos]
+  seg_id = np.zeros((bsz, seq_len), np.int32)
+  seg_id[:, seq_len // 2:] = 1
+  return dict(input_k=inp, input_q=inp_q, seg_id=seg_id, perm_mask=perm_mask,
+              target=target, target_mask=np.ones((bsz, num_predict),
+                                                 np.float32),
+              target_mapping=mapping, label=np.zeros((bsz,), np.int32))
+
+
+def take_rows(batch, rows):
+  """The rows `rows` (list of ints) of every feature of `batch`."""
+  return {k: v[rows] for k, v in batch.items()}
+
+
+def placeholders(batch):
+  """Placeholders with the dtypes and shapes of a numpy feature dict."""
+  return {k: tf.compat.v1.placeholder(tf.as_dtype(v.dtype), v.shape, name=k)
+          for k, v in batch.items()}
+
+
+def feed(phs, batch):
+  """feed_dict mapping `placeholders(batch)` to `batch`."""
+  return {phs[k]: v for k, v in batch.items()}
+
+
+def per_core_input_fn(host_batches, data_cores):
+  """An input function cycling through `host_batches` in order.
+
+  Args:
+    host_batches: list of feature dicts `[bsz, ...]`, each the concatenation
+      of `data_cores` per-core batches.
+    data_cores: int.
+
+  Returns:
+    input_fn(params) -> dataset of per-core batches of
+    `params["batch_size"]` rows: core 0, core 1, ... of host batch 0, then
+    of host batch 1, ...
+  """
+  per_core = []
+  for batch in host_batches:
+    bsz = len(batch["input_k"])
+    q = bsz // data_cores
+    per_core += [take_rows(batch, list(range(c * q, (c + 1) * q)))
+                 for c in range(data_cores)]
+  stacked = {k: np.stack([b[k] for b in per_core]) for k in per_core[0]}
+
+  def input_fn(params):
+    assert params["batch_size"] == len(per_core[0]["input_k"])
+    return tf.data.Dataset.from_tensor_slices(stacked).repeat()
+
+  return input_fn

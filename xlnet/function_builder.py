@@ -1,0 +1,118 @@
+"""The pretraining loss shared by the GPU and TPU trainers."""
+import tensorflow as tf
+
+from xlnet import model as model_lib
+from xlnet import modeling
+
+# Features whose time-major layout needs [1, 2, 0] instead of [1, 0].
+_THREE_D_FEATURES = ("perm_mask", "target_mapping")
+
+
+def to_time_major(features):
+  """Transposes batch-major input features to the model's time-major layout.
+
+  Args:
+    features: dict of batch-major tensors from the input function:
+      `perm_mask [B,L,L]`, `target_mapping [B,P,L]` and `[B,L]`/`[B,P]` ones.
+      `label` is passed through unchanged.
+
+  Returns:
+    dict with `perm_mask [L,L,B]`, `target_mapping [P,L,B]`, and the 2-D
+    features `input_k, input_q, seg_id [L,B]`, `target, target_mask [P,B]`.
+  """
+  out = {}
+  for key, value in features.items():
+    if key in _THREE_D_FEATURES:
+      out[key] = tf.transpose(value, [1, 2, 0])
+    elif key == "label":
+      out[key] = value
+    else:
+      out[key] = tf.transpose(value, [1, 0])
+  return out
+
+
+def get_xlnet_config(FLAGS):
+  """Returns the `XLNetConfig` of `FLAGS.model_config_path` or of the flags."""
+  if getattr(FLAGS, "model_config_path", None):
+    return model_lib.XLNetConfig(json_path=FLAGS.model_config_path)
+  return model_lib.XLNetConfig(FLAGS=FLAGS)
+
+
+def two_stream_loss(FLAGS, features, labels, mems, is_training):
+  """Builds the two-stream XLNet model and its partial-prediction LM loss.
+
+  Args:
+    FLAGS: flag values (model, run and data flags, see `xlnet.flags`).
+    features: dict of batch-major tensors from the input function,
+      `input_k, input_q, seg_id [B,L]`, `perm_mask [B,L,L]`,
+      `target, target_mask [B,P]`, `target_mapping [B,P,L]`.
+    labels: unused (kept for the Estimator model_fn signature).
+    mems: list of `n_layer` float tensors `[mem_len, B, d_model]`, or None.
+    is_training: bool.
+
+  Returns:
+    total_loss: float32 scalar, `sum(loss * target_mask) / sum(target_mask)`.
+    new_mems: list of `n_layer` tensors `[mem_len, B, d_model]` (or None).
+    monitor_dict: dict of scalar tensors to monitor (`total_loss`).
+  """
+  del labels
+  tm = to_time_major(features)
+  xlnet_config = get_xlnet_config(FLAGS)
+  run_config = model_lib.create_run_config(is_training, False, FLAGS)
+
+  xlnet_model = model_lib.XLNetModel(
+      xlnet_config=xlnet_config,
+      run_config=run_config,
+      input_ids=tm["input_k"],
+      seg_ids=tm["seg_id"],
+      input_mask=None,
+      mems=mems,
+      perm_mask=tm["perm_mask"],
+      target_mapping=tm["target_mapping"],
+      inp_q=tm["input_q"])
+
+  output = xlnet_model.get_sequence_output()
+  new_mems = xlnet_model.get_new_memory()
+  lookup_table = xlnet_model.get_embedding_table()
+  initializer = xlnet_model.get_initializer()
+
+  with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
+    lm_loss = modeling.lm_loss(
+        hidden=output,
+        target=tm["target"],
+        n_token=xlnet_config.n_token,
+        d_model=xlnet_config.d_model,
+        initializer=initializer,
+        lookup_table=lookup_table,
+        tie_weight=True,
+        bi_data=run_config.bi_data,
+        use_tpu=run_config.use_tpu)
+
+  lm_loss = tf.cast(lm_loss, tf.float32)
+  tgt_mask = tf.cast(tm["target_mask"], tf.float32)
+  total_loss = tf.reduce_sum(lm_loss * tgt_mask) / tf.reduce_sum(tgt_mask)
+  return total_loss, new_mems, {"total_loss": total_loss}
+
+
+def get_loss(FLAGS, features, labels, mems, is_training):
+  """`two_stream_loss` under a bfloat16 scope when `FLAGS.use_bfloat16`.
+
+  With bfloat16 the memories fed in and returned stay float32 so they can
+  live in float32 variables; the model sees them cast to bfloat16.
+
+  Args: as `two_stream_loss`.
+
+  Returns:
+    (total_loss float32 scalar, new_mems list of float32 tensors or None,
+    monitor_dict).
+  """
+  if not FLAGS.use_bfloat16:
+    return two_stream_loss(FLAGS, features, labels, mems, is_training)
+  if mems is not None:
+    mems = [tf.cast(m, tf.bfloat16) for m in mems]
+  with tf.compat.v1.tpu.bfloat16_scope():
+    total_loss, new_mems, monitor_dict = two_stream_loss(
+        FLAGS, features, labels, mems, is_training)
+  if new_mems is not None:
+    new_mems = [tf.cast(m, tf.float32) for m in new_mems]
+  return total_loss, new_mems, monitor_dict
