@@ -471,9 +471,9 @@ def _check_config(cfg):
   if cfg["bi_data"] and bsz % (2 * ncore):
     raise ValueError(f"--bi_data needs --bsz_per_host={bsz} to be a multiple "
                      f"of 2 * --num_core_per_host = {2 * ncore}")
-  if not 0 <= reuse_len < seq_len - 3:
-    raise ValueError(f"--reuse_len={reuse_len} must be in [0, --seq_len - 3) "
-                     f"= [0, {seq_len - 3}) to leave room for A, B and "
+  if not 0 < reuse_len < seq_len - 3:
+    raise ValueError(f"--reuse_len={reuse_len} must be in [1, --seq_len - 3) "
+                     f"= [1, {seq_len - 3}) to leave room for A, B and "
                      "<sep> <sep> <cls>")
   if cfg["mask_beta"] <= 0 or cfg["mask_alpha"] < cfg["mask_beta"]:
     raise ValueError(f"--mask_alpha={cfg['mask_alpha']} must be >= "
@@ -573,19 +573,35 @@ def write_records(record_path, rows, sent_rows, cfg, is_start, rng):
   Returns:
     number of batches written.
   """
-  bsz, row_len = rows.shape
+  row_len = rows.shape[1]
   seq_len, reuse_len = cfg["seq_len"], cfg["reuse_len"]
-  bsz_per_core = bsz // cfg["num_core_per_host"]
   boundaries = [_boundaries(s) for s in sent_rows]
-  total = max(0, (row_len - seq_len) // reuse_len + 1) if reuse_len else 0
+  total = max(0, (row_len - seq_len) // reuse_len + 1)
   if total == 0:
     logging.warning("The corpus is too short for one batch (%d tokens per "
                     "row, seq_len %d); writing an empty file", row_len,
                     seq_len)
   tmp_path = f"{record_path}.tmp-{os.getpid()}"
+  try:
+    num_batch = _write_batches(tmp_path, rows, boundaries, cfg, is_start, rng,
+                               total)
+  except BaseException:
+    if tf.io.gfile.exists(tmp_path):
+      tf.io.gfile.remove(tmp_path)
+    raise
+  tf.io.gfile.rename(tmp_path, record_path, overwrite=True)
+  return num_batch
+
+
+def _write_batches(path, rows, boundaries, cfg, is_start, rng, total):
+  """The loop of `write_records`: writes batches to `path`, returns count."""
+  bsz = rows.shape[0]
+  seq_len, reuse_len = cfg["seq_len"], cfg["reuse_len"]
+  bsz_per_core = bsz // cfg["num_core_per_host"]
+  row_len = rows.shape[1]
   num_batch, offset, start, last_log = 0, 0, time.time(), time.time()
-  with tf.io.TFRecordWriter(tmp_path) as writer:
-    while reuse_len and offset + seq_len <= row_len:
+  with tf.io.TFRecordWriter(path) as writer:
+    while offset + seq_len <= row_len:
       examples = []
       for idx in range(bsz):
         reverse = cfg["bi_data"] and (idx % bsz_per_core) >= bsz_per_core // 2
@@ -610,7 +626,6 @@ def write_records(record_path, rows, sent_rows, cfg, is_start, rng):
         logging.info("batch %d/%d (%.1f batches/s, %.0f tokens/s), ETA %.0fs",
                      num_batch, total, rate, rate * bsz * reuse_len,
                      (total - num_batch) / max(rate, 1e-9))
-  tf.io.gfile.rename(tmp_path, record_path, overwrite=True)
   return num_batch
 
 

@@ -1,0 +1,391 @@
+"""Tests of the record creator against a slow re-derivation from SPEC.md §4."""
+import glob
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+import tensorflow as tf
+
+from tests.data_fixtures import (REPO_ROOT, TINY_CONFIG, corpus_slice,
+                                 demo_corpus, make_records, tiny_data,
+                                 train_tiny_spm)  # noqa: F401
+from xlnet import data_utils
+from xlnet import prepro_utils
+
+SEP, CLS, EOD = 4, 3, 7
+
+
+# ----------------------------------------------------------------------------
+# Slow reference helpers, written from the SPEC text.
+# ----------------------------------------------------------------------------
+def read_records(record_dir):
+  """All examples of the single tfrecords file in a dir, as numpy dicts."""
+  (path,) = glob.glob(os.path.join(record_dir, "*.tfrecords"))
+  out = []
+  for raw in tf.compat.v1.io.tf_record_iterator(path):
+    ex = tf.train.Example.FromString(raw).features.feature
+    out.append({k: np.array(ex[k].int64_list.value) for k in ex})
+  return out
+
+
+def ref_file_stream(path, sp, use_eod=True):
+  """Token ids and sentence ids of one file, line by line."""
+  ids, sids, sid = [], [], True
+  with open(path, encoding="utf-8") as f:
+    for line in f.read().splitlines():
+      if not line.strip():
+        if not use_eod:
+          continue
+        sid = not sid
+        toks = [EOD]
+      else:
+        toks = prepro_utils.encode_ids(
+            sp, prepro_utils.preprocess_text(line.strip()))
+      ids += toks
+      sids += [sid] * len(toks)
+      sid = not sid
+  return ids, sids
+
+
+def ref_stream(paths, sp):
+  """Concatenation of files, flipping sentence ids to alternate at joins."""
+  ids, sids = [], []
+  for path in paths:
+    i, s = ref_file_stream(path, sp)
+    if sids and s and s[0] == sids[-1]:
+      s = [not x for x in s]
+    ids += i
+    sids += s
+  return ids, sids
+
+
+def ref_rows(ids, sids, bsz, ncore, bi_data):
+  """Rows (ids, sentence ids) per SPEC's batchify."""
+  nf = bsz // 2 if bi_data else bsz
+  n = len(ids) // nf
+  fwd = [(ids[k * n:(k + 1) * n], sids[k * n:(k + 1) * n]) for k in range(nf)]
+  if not bi_data:
+    return fwd
+  rows, half = [], bsz // ncore // 2
+  for c in range(ncore):
+    chunk = fwd[c * half:(c + 1) * half]
+    rows += chunk + [(r[::-1], s[::-1]) for r, s in chunk]
+  return rows
+
+
+def check_example(ex, row, bounds, offset, cfg):
+  """Asserts SPEC §4's layout of one example; returns its label."""
+  seq_len, reuse_len = cfg["seq_len"], cfg["reuse_len"]
+  tot_len = seq_len - reuse_len - 3
+  inp, tgt, seg = ex["input"], ex["target"], ex["seg_id"]
+  begin = offset + reuse_len
+  la = int(np.sum(seg == 0)) - reuse_len - 1
+  lb = tot_len - la
+  assert la >= 1 and lb >= 1
+  # Layout [reuse, A, <sep>, B, <sep>, <cls>] and segment ids.
+  assert list(inp[:begin - offset + la]) == row[offset:begin + la]
+  assert inp[reuse_len + la] == SEP and inp[-2] == SEP and inp[-1] == CLS
+  assert list(seg) == [0] * (reuse_len + la + 1) + [1] * (lb + 1) + [2]
+  b = list(inp[reuse_len + la + 1:seq_len - 2])
+  # Targets: next token in the row for reuse + A.
+  assert list(tgt[:reuse_len + la]) == row[offset + 1:begin + la + 1]
+  assert list(tgt[-2:]) == [CLS, CLS]
+  label = int(ex["label"][0])
+  if label == 1:
+    cuts = [k for k in bounds if begin < k < begin + tot_len]
+    starts = [k for k in cuts if k >= begin + la]
+  else:
+    starts = [0] + bounds
+  ok = [s for s in starts if row[s] == b[0] and row[s:s + lb] == b
+        and tgt[reuse_len + la] == row[s]
+        and list(tgt[reuse_len + la + 1:seq_len - 2]) == row[s + 1:s + lb + 1]]
+  assert ok, f"B not found at a valid sentence start (label {label})"
+  return label
+
+
+def check_masks(ex, cfg):
+  goal_1 = cfg["num_predict"] // 2
+  goal_0 = cfg["num_predict"] - goal_1
+  assert ex["is_masked"][:cfg["reuse_len"]].sum() == goal_0
+  assert ex["is_masked"][cfg["reuse_len"]:].sum() == goal_1
+
+
+def check_records(record_dir, corpus_paths, cfg):
+  """Re-derives every example of a record dir from the corpus."""
+  sp = spm.SentencePieceProcessor(model_file=train_tiny_spm())
+  examples = read_records(record_dir)
+  bsz = cfg["bsz_per_host"]
+  candidates = []
+  for order in ([corpus_paths] if len(corpus_paths) == 1
+                else [corpus_paths, corpus_paths[::-1]]):
+    ids, sids = ref_stream(order, sp)
+    candidates.append(ref_rows(ids, sids, bsz, cfg["num_core_per_host"],
+                               cfg["bi_data"]))
+  # The file order is shuffled: pick the order the first example fits.
+  rows = next(r for r in candidates
+              if list(examples[0]["input"][:cfg["reuse_len"]])
+              == r[0][0][:cfg["reuse_len"]])
+  assert len(examples) % bsz == 0 and examples
+  num_batch = len(examples) // bsz
+  row_len = len(rows[0][0])
+  # Batches stop at the first offset where some row cannot split.
+  assert (num_batch - 1) * cfg["reuse_len"] + cfg["seq_len"] <= row_len
+  bounds = [[k for k in range(1, len(s)) if s[k] != s[k - 1]]
+            for _, s in rows]
+  labels = []
+  for n, ex in enumerate(examples):
+    labels.append(check_example(ex, rows[n % bsz][0], bounds[n % bsz],
+                                (n // bsz) * cfg["reuse_len"], cfg))
+    check_masks(ex, cfg)
+  info_path, = glob.glob(os.path.join(record_dir, "record_info-*.json"))
+  with open(info_path) as f:
+    assert json.load(f)["num_batch"] == num_batch
+  return np.array(labels), examples
+
+
+# ----------------------------------------------------------------------------
+# Records.
+# ----------------------------------------------------------------------------
+def test_records_bi_data_one_core(tiny_data):
+  labels, _ = check_records(tiny_data.record_dir, [tiny_data.corpus],
+                            tiny_data.config)
+  # label 1 needs a cut point and a coin flip: about 40-50% of examples.
+  assert 0.3 < labels.mean() < 0.5, labels.mean()
+  name = ("train-0-0.bsz-4.seqlen-64.reuse-32.bi.alpha-6.beta-1.fnp-12"
+          ".tfrecords")
+  assert sorted(os.listdir(tiny_data.record_dir)) == [
+      "record_info-" + name.replace(".tfrecords", ".json"), name]
+  with open(os.path.join(os.path.dirname(tiny_data.record_dir),
+                         "corpus_info.json")) as f:
+    info = json.load(f)
+  assert info == dict(TINY_CONFIG, vocab_size=1000, sp_path=tiny_data.sp_path,
+                      input_glob=tiny_data.corpus)
+  assert data_utils.load_corpus_info(tiny_data.record_dir) == info
+
+
+@pytest.mark.parametrize("cfg", [
+    dict(num_core_per_host=2, bsz_per_host=8, seq_len=48, reuse_len=16,
+         num_predict=10),
+    dict(num_core_per_host=2, bsz_per_host=4, seq_len=40, reuse_len=24,
+         num_predict=7, bi_data=False),
+])
+def test_records_multi_core_and_uneven_parts(tmp_path, cfg):
+  cfg = dict(TINY_CONFIG, **cfg)
+  record_dir = make_records(str(tmp_path), num_lines=500, **cfg)
+  check_records(record_dir, [corpus_slice(500)], cfg)
+
+
+def test_multiple_files_tasks_and_determinism(tmp_path):
+  lines = open(demo_corpus(), encoding="utf-8").read().splitlines()
+  src = tmp_path / "src"
+  src.mkdir()
+  for k in range(3):
+    (src / f"part{k}.txt").write_text(
+        "\n".join(lines[k * 151:(k + 1) * 151]) + "\n", encoding="utf-8")
+  paths = sorted(str(p) for p in src.glob("*.txt"))
+  sp = spm.SentencePieceProcessor(model_file=train_tiny_spm())
+  ids, sids = data_utils.build_stream(paths, sp, False, True, True,
+                                      np.random.RandomState(0))
+  refs = [ref_stream(list(order), sp)
+          for order in itertools.permutations(paths)]
+  assert (list(ids), list(sids)) in refs
+  raw = [ref_file_stream(p, sp)[1] for p in paths]
+  assert all(r[-1] for r in raw)  # each join needs a flip
+  cfg = dict(TINY_CONFIG, seq_len=32, reuse_len=16, num_predict=6)
+  kw = dict(input_glob=str(src / "*.txt"), sp_path=train_tiny_spm(), **cfg)
+  for task, files in [(0, [paths[0], paths[2]]), (1, [paths[1]])]:
+    d = str(tmp_path / f"task{task}")
+    data_utils.create_data(save_dir=d, num_task=2, task=task, **kw)
+    check_records(os.path.join(d, "tfrecords"), files, cfg)
+    assert os.path.exists(os.path.join(d, "corpus_info.json")) == (task == 0)
+  # Same (task, pass_id): identical bytes; other pass_id: other B and masks.
+  runs = {}
+  for name, pass_id in [("a", 0), ("b", 0), ("c", 1)]:
+    d = str(tmp_path / name)
+    data_utils.create_data(save_dir=d, pass_id=pass_id, **kw)
+    (path,) = glob.glob(os.path.join(d, "tfrecords", "*.tfrecords"))
+    runs[name] = (open(path, "rb").read(),
+                  read_records(os.path.join(d, "tfrecords")))
+  assert runs["a"][0] == runs["b"][0]
+  ex_a, ex_c = runs["a"][1], runs["c"][1]
+  n = min(len(ex_a), len(ex_c))
+  same_mask = np.mean([np.array_equal(ex_a[i]["is_masked"],
+                                      ex_c[i]["is_masked"]) for i in range(n)])
+  same_input = np.mean([np.array_equal(ex_a[i]["input"], ex_c[i]["input"])
+                        for i in range(n)])
+  assert same_mask < 0.05 and same_input < 0.9
+  assert not glob.glob(str(tmp_path / "*" / "tfrecords" / "*.tmp-*"))
+
+
+def test_crash_leaves_no_record_info(tmp_path, monkeypatch):
+  calls = []
+
+  def failing(features):
+    calls.append(1)
+    if len(calls) > 3:
+      raise RuntimeError("killed")
+    return real(features)
+
+  real = data_utils.serialize_examples
+  monkeypatch.setattr(data_utils, "serialize_examples", failing)
+  with pytest.raises(RuntimeError, match="killed"):
+    make_records(str(tmp_path), num_lines=300)
+  assert os.listdir(tmp_path / "tfrecords") == []
+
+
+def test_serialize_examples_matches_tf_example():
+  rng = np.random.RandomState(0)
+  feats = {"input": rng.randint(0, 2**34, size=(3, 50)),
+           "is_masked": rng.randint(0, 2, size=(3, 50)),
+           "label": np.array([[0], [1], [127]])}
+  feats["input"][0, :6] = [0, 127, 128, 16383, 16384, 2**21]
+  for i, raw in enumerate(data_utils.serialize_examples(feats)):
+    expected = tf.train.Example(features=tf.train.Features(feature={
+        k: tf.train.Feature(int64_list=tf.train.Int64List(value=v[i]))
+        for k, v in feats.items()}))
+    assert tf.train.Example.FromString(raw) == expected
+
+
+# ----------------------------------------------------------------------------
+# Span masking.
+# ----------------------------------------------------------------------------
+def runs_of(mask):
+  """(start, length) of maximal runs of True."""
+  padded = np.concatenate([[0], mask.astype(int), [0]])
+  d = np.diff(padded)
+  starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+  return list(zip(starts, ends - starts))
+
+
+def test_span_walk_statistics():
+  rng = np.random.RandomState(1)
+  vocab = 50
+  is_start = rng.rand(vocab) < 0.4
+  seg = rng.randint(0, vocab, size=200000)
+  mask = data_utils.sample_mask(seg, is_start, None, 6, 1,
+                                np.random.RandomState(2))
+  spans = runs_of(mask)
+  assert all(is_start[seg[s]] for s, _ in spans)
+  lengths = np.bincount([n for _, n in spans], minlength=6)[1:]
+  p = 1.0 / np.arange(1, 6)
+  expected = p / p.sum() * len(spans)
+  assert len(spans) > 5000
+  assert np.all(np.abs(lengths - expected) < 5 * np.sqrt(expected)), (
+      lengths, expected)
+  # With every piece a word start, each span of n takes n + ctx pieces.
+  all_start = np.ones(vocab, dtype=bool)
+  for alpha, beta in [(6, 1), (3, 2)]:
+    mask = data_utils.sample_mask(seg, all_start, None, alpha, beta,
+                                  np.random.RandomState(3))
+    n = np.arange(1, 6)
+    want = (p * n).sum() / (p * (n + n * alpha // beta)).sum()
+    assert abs(mask.mean() - want) < 0.01, (alpha, beta, mask.mean(), want)
+
+
+def test_span_walk_end_goal_and_reverse():
+  rng = np.random.RandomState(4)
+  is_start = np.ones(10, dtype=bool)
+  for trial in range(300):
+    seg = rng.randint(0, 10, size=20)
+    walk = data_utils.sample_mask(seg, is_start, None, 1, 1,
+                                  np.random.RandomState(trial))
+    assert not walk[-1]  # a span ending at the part's end is not taken
+    for goal in (0, 3, 11, 20):
+      m = data_utils.sample_mask(seg, is_start, goal, 6, 1,
+                                 np.random.RandomState(trial))
+      assert m.sum() == goal
+    fwd = data_utils.sample_mask(seg[::-1], is_start, 5, 2, 1,
+                                 np.random.RandomState(trial))
+    bwd = data_utils.sample_mask(seg, is_start, 5, 2, 1,
+                                 np.random.RandomState(trial), reverse=True)
+    assert np.array_equal(bwd, fwd[::-1])
+
+
+def test_word_start_table():
+  sp = spm.SentencePieceProcessor(model_file=train_tiny_spm())
+  table = data_utils.word_start_table(sp)
+  for i in range(sp.get_piece_size()):
+    piece = sp.id_to_piece(i)
+    want = (piece[0] in ("\u2581", "<") or
+            (len(piece) == 1 and piece in '!"#$%&()*+,-./:;?@[\\]^_`{|}~'))
+    assert table[i] == want, piece
+  assert table[sp.piece_to_id("<sep>")] and table[sp.piece_to_id(",")]
+  assert not table[sp.piece_to_id("s")]
+
+
+# ----------------------------------------------------------------------------
+# Bad input.
+# ----------------------------------------------------------------------------
+def test_bad_input_errors(tmp_path):
+  sp_path = train_tiny_spm()
+  corpus = corpus_slice(100)
+  bad = tmp_path / "bad.txt"
+  bad.write_bytes(b"fine line\nbad \xff byte\n")
+  plain = str(tmp_path / "plain")
+  spm.SentencePieceTrainer.train(input=corpus, model_prefix=plain,
+                                 vocab_size=200, minloglevel=2)
+
+  def err(match, **kw):
+    args = dict(input_glob=corpus, sp_path=sp_path,
+                save_dir=str(tmp_path / "out"), **TINY_CONFIG)
+    args.update(kw)
+    with pytest.raises(ValueError, match=match) as e:
+      data_utils.create_data(**args)
+    assert "\n" not in str(e.value)
+
+  err("--input_glob is empty", input_glob="")
+  err(r"--input_glob=.*nothing\*.txt matches no file",
+      input_glob=str(tmp_path / "nothing*.txt"))
+  err(r"bad.txt line 2 is not UTF-8", input_glob=str(bad))
+  err(r"--sp_path=.*missing.model: SentencePiece model not found",
+      sp_path=str(tmp_path / "missing.model"))
+  err(r"plain.model is not an XLNet SentencePiece model",
+      sp_path=plain + ".model")
+  err(r"--num_predict=70 .* a part cannot hold", num_predict=70)
+  err(r"--bsz_per_host=6 must be a multiple of --num_core_per_host=4",
+      bsz_per_host=6, num_core_per_host=4)
+  err(r"--bi_data needs --bsz_per_host=6 to be a multiple of 2 \* "
+      r"--num_core_per_host = 4", bsz_per_host=6, num_core_per_host=2)
+  err(r"--reuse_len=61 must be in \[1, --seq_len - 3\)", reuse_len=61)
+  err(r"--mask_alpha=1 must be >= --mask_beta=2", mask_alpha=1, mask_beta=2)
+  assert not os.path.exists(tmp_path / "out" / "tfrecords" / "x")
+
+
+def _run_cli(args, cwd):
+  env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+  return subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "data_utils.py")] + args,
+      cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_cli_readme_command_verbatim_and_error(tmp_path):
+  shutil.copy(corpus_slice(1200), tmp_path / "botchan.txt")
+  shutil.copy(train_tiny_spm(), tmp_path / "spiece.model")
+  save_dir = str(tmp_path / "proc")
+  # The released README's command, verbatim.
+  cmd = ("--bsz_per_host=32 --num_core_per_host=16 --seq_len=512 "
+         "--reuse_len=256 --input_glob=*.txt --save_dir=${SAVE_DIR} "
+         "--num_passes=20 --bi_data=True --sp_path=spiece.model "
+         "--mask_alpha=6 --mask_beta=1 --num_predict=85")
+  res = _run_cli(cmd.replace("${SAVE_DIR}", save_dir).split(), tmp_path)
+  assert res.returncode == 0, res.stderr[-2000:]
+  info = data_utils.load_corpus_info(save_dir)
+  assert info["num_core_per_host"] == 16 and info["bsz_per_host"] == 32
+  (info_path,) = glob.glob(os.path.join(save_dir, "tfrecords",
+                                        "record_info-train-0-0.bsz-32.seqlen-"
+                                        "512.reuse-256.bi.alpha-6.beta-1."
+                                        "fnp-85.json"))
+  with open(info_path) as f:
+    assert json.load(f)["num_batch"] >= 1
+  assert "ETA" in res.stderr
+  res = _run_cli(["--input_glob=missing/*.txt", "--sp_path=spiece.model",
+                  f"--save_dir={save_dir}"], tmp_path)
+  assert res.returncode != 0 and "Traceback" not in res.stderr
+  assert "--input_glob=missing/*.txt matches no file" in res.stderr
