@@ -1,11 +1,21 @@
-"""Tests of the GPU/CPU trainer: towers, memories, overfitting, resume."""
+"""Tests of the GPU/CPU trainer: towers, memories, overfitting, resume,
+end-to-end training on demo-corpus records, and bad input."""
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import train_fixtures as fx
+from tests import train_fixtures as fx
+from tests.data_fixtures import make_records
+from xlnet import flags as flags_lib
 from xlnet import function_builder
 from xlnet import train_gpu
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _load_weights(sess, seed):
@@ -154,3 +164,95 @@ def test_resume_continues_like_an_uninterrupted_run(tmp_path):
   assert tf.train.latest_checkpoint(str(tmp_path / "cut")).endswith("-5")
   # The log wrote TensorBoard scalars.
   assert list((tmp_path / "full").glob("events.out.tfevents.*"))
+
+
+def _fake_data_dir(tmp_path, **overrides):
+  """A record dir whose corpus_info.json says seq_len 8, bsz 4, ..."""
+  info = dict(vocab_size=40, bsz_per_host=4, num_core_per_host=1, seq_len=8,
+              reuse_len=4, uncased=False, bi_data=True, mask_alpha=6,
+              mask_beta=1, num_predict=3, use_eod=True)
+  info.update(overrides)
+  (tmp_path / "tfrecords").mkdir()
+  (tmp_path / "corpus_info.json").write_text(json.dumps(info))
+  return str(tmp_path / "tfrecords")
+
+
+@pytest.mark.parametrize("argv,message", [
+    ([], "--record_info_dir is required"),
+    (["--seq_len=16"], "--seq_len=16 does not match the data"),
+    (["--bi_data=False"], "--bi_data=False does not match the data"),
+    (["--num_predict=5"], "num_predict=3"),
+    (["--train_batch_size=8"], "--train_batch_size=8 does not match"),
+    (["--num_core_per_host=3"], "--train_batch_size=4 is not divisible"),
+    (["--d_embed=32"], "--d_embed=32 must equal d_model=16"),
+    (["--n_token=10"], "smaller than the data's vocabulary"),
+])
+def test_flags_checked_against_corpus_info(tmp_path, argv, message):
+  FL = flags_lib.parse_flags(
+      ["prog", "--n_layer=1", "--d_model=16", f"--model_dir={tmp_path}/m"] +
+      ([f"--record_info_dir={_fake_data_dir(tmp_path)}"]
+       if argv else []) + argv)
+  with pytest.raises(ValueError, match=message.replace("'", ".")):
+    train_gpu.run(FL)
+
+
+def test_resolve_fills_data_flags_from_corpus_info(tmp_path):
+  FL = flags_lib.parse_flags(["prog", "--record_info_dir=" +
+                              _fake_data_dir(tmp_path)])
+  flags_lib.resolve_flags(FL, flags_lib.load_corpus_info(FL))
+  assert (FL.seq_len, FL.reuse_len, FL.bi_data, FL.num_predict,
+          FL.train_batch_size, FL.n_token) == (8, 4, True, 3, 4, 40)
+
+
+def test_entry_point_bad_input_is_one_line_exit_2(tmp_path):
+  record_dir = _fake_data_dir(tmp_path)
+  for argv, message in [
+      ([f"--record_info_dir={record_dir}", "--perm_size=8"],
+       "--perm_size=8 must be <= and divide"),
+      ([f"--record_info_dir={record_dir}", "--reuse_len=2"],
+       "--reuse_len=2 does not match the data"),
+      ([f"--record_info_dir={tmp_path}/nowhere"], "does not exist")]:
+    proc = subprocess.run(
+        [sys.executable, os.path.join(REPO, "train_gpu.py"),
+         f"--model_dir={tmp_path}/m"] + argv,
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("train_gpu.py: error: ") and message in last, last
+    assert "Traceback" not in proc.stderr
+
+
+def test_init_checkpoint_with_missing_variables_is_clear(tmp_path):
+  with tf.Graph().as_default():
+    tf.compat.v1.get_variable("model/transformer/r_w_bias", [2, 2, 8])
+    saver = tf.compat.v1.train.Saver()
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      ckpt = saver.save(sess, str(tmp_path / "partial" / "model.ckpt"))
+  FL = fx.tiny_flags(init_checkpoint=ckpt, model_dir=str(tmp_path / "m"))
+  batches = [fx.fake_batch(np.random.RandomState(0), 4, 8, 3, 40)]
+  with pytest.raises(ValueError, match="lookup_table"):
+    train_gpu.train(FL, fx.per_core_input_fn(batches, 1), 1)
+
+
+@pytest.mark.slow
+def test_loss_falls_on_demo_corpus_records_with_two_towers(tmp_path):
+  """Demo-corpus records (bi_data, written for 1 core) on 2 CPU towers."""
+  record_dir = make_records(str(tmp_path / "data"), num_lines=1500)
+  model_dir = tmp_path / "model"
+  FL = flags_lib.parse_flags([
+      "prog", f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
+      "--n_layer=2", "--d_model=32", "--n_head=2", "--d_head=16",
+      "--d_inner=64", "--dropout=0", "--dropatt=0", "--mem_len=32",
+      "--perm_size=16", "--num_core_per_host=2", "--learning_rate=3e-3",
+      "--warmup_steps=10", "--train_steps=80", "--iterations=20",
+      "--seed=1"])
+  history = train_gpu.run(FL)
+  losses = [loss for _, loss in history]
+  assert [s for s, _ in history] == list(range(1, 81))
+  assert losses[0] > 6.0  # ~ln(vocab 1000) at the start
+  assert np.mean(losses[-10:]) < losses[0] - 1.0, losses
+  assert tf.train.latest_checkpoint(str(model_dir)).endswith("-80")
+  reader = tf.train.load_checkpoint(str(model_dir))
+  assert reader.get_tensor("mems/tower_1/layer_0").shape == (32, 2, 32)
