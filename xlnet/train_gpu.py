@@ -268,7 +268,9 @@ def train(FLAGS, input_fn, num_batch):
       global_step, loss, lr, gnorm = sess.run(fetches)
       history.append((int(global_step), float(loss)))
       losses.append(loss)
-      if global_step % FLAGS.iterations == 0 or (
+      # Log every `iterations` steps, at the end, and after the first step
+      # of this run (quick feedback).
+      if (global_step % FLAGS.iterations == 0 or len(history) == 1 or
           global_step == FLAGS.train_steps):
         now = time.time()
         n = global_step - last_log_step
