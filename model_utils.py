@@ -32,7 +32,7 @@ flags.DEFINE_string("avg_model_dir", None,
 flags.DEFINE_string("avg_output_model_dir", None,
                     "avg_checkpoints: output directory for the average.")
 flags.DEFINE_integer("avg_num", 5,
-                     "avg_checkpoints: number of latest checkpoints to average.")
+                     "avg_checkpoints: how many latest checkpoints to average.")
 
 FLAGS = flags.FLAGS
 

@@ -212,7 +212,8 @@ def np_adam_steps(params, coefs, offsets, flags, num_steps):
                           flags.min_lr_ratio)
     grads = {n: coefs[n] * p + offsets[n] for n, p in params.items()}
     norm = np.sqrt(sum((g ** 2).sum() for g in grads.values()))
-    grads = {n: g * flags.clip / max(norm, flags.clip) for n, g in grads.items()}
+    scale = flags.clip / max(norm, flags.clip)
+    grads = {n: g * scale for n, g in grads.items()}
     for n in params:
       m[n] = BETA1 * m[n] + (1 - BETA1) * grads[n]
       v[n] = BETA2 * v[n] + (1 - BETA2) * grads[n] ** 2
@@ -224,7 +225,8 @@ def np_adam_steps(params, coefs, offsets, flags, num_steps):
       else:  # tf.compat.v1.train.AdamOptimizer.
         t = step + 1
         lr_t = lr * np.sqrt(1 - BETA2 ** t) / (1 - BETA1 ** t)
-        params[n] = params[n] - lr_t * m[n] / (np.sqrt(v[n]) + flags.adam_epsilon)
+        params[n] = params[n] - lr_t * m[n] / (np.sqrt(v[n]) +
+                                               flags.adam_epsilon)
     history.append(dict(params))
   return history
 
@@ -261,13 +263,37 @@ def test_optimizer_steps_match_numpy(weight_decay):
   assert not np.allclose(got[2][n], initial[n])
 
 
+@pytest.mark.parametrize("weight_decay", [0.0, 0.05])
+def test_sparse_embedding_gradients_update_like_dense_ones(weight_decay):
+  """tf.gather gives IndexedSlices; the update must equal the dense one."""
+  ids = np.array([2, 0, 2, 3])  # row 1 unused, row 2 twice
+  coefs = np.random.RandomState(3).randn(4, 5).astype(np.float32)
+  flags = make_flags(weight_decay=weight_decay, clip=0.5)
+  results = []
+  for sparse in (True, False):
+    with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
+      table = make_vars({"model/transformer/word_embedding/lookup_table":
+                         (4, 5)}, seed=4)
+      table, = table.values()
+      rows = (tf.gather(table, ids) if sparse else
+              tf.matmul(tf.one_hot(ids, 4), table))
+      train_op, _, _ = model_utils.get_train_op(
+          flags, tf.reduce_sum(coefs * rows))
+      sess.run(tf.compat.v1.global_variables_initializer())
+      for _ in range(2):
+        sess.run(train_op)
+      results.append(sess.run(table))
+  np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-7)
+
+
 def test_weight_decay_slots_are_named_and_not_trainable():
   with tf.Graph().as_default():
     with tf.compat.v1.variable_scope("tower_0"):
       w = tf.compat.v1.get_variable("w", initializer=[1.0])
     with tf.compat.v1.variable_scope("elsewhere"):
       model_utils.get_train_op(make_flags(weight_decay=0.01), tf.reduce_sum(w))
-    names = {v.name: v.dtype.base_dtype for v in tf.compat.v1.global_variables()}
+    names = {v.name: v.dtype.base_dtype
+             for v in tf.compat.v1.global_variables()}
     trainable = {v.name for v in tf.compat.v1.trainable_variables()}
   assert names == {"tower_0/w:0": tf.float32, "tower_0/w/adam_m:0": tf.float32,
                    "tower_0/w/adam_v:0": tf.float32, "global_step:0": tf.int64}
@@ -278,8 +304,8 @@ def test_weight_decay_slots_are_named_and_not_trainable():
 def test_use_tpu_wraps_the_optimizer_for_cross_shard_reduction(weight_decay):
   with tf.Graph().as_default() as graph:
     w = tf.compat.v1.get_variable("w", initializer=[1.0])
-    model_utils.get_train_op(make_flags(use_tpu=True, weight_decay=weight_decay),
-                             tf.reduce_sum(w))
+    model_utils.get_train_op(
+        make_flags(use_tpu=True, weight_decay=weight_decay), tf.reduce_sum(w))
     op_types = {op.type for op in graph.get_operations()}
   assert "CrossReplicaSum" in op_types
 
@@ -337,7 +363,8 @@ def test_clean_ckpt_keeps_only_model_variables(tmp_path):
   with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
     variables = {n: tf.compat.v1.get_variable(n, shape=s)
                  for n, s in MODEL_VARS.items()}
-    tf.compat.v1.train.Saver().restore(sess, tf.train.latest_checkpoint(out_dir))
+    tf.compat.v1.train.Saver().restore(sess,
+                                       tf.train.latest_checkpoint(out_dir))
     restored = sess.run(variables)
   for n in MODEL_VARS:
     np.testing.assert_array_equal(restored[n], values[n])
@@ -450,7 +477,8 @@ def test_init_from_checkpoint_tpu_scaffold_and_noop(tmp_path):
 def test_init_from_checkpoint_errors(tmp_path):
   save_checkpoints(str(tmp_path), [random_values(7)], with_optimizer=False)
   flags = make_flags(init_checkpoint=os.path.join(str(tmp_path), "latest"))
-  extra = dict(MODEL_VARS, **{"model/new/kernel": (2,), "model/new2/bias": (1,)})
+  extra = dict(MODEL_VARS,
+               **{"model/new/kernel": (2,), "model/new2/bias": (1,)})
   with tf.Graph().as_default():
     build_model_vars(extra)
     with pytest.raises(ValueError, match=r"lacks 2 \(model/new/kernel, "

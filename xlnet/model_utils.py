@@ -34,8 +34,8 @@ _LAYER_RE = re.compile(r"model/transformer/layer_(\d+)/")
 def _root_variable_scope():
   """Context manager entering the root variable scope with AUTO_REUSE.
 
-  Optimizer slots and the global step get fixed checkpoint names (`{var}/adam_m`,
-  `global_step`) wherever `get_train_op` is called from.
+  Optimizer slots and the global step get fixed checkpoint names
+  (`{var}/adam_m`, `global_step`) wherever `get_train_op` is called from.
   """
   return tf.compat.v1.variable_scope(
       tf.compat.v1.VariableScope(reuse=tf.compat.v1.AUTO_REUSE, name=""))
@@ -49,8 +49,8 @@ def _var_name(var):
 ################################################################################
 # Learning-rate schedule and gradient helpers (pure, shared by both trainers).
 ################################################################################
-def learning_rate_schedule(global_step, learning_rate, warmup_steps, train_steps,
-                           decay_method="poly", min_lr_ratio=0.0):
+def learning_rate_schedule(global_step, learning_rate, warmup_steps,
+                           train_steps, decay_method="poly", min_lr_ratio=0.0):
   """Warmup then decay learning rate.
 
   lr(step) = step / warmup_steps * learning_rate        for step < warmup_steps
@@ -119,39 +119,41 @@ def exclude_from_weight_decay(var_name):
   return any(p in var_name for p in _NO_DECAY_PATTERNS)
 
 
-def layer_decay_scale(var_name, n_layer, lr_layer_decay_rate):
-  """Gradient multiplier of a variable under layer-wise learning-rate decay.
+def layer_decay_scales(var_names, n_layer, lr_layer_decay_rate):
+  """Gradient multipliers of variables under layer-wise learning-rate decay.
 
   A variable under `model/transformer/layer_{l}/` is scaled by
   `lr_layer_decay_rate ** (n_layer - 1 - l)` (the top layer by 1); every other
   variable by 1.
 
   Args:
-    var_name: str, variable name.
-    n_layer: int, number of transformer layers.
+    var_names: list of str, variable names.
+    n_layer: int, number of transformer layers; None = one more than the
+      largest layer index among `var_names`.
     lr_layer_decay_rate: float, per-layer decay factor.
 
   Returns:
-    float.
+    list of floats, one per name.
 
   Raises:
-    ValueError: when the variable's layer index is not below `n_layer`.
+    ValueError: when a variable's layer index is not below `n_layer`.
   """
-  match = _LAYER_RE.search(var_name)
-  if not match:
-    return 1.0
-  layer = int(match.group(1))
-  if layer >= n_layer:
-    raise ValueError(f"variable {var_name} is in layer {layer} but n_layer is "
-                     f"{n_layer}")
-  return float(lr_layer_decay_rate) ** (n_layer - 1 - layer)
-
-
-def scale_gradient(grad, scale):
-  """Multiplies a dense or sparse (`tf.IndexedSlices`) gradient by `scale`."""
-  if isinstance(grad, tf.IndexedSlices):
-    return tf.IndexedSlices(grad.values * scale, grad.indices, grad.dense_shape)
-  return grad * scale
+  if lr_layer_decay_rate == 1.0:
+    return [1.0] * len(var_names)
+  layers = [_LAYER_RE.search(n) for n in var_names]
+  layers = [int(m.group(1)) if m else None for m in layers]
+  if n_layer is None:
+    n_layer = 1 + max([l for l in layers if l is not None], default=-1)
+  scales = []
+  for name, layer in zip(var_names, layers):
+    if layer is None:
+      scales.append(1.0)
+    elif layer >= n_layer:
+      raise ValueError(f"variable {name} is in layer {layer} but n_layer is "
+                       f"{n_layer}")
+    else:
+      scales.append(float(lr_layer_decay_rate) ** (n_layer - 1 - layer))
+  return scales
 
 
 def is_optimizer_variable(var_name):
@@ -171,6 +173,10 @@ class AdamWeightDecayOptimizer(tf.compat.v1.train.Optimizer):
     p <- p - lr (m / (sqrt(v) + epsilon) + weight_decay_rate p)
   where the decay term is dropped for `exclude_from_weight_decay` names.
   `apply_gradients` increments `global_step` itself after all updates.
+
+  Each variable is updated by two fused kernels instead of a dozen element-wise
+  ops: `p -= (lr weight_decay_rate) p` (ResourceApplyGradientDescent), then
+  ResourceApplyAdam with beta powers 0, which is Adam without bias correction.
   """
 
   def __init__(self, learning_rate, weight_decay_rate=0.0, beta_1=0.9,
@@ -188,32 +194,38 @@ class AdamWeightDecayOptimizer(tf.compat.v1.train.Optimizer):
     with _root_variable_scope():
       return tf.compat.v1.get_variable(
           name=f"{param_name}/{suffix}", shape=param.shape.as_list(),
-          dtype=tf.float32, trainable=False,
+          dtype=tf.float32, trainable=False, use_resource=True,
           initializer=tf.compat.v1.zeros_initializer())
+
+  def _apply_one(self, grad, param, learning_rate):
+    """Returns the update op of one variable (shapes of grad and param)."""
+    param_name = _var_name(param)
+    if not hasattr(param, "handle"):
+      raise ValueError(f"AdamWeightDecayOptimizer needs resource variables; "
+                       f"{param_name} is a reference variable")
+    m = self._moment(param_name, param, "adam_m")
+    v = self._moment(param_name, param, "adam_v")
+    decay = []
+    if self.weight_decay_rate and not exclude_from_weight_decay(param_name):
+      decay = [tf.raw_ops.ResourceApplyGradientDescent(
+          var=param.handle, alpha=learning_rate * self.weight_decay_rate,
+          delta=param.read_value())]
+    with tf.control_dependencies(decay):
+      return tf.raw_ops.ResourceApplyAdam(
+          var=param.handle, m=m.handle, v=v.handle, beta1_power=0.0,
+          beta2_power=0.0, lr=learning_rate, beta1=self.beta_1,
+          beta2=self.beta_2, epsilon=self.epsilon,
+          grad=tf.convert_to_tensor(grad))
 
   def apply_gradients(self, grads_and_vars, global_step=None, name=None):
     """Applies one update; returns the grouped op (incl. the step increment)."""
-    assignments = []
-    for grad, param in grads_and_vars:
-      if grad is None or param is None:
-        continue
-      param_name = _var_name(param)
-      m = self._moment(param_name, param, "adam_m")
-      v = self._moment(param_name, param, "adam_v")
-      grad = tf.convert_to_tensor(grad)
-
-      next_m = self.beta_1 * m + (1.0 - self.beta_1) * grad
-      next_v = self.beta_2 * v + (1.0 - self.beta_2) * tf.square(grad)
-      update = next_m / (tf.sqrt(next_v) + self.epsilon)
-      if self.weight_decay_rate and not exclude_from_weight_decay(param_name):
-        update += self.weight_decay_rate * param
-      next_param = param - self.learning_rate * update
-      assignments.extend([param.assign(next_param), m.assign(next_m),
-                          v.assign(next_v)])
+    learning_rate = tf.cast(self.learning_rate, tf.float32)
+    updates = [self._apply_one(g, p, learning_rate)
+               for g, p in grads_and_vars if g is not None and p is not None]
     if global_step is not None:
-      with tf.control_dependencies(assignments):
-        assignments.append(tf.compat.v1.assign_add(global_step, 1))
-    return tf.group(*assignments, name=name or self.get_name())
+      with tf.control_dependencies(updates):
+        updates.append(tf.compat.v1.assign_add(global_step, 1))
+    return tf.group(*updates, name=name or self.get_name())
 
   def _apply_dense(self, grad, var):
     raise NotImplementedError("use apply_gradients")
@@ -243,8 +255,8 @@ def get_train_op(FLAGS, total_loss, grads_and_vars=None):
   Args:
     FLAGS: object with attributes learning_rate, warmup_steps, train_steps,
       decay_method, min_lr_ratio, weight_decay, adam_epsilon, clip, use_tpu and
-      optionally lr_layer_decay_rate (default 1.0) and n_layer (default: the
-      number of `model/transformer/layer_{l}/` scopes among the variables).
+      optionally lr_layer_decay_rate (default 1.0) and n_layer (default/None:
+      one more than the largest `model/transformer/layer_{l}/` index).
     total_loss: float scalar tensor; differentiated w.r.t. all trainable
       variables unless `grads_and_vars` is given.
     grads_and_vars: optional list of (gradient, variable), e.g. gradients
@@ -281,18 +293,22 @@ def get_train_op(FLAGS, total_loss, grads_and_vars=None):
   if not grads_and_vars:
     raise ValueError("get_train_op: no trainable variable has a gradient "
                      "w.r.t. the loss")
-  gradients, variables = zip(*grads_and_vars)
-  clipped, gnorm = tf.clip_by_global_norm(gradients, FLAGS.clip)
-
-  rate = getattr(FLAGS, "lr_layer_decay_rate", 1.0)
-  if rate != 1.0:
-    names = [_var_name(v) for v in variables]
-    n_layer = getattr(FLAGS, "n_layer", None) or 1 + max(
-        [int(m.group(1)) for m in map(_LAYER_RE.search, names) if m],
-        default=-1)
-    scales = [layer_decay_scale(n, n_layer, rate) for n in names]
-    clipped = [g if s == 1.0 else scale_gradient(g, s)
-               for g, s in zip(clipped, scales)]
+  variables = [v for _, v in grads_and_vars]
+  # Sparse gradients (embedding lookups) are made dense: the global norm must
+  # see duplicate rows summed, and both optimizers then use fused dense kernels.
+  gradients = [tf.convert_to_tensor(g) for g, _ in grads_and_vars]
+  # Clipping and layer-wise decay multiply each gradient once, by the product
+  # of both factors (the layer factor does not enter gnorm). As with
+  # tf.clip_by_global_norm, a non-finite norm turns every gradient into NaN.
+  gnorm = tf.linalg.global_norm(gradients)
+  clip_scale = tf.where(tf.math.is_finite(gnorm),
+                        FLAGS.clip / tf.maximum(gnorm, FLAGS.clip),
+                        float("nan"))
+  layer_scales = layer_decay_scales(
+      [_var_name(v) for v in variables], getattr(FLAGS, "n_layer", None),
+      getattr(FLAGS, "lr_layer_decay_rate", 1.0))
+  clipped = [g * (clip_scale if s == 1.0 else clip_scale * s)
+             for g, s in zip(gradients, layer_scales)]
 
   train_op = optimizer.apply_gradients(zip(clipped, variables),
                                        global_step=global_step)
@@ -508,9 +524,9 @@ def _check_output_dir(output_model_dir, input_dir, flag_name):
     raise ValueError(f"{flag_name} must be set")
   if (os.path.abspath(output_model_dir).rstrip("/") ==
       os.path.abspath(input_dir).rstrip("/")):
-    raise ValueError(f"{flag_name}={output_model_dir} is the input checkpoint's "
-                     "directory; choose another one (its `checkpoint` file "
-                     "would be overwritten)")
+    raise ValueError(f"{flag_name}={output_model_dir} is the input "
+                     "checkpoint's directory; choose another one (its "
+                     "`checkpoint` file would be overwritten)")
 
 
 def clean_ckpt(input_ckpt, output_model_dir):
