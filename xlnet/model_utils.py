@@ -345,7 +345,7 @@ def resolve_checkpoint(path, flag_name="checkpoint"):
     return prefix
   if not tf.io.gfile.exists(path + ".index"):
     raise ValueError(f"{flag_name}={path}: not a checkpoint (no {path}.index); "
-                     "give a checkpoint prefix, a directory or {dir}/latest")
+                     "give a checkpoint prefix, a directory or DIR/latest")
   return path
 
 
@@ -513,8 +513,11 @@ def _write_checkpoint(values, output_model_dir, name="model.ckpt"):
     with tf.compat.v1.Session() as sess:
       sess.run(save, feed_dict={p: values[n]
                                 for p, n in zip(placeholders, names)})
-  tf.compat.v1.train.update_checkpoint_state(
-      output_model_dir, name, all_model_checkpoint_paths=[name])
+  state_path = os.path.join(output_model_dir, "checkpoint")
+  with tf.io.gfile.GFile(state_path + ".tmp", "w") as f:
+    f.write(f'model_checkpoint_path: "{name}"\n'
+            f'all_model_checkpoint_paths: "{name}"\n')
+  tf.io.gfile.rename(state_path + ".tmp", state_path, overwrite=True)
   return prefix
 
 
