@@ -96,11 +96,15 @@ def _run_backbone(inputs, seed=0, lm_target=None, **opts):
                 [tf.constant(m) for m in v] if k == "mems" else tf.constant(v))
             for k, v in inputs.items() if k != "inp_k"}
     with tf.compat.v1.variable_scope("model"):
+      # training=True with a vanishing dropout rate runs the training graph
+      # (per-row positional encodings) with the numbers of dropout 0.
+      training = opts.pop("training", False)
+      rate = 1e-30 if training else 0.0
       output, new_mems, table = modeling.transformer_xl(
-          n_token=N_TOKEN, dropout=0.0, dropatt=0.0,
+          n_token=N_TOKEN, dropout=rate, dropatt=rate,
           initializer=tf.compat.v1.initializers.random_normal(stddev=0.4),
-          is_training=False, use_tpu=opts.pop("use_tpu", False), inp_k=ids,
-          **SIZES, **feed, **opts)
+          is_training=training, use_tpu=opts.pop("use_tpu", False),
+          inp_k=ids, **SIZES, **feed, **opts)
       loss = None
       if lm_target is not None:
         loss = modeling.lm_loss(output, tf.constant(lm_target), N_TOKEN,
@@ -151,6 +155,11 @@ CASES = {
         ("inp_k", "inp_q", "perm_mask", "target_mapping", "seg_id", "mems"),
         dict(untie_r=True, ff_activation="gelu", attn_type="bi",
              bi_data=True, mem_len=6, reuse_len=4, use_tpu=True)),
+    "bi_data_training_graph": (
+        dict(qlen=6, bsz=4, num_predict=3, mlen=2),
+        ("inp_k", "inp_q", "perm_mask", "target_mapping", "mems"),
+        dict(untie_r=True, ff_activation="gelu", attn_type="bi",
+             bi_data=True, mem_len=3, training=True)),
     "uni_mems": (dict(qlen=6, bsz=2, mlen=3), ("inp_k", "mems"),
                  dict(untie_r=True, ff_activation="relu", attn_type="uni",
                       bi_data=False, mem_len=4)),
@@ -172,6 +181,7 @@ def test_backbone_matches_numpy_reference(case):
   out, new_mems, loss, params = _run_backbone(
       inputs, lm_target=lm_target.astype(np.int32), **opts)
   opts.pop("use_tpu", None)
+  opts.pop("training", None)
   ref_out, ref_mems = _reference(params, inputs, **opts)
   np.testing.assert_allclose(out, ref_out, **TOL)
   assert len(new_mems) == (SIZES["n_layer"] if opts.get("mem_len") else 0)
