@@ -227,15 +227,6 @@ class AdamWeightDecayOptimizer(tf.compat.v1.train.Optimizer):
         updates.append(tf.compat.v1.assign_add(global_step, 1))
     return tf.group(*updates, name=name or self.get_name())
 
-  def _apply_dense(self, grad, var):
-    raise NotImplementedError("use apply_gradients")
-
-  def _resource_apply_dense(self, grad, handle):
-    raise NotImplementedError("use apply_gradients")
-
-  def _apply_sparse(self, grad, var):
-    raise NotImplementedError("use apply_gradients")
-
 
 def _check_train_flags(FLAGS):
   """Validates the optimizer flags; raises ValueError naming the bad flag."""
