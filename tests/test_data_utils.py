@@ -116,6 +116,26 @@ def check_masks(ex, cfg):
   assert ex["is_masked"][cfg["reuse_len"]:].sum() == goal_1
 
 
+def check_walk_direction(examples, cfg, is_start):
+  """Spans start at word starts; in backward rows, in the reversed order.
+
+  Runs of >= 2 masked pieces are walk spans (possibly merged with a top-up
+  single): forward rows' runs begin with a word start, backward rows' runs
+  end with one (they were walked on the reversed sequence).
+  """
+  bpc = cfg["bsz_per_host"] // cfg["num_core_per_host"]
+  rates = {False: [], True: []}
+  for n, ex in enumerate(examples):
+    backward = (n % cfg["bsz_per_host"]) % bpc >= bpc // 2
+    for part in (slice(0, cfg["reuse_len"]), slice(cfg["reuse_len"], None)):
+      x, m = ex["input"][part], ex["is_masked"][part].astype(bool)
+      rates[backward] += [(is_start[x[s]], is_start[x[s + n - 1]])
+                          for s, n in runs_of(m) if n >= 2]
+  fwd, bwd = np.mean(rates[False], axis=0), np.mean(rates[True], axis=0)
+  assert fwd[0] > 0.85 and bwd[1] > 0.85, (fwd, bwd)
+  assert fwd[0] > bwd[0] + 0.1 and bwd[1] > fwd[1] + 0.1, (fwd, bwd)
+
+
 def check_records(record_dir, corpus_paths, cfg):
   """Re-derives every example of a record dir from the corpus."""
   sp = spm.SentencePieceProcessor(model_file=train_tiny_spm())
@@ -143,6 +163,8 @@ def check_records(record_dir, corpus_paths, cfg):
     labels.append(check_example(ex, rows[n % bsz][0], bounds[n % bsz],
                                 (n // bsz) * cfg["reuse_len"], cfg))
     check_masks(ex, cfg)
+  if cfg["bi_data"]:
+    check_walk_direction(examples, cfg, data_utils.word_start_table(sp))
   info_path, = glob.glob(os.path.join(record_dir, "record_info-*.json"))
   with open(info_path) as f:
     assert json.load(f)["num_batch"] == num_batch
@@ -241,10 +263,10 @@ def test_crash_leaves_no_record_info(tmp_path, monkeypatch):
 
 def test_serialize_examples_matches_tf_example():
   rng = np.random.RandomState(0)
-  feats = {"input": rng.randint(0, 2**34, size=(3, 50)),
+  feats = {"input": rng.randint(0, 2**62, size=(3, 50), dtype=np.int64),
            "is_masked": rng.randint(0, 2, size=(3, 50)),
            "label": np.array([[0], [1], [127]])}
-  feats["input"][0, :6] = [0, 127, 128, 16383, 16384, 2**21]
+  feats["input"][0, :8] = [0, 127, 128, 16383, 16384, 2**21, 2**35, 2**63 - 1]
   for i, raw in enumerate(data_utils.serialize_examples(feats)):
     expected = tf.train.Example(features=tf.train.Features(feature={
         k: tf.train.Feature(int64_list=tf.train.Int64List(value=v[i]))

@@ -6,6 +6,7 @@ function (section 5) samples factorization orders and builds the
 two-stream features. Run `python data_utils.py --help` for the flags.
 """
 import bisect
+import functools
 import json
 import os
 import re
@@ -302,49 +303,84 @@ def split_a_and_b(row_len, boundaries, begin, tot_len, rng):
   return a_end, b_begin, b_end, label
 
 
-def sample_mask(seg, is_start, goal, mask_alpha, mask_beta, rng,
-                reverse=False):
-  """Span masking of one part (SPEC section 4, `is_masked`).
+def sample_masks(segs, is_start, goal, mask_alpha, mask_beta, rng,
+                 reverse=None):
+  """Span masking of equal-length parts, all rows at once (SPEC section 4).
+
+  Per row, a cursor walks from 0: draw n in 1..5 with p(n) ~ 1/n (capped by
+  the count still needed), ctx = n * mask_alpha // mask_beta and a left
+  context l uniform in [0, ctx); mask the n pieces from the first word start
+  at or after cursor + l; move the cursor to beg + n + ctx - l. A row stops
+  when its goal is met, the cursor reaches the end, no word start is left or
+  the span would end at or past the end. Then random single unmasked
+  positions top the row up to exactly `goal`.
 
   Args:
-    seg: np.int32 [part_len] piece ids of the part.
+    segs: int array [rows, part_len] of piece ids.
     is_start: np.bool_ [vocab] word-start table.
-    goal: number of positions to mask (None: walk to the end, no top-up).
-    mask_alpha, mask_beta: context size is n * mask_alpha // mask_beta.
+    goal: positions to mask, int or int array [rows] (None: walk to the
+      end, no top-up).
+    mask_alpha, mask_beta: context size factors.
     rng: np.random.RandomState.
-    reverse: walk the reversed part and flip the result back.
+    reverse: optional bool [rows]: walk these rows reversed and flip back.
 
   Returns:
-    np.bool_ [part_len] mask with exactly `goal` True entries.
+    np.bool_ [rows, part_len].
   """
-  seg_len = len(seg)
-  if reverse:
-    seg = seg[::-1]
-  starts = np.flatnonzero(is_start[seg]).tolist()
-  mask = np.zeros(seg_len, dtype=bool)
-  budget = seg_len if goal is None else goal
-  draws = rng.random_sample((budget, 2)).tolist()
-  num, cur = 0, 0
-  for u_n, u_l in draws:
-    if cur >= seg_len or num >= budget:
-      break
-    n = min(bisect.bisect_right(_GRAM_CDF, u_n) + 1, budget - num)
+  segs = np.asarray(segs)
+  num_rows, seg_len = segs.shape
+  if reverse is not None:
+    reverse = np.asarray(reverse, dtype=bool)
+    segs = np.where(reverse[:, None], segs[:, ::-1], segs)
+  rows = np.arange(num_rows)
+  # next_start[r, x]: first word start >= x in row r (seg_len if none).
+  cand = np.where(is_start[segs], np.arange(seg_len), seg_len)
+  next_start = np.concatenate(
+      [np.minimum.accumulate(cand[:, ::-1], axis=1)[:, ::-1],
+       np.full((num_rows, 1), seg_len)], axis=1)
+  budget = np.broadcast_to(seg_len if goal is None else goal, (num_rows,))
+  num = np.zeros(num_rows, dtype=np.int64)
+  cur = np.zeros(num_rows, dtype=np.int64)
+  active = budget > 0
+  span_rows, span_begs, span_lens = [], [], []
+  while active.any():
+    u = rng.random_sample((num_rows, 2))
+    n = np.minimum(np.searchsorted(_GRAM_CDF, u[:, 0], side="right") + 1,
+                   budget - num)
     ctx = n * mask_alpha // mask_beta
-    l_ctx = int(u_l * ctx)
-    j = bisect.bisect_left(starts, cur + l_ctx)
-    if j == len(starts):
-      break
-    beg = starts[j]
+    l_ctx = (u[:, 1] * ctx).astype(np.int64)
+    beg = next_start[rows, np.minimum(cur + l_ctx, seg_len)]
     end = beg + n
-    if end >= seg_len:
-      break
-    mask[beg:end] = True
-    num += n
-    cur = end + ctx - l_ctx
-  if goal is not None and num < goal:
-    free = np.flatnonzero(~mask)
-    mask[rng.choice(free, goal - num, replace=False)] = True
-  return mask[::-1] if reverse else mask
+    active &= end < seg_len  # (also covers "no word start left")
+    span_rows.append(rows[active])
+    span_begs.append(beg[active])
+    span_lens.append(n[active])
+    num = np.where(active, num + n, num)
+    cur = np.where(active, end + ctx - l_ctx, cur)
+    active &= (cur < seg_len) & (num < budget)
+  mask = np.zeros((num_rows, seg_len), dtype=bool)
+  if span_rows:
+    lens = np.concatenate(span_lens)
+    first = np.repeat(np.cumsum(lens) - lens, lens)
+    mask[np.repeat(np.concatenate(span_rows), lens),
+         np.repeat(np.concatenate(span_begs), lens)
+         + np.arange(len(first)) - first] = True
+  if goal is not None and (num < budget).any():
+    keys = rng.random_sample((num_rows, seg_len))
+    keys[mask] = 2.0
+    order = np.argsort(keys, axis=1, kind="stable")
+    take = np.arange(seg_len)[None, :] < (budget - num)[:, None]
+    mask[np.nonzero(take)[0], order[take]] = True
+  if reverse is not None:
+    mask = np.where(reverse[:, None], mask[:, ::-1], mask)
+  return mask
+
+
+def sample_mask(seg, is_start, goal, mask_alpha, mask_beta, rng,
+                reverse=False):
+  """`sample_masks` for one part: seg [part_len] -> np.bool_ [part_len]."""
+  return sample_masks(np.asarray(seg)[None], is_start, goal, mask_alpha,
+                      mask_beta, rng, [reverse])[0]
 
 
 def _boundaries(sent_row):
@@ -352,47 +388,68 @@ def _boundaries(sent_row):
   return (np.flatnonzero(sent_row[1:] != sent_row[:-1]) + 1).tolist()
 
 
-def make_example(row, boundaries, offset, cfg, is_start, rng, reverse):
-  """Builds one example of a row at a row offset.
+def make_batch(rows, boundaries, offset, cfg, is_start, rng):
+  """Builds the examples of all rows at one row offset.
 
   Args:
-    row: np.int32 [row_len].
-    boundaries: sentence boundaries of the row (see `split_a_and_b`).
+    rows: np.int32 [bsz_per_host, row_len].
+    boundaries: per row, its sentence boundaries (see `split_a_and_b`).
     offset: start of the reuse part.
-    cfg: dict with seq_len, reuse_len, num_predict, mask_alpha, mask_beta.
+    cfg: dict with seq_len, reuse_len, num_predict, mask_alpha, mask_beta,
+      bi_data, num_core_per_host.
     is_start: word-start table.
     rng: np.random.RandomState.
-    reverse: True for backward rows (masking walks the reversed parts).
 
   Returns:
-    (input, is_masked, target, seg_id) np arrays [seq_len] and label, or None.
+    dict input/is_masked/target/seg_id [bsz, seq_len], label [bsz, 1]; None
+    when some row cannot yield an example at this offset.
   """
+  bsz, row_len = rows.shape
   seq_len, reuse_len = cfg["seq_len"], cfg["reuse_len"]
   begin = offset + reuse_len
-  split = split_a_and_b(len(row), boundaries, begin,
-                        seq_len - reuse_len - 3, rng)
-  if split is None:
-    return None
-  a_end, b_begin, b_end, label = split
-  a_len = a_end - begin
-  tail = np.array([SEP_ID, CLS_ID], dtype=np.int32)
-  inp = np.concatenate([row[offset:a_end], tail[:1], row[b_begin:b_end],
-                        tail])
-  tgt = np.concatenate([row[offset + 1:a_end + 1], row[b_begin:b_begin + 1],
-                        row[b_begin + 1:b_end + 1], tail[1:], tail[1:]])
-  seg = np.zeros(seq_len, dtype=np.int32)
-  seg[reuse_len + a_len + 1:seq_len - 1] = 1
-  seg[-1] = 2
+  inputs = np.empty((bsz, seq_len), dtype=np.int64)
+  targets = np.empty((bsz, seq_len), dtype=np.int64)
+  seg_ids = np.zeros((bsz, seq_len), dtype=np.int64)
+  labels = np.empty((bsz, 1), dtype=np.int64)
+  for idx in range(bsz):
+    split = split_a_and_b(row_len, boundaries[idx], begin,
+                          seq_len - reuse_len - 3, rng)
+    if split is None:
+      return None
+    a_end, b_begin, b_end, labels[idx, 0] = split
+    row = rows[idx]
+    sep = reuse_len + a_end - begin  # position of the first <sep>
+    inputs[idx, :sep] = row[offset:a_end]
+    inputs[idx, sep] = SEP_ID
+    inputs[idx, sep + 1:seq_len - 2] = row[b_begin:b_end]
+    targets[idx, :sep] = row[offset + 1:a_end + 1]
+    targets[idx, sep] = row[b_begin]
+    targets[idx, sep + 1:seq_len - 2] = row[b_begin + 1:b_end + 1]
+    seg_ids[idx, sep + 1:] = 1
+  inputs[:, -2:] = [SEP_ID, CLS_ID]
+  targets[:, -2:] = CLS_ID
+  seg_ids[:, -1] = 2
   num_predict = cfg["num_predict"]
   goal_1 = None if num_predict is None else num_predict // 2
   goal_0 = None if num_predict is None else num_predict - goal_1
+  bsz_per_core = bsz // cfg["num_core_per_host"]
+  reverse = cfg["bi_data"] & (np.arange(bsz) % bsz_per_core
+                              >= bsz_per_core // 2)
   alpha, beta = cfg["mask_alpha"], cfg["mask_beta"]
-  is_masked = np.concatenate([
-      sample_mask(inp[:reuse_len], is_start, goal_0, alpha, beta, rng,
-                  reverse),
-      sample_mask(inp[reuse_len:], is_start, goal_1, alpha, beta, rng,
-                  reverse)])
-  return inp, is_masked, tgt, seg, label
+  if 2 * reuse_len == seq_len:  # equal parts: one walk over 2 * bsz rows
+    both = sample_masks(
+        np.concatenate([inputs[:, :reuse_len], inputs[:, reuse_len:]]),
+        is_start, None if num_predict is None else np.repeat(
+            [goal_0, goal_1], bsz), alpha, beta, rng, np.tile(reverse, 2))
+    is_masked = np.concatenate([both[:bsz], both[bsz:]], axis=1)
+  else:
+    is_masked = np.concatenate([
+        sample_masks(inputs[:, :reuse_len], is_start, goal_0, alpha, beta,
+                     rng, reverse),
+        sample_masks(inputs[:, reuse_len:], is_start, goal_1, alpha, beta,
+                     rng, reverse)], axis=1)
+  return {"input": inputs, "is_masked": is_masked, "target": targets,
+          "seg_id": seg_ids, "label": labels}
 
 
 # ----------------------------------------------------------------------------
@@ -412,31 +469,54 @@ def _packed_varints(values):
   """Packed varints of non-negative ints, one bytes object per row.
 
   Args:
-    values: int array [rows, n], 0 <= values < 2**35.
+    values: int array [rows, n], 0 <= values < 2**63.
 
   Returns:
     list of bytes, one per row.
   """
   v = np.asarray(values, dtype=np.int64)
-  if v.size and (v.min() < 0 or v.max() >= 1 << 35):
-    raise ValueError("feature values must be in [0, 2**35)")
-  groups = (v[..., None] >> (7 * np.arange(5))) & 0x7F
-  nbytes = 1 + sum((v >= (1 << (7 * k))).astype(np.int64) for k in range(1, 5))
-  k = np.arange(5)
-  groups = groups | np.where(k < nbytes[..., None] - 1, 0x80, 0)
-  flat = groups[k < nbytes[..., None]].astype(np.uint8).tobytes()
-  ends = np.cumsum(nbytes.sum(axis=1)).tolist()
-  return [flat[s:e] for s, e in zip([0] + ends[:-1], ends)]
+  if v.size and v.min() < 0:
+    raise ValueError("feature values must be >= 0")
+  if not v.size or v.max() < 0x80:  # one byte per value
+    flat, n = v.astype(np.uint8).tobytes(), v.shape[1]
+    return [flat[i * n:(i + 1) * n] for i in range(v.shape[0])]
+  shape, v = v.shape, v.ravel()
+  nbytes = np.ones(v.shape, dtype=np.int64)
+  k = 1
+  while k < 10 and v.max() >= 1 << (7 * k):
+    nbytes += v >= 1 << (7 * k)
+    k += 1
+  ends = np.cumsum(nbytes)
+  out = np.empty(int(ends[-1]), dtype=np.uint8)
+  starts = ends - nbytes
+  for j in range(k):
+    sel = nbytes > j if j else slice(None)
+    byte = (v[sel] >> (7 * j)) & 0x7F
+    more = (nbytes[sel] > j + 1) * 0x80
+    out[starts[sel] + j] = byte | more
+  flat = out.tobytes()
+  row_ends = ends.reshape(shape)[:, -1].tolist()
+  return [flat[s:e] for s, e in zip([0] + row_ends[:-1], row_ends)]
 
 
-def _int64_feature_entry(key, packed):
-  """Serialized Features.feature map entry for an Int64List."""
-  int64_list = b"\x0a" + _varint(len(packed)) + packed
-  feature = b"\x1a" + _varint(len(int64_list)) + int64_list
+@functools.lru_cache(maxsize=4096)
+def _entry_prefix(key, packed_len):
+  """Bytes before the packed values of one Features.feature map entry.
+
+  The entry is {key: Feature{int64_list: Int64List{value: packed}}}, wrapped
+  as field 1 of Features; everything but the values depends only on the key
+  and the packed length.
+  """
   key = key.encode()
-  entry = (b"\x0a" + _varint(len(key)) + key
-           + b"\x12" + _varint(len(feature)) + feature)
-  return b"\x0a" + _varint(len(entry)) + entry
+  list_len = 1 + len(_varint(packed_len)) + packed_len  # Int64List
+  feature_len = 1 + len(_varint(list_len)) + list_len  # Feature
+  entry_len = (1 + len(_varint(len(key))) + len(key)
+               + 1 + len(_varint(feature_len)) + feature_len)
+  return (b"\x0a" + _varint(entry_len)
+          + b"\x0a" + _varint(len(key)) + key
+          + b"\x12" + _varint(feature_len)
+          + b"\x1a" + _varint(list_len)
+          + b"\x0a" + _varint(packed_len))
 
 
 def serialize_examples(features):
@@ -452,7 +532,7 @@ def serialize_examples(features):
   packed = {name: _packed_varints(features[name]) for name in names}
   out = []
   for i in range(len(packed[names[0]])):
-    body = b"".join(_int64_feature_entry(name, packed[name][i])
+    body = b"".join(_entry_prefix(name, len(packed[name][i])) + packed[name][i]
                     for name in names)
     out.append(b"\x0a" + _varint(len(body)) + body)
   return out
@@ -595,28 +675,15 @@ def write_records(record_path, rows, sent_rows, cfg, is_start, rng):
 
 def _write_batches(path, rows, boundaries, cfg, is_start, rng, total):
   """The loop of `write_records`: writes batches to `path`, returns count."""
-  bsz = rows.shape[0]
+  bsz, row_len = rows.shape
   seq_len, reuse_len = cfg["seq_len"], cfg["reuse_len"]
-  bsz_per_core = bsz // cfg["num_core_per_host"]
-  row_len = rows.shape[1]
   num_batch, offset, start, last_log = 0, 0, time.time(), time.time()
   with tf.io.TFRecordWriter(path) as writer:
     while offset + seq_len <= row_len:
-      examples = []
-      for idx in range(bsz):
-        reverse = cfg["bi_data"] and (idx % bsz_per_core) >= bsz_per_core // 2
-        ex = make_example(rows[idx], boundaries[idx], offset, cfg, is_start,
-                          rng, reverse)
-        if ex is None:
-          break
-        examples.append(ex)
-      if len(examples) < bsz:
+      batch = make_batch(rows, boundaries, offset, cfg, is_start, rng)
+      if batch is None:
         break
-      cols = list(zip(*examples))
-      for record in serialize_examples({
-          "input": np.stack(cols[0]), "is_masked": np.stack(cols[1]),
-          "target": np.stack(cols[2]), "seg_id": np.stack(cols[3]),
-          "label": np.asarray(cols[4])[:, None]}):
+      for record in serialize_examples(batch):
         writer.write(record)
       num_batch += 1
       offset += reuse_len
