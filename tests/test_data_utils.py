@@ -411,3 +411,22 @@ def test_cli_readme_command_verbatim_and_error(tmp_path):
                   f"--save_dir={save_dir}"], tmp_path)
   assert res.returncode != 0 and "Traceback" not in res.stderr
   assert "--input_glob=missing/*.txt matches no file" in res.stderr
+
+
+def test_encode_file_eod_ids_input_and_uncased(tmp_path):
+  sp = spm.SentencePieceProcessor(model_file=train_tiny_spm())
+  dc = np.asarray(prepro_utils.digit_comma_table(sp))
+  ids_file = tmp_path / "ids.txt"
+  ids_file.write_text("5 6 7\n\n9 10\n  \n11\n")
+  t, f = True, False
+  ids, sids = data_utils.encode_file(str(ids_file), sp, dc, False, False, True)
+  assert list(ids) == [5, 6, 7, EOD, 9, 10, EOD, 11]
+  assert list(sids) == [t, t, t, t, f, f, f, t]
+  ids, sids = data_utils.encode_file(str(ids_file), sp, dc, False, False,
+                                     False)
+  assert list(ids) == [5, 6, 7, 9, 10, 11]
+  assert list(sids) == [t, t, t, f, f, t]
+  text_file = tmp_path / "text.txt"
+  text_file.write_text("Hello  WORLD, in 1999, Café\n")
+  ids, _ = data_utils.encode_file(str(text_file), sp, dc, True, True, True)
+  assert list(ids) == prepro_utils.encode_ids(sp, "hello world, in 1999, cafe")

@@ -7,6 +7,7 @@ two-stream features. Run `python data_utils.py --help` for the flags.
 """
 import bisect
 import functools
+import itertools
 import json
 import os
 import re
@@ -140,7 +141,7 @@ def _encode_lines(sp_model, texts, dc_table):
   encoded = sp_model.encode(texts, out_type=int)
   lengths = np.fromiter((len(x) for x in encoded), dtype=np.int64,
                         count=len(encoded))
-  flat = np.fromiter((t for x in encoded for t in x), dtype=np.int32,
+  flat = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int32,
                      count=int(lengths.sum()))
   line_of = np.repeat(np.arange(len(texts)), lengths)
   for j in np.unique(line_of[dc_table[flat]]):
@@ -159,6 +160,7 @@ def encode_file(path, sp_model, dc_table, uncased, from_raw_text, use_eod):
     (ids np.int32 [n], sent_ids np.bool_ [n]).
   """
   lines = _read_lines(path)
+  logging.info("Encoding %s (%d lines)", path, len(lines))
   texts, kinds = [], []  # kind: 1 = text line, 0 = empty line
   for line in lines:
     if line.strip():
@@ -214,7 +216,7 @@ def build_stream(paths, sp_model, uncased, from_raw_text, use_eod, rng):
     prev = sids[-1]
     all_ids.append(ids)
     all_sids.append(sids)
-    logging.info("[%d/%d] encoded %s: %d tokens in %.1fs", n + 1, len(paths),
+    logging.info("[%d/%d files] %s: %d tokens in %.1fs", n + 1, len(paths),
                  paths[j], len(ids), time.time() - start)
   if not all_ids:
     return np.zeros(0, np.int32), np.zeros(0, bool)
@@ -798,6 +800,7 @@ def make_parser(seq_len, reuse_len, perm_size, num_predict=None,
   spec["label"] = tf.io.FixedLenFeature([1], tf.int64)
   mask_dtype = tf.bfloat16 if use_bfloat16 else tf.float32
 
+  @tf.autograph.experimental.do_not_convert
   def parser(record):
     ex = tf.io.parse_single_example(record, spec)
     inputs, target = ex["input"], ex["target"]
@@ -1004,8 +1007,10 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
     dataset = tf.data.TFRecordDataset(dataset).cache()
     if regroup:
       perm = _regroup_perm(bsz_per_host, data_core, num_core_per_host)
+      regroup_fn = tf.autograph.experimental.do_not_convert(
+          lambda records: tf.gather(records, perm))
       dataset = dataset.batch(bsz_per_host, drop_remainder=True).map(
-          lambda x: tf.gather(x, perm)).unbatch()
+          regroup_fn).unbatch()
     dataset = dataset.map(parser, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.repeat().batch(batch_size, drop_remainder=True)
     return dataset.prefetch(tf.data.AUTOTUNE)

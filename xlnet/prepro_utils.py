@@ -25,7 +25,7 @@ def preprocess_text(inputs, lower=False, remove_space=True, keep_accents=False):
     inputs = inputs.decode("utf-8")
   outputs = " ".join(inputs.strip().split()) if remove_space else inputs
   outputs = outputs.replace("``", '"').replace("''", '"')
-  if not keep_accents:
+  if not keep_accents and not outputs.isascii():  # ASCII: nothing to strip
     outputs = unicodedata.normalize("NFKD", outputs)
     outputs = "".join(c for c in outputs if not unicodedata.combining(c))
   if lower:
