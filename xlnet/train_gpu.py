@@ -336,6 +336,9 @@ def run(FLAGS):
   if FLAGS.num_hosts != 1:
     raise ValueError(f"--num_hosts={FLAGS.num_hosts}: train_gpu.py runs on "
                      "one host (use train_tpu.py for pods)")
+  if FLAGS.use_tpu:
+    raise ValueError("--use_tpu=True: train_gpu.py runs on GPUs/CPUs; use "
+                     "train_tpu.py for TPUs")
   if not FLAGS.model_dir:
     raise ValueError("--model_dir is required (checkpoints and summaries)")
   flags_lib.model_config_to_flags(FLAGS)
