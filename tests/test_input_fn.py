@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.data_fixtures import TINY_CONFIG, make_records, tiny_data  # noqa: F401
+from tests.data_fixtures import (TINY_CONFIG, make_records,
+                                 tiny_data)  # noqa: F401
 from xlnet import data_utils
 
 SEP, CLS = 4, 3

@@ -1,4 +1,4 @@
-"""Text normalization and SentencePiece encoding for XLNet (SPEC.md section 4)."""
+"""Text normalization and SentencePiece encoding (SPEC.md section 4)."""
 import unicodedata
 
 SPIECE_UNDERLINE = "\u2581"
@@ -6,7 +6,8 @@ SPIECE_UNDERLINE = "\u2581"
 # Special symbols fixed by the released SentencePiece model and the data format.
 SPECIAL_SYMBOLS = ("<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>",
                    "<eod>", "<eop>")
-UNK_ID, BOS_ID, EOS_ID, CLS_ID, SEP_ID, PAD_ID, MASK_ID, EOD_ID, EOP_ID = range(9)
+(UNK_ID, BOS_ID, EOS_ID, CLS_ID, SEP_ID, PAD_ID, MASK_ID, EOD_ID,
+ EOP_ID) = range(9)
 
 
 def preprocess_text(inputs, lower=False, remove_space=True, keep_accents=False):
