@@ -38,7 +38,12 @@ def _variables(sess):
 
 
 def _run_steps(FL, host_batches, n_towers):
-  """Trains one step per host batch; returns (losses, variables, initial)."""
+  """Trains one step per host batch.
+
+  Returns:
+    ([(loss, gnorm)] per step, {name: value} after the steps, initial
+    trainable values).
+  """
   with tf.Graph().as_default():
     phs = fx.placeholders(host_batches[0])
     step = train_gpu.build_train_step(FL, phs,
@@ -47,8 +52,8 @@ def _run_steps(FL, host_batches, n_towers):
         config=train_gpu.session_config(n_towers)) as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
       initial = _load_weights(sess, 7)
-      losses = [sess.run([step.train_op, step.loss], fx.feed(phs, b))[1]
-                for b in host_batches]
+      losses = [sess.run([step.train_op, step.loss, step.gnorm],
+                         fx.feed(phs, b))[1:] for b in host_batches]
       return losses, _variables(sess), initial
 
 
@@ -67,7 +72,7 @@ def test_two_towers_match_one_tower(bi_data):
       FL, [fx.take_rows(b, single_layout) for b in rows], 1)
   losses, two_vars, _ = _run_steps(FL, rows, 2)
 
-  np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+  np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)  # loss, gnorm
   assert set(two_vars) == set(ref_vars)
   for name, value in ref_vars.items():
     np.testing.assert_allclose(two_vars[name], value, rtol=1e-4, atol=1e-6,
