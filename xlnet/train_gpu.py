@@ -24,10 +24,6 @@ from xlnet import flags as flags_lib
 from xlnet import function_builder
 from xlnet import model_utils
 
-_FEATURE_KEYS = ("input_k", "input_q", "perm_mask", "target", "target_mask",
-                 "target_mapping", "seg_id", "label")
-
-
 def split_towers(host_features, n_towers):
   """Splits a host batch into `n_towers` contiguous tower batches.
 
