@@ -94,7 +94,7 @@ def time_steps(run_step):
 
 def measure(FL, mode):
   """Seconds per step of one mode ("pipeline", "cached" or "feed_mems")."""
-  input_fn, _ = train_gpu.make_input_fn(FL)
+  input_fn, _ = function_builder.get_input_fn(FL, FL.num_core_per_host)
   device = train_gpu.tower_devices(1)
   with tf.Graph().as_default():
     dataset = train_gpu.host_dataset(input_fn, 1, FL.train_batch_size, 0)

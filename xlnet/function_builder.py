@@ -1,6 +1,7 @@
 """The pretraining loss shared by the GPU and TPU trainers."""
 import tensorflow as tf
 
+from xlnet import data_utils
 from xlnet import model as model_lib
 from xlnet import modeling
 
@@ -29,6 +30,41 @@ def to_time_major(features):
     else:
       out[key] = tf.transpose(value, [1, 0])
   return out
+
+
+def get_input_fn(FLAGS, num_core_per_host):
+  """The training input function over `FLAGS.record_info_dir`.
+
+  Shared by both trainers; the data flags must already be resolved against
+  `corpus_info.json` (`flags.resolve_flags`).
+
+  Args:
+    FLAGS: flags with the data flags, `train_batch_size` (global) and
+      `num_hosts`.
+    num_core_per_host: cores (towers) that each read one per-core batch per
+      step; the input function regroups the rows when the data was written
+      for a different core count, so every core gets [forward, backward]
+      halves with `bi_data`.
+
+  Returns:
+    (input_fn, record_info) as `data_utils.get_input_fn`.
+  """
+  return data_utils.get_input_fn(
+      tfrecord_dir=FLAGS.record_info_dir,
+      split="train",
+      bsz_per_host=FLAGS.train_batch_size // FLAGS.num_hosts,
+      seq_len=FLAGS.seq_len,
+      reuse_len=FLAGS.reuse_len,
+      bi_data=FLAGS.bi_data,
+      num_hosts=FLAGS.num_hosts,
+      num_core_per_host=num_core_per_host,
+      perm_size=FLAGS.perm_size,
+      mask_alpha=FLAGS.mask_alpha,
+      mask_beta=FLAGS.mask_beta,
+      uncased=FLAGS.uncased,
+      num_passes=FLAGS.num_passes,
+      use_bfloat16=FLAGS.use_bfloat16,
+      num_predict=FLAGS.num_predict)
 
 
 def get_xlnet_config(FLAGS):

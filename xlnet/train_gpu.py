@@ -19,7 +19,6 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from xlnet import data_utils
 from xlnet import flags as flags_lib
 from xlnet import function_builder
 from xlnet import model_utils
@@ -298,35 +297,6 @@ def save(saver, sess, model_dir, global_step):
   return path
 
 
-def make_input_fn(FLAGS):
-  """The input function over `FLAGS.record_info_dir`, one core per tower.
-
-  The input function regroups the rows when the data was written for a
-  different `num_core_per_host`, so every tower gets [forward, backward]
-  halves with `bi_data`.
-
-  Returns:
-    (input_fn, num_batch).
-  """
-  input_fn, record_info = data_utils.get_input_fn(
-      tfrecord_dir=FLAGS.record_info_dir,
-      split="train",
-      bsz_per_host=FLAGS.train_batch_size,
-      seq_len=FLAGS.seq_len,
-      reuse_len=FLAGS.reuse_len,
-      bi_data=FLAGS.bi_data,
-      num_hosts=1,
-      num_core_per_host=FLAGS.num_core_per_host,
-      perm_size=FLAGS.perm_size,
-      mask_alpha=FLAGS.mask_alpha,
-      mask_beta=FLAGS.mask_beta,
-      uncased=FLAGS.uncased,
-      num_passes=FLAGS.num_passes,
-      use_bfloat16=FLAGS.use_bfloat16,
-      num_predict=FLAGS.num_predict)
-  return input_fn, record_info["num_batch"]
-
-
 def run(FLAGS):
   """Checks the flags against the data and trains; see `train`."""
   if FLAGS.num_hosts != 1:
@@ -340,7 +310,9 @@ def run(FLAGS):
   flags_lib.model_config_to_flags(FLAGS)
   corpus_info = flags_lib.load_corpus_info(FLAGS)
   flags_lib.resolve_flags(FLAGS, corpus_info)
-  input_fn, num_batch = make_input_fn(FLAGS)
+  input_fn, record_info = function_builder.get_input_fn(
+      FLAGS, FLAGS.num_core_per_host)
+  num_batch = record_info["num_batch"]
   tf.io.gfile.makedirs(FLAGS.model_dir)
   return train(FLAGS, input_fn, num_batch)
 

@@ -19,7 +19,6 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
-from xlnet import data_utils
 from xlnet import flags as flags_lib
 from xlnet import function_builder
 from xlnet import model_utils
@@ -106,28 +105,6 @@ def get_model_fn(FLAGS):
   return model_fn
 
 
-def make_input_fn(FLAGS):
-  """The per-host input function (per-core batches; one core on CPU)."""
-  n_cores = FLAGS.num_core_per_host if FLAGS.use_tpu else 1
-  input_fn, _ = data_utils.get_input_fn(
-      tfrecord_dir=FLAGS.record_info_dir,
-      split="train",
-      bsz_per_host=FLAGS.train_batch_size // FLAGS.num_hosts,
-      seq_len=FLAGS.seq_len,
-      reuse_len=FLAGS.reuse_len,
-      bi_data=FLAGS.bi_data,
-      num_hosts=FLAGS.num_hosts,
-      num_core_per_host=n_cores,
-      perm_size=FLAGS.perm_size,
-      mask_alpha=FLAGS.mask_alpha,
-      mask_beta=FLAGS.mask_beta,
-      uncased=FLAGS.uncased,
-      num_passes=FLAGS.num_passes,
-      use_bfloat16=FLAGS.use_bfloat16,
-      num_predict=FLAGS.num_predict)
-  return input_fn
-
-
 def run(FLAGS):
   """Checks the flags against the data and trains to `FLAGS.train_steps`.
 
@@ -144,7 +121,9 @@ def run(FLAGS):
   flags_lib.resolve_flags(FLAGS, flags_lib.load_corpus_info(FLAGS))
   if not FLAGS.use_tpu and FLAGS.num_hosts != 1:
     raise ValueError(f"--num_hosts={FLAGS.num_hosts} needs --use_tpu=True")
-  input_fn = make_input_fn(FLAGS)
+  # One core per host on CPU.
+  input_fn, _ = function_builder.get_input_fn(
+      FLAGS, FLAGS.num_core_per_host if FLAGS.use_tpu else 1)
   estimator = tpu.TPUEstimator(
       model_fn=get_model_fn(FLAGS),
       config=model_utils.configure_tpu(FLAGS),
