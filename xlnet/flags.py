@@ -50,6 +50,9 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_integer("d_inner", 4096, "Feed-forward inner size.", **fv)
   flags.DEFINE_enum("ff_activation", "gelu", ["relu", "gelu"],
                     "Feed-forward activation.", **fv)
+  flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"],
+                    "Sequence summary for fine-tuning heads; accepted for "
+                    "the original commands, unused in pretraining.", **fv)
   flags.DEFINE_bool("untie_r", True, "Untie relative biases across layers.",
                     **fv)
   flags.DEFINE_integer("n_token", 0,
