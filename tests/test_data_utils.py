@@ -37,8 +37,8 @@ def read_records(record_dir):
 def ref_file_stream(path, sp, use_eod=True):
   """Token ids and sentence ids of one file, line by line."""
   ids, sids, sid = [], [], True
-  with open(path, encoding="utf-8") as f:
-    for line in f.read().splitlines():
+  with open(path, encoding="utf-8", newline="\n") as f:
+    for line in f:  # lines end at "\n" only
       if not line.strip():
         if not use_eod:
           continue
@@ -430,3 +430,40 @@ def test_encode_file_eod_ids_input_and_uncased(tmp_path):
   text_file.write_text("Hello  WORLD, in 1999, Café\n")
   ids, _ = data_utils.encode_file(str(text_file), sp, dc, True, True, True)
   assert list(ids) == prepro_utils.encode_ids(sp, "hello world, in 1999, cafe")
+
+
+def test_encode_file_breaks_lines_only_at_newline(tmp_path):
+  # Only "\n" ends a line (as iterating a tf.io.gfile file does): "\r\n" is a
+  # line end whose "\r" is stripped, while U+2028, U+2029, \x0b, \x0c,
+  # \x1c-\x1e, \x85 and a lone "\r" stay inside the line (whitespace).
+  t, f = True, False
+  ids_file = tmp_path / "ids.txt"
+  ids_file.write_bytes("5 6\u2028 7\r\n8\x0c9\x1c10\x0b11\n\n12\u2029"
+                       "13\r14\x8515\n".encode("utf-8"))
+  sp = spm.SentencePieceProcessor(model_file=train_tiny_spm())
+  dc = np.asarray(prepro_utils.digit_comma_table(sp))
+  ids, sids = data_utils.encode_file(str(ids_file), sp, dc, False, False, True)
+  assert list(ids) == [5, 6, 7, 8, 9, 10, 11, EOD, 12, 13, 14, 15]
+  assert list(sids) == [t, t, t, f, f, f, f, f, t, t, t, t]
+  text_file = tmp_path / "text.txt"
+  text_file.write_bytes("Hello\u2028world.\nIt\x0cis\u2029me.\n".encode())
+  ids, sids = data_utils.encode_file(str(text_file), sp, dc, False, True,
+                                     True)
+  first = prepro_utils.encode_ids(sp, "Hello world.")
+  second = prepro_utils.encode_ids(sp, "It is me.")
+  assert list(ids) == first + second
+  assert list(sids) == [t] * len(first) + [f] * len(second)
+
+
+@pytest.mark.parametrize("bad_id", ["1000", "-3", "99999999999"])
+def test_ids_input_outside_vocabulary_is_rejected(tmp_path, bad_id):
+  ids_file = tmp_path / "ids.txt"
+  ids_file.write_text("5 6 7\n\n" + " ".join(["9"] * 200) + f" {bad_id} 9\n")
+  with pytest.raises(ValueError, match=(
+      rf"--from_raw_text=False but .*ids.txt holds id {bad_id}, outside the "
+      r"vocabulary \[0, 1000\) of --sp_path")) as e:
+    data_utils.create_data(str(ids_file), train_tiny_spm(),
+                           str(tmp_path / "out"), from_raw_text=False,
+                           **dict(TINY_CONFIG, seq_len=16, reuse_len=8,
+                                  num_predict=4))
+  assert "\n" not in str(e.value)

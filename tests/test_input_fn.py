@@ -233,3 +233,20 @@ def test_input_fn_errors(tiny_data, tmp_path):
     f.truncate(os.path.getsize(path) - 100)
   err(r"train-0-0\.bsz-4.*\.tfrecords is truncated or corrupt",
       args=(str(copy),) + base[1:])
+
+
+def test_per_core_batch_size_must_match(tiny_data):
+  # Rows must reach the same core at every step (memory, bi_data halves):
+  # a per-core batch other than bsz_per_host / num_core_per_host is refused.
+  c = tiny_data.config
+  fn, _ = data_utils.get_input_fn(
+      tiny_data.record_dir, "train", c["bsz_per_host"], c["seq_len"],
+      c["reuse_len"], True, num_core_per_host=1, perm_size=32)
+  with tf.Graph().as_default():
+    for batch_size in (2, 8):
+      with pytest.raises(ValueError, match=(
+          rf"params\['batch_size'\]={batch_size} must be --bsz_per_host / "
+          r"--num_core_per_host = 4")):
+        fn({"batch_size": batch_size})
+    fn({"batch_size": 4})
+    fn({})

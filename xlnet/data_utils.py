@@ -113,7 +113,13 @@ def word_start_table(sp_model):
 
 
 def _read_lines(path):
-  """Reads a UTF-8 text file as a list of lines (ValueError names the line)."""
+  r"""Reads a UTF-8 text file as a list of lines (ValueError names the line).
+
+  Only "\n" ends a line, as when iterating a tf.io.gfile file: U+2028,
+  U+2029, \x0b, \x0c, \x1c-\x1e, \x85 and a lone "\r" (which
+  `str.splitlines` would also break at) stay inside the line, where the
+  normalization treats them as spaces.
+  """
   with tf.io.gfile.GFile(path, "rb") as f:
     raw = f.read()
   try:
@@ -122,7 +128,10 @@ def _read_lines(path):
     line = raw[:e.start].count(b"\n") + 1
     raise ValueError(f"--input_glob: {path} line {line} is not UTF-8 text "
                      f"(byte {raw[e.start]:#x} at offset {e.start})") from None
-  return text.splitlines()
+  lines = text.split("\n")
+  if lines[-1] == "":  # the file's final newline starts no line
+    lines.pop()
+  return lines
 
 
 def _encode_lines(sp_model, texts, dc_table):
@@ -173,10 +182,18 @@ def encode_file(path, sp_model, dc_table, uncased, from_raw_text, use_eod):
     encoded = _encode_lines(sp_model, texts, dc_table)
   else:
     try:
-      encoded = [np.asarray(t.split(), dtype=np.int32) for t in texts]
-    except ValueError:
+      encoded = [np.asarray(t.split(), dtype=np.int64) for t in texts]
+    except (ValueError, OverflowError):
       raise ValueError(f"--from_raw_text=False but {path} holds a line that "
                        "is not space-separated ids") from None
+    vocab_size = sp_model.get_piece_size()
+    for ids in encoded:
+      bad = ids[(ids < 0) | (ids >= vocab_size)]
+      if len(bad):
+        raise ValueError(
+            f"--from_raw_text=False but {path} holds id {bad[0]}, outside "
+            f"the vocabulary [0, {vocab_size}) of --sp_path")
+    encoded = [ids.astype(np.int32) for ids in encoded]
   pieces, sids = [], []
   sent_id, k = True, 0
   eod = np.array([EOD_ID], dtype=np.int32)
@@ -995,7 +1012,7 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
   def input_fn(params):
     """tf.data pipeline of per-core batches (see get_input_fn)."""
     batch_size = params.get("batch_size", bsz_per_core)
-    if regroup and batch_size != bsz_per_core:
+    if batch_size != bsz_per_core:  # rows must reach the same core
       raise ValueError(f"params['batch_size']={batch_size} must be "
                        f"--bsz_per_host / --num_core_per_host = {bsz_per_core}")
     host_id = params["context"].current_host if "context" in params else 0
