@@ -174,6 +174,11 @@ def test_resume_continues_like_an_uninterrupted_run(tmp_path):
   assert tf.train.latest_checkpoint(str(tmp_path / "cut")).endswith("-5")
   # The log wrote TensorBoard scalars.
   assert list((tmp_path / "full").glob("events.out.tfevents.*"))
+  # The model's XLNetConfig sits next to its checkpoints (SPEC section 1: per
+  # checkpoint; the release's trainers wrote model_dir/config.json).
+  assert json.loads((tmp_path / "cut" / "config.json").read_text()) == dict(
+      n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32,
+      ff_activation="gelu", untie_r=True, n_token=40)
 
 
 def _fake_data_dir(tmp_path, **overrides):
@@ -204,6 +209,56 @@ def test_flags_checked_against_corpus_info(tmp_path, argv, message):
        if argv else []) + argv)
   with pytest.raises(ValueError, match=message.replace("'", ".")):
     train_gpu.run(FL)
+
+
+# The released README's pretraining command, flag by flag, verbatim (it
+# names the corpus info explicitly with --corpus_info_path).
+README_COMMAND = [
+    "--corpus_info_path=$DATA/corpus_info.json",
+    "--record_info_dir=$DATA/tfrecords", "--train_batch_size=2048",
+    "--seq_len=512", "--reuse_len=256", "--perm_size=256", "--n_layer=24",
+    "--d_model=1024", "--d_embed=1024", "--n_head=16", "--d_head=64",
+    "--d_inner=4096", "--untie_r=True", "--mask_alpha=6", "--mask_beta=1",
+    "--num_predict=85"]
+README_CORPUS_INFO = dict(
+    vocab_size=32000, bsz_per_host=2048, num_core_per_host=1, seq_len=512,
+    reuse_len=256, uncased=False, bi_data=True, mask_alpha=6, mask_beta=1,
+    num_predict=85, use_eod=True)
+
+
+def _readme_argv(record_dir, info_path):
+  return ["prog"] + [a.replace("$DATA/tfrecords", record_dir).replace(
+      "$DATA/corpus_info.json", info_path) for a in README_COMMAND]
+
+
+def test_original_readme_command_is_accepted_with_corpus_info_path(tmp_path):
+  """--corpus_info_path (in the README's command) is accepted and read; here
+  it is the only corpus_info.json (none next to the records)."""
+  record_dir = tmp_path / "data" / "tfrecords"
+  record_dir.mkdir(parents=True)
+  info_path = tmp_path / "elsewhere" / "info.json"
+  info_path.parent.mkdir()
+  info_path.write_text(json.dumps(README_CORPUS_INFO))
+  FL = flags_lib.parse_flags(_readme_argv(str(record_dir), str(info_path)))
+  flags_lib.resolve_flags(FL, flags_lib.load_corpus_info(FL))
+  assert (FL.seq_len, FL.reuse_len, FL.perm_size, FL.bi_data, FL.num_predict,
+          FL.train_batch_size, FL.n_token, FL.n_layer, FL.d_model) == (
+              512, 256, 256, True, 85, 2048, 32000, 24, 1024)
+  # The original TPU trainer's --track_mean is accepted too.
+  flags_lib.parse_flags(["prog", "--track_mean=False"])
+
+  # A --corpus_info_path that disagrees with the flags is named in the error;
+  # one that does not exist is reported as such.
+  info_path.write_text(json.dumps(dict(README_CORPUS_INFO, seq_len=128)))
+  FL = flags_lib.parse_flags(_readme_argv(str(record_dir), str(info_path)))
+  with pytest.raises(ValueError, match="--seq_len=512 does not match the "
+                     "data: .*info.json has seq_len=128"):
+    flags_lib.resolve_flags(FL, flags_lib.load_corpus_info(FL))
+  FL = flags_lib.parse_flags(_readme_argv(str(record_dir),
+                                          str(tmp_path / "none.json")))
+  with pytest.raises(ValueError, match="--corpus_info_path=.*none.json does "
+                     "not exist"):
+    flags_lib.load_corpus_info(FL)
 
 
 def test_resolve_fills_data_flags_from_corpus_info(tmp_path):

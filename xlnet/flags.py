@@ -80,6 +80,10 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_string("record_info_dir", None,
                       "Directory (or comma-separated directories) with the "
                       "record_info-*.json files, e.g. $DATA/tfrecords.", **fv)
+  flags.DEFINE_string("corpus_info_path", None,
+                      "corpus_info.json written by data_utils.py (as in the "
+                      "released README's command); None = the one next to "
+                      "the first --record_info_dir directory.", **fv)
   flags.DEFINE_integer("train_batch_size", None,
                        "Global batch size (= bsz_per_host * num_hosts); "
                        "None = from corpus_info.json.", **fv)
@@ -130,6 +134,9 @@ def define_flags(flag_values=flags.FLAGS):
                       "Checkpoint to initialize the model from (e.g. the "
                       "released weights); ignored when resuming.", **fv)
   flags.DEFINE_integer("seed", None, "Graph-level random seed.", **fv)
+  flags.DEFINE_bool("track_mean", False,
+                    "Accepted for the original train.py's commands; "
+                    "unused.", **fv)
 
   # Devices.
   flags.DEFINE_integer("num_hosts", 1, "Number of TPU hosts.", **fv)
@@ -185,12 +192,19 @@ def corpus_info_path(record_info_dir):
                       "corpus_info.json")
 
 
+def _corpus_info_location(FLAGS):
+  """The corpus_info.json in use: `--corpus_info_path` or the default."""
+  return (getattr(FLAGS, "corpus_info_path", None) or
+          corpus_info_path(FLAGS.record_info_dir))
+
+
 def load_corpus_info(FLAGS):
-  """Reads the corpus_info.json that belongs to `FLAGS.record_info_dir`.
+  """Reads the corpus_info.json that belongs to `FLAGS.record_info_dir`
+  (`FLAGS.corpus_info_path` when given).
 
   Raises:
     ValueError: when the flag is unset, a directory is missing, or there is
-      no corpus_info.json next to the records.
+      no corpus_info.json next to the records (or at --corpus_info_path).
   """
   if not FLAGS.record_info_dir:
     raise ValueError("--record_info_dir is required: the tfrecords directory "
@@ -199,8 +213,12 @@ def load_corpus_info(FLAGS):
     if not os.path.isdir(directory):
       raise ValueError(f"--record_info_dir: directory {directory} does not "
                        "exist")
-  path = corpus_info_path(FLAGS.record_info_dir)
-  if not os.path.exists(path):
+  path = _corpus_info_location(FLAGS)
+  if getattr(FLAGS, "corpus_info_path", None):
+    if not os.path.isfile(path):
+      raise ValueError(f"--corpus_info_path={path} does not exist (the "
+                       "corpus_info.json written by data_utils.py)")
+  elif not os.path.exists(path):
     raise ValueError(f"--record_info_dir={FLAGS.record_info_dir}: expected "
                      f"{path} (written by data_utils.py next to tfrecords/)")
   with open(path) as f:
@@ -220,7 +238,7 @@ def resolve_flags(FLAGS, corpus_info):
     ValueError: with a one-line message naming the flag, the value given and
       the expected value.
   """
-  where = corpus_info_path(FLAGS.record_info_dir)
+  where = _corpus_info_location(FLAGS)
   for name in DATA_FLAGS:
     data_value = corpus_info[name]
     given = getattr(FLAGS, name)
