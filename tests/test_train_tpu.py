@@ -1,4 +1,5 @@
 """Tests of the TPUEstimator trainer, run with `--use_tpu=False` on the CPU."""
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import tensorflow as tf
 
 from tests.conftest import HAS_TPU_ESTIMATOR, requires_tpu_estimator
 from tests.data_fixtures import make_records
+from tests.test_train_gpu import README_COMMAND
 from xlnet import flags as flags_lib
 from xlnet import train_tpu
 
@@ -93,6 +95,31 @@ def test_memories_carry_across_loop_boundaries(tmp_path):
   np.testing.assert_allclose(mem_2[:16], mem_1[-16:], rtol=1e-6)
   assert np.abs(mem_2[:16]).min(axis=-1).min() > 0.0
   assert np.abs(mem_1[:16]).max() == 0.0  # step 1 started from zeros
+  # The model's XLNetConfig is written next to the checkpoints.
+  with open(os.path.join(model_dir, "config.json")) as f:
+    assert json.load(f) == dict(n_layer=1, d_model=8, n_head=1, d_head=8,
+                                d_inner=8, ff_activation="gelu", untie_r=True,
+                                n_token=1000)
+
+
+def test_original_readme_command_runs_train_py(tmp_path):
+  """The released README's command starts `python train.py` (the release's
+  TPU trainer) with --corpus_info_path: both are accepted; here it stops with
+  one clear line because the records do not exist (or, on TensorFlow >= 2.16,
+  because TPUEstimator does not)."""
+  argv = [a.replace("$DATA", str(tmp_path / "nowhere"))
+          for a in README_COMMAND]
+  proc = subprocess.run(
+      [sys.executable, os.path.join(REPO, "train.py"), "--use_tpu=False",
+       f"--model_dir={tmp_path}/m"] + argv,
+      capture_output=True, text=True, cwd=REPO, timeout=120,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert proc.returncode == 2, proc.stderr[-2000:]
+  assert "Traceback" not in proc.stderr
+  line = proc.stderr.strip().splitlines()[-1]
+  assert line.startswith("train.py: error: "), line
+  assert ("does not exist" in line if HAS_TPU_ESTIMATOR else
+          "removed in TensorFlow 2.16" in line), line
 
 
 @pytest.mark.skipif(HAS_TPU_ESTIMATOR, reason="TensorFlow <= 2.15 has "

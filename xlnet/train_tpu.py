@@ -12,6 +12,7 @@ cores) are written every 100 steps through a host call.
 With `--use_tpu=False` it runs on the CPU with one "core" that gets the
 whole `train_batch_size`, memories included.
 """
+import os
 import sys
 
 from absl import app
@@ -121,6 +122,7 @@ def run(FLAGS):
   flags_lib.resolve_flags(FLAGS, flags_lib.load_corpus_info(FLAGS))
   if not FLAGS.use_tpu and FLAGS.num_hosts != 1:
     raise ValueError(f"--num_hosts={FLAGS.num_hosts} needs --use_tpu=True")
+  function_builder.save_xlnet_config(FLAGS)
   # One core per host on CPU.
   input_fn, _ = function_builder.get_input_fn(
       FLAGS, FLAGS.num_core_per_host if FLAGS.use_tpu else 1)
@@ -132,19 +134,27 @@ def run(FLAGS):
   estimator.train(input_fn=input_fn, max_steps=FLAGS.train_steps)
 
 
+def _program():
+  """The script's name for messages: `train_tpu.py`, or `train.py` (the
+  release's name of this trainer, which the original README runs)."""
+  name = os.path.basename(sys.argv[0]) if sys.argv else ""
+  return name if name in ("train.py", "train_tpu.py") else "train_tpu.py"
+
+
 def main(unused_argv):
   logging.set_verbosity(logging.INFO)
   try:
     run(flags.FLAGS)
   except (ValueError, RuntimeError) as e:
-    print(f"train_tpu.py: error: {e}", file=sys.stderr)
+    print(f"{_program()}: error: {e}", file=sys.stderr)
     sys.exit(2)
 
 
 def entry_point():
-  """`python train_tpu.py ...`: stops early without TPUEstimator."""
+  """`python train_tpu.py ...` (or `python train.py ...`): stops early
+  without TPUEstimator."""
   if tpu_estimator_module() is None:
-    print(f"train_tpu.py: error: {missing_estimator_message()}",
+    print(f"{_program()}: error: {missing_estimator_message()}",
           file=sys.stderr)
     sys.exit(2)
   flags_lib.define_flags()
