@@ -503,6 +503,17 @@ def test_config_json_round_trip(tmp_path):
   assert [p.name for p in path.parent.iterdir()] == ["config.json"]
 
 
+def test_config_json_to_a_file_system_url(tmp_path, monkeypatch):
+  """A model_dir like gs://bucket/run goes through tf.io.gfile (here the
+  in-memory ram:// file system), not into a local directory `gs:`."""
+  monkeypatch.chdir(tmp_path)
+  url = f"ram://{tmp_path.name}/run/config.json"
+  _config_from_dict(CFG).to_json(url)
+  assert list(tmp_path.iterdir()) == []
+  assert xlnet_model.XLNetConfig(json_path=url).to_dict() == CFG
+  assert tf.io.gfile.listdir(url.rsplit("/", 1)[0]) == ["config.json"]
+
+
 def test_unknown_init_is_rejected():
   run_config = xlnet_model.RunConfig(False, False, False, 0.0, 0.0,
                                      init="xavier")

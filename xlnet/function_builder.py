@@ -1,4 +1,6 @@
 """The pretraining loss shared by the GPU and TPU trainers."""
+import os
+
 import tensorflow as tf
 
 from xlnet import data_utils
@@ -72,6 +74,18 @@ def get_xlnet_config(FLAGS):
   if getattr(FLAGS, "model_config_path", None):
     return model_lib.XLNetConfig(json_path=FLAGS.model_config_path)
   return model_lib.XLNetConfig(FLAGS=FLAGS)
+
+
+def save_xlnet_config(FLAGS):
+  """Writes the model's XLNetConfig to `{FLAGS.model_dir}/config.json`, as
+  the released trainers did, so a checkpoint always comes with its config.
+
+  Returns:
+    the path written.
+  """
+  path = os.path.join(FLAGS.model_dir, "config.json")
+  get_xlnet_config(FLAGS).to_json(path)
+  return path
 
 
 def two_stream_loss(FLAGS, features, labels, mems, is_training):

@@ -7,7 +7,7 @@ released checkpoints load by name.
 """
 import json
 import os
-import tempfile
+import uuid
 
 import tensorflow as tf
 
@@ -101,17 +101,21 @@ class XLNetConfig:
     return {key: getattr(self, key) for key in self.keys}
 
   def to_json(self, json_path):
-    """Writes the config as JSON (atomically: temp file, then rename)."""
-    json_dir = os.path.dirname(os.path.abspath(json_path))
-    tf.io.gfile.makedirs(json_dir)
-    fd, tmp_path = tempfile.mkstemp(dir=json_dir, suffix=".tmp")
+    """Writes the config as JSON (atomically: temp file, then rename).
+
+    `json_path` may be local or any `tf.io.gfile` URL (e.g. gs://...).
+    """
+    json_dir = os.path.dirname(json_path)
+    if json_dir:
+      tf.io.gfile.makedirs(json_dir)
+    tmp_path = f"{json_path}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
-      with os.fdopen(fd, "w") as f:
-        json.dump(self.to_dict(), f, indent=4, sort_keys=False)
-        f.write("\n")
-      os.replace(tmp_path, json_path)
+      with tf.io.gfile.GFile(tmp_path, "w") as f:
+        f.write(json.dumps(self.to_dict(), indent=4, sort_keys=False) + "\n")
+      tf.io.gfile.rename(tmp_path, json_path, overwrite=True)
     except BaseException:
-      os.unlink(tmp_path)
+      if tf.io.gfile.exists(tmp_path):
+        tf.io.gfile.remove(tmp_path)
       raise
 
 

@@ -227,6 +227,7 @@ def train(FLAGS, input_fn, num_batch):
     list of `(step, loss)` for every step run by this call.
   """
   flags_lib.model_config_to_flags(FLAGS)
+  function_builder.save_xlnet_config(FLAGS)
   n_towers = FLAGS.num_core_per_host
   devices = tower_devices(n_towers)
   latest = tf.train.latest_checkpoint(FLAGS.model_dir)
