@@ -34,6 +34,7 @@ _INFO_RE = re.compile(
     r"\.alpha-(?P<mask_alpha>[^.]+)\.beta-(?P<mask_beta>[^.]+)\."
     r"(?:fnp-(?P<num_predict>\d+)\.)?json$")
 CORPUS_INFO = "corpus_info.json"
+_FILE_SHUFFLE_SEED = 0x584C4E
 
 
 # ----------------------------------------------------------------------------
@@ -1020,7 +1021,9 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
              else filenames)
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if len(files) > 1:
-      dataset = dataset.shuffle(len(files))
+      # A fixed op seed: every run (a resumed one too, which skips the
+      # batches already consumed) reads the files in the same order.
+      dataset = dataset.shuffle(len(files), seed=_FILE_SHUFFLE_SEED)
     dataset = tf.data.TFRecordDataset(dataset).cache()
     if regroup:
       perm = _regroup_perm(bsz_per_host, data_core, num_core_per_host)
