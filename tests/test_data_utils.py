@@ -467,3 +467,125 @@ def test_ids_input_outside_vocabulary_is_rejected(tmp_path, bad_id):
                            **dict(TINY_CONFIG, seq_len=16, reuse_len=8,
                                   num_predict=4))
   assert "\n" not in str(e.value)
+
+
+# ----------------------------------------------------------------------------
+# A/B split and span walk replayed against SPEC §4 with the same draws.
+# ----------------------------------------------------------------------------
+class RecordingRng:
+  """np.random.RandomState wrapper that logs every draw."""
+
+  def __init__(self, seed):
+    self.rng, self.draws = np.random.RandomState(seed), []
+
+  def random_sample(self, *shape):
+    value = self.rng.random_sample(*shape)
+    self.draws.append(np.copy(value))
+    return value
+
+  def randint(self, high):
+    value = self.rng.randint(high)
+    self.draws.append((value, high))
+    return value
+
+
+def spec_split(sent, begin, tot_len, draws):
+  """SPEC §4's A/B rule for one row, consuming the logged draws in order."""
+  row_len = len(sent)
+  if begin + tot_len >= row_len:
+    return None
+  bounds = [k for k in range(1, row_len) if sent[k] != sent[k - 1]]
+  stop = next((k for k in bounds if k >= begin + tot_len), row_len)
+  cuts = [k for k in bounds if begin < k < stop]
+
+  def choice(n):
+    value, high = draws.pop(0)
+    assert high == n
+    return value
+
+  if not cuts or draws.pop(0) < 0.5:
+    label = 0
+    a_end = cuts[choice(len(cuts))] if cuts else stop
+    b_len = max(1, tot_len - (a_end - begin))
+    b_begin = choice(row_len - b_len)  # B may start anywhere (its target too)
+    b_end = b_begin + b_len
+    b_begin = max([0] + [k for k in bounds if k <= b_begin])  # sentence start
+    b_end = min([k for k in bounds if k >= b_end] + [row_len - 1])  # end/cap
+  else:
+    label = 1
+    a_end = cuts[choice(len(cuts))]
+    b_begin, b_end = a_end, stop
+  while (a_end - begin) + (b_end - b_begin) > tot_len:
+    if a_end - begin > b_end - b_begin:
+      a_end -= 1
+    else:
+      b_end -= 1
+  assert not draws
+  if a_end >= row_len or b_end >= row_len:  # no next-token target
+    return None
+  return a_end, b_begin, b_end, label
+
+
+def test_split_a_and_b_replayed_against_spec():
+  rs = np.random.RandomState(0)
+  results = set()
+  for trial in range(3000):
+    row_len = rs.randint(5, 50)
+    flips = rs.rand(row_len) < rs.choice([0.03, 0.2, 0.6, 1.0])
+    flips[0] = False
+    sent = np.cumsum(flips) % 2 == 0
+    begin, tot_len = rs.randint(0, row_len), rs.randint(1, 20)
+    rng = RecordingRng(trial)
+    got = data_utils.split_a_and_b(row_len, data_utils._boundaries(sent),
+                                   begin, tot_len, rng)
+    want = spec_split(sent, begin, tot_len, [
+        d if isinstance(d, tuple) else float(d) for d in rng.draws])
+    assert (None if got is None else tuple(map(int, got))) == want, trial
+    results.add(None if want is None else want[3])
+  assert results == {None, 0, 1}
+
+
+def spec_walk(seg, is_start, goal, alpha, beta, draws):
+  """SPEC §4's span walk on one part (no top-up), given the (u_n, u_l)."""
+  p = 1.0 / np.arange(1, 6)
+  cdf = np.cumsum(p / p.sum())
+  mask, num, cursor = np.zeros(len(seg), dtype=bool), 0, 0
+  for u_n, u_l in draws:
+    if (goal is not None and num >= goal) or cursor >= len(seg):
+      break
+    n = min(int(np.sum(cdf <= u_n)) + 1, 5)
+    if goal is not None:
+      n = min(n, goal - num)
+    ctx = n * alpha // beta
+    left = int(u_l * ctx)
+    starts = [k for k in range(cursor + left, len(seg)) if is_start[seg[k]]]
+    if not starts or starts[0] + n >= len(seg):
+      break
+    mask[starts[0]:starts[0] + n] = True
+    num += n
+    cursor = starts[0] + n + ctx - left
+  return mask
+
+
+def test_span_walk_replayed_against_spec():
+  rs = np.random.RandomState(5)
+  for trial in range(400):
+    rows, seg_len = rs.randint(1, 4), rs.randint(1, 40)
+    is_start = rs.rand(20) < rs.choice([0.05, 0.4, 1.0])
+    segs = rs.randint(0, 20, size=(rows, seg_len))
+    alpha, beta = [(6, 1), (1, 1), (3, 2)][trial % 3]
+    goal = None if trial % 4 == 0 else rs.randint(0, seg_len + 1, size=rows)
+    reverse = rs.rand(rows) < 0.5
+    rng = RecordingRng(trial)
+    got = data_utils.sample_masks(segs, is_start, goal, alpha, beta, rng,
+                                  reverse)
+    walks = [d for d in rng.draws if d.shape == (rows, 2)]
+    for r in range(rows):
+      g = None if goal is None else int(goal[r])
+      seg = segs[r][::-1] if reverse[r] else segs[r]
+      want = spec_walk(seg, is_start, g, alpha, beta, [w[r] for w in walks])
+      want = want[::-1] if reverse[r] else want
+      if g is None:
+        np.testing.assert_array_equal(got[r], want)
+      else:  # the walk's spans, topped up with single positions
+        assert got[r].sum() == g and np.all(got[r][want]), trial
