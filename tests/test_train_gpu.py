@@ -136,6 +136,17 @@ def test_tiny_model_overfits_one_batch():
   assert losses[-1] < 0.05, losses[-10:]
 
 
+def test_log_line_format_and_a_diverged_loss():
+  """SPEC section 6's line; a diverged loss (exp overflows a float) is
+  logged as pplx inf instead of killing the run with OverflowError."""
+  assert train_gpu.format_log_line(1000, 0.4512, 1e-5, 6.0) == (
+      "[1000] | gnorm 0.45 lr 0.000010 | loss 6.00 | pplx  403.43, "
+      "bpc  8.6562")
+  assert train_gpu.format_log_line(7, float("nan"), 4e-4, 800.0) == (
+      "[7] | gnorm nan lr 0.000400 | loss 800.00 | pplx     inf, "
+      "bpc 1154.1560")
+
+
 def _train(FL, model_dir, train_steps, host_batches):
   FL.model_dir = str(model_dir)
   FL.train_steps = train_steps
@@ -201,6 +212,7 @@ def _fake_data_dir(tmp_path, **overrides):
     (["--num_core_per_host=3"], "--train_batch_size=4 is not divisible"),
     (["--d_embed=32"], "--d_embed=32 must equal d_model=16"),
     (["--n_token=10"], "smaller than the data's vocabulary"),
+    (["--iterations=0"], "--iterations=0 must be >= 1"),
 ])
 def test_flags_checked_against_corpus_info(tmp_path, argv, message):
   FL = flags_lib.parse_flags(

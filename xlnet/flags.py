@@ -277,6 +277,9 @@ def resolve_flags(FLAGS, corpus_info):
     raise ValueError(
         f"--train_batch_size={FLAGS.train_batch_size} is not divisible by the "
         f"number of cores num_hosts*num_core_per_host={n_cores}")
+  for name in ("iterations", "train_steps"):
+    if getattr(FLAGS, name) < 1:
+      raise ValueError(f"--{name}={getattr(FLAGS, name)} must be >= 1")
   if FLAGS.mem_len < 0:
     raise ValueError(f"--mem_len={FLAGS.mem_len} must be >= 0")
   if FLAGS.save_steps is not None and FLAGS.save_steps <= 0:

@@ -165,10 +165,18 @@ def build_train_step(FLAGS, host_features, devices):
   return TrainStep(step_op, loss, learning_rate, gnorm, global_step, mem_vars)
 
 
+def perplexity(loss):
+  """exp(loss); inf (not OverflowError) for a diverged loss."""
+  try:
+    return math.exp(loss)
+  except OverflowError:
+    return float("inf")
+
+
 def format_log_line(step, gnorm, lr, loss):
   """The SPEC section 6 log line; `bpc` is loss/ln 2, i.e. bits per token."""
   return (f"[{step}] | gnorm {gnorm:.2f} lr {lr:8.6f} | loss {loss:.2f} | "
-          f"pplx {math.exp(loss):>7.2f}, bpc {loss / math.log(2):>7.4f}")
+          f"pplx {perplexity(loss):>7.2f}, bpc {loss / math.log(2):>7.4f}")
 
 
 def format_duration(seconds):
@@ -278,7 +286,7 @@ def train(FLAGS, input_fn, num_batch):
                      tok_s, format_duration(eta))
         writer.add_summary(scalar_summary({
             "loss": mean_loss, "lr": lr, "gnorm": gnorm,
-            "pplx": math.exp(mean_loss), "tokens_per_sec": tok_s}),
+            "pplx": perplexity(mean_loss), "tokens_per_sec": tok_s}),
                            global_step)
         writer.flush()
         last_log_step, last_log_time, losses = global_step, now, []
