@@ -588,6 +588,28 @@ def test_sequence_summary_and_losses_match_numpy():
           "sequnece_summary/summary/bias"])
   np.testing.assert_allclose(got["projected"], want_proj, **TOL)
   assert got["attn"].shape == (bsz, d)
+  # "attn": the learned query `summary_bias` attends over the unpadded
+  # positions (standard multi-head attention, no residual), LayerNorm,
+  # then the tanh projection.
+  pre = "attn/"
+  attn_mask = np.eye(qlen, bsz)
+  q = np.einsum("h,hnd->nd", params[pre + "summary_bias"],
+                params[pre + "abs_attn/q/kernel"])
+  k = np.einsum("ibh,hnd->ibnd", hidden, params[pre + "abs_attn/k/kernel"])
+  v = np.einsum("ibh,hnd->ibnd", hidden, params[pre + "abs_attn/v/kernel"])
+  for b in range(bsz):
+    vec = np.zeros([2, 8])
+    for n in range(2):
+      keep = attn_mask[:, b] == 0
+      score = k[keep, b, n] @ q[n] / np.sqrt(8)
+      prob = np.exp(score - score.max())
+      vec[n] = (prob / prob.sum()) @ v[keep, b, n]
+    out = np.einsum("nd,hnd->h", vec, params[pre + "abs_attn/o/kernel"])
+    out = np_reference.layer_norm(out, params[pre + "abs_attn/LayerNorm/gamma"],
+                                  params[pre + "abs_attn/LayerNorm/beta"])
+    want = np.tanh(out @ params[pre + "summary/kernel"] +
+                   params[pre + "summary/bias"])
+    np.testing.assert_allclose(got["attn"][b], want, **TOL)
 
   logits = want_proj @ params["cls/logit/kernel"] + params["cls/logit/bias"]
   np.testing.assert_allclose(got["cls"][1], logits, **TOL)
