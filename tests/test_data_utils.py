@@ -370,6 +370,7 @@ def test_bad_input_errors(tmp_path):
   err(r"plain.model is not an XLNet SentencePiece model",
       sp_path=plain + ".model")
   err(r"--num_predict=70 .* a part cannot hold", num_predict=70)
+  err(r"--num_predict=0 must be >= 1 \(no target, no loss\)", num_predict=0)
   err(r"--bsz_per_host=6 must be a multiple of --num_core_per_host=4",
       bsz_per_host=6, num_core_per_host=4)
   err(r"--bi_data needs --bsz_per_host=6 to be a multiple of 2 \* "

@@ -581,9 +581,12 @@ def _check_config(cfg):
                      "n * alpha // beta must be >= 1)")
   num_predict = cfg["num_predict"]
   if num_predict is not None:
+    if num_predict < 1:
+      raise ValueError(f"--num_predict={num_predict} must be >= 1 (no "
+                       "target, no loss)")
     goal_1 = num_predict // 2
     goal_0 = num_predict - goal_1
-    if num_predict < 0 or goal_0 > reuse_len or goal_1 > seq_len - reuse_len:
+    if goal_0 > reuse_len or goal_1 > seq_len - reuse_len:
       raise ValueError(
           f"--num_predict={num_predict} needs {goal_0} masked tokens in the "
           f"reuse part (--reuse_len={reuse_len}) and {goal_1} in the rest "
