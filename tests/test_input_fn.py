@@ -271,3 +271,29 @@ def test_file_order_is_the_same_in_every_run(tmp_path):
       with tf.compat.v1.Session() as sess:
         first.add(sess.run(nxt["input_k"]).tobytes())
   assert len(first) == 1
+
+
+def test_comma_separated_dirs_and_host_sharding(tmp_path):
+  cfg = dict(TINY_CONFIG, seq_len=32, reuse_len=16, num_predict=6)
+  dirs = [make_records(str(tmp_path / name), num_lines=120, pass_id=p, **cfg)
+          for name, p in (("a", 0), ("b", 1))]
+  raws = [read_raw(d) for d in dirs]
+  fn, info = data_utils.get_input_fn(",".join(dirs) + ",", "train", 4, 32, 16,
+                                     True, num_hosts=2, perm_size=16,
+                                     num_predict=6)
+  assert [os.path.dirname(p) for p in info["filenames"]] == dirs
+  assert info["num_batch"] == sum(len(r) for r in raws) // 4
+
+  class Context:  # what TPUEstimator passes in params["context"]
+    def __init__(self, host):
+      self.current_host = host
+
+  for host in range(2):  # each host reads its own file, rows in order
+    with tf.Graph().as_default():
+      nxt = tf.compat.v1.data.make_one_shot_iterator(fn(
+          {"batch_size": 4, "context": Context(host)})).get_next()
+      with tf.compat.v1.Session() as sess:
+        for step in range(2):
+          got = sess.run(nxt["input_k"])
+          want = [raws[host][step * 4 + r]["input"] for r in range(4)]
+          np.testing.assert_array_equal(got, want)
