@@ -511,6 +511,11 @@ def test_configure_tpu(tmp_path):
   assert config.keep_checkpoint_max == 3
   assert config.save_checkpoints_steps == 700  # unset: save at the end
   assert config.model_dir == str(tmp_path)
+  assert config.tf_random_seed is None
+  # --seed (the GPU trainer's graph-level seed) seeds the TPU trainer too.
+  config = model_utils.configure_tpu(make_flags(model_dir=str(tmp_path),
+                                                seed=7, **TPU_FLAGS))
+  assert config.tf_random_seed == 7
 
 
 @pytest.mark.skipif(HAS_TPU_ESTIMATOR, reason="TPUEstimator is available")

@@ -440,7 +440,8 @@ def configure_tpu(FLAGS):
   Args:
     FLAGS: object with use_tpu, tpu, tpu_zone, gcp_project, master, num_hosts,
       num_core_per_host, iterations, save_steps (None = save at the end, i.e.
-      every `train_steps`), max_save, model_dir and train_steps.
+      every `train_steps`), max_save, model_dir, train_steps and optionally
+      seed (graph-level random seed, None = unseeded).
 
   Returns:
     `tf.compat.v1.estimator.tpu.RunConfig`.
@@ -474,7 +475,8 @@ def configure_tpu(FLAGS):
               estimator.tpu.InputPipelineConfig.PER_HOST_V2)),
       keep_checkpoint_max=FLAGS.max_save,
       save_checkpoints_secs=None,
-      save_checkpoints_steps=save_steps)
+      save_checkpoints_steps=save_steps,
+      tf_random_seed=getattr(FLAGS, "seed", None))
 
 
 def _write_checkpoint(values, output_model_dir, name="model.ckpt"):
