@@ -23,6 +23,7 @@ from xlnet import flags as flags_lib
 from xlnet import function_builder
 from xlnet import model_utils
 
+
 def split_towers(host_features, n_towers):
   """Splits a host batch into `n_towers` contiguous tower batches.
 
@@ -42,14 +43,20 @@ def split_towers(host_features, n_towers):
 
 
 def tower_devices(n_towers):
-  """One device per tower: the GPUs when there are enough, else CPU devices.
+  """One device per tower: the GPUs, or CPU devices when there is no GPU.
 
   CPU towers need a session config with `device_count={"CPU": n_towers}`
   (see `session_config`).
   """
   n_gpus = len(tf.config.list_physical_devices("GPU"))
-  kind = "gpu" if n_gpus >= n_towers else "cpu"
-  return [f"/device:{kind.upper()}:{t}" for t in range(n_towers)]
+  if 0 < n_gpus < n_towers:
+    raise ValueError(f"--num_core_per_host={n_towers} towers but only "
+                     f"{n_gpus} GPUs are visible; use at most {n_gpus}")
+  if n_gpus == 0:
+    logging.warning("No GPU visible: the %d tower(s) run on the CPU.",
+                    n_towers)
+  kind = "GPU" if n_gpus else "CPU"
+  return [f"/device:{kind}:{t}" for t in range(n_towers)]
 
 
 def session_config(n_towers):
