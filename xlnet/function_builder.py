@@ -69,6 +69,30 @@ def get_input_fn(FLAGS, num_core_per_host):
       num_predict=FLAGS.num_predict)
 
 
+def create_mem_vars(FLAGS, bsz, scope="mems"):
+  """Non-trainable, zero-initialized memories carried from step to step.
+
+  They are ordinary (checkpointed) variables, so a resumed run continues
+  with the memories it stopped with.
+
+  Args:
+    FLAGS: flags with `n_layer`, `d_model`, `mem_len` (resolved config).
+    bsz: int, the batch size of the core/tower that owns them.
+    scope: variable scope, e.g. "mems" or "mems/tower_0".
+
+  Returns:
+    list of `n_layer` float32 variables `{scope}/layer_{i}`
+    `[mem_len, bsz, d_model]`.
+  """
+  with tf.compat.v1.variable_scope(scope, reuse=False):
+    return [
+        tf.compat.v1.get_variable(
+            f"layer_{i}", [FLAGS.mem_len, bsz, FLAGS.d_model],
+            dtype=tf.float32, initializer=tf.compat.v1.zeros_initializer(),
+            trainable=False)
+        for i in range(FLAGS.n_layer)]
+
+
 def get_xlnet_config(FLAGS):
   """Returns the `XLNetConfig` of `FLAGS.model_config_path` or of the flags."""
   if getattr(FLAGS, "model_config_path", None):

@@ -65,27 +65,6 @@ def session_config(n_towers):
       allow_soft_placement=True, device_count={"CPU": max(1, n_towers)})
 
 
-def create_mem_vars(FLAGS, tower, bsz):
-  """Non-trainable zero-initialized memories of one tower.
-
-  Args:
-    FLAGS: flags with `n_layer`, `d_model`, `mem_len` (resolved config).
-    tower: int.
-    bsz: int, the tower's batch size.
-
-  Returns:
-    list of `n_layer` float32 variables `mems/tower_{tower}/layer_{i}`
-    `[mem_len, bsz, d_model]`.
-  """
-  with tf.compat.v1.variable_scope(f"mems/tower_{tower}", reuse=False):
-    return [
-        tf.compat.v1.get_variable(
-            f"layer_{i}", [FLAGS.mem_len, bsz, FLAGS.d_model],
-            dtype=tf.float32, initializer=tf.compat.v1.zeros_initializer(),
-            trainable=False)
-        for i in range(FLAGS.n_layer)]
-
-
 def average_grads(tower_grads, tvars):
   """Averages per-tower gradient lists into `[(grad, var)]` (dense grads)."""
   if len(tower_grads) == 1:
@@ -141,7 +120,8 @@ def build_train_step(FLAGS, host_features, devices):
   tvars = None
   for t, device in enumerate(devices):
     with tf.device(device):
-      mvars = (create_mem_vars(FLAGS, t, bsz // n_towers)
+      mvars = (function_builder.create_mem_vars(FLAGS, bsz // n_towers,
+                                                f"mems/tower_{t}")
                if FLAGS.mem_len else None)
       with tf.compat.v1.variable_scope(
           tf.compat.v1.get_variable_scope(), reuse=t > 0):

@@ -41,17 +41,6 @@ def missing_estimator_message():
           "`.venvs/reference/bin/python train_tpu.py ...`")
 
 
-def create_mem_vars(FLAGS, bsz):
-  """Non-trainable memories `mems/layer_{i}` `[mem_len, bsz, d_model]`."""
-  with tf.compat.v1.variable_scope("mems"):
-    return [
-        tf.compat.v1.get_variable(
-            f"layer_{i}", [FLAGS.mem_len, bsz, FLAGS.d_model],
-            dtype=tf.float32, initializer=tf.compat.v1.zeros_initializer(),
-            trainable=False)
-        for i in range(FLAGS.n_layer)]
-
-
 def make_host_call(model_dir):
   """A host call writing the cores' mean scalars every `SUMMARY_EVERY` steps.
 
@@ -83,7 +72,8 @@ def get_model_fn(FLAGS):
     del params
     tpu = tpu_estimator_module()
     bsz = features["input_k"].shape[0]
-    mem_vars = create_mem_vars(FLAGS, bsz) if FLAGS.mem_len else None
+    mem_vars = (function_builder.create_mem_vars(FLAGS, bsz)
+                if FLAGS.mem_len else None)
     mems = [v.read_value() for v in mem_vars] if mem_vars else None
     total_loss, new_mems, _ = function_builder.get_loss(
         FLAGS, features, labels, mems, is_training=True)
