@@ -401,11 +401,28 @@ def post_attention(h, attn_vec, d_model, n_head, d_head, dropout, is_training,
   return _layer_norm(attn_out)
 
 
-def _mem_concat(mems, h):
-  """`[mlen + len, bsz, d]` keys/values input: memory (no gradient) + h."""
-  if mems is None:
-    return h
-  return tf.concat([tf.stop_gradient(tf.cast(mems, h.dtype)), h], 0)
+def _key_heads(h, r, mems, d_model, n_head, d_head, kernel_initializer):
+  """Keys, values and positional keys of one layer's attention.
+
+  Computed once per layer from the content stream (and memory) and shared by
+  both streams. Call inside the layer's `rel_attn` variable scope.
+
+  Args:
+    h: Tensor `[qlen, bsz, d_model]`, content stream.
+    r: Tensor `[rlen, nb, d_model]`, positional encodings.
+    mems: Tensor `[mlen, bsz, d_model]` or None; it gets no gradient.
+    d_model, n_head, d_head, kernel_initializer: as in `head_projection`.
+
+  Returns:
+    (k `[klen, bsz, n_head, d_head]`, v `[klen, bsz, n_head, d_head]`,
+     k_r `[rlen, nb, n_head, d_head]`).
+  """
+  cat = h
+  if mems is not None:
+    cat = tf.concat([tf.stop_gradient(tf.cast(mems, h.dtype)), h], 0)
+  return tuple(
+      head_projection(x, d_model, n_head, d_head, kernel_initializer, name)
+      for x, name in ((cat, "k"), (cat, "v"), (r, "r")))
 
 
 def rel_multihead_attn(h, r, r_w_bias, r_r_bias, seg_mat, r_s_bias,
@@ -425,13 +442,8 @@ def rel_multihead_attn(h, r, r_w_bias, r_r_bias, seg_mat, r_s_bias,
   """
   scale = 1.0 / math.sqrt(d_head)
   with tf.compat.v1.variable_scope(scope, reuse=reuse):
-    cat = _mem_concat(mems, h)
-    k_head_h = head_projection(cat, d_model, n_head, d_head,
-                               kernel_initializer, "k")
-    v_head_h = head_projection(cat, d_model, n_head, d_head,
-                               kernel_initializer, "v")
-    k_head_r = head_projection(r, d_model, n_head, d_head,
-                               kernel_initializer, "r")
+    k_head_h, v_head_h, k_head_r = _key_heads(
+        h, r, mems, d_model, n_head, d_head, kernel_initializer)
     q_head_h = head_projection(h, d_model, n_head, d_head,
                                kernel_initializer, "q")
     attn_vec = rel_attn_core(q_head_h, k_head_h, v_head_h, k_head_r,
@@ -466,13 +478,8 @@ def two_stream_rel_attn(h, g, r, mems, r_w_bias, r_r_bias, seg_mat, r_s_bias,
   """
   scale = 1.0 / math.sqrt(d_head)
   with tf.compat.v1.variable_scope(scope):
-    cat = _mem_concat(mems, h)
-    k_head_h = head_projection(cat, d_model, n_head, d_head,
-                               kernel_initializer, "k")
-    v_head_h = head_projection(cat, d_model, n_head, d_head,
-                               kernel_initializer, "v")
-    k_head_r = head_projection(r, d_model, n_head, d_head,
-                               kernel_initializer, "r")
+    k_head_h, v_head_h, k_head_r = _key_heads(
+        h, r, mems, d_model, n_head, d_head, kernel_initializer)
     proj_q = _variable("q/kernel", [d_model, n_head, d_head], h.dtype,
                        kernel_initializer)
 
