@@ -15,11 +15,14 @@ Everything is cached per process, so a SentencePiece model is trained once.
 """
 import atexit
 import collections
+import glob
 import os
 import shutil
 import tempfile
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from xlnet import data_utils
 from xlnet import demo_corpus as demo_corpus_lib
@@ -82,6 +85,20 @@ def train_tiny_spm(dest_dir=None, vocab_size=1000):
   path = os.path.join(dest_dir, os.path.basename(_CACHE[key]))
   shutil.copyfile(_CACHE[key], path)
   return path
+
+
+def read_records(record_dir):
+  """Raw examples of the single tfrecords file of a dir, in file order.
+
+  Returns:
+    list of {feature name: int64 numpy array}.
+  """
+  (path,) = glob.glob(os.path.join(record_dir, "*.tfrecords"))
+  out = []
+  for raw in tf.compat.v1.io.tf_record_iterator(path):
+    ex = tf.train.Example.FromString(raw).features.feature
+    out.append({k: np.array(ex[k].int64_list.value) for k in ex})
+  return out
 
 
 def make_records(save_dir, num_lines=None, sp_path=None, **flags):

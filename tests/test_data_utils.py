@@ -13,8 +13,8 @@ import sentencepiece as spm
 import tensorflow as tf
 
 from tests.data_fixtures import (REPO_ROOT, TINY_CONFIG, corpus_slice,
-                                 demo_corpus, make_records, tiny_data,
-                                 train_tiny_spm)  # noqa: F401
+                                 demo_corpus, make_records, read_records,
+                                 tiny_data, train_tiny_spm)  # noqa: F401
 from xlnet import data_utils
 from xlnet import prepro_utils
 
@@ -24,16 +24,6 @@ SEP, CLS, EOD = 4, 3, 7
 # ----------------------------------------------------------------------------
 # Slow reference helpers, written from the SPEC text.
 # ----------------------------------------------------------------------------
-def read_records(record_dir):
-  """All examples of the single tfrecords file in a dir, as numpy dicts."""
-  (path,) = glob.glob(os.path.join(record_dir, "*.tfrecords"))
-  out = []
-  for raw in tf.compat.v1.io.tf_record_iterator(path):
-    ex = tf.train.Example.FromString(raw).features.feature
-    out.append({k: np.array(ex[k].int64_list.value) for k in ex})
-  return out
-
-
 def ref_file_stream(path, sp, use_eod=True):
   """Token ids and sentence ids of one file, line by line."""
   ids, sids, sid = [], [], True

@@ -8,21 +8,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.data_fixtures import (TINY_CONFIG, make_records,
+from tests.data_fixtures import (TINY_CONFIG, make_records, read_records,
                                  tiny_data)  # noqa: F401
 from xlnet import data_utils
 
 SEP, CLS = 4, 3
-
-
-def read_raw(record_dir):
-  """Raw examples of the single tfrecords file of a dir, in file order."""
-  (path,) = glob.glob(os.path.join(record_dir, "*.tfrecords"))
-  out = []
-  for raw in tf.compat.v1.io.tf_record_iterator(path):
-    ex = tf.train.Example.FromString(raw).features.feature
-    out.append({k: np.array(ex[k].int64_list.value) for k in ex})
-  return out
 
 
 def take(input_fn, batch_size, n):
@@ -131,7 +121,7 @@ def test_features_match_numpy_reference(tiny_data, perm_size):
       tiny_data.record_dir, "train", cfg["bsz_per_host"], cfg["seq_len"],
       cfg["reuse_len"], cfg["bi_data"], num_core_per_host=1,
       perm_size=perm_size, num_predict=cfg["num_predict"])
-  raw = read_raw(tiny_data.record_dir)
+  raw = read_records(tiny_data.record_dir)
   assert info["num_batch"] == len(raw) // cfg["bsz_per_host"]
   batches = take(input_fn, cfg["bsz_per_host"], 6)
   assert batches[0]["perm_mask"].dtype == np.float32
@@ -152,7 +142,7 @@ def test_uneven_parts_bf16_and_num_passes(tmp_path):
              bsz_per_host=4, num_core_per_host=2)
   d = str(tmp_path / "data")
   record_dir = make_records(d, num_lines=500, **cfg)
-  raw = read_raw(record_dir)
+  raw = read_records(record_dir)
   make_records(d, num_lines=500, pass_id=1, **cfg)
   args = (record_dir, "train", 4, 48, 16, True)
   kw = dict(num_core_per_host=2, perm_size=16, num_predict=9)
@@ -182,7 +172,7 @@ def test_core_layout_regrouping(tmp_path, reader_cores):
   cfg = dict(TINY_CONFIG, seq_len=32, reuse_len=16, num_predict=6,
              bsz_per_host=8, num_core_per_host=2)
   record_dir = make_records(str(tmp_path), num_lines=400, **cfg)
-  raw = read_raw(record_dir)
+  raw = read_records(record_dir)
   bsz, data_half = 8, 2
   by_key = {}
   for n, ex in enumerate(raw):
@@ -277,7 +267,7 @@ def test_comma_separated_dirs_and_host_sharding(tmp_path):
   cfg = dict(TINY_CONFIG, seq_len=32, reuse_len=16, num_predict=6)
   dirs = [make_records(str(tmp_path / name), num_lines=120, pass_id=p, **cfg)
           for name, p in (("a", 0), ("b", 1))]
-  raws = [read_raw(d) for d in dirs]
+  raws = [read_records(d) for d in dirs]
   fn, info = data_utils.get_input_fn(",".join(dirs) + ",", "train", 4, 32, 16,
                                      True, num_hosts=2, perm_size=16,
                                      num_predict=6)
