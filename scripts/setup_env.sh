@@ -11,7 +11,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 req="$root/requirements/$name.txt"
 venv="$root/.venvs/$name"
 [ -f "$req" ] || { echo "setup_env.sh: no requirements file $req (expected 'reference' or 'latest')" >&2; exit 2; }
-py="${PYTHON:-python3}"
+# TensorFlow 2.15 has wheels for Python 3.9-3.11: prefer python3.11 when present.
+py="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 want="$(sha256sum "$req" | cut -d' ' -f1)"
 if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.stamp" 2>/dev/null)" = "$want" ]; then
   echo "$venv/bin/python"; exit 0
