@@ -281,6 +281,25 @@ def test_resolve_fills_data_flags_from_corpus_info(tmp_path):
           FL.train_batch_size, FL.n_token) == (8, 4, True, 3, 4, 40)
 
 
+def test_corpus_info_is_read_through_tf_gfile():
+  """Record dirs on gs:// must work: here TensorFlow's in-memory ram://
+  filesystem stands in for a remote one (os.path cannot see either)."""
+  info = dict(vocab_size=40, bsz_per_host=4, num_core_per_host=1, seq_len=8,
+              reuse_len=4, uncased=False, bi_data=True, mask_alpha=6,
+              mask_beta=1, num_predict=3, use_eod=True)
+  tf.io.gfile.makedirs("ram://xlnet_test_data/tfrecords")
+  with tf.io.gfile.GFile("ram://xlnet_test_data/corpus_info.json", "w") as f:
+    f.write(json.dumps(info))
+  FL = flags_lib.parse_flags(
+      ["prog", "--record_info_dir=ram://xlnet_test_data/tfrecords"])
+  assert flags_lib.load_corpus_info(FL) == info
+  FL = flags_lib.parse_flags(
+      ["prog", "--record_info_dir=ram://xlnet_test_data/missing"])
+  with pytest.raises(ValueError, match="directory ram://xlnet_test_data/"
+                     "missing does not exist"):
+    flags_lib.load_corpus_info(FL)
+
+
 def test_entry_point_bad_input_is_one_line_exit_2(tmp_path):
   record_dir = _fake_data_dir(tmp_path)
   for argv, message in [

@@ -12,10 +12,13 @@ mem_len 384. The data flags (`seq_len`, `reuse_len`, `uncased`, `bi_data`,
 None: they are read from the records' `corpus_info.json`, and when given
 they are checked against it by `resolve_flags`.
 """
-import json
 import os
 
 from absl import flags
+import tensorflow as tf
+
+from xlnet import data_utils
+from xlnet import model as model_lib
 
 # XLNetConfig keys, which are also flag names.
 MODEL_CONFIG_KEYS = ("n_layer", "d_model", "n_head", "d_head", "d_inner",
@@ -176,20 +179,19 @@ def model_config_to_flags(FLAGS):
   if not FLAGS.model_config_path:
     return
   try:
-    with open(FLAGS.model_config_path) as f:
-      config = json.load(f)
-    for key in MODEL_CONFIG_KEYS:
-      setattr(FLAGS, key, config[key])
-  except (OSError, ValueError, KeyError) as e:
+    config = model_lib.XLNetConfig(json_path=FLAGS.model_config_path)
+  except ValueError as e:
     raise ValueError(f"--model_config_path={FLAGS.model_config_path}: cannot "
                      f"read an XLNetConfig ({e})") from None
+  for key in MODEL_CONFIG_KEYS:
+    setattr(FLAGS, key, getattr(config, key))
 
 
 def corpus_info_path(record_info_dir):
   """Path of the corpus_info.json next to the first record directory."""
-  first = record_info_dir.split(",")[0]
-  return os.path.join(os.path.dirname(os.path.normpath(first)),
-                      "corpus_info.json")
+  first = record_info_dir.split(",")[0].rstrip("/")
+  # No os.path.normpath: it would turn "gs://b/x" into "gs:/b/x".
+  return os.path.join(os.path.dirname(first), "corpus_info.json")
 
 
 def _corpus_info_location(FLAGS):
@@ -200,7 +202,7 @@ def _corpus_info_location(FLAGS):
 
 def load_corpus_info(FLAGS):
   """Reads the corpus_info.json that belongs to `FLAGS.record_info_dir`
-  (`FLAGS.corpus_info_path` when given).
+  (`FLAGS.corpus_info_path` when given). Local and gs:// paths both work.
 
   Raises:
     ValueError: when the flag is unset, a directory is missing, or there is
@@ -210,19 +212,18 @@ def load_corpus_info(FLAGS):
     raise ValueError("--record_info_dir is required: the tfrecords directory "
                      "written by data_utils.py (e.g. $DATA/tfrecords)")
   for directory in FLAGS.record_info_dir.split(","):
-    if not os.path.isdir(directory):
+    if not tf.io.gfile.isdir(directory):
       raise ValueError(f"--record_info_dir: directory {directory} does not "
                        "exist")
   path = _corpus_info_location(FLAGS)
+  info = data_utils.load_corpus_info(path)
+  if info is not None:
+    return info
   if getattr(FLAGS, "corpus_info_path", None):
-    if not os.path.isfile(path):
-      raise ValueError(f"--corpus_info_path={path} does not exist (the "
-                       "corpus_info.json written by data_utils.py)")
-  elif not os.path.exists(path):
-    raise ValueError(f"--record_info_dir={FLAGS.record_info_dir}: expected "
-                     f"{path} (written by data_utils.py next to tfrecords/)")
-  with open(path) as f:
-    return json.load(f)
+    raise ValueError(f"--corpus_info_path={path} does not exist (the "
+                     "corpus_info.json written by data_utils.py)")
+  raise ValueError(f"--record_info_dir={FLAGS.record_info_dir}: expected "
+                   f"{path} (written by data_utils.py next to tfrecords/)")
 
 
 def resolve_flags(FLAGS, corpus_info):
