@@ -1,0 +1,80 @@
+"""Atomic file output shared by every writer in the project.
+
+A file appears under its final name only when it is complete: writers put
+their bytes into a temporary sibling (`{path}.tmp-{pid}-{random}`) and rename
+it over `path` at the end. A crash or a kill leaves at most a temporary file,
+which the next run writing the same `path` removes (`remove_stale_tmp`).
+Works for local paths and every `tf.io.gfile` URL (e.g. gs://).
+"""
+import contextlib
+import os
+import uuid
+
+import tensorflow as tf
+
+TMP_MARK = ".tmp-"
+
+
+def tmp_path_for(path):
+  """A fresh temporary name next to `path`: `{path}.tmp-{pid}-{8 hex}`."""
+  return f"{path}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def remove_quietly(path):
+  """Deletes `path` if it exists; never raises."""
+  try:
+    if tf.io.gfile.exists(path):
+      tf.io.gfile.remove(path)
+  except (tf.errors.OpError, OSError):
+    pass
+
+
+def remove_stale_tmp(path):
+  """Removes temporary files a killed run left for the final file `path`.
+
+  Only `{path}.tmp-*` is touched: a temporary file of exactly the output this
+  run is about to write cannot belong to a live, correct run.
+
+  Returns:
+    list of the removed paths.
+  """
+  stale = tf.io.gfile.glob(glob_escape(path) + TMP_MARK + "*")
+  for name in stale:
+    remove_quietly(name)
+  return stale
+
+
+def glob_escape(path):
+  """`path` with the glob metacharacters `*?[` escaped for tf.io.gfile.glob."""
+  return "".join(f"[{c}]" if c in "*?[" else c for c in path)
+
+
+@contextlib.contextmanager
+def atomic_output(path):
+  """Yields a temporary path to write; renames it to `path` on success.
+
+  On any exception (KeyboardInterrupt included) the temporary file is
+  removed and `path` is left as it was.
+
+  Usage:
+    with atomic_output("out/x.tfrecords") as tmp:
+      with tf.io.TFRecordWriter(tmp) as w: ...
+  """
+  parent = os.path.dirname(path)
+  if parent:
+    tf.io.gfile.makedirs(parent)
+  tmp = tmp_path_for(path)
+  try:
+    yield tmp
+    tf.io.gfile.rename(tmp, path, overwrite=True)
+  except BaseException:
+    remove_quietly(tmp)
+    raise
+
+
+def atomic_write(path, data):
+  """Writes `data` (str or bytes) to `path` atomically."""
+  mode = "wb" if isinstance(data, (bytes, bytearray)) else "w"
+  with atomic_output(path) as tmp:
+    with tf.io.gfile.GFile(tmp, mode) as f:
+      f.write(data)
