@@ -162,86 +162,176 @@ def is_optimizer_variable(var_name):
 
 
 ################################################################################
-# Optimizer.
+# The update math, shared by the graph-mode optimizer (TPUEstimator) and the
+# tf.distribute engine (xlnet/engine.py).
+################################################################################
+BETA_1, BETA_2 = 0.9, 0.999
+# TF AdamOptimizer's non-slot step counters (plain Adam only).
+ADAM_POWER_NAMES = ("beta1_power", "beta2_power")
+
+
+def slot_names(var_name, weight_decay):
+  """Checkpoint names of the two moment slots of the variable `var_name`.
+
+  AdamW (weight_decay > 0): `{var}/adam_m`, `{var}/adam_v`; plain Adam
+  keeps TF AdamOptimizer's `{var}/Adam`, `{var}/Adam_1`.
+  """
+  if weight_decay:
+    return f"{var_name}/adam_m", f"{var_name}/adam_v"
+  return f"{var_name}/Adam", f"{var_name}/Adam_1"
+
+
+def adam_update(var, m, v, grad, learning_rate, epsilon,
+                weight_decay_rate=0.0, beta1_power=0.0, beta2_power=0.0):
+  """One Adam or AdamW update of a resource variable, in place.
+
+  AdamW (no bias correction; `beta*_power` stay 0):
+    m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2
+    var <- var - lr (m / (sqrt(v) + eps) + weight_decay_rate var_old)
+  Plain Adam passes the bias-correction powers b1^t, b2^t.
+
+  The decay term reads `var` under a control dependency on `grad`: the
+  gradient exists only after the step's forward and backward passes, so no
+  update can change a weight that a later layer of the same step still has
+  to read.
+
+  Args:
+    var, m, v: resource variables of one shape on one device (components of
+      distributed variables inside `strategy.extended.update`).
+    grad: dense float32 gradient of var's shape.
+    learning_rate: float32 scalar.
+    epsilon: float.
+    weight_decay_rate: float; 0 = no decay (the caller passes 0 for the
+      names `exclude_from_weight_decay` exempts).
+    beta1_power, beta2_power: float32 scalars (0 = no bias correction).
+
+  Returns:
+    the update op.
+  """
+  with tf.control_dependencies([grad]):
+    decay = []
+    if weight_decay_rate:
+      decay = [tf.raw_ops.ResourceApplyGradientDescent(
+          var=var.handle, alpha=learning_rate * weight_decay_rate,
+          delta=var.read_value())]
+  with tf.control_dependencies(decay):
+    return tf.raw_ops.ResourceApplyAdam(
+        var=var.handle, m=m.handle, v=v.handle, beta1_power=beta1_power,
+        beta2_power=beta2_power, lr=learning_rate, beta1=BETA_1, beta2=BETA_2,
+        epsilon=epsilon, grad=grad)
+
+
+def scale_gradients(gradients, var_names, clip, n_layer=None,
+                    lr_layer_decay_rate=1.0):
+  """Global-norm clipping and layer-wise decay of dense gradients.
+
+  Each gradient is multiplied once by the product of the clip factor
+  `clip / max(gnorm, clip)` and its layer factor (`layer_decay_scales`);
+  the layer factor does not enter gnorm. As with tf.clip_by_global_norm, a
+  non-finite norm turns every gradient into NaN.
+
+  Args:
+    gradients: list of dense float32 tensors.
+    var_names: their variables' names (for the layer factors).
+    clip: float > 0.
+    n_layer, lr_layer_decay_rate: see `layer_decay_scales`.
+
+  Returns:
+    (scaled gradients, gnorm before clipping).
+  """
+  gnorm = tf.linalg.global_norm(gradients)
+  clip_scale = tf.where(tf.math.is_finite(gnorm),
+                        clip / tf.maximum(gnorm, clip), float("nan"))
+  layer_scales = layer_decay_scales(var_names, n_layer, lr_layer_decay_rate)
+  scaled = [g * (clip_scale if s == 1.0 else clip_scale * s)
+            for g, s in zip(gradients, layer_scales)]
+  return scaled, gnorm
+
+
+def decay_rate_of(var_name, weight_decay):
+  """The weight-decay rate applied to `var_name` (0 for exempt names)."""
+  return 0.0 if exclude_from_weight_decay(var_name) else weight_decay
+
+
+def check_optimizer_flags(FLAGS):
+  """Validates the optimizer flags; raises ValueError naming the bad flag."""
+  if FLAGS.clip <= 0:
+    raise ValueError(f"--clip must be > 0, got {FLAGS.clip}")
+  if FLAGS.adam_epsilon <= 0:
+    raise ValueError(f"--adam_epsilon must be > 0, got {FLAGS.adam_epsilon}")
+  if FLAGS.weight_decay < 0:
+    raise ValueError(f"--weight_decay must be >= 0, got {FLAGS.weight_decay}")
+  if FLAGS.learning_rate < 0:
+    raise ValueError(f"--learning_rate must be >= 0, got "
+                     f"{FLAGS.learning_rate}")
+
+
+################################################################################
+# Graph-mode optimizer (TPUEstimator and other tf.compat.v1 graphs).
 ################################################################################
 class AdamWeightDecayOptimizer(tf.compat.v1.train.Optimizer):
-  """Adam with decoupled weight decay and no bias correction.
+  """Adam with decoupled weight decay (no bias correction), or plain Adam.
 
-  Per variable p with gradient g (float32 slots `{p}/adam_m`, `{p}/adam_v`):
-    m <- beta_1 m + (1 - beta_1) g
-    v <- beta_2 v + (1 - beta_2) g^2
-    p <- p - lr (m / (sqrt(v) + epsilon) + weight_decay_rate p)
-  where the decay term is dropped for `exclude_from_weight_decay` names.
+  With `tf_adam=False` (the release's AdamW): float32 slots `{p}/adam_m`,
+  `{p}/adam_v`, no bias correction, decay `weight_decay_rate` except for
+  `exclude_from_weight_decay` names. With `tf_adam=True`: the numbers and
+  checkpoint names of `tf.compat.v1.train.AdamOptimizer` (slots `{p}/Adam`,
+  `{p}/Adam_1`, step counters `beta1_power`, `beta2_power`), no decay.
+  Both run `adam_update`, the update the tf.distribute engine runs too.
   `apply_gradients` increments `global_step` itself after all updates.
-
-  Each variable is updated by two fused kernels instead of a dozen element-wise
-  ops: `p -= (lr weight_decay_rate) p` (ResourceApplyGradientDescent), then
-  ResourceApplyAdam with beta powers 0, which is Adam without bias correction.
   """
 
-  def __init__(self, learning_rate, weight_decay_rate=0.0, beta_1=0.9,
-               beta_2=0.999, epsilon=1e-6, name="AdamWeightDecayOptimizer"):
+  def __init__(self, learning_rate, weight_decay_rate=0.0, epsilon=1e-6,
+               tf_adam=False, name="AdamWeightDecayOptimizer"):
     """Constructs the optimizer (`learning_rate` may be a scalar tensor)."""
     super().__init__(use_locking=False, name=name)
     self.learning_rate = learning_rate
-    self.weight_decay_rate = weight_decay_rate
-    self.beta_1 = beta_1
-    self.beta_2 = beta_2
+    self.weight_decay_rate = 0.0 if tf_adam else weight_decay_rate
     self.epsilon = epsilon
+    self.tf_adam = tf_adam
 
-  def _moment(self, param_name, param, suffix):
-    """Creates (or reuses) the float32 moment slot `{param_name}/{suffix}`."""
+  @staticmethod
+  def _root_variable(name, shape, initial):
+    """Creates (or reuses) a non-trainable float32 variable `name`."""
     with _root_variable_scope():
       return tf.compat.v1.get_variable(
-          name=f"{param_name}/{suffix}", shape=param.shape.as_list(),
-          dtype=tf.float32, trainable=False, use_resource=True,
-          initializer=tf.compat.v1.zeros_initializer())
-
-  def _apply_one(self, grad, param, learning_rate):
-    """Returns the update op of one variable (shapes of grad and param)."""
-    param_name = _var_name(param)
-    if not hasattr(param, "handle"):
-      raise ValueError(f"AdamWeightDecayOptimizer needs resource variables; "
-                       f"{param_name} is a reference variable")
-    m = self._moment(param_name, param, "adam_m")
-    v = self._moment(param_name, param, "adam_v")
-    decay = []
-    if self.weight_decay_rate and not exclude_from_weight_decay(param_name):
-      decay = [tf.raw_ops.ResourceApplyGradientDescent(
-          var=param.handle, alpha=learning_rate * self.weight_decay_rate,
-          delta=param.read_value())]
-    with tf.control_dependencies(decay):
-      return tf.raw_ops.ResourceApplyAdam(
-          var=param.handle, m=m.handle, v=v.handle, beta1_power=0.0,
-          beta2_power=0.0, lr=learning_rate, beta1=self.beta_1,
-          beta2=self.beta_2, epsilon=self.epsilon,
-          grad=tf.convert_to_tensor(grad))
+          name=name, shape=shape, dtype=tf.float32, trainable=False,
+          use_resource=True,
+          initializer=tf.compat.v1.constant_initializer(initial))
 
   def apply_gradients(self, grads_and_vars, global_step=None, name=None):
     """Applies one update; returns the grouped op (incl. the step increment)."""
     learning_rate = tf.cast(self.learning_rate, tf.float32)
-    updates = [self._apply_one(g, p, learning_rate)
-               for g, p in grads_and_vars if g is not None and p is not None]
-    if global_step is not None:
-      with tf.control_dependencies(updates):
-        updates.append(tf.compat.v1.assign_add(global_step, 1))
-    return tf.group(*updates, name=name or self.get_name())
-
-
-def _check_train_flags(FLAGS):
-  """Validates the optimizer flags; raises ValueError naming the bad flag."""
-  if FLAGS.clip <= 0:
-    raise ValueError(f"clip must be > 0, got {FLAGS.clip}")
-  if FLAGS.adam_epsilon <= 0:
-    raise ValueError(f"adam_epsilon must be > 0, got {FLAGS.adam_epsilon}")
-  if FLAGS.weight_decay < 0:
-    raise ValueError(f"weight_decay must be >= 0, got {FLAGS.weight_decay}")
-  if FLAGS.learning_rate < 0:
-    raise ValueError(f"learning_rate must be >= 0, got {FLAGS.learning_rate}")
+    pairs = [(g, p) for g, p in grads_and_vars
+             if g is not None and p is not None]
+    powers = (0.0, 0.0)
+    power_vars = []
+    if self.tf_adam:
+      power_vars = [self._root_variable(n, [], b) for n, b in
+                    zip(ADAM_POWER_NAMES, (BETA_1, BETA_2))]
+      powers = [p.read_value() for p in power_vars]
+    updates = []
+    for grad, param in pairs:
+      name = _var_name(param)
+      if not hasattr(param, "handle"):
+        raise ValueError(f"AdamWeightDecayOptimizer needs resource "
+                         f"variables; {name} is a reference variable")
+      m, v = [self._root_variable(n, param.shape.as_list(), 0.0)
+              for n in slot_names(name, not self.tf_adam)]
+      updates.append(adam_update(
+          param, m, v, tf.convert_to_tensor(grad), learning_rate,
+          self.epsilon, decay_rate_of(name, self.weight_decay_rate),
+          *powers))
+    with tf.control_dependencies(updates):
+      finish = [p.assign(p * b) for p, b in
+                zip(power_vars, (BETA_1, BETA_2))]
+      if global_step is not None:
+        finish.append(tf.compat.v1.assign_add(global_step, 1))
+    return tf.group(*updates, *finish, name=name or self.get_name())
 
 
 def get_train_op(FLAGS, total_loss, grads_and_vars=None):
-  """Builds the training op.
+  """Builds the graph-mode training op.
 
   Args:
     FLAGS: object with attributes learning_rate, warmup_steps, train_steps,
@@ -250,8 +340,12 @@ def get_train_op(FLAGS, total_loss, grads_and_vars=None):
       one more than the largest `model/transformer/layer_{l}/` index).
     total_loss: float scalar tensor; differentiated w.r.t. all trainable
       variables unless `grads_and_vars` is given.
-    grads_and_vars: optional list of (gradient, variable), e.g. gradients
-      averaged over GPU towers; used as is instead of differentiating.
+    grads_and_vars: optional list of (gradient, variable), used as is
+      instead of differentiating.
+
+  With `FLAGS.use_tpu` the optimizer is wrapped in `CrossShardOptimizer`: as
+  in the release, each core's gradients of `loss / num_shards` are clipped
+  locally and then summed across cores.
 
   Returns:
     (train_op, learning_rate, gnorm): the update op (it also increments the
@@ -261,20 +355,16 @@ def get_train_op(FLAGS, total_loss, grads_and_vars=None):
   Raises:
     ValueError: on invalid flags or when no variable has a gradient.
   """
-  _check_train_flags(FLAGS)
+  check_optimizer_flags(FLAGS)
   with _root_variable_scope():
     global_step = tf.compat.v1.train.get_or_create_global_step()
   learning_rate = learning_rate_schedule(
       global_step, FLAGS.learning_rate, FLAGS.warmup_steps, FLAGS.train_steps,
       FLAGS.decay_method, FLAGS.min_lr_ratio)
 
-  if FLAGS.weight_decay == 0:
-    optimizer = tf.compat.v1.train.AdamOptimizer(
-        learning_rate=learning_rate, epsilon=FLAGS.adam_epsilon)
-  else:
-    optimizer = AdamWeightDecayOptimizer(
-        learning_rate=learning_rate, epsilon=FLAGS.adam_epsilon,
-        weight_decay_rate=FLAGS.weight_decay)
+  optimizer = AdamWeightDecayOptimizer(
+      learning_rate=learning_rate, epsilon=FLAGS.adam_epsilon,
+      weight_decay_rate=FLAGS.weight_decay, tf_adam=FLAGS.weight_decay == 0)
   if FLAGS.use_tpu:
     optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)
 
@@ -286,21 +376,12 @@ def get_train_op(FLAGS, total_loss, grads_and_vars=None):
                      "w.r.t. the loss")
   variables = [v for _, v in grads_and_vars]
   # Sparse gradients (embedding lookups) are made dense: the global norm must
-  # see duplicate rows summed, and both optimizers then use fused dense kernels.
-  gradients = [tf.convert_to_tensor(g) for g, _ in grads_and_vars]
-  # Clipping and layer-wise decay multiply each gradient once, by the product
-  # of both factors (the layer factor does not enter gnorm). As with
-  # tf.clip_by_global_norm, a non-finite norm turns every gradient into NaN.
-  gnorm = tf.linalg.global_norm(gradients)
-  clip_scale = tf.where(tf.math.is_finite(gnorm),
-                        FLAGS.clip / tf.maximum(gnorm, FLAGS.clip),
-                        float("nan"))
-  layer_scales = layer_decay_scales(
-      [_var_name(v) for v in variables], getattr(FLAGS, "n_layer", None),
+  # see duplicate rows summed, and the update uses the fused dense kernels.
+  clipped, gnorm = scale_gradients(
+      [tf.convert_to_tensor(g) for g, _ in grads_and_vars],
+      [_var_name(v) for v in variables], FLAGS.clip,
+      getattr(FLAGS, "n_layer", None),
       getattr(FLAGS, "lr_layer_decay_rate", 1.0))
-  clipped = [g * (clip_scale if s == 1.0 else clip_scale * s)
-             for g, s in zip(gradients, layer_scales)]
-
   train_op = optimizer.apply_gradients(zip(clipped, variables),
                                        global_step=global_step)
   return train_op, learning_rate, gnorm

@@ -16,7 +16,9 @@ Mixed precision: with `use_bfloat16` the activations are computed in bfloat16
 while every variable stays float32 (it is cast when read). The backbone
 returns its output and new memories in float32.
 """
+import contextlib
 import math
+import threading
 
 import numpy as np
 import tensorflow as tf
@@ -69,11 +71,45 @@ def _variable(name, shape, dtype, initializer=None):
   return var if dtype == tf.float32 else tf.cast(var, dtype)
 
 
+# Per thread (tf.distribute traces each replica in its own thread): the stack
+# of [seed, calls so far] set by `stateless_dropout_seed`.
+_DROPOUT_SEEDS = threading.local()
+
+
+@contextlib.contextmanager
+def stateless_dropout_seed(seed):
+  """Makes every dropout mask built inside the block a pure function of seed.
+
+  The n-th dropout op built in the block draws its mask with
+  `tf.nn.experimental.stateless_dropout` from `fold_in(seed, n)`. A trainer
+  derives `seed` from (run seed, global step, replica, micro-batch), so a
+  resumed run draws exactly the masks an uninterrupted run would have drawn.
+  Outside such a block dropout uses the stateful `tf.nn.dropout`.
+
+  Args:
+    seed: int32/int64 Tensor `[2]`.
+  """
+  stack = getattr(_DROPOUT_SEEDS, "stack", None)
+  if stack is None:
+    stack = _DROPOUT_SEEDS.stack = []
+  stack.append([seed, 0])
+  try:
+    yield
+  finally:
+    stack.pop()
+
+
 def _dropout(x, rate, is_training):
-  """Dropout with drop probability `rate`, only when training."""
+  """Dropout with drop probability `rate`, only when training (stateless
+  inside `stateless_dropout_seed`)."""
   if not is_training or not rate:
     return x
-  return tf.nn.dropout(x, rate=rate)
+  stack = getattr(_DROPOUT_SEEDS, "stack", None)
+  if not stack:
+    return tf.nn.dropout(x, rate=rate)
+  stack[-1][1] += 1
+  seed = tf.random.experimental.stateless_fold_in(stack[-1][0], stack[-1][1])
+  return tf.nn.experimental.stateless_dropout(x, rate=rate, seed=seed)
 
 
 def _dense(x, units, kernel_initializer, name, activation=None):

@@ -1,0 +1,366 @@
+"""Name-based checkpoints: atomic writes, integrity checks, retention.
+
+Checkpoints are ordinary TensorFlow V2 bundles (`{prefix}.index` +
+`{prefix}.data-0000k-of-0000n`) whose tensors carry the released variable
+names (`model/transformer/...`), so `tf.train.load_checkpoint`, the released
+tools and `tf.compat.v1.train.init_from_checkpoint` read them as they read the
+released checkpoints.
+
+Writing is atomic: every writer (one per worker) saves a shard under a
+temporary prefix, one writer merges the shards into one bundle under another
+temporary prefix, renames the data files and then the index to the final
+prefix, and updates the `checkpoint` state file last. A reader sees either
+the whole checkpoint or none of it; a kill leaves only temporary files, which
+the next run removes.
+
+The checkpoints of a model directory are found by listing `model.ckpt-N.index`
+files, so `--max_save` bounds them across restarts and a deleted or damaged
+newest checkpoint is noticed (see `find_resume_checkpoint`).
+"""
+import os
+import re
+
+import tensorflow as tf
+
+from xlnet import io_utils
+
+CKPT_BASENAME = "model.ckpt"
+STATE_FILE = "checkpoint"
+_STEP_RE = re.compile(r"^model\.ckpt-(\d+)\.index$")
+
+
+class CheckpointError(ValueError):
+  """A checkpoint or a model directory that cannot be used as it is."""
+
+
+def checkpoint_prefix(model_dir, step):
+  """`{model_dir}/model.ckpt-{step}`."""
+  return os.path.join(model_dir, f"{CKPT_BASENAME}-{int(step)}")
+
+
+def step_of(prefix):
+  """The step N of a `.../model.ckpt-N` prefix, or None."""
+  match = _STEP_RE.match(os.path.basename(prefix) + ".index")
+  return int(match.group(1)) if match else None
+
+
+def list_checkpoints(model_dir):
+  """Checkpoints with an index file in `model_dir`, oldest first.
+
+  Returns:
+    list of (step, prefix).
+  """
+  found = []
+  for path in tf.io.gfile.glob(os.path.join(
+      io_utils.glob_escape(model_dir), f"{CKPT_BASENAME}-*.index")):
+    match = _STEP_RE.match(os.path.basename(path))
+    if match:
+      found.append((int(match.group(1)), path[:-len(".index")]))
+  return sorted(found)
+
+
+def read_state_file(model_dir):
+  """The checkpoint prefixes listed in `{model_dir}/checkpoint`.
+
+  Returns:
+    (latest prefix or None, list of all listed prefixes); (None, []) when
+    there is no state file.
+
+  Raises:
+    CheckpointError: when the state file exists but cannot be parsed.
+  """
+  path = os.path.join(model_dir, STATE_FILE)
+  if not tf.io.gfile.exists(path):
+    return None, []
+  try:
+    state = tf.train.get_checkpoint_state(model_dir)
+  except Exception as e:  # text_format.ParseError and friends
+    raise CheckpointError(f"{path} is not a valid checkpoint state file "
+                          f"({' '.join(str(e).split())})") from None
+  if state is None:
+    return None, []
+
+  def absolute(p):
+    return p if os.path.isabs(p) or "://" in p else os.path.join(model_dir, p)
+
+  listed = [absolute(p) for p in state.all_model_checkpoint_paths]
+  latest = absolute(state.model_checkpoint_path) \
+      if state.model_checkpoint_path else None
+  return latest, listed
+
+
+def data_files(prefix):
+  """The data files of the bundle `prefix` that exist."""
+  return sorted(tf.io.gfile.glob(io_utils.glob_escape(prefix) +
+                                 ".data-?????-of-?????"))
+
+
+def read_tensors(prefix, names=None):
+  """Reads tensors of a checkpoint, checking that every one is readable.
+
+  Args:
+    prefix: checkpoint prefix.
+    names: names to read (None: all).
+
+  Returns:
+    dict name -> np.ndarray.
+
+  Raises:
+    CheckpointError: naming the file when the index is missing or damaged,
+      a data file is missing or truncated, or a name is absent.
+  """
+  index = prefix + ".index"
+  if not tf.io.gfile.exists(index):
+    raise CheckpointError(f"{index} is missing")
+  try:
+    reader = tf.train.load_checkpoint(prefix)
+    shapes = reader.get_variable_to_shape_map()
+  except Exception as e:  # OpError, or a damaged index file
+    raise CheckpointError(f"{index} cannot be read "
+                          f"({_first_line(e)})") from None
+  wanted = sorted(shapes) if names is None else list(names)
+  missing = [n for n in wanted if n not in shapes]
+  if missing:
+    raise CheckpointError(f"{prefix} lacks {len(missing)} variable(s), e.g. "
+                          f"{missing[:3]}")
+  values = {}
+  for name in wanted:
+    try:
+      values[name] = reader.get_tensor(name)
+    except Exception as e:  # OpError, or IndexError for a short data file
+      files = data_files(prefix) or [prefix + ".data-*"]
+      raise CheckpointError(
+          f"{', '.join(files)}: cannot read {name} ({_first_line(e)}); the "
+          "data file is missing, truncated or corrupt") from None
+  return values
+
+
+def _first_line(err):
+  text = err.message if isinstance(err, tf.errors.OpError) else str(err)
+  return " ".join(text.split())[:300]
+
+
+def verify(prefix):
+  """None when every tensor of `prefix` is readable, else the problem."""
+  try:
+    read_tensors(prefix)
+  except CheckpointError as e:
+    return str(e)
+  return None
+
+
+def save_shard(tmp_prefix, values):
+  """Writes one shard (a bundle of its own) under a temporary prefix.
+
+  Args:
+    tmp_prefix: where to write; made with `shard_prefix`.
+    values: dict name -> tensor or array.
+  """
+  names = sorted(values)
+  tensors = [tf.convert_to_tensor(values[n]) for n in names]
+  with tf.device("/cpu:0"):
+    tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names,
+                      shape_and_slices=[""] * len(names), tensors=tensors)
+
+
+def shard_prefix(final_prefix, shard, attempt):
+  """Temporary prefix of shard `shard` of one save attempt (a str token
+  shared by every writer of that save, e.g. the step and the chief's pid)."""
+  return f"{final_prefix}{io_utils.TMP_MARK}{attempt}-shard{shard}"
+
+
+def publish(final_prefix, shard_prefixes, model_dir, max_save=None):
+  """Merges written shards into `final_prefix` and makes it visible.
+
+  Order: merge into a temporary bundle, rename its data files, then its index
+  (a prefix is a checkpoint once its index exists), then rewrite the state
+  file; finally delete the oldest checkpoints beyond `max_save`.
+
+  Args:
+    final_prefix: e.g. `{model_dir}/model.ckpt-1000`.
+    shard_prefixes: temporary prefixes written by `save_shard`.
+    model_dir: the directory holding the state file.
+    max_save: keep at most this many checkpoints (None or <= 0: all).
+  """
+  merged = final_prefix + io_utils.TMP_MARK + "merged"
+  for path in tf.io.gfile.glob(io_utils.glob_escape(merged) + "*"):
+    io_utils.remove_quietly(path)
+  with tf.device("/cpu:0"):
+    tf.raw_ops.MergeV2Checkpoints(checkpoint_prefixes=list(shard_prefixes),
+                                  destination_prefix=merged,
+                                  delete_old_dirs=False)
+  for path in data_files(final_prefix) + [final_prefix + ".index"]:
+    io_utils.remove_quietly(path)  # an older save of the same step
+  for path in data_files(merged):
+    tf.io.gfile.rename(path, final_prefix + path[len(merged):],
+                       overwrite=True)
+  tf.io.gfile.rename(merged + ".index", final_prefix + ".index",
+                     overwrite=True)
+  for prefix in shard_prefixes:  # MergeV2 moved the data; drop leftovers
+    for path in tf.io.gfile.glob(io_utils.glob_escape(prefix) + "*"):
+      io_utils.remove_quietly(path)
+  kept = prune(model_dir, max_save)
+  write_state_file(model_dir, final_prefix, kept)
+
+
+def write_checkpoint(final_prefix, values, model_dir=None, max_save=None):
+  """Writes `values` (name -> array) as one checkpoint, atomically.
+
+  Returns:
+    final_prefix.
+  """
+  model_dir = model_dir or os.path.dirname(final_prefix)
+  tf.io.gfile.makedirs(model_dir)
+  tmp = shard_prefix(final_prefix, 0, f"{os.getpid()}")
+  try:
+    save_shard(tmp, values)
+    publish(final_prefix, [tmp], model_dir, max_save)
+  except BaseException:
+    remove_temporaries(model_dir, os.path.basename(final_prefix))
+    raise
+  return final_prefix
+
+
+def write_state_file(model_dir, latest_prefix, all_prefixes):
+  """Atomically writes `{model_dir}/checkpoint` (relative paths)."""
+  def rel(p):
+    return os.path.basename(p) if os.path.dirname(p) == model_dir.rstrip(
+        "/") else p
+  paths = list(all_prefixes)
+  if latest_prefix not in paths:
+    paths.append(latest_prefix)
+  lines = [f'model_checkpoint_path: "{rel(latest_prefix)}"']
+  lines += [f'all_model_checkpoint_paths: "{rel(p)}"' for p in paths]
+  io_utils.atomic_write(os.path.join(model_dir, STATE_FILE),
+                        "\n".join(lines) + "\n")
+
+
+def delete_checkpoint(prefix):
+  """Removes a checkpoint: its index first (so it stops being one), then
+  its data files."""
+  io_utils.remove_quietly(prefix + ".index")
+  for path in data_files(prefix):
+    io_utils.remove_quietly(path)
+
+
+def prune(model_dir, max_save):
+  """Deletes the oldest `model.ckpt-N` beyond `max_save`; returns the kept
+  prefixes, oldest first."""
+  found = [p for _, p in list_checkpoints(model_dir)]
+  if max_save and max_save > 0 and len(found) > max_save:
+    for prefix in found[:-max_save]:
+      delete_checkpoint(prefix)
+    found = found[-max_save:]
+  return found
+
+
+def remove_temporaries(model_dir, basename=CKPT_BASENAME):
+  """Removes temporary files of interrupted saves (`{basename}*.tmp-*`)."""
+  pattern = os.path.join(io_utils.glob_escape(model_dir),
+                         io_utils.glob_escape(basename) + "*" +
+                         io_utils.TMP_MARK + "*")
+  stale = tf.io.gfile.glob(pattern)
+  for path in stale:
+    io_utils.remove_quietly(path)
+  return stale
+
+
+def newest_intact(model_dir, below_step):
+  """The newest checkpoint older than `below_step` whose tensors all read,
+  or None."""
+  for step, prefix in reversed(list_checkpoints(model_dir)):
+    if step < below_step and verify(prefix) is None:
+      return prefix
+  return None
+
+
+def _rollback_hint(model_dir, bad_step):
+  """How to resume from the newest intact checkpoint before `bad_step`."""
+  good = newest_intact(model_dir, bad_step)
+  if good is None:
+    return ("no earlier intact checkpoint exists; to start from scratch, "
+            f"move {model_dir} away")
+  return (f"to resume from {os.path.basename(good)} (the newest intact "
+          f"checkpoint), run `python model_utils.py rollback_ckpt "
+          f"--model_dir={model_dir}`, which moves the newer, damaged files "
+          "into a quarantine folder")
+
+
+def find_resume_checkpoint(model_dir):
+  """The checkpoint a training run in `model_dir` resumes from.
+
+  Never silently restarts: when `model_dir` says it holds checkpoints (a
+  state file listing some, or checkpoint files) but the newest one cannot be
+  read, this raises instead of returning None.
+
+  Returns:
+    the newest checkpoint prefix, or None for a fresh directory.
+
+  Raises:
+    CheckpointError: one line naming the damaged file and how to resume
+      from an earlier intact checkpoint.
+  """
+  if not tf.io.gfile.isdir(model_dir):
+    return None
+  latest_listed, _ = read_state_file(model_dir)
+  found = list_checkpoints(model_dir)
+  newest_step = found[-1][0] if found else -1
+  listed_step = step_of(latest_listed) if latest_listed else None
+  if listed_step is not None and listed_step > newest_step:
+    raise CheckpointError(
+        f"{model_dir}/{STATE_FILE} names {latest_listed} as the latest "
+        f"checkpoint but {latest_listed}.index is missing; "
+        + _rollback_hint(model_dir, listed_step))
+  if not found:
+    if latest_listed:
+      raise CheckpointError(
+          f"{model_dir}/{STATE_FILE} names {latest_listed} but no "
+          f"checkpoint file exists in {model_dir}; "
+          + _rollback_hint(model_dir, 1 << 62))
+    return None
+  prefix = found[-1][1]
+  problem = verify(prefix)
+  if problem:
+    raise CheckpointError(f"cannot resume: {problem}; "
+                          + _rollback_hint(model_dir, newest_step))
+  return prefix
+
+
+def rollback(model_dir, step=None):
+  """Moves checkpoints newer than the newest intact one (or than `step`)
+  into `{model_dir}/quarantine/` and rewrites the state file.
+
+  Returns:
+    (the prefix training will resume from, list of moved files).
+
+  Raises:
+    CheckpointError: when nothing intact remains.
+  """
+  found = list_checkpoints(model_dir)
+  if step is None:
+    keep = newest_intact(model_dir, 1 << 62)
+  else:
+    keep = dict(found).get(step)
+    if keep is None or verify(keep):
+      raise CheckpointError(f"--step={step}: {model_dir} holds no intact "
+                            f"model.ckpt-{step}")
+  if keep is None:
+    raise CheckpointError(f"{model_dir} holds no intact checkpoint")
+  keep_step = step_of(keep)
+  quarantine = os.path.join(model_dir, "quarantine")
+  tf.io.gfile.makedirs(quarantine)
+  moved = []
+  listed_latest, _ = read_state_file(model_dir)
+  newer = [p for s, p in found if s > keep_step]
+  if listed_latest and step_of(listed_latest) and \
+      step_of(listed_latest) > keep_step and listed_latest not in newer:
+    newer.append(listed_latest)
+  for prefix in newer:
+    for path in [prefix + ".index"] + data_files(prefix):
+      if tf.io.gfile.exists(path):
+        target = os.path.join(quarantine, os.path.basename(path))
+        tf.io.gfile.rename(path, target, overwrite=True)
+        moved.append(target)
+  kept = [p for s, p in list_checkpoints(model_dir)]
+  write_state_file(model_dir, keep, kept)
+  return keep, moved
