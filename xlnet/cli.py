@@ -37,12 +37,27 @@ def error_text(err):
   return " ".join(text.split()) or type(err).__name__
 
 
+class Stop(Exception):
+  """Ends a program with one line `prog: message` and `exit_code`.
+
+  Subclasses say why (e.g. a trainer interrupted by a signal after saving);
+  `is_error` puts "error: " in front of the message.
+  """
+  exit_code = 1
+  is_error = True
+
+
 def guarded(main):
   """Wraps `main(argv)` so user errors and Ctrl-C end with one line."""
 
   def wrapper(argv):
     try:
       return main(argv)
+    except Stop as e:
+      text = error_text(e)
+      print(f"{program_name()}: {'error: ' if e.is_error else ''}{text}",
+            file=sys.stderr, flush=True)
+      sys.exit(e.exit_code)
     except USER_ERRORS as e:
       fail(error_text(e))
     except KeyboardInterrupt:

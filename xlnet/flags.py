@@ -29,11 +29,13 @@ DATA_FLAGS = ("seq_len", "reuse_len", "uncased", "bi_data", "mask_alpha",
               "mask_beta", "num_predict")
 
 
-def define_flags(flag_values=flags.FLAGS):
+def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
   """Defines all pretraining flags on `flag_values` (no-op if already there).
 
   Args:
     flag_values: an `absl.flags.FlagValues`; the global `FLAGS` by default.
+    tpu_defaults: the TPU trainer's defaults, as in the release's train.py:
+      `--use_tpu=True`, `--num_core_per_host=8`.
   """
   if "record_info_dir" in flag_values:
     return
@@ -63,7 +65,8 @@ def define_flags(flag_values=flags.FLAGS):
                        "corpus_info.json.", **fv)
 
   # Run configuration (RunConfig).
-  flags.DEFINE_bool("use_tpu", False, "Run on TPU (train_tpu.py).", **fv)
+  flags.DEFINE_bool("use_tpu", tpu_defaults, "Run on TPU (train_tpu.py).",
+                    **fv)
   flags.DEFINE_bool("use_bfloat16", False, "Use bfloat16 activations.", **fv)
   flags.DEFINE_float("dropout", 0.1, "Dropout rate.", **fv)
   flags.DEFINE_float("dropatt", 0.1, "Attention dropout rate.", **fv)
@@ -141,10 +144,31 @@ def define_flags(flag_values=flags.FLAGS):
                     "Accepted for the original train.py's commands; "
                     "unused.", **fv)
 
+  flags.DEFINE_integer("accum_steps", 1,
+                       "Micro-batches accumulated per optimizer step: each "
+                       "step averages the gradients of accum_steps "
+                       "consecutive per-core batches (memories advance from "
+                       "one to the next); global_step, the schedule and the "
+                       "log count optimizer steps.", **fv)
+  flags.DEFINE_bool("use_xla", False,
+                    "Jit-compile the training step with XLA.", **fv)
+
   # Devices.
-  flags.DEFINE_integer("num_hosts", 1, "Number of TPU hosts.", **fv)
-  flags.DEFINE_integer("num_core_per_host", 1,
-                       "Cores per host: GPU towers / TPU cores.", **fv)
+  flags.DEFINE_integer("num_hosts", 1,
+                       "Number of hosts (TPU hosts; for train_gpu.py the "
+                       "number of workers, which --worker_hosts/TF_CONFIG "
+                       "determine).", **fv)
+  flags.DEFINE_integer("num_core_per_host", 8 if tpu_defaults else 1,
+                       "Cores per host: GPUs (or logical CPU devices) / TPU "
+                       "cores.", **fv)
+  flags.DEFINE_string("worker_hosts", None,
+                      "Multi-host GPU training: comma-separated host:port "
+                      "of every worker (the same list on every host); "
+                      "builds TF_CONFIG. A TF_CONFIG in the environment "
+                      "works as well.", **fv)
+  flags.DEFINE_integer("task_index", 0,
+                       "This host's index in --worker_hosts (0 = chief: "
+                       "writes checkpoints and summaries).", **fv)
   flags.DEFINE_string("master", None, "TensorFlow master URL.", **fv)
   flags.DEFINE_string("tpu", None, "TPU name or grpc://ip:port.", **fv)
   flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.", **fv)
@@ -152,17 +176,18 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_string("tpu_job_name", None, "TPU worker job name.", **fv)
 
 
-def parse_flags(argv):
+def parse_flags(argv, tpu_defaults=False):
   """Returns a fresh, parsed `FlagValues` holding every pretraining flag.
 
   Args:
     argv: list of strings, e.g. `["prog", "--n_layer=2"]` (argv[0] ignored).
+    tpu_defaults: see `define_flags`.
 
   Returns:
     an `absl.flags.FlagValues` independent of the global `FLAGS`.
   """
   flag_values = flags.FlagValues()
-  define_flags(flag_values)
+  define_flags(flag_values, tpu_defaults)
   flag_values(list(argv))
   return flag_values
 

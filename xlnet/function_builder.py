@@ -112,26 +112,27 @@ def save_xlnet_config(FLAGS):
   return path
 
 
-def two_stream_loss(FLAGS, features, labels, mems, is_training):
+def two_stream_loss(xlnet_config, FLAGS, features, mems, is_training):
   """Builds the two-stream XLNet model and its partial-prediction LM loss.
 
   Args:
-    FLAGS: flag values (model, run and data flags, see `xlnet.flags`).
+    xlnet_config: the model's `XLNetConfig`.
+    FLAGS: run flags (dropout, dropatt, init, mem_len, reuse_len, bi_data,
+      clamp_len, same_length, use_tpu, use_bfloat16, ...).
     features: dict of batch-major tensors from the input function,
       `input_k, input_q, seg_id [B,L]`, `perm_mask [B,L,L]`,
       `target, target_mask [B,P]`, `target_mapping [B,P,L]`.
-    labels: unused (kept for the Estimator model_fn signature).
     mems: list of `n_layer` float tensors `[mem_len, B, d_model]`, or None.
     is_training: bool.
 
   Returns:
     total_loss: float32 scalar, `sum(loss * target_mask) / sum(target_mask)`.
     new_mems: list of `n_layer` tensors `[mem_len, B, d_model]` (or None).
-    monitor_dict: dict of scalar tensors to monitor (`total_loss`).
+    outputs: dict of per-example tensors: `loss_sum [B]` (the summed loss
+      of the targets), `num_targets [B]`, `correct [B]` (targets whose
+      argmax prediction is right).
   """
-  del labels
   tm = to_time_major(features)
-  xlnet_config = get_xlnet_config(FLAGS)
   run_config = model_lib.create_run_config(is_training, False, FLAGS)
 
   xlnet_model = model_lib.XLNetModel(
@@ -151,7 +152,7 @@ def two_stream_loss(FLAGS, features, labels, mems, is_training):
   initializer = xlnet_model.get_initializer()
 
   with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
-    lm_loss = modeling.lm_loss(
+    lm_loss, logits = modeling.lm_loss(
         hidden=output,
         target=tm["target"],
         n_token=xlnet_config.n_token,
@@ -160,33 +161,56 @@ def two_stream_loss(FLAGS, features, labels, mems, is_training):
         lookup_table=lookup_table,
         tie_weight=True,
         bi_data=run_config.bi_data,
-        use_tpu=run_config.use_tpu)
+        use_tpu=run_config.use_tpu,
+        return_logits=True)
 
   lm_loss = tf.cast(lm_loss, tf.float32)
   tgt_mask = tf.cast(tm["target_mask"], tf.float32)
   total_loss = tf.reduce_sum(lm_loss * tgt_mask) / tf.reduce_sum(tgt_mask)
-  return total_loss, new_mems, {"total_loss": total_loss}
+  correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32),
+                             tf.cast(tm["target"], tf.int32)), tf.float32)
+  outputs = {"loss_sum": tf.reduce_sum(lm_loss * tgt_mask, 0),
+             "num_targets": tf.reduce_sum(tgt_mask, 0),
+             "correct": tf.reduce_sum(correct * tgt_mask, 0)}
+  return total_loss, new_mems, outputs
 
 
-def get_loss(FLAGS, features, labels, mems, is_training):
+def get_loss(FLAGS, features, labels, mems, is_training, xlnet_config=None):
   """`two_stream_loss` under a bfloat16 scope when `FLAGS.use_bfloat16`.
 
   With bfloat16 the memories fed in and returned stay float32 so they can
   live in float32 variables; the model sees them cast to bfloat16.
 
-  Args: as `two_stream_loss`.
+  Args:
+    FLAGS, features, mems, is_training: as `two_stream_loss`.
+    labels: unused (kept for the Estimator model_fn signature).
+    xlnet_config: the `XLNetConfig`; None = `get_xlnet_config(FLAGS)`.
 
   Returns:
     (total_loss float32 scalar, new_mems list of float32 tensors or None,
-    monitor_dict).
+    outputs dict).
   """
+  del labels
+  if xlnet_config is None:
+    xlnet_config = get_xlnet_config(FLAGS)
   if not FLAGS.use_bfloat16:
-    return two_stream_loss(FLAGS, features, labels, mems, is_training)
+    return two_stream_loss(xlnet_config, FLAGS, features, mems, is_training)
   if mems is not None:
     mems = [tf.cast(m, tf.bfloat16) for m in mems]
   with tf.compat.v1.tpu.bfloat16_scope():
-    total_loss, new_mems, monitor_dict = two_stream_loss(
-        FLAGS, features, labels, mems, is_training)
+    total_loss, new_mems, outputs = two_stream_loss(
+        xlnet_config, FLAGS, features, mems, is_training)
   if new_mems is not None:
     new_mems = [tf.cast(m, tf.float32) for m in new_mems]
-  return total_loss, new_mems, monitor_dict
+  return total_loss, new_mems, outputs
+
+
+def pretrain_loss_fn(xlnet_config, FLAGS):
+  """The engine's loss function of pretraining (see `engine.Trainer`).
+
+  Returns:
+    loss_fn(features, mems, is_training) -> (loss, new_mems, outputs).
+  """
+  def loss_fn(features, mems, is_training):
+    return get_loss(FLAGS, features, None, mems, is_training, xlnet_config)
+  return loss_fn

@@ -799,7 +799,8 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
 
 
 def lm_loss(hidden, target, n_token, d_model, initializer, lookup_table=None,
-            tie_weight=False, bi_data=True, use_tpu=False):
+            tie_weight=False, bi_data=True, use_tpu=False,
+            return_logits=False):
   """Per-position language-model cross-entropy (scope `lm_loss`).
 
   Args:
@@ -812,9 +813,11 @@ def lm_loss(hidden, target, n_token, d_model, initializer, lookup_table=None,
     tie_weight: use `lookup_table` as the softmax weight.
     bi_data: unused (kept for the original signature).
     use_tpu: one-hot / log-softmax form instead of the sparse op.
+    return_logits: also return the logits `[len, bsz, n_token]`.
 
   Returns:
-    float Tensor `[len, bsz]` of losses (hidden's dtype).
+    float Tensor `[len, bsz]` of losses (hidden's dtype), and the logits
+    when `return_logits`.
   """
   del bi_data
   dtype = hidden.dtype
@@ -830,9 +833,11 @@ def lm_loss(hidden, target, n_token, d_model, initializer, lookup_table=None,
     logits = tf.einsum("ibd,nd->ibn", hidden, softmax_w) + softmax_b
     if use_tpu:
       one_hot_target = tf.one_hot(target, n_token, dtype=logits.dtype)
-      return -tf.reduce_sum(tf.nn.log_softmax(logits) * one_hot_target, -1)
-    return tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=target, logits=logits)
+      loss = -tf.reduce_sum(tf.nn.log_softmax(logits) * one_hot_target, -1)
+    else:
+      loss = tf.nn.sparse_softmax_cross_entropy_with_logits(
+          labels=target, logits=logits)
+    return (loss, logits) if return_logits else loss
 
 
 def multihead_attn(q, k, v, attn_mask, d_model, n_head, d_head, dropout,

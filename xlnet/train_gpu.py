@@ -1,155 +1,32 @@
-"""XLNet pretraining on GPUs (or CPUs): towers, device memories, resume.
+"""XLNet pretraining on GPUs, CPUs and several hosts (`python train_gpu.py`).
 
-`num_core_per_host` towers share the variables; each tower gets its own
-per-core batch (with `bi_data`: forward rows then backward rows), its own
-memories and its own gradients; loss and gradients are averaged over towers.
-The memories live in non-trainable variables `mems/tower_{c}/layer_{i}`
-`[mem_len, per_tower_bsz, d_model]` on the tower's device: they are assigned
-after every step (no round trip through Python) and saved in checkpoints, so
-a resumed run continues with the memories it stopped with.
+The training loop is the shared engine (`xlnet/engine.py`) on a
+`tf.distribute` strategy: `--num_core_per_host` replicas on this host (GPUs,
+or logical CPU devices without a GPU), and several hosts with
+`--worker_hosts`/`--task_index` or `TF_CONFIG` (MultiWorkerMirroredStrategy).
+Every replica reads its own per-core batch (with `bi_data`: forward rows then
+backward rows), keeps its own memories, and the gradients are averaged over
+replicas. `--accum_steps=k` accumulates k per-core batches per optimizer
+step.
+
+Resume is exact: the input pipeline's randomness is a function of the
+position in the data stream, dropout is seeded from the step, and a resumed
+run skips the batches already consumed.
 """
 import math
 import os
-import sys
 import time
 
-from absl import app
-from absl import flags
 from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from xlnet import checkpoint_io
+from xlnet import cli
+from xlnet import data_utils
+from xlnet import engine
 from xlnet import flags as flags_lib
 from xlnet import function_builder
-from xlnet import model_utils
-
-
-def split_towers(host_features, n_towers):
-  """Splits a host batch into `n_towers` contiguous tower batches.
-
-  Args:
-    host_features: dict of batch-major tensors `[bsz, ...]`, the
-      concatenation of `n_towers` per-core batches.
-    n_towers: int.
-
-  Returns:
-    list of `n_towers` dicts of tensors `[bsz // n_towers, ...]`.
-  """
-  towers = [dict() for _ in range(n_towers)]
-  for key, value in host_features.items():
-    for t, part in enumerate(tf.split(value, n_towers, axis=0)):
-      towers[t][key] = part
-  return towers
-
-
-def tower_devices(n_towers):
-  """One device per tower: the GPUs, or CPU devices when there is no GPU.
-
-  CPU towers need a session config with `device_count={"CPU": n_towers}`
-  (see `session_config`).
-  """
-  n_gpus = len(tf.config.list_physical_devices("GPU"))
-  if 0 < n_gpus < n_towers:
-    raise ValueError(f"--num_core_per_host={n_towers} towers but only "
-                     f"{n_gpus} GPUs are visible; use at most {n_gpus}")
-  if n_gpus == 0:
-    logging.warning("No GPU visible: the %d tower(s) run on the CPU.",
-                    n_towers)
-  kind = "GPU" if n_gpus else "CPU"
-  return [f"/device:{kind}:{t}" for t in range(n_towers)]
-
-
-def session_config(n_towers):
-  """ConfigProto with `n_towers` logical CPU devices and soft placement."""
-  return tf.compat.v1.ConfigProto(
-      allow_soft_placement=True, device_count={"CPU": max(1, n_towers)})
-
-
-def average_grads(tower_grads, tvars):
-  """Averages per-tower gradient lists into `[(grad, var)]` (dense grads)."""
-  if len(tower_grads) == 1:
-    return list(zip(tower_grads[0], tvars))
-  scale = 1.0 / len(tower_grads)
-  averaged = []
-  for grads, var in zip(zip(*tower_grads), tvars):
-    grads = [tf.convert_to_tensor(g) for g in grads if g is not None]
-    averaged.append((tf.add_n(grads) * scale if grads else None, var))
-  return averaged
-
-
-class TrainStep(object):
-  """The ops of one training step over all towers.
-
-  Attributes:
-    train_op: runs the update and then stores every tower's new memories.
-    loss: float32 scalar, tower-averaged loss.
-    learning_rate, gnorm: float32 scalars.
-    global_step: int64 scalar, the global step after this step's update.
-    mem_vars: list (per tower) of lists (per layer) of memory variables.
-  """
-
-  def __init__(self, train_op, loss, learning_rate, gnorm, global_step,
-               mem_vars):
-    self.train_op = train_op
-    self.loss = loss
-    self.learning_rate = learning_rate
-    self.gnorm = gnorm
-    self.global_step = global_step
-    self.mem_vars = mem_vars
-
-
-def build_train_step(FLAGS, host_features, devices):
-  """Builds the multi-tower training step.
-
-  Args:
-    FLAGS: resolved flags (see `xlnet.flags.resolve_flags`); the model
-      config must be in the flags (see `model_config_to_flags`).
-    host_features: dict of batch-major tensors `[train_batch_size, ...]`, the
-      concatenation of one per-core batch per tower (with `bi_data` each one
-      [forward rows, backward rows], as the input function lays them out).
-    devices: list of device names, one per tower.
-
-  Returns:
-    a `TrainStep`.
-  """
-  n_towers = len(devices)
-  bsz = FLAGS.train_batch_size
-  tower_features = split_towers(host_features, n_towers)
-
-  losses, tower_grads, mem_vars, new_mems = [], [], [], []
-  tvars = None
-  for t, device in enumerate(devices):
-    with tf.device(device):
-      mvars = (function_builder.create_mem_vars(FLAGS, bsz // n_towers,
-                                                f"mems/tower_{t}")
-               if FLAGS.mem_len else None)
-      with tf.compat.v1.variable_scope(
-          tf.compat.v1.get_variable_scope(), reuse=t > 0):
-        mems = [v.read_value() for v in mvars] if mvars else None
-        loss, tower_new_mems, _ = function_builder.get_loss(
-            FLAGS, tower_features[t], None, mems, is_training=True)
-      if tvars is None:
-        tvars = tf.compat.v1.trainable_variables()
-      tower_grads.append(tf.gradients(loss, tvars))
-    losses.append(loss)
-    mem_vars.append(mvars)
-    new_mems.append(tower_new_mems)
-
-  loss = tf.add_n(losses) / n_towers
-  train_op, learning_rate, gnorm = model_utils.get_train_op(
-      FLAGS, loss, grads_and_vars=average_grads(tower_grads, tvars))
-
-  assigns = []
-  with tf.control_dependencies([train_op]):
-    for t in range(n_towers):
-      for var, new in zip(mem_vars[t] or [], new_mems[t] or []):
-        with tf.device(devices[t]):
-          assigns.append(var.assign(new))
-  step_op = tf.group(train_op, *assigns)
-  with tf.control_dependencies([step_op]):
-    global_step = tf.identity(
-        tf.compat.v1.train.get_global_step().read_value())
-  return TrainStep(step_op, loss, learning_rate, gnorm, global_step, mem_vars)
 
 
 def perplexity(loss):
@@ -161,7 +38,7 @@ def perplexity(loss):
 
 
 def format_log_line(step, gnorm, lr, loss):
-  """The SPEC section 6 log line; `bpc` is loss/ln 2, i.e. bits per token."""
+  """The release's log line; `bpc` is loss/ln 2, i.e. bits per token."""
   return (f"[{step}] | gnorm {gnorm:.2f} lr {lr:8.6f} | loss {loss:.2f} | "
           f"pplx {perplexity(loss):>7.2f}, bpc {loss / math.log(2):>7.4f}")
 
@@ -175,155 +52,154 @@ def format_duration(seconds):
   return f"{days}d {text}" if days else text
 
 
-def scalar_summary(values):
-  """A `Summary` proto with one simple value per `values` entry."""
-  return tf.compat.v1.Summary(value=[
-      tf.compat.v1.Summary.Value(tag=tag, simple_value=float(v))
-      for tag, v in values.items()])
+class StepLogger:
+  """Logs the release's line every `iterations` steps (and after the first
+  step of a run and at the end) with tokens/s and an ETA, and writes the
+  same scalars to TensorBoard on the chief.
 
-
-def host_dataset(input_fn, n_towers, per_core_bsz, skip_steps):
-  """Host batches: `n_towers` consecutive per-core batches concatenated.
-
-  Args:
-    input_fn: callable(params) -> dataset of per-core feature dicts.
-    n_towers: int.
-    per_core_bsz: int, rows per per-core batch.
-    skip_steps: int, host batches to skip (a resumed run's consumed data).
-
-  Returns:
-    a dataset of feature dicts `[n_towers * per_core_bsz, ...]`.
+  Attributes:
+    history: list of (step, loss) of every step of this run.
   """
-  dataset = input_fn({"batch_size": per_core_bsz})
-  dataset = dataset.batch(n_towers, drop_remainder=True)
 
-  def merge(features):
-    return {k: tf.reshape(v, tf.concat([[-1], tf.shape(v)[2:]], 0))
-            for k, v in features.items()}
+  def __init__(self, FLAGS, start_step, tokens_per_step, writer):
+    self.FLAGS = FLAGS
+    self.tokens_per_step = tokens_per_step
+    self.writer = writer
+    self.history = []
+    self._losses = []
+    self._last_step, self._last_time = start_step, time.time()
 
-  dataset = dataset.map(merge)
-  if skip_steps:
-    dataset = dataset.skip(skip_steps)
-  return dataset.prefetch(1)
+  def __call__(self, step, out):
+    FLAGS = self.FLAGS
+    self.history.append((step, float(out["loss"])))
+    self._losses.append(float(out["loss"]))
+    if not (step % FLAGS.iterations == 0 or len(self.history) == 1 or
+            step == FLAGS.train_steps):
+      return
+    now = time.time()
+    mean_loss = float(np.mean(self._losses))
+    tok_s = ((step - self._last_step) * self.tokens_per_step /
+             max(now - self._last_time, 1e-9))
+    eta = (FLAGS.train_steps - step) * self.tokens_per_step / max(tok_s, 1e-9)
+    logging.info("%s | %.0f tokens/s | ETA %s",
+                 format_log_line(step, out["gnorm"], out["lr"], mean_loss),
+                 tok_s, format_duration(eta))
+    if self.writer is not None:
+      engine.write_scalars(self.writer, {
+          "loss": mean_loss, "lr": out["lr"], "gnorm": out["gnorm"],
+          "pplx": perplexity(mean_loss), "tokens_per_sec": tok_s}, step)
+    self._last_step, self._last_time, self._losses = step, now, []
 
 
-def train(FLAGS, input_fn, num_batch):
-  """Runs (or resumes) pretraining until `FLAGS.train_steps`.
+def dataset_fn_for(FLAGS, corpus_info, num_hosts, local_cores, skip_batches):
+  """The per-worker dataset of per-core batches, positioned after the data a
+  resumed run already consumed.
 
   Args:
     FLAGS: resolved flags.
-    input_fn: callable(params) -> dataset of per-core batches (one per tower
-      and step, see `build_train_step`).
-    num_batch: int, host batches in one pass over the data (a resumed run
-      skips `step % num_batch` of them so rows continue where they stopped);
-      None = do not skip.
+    corpus_info: the dict the data flags were resolved from.
+    num_hosts: workers sharing the record files.
+    local_cores: replicas of one worker.
+    skip_batches: per-core batches of this worker's stream to skip.
 
   Returns:
-    list of `(step, loss)` for every step run by this call.
+    (dataset_fn(input_context), record_info).
   """
-  flags_lib.model_config_to_flags(FLAGS)
-  function_builder.save_xlnet_config(FLAGS)
-  n_towers = FLAGS.num_core_per_host
-  devices = tower_devices(n_towers)
-  latest = tf.train.latest_checkpoint(FLAGS.model_dir)
-  start_step = int(latest.rsplit("-", 1)[1]) if latest else 0
-  skip = start_step % num_batch if (num_batch and start_step) else 0
+  bsz_per_host = FLAGS.train_batch_size // num_hosts
+  input_fn, record_info = data_utils.get_input_fn(
+      tfrecord_dir=FLAGS.record_info_dir, split="train",
+      bsz_per_host=bsz_per_host, seq_len=FLAGS.seq_len,
+      reuse_len=FLAGS.reuse_len, bi_data=FLAGS.bi_data, num_hosts=num_hosts,
+      num_core_per_host=local_cores, perm_size=FLAGS.perm_size,
+      mask_alpha=FLAGS.mask_alpha, mask_beta=FLAGS.mask_beta,
+      uncased=FLAGS.uncased, num_passes=FLAGS.num_passes,
+      use_bfloat16=FLAGS.use_bfloat16, num_predict=FLAGS.num_predict)
+  del corpus_info
 
-  graph = tf.Graph()
-  with graph.as_default():
-    if FLAGS.seed is not None:
-      tf.compat.v1.set_random_seed(FLAGS.seed)
-    with tf.device("/device:CPU:0"):
-      dataset = host_dataset(input_fn, n_towers,
-                             FLAGS.train_batch_size // n_towers, skip)
-      features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
-    step = build_train_step(FLAGS, features, devices)
-    if not latest and FLAGS.init_checkpoint:
-      model_utils.init_from_checkpoint(FLAGS)
-    saver = tf.compat.v1.train.Saver(max_to_keep=FLAGS.max_save)
-    init = tf.compat.v1.global_variables_initializer()
+  class _Host:  # the `params["context"]` of TPUEstimator input functions
+    def __init__(self, host):
+      self.current_host = host
 
-  tokens_per_step = FLAGS.train_batch_size * FLAGS.seq_len
-  history = []
-  with tf.compat.v1.Session(graph=graph,
-                            config=session_config(n_towers)) as sess:
-    sess.run(init)
-    if latest:
-      saver.restore(sess, latest)
-      logging.info("Resumed from %s at step %d", latest, start_step)
-    writer = tf.compat.v1.summary.FileWriter(FLAGS.model_dir, graph)
-    global_step = sess.run(tf.compat.v1.train.get_global_step())
-    last_log_step, last_log_time, losses = global_step, time.time(), []
-    fetches = [step.global_step, step.loss, step.learning_rate, step.gnorm]
-    while global_step < FLAGS.train_steps:
-      global_step, loss, lr, gnorm = sess.run(fetches)
-      history.append((int(global_step), float(loss)))
-      losses.append(loss)
-      # Log every `iterations` steps, at the end, and after the first step
-      # of this run (quick feedback).
-      if (global_step % FLAGS.iterations == 0 or len(history) == 1 or
-          global_step == FLAGS.train_steps):
-        now = time.time()
-        n = global_step - last_log_step
-        mean_loss = float(np.mean(losses))
-        tok_s = n * tokens_per_step / max(now - last_log_time, 1e-9)
-        eta = (FLAGS.train_steps - global_step) * tokens_per_step / tok_s
-        logging.info("%s | %.0f tokens/s | ETA %s",
-                     format_log_line(global_step, gnorm, lr, mean_loss),
-                     tok_s, format_duration(eta))
-        writer.add_summary(scalar_summary({
-            "loss": mean_loss, "lr": lr, "gnorm": gnorm,
-            "pplx": perplexity(mean_loss), "tokens_per_sec": tok_s}),
-                           global_step)
-        writer.flush()
-        last_log_step, last_log_time, losses = global_step, now, []
-      if FLAGS.save_steps and global_step % FLAGS.save_steps == 0:
-        save(saver, sess, FLAGS.model_dir, global_step)
-    if history and (not FLAGS.save_steps or global_step % FLAGS.save_steps):
-      save(saver, sess, FLAGS.model_dir, global_step)
-    writer.close()
-  return history
+  def dataset_fn(input_context):
+    dataset = input_fn({"batch_size": bsz_per_host // local_cores,
+                        "context": _Host(input_context.input_pipeline_id)})
+    return dataset.skip(skip_batches) if skip_batches else dataset
 
-
-def save(saver, sess, model_dir, global_step):
-  """Writes `model_dir/model.ckpt-{global_step}` and logs it."""
-  path = saver.save(sess, os.path.join(model_dir, "model.ckpt"),
-                    global_step=global_step)
-  logging.info("Saved checkpoint %s", path)
-  return path
+  return dataset_fn, record_info
 
 
 def run(FLAGS):
-  """Checks the flags against the data and trains; see `train`."""
-  if FLAGS.num_hosts != 1:
-    raise ValueError(f"--num_hosts={FLAGS.num_hosts}: train_gpu.py runs on "
-                     "one host (use train_tpu.py for pods)")
+  """Checks the flags against the data, then trains (or resumes).
+
+  Returns:
+    list of (step, loss) of every step of this run.
+
+  Raises:
+    ValueError: bad flags or data (one line).
+    engine.StopTraining: stopped early after saving (signal, divergence,
+      corrupted input).
+  """
   if FLAGS.use_tpu:
     raise ValueError("--use_tpu=True: train_gpu.py runs on GPUs/CPUs; use "
                      "train_tpu.py for TPUs")
   if not FLAGS.model_dir:
     raise ValueError("--model_dir is required (checkpoints and summaries)")
+  strategy = engine.create_strategy(
+      FLAGS.num_core_per_host, FLAGS.worker_hosts, FLAGS.task_index)
+  num_hosts = engine.num_workers(strategy)
+  if FLAGS.num_hosts not in (1, num_hosts):
+    raise ValueError(f"--num_hosts={FLAGS.num_hosts} but the cluster has "
+                     f"{num_hosts} worker(s) (--worker_hosts or TF_CONFIG)")
+  FLAGS.num_hosts = num_hosts
+  local_cores = strategy.num_replicas_in_sync // num_hosts
+  if local_cores != FLAGS.num_core_per_host:
+    raise ValueError(f"--num_core_per_host={FLAGS.num_core_per_host} but "
+                     f"each worker has {local_cores} device(s)")
   flags_lib.model_config_to_flags(FLAGS)
   corpus_info = flags_lib.load_corpus_info(FLAGS)
   flags_lib.resolve_flags(FLAGS, corpus_info)
-  input_fn, record_info = function_builder.get_input_fn(
-      FLAGS, FLAGS.num_core_per_host)
-  num_batch = record_info["num_batch"]
-  tf.io.gfile.makedirs(FLAGS.model_dir)
-  return train(FLAGS, input_fn, num_batch)
+  xlnet_config = function_builder.get_xlnet_config(FLAGS)
+  per_core_bsz = FLAGS.train_batch_size // strategy.num_replicas_in_sync
+
+  resume = checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
+  start_step = checkpoint_io.step_of(resume) if resume else 0
+  memory = (engine.MemoryConfig(xlnet_config.n_layer, FLAGS.mem_len,
+                                per_core_bsz, xlnet_config.d_model)
+            if FLAGS.mem_len else None)
+  trainer = engine.Trainer(
+      strategy, function_builder.pretrain_loss_fn(xlnet_config, FLAGS),
+      FLAGS, FLAGS.model_dir, memory=memory, accum_steps=FLAGS.accum_steps,
+      seed=FLAGS.seed, use_xla=FLAGS.use_xla)
+  dataset_fn, _ = dataset_fn_for(FLAGS, corpus_info, num_hosts, local_cores,
+                                 start_step * FLAGS.accum_steps *
+                                 local_cores)
+  dist_dataset = trainer.distribute(dataset_fn)
+  trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
+  if resume:
+    trainer.restore(resume)
+    logging.info("Resumed from %s at step %d", resume, start_step)
+  elif FLAGS.init_checkpoint:
+    trainer.init_from_checkpoint(FLAGS.init_checkpoint)
+
+  writer = None
+  if trainer.chief:
+    tf.io.gfile.makedirs(FLAGS.model_dir)
+    checkpoint_io.remove_temporaries(FLAGS.model_dir)
+    xlnet_config.to_json(os.path.join(FLAGS.model_dir, "config.json"))
+    writer = tf.summary.create_file_writer(FLAGS.model_dir)
+  logger = StepLogger(FLAGS, start_step,
+                      FLAGS.train_batch_size * FLAGS.seq_len *
+                      FLAGS.accum_steps, writer)
+  trainer.train(dist_dataset, FLAGS.train_steps, FLAGS.save_steps,
+                FLAGS.max_save, on_step=logger)
+  return logger.history
 
 
 def main(unused_argv):
-  tf.compat.v1.disable_eager_execution()
-  logging.set_verbosity(logging.INFO)
-  try:
-    run(flags.FLAGS)
-  except ValueError as e:
-    print(f"train_gpu.py: error: {e}", file=sys.stderr)
-    sys.exit(2)
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  run(flags.FLAGS)
 
 
 def entry_point():
-  """`python train_gpu.py ...`: defines the flags and runs `main`."""
-  flags_lib.define_flags()
-  app.run(main)
+  """`python train_gpu.py ...`."""
+  cli.run(main, flags_lib.define_flags)

@@ -1,0 +1,703 @@
+"""The training engine shared by pretraining and fine-tuning.
+
+One training loop runs on every device layout through a `tf.distribute`
+strategy (`create_strategy`): one device (CPU or GPU), the GPUs of one host
+(or logical CPU devices), several hosts (`MultiWorkerMirroredStrategy`,
+configured by `TF_CONFIG`), or TPU cores (`TPUStrategy`).
+
+The model is the unchanged `tf.compat.v1.get_variable` graph code, wrapped
+once in `tf.compat.v1.make_template` so that a `tf.function` step can call it;
+the template adds the scope `xlnet/` to every variable name, which is stripped
+again when checkpoints are written and read, so checkpoints carry the released
+names (`model/transformer/...`).
+
+One optimizer step (`Trainer._replica_step`), per replica:
+  1. forward and backward passes over `accum_steps` micro-batches (their
+     gradients are averaged; memories advance from micro-batch to
+     micro-batch), dropout seeded statelessly from (seed, step, replica,
+     micro-batch);
+  2. gradients averaged over replicas (as the release averaged GPU towers),
+     clipped by their global norm, scaled per layer;
+  3. the Adam/AdamW update of `model_utils.adam_update`, applied only when the
+     loss and the gradient norm are finite; otherwise nothing changes and the
+     loop stops with `Diverged` after saving the last finite state.
+Memories are per-replica variables (`synchronization=ON_READ`): every replica
+reads and writes its own; checkpoints keep every replica's memories under
+`mems/replica_{r}/layer_{i}`.
+
+Checkpoints (`xlnet/checkpoint_io.py`) are written by name, atomically, one
+shard per worker merged by the chief, and only at step boundaries: on
+`save_steps`, at the end, after SIGTERM/SIGINT (`Interrupted`), after a
+corrupted input record (`DataCorrupted`) and before `Diverged`.
+"""
+import json
+import os
+import signal
+import time
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from xlnet import checkpoint_io
+from xlnet import cli
+from xlnet import model_utils
+from xlnet import modeling
+
+TEMPLATE_SCOPE = "xlnet"
+MEM_NAME = "mems/replica_{replica}/layer_{layer}"
+
+
+################################################################################
+# Errors that end a run after its state was saved.
+################################################################################
+class StopTraining(cli.Stop):
+  """Training stopped early after saving; `exit_code` is the exit status."""
+
+
+class Interrupted(StopTraining):
+  """SIGTERM/SIGINT arrived; a checkpoint of the last full step was saved."""
+  is_error = False
+
+  def __init__(self, message, signum):
+    super().__init__(message)
+    self.exit_code = 128 + signum
+
+
+class Diverged(StopTraining):
+  """The loss or the gradient norm became non-finite."""
+
+
+class DataCorrupted(StopTraining):
+  """An input record could not be read."""
+
+
+################################################################################
+# Strategies.
+################################################################################
+def worker_tf_config(worker_hosts, task_index):
+  """The TF_CONFIG of worker `task_index` of `worker_hosts` ("h1:p,h2:p")."""
+  hosts = [h for h in worker_hosts.split(",") if h]
+  if not 0 <= task_index < len(hosts):
+    raise ValueError(f"--task_index={task_index} must be in [0, "
+                     f"{len(hosts)}) for --worker_hosts={worker_hosts}")
+  return json.dumps({"cluster": {"worker": hosts},
+                     "task": {"type": "worker", "index": task_index}})
+
+
+def cluster_workers():
+  """Number of workers named by TF_CONFIG (1 when it is unset)."""
+  config = os.environ.get("TF_CONFIG")
+  if not config:
+    return 1
+  try:
+    cluster = json.loads(config).get("cluster", {})
+  except json.JSONDecodeError as e:
+    raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from None
+  return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+
+
+def create_strategy(num_core_per_host=1, worker_hosts=None, task_index=None,
+                    use_tpu=False, tpu=None, tpu_zone=None, gcp_project=None):
+  """Chooses and creates the tf.distribute strategy.
+
+  Call it before any other TensorFlow op (logical CPU devices and the
+  multi-worker runtime must be configured first).
+
+  Args:
+    num_core_per_host: replicas on this host: GPUs, or logical CPU devices
+      when no GPU is visible (1: the default strategy on one device).
+    worker_hosts, task_index: several hosts: comma-separated host:port of
+      every worker and this worker's index (they build TF_CONFIG); a
+      TF_CONFIG naming several workers works as well.
+    use_tpu, tpu, tpu_zone, gcp_project: a TPUStrategy on the named TPU.
+
+  Returns:
+    a `tf.distribute.Strategy`.
+  """
+  if worker_hosts:
+    os.environ["TF_CONFIG"] = worker_tf_config(worker_hosts, task_index or 0)
+  if use_tpu:
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+        tpu, zone=tpu_zone, project=gcp_project)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+  gpus = tf.config.list_physical_devices("GPU")
+  if cluster_workers() > 1:
+    if len(gpus) not in (0, num_core_per_host):
+      logging.warning("%d GPUs visible on this worker; all are used "
+                      "(--num_core_per_host=%d)", len(gpus),
+                      num_core_per_host)
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  if gpus and len(gpus) < num_core_per_host:
+    raise ValueError(f"--num_core_per_host={num_core_per_host} but only "
+                     f"{len(gpus)} GPU(s) are visible")
+  if num_core_per_host == 1:
+    return tf.distribute.get_strategy()
+  if gpus:
+    return tf.distribute.MirroredStrategy(
+        [f"/gpu:{i}" for i in range(num_core_per_host)])
+  logging.warning("No GPU visible: the %d replicas run on logical CPU "
+                  "devices.", num_core_per_host)
+  ensure_cpu_devices(num_core_per_host)
+  return tf.distribute.MirroredStrategy(
+      [f"/cpu:{i}" for i in range(num_core_per_host)])
+
+
+def ensure_cpu_devices(n):
+  """Splits the CPU into at least `n` logical devices (before TF starts)."""
+  cpu = tf.config.list_physical_devices("CPU")[0]
+  if len(tf.config.get_logical_device_configuration(cpu) or [None]) >= n:
+    return
+  try:
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * n)
+  except RuntimeError:
+    raise ValueError(f"{n} logical CPU devices are needed but TensorFlow "
+                     "was started with fewer; create the strategy before "
+                     "running any TensorFlow op") from None
+
+
+def is_chief(strategy):
+  """Whether this process writes checkpoints, logs and summaries."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not resolver.task_type:
+    return True
+  return (resolver.task_type == "chief" or
+          (resolver.task_type == "worker" and resolver.task_id == 0 and
+           "chief" not in resolver.cluster_spec().as_dict()))
+
+
+def worker_index(strategy):
+  """This worker's index among the input pipelines (0 on one host)."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not resolver.task_type:
+    return 0
+  return int(resolver.task_id or 0)
+
+
+def num_workers(strategy):
+  """Number of processes that take part in a multi-worker strategy (1 for
+  every other strategy)."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if (resolver is None or not isinstance(
+      strategy, tf.distribute.MultiWorkerMirroredStrategy)):
+    return 1
+  spec = resolver.cluster_spec().as_dict()
+  return len(spec.get("worker", [])) + len(spec.get("chief", []))
+
+
+################################################################################
+# TensorBoard.
+################################################################################
+# TensorBoard shows a summary as a scalar curve when its metadata names the
+# "scalars" plugin; tf.summary.write (core TensorFlow) needs no tensorboard
+# package, which TensorFlow >= 2.16 no longer installs.
+_SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
+    plugin_data=tf.compat.v1.SummaryMetadata.PluginData(
+        plugin_name="scalars")).SerializeToString()
+
+
+def write_scalars(writer, values, step):
+  """Writes {tag: float} as TensorBoard scalars at `step` and flushes."""
+  with writer.as_default():
+    for tag, value in values.items():
+      tf.summary.write(tag, tf.constant(float(value), tf.float32), step=step,
+                       metadata=_SCALAR_METADATA)
+  writer.flush()
+
+
+################################################################################
+# Signals.
+################################################################################
+class SignalCatcher:
+  """Turns the first SIGTERM/SIGINT into a request to stop at a step boundary.
+
+  A second signal gets the default behaviour (immediate exit); checkpoints
+  are written atomically, so even then nothing half-written is visible.
+  """
+
+  def __init__(self):
+    self.signum = None
+    self._previous = {}
+
+  def __enter__(self):
+    for signum in (signal.SIGTERM, signal.SIGINT):
+      try:
+        self._previous[signum] = signal.signal(signum, self._handle)
+      except ValueError:  # not the main thread: leave signals alone
+        pass
+    return self
+
+  def _handle(self, signum, frame):
+    del frame
+    self.signum = signum
+    for other, previous in self._previous.items():
+      signal.signal(other, previous)
+    logging.warning("%s received: stopping after this step and saving a "
+                    "checkpoint", signal.Signals(signum).name)
+
+  def __exit__(self, *exc):
+    for signum, previous in self._previous.items():
+      signal.signal(signum, previous)
+    return False
+
+
+################################################################################
+# The trainer.
+################################################################################
+def checkpoint_name(variable):
+  """A template variable's checkpoint (released) name."""
+  name = variable.name.split(":")[0]
+  prefix = TEMPLATE_SCOPE + "/"
+  return name[len(prefix):] if name.startswith(prefix) else name
+
+
+def _zeros_like_spec(spec):
+  """A zero tensor of a (static) TensorSpec."""
+  return tf.zeros(spec.shape, spec.dtype)
+
+
+class MemoryConfig:
+  """Shape of the per-replica memories: n_layer x [mem_len, bsz, d_model]."""
+
+  def __init__(self, n_layer, mem_len, bsz, d_model):
+    self.n_layer, self.mem_len, self.bsz, self.d_model = (
+        n_layer, mem_len, bsz, d_model)
+
+
+class Trainer:
+  """Builds the model's variables, the train step and the checkpoints.
+
+  Args:
+    strategy: from `create_strategy`.
+    loss_fn: `loss_fn(features, mems, is_training)` -> `(loss, new_mems,
+      outputs)`: builds the model with `tf.compat.v1.get_variable` (it runs
+      inside `make_template`); `features` are one replica's batch-major
+      tensors, `mems` a list of float32 `[mem_len, bsz, d_model]` or None,
+      `loss` a float32 scalar, `outputs` a dict of per-example tensors
+      (used by `predict`).
+    FLAGS: optimizer flags (learning_rate, warmup_steps, train_steps,
+      decay_method, min_lr_ratio, weight_decay, adam_epsilon, clip,
+      lr_layer_decay_rate, n_layer).
+    model_dir: checkpoints and summaries.
+    memory: a `MemoryConfig`, or None (no memories).
+    accum_steps: micro-batches per optimizer step.
+    seed: int, seeds dropout (with the step, replica and micro-batch).
+    use_xla: jit-compile the per-replica step (the whole step on one device
+      or TPU; forward and backward with several mirrored devices).
+  """
+
+  def __init__(self, strategy, loss_fn, FLAGS, model_dir, memory=None,
+               accum_steps=1, seed=0, use_xla=False):
+    if accum_steps < 1:
+      raise ValueError(f"--accum_steps={accum_steps} must be >= 1")
+    model_utils.check_optimizer_flags(FLAGS)
+    self.strategy = strategy
+    self.FLAGS = FLAGS
+    self.model_dir = model_dir
+    self.memory = memory
+    self.accum_steps = accum_steps
+    self.seed = int(seed or 0)
+    self.use_xla = use_xla
+    self.chief = is_chief(strategy)
+    self.worker = worker_index(strategy)
+    self.num_replicas = strategy.num_replicas_in_sync
+    self._template = tf.compat.v1.make_template(TEMPLATE_SCOPE, loss_fn)
+    self._built = False
+
+  # --------------------------------------------------------------------------
+  # Variables.
+  # --------------------------------------------------------------------------
+  def build(self, element_spec):
+    """Creates every variable (model, optimizer, step, memories).
+
+    Args:
+      element_spec: one replica's batch: a dict of static TensorSpec, as the
+        dataset given to `distribute` yields it.
+    """
+    if self._built:
+      return
+    weight_decay = self.FLAGS.weight_decay
+    if self.seed:
+      tf.random.set_seed(self.seed)  # the initial weights
+    with self.strategy.scope():
+      features = {k: _zeros_like_spec(s) for k, s in element_spec.items()}
+      mems = None
+      if self.memory:
+        m = self.memory
+        mems = [tf.zeros([m.mem_len, m.bsz, m.d_model])] * m.n_layer
+      self._template(features, mems, False)  # creates the model variables
+      self.trainable = list(self._template.trainable_variables)
+      self.names = [checkpoint_name(v) for v in self.trainable]
+      self.slots = []
+      for var, name in zip(self.trainable, self.names):
+        self.slots.append([
+            tf.Variable(tf.zeros(var.shape, tf.float32), trainable=False,
+                        name=slot_name.replace("/", "_"))
+            for slot_name in model_utils.slot_names(name, weight_decay)])
+      self.global_step = tf.Variable(
+          0, dtype=tf.int64, trainable=False, name="global_step",
+          aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+      self.powers = []
+      if not weight_decay:
+        self.powers = [tf.Variable(b, dtype=tf.float32, trainable=False,
+                                   name=n)
+                       for n, b in zip(model_utils.ADAM_POWER_NAMES,
+                                       (model_utils.BETA_1,
+                                        model_utils.BETA_2))]
+      self.mem_vars = []
+      if self.memory:
+        self.mem_vars = [
+            tf.Variable(tf.zeros([m.mem_len, m.bsz, m.d_model]),
+                        trainable=False, name=f"mems_layer_{i}",
+                        synchronization=tf.VariableSynchronization.ON_READ,
+                        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+            for i in range(m.n_layer)]
+    self._state = {}  # checkpoint name -> (mirrored) variable
+    for var, name, slots in zip(self.trainable, self.names, self.slots):
+      self._state[name] = var
+      for slot, slot_name in zip(slots, model_utils.slot_names(
+          name, weight_decay)):
+        self._state[slot_name] = slot
+    for var in self._template.non_trainable_variables:
+      self._state[checkpoint_name(var)] = var
+    self._state["global_step"] = self.global_step
+    for var, name in zip(self.powers, model_utils.ADAM_POWER_NAMES):
+      self._state[name] = var
+    self.local_replica_ids = self._local_replica_ids()
+    self._built = True
+    logging.info("Model: %d trainable variables, %d parameters; %d replicas",
+                 len(self.trainable),
+                 sum(int(np.prod(v.shape)) for v in self.trainable),
+                 self.num_replicas)
+
+  def _local_replica_ids(self):
+    """Global replica ids of this worker's replicas, in local order."""
+    ids = self.strategy.run(tf.function(
+        lambda: tf.distribute.get_replica_context().replica_id_in_sync_group))
+    return [int(t) for t in self.strategy.experimental_local_results(ids)]
+
+  # --------------------------------------------------------------------------
+  # The step.
+  # --------------------------------------------------------------------------
+  def _dropout_seed(self, step, micro):
+    """Stateless dropout seed of (seed, step, replica, micro-batch)."""
+    replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+    seed = tf.constant([self.seed, 0x584C4E], tf.int64)
+    for value in (step, replica, micro):
+      seed = tf.random.experimental.stateless_fold_in(
+          seed, tf.cast(value, tf.int64))
+    return seed
+
+  def _forward_backward(self, features, mems, step, micro):
+    """Loss, dense gradients and new memories of one micro-batch."""
+    with tf.GradientTape() as tape:
+      with modeling.stateless_dropout_seed(self._dropout_seed(step, micro)):
+        loss, new_mems, _ = self._template(features, mems, True)
+    grads = tape.gradient(loss, self.trainable)
+    grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+             for g, v in zip(grads, self.trainable)]
+    return loss, grads, new_mems
+
+  def _accumulate(self, features, mems, step):
+    """Mean loss and gradients over `accum_steps` micro-batches."""
+    if self.accum_steps == 1:
+      return self._forward_backward(features, mems, step, 0)
+
+    def body(i, loss_sum, grad_sums, mems):
+      micro = {k: v[i] for k, v in features.items()}
+      loss, grads, new_mems = self._forward_backward(
+          micro, mems or None, step, i)
+      return (i + 1, loss_sum + loss, [a + g for a, g in zip(grad_sums, grads)],
+              list(new_mems) if mems else mems)
+
+    init = (tf.constant(0), tf.constant(0.0),
+            [tf.zeros_like(v) for v in self.trainable], list(mems or []))
+    _, loss_sum, grad_sums, mems = tf.while_loop(
+        lambda i, *_: i < self.accum_steps, body, init)
+    k = float(self.accum_steps)
+    return loss_sum / k, [g / k for g in grad_sums], mems or None
+
+  def _replica_step(self, features, stop_flag):
+    """One optimizer step of one replica; returns replica-identical scalars."""
+    ctx = tf.distribute.get_replica_context()
+    flags = self.FLAGS
+    step = self.global_step.read_value()
+    mems = [v.read_value() for v in self.mem_vars] or None
+    loss, grads, new_mems = self._accumulate(features, mems, step)
+    # (tf.identity places the broadcast flag on this replica's device; the
+    # all-reduce needs a device for every value.)
+    loss, grads, stop = ctx.all_reduce(
+        tf.distribute.ReduceOp.MEAN, (loss, grads, tf.identity(stop_flag)))
+    grads, gnorm = model_utils.scale_gradients(
+        grads, self.names, flags.clip, getattr(flags, "n_layer", None),
+        getattr(flags, "lr_layer_decay_rate", 1.0))
+    lr = model_utils.learning_rate_schedule(
+        step, flags.learning_rate, flags.warmup_steps, flags.train_steps,
+        flags.decay_method, flags.min_lr_ratio)
+    ok = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(gnorm))
+    ctx.merge_call(self._apply, args=(grads, lr, ok))
+    for var, new in zip(self.mem_vars, new_mems or []):
+      var.assign(tf.where(ok, new, var.read_value()))
+    return {"loss": loss, "gnorm": gnorm, "lr": lr, "ok": ok,
+            "stop": stop > 0}
+
+  def _apply(self, strategy, grads, lr, ok):
+    """Cross-replica: the guarded Adam/AdamW update and the step counters."""
+    flags = self.FLAGS
+    powers = [p.read_value() for p in self.powers] or [0.0, 0.0]
+
+    def update(var, grad, m, v, lr, ok, rate):
+      def apply():
+        with tf.control_dependencies([model_utils.adam_update(
+            var, m, v, grad, lr, flags.adam_epsilon, rate, *powers)]):
+          return tf.constant(True)
+      return tf.cond(ok, apply, lambda: tf.constant(False))
+
+    done = []
+    for var, grad, (m, v), name in zip(self.trainable, grads, self.slots,
+                                       self.names):
+      rate = model_utils.decay_rate_of(name, flags.weight_decay)
+      done.append(strategy.extended.update(
+          var, update, args=(grad, m, v, lr, ok, rate), group=False))
+    with tf.control_dependencies(tf.nest.flatten(done)):
+      for power, beta in zip(self.powers, (model_utils.BETA_1,
+                                           model_utils.BETA_2)):
+        strategy.extended.update(
+            power, lambda p, ok, b=beta: p.assign(tf.where(ok, p * b, p)),
+            args=(ok,))
+      strategy.extended.update(
+          self.global_step,
+          lambda s, ok: s.assign_add(tf.cast(ok, tf.int64)), args=(ok,))
+
+  def make_train_step(self):
+    """The tf.function running one step on every replica.
+
+    Returns:
+      step(iterator, stop_flag) -> dict of numpy scalars (loss, gnorm, lr,
+      ok, stop).
+    """
+    replica_step = self._replica_step
+    whole_step_xla = self.use_xla and (
+        self.num_replicas == 1 or
+        isinstance(self.strategy, tf.distribute.TPUStrategy))
+    if whole_step_xla:
+      replica_step = tf.function(replica_step, jit_compile=True)
+    elif self.use_xla:
+      self._forward_backward = tf.function(self._forward_backward,
+                                           jit_compile=True)
+
+    @tf.function
+    def step(iterator, stop_flag):
+      features = next(iterator)
+      return self.strategy.run(replica_step, args=(features, stop_flag))
+
+    def run(iterator, stop_flag):
+      out = step(iterator, tf.constant(float(stop_flag)))
+      return {k: self.strategy.experimental_local_results(v)[0].numpy()
+              for k, v in out.items()}
+
+    return run
+
+  # --------------------------------------------------------------------------
+  # Data.
+  # --------------------------------------------------------------------------
+  def distribute(self, dataset_fn):
+    """Distributes a per-worker dataset of per-replica batches.
+
+    Args:
+      dataset_fn: `dataset_fn(input_context)` -> dataset whose consecutive
+        elements go to this worker's replicas in turn (replica 0, 1, ...,
+        then replica 0 again), each one replica's batch.
+
+    Returns:
+      a distributed dataset; with accum_steps > 1 each replica receives
+      `accum_steps` of its consecutive batches stacked on a new axis 0.
+    """
+    k = self.accum_steps
+
+    def grouped(input_context):
+      dataset = dataset_fn(input_context)
+      if k == 1:
+        return dataset
+      n = max(1, self.num_replicas // input_context.num_input_pipelines)
+      # [s0r0, s0r1, s1r0, s1r1, ...] -> replica r gets [s0rr, s1rr, ...].
+      def regroup(batch):
+        return {key: tf.reshape(
+            tf.transpose(tf.reshape(v, [k, n] + v.shape[1:].as_list()),
+                         [1, 0] + list(range(2, v.shape.ndims + 1))),
+            [n * k] + v.shape[1:].as_list())
+                for key, v in batch.items()}
+      return (dataset.batch(n * k, drop_remainder=True)
+              .map(regroup).unbatch().batch(k, drop_remainder=True))
+
+    return self.strategy.distribute_datasets_from_function(grouped)
+
+  # --------------------------------------------------------------------------
+  # Checkpoints.
+  # --------------------------------------------------------------------------
+  def _barrier(self):
+    """Waits until every worker got here (a tiny all-reduce)."""
+    if num_workers(self.strategy) > 1:
+      self.strategy.run(tf.function(
+          lambda: tf.distribute.get_replica_context().all_reduce(
+              tf.distribute.ReduceOp.SUM, 1.0)))
+
+  def save(self, step=None, max_save=None):
+    """Writes `model.ckpt-{step}` atomically; every worker must call it.
+
+    Returns:
+      the checkpoint prefix.
+    """
+    step = int(self.global_step.numpy()) if step is None else step
+    final = checkpoint_io.checkpoint_prefix(self.model_dir, step)
+    values = {}
+    if self.chief:
+      values = {name: var.read_value() for name, var in self._state.items()}
+    for layer, var in enumerate(self.mem_vars):
+      for replica, value in zip(self.local_replica_ids,
+                                self.strategy.experimental_local_results(var)):
+        values[MEM_NAME.format(replica=replica, layer=layer)] = value
+    writers = num_workers(self.strategy) if self.mem_vars else 1
+    attempt = f"{step}"
+    if values:
+      checkpoint_io.save_shard(
+          checkpoint_io.shard_prefix(final, self.worker, attempt), values)
+    self._barrier()
+    if self.chief:
+      checkpoint_io.publish(
+          final, [checkpoint_io.shard_prefix(final, w, attempt)
+                  for w in range(writers)], self.model_dir, max_save)
+      logging.info("Saved checkpoint %s", final)
+    self._barrier()
+    return final
+
+  def restore(self, prefix):
+    """Loads every variable from `prefix` (memories of this worker's
+    replicas; zeros with a warning when the checkpoint has none for them).
+
+    Raises:
+      checkpoint_io.CheckpointError: when a variable is missing or the
+        checkpoint cannot be read.
+    """
+    values = checkpoint_io.read_tensors(prefix, list(self._state))
+    for name, var in self._state.items():
+      if tuple(values[name].shape) != tuple(var.shape):
+        raise checkpoint_io.CheckpointError(
+            f"{prefix}: {name} has shape {list(values[name].shape)}, the "
+            f"model needs {var.shape.as_list()} (another model config?)")
+      var.assign(values[name])
+    self._restore_memories(prefix)
+
+  def _restore_memories(self, prefix):
+    """Each local replica reads `mems/replica_{r}/layer_{i}`."""
+    if not self.mem_vars:
+      return
+    names = [MEM_NAME.format(replica=r, layer=i)
+             for i in range(len(self.mem_vars))
+             for r in self.local_replica_ids]
+    shapes = dict(tf.train.list_variables(prefix))
+    want = [self.memory.mem_len, self.memory.bsz, self.memory.d_model]
+    if any(list(shapes.get(n, [])) != want for n in names):
+      logging.warning(
+          "%s has no memories for replicas %s with shape %s (saved with "
+          "another device layout or batch?): they start from zeros.", prefix,
+          self.local_replica_ids, want)
+      return
+    values = checkpoint_io.read_tensors(prefix, names)
+    for layer, var in enumerate(self.mem_vars):
+      for replica, component in zip(
+          self.local_replica_ids, self.strategy.experimental_local_results(
+              var)):
+        component.assign(values[MEM_NAME.format(replica=replica,
+                                                layer=layer)])
+
+  def init_from_checkpoint(self, path, allow_missing=()):
+    """Warm start: loads the model variables found by name in `path` (a
+    checkpoint prefix, a directory or DIR/latest); optimizer state starts
+    fresh.
+
+    Raises:
+      ValueError: when the checkpoint lacks a model variable (other than
+        those matching `allow_missing`) or has another shape.
+    """
+    prefix = model_utils.resolve_checkpoint(path, "--init_checkpoint")
+    model_vars = {checkpoint_name(v): v for v in self._template.variables}
+
+    class _Named:  # get_assignment_map_from_checkpoint reads .name/.shape
+      def __init__(self, name, var):
+        self.name, self.shape = name, var.shape
+
+    assignment, names = model_utils.get_assignment_map_from_checkpoint(
+        [_Named(n, v) for n, v in model_vars.items()], prefix, allow_missing)
+    values = checkpoint_io.read_tensors(prefix, list(assignment))
+    for name in names:
+      model_vars[name].assign(values[name])
+    logging.info("Initialized %d of %d model variables from %s", len(names),
+                 len(model_vars), prefix)
+
+  # --------------------------------------------------------------------------
+  # The loop.
+  # --------------------------------------------------------------------------
+  def train(self, dist_dataset, train_steps, save_steps=None, max_save=None,
+            on_step=None, on_corrupt_data=None):
+    """Runs optimizer steps until `train_steps` (global step).
+
+    Args:
+      dist_dataset: from `distribute`, positioned at the current step.
+      train_steps: int, the global step to stop at.
+      save_steps: save every this many steps (None: only at the end).
+      max_save: checkpoints kept on disk.
+      on_step: callback(step, metrics) after every step (logging).
+      on_corrupt_data: callback(error) -> str naming the corrupted file(s),
+        called after the progress was saved.
+
+    Returns:
+      the global step reached.
+
+    Raises:
+      Interrupted, Diverged, DataCorrupted: after saving the last good state.
+    """
+    step_fn = self.make_train_step()
+    iterator = iter(dist_dataset)
+    step = int(self.global_step.numpy())
+    saved = step
+    with SignalCatcher() as signals:
+      while step < train_steps:
+        try:
+          out = step_fn(iterator, signals.signum is not None)
+        except tf.errors.DataLossError as e:
+          self.save(max_save=max_save)
+          where = on_corrupt_data(e) if on_corrupt_data else str(e)
+          raise DataCorrupted(
+              f"corrupted input record after step {step} ({where}); "
+              f"progress was saved to model.ckpt-{step}; fix or remove the "
+              "file and rerun to resume") from None
+        if not out["ok"]:
+          prefix = self.save(max_save=max_save)
+          raise Diverged(
+              f"non-finite loss ({out['loss']}) or gradient norm "
+              f"({out['gnorm']}) at step {step + 1}: the update was not "
+              f"applied; the last finite state (step {step}) is saved in "
+              f"{prefix}. Lower --learning_rate or raise --warmup_steps "
+              "and rerun to resume from it")
+        step += 1
+        if on_step:
+          on_step(step, out)
+        if save_steps and step % save_steps == 0:
+          self.save(step, max_save)
+          saved = step
+        if out["stop"]:
+          if saved != step:
+            self.save(step, max_save)
+          name = (signal.Signals(signals.signum).name if signals.signum
+                  else "a signal on another worker")
+          raise Interrupted(
+              f"stopped by {name} after step {step}; checkpoint "
+              f"model.ckpt-{step} saved in {self.model_dir}; rerun the same "
+              "command to resume", signals.signum or signal.SIGTERM)
+    if saved != step:
+      self.save(step, max_save)
+    return step
