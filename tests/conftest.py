@@ -1,4 +1,10 @@
-"""Shared pytest set-up: quiet TensorFlow, graph mode, and common helpers."""
+"""Shared pytest set-up: quiet TensorFlow, graph mode by default, two
+logical CPU devices, and common markers.
+
+Each test runs inside a fresh `tf.Graph` (graph mode, as the tf.compat.v1
+model code and the TPUEstimator path run), except tests marked
+`@pytest.mark.eager`, which run eagerly (the tf.distribute engine).
+"""
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -6,7 +12,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-tf.compat.v1.disable_eager_execution()
+# Two logical CPU devices (set before TensorFlow starts) let one process run
+# a two-replica MirroredStrategy.
+_CPU = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(
+    _CPU, [tf.config.LogicalDeviceConfiguration()] * 2)
 
 HAS_TPU_ESTIMATOR = hasattr(tf.compat.v1, "estimator") and hasattr(
     getattr(tf.compat.v1, "estimator", None), "tpu")
@@ -15,3 +25,13 @@ requires_tpu_estimator = pytest.mark.skipif(
     not HAS_TPU_ESTIMATOR,
     reason=f"TPUEstimator was removed in TensorFlow 2.16; this is {tf.__version__} "
            "(run on the reference environment, TensorFlow 2.15)")
+
+
+@pytest.fixture(autouse=True)
+def _graph_mode(request):
+  """Runs the test in a fresh default graph unless it is marked `eager`."""
+  if request.node.get_closest_marker("eager"):
+    yield
+    return
+  with tf.Graph().as_default():
+    yield

@@ -1,8 +1,11 @@
-"""Synthetic pretraining batches and tiny flags for the trainer tests."""
+"""Synthetic pretraining batches, tiny flags and engine helpers for the
+trainer tests."""
 import numpy as np
 import tensorflow as tf
 
+from xlnet import engine
 from xlnet import flags as flags_lib
+from xlnet import function_builder
 
 TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=40,
             dropout=0.0, dropatt=0.0, seq_len=8, reuse_len=4, perm_size=4,
@@ -92,3 +95,61 @@ def per_core_input_fn(host_batches, data_cores):
     return tf.data.Dataset.from_tensor_slices(stacked).repeat()
 
   return input_fn
+
+
+def per_core_batches(host_batches, cores):
+  """Splits host batches into per-core batches, core-major per host step."""
+  out = []
+  for batch in host_batches:
+    q = len(batch["input_k"]) // cores
+    out += [take_rows(batch, list(range(c * q, (c + 1) * q)))
+            for c in range(cores)]
+  return out
+
+
+def batches_dataset(batches):
+  """A repeating dataset yielding `batches` (feature dicts) in order."""
+  stacked = {k: np.stack([b[k] for b in batches]) for k in batches[0]}
+  return tf.data.Dataset.from_tensor_slices(stacked).repeat()
+
+
+def make_trainer(FL, n_replicas, model_dir, accum_steps=1, use_xla=False):
+  """An engine Trainer of the pretraining loss on 1 device or 2 logical CPUs.
+
+  `FL.train_batch_size` is the batch of one optimizer micro-step over all
+  replicas.
+  """
+  strategy = (tf.distribute.get_strategy() if n_replicas == 1 else
+              tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+  config = function_builder.get_xlnet_config(FL)
+  memory = (engine.MemoryConfig(config.n_layer, FL.mem_len,
+                                FL.train_batch_size // n_replicas,
+                                config.d_model) if FL.mem_len else None)
+  return engine.Trainer(strategy, function_builder.pretrain_loss_fn(
+      config, FL), FL, str(model_dir), memory=memory,
+                        accum_steps=accum_steps, seed=FL.seed,
+                        use_xla=use_xla)
+
+
+def random_weights(trainer, seed, std=0.1):
+  """Seeded random values for every trainable variable of `trainer`."""
+  rng = np.random.RandomState(seed)
+  return {name: rng.normal(0.0, std, var.shape.as_list()).astype(np.float32)
+          for name, var in zip(trainer.names, trainer.trainable)}
+
+
+def train_batches(trainer, host_batches, steps, weights=None):
+  """Builds `trainer`, loads `weights`, trains `steps` optimizer steps on
+  `host_batches` (cycled; each split over the trainer's replicas).
+
+  Returns:
+    list of the per-step outputs (loss, gnorm, lr, ...).
+  """
+  per_core = per_core_batches(host_batches, trainer.num_replicas)
+  trainer.build(batches_dataset(per_core[:1]).element_spec)
+  if weights is not None:
+    trainer.load_values(weights)
+  dataset = trainer.distribute(lambda ctx: batches_dataset(per_core))
+  outputs = []
+  trainer.train(dataset, steps, on_step=lambda step, out: outputs.append(out))
+  return outputs

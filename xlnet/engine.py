@@ -85,8 +85,11 @@ def worker_tf_config(worker_hosts, task_index):
                      "task": {"type": "worker", "index": task_index}})
 
 
-def cluster_workers():
-  """Number of workers named by TF_CONFIG (1 when it is unset)."""
+def cluster_workers(worker_hosts=None):
+  """Number of workers: those of `worker_hosts` ("h1:p,h2:p") when given,
+  else those named by TF_CONFIG (1 when it is unset)."""
+  if worker_hosts:
+    return len([h for h in worker_hosts.split(",") if h])
   config = os.environ.get("TF_CONFIG")
   if not config:
     return 1
@@ -247,10 +250,11 @@ class SignalCatcher:
 ################################################################################
 # The trainer.
 ################################################################################
-def checkpoint_name(variable):
-  """A template variable's checkpoint (released) name."""
+def checkpoint_name(variable, scope=TEMPLATE_SCOPE):
+  """A template variable's checkpoint (released) name: its name without the
+  template's scope (`xlnet/`, or `xlnet_1/` for a second template)."""
   name = variable.name.split(":")[0]
-  prefix = TEMPLATE_SCOPE + "/"
+  prefix = scope + "/"
   return name[len(prefix):] if name.startswith(prefix) else name
 
 
@@ -330,7 +334,7 @@ class Trainer:
         mems = [tf.zeros([m.mem_len, m.bsz, m.d_model])] * m.n_layer
       self._template(features, mems, False)  # creates the model variables
       self.trainable = list(self._template.trainable_variables)
-      self.names = [checkpoint_name(v) for v in self.trainable]
+      self.names = [self._name(v) for v in self.trainable]
       self.slots = []
       for var, name in zip(self.trainable, self.names):
         self.slots.append([
@@ -362,7 +366,7 @@ class Trainer:
           name, weight_decay)):
         self._state[slot_name] = slot
     for var in self._template.non_trainable_variables:
-      self._state[checkpoint_name(var)] = var
+      self._state[self._name(var)] = var
     self._state["global_step"] = self.global_step
     for var, name in zip(self.powers, model_utils.ADAM_POWER_NAMES):
       self._state[name] = var
@@ -372,6 +376,10 @@ class Trainer:
                  len(self.trainable),
                  sum(int(np.prod(v.shape)) for v in self.trainable),
                  self.num_replicas)
+
+  def _name(self, variable):
+    """The checkpoint name of one of the template's variables."""
+    return checkpoint_name(variable, self._template.variable_scope.name)
 
   def _local_replica_ids(self):
     """Global replica ids of this worker's replicas, in local order."""
@@ -583,13 +591,33 @@ class Trainer:
         checkpoint cannot be read.
     """
     values = checkpoint_io.read_tensors(prefix, list(self._state))
-    for name, var in self._state.items():
-      if tuple(values[name].shape) != tuple(var.shape):
-        raise checkpoint_io.CheckpointError(
-            f"{prefix}: {name} has shape {list(values[name].shape)}, the "
-            f"model needs {var.shape.as_list()} (another model config?)")
-      var.assign(values[name])
+    self.load_values(values, source=prefix)
     self._restore_memories(prefix)
+
+  def load_values(self, values, source="values"):
+    """Assigns {checkpoint name: array} to the named variables (model,
+    optimizer state, step); names not in `values` keep their value."""
+    for name, value in values.items():
+      var = self._state[name]
+      if tuple(np.shape(value)) != tuple(var.shape):
+        raise checkpoint_io.CheckpointError(
+            f"{source}: {name} has shape {list(np.shape(value))}, the "
+            f"model needs {var.shape.as_list()} (another model config?)")
+      var.assign(value)
+
+  def state_values(self):
+    """{checkpoint name: np.ndarray} of the model, optimizer and step."""
+    return {name: var.numpy() for name, var in self._state.items()}
+
+  def replica_memories(self):
+    """{replica id: [np.ndarray per layer]} of this worker's replicas."""
+    out = {r: [] for r in self.local_replica_ids}
+    for var in self.mem_vars:
+      for replica, value in zip(self.local_replica_ids,
+                                self.strategy.experimental_local_results(
+                                    var)):
+        out[replica].append(value.numpy())
+    return out
 
   def _restore_memories(self, prefix):
     """Each local replica reads `mems/replica_{r}/layer_{i}`."""
@@ -624,7 +652,7 @@ class Trainer:
         those matching `allow_missing`) or has another shape.
     """
     prefix = model_utils.resolve_checkpoint(path, "--init_checkpoint")
-    model_vars = {checkpoint_name(v): v for v in self._template.variables}
+    model_vars = {self._name(v): v for v in self._template.variables}
 
     class _Named:  # get_assignment_map_from_checkpoint reads .name/.shape
       def __init__(self, name, var):

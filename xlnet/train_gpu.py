@@ -144,24 +144,24 @@ def run(FLAGS):
                      "train_tpu.py for TPUs")
   if not FLAGS.model_dir:
     raise ValueError("--model_dir is required (checkpoints and summaries)")
-  strategy = engine.create_strategy(
-      FLAGS.num_core_per_host, FLAGS.worker_hosts, FLAGS.task_index)
-  num_hosts = engine.num_workers(strategy)
+  num_hosts = engine.cluster_workers(FLAGS.worker_hosts)
   if FLAGS.num_hosts not in (1, num_hosts):
     raise ValueError(f"--num_hosts={FLAGS.num_hosts} but the cluster has "
                      f"{num_hosts} worker(s) (--worker_hosts or TF_CONFIG)")
   FLAGS.num_hosts = num_hosts
-  local_cores = strategy.num_replicas_in_sync // num_hosts
-  if local_cores != FLAGS.num_core_per_host:
-    raise ValueError(f"--num_core_per_host={FLAGS.num_core_per_host} but "
-                     f"each worker has {local_cores} device(s)")
   flags_lib.model_config_to_flags(FLAGS)
   corpus_info = flags_lib.load_corpus_info(FLAGS)
   flags_lib.resolve_flags(FLAGS, corpus_info)
   xlnet_config = function_builder.get_xlnet_config(FLAGS)
-  per_core_bsz = FLAGS.train_batch_size // strategy.num_replicas_in_sync
-
   resume = checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
+
+  strategy = engine.create_strategy(
+      FLAGS.num_core_per_host, FLAGS.worker_hosts, FLAGS.task_index)
+  local_cores = strategy.num_replicas_in_sync // num_hosts
+  if local_cores != FLAGS.num_core_per_host:
+    raise ValueError(f"--num_core_per_host={FLAGS.num_core_per_host} but "
+                     f"each worker has {local_cores} device(s)")
+  per_core_bsz = FLAGS.train_batch_size // strategy.num_replicas_in_sync
   start_step = checkpoint_io.step_of(resume) if resume else 0
   memory = (engine.MemoryConfig(xlnet_config.n_layer, FLAGS.mem_len,
                                 per_core_bsz, xlnet_config.d_model)

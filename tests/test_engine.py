@@ -1,0 +1,183 @@
+"""The tf.distribute training engine (xlnet/engine.py): replicas, memories,
+gradient accumulation, XLA, and the divergence guard.
+
+References are independent runs of the same model on one replica with the
+combined batch, or graph-mode computations of the loss with explicit
+memories; never the engine's own outputs.
+"""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import train_fixtures as fx
+from xlnet import engine
+from xlnet import function_builder
+
+pytestmark = pytest.mark.eager
+
+
+def _weights_close(got, want, atol=1e-5):
+  assert set(got) == set(want)
+  for name, value in want.items():
+    np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=atol,
+                               err_msg=name)
+
+
+@pytest.mark.parametrize("bi_data", [False, True])
+def test_two_replicas_match_one_replica_on_the_combined_batch(tmp_path,
+                                                              bi_data):
+  """Two logical-CPU replicas == one replica on all rows, weights and
+  optimizer state after 3 steps (<= 1e-5), and each replica's memories are
+  the reference's memories of its rows."""
+  FL = fx.tiny_flags(bi_data=bi_data, learning_rate=3e-3)
+  rng = np.random.RandomState(0)
+  # Host rows a0..a3: the replicas get [a0 a1] and [a2 a3]. With bi_data a0,
+  # a2 are forward rows and a1, a3 backward rows, so one replica must get
+  # them as [forward..., backward...] = [a0 a2 a1 a3].
+  host = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(3)]
+  layout = [0, 2, 1, 3] if bi_data else [0, 1, 2, 3]
+
+  ref = fx.make_trainer(FL, 1, tmp_path / "one")
+  ref.build(fx.batches_dataset(host[:1]).element_spec)
+  weights = fx.random_weights(ref, seed=7)
+  ref_out = fx.train_batches(ref, [fx.take_rows(b, layout) for b in host], 3,
+                             weights)
+  two = fx.make_trainer(FL, 2, tmp_path / "two")
+  two_out = fx.train_batches(two, host, 3, weights)
+
+  np.testing.assert_allclose([o["loss"] for o in two_out],
+                             [o["loss"] for o in ref_out], rtol=1e-5)
+  _weights_close(two.state_values(), ref.state_values())
+  moved = max(np.abs(two.state_values()[n] - w).max()
+              for n, w in weights.items())
+  assert moved > 1e-3  # the comparison is not vacuous
+  ref_mems = ref.replica_memories()[0]
+  rows_of = {0: [layout.index(0), layout.index(1)],
+             1: [layout.index(2), layout.index(3)]}
+  for replica, mems in two.replica_memories().items():
+    for layer, mem in enumerate(mems):
+      np.testing.assert_allclose(mem, ref_mems[layer][:, rows_of[replica]],
+                                 rtol=1e-5, atol=1e-6)
+  assert np.abs(ref_mems[0]).max() > 0.1
+
+
+def test_accumulated_step_equals_one_large_batch(tmp_path):
+  """accum_steps=2 of 2 rows == one step of 4 rows (mem_len 0, dropout 0);
+  the schedule and global_step count optimizer steps."""
+  FL_small = fx.tiny_flags(mem_len=0, train_batch_size=2, warmup_steps=3,
+                           train_steps=10, learning_rate=1e-2)
+  FL_large = fx.tiny_flags(mem_len=0, train_batch_size=4, warmup_steps=3,
+                           train_steps=10, learning_rate=1e-2)
+  rng = np.random.RandomState(1)
+  micro = [fx.fake_batch(rng, 2, 8, 3, 40) for _ in range(4)]
+  large = [{k: np.concatenate([micro[2 * i][k], micro[2 * i + 1][k]])
+            for k in micro[0]} for i in range(2)]
+
+  ref = fx.make_trainer(FL_large, 1, tmp_path / "large")
+  ref.build(fx.batches_dataset(large[:1]).element_spec)
+  weights = fx.random_weights(ref, seed=3)
+  ref_out = fx.train_batches(ref, large, 2, weights)
+  acc = fx.make_trainer(FL_small, 1, tmp_path / "acc", accum_steps=2)
+  acc_out = fx.train_batches(acc, micro, 2, weights)
+
+  _weights_close(acc.state_values(), ref.state_values())
+  assert acc.state_values()["global_step"] == 2
+  # lr of optimizer steps 0 and 1: 0/3 and 1/3 of the peak.
+  np.testing.assert_allclose([o["lr"] for o in acc_out], [0.0, 1e-2 / 3],
+                             rtol=1e-6)
+  np.testing.assert_allclose([o["loss"] for o in acc_out],
+                             [o["loss"] for o in ref_out], rtol=1e-5)
+
+
+def test_accumulation_advances_memories_per_micro_batch(tmp_path):
+  """With lr 0, one accumulated step over micro-batches b1, b2 leaves the
+  memories two plain steps over b1, b2 leave."""
+  FL = fx.tiny_flags(learning_rate=0.0, init_std=0.3)
+  rng = np.random.RandomState(2)
+  batches = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(2)]
+  plain = fx.make_trainer(FL, 1, tmp_path / "plain")
+  plain.build(fx.batches_dataset(batches[:1]).element_spec)
+  weights = fx.random_weights(plain, seed=4)
+  fx.train_batches(plain, batches, 2, weights)
+  acc = fx.make_trainer(FL, 1, tmp_path / "acc", accum_steps=2)
+  fx.train_batches(acc, batches, 1, weights)
+  for got, want in zip(acc.replica_memories()[0],
+                       plain.replica_memories()[0]):
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_xla_step_equals_the_plain_step(tmp_path):
+  """The whole replica step jit-compiled (what a TPU compiles) gives the
+  non-XLA numbers."""
+  FL = fx.tiny_flags(bi_data=True, weight_decay=0.01, learning_rate=3e-3)
+  rng = np.random.RandomState(5)
+  batches = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(2)]
+  plain = fx.make_trainer(FL, 1, tmp_path / "plain")
+  plain.build(fx.batches_dataset(batches[:1]).element_spec)
+  weights = fx.random_weights(plain, seed=6)
+  plain_out = fx.train_batches(plain, batches, 2, weights)
+  xla = fx.make_trainer(FL, 1, tmp_path / "xla", use_xla=True)
+  xla_out = fx.train_batches(xla, batches, 2, weights)
+  np.testing.assert_allclose([o["loss"] for o in xla_out],
+                             [o["loss"] for o in plain_out], rtol=1e-5)
+  _weights_close(xla.state_values(), plain.state_values())
+
+
+def _graph_loss(FL, weights, batch, mems):
+  """Loss and new memories of `batch` with explicit `mems`, in a graph-mode
+  model loaded with `weights` (an independent build of the same model)."""
+  with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
+    feats = {k: tf.constant(v) for k, v in batch.items()}
+    mem_t = [tf.constant(m) for m in mems]
+    loss, new_mems, _ = function_builder.get_loss(FL, feats, None, mem_t,
+                                                  True)
+    for var in tf.compat.v1.global_variables():
+      sess.run(var.assign(weights[var.name.split(":")[0]]))
+    return sess.run([loss, new_mems])
+
+
+def test_memories_are_carried_from_step_to_step(tmp_path):
+  FL = fx.tiny_flags(learning_rate=0.0, init_std=0.3)
+  rng = np.random.RandomState(1)
+  b1, b2 = (fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(2))
+  trainer = fx.make_trainer(FL, 1, tmp_path)
+  trainer.build(fx.batches_dataset([b1]).element_spec)
+  weights = fx.random_weights(trainer, seed=8, std=0.3)
+  out = fx.train_batches(trainer, [b1, b2], 2, weights)
+  zeros = [np.zeros([4, 4, 16], np.float32)] * FL.n_layer
+  _, m1 = _graph_loss(FL, weights, b1, zeros)
+  want, m2 = _graph_loss(FL, weights, b2, m1)
+  reset, _ = _graph_loss(FL, weights, b2, zeros)
+  np.testing.assert_allclose(out[1]["loss"], want, rtol=1e-5)
+  assert abs(want - reset) > 1e-3  # the memories matter
+  for got, expected in zip(trainer.replica_memories()[0], m2):
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_tiny_model_overfits_one_batch(tmp_path):
+  FL = fx.tiny_flags(mem_len=0, learning_rate=1e-2, d_model=32, d_head=16,
+                     d_inner=64, seed=1)
+  batch = fx.fake_batch(np.random.RandomState(2), 4, 8, 3, 40)
+  out = fx.train_batches(fx.make_trainer(FL, 1, tmp_path), [batch], 120)
+  losses = [o["loss"] for o in out]
+  assert losses[0] > 3.0  # ~ln(40) at the start
+  assert losses[-1] < 0.05, losses[-10:]
+
+
+def test_non_finite_loss_stops_without_applying_the_update(tmp_path):
+  """lr 1e30 blows the weights up after one step: the next step's loss is
+  not finite, its update is skipped, the saved state is finite, and the run
+  stops with Diverged."""
+  FL = fx.tiny_flags(learning_rate=1e30, mem_len=4)
+  batch = fx.fake_batch(np.random.RandomState(3), 4, 8, 3, 40)
+  trainer = fx.make_trainer(FL, 1, tmp_path)
+  with pytest.raises(engine.Diverged, match="non-finite loss .* at step "):
+    fx.train_batches(trainer, [batch], 10)
+  step = int(trainer.state_values()["global_step"])
+  values = tf.train.load_checkpoint(str(tmp_path))
+  names = [n for n, _ in tf.train.list_variables(str(tmp_path))]
+  assert values.get_tensor("global_step") == step
+  for name in names:
+    assert np.all(np.isfinite(values.get_tensor(name))), name
+  for value in trainer.state_values().values():
+    assert np.all(np.isfinite(value))
