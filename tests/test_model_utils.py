@@ -423,6 +423,78 @@ def test_command_line_clean_and_bad_input(tmp_path):
   assert "avg_num=4" in bad.stderr.strip().splitlines()[-1]
 
 
+def _truncate_data(prefix):
+  """Cuts the checkpoint's data file to 10 bytes; returns its file name."""
+  data = tf.io.gfile.glob(prefix + ".data-*")[0]
+  with open(data, "rb") as f:
+    raw = f.read()
+  with open(data, "wb") as f:
+    f.write(raw[:10])
+  return os.path.basename(data)
+
+
+def test_damaged_inputs_and_bad_outputs_are_one_line_errors(tmp_path):
+  prefixes = save_checkpoints(str(tmp_path / "in"), [random_values(0),
+                                                     random_values(1)])
+  (tmp_path / "file").write_text("x")
+  cases = [
+      (["clean_ckpt", f"--clean_input_ckpt={prefixes[0]}",
+        f"--clean_output_model_dir={tmp_path / 'file'}"],
+       "clean_output_model_dir=", "exists and is not a directory"),
+  ]
+  os.symlink(tmp_path / "in", tmp_path / "link")
+  cases.append((["avg_checkpoints", f"--avg_model_dir={tmp_path / 'in'}",
+                 f"--avg_output_model_dir={tmp_path / 'link'}", "--avg_num=2"],
+                "link is the input checkpoint's directory", "resolving links"))
+  cases.append((["clean_ckpt", f"--clean_input_ckpt={prefixes[1]}",
+                 f"--clean_output_model_dir={tmp_path / 'link'}"],
+                "link is the input checkpoint's directory", "resolving links"))
+  name = _truncate_data(prefixes[1])
+  cases.append((["clean_ckpt", f"--clean_input_ckpt={prefixes[1]}",
+                 f"--clean_output_model_dir={tmp_path / 'out'}"],
+                name, "truncated"))
+  cases.append((["avg_checkpoints", f"--avg_model_dir={tmp_path / 'in'}",
+                 f"--avg_output_model_dir={tmp_path / 'avg'}", "--avg_num=2"],
+                name, "truncated"))
+  state_before = (tmp_path / "in" / "checkpoint").read_text()
+  for argv, *words in cases:
+    proc = run_cli(*argv)
+    assert proc.returncode == 2, (argv, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr, argv
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"model_utils.py: error: "), last
+    for word in words:
+      assert word in last, (word, last)
+  # The symlinked output never rewrote the input directory's state file.
+  assert (tmp_path / "in" / "checkpoint").read_text() == state_before
+  assert not (tmp_path / "out").exists() or not os.listdir(tmp_path / "out")
+
+
+def test_init_from_truncated_checkpoint_names_the_file(tmp_path):
+  prefix = save_checkpoints(str(tmp_path / "in"), [random_values(0)])[0]
+  name = _truncate_data(prefix)
+  with pytest.raises(ValueError, match=name):
+    build_model_vars(MODEL_VARS)
+    model_utils.init_from_checkpoint(make_flags(init_checkpoint=prefix))
+
+
+def test_rollback_moves_damaged_newer_checkpoints_to_quarantine(tmp_path):
+  model_dir = tmp_path / "train"
+  prefixes = save_checkpoints(str(model_dir), [random_values(s)
+                                               for s in range(3)])
+  _truncate_data(prefixes[2])
+  damaged = sorted(os.path.basename(p)
+                   for p in tf.io.gfile.glob(prefixes[2] + ".*"))
+  assert len(damaged) == 3  # index, data, meta
+  proc = run_cli("rollback_ckpt", f"--model_dir={model_dir}")
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert tf.train.latest_checkpoint(str(model_dir)) == prefixes[1]
+  assert sorted(os.listdir(model_dir / "quarantine")) == damaged
+  assert not tf.io.gfile.glob(prefixes[2] + ".*")
+  bad = run_cli("rollback_ckpt", f"--model_dir={model_dir}", "--step=7")
+  assert bad.returncode == 2 and "no intact model.ckpt-7" in bad.stderr
+
+
 ################################################################################
 # init_from_checkpoint and configure_tpu.
 ################################################################################

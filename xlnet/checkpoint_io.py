@@ -20,6 +20,7 @@ newest checkpoint is noticed (see `find_resume_checkpoint`).
 import os
 import re
 
+import numpy as np
 import tensorflow as tf
 
 from xlnet import io_utils
@@ -149,6 +150,26 @@ def verify(prefix):
   return None
 
 
+def _run_op(make_op, feed=()):
+  """Runs the op `make_op(inputs)` now, eagerly when the process allows it
+  (also from inside a graph context), else in a throw-away graph session.
+
+  Args:
+    make_op: callable(list of input tensors) -> op.
+    feed: list of arrays (or eager tensors) given as the inputs.
+  """
+  with tf.init_scope():
+    if tf.executing_eagerly():
+      with tf.device("/cpu:0"):
+        make_op([tf.convert_to_tensor(v) for v in feed])
+      return
+  with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
+    placeholders = [tf.compat.v1.placeholder(tf.as_dtype(np.asarray(v).dtype),
+                                             np.shape(v)) for v in feed]
+    sess.run(make_op(placeholders),
+             dict(zip(placeholders, [np.asarray(v) for v in feed])))
+
+
 def save_shard(tmp_prefix, values):
   """Writes one shard (a bundle of its own) under a temporary prefix.
 
@@ -157,10 +178,10 @@ def save_shard(tmp_prefix, values):
     values: dict name -> tensor or array.
   """
   names = sorted(values)
-  tensors = [tf.convert_to_tensor(values[n]) for n in names]
-  with tf.device("/cpu:0"):
-    tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names,
-                      shape_and_slices=[""] * len(names), tensors=tensors)
+  _run_op(lambda tensors: tf.raw_ops.SaveV2(
+      prefix=tmp_prefix, tensor_names=names,
+      shape_and_slices=[""] * len(names), tensors=tensors),
+          [values[n] for n in names])
 
 
 def shard_prefix(final_prefix, shard, attempt):
@@ -185,10 +206,9 @@ def publish(final_prefix, shard_prefixes, model_dir, max_save=None):
   merged = final_prefix + io_utils.TMP_MARK + "merged"
   for path in tf.io.gfile.glob(io_utils.glob_escape(merged) + "*"):
     io_utils.remove_quietly(path)
-  with tf.device("/cpu:0"):
-    tf.raw_ops.MergeV2Checkpoints(checkpoint_prefixes=list(shard_prefixes),
-                                  destination_prefix=merged,
-                                  delete_old_dirs=False)
+  _run_op(lambda _: tf.raw_ops.MergeV2Checkpoints(
+      checkpoint_prefixes=list(shard_prefixes), destination_prefix=merged,
+      delete_old_dirs=False))
   for path in data_files(final_prefix) + [final_prefix + ".index"]:
     io_utils.remove_quietly(path)  # an older save of the same step
   for path in data_files(merged):
@@ -355,12 +375,11 @@ def rollback(model_dir, step=None):
   if listed_latest and step_of(listed_latest) and \
       step_of(listed_latest) > keep_step and listed_latest not in newer:
     newer.append(listed_latest)
-  for prefix in newer:
-    for path in [prefix + ".index"] + data_files(prefix):
-      if tf.io.gfile.exists(path):
-        target = os.path.join(quarantine, os.path.basename(path))
-        tf.io.gfile.rename(path, target, overwrite=True)
-        moved.append(target)
+  for prefix in newer:  # index, data and any .meta of the release's Saver
+    for path in tf.io.gfile.glob(io_utils.glob_escape(prefix) + ".*"):
+      target = os.path.join(quarantine, os.path.basename(path))
+      tf.io.gfile.rename(path, target, overwrite=True)
+      moved.append(target)
   kept = [p for s, p in list_checkpoints(model_dir)]
   write_state_file(model_dir, keep, kept)
   return keep, moved

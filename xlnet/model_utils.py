@@ -5,7 +5,8 @@ Shared by the GPU and the TPU trainers:
     decoupled weight decay, global-norm clipping, optional layer-wise decay.
   * `init_from_checkpoint`: warm start by variable name.
   * `configure_tpu`: the TPUEstimator `RunConfig` (TensorFlow <= 2.15 only).
-  * `clean_ckpt`, `avg_checkpoints`: offline checkpoint post-processing.
+  * `clean_ckpt`, `avg_checkpoints`, `rollback_ckpt`: offline checkpoint
+    tools.
 """
 import math
 import os
@@ -14,6 +15,8 @@ import time
 
 import numpy as np
 import tensorflow as tf
+
+from xlnet import checkpoint_io
 
 _DECAY_METHODS = ("poly", "cos")
 
@@ -496,6 +499,9 @@ def init_from_checkpoint(FLAGS, global_vars=False, allow_missing=()):
            else tf.compat.v1.trainable_variables())
   assignment_map, initialized = get_assignment_map_from_checkpoint(
       tvars, init_checkpoint, allow_missing)
+  # Read every tensor once now: a truncated or damaged checkpoint is one
+  # line naming its file, not a failure deep inside the first session run.
+  checkpoint_io.read_tensors(init_checkpoint, list(assignment_map))
 
   def tpu_scaffold():
     """Initializes from the checkpoint inside the TPU model function."""
@@ -560,57 +566,45 @@ def configure_tpu(FLAGS):
       tf_random_seed=getattr(FLAGS, "seed", None))
 
 
-def _write_checkpoint(values, output_model_dir, name="model.ckpt"):
-  """Writes numpy arrays as a TF checkpoint `{output_model_dir}/{name}`.
-
-  The data and index files are written first; the `checkpoint` state file that
-  makes the result visible to `tf.train.latest_checkpoint` is updated last.
-
-  Args:
-    values: dict variable name -> np.ndarray.
-    output_model_dir: str, created when absent.
-    name: str, checkpoint prefix inside the directory.
-
-  Returns:
-    str, the written checkpoint prefix.
-  """
-  tf.io.gfile.makedirs(output_model_dir)
-  prefix = os.path.join(output_model_dir, name)
-  names = sorted(values)
-  with tf.Graph().as_default():
-    placeholders = [tf.compat.v1.placeholder(tf.as_dtype(values[n].dtype),
-                                             shape=values[n].shape)
-                    for n in names]
-    save = tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names,
-                             shape_and_slices=[""] * len(names),
-                             tensors=placeholders)
-    with tf.compat.v1.Session() as sess:
-      sess.run(save, feed_dict={p: values[n]
-                                for p, n in zip(placeholders, names)})
-  state_path = os.path.join(output_model_dir, "checkpoint")
-  with tf.io.gfile.GFile(state_path + ".tmp", "w") as f:
-    f.write(f'model_checkpoint_path: "{name}"\n'
-            f'all_model_checkpoint_paths: "{name}"\n')
-  tf.io.gfile.rename(state_path + ".tmp", state_path, overwrite=True)
-  return prefix
+def _same_directory(a, b):
+  """Whether two directory paths name the same directory, after resolving
+  symbolic links (local paths) or normalizing trailing slashes (URLs)."""
+  if "://" in a or "://" in b:
+    return a.rstrip("/") == b.rstrip("/")
+  return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _check_output_dir(output_model_dir, input_dir, flag_name):
-  """Refuses to write into the input checkpoint's own directory."""
+  """Refuses an output directory that is the input's (symlinks resolved) or
+  that is not a directory."""
   if not output_model_dir:
-    raise ValueError(f"{flag_name} must be set")
-  if (os.path.abspath(output_model_dir).rstrip("/") ==
-      os.path.abspath(input_dir).rstrip("/")):
-    raise ValueError(f"{flag_name}={output_model_dir} is the input "
-                     "checkpoint's directory; choose another one (its "
-                     "`checkpoint` file would be overwritten)")
+    raise ValueError(f"--{flag_name} must be set")
+  if _same_directory(output_model_dir, input_dir):
+    raise ValueError(f"--{flag_name}={output_model_dir} is the input "
+                     f"checkpoint's directory {input_dir} (after resolving "
+                     "links); choose another one (its `checkpoint` file "
+                     "would be overwritten)")
+  if tf.io.gfile.exists(output_model_dir) and not tf.io.gfile.isdir(
+      output_model_dir):
+    raise ValueError(f"--{flag_name}={output_model_dir} exists and is not a "
+                     "directory")
+
+
+def _write_output(values, output_model_dir, flag_name):
+  """Writes `{output_model_dir}/model.ckpt`; a write failure is one line."""
+  try:
+    return checkpoint_io.write_checkpoint(
+        os.path.join(output_model_dir, checkpoint_io.CKPT_BASENAME), values)
+  except (tf.errors.OpError, OSError) as e:
+    raise ValueError(f"--{flag_name}={output_model_dir}: cannot write the "
+                     f"checkpoint ({' '.join(str(e).split())[:200]})") from None
 
 
 def clean_ckpt(input_ckpt, output_model_dir):
   """Copies only the model weights of a checkpoint into a new checkpoint.
 
-  Optimizer slots (`*/adam_m`, `*/adam_v`, `*/Adam*`, `beta*_power`) and
-  `global_step` are dropped.
+  Optimizer slots (`*/adam_m`, `*/adam_v`, `*/Adam*`, `beta*_power`),
+  `global_step` and the memories (`mems/...`) are dropped.
 
   Args:
     input_ckpt: str, checkpoint prefix, directory or `{dir}/latest`.
@@ -621,36 +615,41 @@ def clean_ckpt(input_ckpt, output_model_dir):
     str, the written checkpoint prefix.
 
   Raises:
-    ValueError: when the input is missing or the output is the input's dir.
+    ValueError: when the input is missing or damaged (naming the file) or
+      the output is the input's directory.
   """
-  input_ckpt = resolve_checkpoint(input_ckpt, "clean_input_ckpt")
+  input_ckpt = resolve_checkpoint(input_ckpt, "--clean_input_ckpt")
   _check_output_dir(output_model_dir, os.path.dirname(input_ckpt),
                     "clean_output_model_dir")
-  reader = tf.train.load_checkpoint(input_ckpt)
-  values = {}
-  for name, _ in tf.train.list_variables(input_ckpt):
-    if is_optimizer_variable(name):
-      tf.compat.v1.logging.info("Exclude %s", name)
-    else:
-      tf.compat.v1.logging.info("Include %s", name)
-      values[name] = reader.get_tensor(name)
-  prefix = _write_checkpoint(values, output_model_dir)
+  names = [n for n, _ in tf.train.list_variables(input_ckpt)
+           if not is_model_state(n)]
+  values = checkpoint_io.read_tensors(input_ckpt, names)
+  for name in sorted(values):
+    tf.compat.v1.logging.info("Include %s", name)
+  prefix = _write_output(values, output_model_dir, "clean_output_model_dir")
   tf.compat.v1.logging.info("Wrote %d variables to %s", len(values), prefix)
   return prefix
 
 
+def is_model_state(var_name):
+  """Whether `var_name` is training state rather than a weight: optimizer
+  slots, step counters and memories."""
+  return is_optimizer_variable(var_name) or var_name.startswith("mems/")
+
+
 def _model_variable_shapes(ckpt):
-  """Returns {name: shape tuple} of a checkpoint's non-optimizer variables."""
+  """Returns {name: shape tuple} of a checkpoint's model weights."""
   return {n: tuple(s) for n, s in tf.train.list_variables(ckpt)
-          if not is_optimizer_variable(n)}
+          if not is_model_state(n)}
 
 
 def avg_checkpoints(model_dir, output_model_dir, last_k):
   """Averages the model weights of the last `last_k` checkpoints of a dir.
 
   The checkpoints are the last `last_k` of the directory's
-  `all_model_checkpoint_paths`; each model variable (optimizer slots and the
-  step are dropped) is averaged in float64 and cast back to its dtype.
+  `all_model_checkpoint_paths`; each model variable (optimizer slots, the
+  step and memories are dropped) is averaged in float64 and cast back to its
+  dtype.
 
   Args:
     model_dir: str, training directory with a `checkpoint` state file.
@@ -662,22 +661,22 @@ def avg_checkpoints(model_dir, output_model_dir, last_k):
     str, the written checkpoint prefix.
 
   Raises:
-    ValueError: on a missing directory, fewer than `last_k` checkpoints or
-      checkpoints with different variables.
+    ValueError: on a missing directory, fewer than `last_k` checkpoints,
+      damaged checkpoints (naming the file) or checkpoints with different
+      variables.
   """
   if last_k < 1:
-    raise ValueError(f"avg_num must be >= 1, got {last_k}")
+    raise ValueError(f"--avg_num must be >= 1, got {last_k}")
   if not tf.io.gfile.isdir(model_dir):
-    raise ValueError(f"avg_model_dir={model_dir} is not a directory")
+    raise ValueError(f"--avg_model_dir={model_dir} is not a directory")
   _check_output_dir(output_model_dir, model_dir, "avg_output_model_dir")
-  state = tf.train.get_checkpoint_state(model_dir)
-  paths = list(state.all_model_checkpoint_paths) if state else []
+  _, paths = checkpoint_io.read_state_file(model_dir)
   if len(paths) < last_k:
-    raise ValueError(f"avg_model_dir={model_dir} lists {len(paths)} "
-                     f"checkpoints, fewer than avg_num={last_k}")
+    raise ValueError(f"--avg_model_dir={model_dir} lists {len(paths)} "
+                     f"checkpoints, fewer than --avg_num={last_k}")
   paths = paths[-last_k:]
   for path in paths:
-    resolve_checkpoint(path, "avg_model_dir checkpoint")
+    resolve_checkpoint(path, "--avg_model_dir checkpoint")
 
   shapes = _model_variable_shapes(paths[0])
   for path in paths[1:]:
@@ -687,23 +686,43 @@ def avg_checkpoints(model_dir, output_model_dir, last_k):
                        "variables or shapes: "
                        f"{_describe_names(sorted({n for n, _ in diff}))}")
 
-  readers = [tf.train.load_checkpoint(p) for p in paths]
   tf.compat.v1.logging.info("Averaging %d variables over %s", len(shapes),
                             ", ".join(paths))
-  values, start = {}, time.time()
-  for i, name in enumerate(sorted(shapes)):
-    total = readers[0].get_tensor(name)
-    dtype = total.dtype
-    total = total.astype(np.float64)
-    for reader in readers[1:]:
-      total += reader.get_tensor(name)
-    values[name] = (total / last_k).astype(dtype)
-    if (i + 1) % max(1, len(shapes) // 10) == 0:
-      elapsed = time.time() - start
-      tf.compat.v1.logging.info(
-          "  %d/%d variables, %.0fs elapsed, ETA %.0fs", i + 1, len(shapes),
-          elapsed, elapsed * (len(shapes) - i - 1) / (i + 1))
-  prefix = _write_checkpoint(values, output_model_dir)
+  totals, start = {}, time.time()
+  for i, path in enumerate(paths):
+    for name, value in checkpoint_io.read_tensors(path, sorted(shapes)).items():
+      if name not in totals:
+        totals[name] = (value.astype(np.float64), value.dtype)
+      else:
+        totals[name] = (totals[name][0] + value, totals[name][1])
+    elapsed = time.time() - start
+    tf.compat.v1.logging.info(
+        "  %d/%d checkpoints read, %.0fs elapsed, ETA %.0fs", i + 1,
+        len(paths), elapsed, elapsed * (len(paths) - i - 1) / (i + 1))
+  values = {n: (total / last_k).astype(dtype)
+            for n, (total, dtype) in totals.items()}
+  prefix = _write_output(values, output_model_dir, "avg_output_model_dir")
   tf.compat.v1.logging.info("Wrote %d averaged variables to %s", len(values),
                             prefix)
   return prefix
+
+
+def rollback_ckpt(model_dir, step=None):
+  """Makes a training directory resume from its newest intact checkpoint
+  (or from `step`): newer, damaged checkpoint files are moved into
+  `{model_dir}/quarantine/` (never deleted) and the state file is rewritten.
+
+  Returns:
+    the checkpoint prefix training resumes from.
+
+  Raises:
+    ValueError: when `model_dir` holds no intact checkpoint (or none at
+      `step`).
+  """
+  if not tf.io.gfile.isdir(model_dir):
+    raise ValueError(f"--model_dir={model_dir} is not a directory")
+  keep, moved = checkpoint_io.rollback(model_dir, step)
+  for path in moved:
+    tf.compat.v1.logging.info("Moved %s", path)
+  tf.compat.v1.logging.info("Training in %s resumes from %s", model_dir, keep)
+  return keep
