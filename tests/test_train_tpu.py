@@ -1,6 +1,10 @@
-"""Tests of the TPUEstimator trainer, run with `--use_tpu=False` on the CPU."""
+"""Tests of the TPU trainer, run with `--use_tpu=False` on the CPU: the
+TPUEstimator path (TensorFlow 2.15) and the engine path (--tpu_engine=strategy,
+the only one on TensorFlow >= 2.16)."""
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 
@@ -105,8 +109,7 @@ def test_memories_carry_across_loop_boundaries(tmp_path):
 def test_original_readme_command_runs_train_py(tmp_path):
   """The released README's command starts `python train.py` (the release's
   TPU trainer) with --corpus_info_path: both are accepted; here it stops with
-  one clear line because the records do not exist (or, on TensorFlow >= 2.16,
-  because TPUEstimator does not)."""
+  one clear line because the records do not exist."""
   argv = [a.replace("$DATA", str(tmp_path / "nowhere"))
           for a in README_COMMAND]
   proc = subprocess.run(
@@ -118,22 +121,166 @@ def test_original_readme_command_runs_train_py(tmp_path):
   assert "Traceback" not in proc.stderr
   line = proc.stderr.strip().splitlines()[-1]
   assert line.startswith("train.py: error: "), line
-  assert ("does not exist" in line if HAS_TPU_ESTIMATOR else
-          "removed in TensorFlow 2.16" in line), line
+  assert "does not exist" in line, line
+
+
+def test_train_py_targets_a_tpu_like_the_release():
+  """The release's train.py defaulted to use_tpu=True and 8 cores per host;
+  the GPU trainer keeps 1 core and no TPU."""
+  tpu = flags_lib.parse_flags(["prog"], tpu_defaults=True)
+  gpu = flags_lib.parse_flags(["prog"])
+  assert (tpu.use_tpu, tpu.num_core_per_host) == (True, 8)
+  assert (gpu.use_tpu, gpu.num_core_per_host) == (False, 1)
+
+
+def test_without_a_tpu_the_default_says_how_to_name_one(tmp_path,
+                                                        tpu_records):
+  proc = _run_tpu(tpu_records, tmp_path / "m", "--train_steps=2",
+                  use_tpu=None, extra=["--num_core_per_host=2"])
+  assert proc.returncode == 2, proc.stderr[-2000:]
+  line = proc.stderr.strip().splitlines()[-1]
+  assert "--use_tpu=True" in line and "--tpu=NAME" in line, line
+  assert "--use_tpu=False" in line and "Traceback" not in proc.stderr
 
 
 @pytest.mark.skipif(HAS_TPU_ESTIMATOR, reason="TensorFlow <= 2.15 has "
                     "TPUEstimator; the message is for >= 2.16")
-def test_clear_message_without_tpu_estimator():
-  proc = subprocess.run(
-      [sys.executable, os.path.join(REPO, "train_tpu.py"), "--use_tpu=False"],
-      capture_output=True, text=True, cwd=REPO, timeout=120,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+def test_estimator_engine_explains_the_missing_estimator(tmp_path,
+                                                         tpu_records):
+  proc = _run_tpu(tpu_records, tmp_path / "m", "--train_steps=2",
+                  extra=["--tpu_engine=estimator"])
   assert proc.returncode == 2
-  # TensorFlow's own start-up chatter may precede it; ours is one line.
   assert "Traceback" not in proc.stderr
   line = proc.stderr.strip().splitlines()[-1]
   assert line.startswith("train_tpu.py: error: "), proc.stderr
-  assert "removed in TensorFlow 2.16" in line
-  assert "bash scripts/setup_env.sh reference" in line
-  assert ".venvs/reference/bin/python train_tpu.py" in line
+  assert "removed in 2.16" in line and "--tpu_engine=strategy" in line
+
+
+################################################################################
+# Memories per core (TPUEstimator), resume, signals, divergence.
+################################################################################
+def test_a_core_uses_only_memories_it_owns():
+  """Owner tags: the core that wrote the memories gets them back, any other
+  core (and a fresh start, owner -1) gets zeros."""
+  value = np.arange(24, dtype=np.float32).reshape(2, 3, 4) + 1.0
+  mem = tf.compat.v1.get_variable("m", initializer=value)
+  owner = tf.compat.v1.get_variable("owner", initializer=np.int64(3))
+  core = tf.compat.v1.placeholder(tf.int64, [])
+  mems = train_tpu.owned_memories([mem], owner, core)
+  with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    np.testing.assert_array_equal(sess.run(mems, {core: 3})[0], value)
+    assert not sess.run(mems, {core: 0})[0].any()
+    sess.run(owner.assign(-1))
+    assert not sess.run(mems, {core: 3})[0].any()
+
+
+@pytest.fixture(scope="module")
+def tpu_records(tmp_path_factory):
+  """Demo-corpus records: seq 32, reuse 16, batch 4 written for 2 cores."""
+  return make_records(str(tmp_path_factory.mktemp("records")), num_lines=600,
+                      seq_len=32, reuse_len=16, bsz_per_host=4,
+                      num_core_per_host=2, num_predict=6)
+
+
+def _tpu_command(record_dir, model_dir, *args, use_tpu=False, extra=()):
+  cmd = [sys.executable, os.path.join(REPO, "train_tpu.py"),
+         f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
+         "--model_config_path=configs/xlnet_tiny.json", "--mem_len=8",
+         "--perm_size=8", "--learning_rate=1e-3", "--warmup_steps=2",
+         "--seed=1", "--dropout=0.1", "--dropatt=0.1", *args, *extra]
+  if use_tpu is not None:
+    cmd.append(f"--use_tpu={use_tpu}")
+  return cmd
+
+
+def _run_tpu(*args, **kwargs):
+  return subprocess.run(_tpu_command(*args, **kwargs), capture_output=True,
+                        text=True, cwd=REPO, timeout=300,
+                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+
+
+ENGINES = [pytest.param("estimator", marks=requires_tpu_estimator),
+           "strategy"]
+
+
+def _popen_until(cmd, pattern, sig):
+  proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, cwd=REPO,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  out, sent = [], False
+  for line in proc.stdout:
+    out.append(line)
+    if not sent and re.search(pattern, line):
+      proc.send_signal(sig)
+      sent = True
+  return proc.wait(timeout=300), "".join(out)
+
+
+_SAVED = {"estimator": r"Saving checkpoints for {step} into",
+          "strategy": r"Saved checkpoint .*model\.ckpt-{step}$"}
+
+
+def _weights(prefix):
+  reader = tf.train.load_checkpoint(prefix)
+  return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+
+
+@pytest.mark.parametrize("tpu_engine", ENGINES)
+def test_resume_continues_the_data_where_it_stopped(tmp_path, tpu_records,
+                                                    tpu_engine):
+  """Killed after checkpoint 4 and restarted, the run ends at step 8 with
+  the weights, optimizer state and memories of an uninterrupted run: the
+  data resumed at the right batch, dropout drew the same masks."""
+  args = ["--train_steps=8", "--iterations=2", "--save_steps=4",
+          f"--tpu_engine={tpu_engine}"]
+  full = _run_tpu(tpu_records, tmp_path / "full", *args)
+  assert full.returncode == 0, full.stderr[-3000:]
+  code, out = _popen_until(_tpu_command(tpu_records, tmp_path / "cut", *args),
+                           _SAVED[tpu_engine].format(step=4), signal.SIGKILL)
+  assert code == -signal.SIGKILL, out[-3000:]
+  rest = _run_tpu(tpu_records, tmp_path / "cut", *args)
+  assert rest.returncode == 0, rest.stderr[-3000:]
+  want = _weights(str(tmp_path / "full" / "model.ckpt-8"))
+  got = _weights(str(tmp_path / "cut" / "model.ckpt-8"))
+  assert set(got) == set(want)
+  for name, value in want.items():
+    np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6,
+                               err_msg=name)
+
+
+@pytest.mark.parametrize("tpu_engine", ENGINES)
+def test_sigterm_saves_and_exits_non_zero(tmp_path, tpu_records, tpu_engine):
+  model_dir = tmp_path / "m"
+  code, out = _popen_until(
+      _tpu_command(tpu_records, model_dir, "--train_steps=100000",
+                   "--iterations=2", "--save_steps=100000",
+                   f"--tpu_engine={tpu_engine}"),
+      r"global_step/sec|\[2\] \| gnorm|Saving checkpoints for 0 ",
+      signal.SIGTERM)
+  assert code == 128 + signal.SIGTERM, out[-3000:]
+  last = out.strip().splitlines()[-1]
+  match = re.fullmatch(r"train_tpu\.py: stopped by SIGTERM after step (\d+);"
+                       r" checkpoint model\.ckpt-(\d+) saved in .*", last)
+  assert match and match.group(1) == match.group(2), last
+  step = int(match.group(1))
+  assert step > 0
+  assert tf.train.latest_checkpoint(str(model_dir)).endswith(f"-{step}")
+  assert "Traceback" not in out
+
+
+@pytest.mark.parametrize("tpu_engine", ENGINES)
+def test_divergence_stops_with_finite_checkpoints(tmp_path, tpu_records,
+                                                  tpu_engine):
+  model_dir = tmp_path / "m"
+  proc = _run_tpu(tpu_records, model_dir, "--train_steps=40",
+                  "--iterations=2", "--save_steps=2", "--learning_rate=1e30",
+                  "--warmup_steps=0", f"--tpu_engine={tpu_engine}")
+  assert proc.returncode == 1, proc.stderr[-3000:]
+  last = proc.stderr.strip().splitlines()[-1]
+  assert last.startswith("train_tpu.py: error: non-finite loss"), last
+  assert "Traceback" not in proc.stderr
+  for prefix in tf.train.get_checkpoint_state(
+      str(model_dir)).all_model_checkpoint_paths:
+    for name, value in _weights(os.path.join(model_dir, prefix)).items():
+      assert np.all(np.isfinite(value)), (prefix, name)

@@ -121,8 +121,7 @@ def create_strategy(num_core_per_host=1, worker_hosts=None, task_index=None,
   if worker_hosts:
     os.environ["TF_CONFIG"] = worker_tf_config(worker_hosts, task_index or 0)
   if use_tpu:
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-        tpu, zone=tpu_zone, project=gcp_project)
+    resolver = model_utils.tpu_cluster_resolver(tpu, tpu_zone, gcp_project)
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)

@@ -174,6 +174,11 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
   flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.", **fv)
   flags.DEFINE_string("gcp_project", None, "GCP project of the TPU.", **fv)
   flags.DEFINE_string("tpu_job_name", None, "TPU worker job name.", **fv)
+  flags.DEFINE_enum("tpu_engine", "auto", ["auto", "estimator", "strategy"],
+                    "train_tpu.py: TPUEstimator (the release's trainer; "
+                    "TensorFlow 2.15 only) or the shared tf.distribute "
+                    "engine on a TPUStrategy; auto = TPUEstimator where it "
+                    "exists.", **fv)
 
 
 def parse_flags(argv, tpu_defaults=False):

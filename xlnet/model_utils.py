@@ -285,13 +285,23 @@ class AdamWeightDecayOptimizer(tf.compat.v1.train.Optimizer):
   """
 
   def __init__(self, learning_rate, weight_decay_rate=0.0, epsilon=1e-6,
-               tf_adam=False, name="AdamWeightDecayOptimizer"):
-    """Constructs the optimizer (`learning_rate` may be a scalar tensor)."""
+               tf_adam=False, apply_if=None,
+               name="AdamWeightDecayOptimizer"):
+    """Constructs the optimizer.
+
+    Args:
+      learning_rate: float or float32 scalar tensor.
+      weight_decay_rate, epsilon, tf_adam: see the class docstring.
+      apply_if: optional bool scalar tensor; when False the step changes no
+        weight, moment or Adam power (the global step still advances).
+      name: op name.
+    """
     super().__init__(use_locking=False, name=name)
     self.learning_rate = learning_rate
     self.weight_decay_rate = 0.0 if tf_adam else weight_decay_rate
     self.epsilon = epsilon
     self.tf_adam = tf_adam
+    self.apply_if = apply_if
 
   @staticmethod
   def _root_variable(name, shape, initial):
@@ -313,24 +323,34 @@ class AdamWeightDecayOptimizer(tf.compat.v1.train.Optimizer):
       power_vars = [self._root_variable(n, [], b) for n, b in
                     zip(ADAM_POWER_NAMES, (BETA_1, BETA_2))]
       powers = [p.read_value() for p in power_vars]
-    updates = []
-    for grad, param in pairs:
+    slots = []
+    for _, param in pairs:
       name = _var_name(param)
       if not hasattr(param, "handle"):
         raise ValueError(f"AdamWeightDecayOptimizer needs resource "
                          f"variables; {name} is a reference variable")
-      m, v = [self._root_variable(n, param.shape.as_list(), 0.0)
-              for n in slot_names(name, not self.tf_adam)]
-      updates.append(adam_update(
+      slots.append([self._root_variable(n, param.shape.as_list(), 0.0)
+                    for n in slot_names(name, not self.tf_adam)])
+
+    def apply():
+      updates = [adam_update(
           param, m, v, tf.convert_to_tensor(grad), learning_rate,
-          self.epsilon, decay_rate_of(name, self.weight_decay_rate),
-          *powers))
-    with tf.control_dependencies(updates):
-      finish = [p.assign(p * b) for p, b in
-                zip(power_vars, (BETA_1, BETA_2))]
-      if global_step is not None:
+          self.epsilon, decay_rate_of(_var_name(param),
+                                      self.weight_decay_rate), *powers)
+                 for (grad, param), (m, v) in zip(pairs, slots)]
+      with tf.control_dependencies(updates):
+        return tf.group(*[p.assign(p * b) for p, b in
+                          zip(power_vars, (BETA_1, BETA_2))], *updates)
+
+    if self.apply_if is None:
+      update = apply()
+    else:
+      update = tf.cond(self.apply_if, apply, tf.no_op)
+    finish = []
+    if global_step is not None:
+      with tf.control_dependencies([update]):
         finish.append(tf.compat.v1.assign_add(global_step, 1))
-    return tf.group(*updates, *finish, name=name or self.get_name())
+    return tf.group(update, *finish, name=name or self.get_name())
 
 
 def get_train_op(FLAGS, total_loss, grads_and_vars=None):
@@ -350,6 +370,10 @@ def get_train_op(FLAGS, total_loss, grads_and_vars=None):
   in the release, each core's gradients of `loss / num_shards` are clipped
   locally and then summed across cores.
 
+  The update is guarded: when the loss or the gradient norm is not finite
+  (on any core), no weight or optimizer slot changes; the global step still
+  advances. `update_applied(gnorm, total_loss)` tells the caller.
+
   Returns:
     (train_op, learning_rate, gnorm): the update op (it also increments the
     global step), the float32 scalar learning rate of this step and the global
@@ -365,11 +389,12 @@ def get_train_op(FLAGS, total_loss, grads_and_vars=None):
       global_step, FLAGS.learning_rate, FLAGS.warmup_steps, FLAGS.train_steps,
       FLAGS.decay_method, FLAGS.min_lr_ratio)
 
-  optimizer = AdamWeightDecayOptimizer(
+  inner = AdamWeightDecayOptimizer(
       learning_rate=learning_rate, epsilon=FLAGS.adam_epsilon,
       weight_decay_rate=FLAGS.weight_decay, tf_adam=FLAGS.weight_decay == 0)
+  optimizer = inner
   if FLAGS.use_tpu:
-    optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)
+    optimizer = tf.compat.v1.tpu.CrossShardOptimizer(inner)
 
   if grads_and_vars is None:
     grads_and_vars = optimizer.compute_gradients(total_loss)
@@ -385,9 +410,25 @@ def get_train_op(FLAGS, total_loss, grads_and_vars=None):
       [_var_name(v) for v in variables], FLAGS.clip,
       getattr(FLAGS, "n_layer", None),
       getattr(FLAGS, "lr_layer_decay_rate", 1.0))
+  inner.apply_if = update_applied(gnorm, total_loss, FLAGS.use_tpu)
   train_op = optimizer.apply_gradients(zip(clipped, variables),
                                        global_step=global_step)
   return train_op, learning_rate, gnorm
+
+
+def update_applied(gnorm, total_loss, use_tpu=False):
+  """Whether `get_train_op` applies this step's update: loss and gradient
+  norm finite (on every TPU core, so that replicas never disagree).
+
+  Returns:
+    bool scalar tensor.
+  """
+  ok = tf.logical_and(tf.math.is_finite(tf.cast(total_loss, tf.float32)),
+                      tf.math.is_finite(gnorm))
+  if use_tpu:
+    bad = tf.compat.v1.tpu.cross_replica_sum(1.0 - tf.cast(ok, tf.float32))
+    ok = tf.equal(bad, 0.0)
+  return ok
 
 
 ################################################################################
@@ -521,6 +562,23 @@ def init_from_checkpoint(FLAGS, global_vars=False, allow_missing=()):
   return scaffold_fn
 
 
+def tpu_cluster_resolver(tpu, zone=None, project=None):
+  """The TPUClusterResolver of `--tpu` (a name, or grpc://ip:port).
+
+  Raises:
+    ValueError: one line saying how to name the TPU, or how to run on the
+      CPU instead, when no TPU can be found.
+  """
+  try:
+    return tf.distribute.cluster_resolver.TPUClusterResolver(
+        tpu, zone=zone, project=project)
+  except ValueError as e:
+    raise ValueError(f"--use_tpu=True (the TPU trainer's default, as in the "
+                     f"release) but no TPU was found ({e}); give --tpu=NAME "
+                     "or grpc://ip:port, or --use_tpu=False to run on the "
+                     "CPU") from None
+
+
 def configure_tpu(FLAGS):
   """Builds the TPUEstimator run config.
 
@@ -543,8 +601,8 @@ def configure_tpu(FLAGS):
         "removed in 2.16); the TPU trainer needs the reference environment, "
         "TensorFlow 2.15 (.venvs/reference)")
   if FLAGS.use_tpu:
-    cluster = tf.distribute.cluster_resolver.TPUClusterResolver(
-        FLAGS.tpu, zone=FLAGS.tpu_zone, project=FLAGS.gcp_project)
+    cluster = tpu_cluster_resolver(FLAGS.tpu, FLAGS.tpu_zone,
+                                   FLAGS.gcp_project)
     master = None
   else:
     cluster = None

@@ -128,8 +128,13 @@ def dataset_fn_for(FLAGS, corpus_info, num_hosts, local_cores, skip_batches):
   return dataset_fn, record_info
 
 
-def run(FLAGS):
+def run(FLAGS, tpu=False):
   """Checks the flags against the data, then trains (or resumes).
+
+  Args:
+    FLAGS: the parsed flags (`xlnet.flags`).
+    tpu: called by train_tpu.py: with `--use_tpu` the strategy is a
+      TPUStrategy on `--tpu` and `--num_hosts` TPU hosts.
 
   Returns:
     list of (step, loss) of every step of this run.
@@ -139,12 +144,14 @@ def run(FLAGS):
     engine.StopTraining: stopped early after saving (signal, divergence,
       corrupted input).
   """
-  if FLAGS.use_tpu:
+  if FLAGS.use_tpu and not tpu:
     raise ValueError("--use_tpu=True: train_gpu.py runs on GPUs/CPUs; use "
                      "train_tpu.py for TPUs")
   if not FLAGS.model_dir:
     raise ValueError("--model_dir is required (checkpoints and summaries)")
-  num_hosts = engine.cluster_workers(FLAGS.worker_hosts)
+  on_tpu = tpu and FLAGS.use_tpu
+  num_hosts = (FLAGS.num_hosts if on_tpu else
+               engine.cluster_workers(FLAGS.worker_hosts))
   if FLAGS.num_hosts not in (1, num_hosts):
     raise ValueError(f"--num_hosts={FLAGS.num_hosts} but the cluster has "
                      f"{num_hosts} worker(s) (--worker_hosts or TF_CONFIG)")
@@ -155,12 +162,18 @@ def run(FLAGS):
   xlnet_config = function_builder.get_xlnet_config(FLAGS)
   resume = checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
 
-  strategy = engine.create_strategy(
-      FLAGS.num_core_per_host, FLAGS.worker_hosts, FLAGS.task_index)
+  if on_tpu:
+    strategy = engine.create_strategy(
+        use_tpu=True, tpu=FLAGS.tpu, tpu_zone=FLAGS.tpu_zone,
+        gcp_project=FLAGS.gcp_project)
+  else:
+    strategy = engine.create_strategy(
+        FLAGS.num_core_per_host, FLAGS.worker_hosts, FLAGS.task_index)
   local_cores = strategy.num_replicas_in_sync // num_hosts
   if local_cores != FLAGS.num_core_per_host:
     raise ValueError(f"--num_core_per_host={FLAGS.num_core_per_host} but "
-                     f"each worker has {local_cores} device(s)")
+                     f"each {'TPU host' if on_tpu else 'worker'} has "
+                     f"{local_cores} device(s)")
   per_core_bsz = FLAGS.train_batch_size // strategy.num_replicas_in_sync
   start_step = checkpoint_io.step_of(resume) if resume else 0
   memory = (engine.MemoryConfig(xlnet_config.n_layer, FLAGS.mem_len,
