@@ -5,6 +5,12 @@ References are independent runs of the same model on one replica with the
 combined batch, or graph-mode computations of the loss with explicit
 memories; never the engine's own outputs.
 """
+import os
+import socket
+import subprocess
+import sys
+import time
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -14,6 +20,7 @@ from xlnet import engine
 from xlnet import function_builder
 
 pytestmark = pytest.mark.eager
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _weights_close(got, want, atol=1e-5):
@@ -181,3 +188,117 @@ def test_non_finite_loss_stops_without_applying_the_update(tmp_path):
     assert np.all(np.isfinite(values.get_tensor(name))), name
   for value in trainer.state_values().values():
     assert np.all(np.isfinite(value))
+
+
+################################################################################
+# Two workers over loopback (MultiWorkerMirroredStrategy).
+################################################################################
+def _free_ports(n):
+  sockets = [socket.socket() for _ in range(n)]
+  for s in sockets:
+    s.bind(("127.0.0.1", 0))
+  ports = [s.getsockname()[1] for s in sockets]
+  for s in sockets:
+    s.close()
+  return ports
+
+
+def _run_workers(tmp_path, model_dir, steps, save_steps=None, bi_data=False,
+                 kill_after_save=None):
+  """Runs the two workers of tests/engine_worker.py to `steps`; returns the
+  exit codes and each worker's result (None when killed)."""
+  hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
+  procs, outs = [], []
+  for task in range(2):
+    out = tmp_path / f"{model_dir.name}-w{task}.npz"
+    cmd = [sys.executable, os.path.join(REPO, "tests", "engine_worker.py"),
+           f"--worker_hosts={hosts}", f"--task_index={task}",
+           f"--model_dir={model_dir}", f"--steps={steps}",
+           f"--weights={tmp_path / 'init.npz'}", f"--out={out}"]
+    cmd += [f"--save_steps={save_steps}"] if save_steps else []
+    cmd += ["--bi_data"] if bi_data else []
+    cmd += [f"--hold_after={kill_after_save}"] if kill_after_save else []
+    procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True,
+                                  cwd=REPO))
+    outs.append(out)
+  logs = [""] * 2
+  if kill_after_save:
+    index = model_dir / f"model.ckpt-{kill_after_save}.index"
+    deadline = time.time() + 240
+    while not index.exists() and time.time() < deadline:
+      time.sleep(0.05)
+    for proc in procs:
+      proc.kill()
+  codes = []
+  for task, proc in enumerate(procs):
+    logs[task] = proc.communicate(timeout=240)[0]
+    codes.append(proc.returncode)
+  results = [dict(np.load(o)) if o.exists() else None for o in outs]
+  return codes, results, logs
+
+
+@pytest.mark.parametrize("bi_data", [False, True])
+def test_two_workers_match_one_process_on_the_combined_batch(tmp_path,
+                                                             bi_data):
+  """Two MultiWorkerMirroredStrategy workers over loopback (one replica
+  each) give the weights of one replica on all rows (<= 1e-5), and each
+  worker's memories are the reference's memories of its rows."""
+  FL = fx.tiny_flags(bi_data=bi_data, learning_rate=3e-3)
+  rng = np.random.RandomState(11)  # as tests/engine_worker.py draws them
+  host = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(4)]
+  layout = [0, 2, 1, 3] if bi_data else [0, 1, 2, 3]
+  ref = fx.make_trainer(FL, 1, tmp_path / "ref")
+  ref.build(fx.batches_dataset(host[:1]).element_spec)
+  weights = fx.random_weights(ref, seed=9)
+  np.savez(tmp_path / "init.npz", **weights)
+  fx.train_batches(ref, [fx.take_rows(b, layout) for b in host], 3, weights)
+
+  codes, results, logs = _run_workers(tmp_path, tmp_path / "mw", 3,
+                                      bi_data=bi_data)
+  assert codes == [0, 0], logs
+  want = ref.state_values()
+  ref_mems = ref.replica_memories()[0]
+  for result in results:
+    _weights_close({k: result[k] for k in want}, want)
+    rows = [layout.index(2 * int(result["replica"])),
+            layout.index(2 * int(result["replica"]) + 1)]
+    for layer in range(FL.n_layer):
+      np.testing.assert_allclose(result[f"mem_{layer}"],
+                                 ref_mems[layer][:, rows], rtol=1e-5,
+                                 atol=1e-6)
+  # The chief merged both workers' shards into one checkpoint.
+  names = [n for n, _ in tf.train.list_variables(str(tmp_path / "mw"))]
+  assert {"mems/replica_0/layer_1", "mems/replica_1/layer_1"} <= set(names)
+
+
+@pytest.mark.slow
+def test_two_workers_killed_after_a_checkpoint_resume_their_memories(
+    tmp_path):
+  """Both workers killed after checkpoint 2 and restarted: each replica
+  resumes with its own memories; the end state equals an uninterrupted
+  run's."""
+  FL = fx.tiny_flags(learning_rate=3e-3)
+  ref = fx.make_trainer(FL, 1, tmp_path / "ref")
+  rng = np.random.RandomState(11)
+  ref.build(fx.batches_dataset(
+      [fx.fake_batch(rng, 4, 8, 3, 40)]).element_spec)
+  np.savez(tmp_path / "init.npz", **fx.random_weights(ref, seed=9))
+  codes, full, logs = _run_workers(tmp_path, tmp_path / "full", 4,
+                                   save_steps=2)
+  assert codes == [0, 0], logs
+  codes, _, logs = _run_workers(tmp_path, tmp_path / "cut", 4, save_steps=2,
+                                kill_after_save=2)
+  assert codes == [-9, -9], logs  # killed while holding after step 2
+  assert not (tmp_path / "cut" / "model.ckpt-4.index").exists()
+  saved = tf.train.list_variables(str(tmp_path / "cut" / "model.ckpt-2"))
+  assert {"mems/replica_0/layer_0", "mems/replica_1/layer_0"} <= {
+      n for n, _ in saved}
+  codes, resumed, logs = _run_workers(tmp_path, tmp_path / "cut", 4,
+                                      save_steps=2)
+  assert codes == [0, 0], logs
+  for got, want in zip(sorted(resumed, key=lambda r: int(r["replica"])),
+                       sorted(full, key=lambda r: int(r["replica"]))):
+    for key, value in want.items():
+      np.testing.assert_allclose(got[key], value, rtol=1e-5, atol=1e-6,
+                                 err_msg=key)

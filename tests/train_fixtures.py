@@ -113,18 +113,22 @@ def batches_dataset(batches):
   return tf.data.Dataset.from_tensor_slices(stacked).repeat()
 
 
-def make_trainer(FL, n_replicas, model_dir, accum_steps=1, use_xla=False):
-  """An engine Trainer of the pretraining loss on 1 device or 2 logical CPUs.
+def make_trainer(FL, n_replicas, model_dir, accum_steps=1, use_xla=False,
+                 strategy=None):
+  """An engine Trainer of the pretraining loss on 1 device or 2 logical CPUs
+  (or on `strategy` when given).
 
   `FL.train_batch_size` is the batch of one optimizer micro-step over all
   replicas.
   """
-  strategy = (tf.distribute.get_strategy() if n_replicas == 1 else
-              tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+  if strategy is None:
+    strategy = (tf.distribute.get_strategy() if n_replicas == 1 else
+                tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
   config = function_builder.get_xlnet_config(FL)
-  memory = (engine.MemoryConfig(config.n_layer, FL.mem_len,
-                                FL.train_batch_size // n_replicas,
-                                config.d_model) if FL.mem_len else None)
+  memory = (engine.MemoryConfig(
+      config.n_layer, FL.mem_len,
+      FL.train_batch_size // strategy.num_replicas_in_sync, config.d_model)
+            if FL.mem_len else None)
   return engine.Trainer(strategy, function_builder.pretrain_loss_fn(
       config, FL), FL, str(model_dir), memory=memory,
                         accum_steps=accum_steps, seed=FL.seed,
