@@ -355,8 +355,9 @@ def test_unknown_task():
     ("sts-b", "train.tsv"), ("mnli_matched", "train.tsv"),
     ("yelp5", "train.csv"), ("imdb", "train/neg"), ("tsv", "train.tsv")])
 def test_data_dir_without_the_task_files(tmp_path, task, missing):
-  with pytest.raises(ValueError, match=rf"--data_dir={tmp_path}: expected "
-                     rf"(the directory )?{tmp_path}/{missing} \(.*\), not found"):
+  pattern = (rf"--data_dir={tmp_path}: expected (the directory )?"
+             rf"{tmp_path}/{missing} \(.*\), not found")
+  with pytest.raises(ValueError, match=pattern):
     read(task, tmp_path, "train")
 
 

@@ -7,6 +7,7 @@ the session) and return outputs whose metrics are known.
 """
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -418,3 +419,47 @@ def test_help_says_train_batch_size_is_per_gpu():
   assert "--train_batch_size: Training batch size: PER GPU without --use_tpu" \
       in text
   assert "--max_seq_length" in text and "--eval_all_ckpt" in text
+
+
+################################################################################
+# scripts/: every command they run parses with the program's flags.
+################################################################################
+@pytest.mark.parametrize("script,env", [
+    ("finetune_stsb_gpu.sh", dict(GLUE_DIR="/glue", LARGE_DIR="/large")),
+    ("finetune_imdb_tpu.sh", dict(TPU_NAME="tpu", IMDB_DIR="/aclImdb",
+                                  GS_ROOT="gs://b", LARGE_DIR="large")),
+    ("finetune_glue.sh", dict(GLUE_DIR="/glue", XLNET_DIR="/base",
+                              NUM_GPUS="4")),
+    ("finetune_glue.sh", dict(GLUE_DIR="/glue", XLNET_DIR="/large",
+                              TPU_NAME="tpu")),
+])
+def test_script_commands_parse(script, env):
+  proc = subprocess.run(["bash", os.path.join(REPO, "scripts", script)],
+                        env=dict(os.environ, DRY_RUN="1", **env),
+                        capture_output=True, text=True, timeout=60)
+  assert proc.returncode == 0, proc.stderr
+  commands = [shlex.split(line) for line in proc.stdout.splitlines()]
+  assert commands and all(c[1] == "run_classifier.py" for c in commands)
+  parsed = [parse(c[2:]) for c in commands]
+  tasks = [p.task_name for p in parsed]
+  if script == "finetune_glue.sh":
+    assert tasks == ["cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli_matched",
+                     "mnli_mismatched", "qnli", "rte", "wnli"]
+    mnli = parsed[5]
+    per_step = mnli.train_batch_size * (1 if mnli.use_tpu else 4)
+    assert (per_step, mnli.learning_rate, mnli.train_steps) == (128, 2e-5,
+                                                                10000)
+    assert parsed[6].cls_scope == "mnli_matched"
+    assert all(p.adam_epsilon == 1e-6 and p.max_seq_length == 128
+               for p in parsed)
+  elif script == "finetune_stsb_gpu.sh":
+    train, evaluate = parsed
+    assert (train.train_batch_size, train.num_core_per_host,
+            train.learning_rate, train.train_steps, train.warmup_steps,
+            train.is_regression) == (8, 4, 5e-5, 1200, 120, True)
+    assert evaluate.eval_all_ckpt and not evaluate.do_train
+  else:
+    (imdb,) = parsed
+    assert (imdb.use_tpu, imdb.train_batch_size, imdb.max_seq_length,
+            imdb.learning_rate, imdb.train_steps, imdb.warmup_steps) == (
+                True, 32, 512, 2e-5, 4000, 500)

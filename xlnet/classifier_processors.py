@@ -324,13 +324,12 @@ class GlueProcessor(TableProcessor):
   files = _glue_files()
 
   @classmethod
-  def same_layout(cls, text_a, text_b, label, test_a, test_b, header=True,
-                  train_header=True, min_columns=None, test_min_columns=None):
-    """Columns of train/dev (same layout) and test (id in column 0)."""
-    train = Columns(text_a, text_b, label, header=train_header,
-                    min_columns=min_columns)
-    test = Columns(test_a, test_b, None, guid=0, header=header,
-                   min_columns=test_min_columns)
+  def same_layout(cls, text_a, text_b, label, test_a, test_b,
+                  train_header=True):
+    """Columns of train/dev (one layout) and test (id in column 0, header
+    row, no label)."""
+    train = Columns(text_a, text_b, label, header=train_header)
+    test = Columns(test_a, test_b, None, guid=0, header=True)
     return {"train": train, "dev": train, "test": test}
 
 
