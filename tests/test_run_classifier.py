@@ -367,6 +367,9 @@ def headless_checkpoint(root):
     (dict(init_checkpoint="{partial}"), r"init_checkpoint=.*partial/"
      r"model.ckpt lacks 1 \(model/transformer/layer_1/ff/layer_2/kernel\) "
      r"model variables"),
+    (dict(model_config_path="{small_config}"), r"--spiece_model_file=.*"
+     r"spiece.model has 1000 pieces but --model_config_path=.* has "
+     r"n_token=500: they belong to different models"),
     (dict(do_train="False"), r"nothing to do"),
     (dict(do_predict="True", do_train="False"), r"--predict_dir is required"),
     (dict(spiece_model_file=None), r"--spiece_model_file is required"),
@@ -375,7 +378,10 @@ def headless_checkpoint(root):
 ])
 def test_bad_input_one_line_errors(setup, engine, overrides, message):
   del engine
-  paths = dict(setup, bad_label=bad_label_dir(setup["root"]))
+  paths = dict(setup, bad_label=bad_label_dir(setup["root"]),
+               small_config=fx.write_config(
+                   os.path.join(setup["root"], "small"),
+                   dict(CONFIG, n_token=500)))
   if "{partial}" in str(overrides.get("init_checkpoint")):
     paths["partial"] = headless_checkpoint(setup["root"])
   overrides = {k: v.format(**paths) if isinstance(v, str) else v

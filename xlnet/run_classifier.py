@@ -320,7 +320,8 @@ def write_scalar_summaries(logdir, step, scalars):
   protos so that it works in graph and eager mode alike.
   """
   wall_time = time.time()
-  name = (f"events.out.tfevents.{int(wall_time)}.{socket.gethostname()}."
+  # Names sort in time order (to the microsecond), as TensorBoard reads them.
+  name = (f"events.out.tfevents.{wall_time:.6f}.{socket.gethostname()}."
           f"{os.getpid()}.{uuid.uuid4().hex[:8]}")
   summary = tf.compat.v1.Summary(value=[
       tf.compat.v1.Summary.Value(tag=tag, simple_value=float(value))
@@ -471,8 +472,8 @@ def evaluate(FLAGS, processor, record_file, num_examples, head_fn):  # pylint: d
                         f"eval_{processor.name}_{FLAGS.eval_split}")
   all_results = []
   prefixes = checkpoints_to_evaluate(FLAGS)
+  start = time.time()
   for n, prefix in enumerate(prefixes):
-    start = time.time()
     outputs = run_inference(FLAGS, prefix, input_fn, head_fn, batch_size)
     real_example_mask(outputs, num_examples, f"evaluating {prefix}")
     results = metrics_lib.evaluation_metrics(
@@ -480,8 +481,10 @@ def evaluate(FLAGS, processor, record_file, num_examples, head_fn):  # pylint: d
         outputs["is_real_example"], outputs["per_example_loss"],
         is_regression)
     step = checkpoint_step(prefix)
-    logging.info("[%d/%d] %s (%.0fs): %s", n + 1, len(prefixes), prefix,
-                 time.time() - start, results)
+    elapsed = time.time() - start
+    logging.info("[%d/%d checkpoints, ETA %.0fs] %s: %s", n + 1,
+                 len(prefixes), elapsed / (n + 1) * (len(prefixes) - n - 1),
+                 prefix, results)
     best = update_eval_results(results_path, processor.name,
                                FLAGS.eval_split, prefix, results, primary)
     write_scalar_summaries(logdir, step or 0, {
@@ -528,14 +531,20 @@ def run(FLAGS):  # pylint: disable=invalid-name
   """Validates the flags, prepares the records, then trains, evaluates and
   predicts as asked."""
   check_task_flags(FLAGS)
-  finetune_flags.check_common_flags(FLAGS)
+  xlnet_config = finetune_flags.check_common_flags(FLAGS)
+  sp_model = prepro_utils.load_sp_model(FLAGS.spiece_model_file,
+                                        "spiece_model_file")
+  if sp_model.get_piece_size() > xlnet_config.n_token:
+    raise ValueError(
+        f"--spiece_model_file={FLAGS.spiece_model_file} has "
+        f"{sp_model.get_piece_size()} pieces but --model_config_path="
+        f"{FLAGS.model_config_path} has n_token={xlnet_config.n_token}: "
+        "they belong to different models")
   processor = make_task_processor(FLAGS)
   labels = processor.get_labels()
   n_class = None if labels is None else len(labels)
   if FLAGS.do_train and FLAGS.init_checkpoint:
     check_init_checkpoint(FLAGS, n_class)
-  sp_model = prepro_utils.load_sp_model(FLAGS.spiece_model_file,
-                                        "spiece_model_file")
   prepare = functools.partial(
       classifier_utils.prepare_records, processor, FLAGS.data_dir,
       output_dir=FLAGS.output_dir, max_seq_length=FLAGS.max_seq_length,
@@ -548,6 +557,7 @@ def run(FLAGS):  # pylint: disable=invalid-name
   records = {split: prepare(split) for split in dict.fromkeys(splits)}
 
   def head_fn(features, is_training):
+    """The task's head on batch-major features (see get_head_outputs)."""
     return classifier_heads.get_head_outputs(FLAGS, features, n_class,
                                              is_training)
 
@@ -563,6 +573,7 @@ def run(FLAGS):  # pylint: disable=invalid-name
 
 
 def main(unused_argv):
+  """absl main: runs the program on the parsed global flags."""
   run(flags.FLAGS)
 
 
