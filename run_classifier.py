@@ -1,0 +1,16 @@
+"""Fine-tuning XLNet for sequence classification and regression.
+
+`python run_classifier.py --task_name=sts-b --do_train --do_eval ...`; see
+docs/finetuning.md. `--help` lists every flag of the program.
+"""
+from absl import flags
+
+from xlnet import finetune_flags
+from xlnet import run_classifier
+
+if __name__ == "__main__":
+  run_classifier.define_flags()
+  # --help lists the flags of the main module: make the library's its own.
+  flags.adopt_module_key_flags(finetune_flags)
+  flags.adopt_module_key_flags(run_classifier)
+  run_classifier.entry_point()

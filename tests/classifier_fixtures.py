@@ -1,0 +1,88 @@
+"""Test helpers for fine-tuning: a tiny XLNet config and checkpoints written
+by variable name, as a released pretrained checkpoint holds them."""
+import json
+import os
+import types
+
+import numpy as np
+import tensorflow as tf
+
+TINY_CONFIG = dict(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16,
+                   ff_activation="gelu", untie_r=True, n_token=32)
+
+
+def write_config(directory, config=None):
+  """Writes an XLNetConfig json into `directory`; returns its path."""
+  os.makedirs(directory, exist_ok=True)
+  path = os.path.join(directory, "xlnet_config.json")
+  with open(path, "w") as f:
+    json.dump(config or TINY_CONFIG, f)
+  return path
+
+
+def pretrained_shapes(cfg=None):
+  """{name: shape} of a pretrained checkpoint (untie_r), by the released
+  variable names: the backbone, `mask_emb` and the LM bias."""
+  cfg = cfg or TINY_CONFIG
+  n, h, d, i = cfg["n_layer"], cfg["n_head"], cfg["d_head"], cfg["d_inner"]
+  m, t = cfg["d_model"], "model/transformer/"
+  shapes = {
+      t + "word_embedding/lookup_table": [cfg["n_token"], m],
+      t + "mask_emb/mask_emb": [1, 1, m],
+      t + "r_w_bias": [n, h, d], t + "r_r_bias": [n, h, d],
+      t + "r_s_bias": [n, h, d], t + "seg_embed": [n, 2, h, d],
+      "model/lm_loss/bias": [cfg["n_token"]],
+  }
+  for layer in range(n):
+    p = f"{t}layer_{layer}/"
+    for name in "qkvro":
+      shapes[f"{p}rel_attn/{name}/kernel"] = [m, h, d]
+    for block in ("rel_attn", "ff"):
+      shapes[f"{p}{block}/LayerNorm/gamma"] = [m]
+      shapes[f"{p}{block}/LayerNorm/beta"] = [m]
+    shapes[f"{p}ff/layer_1/kernel"] = [m, i]
+    shapes[f"{p}ff/layer_1/bias"] = [i]
+    shapes[f"{p}ff/layer_2/kernel"] = [i, m]
+    shapes[f"{p}ff/layer_2/bias"] = [m]
+  return shapes
+
+
+def head_shapes(head_scope, n_out, cfg=None):
+  """{name: shape} of the pooler projection and a task head."""
+  m = (cfg or TINY_CONFIG)["d_model"]
+  return {"model/sequnece_summary/summary/kernel": [m, m],
+          "model/sequnece_summary/summary/bias": [m],
+          f"model/{head_scope}/logit/kernel": [m, n_out],
+          f"model/{head_scope}/logit/bias": [n_out]}
+
+
+def random_values(shapes, seed=0, scale=0.4):
+  """Random float32 values for every name (LayerNorm and biases too, so no
+  term of the model is trivially 0 or 1)."""
+  rng = np.random.default_rng(seed)
+  return {name: rng.normal(0.0, scale, shape).astype(np.float32)
+          for name, shape in shapes.items()}
+
+
+def write_checkpoint(prefix, values):
+  """Saves `values` (name -> array) as a TF checkpoint at `prefix`."""
+  with tf.Graph().as_default():
+    variables = [tf.compat.v1.get_variable(name, initializer=value)
+                 for name, value in values.items()]
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      tf.compat.v1.train.Saver(variables).save(sess, prefix,
+                                               write_meta_graph=False,
+                                               write_state=False)
+  return prefix
+
+
+def head_flags(model_config_path, **overrides):
+  """The flags the heads read, with dropout rates that tests can check."""
+  values = dict(model_config_path=model_config_path, summary_type="last",
+                use_summ_proj=True, cls_scope=None, task_name="sst-2",
+                dropout=0.1, dropatt=0.1, clamp_len=-1, init="normal",
+                init_std=0.02, init_range=0.1, use_tpu=False,
+                use_bfloat16=False, init_checkpoint=None)
+  values.update(overrides)
+  return types.SimpleNamespace(**values)

@@ -1,0 +1,131 @@
+"""Sequence classification and regression heads on the XLNet backbone.
+
+Pure graph builders (no session, no optimizer): they run inside a
+`tf.function` training step as well as inside a TPUEstimator model_fn.
+
+  summary = XLNetModel.get_pooled_out(summary_type, use_summ_proj)
+            (default "last": the `<cls>` state, then the tanh projection
+            `model/sequnece_summary/summary/{kernel,bias}`, then dropout)
+  classification: `model/classification_{cls_scope or task}/logit/{kernel,bias}`
+            [d_model, n_class]; per-example softmax cross-entropy.
+  regression: `model/regression_{task}/logit/{kernel,bias}` [d_model, 1];
+            per-example squared error against the float label.
+  total_loss = mean of the per-example losses.
+"""
+import tensorflow as tf
+
+from xlnet import model as model_lib
+from xlnet import modeling
+
+# Variables a pretrained checkpoint does not hold: the fine-tuning pooler and
+# the task heads start from their initializers.
+NEW_VARIABLE_PATTERNS = (
+    r"^model/sequnece_summary/",
+    r"^model/(classification|regression)_[^/]+/logit/",
+)
+
+
+def classification_scope(FLAGS):  # pylint: disable=invalid-name
+  """`classification_{cls_scope or task_name.lower()}`."""
+  return f"classification_{FLAGS.cls_scope or FLAGS.task_name.lower()}"
+
+
+def regression_scope(FLAGS):  # pylint: disable=invalid-name
+  """`regression_{task_name.lower()}`."""
+  return f"regression_{FLAGS.task_name.lower()}"
+
+
+def sequence_summary(FLAGS, features, is_training):  # pylint: disable=invalid-name
+  """Runs the backbone on batch-major features and pools each sequence.
+
+  Args:
+    FLAGS: object with model_config_path, summary_type, use_summ_proj and
+      the run flags read by `create_run_config` (dropout, dropatt,
+      clamp_len, init, init_std, init_range, use_tpu, use_bfloat16).
+    features: dict of batch-major tensors: `input_ids` int32 [B, L],
+      `segment_ids` int32 [B, L], `input_mask` float32 [B, L] (1 = padding).
+    is_training: bool (dropout on).
+
+  Returns:
+    (summary float32 [B, d_model], the XLNetModel).
+  """
+  xlnet_config = model_lib.XLNetConfig(json_path=FLAGS.model_config_path)
+  run_config = model_lib.create_run_config(is_training, True, FLAGS)
+  xlnet_model = model_lib.XLNetModel(
+      xlnet_config=xlnet_config,
+      run_config=run_config,
+      input_ids=tf.transpose(features["input_ids"], [1, 0]),
+      seg_ids=tf.transpose(features["segment_ids"], [1, 0]),
+      input_mask=tf.transpose(features["input_mask"], [1, 0]))
+  summary = xlnet_model.get_pooled_out(FLAGS.summary_type,
+                                       FLAGS.use_summ_proj)
+  return summary, xlnet_model
+
+
+def get_classification_loss(FLAGS, features, n_class, is_training):  # pylint: disable=invalid-name
+  """Classification head and loss.
+
+  Args:
+    FLAGS: as `sequence_summary`, plus task_name and cls_scope.
+    features: as `sequence_summary`, plus `label_ids` int32 [B].
+    n_class: int, number of classes.
+    is_training: bool.
+
+  Returns:
+    (total_loss float32 scalar, per_example_loss float32 [B],
+     logits float32 [B, n_class]).
+  """
+  summary, xlnet_model = sequence_summary(FLAGS, features, is_training)
+  labels = tf.reshape(features["label_ids"], [-1])
+  with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
+    per_example_loss, logits = modeling.classification_loss(
+        hidden=summary, labels=labels, n_class=n_class,
+        initializer=xlnet_model.get_initializer(),
+        scope=classification_scope(FLAGS), return_logits=True)
+  return tf.reduce_mean(per_example_loss), per_example_loss, logits
+
+
+def get_regression_loss(FLAGS, features, is_training):  # pylint: disable=invalid-name
+  """Regression head and loss.
+
+  Args:
+    FLAGS: as `sequence_summary`, plus task_name.
+    features: as `sequence_summary`, plus `label_ids` float32 [B].
+    is_training: bool.
+
+  Returns:
+    (total_loss float32 scalar, per_example_loss float32 [B],
+     logits float32 [B], the predicted scores).
+  """
+  summary, xlnet_model = sequence_summary(FLAGS, features, is_training)
+  labels = tf.reshape(features["label_ids"], [-1])
+  with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
+    per_example_loss, logits = modeling.regression_loss(
+        hidden=summary, labels=labels,
+        initializer=xlnet_model.get_initializer(),
+        scope=regression_scope(FLAGS), return_logits=True)
+  return tf.reduce_mean(per_example_loss), per_example_loss, logits
+
+
+def get_head_outputs(FLAGS, features, n_class, is_training):  # pylint: disable=invalid-name
+  """The task's head: regression when `n_class` is None, else
+  classification.
+
+  Returns:
+    dict with `total_loss`, `per_example_loss` and `logits` (see the two
+    heads), plus `label_ids` and `is_real_example` passed through from
+    `features` (the latter 1s when absent), so that evaluation can drop the
+    fake examples.
+  """
+  if n_class is None:
+    total_loss, per_example_loss, logits = get_regression_loss(
+        FLAGS, features, is_training)
+  else:
+    total_loss, per_example_loss, logits = get_classification_loss(
+        FLAGS, features, n_class, is_training)
+  is_real = features.get("is_real_example")
+  if is_real is None:
+    is_real = tf.ones_like(per_example_loss, dtype=tf.int32)
+  return {"total_loss": total_loss, "per_example_loss": per_example_loss,
+          "logits": logits, "label_ids": features["label_ids"],
+          "is_real_example": is_real}
