@@ -383,15 +383,16 @@ def char_span_to_pieces(paragraph, start_char, end_char):
 
 
 def piece_span_text(text, paragraph, first, last):
-  """The original text of pieces first..last, outer whitespace trimmed.
+  """The original text of pieces first..last.
+
+  A span ending on an empty piece (which sits at the next piece's start)
+  would end in whitespace: it is trimmed.
 
   Returns:
     (answer text, start char, end char).
   """
   start, end = int(paragraph.starts[first]), int(paragraph.ends[last])
-  raw = text[start:end]
-  start += len(raw) - len(raw.lstrip())
-  end = start + len(raw.strip())
+  end = start + len(text[start:end].rstrip())
   return text[start:end], start, end
 
 
