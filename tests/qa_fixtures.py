@@ -22,17 +22,61 @@ WORDS = ["the", "Café", "naïve", "Ångström", "Zoë's", "e\u0301cole",
 SPACES = [" ", " ", " ", "  ", "\t", "\n\n ", "\u00a0", " \u3000 "]
 
 
-def tiny_flags(tmp_path, **overrides):
-  """A flags stand-in with a tiny model config written to `tmp_path`."""
-  config_path = os.path.join(str(tmp_path), "xlnet_config.json")
+def write_tiny_config(directory):
+  """Writes TINY_CONFIG as `{directory}/xlnet_config.json`; returns it."""
+  config_path = os.path.join(str(directory), "xlnet_config.json")
   with open(config_path, "w") as f:
     json.dump(TINY_CONFIG, f)
-  values = dict(model_config_path=config_path, dropout=0.0, dropatt=0.0,
+  return config_path
+
+
+def tiny_flags(tmp_path, **overrides):
+  """A flags stand-in with a tiny model config written to `tmp_path`."""
+  values = dict(model_config_path=write_tiny_config(tmp_path), dropout=0.0,
+                dropatt=0.0,
                 clamp_len=-1, init="normal", init_std=0.02, init_range=0.1,
                 use_tpu=False, use_bfloat16=False, summary_type="last",
                 use_summ_proj=True, start_n_top=5, end_n_top=5)
   values.update(overrides)
   return types.SimpleNamespace(**values)
+
+
+def session_predict(outputs_fn):
+  """A stand-in for the engine's prediction: runs `outputs_fn(FLAGS,
+  features)` with freshly initialized variables over the whole input.
+
+  Returns:
+    predict(FLAGS, input_fn) -> list of per-record dicts of NumPy values.
+  """
+  def predict(FLAGS, input_fn):  # pylint: disable=invalid-name
+    rows = []
+    with tf.Graph().as_default():
+      dataset = input_fn({"batch_size": 3})
+      features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+      outputs = outputs_fn(FLAGS, features)
+      with tf.compat.v1.Session() as sess:
+        sess.run(tf.compat.v1.global_variables_initializer())
+        while True:
+          try:
+            batch = sess.run(outputs)
+          except tf.errors.OutOfRangeError:
+            return rows
+          size = len(next(iter(batch.values())))
+          rows.extend({k: v[i] for k, v in batch.items()}
+                      for i in range(size))
+  return predict
+
+
+def first_batch(input_fn, batch_size, build=None):
+  """Runs one batch of `input_fn` (and `build(features)` on it, with fresh
+  variables); returns (features, built) as NumPy."""
+  with tf.Graph().as_default():
+    dataset = input_fn({"batch_size": batch_size})
+    features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+    built = build(features) if build else {}
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      return sess.run((features, built))
 
 
 def random_checkpoint(path, shapes, seed=0, scale=0.4):
