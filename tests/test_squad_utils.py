@@ -81,7 +81,8 @@ def test_normalized_view_is_what_sentencepiece_spells(sp_model, lower):
 
 def test_char_span_to_pieces_and_back(sp_model):
   text = "Tokyo  (東京) hosted the 1964, Olympics."
-  paragraph = squad_utils.tokenize_paragraph(sp_model, text, False)
+  paragraph = squad_utils.tokenize_paragraph(
+      sp_model, squad_utils.piece_vocab(sp_model), text, False)
   pieces = _pieces(sp_model, text, False)
   for answer in ["(東京)", "the 1964, Olympics", "Tokyo", "Olympics."]:
     start = text.index(answer)

@@ -346,22 +346,48 @@ def align_pieces(text, pieces, lower):
   return starts.astype(np.int64), ends.astype(np.int64)
 
 
-def tokenize_paragraph(sp_model, text, uncased):
+def piece_vocab(sp_model):
+  """Dict piece -> id of the whole vocabulary.
+
+  Looking pieces up in a dict is many times cheaper than one SentencePiece
+  call per piece; pieces outside the vocabulary get `<unk>`, as in
+  SentencePiece.
+  """
+  return {sp_model.id_to_piece(i): i for i in range(sp_model.get_piece_size())}
+
+
+def encode(sp_model, vocab, text, uncased):
+  """Pieces and ids of `text`, normalized as for pretraining.
+
+  Args:
+    sp_model: sentencepiece.SentencePieceProcessor.
+    vocab: its `piece_vocab`.
+    text: str.
+    uncased: lower-case (uncased models).
+
+  Returns:
+    (list of str pieces, list of int ids).
+  """
+  pieces = prepro_utils.encode_pieces(
+      sp_model, prepro_utils.preprocess_text(text, lower=uncased))
+  return pieces, [vocab.get(p, prepro_utils.UNK_ID) for p in pieces]
+
+
+def tokenize_paragraph(sp_model, vocab, text, uncased):
   """Piece ids of a paragraph and the original span of every piece.
 
   Args:
     sp_model: sentencepiece.SentencePieceProcessor.
+    vocab: its `piece_vocab`.
     text: original paragraph text.
     uncased: lower-case (uncased models).
 
   Returns:
     TokenizedParagraph.
   """
-  pieces = prepro_utils.encode_pieces(
-      sp_model, prepro_utils.preprocess_text(text, lower=uncased))
-  ids = np.array([sp_model.piece_to_id(p) for p in pieces], np.int32)
+  pieces, ids = encode(sp_model, vocab, text, uncased)
   starts, ends = align_pieces(text, pieces, uncased)
-  return TokenizedParagraph(ids, starts, ends)
+  return TokenizedParagraph(np.array(ids, np.int32), starts, ends)
 
 
 def char_span_to_pieces(paragraph, start_char, end_char):
@@ -523,12 +549,19 @@ class FeatureConverter:
     self.unmappable = []
     self.windows = []
     self.next_unique_id = 0
+    self.vocab = None
+
+  def _vocab(self):
+    """The `piece_vocab`, built on first use."""
+    if self.vocab is None:
+      self.vocab = piece_vocab(self.sp_model)
+    return self.vocab
 
   def paragraph(self, index):
     """TokenizedParagraph of paragraph `index` (cached)."""
     if index not in self.tokenized:
       self.tokenized[index] = tokenize_paragraph(
-          self.sp_model, self.paragraphs[index], self.uncased)
+          self.sp_model, self._vocab(), self.paragraphs[index], self.uncased)
     return self.tokenized[index]
 
   def convert(self, example_index, example):
@@ -542,10 +575,9 @@ class FeatureConverter:
       if answer is None:
         self.unmappable.append(example.qas_id)
         return None
-    question = prepro_utils.preprocess_text(example.question_text,
-                                            lower=self.uncased)
-    question_ids = prepro_utils.encode_ids(
-        self.sp_model, question)[:self.max_query_length]
+    _, question_ids = encode(self.sp_model, self._vocab(),
+                             example.question_text, self.uncased)
+    question_ids = question_ids[:self.max_query_length]
     windows = doc_windows(len(paragraph.ids),
                           self.max_seq_length - len(question_ids) - 3,
                           self.doc_stride)
