@@ -1,6 +1,7 @@
 """XLNet on RACE: `python run_race.py --do_train --do_eval ...`.
 
-See `xlnet/run_race.py`, `docs/squad_race.md` and `python run_race.py --helpfull`.
+See `xlnet/run_race.py`, `docs/squad_race.md` and
+`python run_race.py --helpfull`.
 """
 from xlnet import run_race
 

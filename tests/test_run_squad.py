@@ -59,8 +59,9 @@ def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
   flags = squad["flags"]()
   paragraphs, examples, _ = squad_utils.read_squad_examples(squad["train"],
                                                             True)
-  converter = run_squad._converter(flags, run_squad.prepro_utils.load_sp_model(  # pylint: disable=protected-access
-      flags.spiece_model_file), paragraphs, True)
+  converter = squad_utils.FeatureConverter(
+      run_squad.prepro_utils.load_sp_model(flags.spiece_model_file),
+      paragraphs, 48, 8, 12, False, is_training=True)
   want = sum(len(f["input_ids"]) for f in converter.iter_features(examples))
   assert sum(_count_records(p) for p in paths) == want
 

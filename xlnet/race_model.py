@@ -10,6 +10,8 @@ from xlnet import model as model_lib
 from xlnet import modeling
 from xlnet import race_utils
 
+_dense = modeling._dense  # pylint: disable=protected-access
+
 
 def _choices_time_major(features, name):
   """features[name] `[B, 4 L]` -> `[L, 4 B]` (column 4 b + j = option j of
@@ -44,8 +46,7 @@ def get_race_logits(FLAGS, features, is_training):  # pylint: disable=invalid-na
   summary = xlnet_model.get_pooled_out(FLAGS.summary_type,
                                        FLAGS.use_summ_proj)
   with tf.compat.v1.variable_scope("logits", reuse=tf.compat.v1.AUTO_REUSE):
-    logits = modeling._dense(summary, 1, xlnet_model.get_initializer(),  # pylint: disable=protected-access
-                             "dense")
+    logits = _dense(summary, 1, xlnet_model.get_initializer(), "dense")
   return tf.reshape(logits, [-1, race_utils.NUM_CHOICES])
 
 

@@ -23,6 +23,13 @@ from xlnet import modeling
 # Added to the logits of positions that cannot hold an answer.
 _CLOSED = -1e30
 
+# The backbone's layer helpers (dense and LayerNorm on tf.compat.v1
+# variables, dropout), shared so the heads compute exactly like the model.
+_dense = modeling._dense  # pylint: disable=protected-access
+_dropout = modeling._dropout  # pylint: disable=protected-access
+_layer_norm = modeling._layer_norm  # pylint: disable=protected-access
+_variable = modeling._variable  # pylint: disable=protected-access
+
 
 def _masked(logits, p_mask):
   """`logits * (1 - p_mask) - 1e30 * p_mask` (same shapes, float32)."""
@@ -42,7 +49,7 @@ def start_logits(output, p_mask, initializer):
   """
   with tf.compat.v1.variable_scope("start_logits",
                                    reuse=tf.compat.v1.AUTO_REUSE):
-    logits = modeling._dense(output, 1, initializer, "dense")  # pylint: disable=protected-access
+    logits = _dense(output, 1, initializer, "dense")
   return _masked(logits[..., 0], p_mask)
 
 
@@ -64,11 +71,10 @@ def end_logits(output, start_features, p_mask, initializer):
   d_model = output.shape[-1]
   with tf.compat.v1.variable_scope("end_logits",
                                    reuse=tf.compat.v1.AUTO_REUSE):
-    hidden = modeling._dense(  # pylint: disable=protected-access
-        tf.concat([output, start_features], axis=-1), d_model, initializer,
-        "dense_0", activation=tf.tanh)
-    hidden = modeling._layer_norm(hidden, "LayerNorm")  # pylint: disable=protected-access
-    logits = modeling._dense(hidden, 1, initializer, "dense_1")  # pylint: disable=protected-access
+    hidden = _dense(tf.concat([output, start_features], axis=-1), d_model,
+                    initializer, "dense_0", activation=tf.tanh)
+    hidden = _layer_norm(hidden, "LayerNorm")
+    logits = _dense(hidden, 1, initializer, "dense_1")
   return _masked(logits[..., 0], p_mask)
 
 
@@ -97,13 +103,11 @@ def answer_class_logits(output, start_logits_, cls_index, initializer,
   start_feature = tf.einsum("lbh,lb->bh", output, start_p)
   with tf.compat.v1.variable_scope("answer_class",
                                    reuse=tf.compat.v1.AUTO_REUSE):
-    hidden = modeling._dense(  # pylint: disable=protected-access
-        tf.concat([start_feature, cls_feature], axis=-1), d_model,
-        initializer, "dense_0", activation=tf.tanh)
-    hidden = modeling._dropout(hidden, dropout, is_training)  # pylint: disable=protected-access
+    hidden = _dense(tf.concat([start_feature, cls_feature], axis=-1),
+                    d_model, initializer, "dense_0", activation=tf.tanh)
+    hidden = _dropout(hidden, dropout, is_training)
     with tf.compat.v1.variable_scope("dense_1"):
-      kernel = modeling._variable("kernel", [d_model, 1], hidden.dtype,  # pylint: disable=protected-access
-                                  initializer)
+      kernel = _variable("kernel", [d_model, 1], hidden.dtype, initializer)
   return tf.matmul(hidden, kernel)[:, 0]
 
 
