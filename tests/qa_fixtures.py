@@ -41,9 +41,36 @@ def tiny_flags(tmp_path, **overrides):
   return types.SimpleNamespace(**values)
 
 
+def plain_train(loss_fn, seed=0):
+  """A stand-in for the engine's fine-tuning: `FLAGS.train_steps` steps of
+  plain Adam at `FLAGS.learning_rate` on `loss_fn(FLAGS, features)` from
+  fresh variables, then one checkpoint in `FLAGS.model_dir`.
+
+  Returns:
+    train(FLAGS, input_fn) -> list of the losses.
+  """
+  def train(FLAGS, input_fn):  # pylint: disable=invalid-name
+    with tf.Graph().as_default():
+      tf.compat.v1.set_random_seed(seed)
+      dataset = input_fn({"batch_size": FLAGS.train_batch_size})
+      features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+      loss, _ = loss_fn(FLAGS, features)
+      train_op = tf.compat.v1.train.AdamOptimizer(
+          FLAGS.learning_rate).minimize(loss)
+      with tf.compat.v1.Session() as sess:
+        sess.run(tf.compat.v1.global_variables_initializer())
+        losses = [sess.run([loss, train_op])[0]
+                  for _ in range(FLAGS.train_steps)]
+        tf.compat.v1.train.Saver().save(
+            sess, os.path.join(FLAGS.model_dir, "model.ckpt"))
+    return losses
+  return train
+
+
 def session_predict(outputs_fn):
   """A stand-in for the engine's prediction: runs `outputs_fn(FLAGS,
-  features)` with freshly initialized variables over the whole input.
+  features)` over the whole input with the latest checkpoint of
+  `FLAGS.model_dir`, or with fresh variables when there is none.
 
   Returns:
     predict(FLAGS, input_fn) -> list of per-record dicts of NumPy values.
@@ -55,7 +82,11 @@ def session_predict(outputs_fn):
       features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
       outputs = outputs_fn(FLAGS, features)
       with tf.compat.v1.Session() as sess:
-        sess.run(tf.compat.v1.global_variables_initializer())
+        checkpoint = tf.train.latest_checkpoint(FLAGS.model_dir)
+        if checkpoint:
+          tf.compat.v1.train.Saver().restore(sess, checkpoint)
+        else:
+          sess.run(tf.compat.v1.global_variables_initializer())
         while True:
           try:
             batch = sess.run(outputs)
