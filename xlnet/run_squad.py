@@ -159,6 +159,9 @@ def prepro_train_shard(FLAGS, sp_model, proc_id, num_proc):  # pylint: disable=i
   count = qa_records.write_records(path, converter.iter_features(shard))
   logging.info("Wrote %d training features of %d questions to %s", count,
                len(shard), path)
+  if not count:
+    logging.warning("%s holds no training feature (shard %d of %d has no "
+                    "usable question)", path, proc_id, num_proc)
   return path
 
 

@@ -7,7 +7,7 @@ The steps, in order:
   * `tokenize_paragraph`: a paragraph -> SentencePiece ids plus, for every
     piece, the span of original characters it stands for (`align_pieces`).
     Each paragraph is tokenized once however many questions it has.
-  * `convert_examples`: question + paragraph -> one feature per doc-stride
+  * `FeatureConverter`: question + paragraph -> one feature per doc-stride
     window, in the fine-tuning layout `P <sep> Q <sep> <cls>` + padding.
   * `get_predictions`: the model's beam over each window -> n-best answer
     texts cut from the original paragraph, and the null score.
