@@ -1,0 +1,203 @@
+"""Test helpers for SQuAD and RACE: a tricky synthetic SQuAD set, RACE files,
+a tiny model config and random checkpoints written by variable name."""
+import json
+import os
+import types
+
+import numpy as np
+import tensorflow as tf
+
+# A tiny XLNet (the vocabulary matches tests.data_fixtures.train_tiny_spm).
+TINY_CONFIG = dict(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16,
+                   ff_activation="gelu", untie_r=True, n_token=1000)
+
+# Words of the synthetic paragraphs: accents (precomposed and combining),
+# CJK, emoji, ligatures, quote pairs, digits with commas, Greek, mixed case.
+WORDS = ["the", "Café", "naïve", "Ångström", "Zoë's", "e\u0301cole",
+         "man\u0303ana", "東京タワー", "北京", "😀", "🚀🚀", "ﬁsh", "①",
+         "``quoted''", "1999,", "2,000", "(note)", "ΟΔΟΣ", "River", "over",
+         "Botchan", "said", "a", "school", "teacher", "x\u200dy", "don't",
+         "e.g.", "—", "naïveté", "İstanbul", "Straße"]
+# Whitespace between words: runs of spaces, tabs, newlines, no-break spaces.
+SPACES = [" ", " ", " ", "  ", "\t", "\n\n ", "\u00a0", " \u3000 "]
+
+
+def write_tiny_config(directory):
+  """Writes TINY_CONFIG as `{directory}/xlnet_config.json`; returns it."""
+  config_path = os.path.join(str(directory), "xlnet_config.json")
+  with open(config_path, "w") as f:
+    json.dump(TINY_CONFIG, f)
+  return config_path
+
+
+def tiny_flags(tmp_path, **overrides):
+  """A flags stand-in with a tiny model config written to `tmp_path`."""
+  values = dict(model_config_path=write_tiny_config(tmp_path), dropout=0.0,
+                dropatt=0.0,
+                clamp_len=-1, init="normal", init_std=0.02, init_range=0.1,
+                use_tpu=False, use_bfloat16=False, summary_type="last",
+                use_summ_proj=True, start_n_top=5, end_n_top=5)
+  values.update(overrides)
+  return types.SimpleNamespace(**values)
+
+
+def plain_train(loss_fn, seed=0):
+  """A stand-in for the engine's fine-tuning: `FLAGS.train_steps` steps of
+  plain Adam at `FLAGS.learning_rate` on `loss_fn(FLAGS, features)` from
+  fresh variables, then one checkpoint in `FLAGS.model_dir`.
+
+  Returns:
+    train(FLAGS, input_fn) -> list of the losses.
+  """
+  def train(FLAGS, input_fn):  # pylint: disable=invalid-name
+    with tf.Graph().as_default():
+      tf.compat.v1.set_random_seed(seed)
+      dataset = input_fn({"batch_size": FLAGS.train_batch_size})
+      features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+      loss, _ = loss_fn(FLAGS, features)
+      train_op = tf.compat.v1.train.AdamOptimizer(
+          FLAGS.learning_rate).minimize(loss)
+      with tf.compat.v1.Session() as sess:
+        sess.run(tf.compat.v1.global_variables_initializer())
+        losses = [sess.run([loss, train_op])[0]
+                  for _ in range(FLAGS.train_steps)]
+        tf.compat.v1.train.Saver().save(
+            sess, os.path.join(FLAGS.model_dir, "model.ckpt"))
+    return losses
+  return train
+
+
+def session_predict(outputs_fn):
+  """A stand-in for the engine's prediction: runs `outputs_fn(FLAGS,
+  features)` over the whole input with the latest checkpoint of
+  `FLAGS.model_dir`, or with fresh variables when there is none.
+
+  Returns:
+    predict(FLAGS, input_fn) -> list of per-record dicts of NumPy values.
+  """
+  def predict(FLAGS, input_fn):  # pylint: disable=invalid-name
+    rows = []
+    with tf.Graph().as_default():
+      dataset = input_fn({"batch_size": 3})
+      features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+      outputs = outputs_fn(FLAGS, features)
+      with tf.compat.v1.Session() as sess:
+        checkpoint = tf.train.latest_checkpoint(FLAGS.model_dir)
+        if checkpoint:
+          tf.compat.v1.train.Saver().restore(sess, checkpoint)
+        else:
+          sess.run(tf.compat.v1.global_variables_initializer())
+        while True:
+          try:
+            batch = sess.run(outputs)
+          except tf.errors.OutOfRangeError:
+            return rows
+          size = len(next(iter(batch.values())))
+          rows.extend({k: v[i] for k, v in batch.items()}
+                      for i in range(size))
+  return predict
+
+
+def first_batch(input_fn, batch_size, build=None):
+  """Runs one batch of `input_fn` (and `build(features)` on it, with fresh
+  variables); returns (features, built) as NumPy."""
+  with tf.Graph().as_default():
+    dataset = input_fn({"batch_size": batch_size})
+    features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+    built = build(features) if build else {}
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      return sess.run((features, built))
+
+
+def random_checkpoint(path, shapes, seed=0, scale=0.4):
+  """Writes a checkpoint of random values under exactly the given names.
+
+  Args:
+    path: checkpoint prefix.
+    shapes: dict variable name -> shape.
+
+  Returns:
+    dict name -> float64 value (what the checkpoint holds, as float32).
+  """
+  rng = np.random.default_rng(seed)
+  values = {name: rng.normal(0.0, scale, shape).astype(np.float32)
+            for name, shape in shapes.items()}
+  with tf.Graph().as_default():
+    plain = [tf.compat.v1.get_variable(name, initializer=value)
+             for name, value in values.items()]
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      tf.compat.v1.train.Saver(plain).save(sess, path)
+  return {name: value.astype(np.float64) for name, value in values.items()}
+
+
+def backbone_shapes(config=None):
+  """Variable name -> shape of the fine-tuning backbone (with segments)."""
+  c = dict(TINY_CONFIG if config is None else config)
+  n, m, h, d, i = (c["n_layer"], c["d_model"], c["n_head"], c["d_head"],
+                   c["d_inner"])
+  t = "model/transformer/"
+  shapes = {t + "word_embedding/lookup_table": [c["n_token"], m],
+            t + "r_w_bias": [n, h, d], t + "r_r_bias": [n, h, d],
+            t + "r_s_bias": [n, h, d], t + "seg_embed": [n, 2, h, d]}
+  for layer in range(n):
+    p = f"{t}layer_{layer}/"
+    for name in "qkvro":
+      shapes[f"{p}rel_attn/{name}/kernel"] = [m, h, d]
+    for block in ("rel_attn", "ff"):
+      shapes[f"{p}{block}/LayerNorm/gamma"] = [m]
+      shapes[f"{p}{block}/LayerNorm/beta"] = [m]
+    shapes[f"{p}ff/layer_1/kernel"] = [m, i]
+    shapes[f"{p}ff/layer_1/bias"] = [i]
+    shapes[f"{p}ff/layer_2/kernel"] = [i, m]
+    shapes[f"{p}ff/layer_2/bias"] = [m]
+  return shapes
+
+
+def synthetic_squad(rng, num_paragraphs, questions_per_paragraph,
+                    words_per_paragraph=(20, 60), impossible_rate=0.2):
+  """A SQuAD 2.0 `data` list over tricky text; answers are runs of whole
+  words (spaces between them kept as in the paragraph)."""
+  paragraphs = []
+  for p in range(num_paragraphs):
+    n = int(rng.integers(*words_per_paragraph))
+    words = [WORDS[k] for k in rng.integers(0, len(WORDS), n)]
+    spans, text = [], ""
+    for w, word in enumerate(words):
+      if w:
+        text += SPACES[int(rng.integers(0, len(SPACES)))]
+      spans.append((len(text), len(text) + len(word)))
+      text += word
+    qas = []
+    for q in range(questions_per_paragraph):
+      qid = f"p{p}q{q}"
+      question = " ".join(WORDS[k] for k in rng.integers(0, len(WORDS), 5))
+      if rng.random() < impossible_rate:
+        qas.append(dict(id=qid, question=question + "?", answers=[],
+                        is_impossible=True))
+        continue
+      first = int(rng.integers(0, n))
+      last = min(n - 1, first + int(rng.integers(0, 4)))
+      start, end = spans[first][0], spans[last][1]
+      qas.append(dict(id=qid, question=question + "?", is_impossible=False,
+                      answers=[dict(text=text[start:end],
+                                    answer_start=start)]))
+    paragraphs.append(dict(context=text, qas=qas))
+  return [dict(title="synthetic", paragraphs=paragraphs)]
+
+
+def write_json(path, content):
+  """Writes `content` as JSON; returns the path as str."""
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(content, f, ensure_ascii=False)
+  return str(path)
+
+
+def write_race_dir(root, files):
+  """Writes RACE files: `files` maps "split/level/name.txt" -> JSON object."""
+  for rel, content in files.items():
+    path = os.path.join(str(root), rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_json(path, content)
+  return str(root)

@@ -1,0 +1,232 @@
+"""run_squad.py: flags, the release's scripts, sharded preprocessing, the
+training input handed to the engine, and prediction end to end with a
+stand-in for the engine."""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import qa_fixtures
+from tests.data_fixtures import REPO_ROOT
+from tests.data_fixtures import train_tiny_spm
+from xlnet import run_squad
+from xlnet import squad_model
+from xlnet import squad_utils
+
+SMALL = ["--max_seq_length=48", "--max_query_length=8", "--doc_stride=12",
+         "--max_answer_length=10", "--start_n_top=3", "--end_n_top=2",
+         "--n_best_size=3", "--dropout=0", "--dropatt=0"]
+
+
+@pytest.fixture()
+def squad(tmp_path):
+  """Paths and flags of a tiny SQuAD run."""
+  data = qa_fixtures.synthetic_squad(np.random.default_rng(5), 8, 4)
+  train = qa_fixtures.write_json(tmp_path / "train-v2.0.json", {"data": data})
+  dev = qa_fixtures.write_json(tmp_path / "dev-v2.0.json", {"data": data})
+  base = ["run_squad.py", f"--spiece_model_file={train_tiny_spm()}",
+          f"--output_dir={tmp_path / 'proc'}",
+          f"--model_dir={tmp_path / 'model'}",
+          f"--model_config_path={qa_fixtures.write_tiny_config(tmp_path)}",
+          f"--train_file={train}", f"--predict_file={dev}"] + SMALL
+
+  def flags(*extra):
+    return run_squad.parse_flags(base + list(extra))
+
+  return dict(flags=flags, argv=base, data=data, train=train, dev=dev,
+              tmp=tmp_path)
+
+
+def _count_records(path):
+  return sum(1 for _ in tf.compat.v1.io.tf_record_iterator(path))
+
+
+def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
+  for proc_id in (0, 1):
+    run_squad.run(squad["flags"]("--do_prepro", "--num_proc=2",
+                                 f"--proc_id={proc_id}"))
+  proc = squad["tmp"] / "proc"
+  paths = sorted(glob.glob(str(proc / "*")))
+  assert [os.path.basename(p) for p in paths] == [
+      f"train-v2.0.spiece-1000.slen-48.qlen-8.stride-12.train-{i}-of-2"
+      ".tf_record" for i in range(2)]
+  # Together the shards hold every window of every question, once.
+  flags = squad["flags"]()
+  paragraphs, examples, _ = squad_utils.read_squad_examples(squad["train"],
+                                                            True)
+  converter = squad_utils.FeatureConverter(
+      run_squad.prepro_utils.load_sp_model(flags.spiece_model_file),
+      paragraphs, 48, 8, 12, False, is_training=True)
+  want = sum(len(f["input_ids"]) for f in converter.iter_features(examples))
+  assert sum(_count_records(p) for p in paths) == want
+
+  captured = {}
+  monkeypatch.setattr(run_squad, "train",
+                      lambda FLAGS, input_fn: captured.update(fn=input_fn))
+  flags = squad["flags"]("--do_train", "--num_proc=2")
+  run_squad.run(flags)
+  features, loss = qa_fixtures.first_batch(
+      captured["fn"], 4, lambda f: squad_model.get_qa_loss(flags, f)[0])
+  assert features["input_ids"].shape == (4, 48)
+  assert features["input_ids"].dtype == np.int32
+  assert features["p_mask"].dtype == np.float32
+  assert features["input_mask"].dtype == np.float32
+  assert features["cls_index"].shape == (4,)
+  assert features["is_impossible"].dtype == np.float32
+  rows = np.arange(4)
+  assert (features["input_ids"][rows, features["cls_index"]] == 3).all()
+  assert np.isfinite(loss) and loss > 0
+
+  os.remove(paths[1])
+  with pytest.raises(ValueError, match=r"training records of shard\(s\) "
+                     r"\[1\] of --num_proc=2 are missing"):
+    run_squad.run(flags)
+
+
+def test_training_writes_missing_records_itself(squad, monkeypatch):
+  monkeypatch.setattr(run_squad, "train", lambda FLAGS, input_fn: None)
+  run_squad.run(squad["flags"]("--do_train"))
+  (path,) = glob.glob(str(squad["tmp"] / "proc" / "*.tf_record"))
+  assert path.endswith(".train-0-of-1.tf_record") and _count_records(path)
+  monkeypatch.undo()
+  with pytest.raises(NotImplementedError, match="shared training engine"):
+    run_squad.run(squad["flags"]("--do_train"))  # the engine's turn
+
+
+def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch):
+  monkeypatch.setattr(run_squad, "predict", qa_fixtures.session_predict(
+      squad_model.get_qa_predictions))
+  predict_dir = squad["tmp"] / "pred"
+  metrics = run_squad.run(squad["flags"]("--do_predict",
+                                         f"--predict_dir={predict_dir}"))
+  contexts = {qa["id"]: p["context"] for p in squad["data"][0]["paragraphs"]
+              for qa in p["qas"]}
+  with open(predict_dir / "predictions.json") as f:
+    predictions = json.load(f)
+  with open(predict_dir / "null_odds.json") as f:
+    null_odds = json.load(f)
+  with open(predict_dir / "nbest_predictions.json") as f:
+    nbest = json.load(f)
+  with open(predict_dir / "eval_results.json") as f:
+    assert json.load(f) == metrics
+  assert set(predictions) == set(null_odds) == set(nbest) == set(contexts)
+  for qid, text in predictions.items():
+    assert text in contexts[qid]
+    assert isinstance(null_odds[qid], float)
+    assert 1 <= len(nbest[qid]) <= 3 and nbest[qid][0]["text"] == text
+    for entry in nbest[qid]:
+      if entry["text"]:
+        assert contexts[qid][entry["start_char"]:entry["end_char"]] == (
+            entry["text"])
+  for key in ("exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1",
+              "best_f1_thresh", "best_exact"):
+    assert key in metrics
+  assert metrics["total"] == len(contexts)
+  assert not glob.glob(str(predict_dir / "*.tmp-*"))
+
+
+@pytest.mark.parametrize("extra,match", [
+    ([], "nothing to do: set --do_prepro, --do_train and/or --do_predict"),
+    (["--do_predict", "--predict_file="],
+     "--predict_file is required with --do_predict"),
+    (["--do_train", "--max_seq_length=11"],
+     r"--max_seq_length=11 leaves no room for the paragraph: it must be at "
+     r"least --max_query_length \+ 4 = 12"),
+    (["--do_prepro", "--num_proc=2", "--proc_id=2"],
+     r"--proc_id=2 must be in \[0, --num_proc=2\)"),
+    (["--do_predict", "--n_best_size=0"], "--n_best_size=0 must be >= 1"),
+    (["--do_predict", "--start_n_top=60"],
+     "--start_n_top=60 exceeds --max_seq_length=48"),
+])
+def test_bad_flags_name_the_flag(squad, extra, match):
+  with pytest.raises(ValueError, match=match):
+    run_squad.run(squad["flags"](*extra))
+
+
+def test_command_line_errors_are_one_line(squad, tmp_path):
+  empty = qa_fixtures.write_json(tmp_path / "empty.json", {"data": []})
+  args = [a for a in squad["argv"] if not a.startswith("--predict_file")]
+  proc = subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "run_squad.py")] + args[1:] +
+      ["--do_predict", f"--predict_file={empty}"],
+      capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert proc.returncode == 2
+  assert proc.stderr.strip().splitlines()[-1] == (
+      f"run_squad.py: error: --predict_file={empty}: no questions found")
+  assert "Traceback" not in proc.stderr
+
+
+def _script_commands(tmp_path, script, env):
+  """Runs scripts/{script} with a python stand-in that records its argv;
+  returns one argv list per call."""
+  log_dir = tmp_path / "calls"
+  log_dir.mkdir(exist_ok=True)
+  fake = tmp_path / "fake_python"
+  fake.write_text("#!/bin/sh\nprintf '%s\\n' \"$@\" > "
+                  f"{log_dir}/call.$$\n")
+  fake.chmod(0o755)
+  subprocess.run(["bash", os.path.join(REPO_ROOT, "scripts", script)],
+                 check=True, cwd=REPO_ROOT, timeout=60,
+                 env=dict(os.environ, PYTHON=str(fake), **env))
+  calls = []
+  for path in sorted(log_dir.iterdir()):
+    calls.append(path.read_text().splitlines())
+    path.unlink()
+  return calls
+
+
+def test_release_scripts_parse_with_the_papers_settings(tmp_path):
+  env = dict(TPU_NAME="tpu", SQUAD_DIR="sq", INIT_CKPT_DIR="gs://b/ck",
+             LOCAL_INIT_CKPT_DIR="ck", PROC_DATA_DIR="gs://b/proc",
+             MODEL_DIR="gs://b/model", NUM_PROC="3")
+  calls = _script_commands(tmp_path, "prepro_squad.sh", env)
+  assert len(calls) == 3
+  proc_ids = set()
+  for argv in calls:
+    flags = run_squad.parse_flags(argv)
+    assert flags.do_prepro and flags.num_proc == 3
+    assert flags.train_file == "sq/train-v2.0.json"
+    proc_ids.add(flags.proc_id)
+  assert proc_ids == {0, 1, 2}
+
+  (argv,) = _script_commands(tmp_path, "tpu_squad_large.sh", env)
+  flags = run_squad.parse_flags(argv)
+  assert argv[0] == "run_squad.py" and flags.use_tpu and flags.tpu == "tpu"
+  assert (flags.learning_rate, flags.train_batch_size, flags.train_steps,
+          flags.warmup_steps, flags.max_seq_length, flags.adam_epsilon,
+          flags.lr_layer_decay_rate) == (3e-5, 48, 8000, 1000, 512, 1e-6,
+                                         0.75)
+  assert flags.do_train and flags.do_predict and flags.num_proc == 3
+
+  (argv,) = _script_commands(tmp_path, "gpu_squad_base.sh", env)
+  flags = run_squad.parse_flags(argv)
+  assert not flags.use_tpu and flags.num_core_per_host == 3
+  assert (flags.learning_rate, flags.train_batch_size,
+          flags.train_steps) == (2e-5, 8, 12000)
+
+
+def test_prepro_script_runs_on_the_official_layout(tmp_path):
+  squad_dir = tmp_path / "squad"
+  squad_dir.mkdir()
+  data = qa_fixtures.synthetic_squad(np.random.default_rng(9), 4, 3)
+  qa_fixtures.write_json(squad_dir / "train-v2.0.json", {"data": data})
+  ckpt_dir = tmp_path / "ckpt"
+  ckpt_dir.mkdir()
+  os.symlink(train_tiny_spm(), ckpt_dir / "spiece.model")
+  subprocess.run(
+      ["bash", os.path.join(REPO_ROOT, "scripts", "prepro_squad.sh"),
+       "--max_seq_length=128"], check=True, cwd=REPO_ROOT, timeout=600,
+      capture_output=True,
+      env=dict(os.environ, PYTHON=sys.executable, SQUAD_DIR=str(squad_dir),
+               INIT_CKPT_DIR=str(ckpt_dir), NUM_PROC="2",
+               PROC_DATA_DIR=str(tmp_path / "proc"),
+               TF_CPP_MIN_LOG_LEVEL="3"))
+  names = sorted(os.listdir(tmp_path / "proc"))
+  assert names == [f"train-v2.0.spiece.slen-128.qlen-64.stride-128.train-"
+                   f"{i}-of-2.tf_record" for i in range(2)]

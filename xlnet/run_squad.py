@@ -1,0 +1,309 @@
+"""XLNet on SQuAD 2.0 / 1.1: preprocessing, fine-tuning, prediction and the
+official evaluation (`python run_squad.py --help`).
+
+Steps, each enabled by its flag:
+  --do_prepro   training features -> records: shard --proc_id of --num_proc
+                (questions are split by paragraph); alone it runs just this.
+  --do_train    fine-tunes on the training records (made here when missing
+                and --num_proc is 1).
+  --do_predict  predicts --predict_file and writes predictions.json,
+                null_odds.json, nbest_predictions.json and eval_results.json
+                (exact match / F1, HasAns / NoAns, best null threshold) to
+                --predict_dir.
+"""
+import json
+import os
+import random
+
+from absl import flags
+from absl import logging
+import tensorflow as tf
+
+from xlnet import cli
+from xlnet import io_utils
+from xlnet import prepro_utils
+from xlnet import qa_flags
+from xlnet import qa_records
+from xlnet import squad_eval
+from xlnet import squad_utils
+
+# Seed of the one-off shuffle of each training shard's questions.
+_SHUFFLE_SEED = 100
+
+
+def define_flags(flag_values=flags.FLAGS):
+  """Defines every flag of run_squad.py (no-op if already there)."""
+  if "train_file" in flag_values:
+    return
+  qa_flags.define_common_flags(flag_values)
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_bool("do_prepro", False,
+                    "Write the training records of shard --proc_id.", **fv)
+  flags.DEFINE_bool("do_predict", False,
+                    "Predict --predict_file and evaluate.", **fv)
+  flags.DEFINE_string("train_file", None,
+                      "SQuAD JSON for training, e.g. train-v2.0.json.", **fv)
+  flags.DEFINE_string("predict_file", None,
+                      "SQuAD JSON to predict, e.g. dev-v2.0.json.", **fv)
+  flags.DEFINE_string("predict_dir", None,
+                      "Where the prediction files go (default: "
+                      "--model_dir).", **fv)
+  flags.DEFINE_integer("num_proc", 1,
+                       "Number of preprocessing shards.", **fv)
+  flags.DEFINE_integer("proc_id", 0,
+                       "Shard written by this --do_prepro run.", **fv)
+  flags.DEFINE_integer("max_query_length", 64,
+                       "Question pieces kept (the first ones).", **fv)
+  flags.DEFINE_integer("doc_stride", 128,
+                       "Pieces between the starts of two windows.", **fv)
+  flags.DEFINE_integer("max_answer_length", 64,
+                       "Longest predicted answer, in pieces.", **fv)
+  flags.DEFINE_integer("start_n_top", 5, "Beam size of answer starts.", **fv)
+  flags.DEFINE_integer("end_n_top", 5, "Answer ends kept per start.", **fv)
+  flags.DEFINE_integer("n_best_size", 5,
+                       "Answers kept per question in "
+                       "nbest_predictions.json.", **fv)
+  flags.DEFINE_integer("predict_batch_size", 32, "Prediction batch size.",
+                       **fv)
+  # The paper's XLNet-Large settings.
+  qa_flags.set_defaults(flag_values, learning_rate=3e-5,
+                        train_batch_size=48, train_steps=8000,
+                        warmup_steps=1000, lr_layer_decay_rate=0.75,
+                        save_steps=1000)
+
+
+def parse_flags(argv):
+  """A fresh, parsed FlagValues with every flag of run_squad.py."""
+  flag_values = flags.FlagValues()
+  define_flags(flag_values)
+  flag_values(list(argv))
+  return flag_values
+
+
+def validate_flags(FLAGS):  # pylint: disable=invalid-name
+  """Raises ValueError (naming the flag) on a setting that cannot work."""
+  if not (FLAGS.do_prepro or FLAGS.do_train or FLAGS.do_predict):
+    raise ValueError("nothing to do: set --do_prepro, --do_train and/or "
+                     "--do_predict")
+  qa_flags.require(FLAGS, "spiece_model_file", "output_dir",
+                   why="(the SentencePiece model and the records directory)")
+  if FLAGS.do_prepro or FLAGS.do_train:
+    qa_flags.require(FLAGS, "train_file", why="with --do_prepro/--do_train")
+  if FLAGS.do_train or FLAGS.do_predict:
+    qa_flags.require(FLAGS, "model_config_path", "model_dir",
+                     why="with --do_train/--do_predict")
+  if FLAGS.do_predict:
+    qa_flags.require(FLAGS, "predict_file", why="with --do_predict")
+  qa_flags.check_positive(
+      FLAGS, "max_seq_length", "max_query_length", "doc_stride",
+      "max_answer_length", "start_n_top", "end_n_top", "n_best_size",
+      "num_proc", "train_batch_size", "predict_batch_size", "train_steps")
+  if FLAGS.max_seq_length < FLAGS.max_query_length + 4:
+    raise ValueError(
+        f"--max_seq_length={FLAGS.max_seq_length} leaves no room for the "
+        f"paragraph: it must be at least --max_query_length + 4 = "
+        f"{FLAGS.max_query_length + 4}")
+  for name in ("start_n_top", "end_n_top"):
+    if getattr(FLAGS, name) > FLAGS.max_seq_length:
+      raise ValueError(f"--{name}={getattr(FLAGS, name)} exceeds "
+                       f"--max_seq_length={FLAGS.max_seq_length}")
+  if not 0 <= FLAGS.proc_id < FLAGS.num_proc:
+    raise ValueError(f"--proc_id={FLAGS.proc_id} must be in [0, "
+                     f"--num_proc={FLAGS.num_proc})")
+
+
+def _record_stem(FLAGS, data_file):  # pylint: disable=invalid-name
+  """`{output_dir}/{data}.{spiece}.slen-L.qlen-Q.stride-S[.uncased]`."""
+  data = os.path.splitext(os.path.basename(data_file))[0]
+  spiece = os.path.splitext(os.path.basename(FLAGS.spiece_model_file))[0]
+  case = ".uncased" if FLAGS.uncased else ""
+  return os.path.join(
+      FLAGS.output_dir,
+      f"{data}.{spiece}.slen-{FLAGS.max_seq_length}."
+      f"qlen-{FLAGS.max_query_length}.stride-{FLAGS.doc_stride}{case}")
+
+
+def train_record_path(FLAGS, proc_id, num_proc):  # pylint: disable=invalid-name
+  """Path of training shard `proc_id` of `num_proc`."""
+  return (f"{_record_stem(FLAGS, FLAGS.train_file)}."
+          f"train-{proc_id}-of-{num_proc}.tf_record")
+
+
+def predict_record_path(FLAGS):  # pylint: disable=invalid-name
+  """Path of the prediction records."""
+  return f"{_record_stem(FLAGS, FLAGS.predict_file)}.predict.tf_record"
+
+
+def _converter(FLAGS, sp_model, paragraphs, is_training):  # pylint: disable=invalid-name
+  """A squad_utils.FeatureConverter with the flags' settings."""
+  return squad_utils.FeatureConverter(
+      sp_model, paragraphs, FLAGS.max_seq_length, FLAGS.max_query_length,
+      FLAGS.doc_stride, FLAGS.uncased, is_training)
+
+
+def prepro_train_shard(FLAGS, sp_model, proc_id, num_proc):  # pylint: disable=invalid-name
+  """Writes the training records of one shard.
+
+  Shard `proc_id` holds the questions of every `num_proc`-th paragraph, in
+  an order shuffled once with a fixed seed.
+
+  Returns:
+    the records' path.
+  """
+  paragraphs, examples, _ = squad_utils.read_squad_examples(
+      FLAGS.train_file, is_training=True, flag_name="train_file")
+  shard = [e for e in examples if e.paragraph_index % num_proc == proc_id]
+  random.Random(_SHUFFLE_SEED + proc_id).shuffle(shard)
+  path = train_record_path(FLAGS, proc_id, num_proc)
+  converter = _converter(FLAGS, sp_model, paragraphs, is_training=True)
+  count = qa_records.write_records(path, converter.iter_features(shard))
+  logging.info("Wrote %d training features of %d questions to %s", count,
+               len(shard), path)
+  if not count:
+    logging.warning("%s holds no training feature (shard %d of %d has no "
+                    "usable question)", path, proc_id, num_proc)
+  return path
+
+
+def train_record_paths(FLAGS, sp_model):  # pylint: disable=invalid-name
+  """Paths of every training shard, writing them first when --num_proc=1.
+
+  Raises:
+    ValueError: when shards of a sharded preprocessing are missing.
+  """
+  paths = [train_record_path(FLAGS, i, FLAGS.num_proc)
+           for i in range(FLAGS.num_proc)]
+  missing = [i for i, path in enumerate(paths)
+             if not tf.io.gfile.exists(path)]
+  if missing and FLAGS.num_proc == 1:
+    prepro_train_shard(FLAGS, sp_model, 0, 1)
+  elif missing:
+    raise ValueError(
+        f"--output_dir={FLAGS.output_dir}: training records of shard(s) "
+        f"{missing} of --num_proc={FLAGS.num_proc} are missing (expected "
+        f"{paths[missing[0]]}); run --do_prepro with those --proc_id values "
+        "first (scripts/prepro_squad.sh)")
+  return paths
+
+
+def prepro_predict(FLAGS, sp_model):  # pylint: disable=invalid-name
+  """Reads --predict_file and writes its window records.
+
+  Returns:
+    (paragraphs, examples, converter, records path); the converter holds
+    the windows that map predictions back to the paragraphs.
+  """
+  paragraphs, examples, _ = squad_utils.read_squad_examples(
+      FLAGS.predict_file, is_training=False, flag_name="predict_file")
+  converter = _converter(FLAGS, sp_model, paragraphs, is_training=False)
+  path = predict_record_path(FLAGS)
+  count = qa_records.write_records(path, converter.iter_features(examples))
+  logging.info("Wrote %d prediction features of %d questions to %s", count,
+               len(examples), path)
+  return paragraphs, examples, converter, path
+
+
+def write_predictions(FLAGS, examples, paragraphs, converter, results):  # pylint: disable=invalid-name
+  """Writes predictions.json, null_odds.json and nbest_predictions.json.
+
+  Returns:
+    (predictions, null_odds) dicts keyed by question id.
+  """
+  predictions, nbest, null_odds = squad_utils.get_predictions(
+      examples, paragraphs, converter, results, FLAGS.n_best_size,
+      FLAGS.max_answer_length)
+  predict_dir = FLAGS.predict_dir or FLAGS.model_dir
+  for name, content in (("predictions.json", predictions),
+                        ("null_odds.json", null_odds),
+                        ("nbest_predictions.json", nbest)):
+    io_utils.atomic_write(os.path.join(predict_dir, name),
+                          json.dumps(content, indent=4) + "\n")
+  logging.info("Wrote the predictions of %d questions to %s",
+               len(predictions), predict_dir)
+  return predictions, null_odds
+
+
+def evaluate(FLAGS, predictions, null_odds):  # pylint: disable=invalid-name
+  """Scores the predictions with the official SQuAD evaluation and writes
+  eval_results.json to the prediction directory.
+
+  Returns:
+    the metrics dict.
+  """
+  dataset = squad_utils.load_squad_json(FLAGS.predict_file, "predict_file")
+  metrics = squad_eval.evaluate(dataset, predictions, null_odds)
+  path = os.path.join(FLAGS.predict_dir or FLAGS.model_dir,
+                      "eval_results.json")
+  io_utils.atomic_write(path, json.dumps(metrics, indent=4) + "\n")
+  for key, value in metrics.items():
+    logging.info("  %s = %s", key, value)
+  return metrics
+
+
+# ENGINE: fine-tuning through the shared training engine.
+def train(FLAGS, input_fn):  # pylint: disable=invalid-name
+  """Fine-tunes for --train_steps steps and saves checkpoints in --model_dir.
+
+  The model and loss of a batch are `squad_model.get_qa_loss(FLAGS,
+  features)`; batches come from `input_fn({"batch_size": ...})`
+  (`--train_batch_size` in all); the backbone starts from
+  --init_checkpoint; the optimizer follows the optimizer flags.
+  """
+  del FLAGS, input_fn
+  raise NotImplementedError("needs the shared training engine")
+
+
+# ENGINE: prediction through the shared training engine.
+def predict(FLAGS, input_fn):  # pylint: disable=invalid-name
+  """Runs the latest checkpoint of --model_dir over every prediction record.
+
+  The outputs of a batch are `squad_model.get_qa_predictions(FLAGS,
+  features)`; batches come from `input_fn({"batch_size":
+  --predict_batch_size})` (the last one may be partial).
+
+  Returns:
+    iterable of dicts of NumPy values, one per record (see
+    `squad_utils.get_predictions`).
+  """
+  del FLAGS, input_fn
+  raise NotImplementedError("needs the shared training engine")
+
+
+def run(FLAGS):  # pylint: disable=invalid-name
+  """Runs the steps the flags ask for.
+
+  Returns:
+    the evaluation metrics with --do_predict, else None.
+  """
+  validate_flags(FLAGS)
+  sp_model = prepro_utils.load_sp_model(FLAGS.spiece_model_file,
+                                        "spiece_model_file")
+  if FLAGS.do_prepro:
+    prepro_train_shard(FLAGS, sp_model, FLAGS.proc_id, FLAGS.num_proc)
+  if FLAGS.do_train:
+    input_fn = qa_records.make_input_fn(
+        train_record_paths(FLAGS, sp_model),
+        squad_utils.feature_spec(FLAGS.max_seq_length, is_training=True),
+        is_training=True, drop_remainder=True,
+        shuffle_buffer=FLAGS.shuffle_buffer)
+    train(FLAGS, input_fn)
+  if not FLAGS.do_predict:
+    return None
+  paragraphs, examples, converter, path = prepro_predict(FLAGS, sp_model)
+  input_fn = qa_records.make_input_fn(
+      [path], squad_utils.feature_spec(FLAGS.max_seq_length,
+                                       is_training=False),
+      is_training=False, drop_remainder=False)
+  results = predict(FLAGS, input_fn)
+  predictions, null_odds = write_predictions(FLAGS, examples, paragraphs,
+                                             converter, results)
+  return evaluate(FLAGS, predictions, null_odds)
+
+
+def main(_):
+  run(flags.FLAGS)
+
+
+def entry_point():
+  """The `run_squad.py` command."""
+  cli.run(main, define_flags)
