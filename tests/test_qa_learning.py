@@ -1,6 +1,6 @@
 """Tiny models learn synthetic SQuAD and RACE tasks through run_squad.py and
-run_race.py (records, heads, losses, prediction and scoring end to end),
-with a plain-Adam stand-in for the training engine."""
+run_race.py: records, heads, losses, the shared fine-tuning engine,
+prediction and scoring end to end."""
 import json
 
 import numpy as np
@@ -8,10 +8,10 @@ import pytest
 
 from tests import qa_fixtures
 from tests.data_fixtures import train_tiny_spm
-from xlnet import race_model
 from xlnet import run_race
 from xlnet import run_squad
-from xlnet import squad_model
+
+pytestmark = pytest.mark.eager
 
 FILLER = ["the", "school", "teacher", "said", "river", "over", "man", "went",
           "home", "and", "slept", "with", "in", "of", "to"]
@@ -45,16 +45,12 @@ def _write_config(tmp_path):
   return str(path)
 
 
-def test_squad_learns_the_word_after_a_cue(tmp_path, monkeypatch):
+def test_squad_learns_the_word_after_a_cue(tmp_path):
   rng = np.random.default_rng(0)
   train = qa_fixtures.write_json(tmp_path / "train.json",
                                  {"data": _cue_squad(rng, 400, 0)})
   dev = qa_fixtures.write_json(tmp_path / "dev.json",
                                {"data": _cue_squad(rng, 60, 1000)})
-  monkeypatch.setattr(run_squad, "train",
-                      qa_fixtures.plain_train(squad_model.get_qa_loss))
-  monkeypatch.setattr(run_squad, "predict", qa_fixtures.session_predict(
-      squad_model.get_qa_predictions))
   metrics = run_squad.run(run_squad.parse_flags([
       "run_squad.py", f"--spiece_model_file={train_tiny_spm()}",
       f"--output_dir={tmp_path / 'proc'}", f"--model_dir={tmp_path / 'm'}",
@@ -87,15 +83,11 @@ def _cue_race(rng, split, num):
 
 
 @pytest.mark.slow
-def test_race_beats_chance_on_a_four_choice_task(tmp_path, monkeypatch):
+def test_race_beats_chance_on_a_four_choice_task(tmp_path):
   rng = np.random.default_rng(0)
   data_dir = qa_fixtures.write_race_dir(
       tmp_path / "RACE", dict(_cue_race(rng, "train", 800),
                               **_cue_race(rng, "dev", 100)))
-  monkeypatch.setattr(run_race, "train",
-                      qa_fixtures.plain_train(race_model.get_race_loss))
-  monkeypatch.setattr(run_race, "predict", qa_fixtures.session_predict(
-      race_model.get_race_predictions))
   metrics = run_race.run(run_race.parse_flags([
       "run_race.py", f"--data_dir={data_dir}",
       f"--spiece_model_file={train_tiny_spm()}",

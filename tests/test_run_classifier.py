@@ -1,9 +1,10 @@
 """run_classifier: flags, data preparation, results files and bad input.
 
-The shared training engine is not part of this program yet: its two calls
-(`train`, `run_inference`) are replaced here by stand-ins that build the
-real input function and head (so plugging in the engine is checked up to
-the session) and return outputs whose metrics are known.
+Here the two calls into the fine-tuning engine (`train`, `run_inference`)
+are replaced by stand-ins that build the real input function and head and
+return outputs whose metrics are known, so the orchestration (which
+checkpoints are evaluated, what is written where) is checked exactly;
+tests/test_finetune.py runs the real engine.
 """
 import json
 import os

@@ -94,8 +94,20 @@ def test_training_writes_missing_records_itself(squad, monkeypatch):
   (path,) = glob.glob(str(squad["tmp"] / "proc" / "*.tf_record"))
   assert path.endswith(".train-0-of-1.tf_record") and _count_records(path)
   monkeypatch.undo()
-  with pytest.raises(NotImplementedError, match="shared training engine"):
-    run_squad.run(squad["flags"]("--do_train"))  # the engine's turn
+
+
+@pytest.mark.eager
+def test_training_runs_on_the_engine_and_resumes(squad):
+  """Two real steps write model.ckpt-2 (heads under the release's root
+  scopes); a rerun to step 3 resumes from it."""
+  run_squad.run(squad["flags"]("--do_train", "--train_steps=2"))
+  model_dir = str(squad["tmp"] / "model")
+  names = {n for n, _ in tf.train.list_variables(model_dir)}
+  assert {"start_logits/dense/kernel", "end_logits/dense_0/kernel",
+          "answer_class/dense_1/kernel", "global_step"} <= names
+  assert "answer_class/dense_1/bias" not in names
+  run_squad.run(squad["flags"]("--do_train", "--train_steps=3"))
+  assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-3")
 
 
 def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch):

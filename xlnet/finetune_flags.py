@@ -103,6 +103,13 @@ def define_common_flags(flag_values=flags.FLAGS):
                        "Checkpoints to keep; 0 keeps all (needed by "
                        "--eval_all_ckpt).", **fv)
   flags.DEFINE_integer("seed", None, "Random seed (None: unseeded).", **fv)
+  flags.DEFINE_integer("shuffle_buffer", 2048,
+                       "Training examples in the shuffle buffer.", **fv)
+  flags.DEFINE_integer("accum_steps", 1,
+                       "Batches accumulated per optimizer step (the "
+                       "effective batch is accum_steps times larger).", **fv)
+  flags.DEFINE_bool("use_xla", False,
+                    "Jit-compile the training step with XLA.", **fv)
 
   # Devices.
   flags.DEFINE_bool("use_tpu", False, "Run on TPU (TensorFlow 2.15).", **fv)
@@ -168,7 +175,7 @@ def check_common_flags(FLAGS):  # pylint: disable=invalid-name
           "own model_dir (it would resume from, and save beside, the "
           "pretrained checkpoint)")
   for name in ("train_batch_size", "iterations", "num_hosts",
-               "num_core_per_host"):
+               "num_core_per_host", "accum_steps", "shuffle_buffer"):
     if getattr(FLAGS, name) < 1:
       raise ValueError(f"--{name}={getattr(FLAGS, name)} must be >= 1")
   if FLAGS.do_train:
@@ -193,3 +200,25 @@ def check_common_flags(FLAGS):  # pylint: disable=invalid-name
   if FLAGS.max_save < 0:
     raise ValueError(f"--max_save={FLAGS.max_save} must be >= 0")
   return config
+
+
+def set_defaults(flag_values, **defaults):
+  """Sets a program's defaults (e.g. the paper's settings) on defined
+  flags."""
+  for name, value in defaults.items():
+    flag_values.set_default(name, value)
+
+
+def require(FLAGS, *names, why):  # pylint: disable=invalid-name
+  """Raises ValueError naming the first unset flag of `names`."""
+  for name in names:
+    if getattr(FLAGS, name) in (None, ""):
+      raise ValueError(f"--{name} is required {why}")
+
+
+def check_positive(FLAGS, *names):  # pylint: disable=invalid-name
+  """Raises ValueError naming the first flag of `names` below 1."""
+  for name in names:
+    value = getattr(FLAGS, name)
+    if value is not None and value < 1:
+      raise ValueError(f"--{name}={value} must be >= 1")

@@ -15,8 +15,8 @@
      the latest checkpoint) into `predict_dir/{task}.tsv` (GLUE submission
      format: index and prediction) and `predict_dir/{task}.logits.json`.
 
-The calls into the shared training engine are the functions marked
-`# ENGINE:`.
+Training and inference run on the shared fine-tuning driver
+(`xlnet/finetune.py`).
 """
 import functools
 import json
@@ -35,6 +35,7 @@ from xlnet import classifier_heads
 from xlnet import classifier_processors
 from xlnet import classifier_utils
 from xlnet import cli
+from xlnet import finetune
 from xlnet import finetune_flags
 from xlnet import io_utils
 from xlnet import metrics as metrics_lib
@@ -91,8 +92,6 @@ def define_flags(flag_values=flags.FLAGS):
                       "(model/classification_{cls_scope}); default: the task "
                       "name. E.g. evaluate mnli_mismatched with the head "
                       "trained as mnli_matched.", **fv)
-  flags.DEFINE_integer("shuffle_buffer", 2048,
-                       "Shuffle buffer of the training examples.", **fv)
   flags.DEFINE_integer("num_passes", 1,
                        "Accepted for the released commands; training "
                        "repeats its examples indefinitely, so it changes "
@@ -165,8 +164,7 @@ def check_task_flags(FLAGS):  # pylint: disable=invalid-name
         "--max_seq_length=%d exceeds the released models' pretraining "
         "length %d: relative distances beyond that were never trained",
         FLAGS.max_seq_length, classifier_utils.PRETRAIN_SEQ_LENGTH)
-  for name in ("eval_batch_size", "predict_batch_size", "shuffle_buffer",
-               "num_passes"):
+  for name in ("eval_batch_size", "predict_batch_size", "num_passes"):
     if getattr(FLAGS, name) < 1:
       raise ValueError(f"--{name}={getattr(FLAGS, name)} must be >= 1")
 
@@ -397,21 +395,10 @@ def write_predictions(predict_dir, task, guids, logits, label_list,
 ################################################################################
 # The calls into the shared training engine.
 ################################################################################
-# ENGINE:
 def train(FLAGS, input_fn, head_fn):  # pylint: disable=invalid-name
-  """Fine-tunes the model and writes checkpoints to FLAGS.model_dir.
-
-  Must: build the step from `head_fn(features, is_training=True)
-  ["total_loss"]` and `model_utils.get_train_op(FLAGS, total_loss)`;
-  resume from the latest checkpoint in model_dir, else warm-start from
-  FLAGS.init_checkpoint by name with
-  `allow_missing=classifier_heads.NEW_VARIABLE_PATTERNS`; take
-  `finetune_flags.global_batch_size(FLAGS, FLAGS.train_batch_size)`
-  examples per step (`input_fn({"batch_size": per-device batch})`, one per
-  GPU, or TPUEstimator with `--use_tpu`); run FLAGS.train_steps steps,
-  logging loss, lr and gnorm with an ETA every FLAGS.iterations steps;
-  save every FLAGS.save_steps and at the end, keeping FLAGS.max_save
-  (0: all).
+  """Fine-tunes the model into FLAGS.model_dir (see `finetune.train`):
+  resumes from model_dir, else starts from --init_checkpoint, whose lack of
+  the new head (`classifier_heads.NEW_VARIABLE_PATTERNS`) is expected.
 
   Args:
     FLAGS: the flags.
@@ -419,27 +406,27 @@ def train(FLAGS, input_fn, head_fn):  # pylint: disable=invalid-name
     head_fn: `head_fn(features, is_training)` -> dict of
       `classifier_heads.get_head_outputs`.
   """
-  del FLAGS, input_fn, head_fn
-  raise NotImplementedError("needs the shared training engine")
+  return finetune.train(
+      FLAGS, input_fn, lambda f, is_training: head_fn(f, is_training)[
+          "total_loss"], allow_missing=classifier_heads.NEW_VARIABLE_PATTERNS)
 
 
-# ENGINE:
 def run_inference(FLAGS, checkpoint, input_fn, head_fn, batch_size):  # pylint: disable=invalid-name
-  """Runs the model of `checkpoint` over every batch of `input_fn`.
-
-  Must: restore `checkpoint` by name, iterate `input_fn({"batch_size":
-  per-device batch})` to its end (`batch_size` examples per step over all
-  devices; the dataset is finite and padded to a multiple of it), evaluate
-  `head_fn(features, is_training=False)` on each batch and return the
-  outputs concatenated in input order.
+  """The head's outputs for every example of `input_fn` (`batch_size`
+  examples per step over all devices; the dataset is finite and padded).
 
   Returns:
     dict of NumPy arrays over every example produced (fakes included):
     `logits` [n, n_class] (or [n] for regression), `per_example_loss` [n],
     `label_ids` [n], `is_real_example` [n].
   """
-  del FLAGS, checkpoint, input_fn, head_fn, batch_size
-  raise NotImplementedError("needs the shared training engine")
+  def outputs_fn(features, is_training):
+    out = dict(head_fn(features, is_training))
+    del out["total_loss"]  # a scalar, not per example
+    return out
+
+  return finetune.predict(FLAGS, checkpoint, input_fn, outputs_fn,
+                          batch_size)
 
 
 ################################################################################

@@ -17,10 +17,12 @@ from absl import logging
 import tensorflow as tf
 
 from xlnet import cli
+from xlnet import finetune
+from xlnet import finetune_flags
 from xlnet import io_utils
 from xlnet import prepro_utils
-from xlnet import qa_flags
 from xlnet import qa_records
+from xlnet import race_model
 from xlnet import race_utils
 
 # Seed of the one-off shuffle of the training questions.
@@ -31,8 +33,10 @@ def define_flags(flag_values=flags.FLAGS):
   """Defines every flag of run_race.py (no-op if already there)."""
   if "max_qa_length" in flag_values:
     return
-  qa_flags.define_common_flags(flag_values)
+  finetune_flags.define_common_flags(flag_values)
   fv = dict(flag_values=flag_values)
+  flags.DEFINE_integer("max_seq_length", 512,
+                       "Pieces per sequence, padding included.", **fv)
   flags.DEFINE_string("data_dir", None,
                       "RACE directory: {train,dev,test}/{middle,high}/*.txt.",
                       **fv)
@@ -45,7 +49,7 @@ def define_flags(flag_values=flags.FLAGS):
                     "Split scored by --do_eval.", **fv)
   flags.DEFINE_integer("eval_batch_size", 32, "Evaluation batch size.", **fv)
   # The paper's XLNet-Large settings.
-  qa_flags.set_defaults(flag_values, learning_rate=2e-5,
+  finetune_flags.set_defaults(flag_values, learning_rate=2e-5,
                         train_batch_size=32, train_steps=12000,
                         warmup_steps=1000, save_steps=1000)
 
@@ -62,12 +66,12 @@ def validate_flags(FLAGS):  # pylint: disable=invalid-name
   """Raises ValueError (naming the flag) on a setting that cannot work."""
   if not (FLAGS.do_train or FLAGS.do_eval):
     raise ValueError("nothing to do: set --do_train and/or --do_eval")
-  qa_flags.require(FLAGS, "data_dir", "spiece_model_file", "output_dir",
+  finetune_flags.require(FLAGS, "data_dir", "spiece_model_file", "output_dir",
                    "model_config_path", "model_dir",
                    why="(RACE data, SentencePiece model, records directory, "
                    "model config and checkpoint directory)")
   race_utils.race_levels(FLAGS.high_only, FLAGS.middle_only)
-  qa_flags.check_positive(FLAGS, "max_seq_length", "max_qa_length",
+  finetune_flags.check_positive(FLAGS, "max_seq_length", "max_qa_length",
                           "train_batch_size", "eval_batch_size",
                           "train_steps")
   if FLAGS.max_seq_length < FLAGS.max_qa_length + 4:
@@ -125,33 +129,33 @@ def write_eval_results(FLAGS, metrics):  # pylint: disable=invalid-name
     logging.info("  %s = %s", key, value)
 
 
-# ENGINE: fine-tuning through the shared training engine.
+# Variables of the RACE head (and the pooler), which a pretrained
+# checkpoint lacks.
+NEW_VARIABLE_PATTERNS = (r"^logits/", r"^model/sequnece_summary/")
+
+
 def train(FLAGS, input_fn):  # pylint: disable=invalid-name
-  """Fine-tunes for --train_steps steps and saves checkpoints in --model_dir.
-
-  The model and loss of a batch are `race_model.get_race_loss(FLAGS,
-  features)`; batches come from `input_fn({"batch_size": ...})`
-  (`--train_batch_size` questions in all, four sequences each); the
-  backbone starts from --init_checkpoint.
-  """
-  del FLAGS, input_fn
-  raise NotImplementedError("needs the shared training engine")
+  """Fine-tunes for --train_steps steps into --model_dir (see
+  `finetune.train`): the loss of a batch is `race_model.get_race_loss`."""
+  return finetune.train(
+      FLAGS, input_fn,
+      lambda features, is_training: race_model.get_race_loss(
+          FLAGS, features)[0], allow_missing=NEW_VARIABLE_PATTERNS)
 
 
-# ENGINE: evaluation through the shared training engine.
 def predict(FLAGS, input_fn):  # pylint: disable=invalid-name
   """Runs the latest checkpoint of --model_dir over every record.
 
-  The outputs of a batch are `race_model.get_race_predictions(FLAGS,
-  features)`; batches come from `input_fn({"batch_size":
-  --eval_batch_size})` (the last one may be partial).
-
   Returns:
-    iterable of dicts of NumPy values (`logits [4]`, `example_index`), one
-    per question.
+    list of dicts of NumPy values (`logits [4]`, `example_index`), one per
+    question.
   """
-  del FLAGS, input_fn
-  raise NotImplementedError("needs the shared training engine")
+  outputs = finetune.predict(
+      FLAGS, FLAGS.model_dir, input_fn,
+      lambda features, is_training: race_model.get_race_predictions(
+          FLAGS, features),
+      finetune_flags.global_batch_size(FLAGS, FLAGS.eval_batch_size))
+  return [dict(zip(outputs, values)) for values in zip(*outputs.values())]
 
 
 def run(FLAGS):  # pylint: disable=invalid-name

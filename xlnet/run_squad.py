@@ -20,11 +20,13 @@ from absl import logging
 import tensorflow as tf
 
 from xlnet import cli
+from xlnet import finetune
+from xlnet import finetune_flags
 from xlnet import io_utils
 from xlnet import prepro_utils
-from xlnet import qa_flags
 from xlnet import qa_records
 from xlnet import squad_eval
+from xlnet import squad_model
 from xlnet import squad_utils
 
 # Seed of the one-off shuffle of each training shard's questions.
@@ -35,8 +37,10 @@ def define_flags(flag_values=flags.FLAGS):
   """Defines every flag of run_squad.py (no-op if already there)."""
   if "train_file" in flag_values:
     return
-  qa_flags.define_common_flags(flag_values)
+  finetune_flags.define_common_flags(flag_values)
   fv = dict(flag_values=flag_values)
+  flags.DEFINE_integer("max_seq_length", 512,
+                       "Pieces per sequence, padding included.", **fv)
   flags.DEFINE_bool("do_prepro", False,
                     "Write the training records of shard --proc_id.", **fv)
   flags.DEFINE_bool("do_predict", False,
@@ -66,7 +70,7 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_integer("predict_batch_size", 32, "Prediction batch size.",
                        **fv)
   # The paper's XLNet-Large settings.
-  qa_flags.set_defaults(flag_values, learning_rate=3e-5,
+  finetune_flags.set_defaults(flag_values, learning_rate=3e-5,
                         train_batch_size=48, train_steps=8000,
                         warmup_steps=1000, lr_layer_decay_rate=0.75,
                         save_steps=1000)
@@ -85,16 +89,16 @@ def validate_flags(FLAGS):  # pylint: disable=invalid-name
   if not (FLAGS.do_prepro or FLAGS.do_train or FLAGS.do_predict):
     raise ValueError("nothing to do: set --do_prepro, --do_train and/or "
                      "--do_predict")
-  qa_flags.require(FLAGS, "spiece_model_file", "output_dir",
+  finetune_flags.require(FLAGS, "spiece_model_file", "output_dir",
                    why="(the SentencePiece model and the records directory)")
   if FLAGS.do_prepro or FLAGS.do_train:
-    qa_flags.require(FLAGS, "train_file", why="with --do_prepro/--do_train")
+    finetune_flags.require(FLAGS, "train_file", why="with --do_prepro/--do_train")
   if FLAGS.do_train or FLAGS.do_predict:
-    qa_flags.require(FLAGS, "model_config_path", "model_dir",
+    finetune_flags.require(FLAGS, "model_config_path", "model_dir",
                      why="with --do_train/--do_predict")
   if FLAGS.do_predict:
-    qa_flags.require(FLAGS, "predict_file", why="with --do_predict")
-  qa_flags.check_positive(
+    finetune_flags.require(FLAGS, "predict_file", why="with --do_predict")
+  finetune_flags.check_positive(
       FLAGS, "max_seq_length", "max_query_length", "doc_stride",
       "max_answer_length", "start_n_top", "end_n_top", "n_best_size",
       "num_proc", "train_batch_size", "predict_batch_size", "train_steps")
@@ -240,33 +244,33 @@ def evaluate(FLAGS, predictions, null_odds):  # pylint: disable=invalid-name
   return metrics
 
 
-# ENGINE: fine-tuning through the shared training engine.
+# Variables of the SQuAD heads, which a pretrained checkpoint lacks.
+NEW_VARIABLE_PATTERNS = (r"^start_logits/", r"^end_logits/",
+                         r"^answer_class/")
+
+
 def train(FLAGS, input_fn):  # pylint: disable=invalid-name
-  """Fine-tunes for --train_steps steps and saves checkpoints in --model_dir.
-
-  The model and loss of a batch are `squad_model.get_qa_loss(FLAGS,
-  features)`; batches come from `input_fn({"batch_size": ...})`
-  (`--train_batch_size` in all); the backbone starts from
-  --init_checkpoint; the optimizer follows the optimizer flags.
-  """
-  del FLAGS, input_fn
-  raise NotImplementedError("needs the shared training engine")
+  """Fine-tunes for --train_steps steps into --model_dir (see
+  `finetune.train`): the loss of a batch is `squad_model.get_qa_loss`."""
+  return finetune.train(
+      FLAGS, input_fn,
+      lambda features, is_training: squad_model.get_qa_loss(
+          FLAGS, features)[0], allow_missing=NEW_VARIABLE_PATTERNS)
 
 
-# ENGINE: prediction through the shared training engine.
 def predict(FLAGS, input_fn):  # pylint: disable=invalid-name
   """Runs the latest checkpoint of --model_dir over every prediction record.
 
-  The outputs of a batch are `squad_model.get_qa_predictions(FLAGS,
-  features)`; batches come from `input_fn({"batch_size":
-  --predict_batch_size})` (the last one may be partial).
-
   Returns:
-    iterable of dicts of NumPy values, one per record (see
+    list of dicts of NumPy values, one per record (see
     `squad_utils.get_predictions`).
   """
-  del FLAGS, input_fn
-  raise NotImplementedError("needs the shared training engine")
+  outputs = finetune.predict(
+      FLAGS, FLAGS.model_dir, input_fn,
+      lambda features, is_training: squad_model.get_qa_predictions(
+          FLAGS, features),
+      finetune_flags.global_batch_size(FLAGS, FLAGS.predict_batch_size))
+  return [dict(zip(outputs, values)) for values in zip(*outputs.values())]
 
 
 def run(FLAGS):  # pylint: disable=invalid-name

@@ -1,0 +1,251 @@
+"""Fine-tuning and inference, shared by run_classifier.py, run_squad.py and
+run_race.py.
+
+A task gives a loss function and an outputs function built on the model with
+`tf.compat.v1.get_variable` (its head's variables keep the release's names);
+this module runs them:
+
+* on CPUs/GPUs (`--num_core_per_host` replicas) and, with `--use_tpu` on
+  TensorFlow >= 2.16, on a TPUStrategy, through the shared engine
+  (`xlnet/engine.py`): resume from `--model_dir` after a kill or a signal,
+  warm start from `--init_checkpoint` by name, NaN guard, atomic checkpoints;
+* with `--use_tpu` on TensorFlow 2.15, through TPUEstimator (as released),
+  with the same functions and the same optimizer step.
+
+Batch sizes keep the release's meaning: with `--use_tpu` a batch flag is the
+global batch; otherwise it is the batch of one GPU (replica).
+"""
+import time
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from xlnet import checkpoint_io
+from xlnet import engine
+from xlnet import model_utils
+
+_STRATEGIES = {}
+
+
+def per_replica_batch(FLAGS, flag_value, num_replicas):
+  """One replica's batch for a batch-size flag (global on TPUs, per GPU
+  otherwise, as in the release)."""
+  if not FLAGS.use_tpu:
+    return flag_value
+  if flag_value % num_replicas:
+    raise ValueError(f"a batch of {flag_value} cannot be split over "
+                     f"{num_replicas} TPU cores")
+  return flag_value // num_replicas
+
+
+def use_estimator(FLAGS):
+  """TPUEstimator for `--use_tpu` where it exists (TensorFlow 2.15)."""
+  estimator = getattr(tf.compat.v1, "estimator", None)
+  return bool(FLAGS.use_tpu) and hasattr(estimator, "tpu")
+
+
+def strategy_for(FLAGS):
+  """The tf.distribute strategy of the device flags (created once)."""
+  key = (bool(FLAGS.use_tpu), FLAGS.num_core_per_host, FLAGS.tpu)
+  if key not in _STRATEGIES:
+    if FLAGS.use_tpu:
+      _STRATEGIES[key] = engine.create_strategy(
+          use_tpu=True, tpu=FLAGS.tpu, tpu_zone=FLAGS.tpu_zone,
+          gcp_project=FLAGS.gcp_project)
+    else:
+      _STRATEGIES[key] = engine.create_strategy(FLAGS.num_core_per_host)
+  return _STRATEGIES[key]
+
+
+class _Logger:
+  """Logs loss, lr, gnorm, examples/s and an ETA every `iterations` steps
+  (and after the first step) and writes them to TensorBoard."""
+
+  def __init__(self, FLAGS, start_step, examples_per_step, writer):
+    self.FLAGS = FLAGS
+    self.examples_per_step = examples_per_step
+    self.writer = writer
+    self.losses = []
+    self.history = []
+    self._last = (start_step, time.time())
+
+  def __call__(self, step, out):
+    self.losses.append(float(out["loss"]))
+    self.history.append((step, float(out["loss"])))
+    if step % self.FLAGS.iterations and len(self.history) > 1 and (
+        step != self.FLAGS.train_steps):
+      return
+    now = time.time()
+    rate = ((step - self._last[0]) * self.examples_per_step /
+            max(now - self._last[1], 1e-9))
+    eta = (self.FLAGS.train_steps - step) * self.examples_per_step / max(
+        rate, 1e-9)
+    loss = float(np.mean(self.losses))
+    logging.info("[%d] | loss %.4f | lr %.6f | gnorm %.2f | %.1f examples/s "
+                 "| ETA %s", step, loss, out["lr"], out["gnorm"], rate,
+                 _duration(eta))
+    if self.writer is not None:
+      engine.write_scalars(self.writer, {
+          "loss": loss, "lr": out["lr"], "gnorm": out["gnorm"],
+          "examples_per_sec": rate}, step)
+    self.losses, self._last = [], (step, now)
+
+
+def _duration(seconds):
+  seconds = int(round(seconds))
+  return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def train(FLAGS, input_fn, loss_fn, allow_missing=()):
+  """Fine-tunes until `--train_steps`, resuming from `--model_dir`.
+
+  Args:
+    FLAGS: the fine-tuning flags (`xlnet/finetune_flags.py`).
+    input_fn: `input_fn(params)` -> dataset of batch-major feature dicts,
+      `params["batch_size"]` examples each (static: drop the remainder),
+      repeating; an optional `params["input_context"]` shards the files.
+    loss_fn: `loss_fn(features, is_training)` -> float32 scalar loss.
+    allow_missing: regular expressions of variables `--init_checkpoint` may
+      lack (the task's new head).
+
+  Returns:
+    list of (step, loss) of the steps this run made.
+
+  Raises:
+    ValueError: bad checkpoint or flags; engine.StopTraining after a
+      signal, a divergence or a corrupted record (progress saved first).
+  """
+  if use_estimator(FLAGS):
+    return _estimator_train(FLAGS, input_fn, loss_fn, allow_missing)
+  resume = checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
+  start = checkpoint_io.step_of(resume) if resume else 0
+  strategy = strategy_for(FLAGS)
+  n = strategy.num_replicas_in_sync
+  per_replica = per_replica_batch(FLAGS, FLAGS.train_batch_size, n)
+  accum = getattr(FLAGS, "accum_steps", 1) or 1
+  trainer = engine.Trainer(
+      strategy, lambda f, mems, is_training: (loss_fn(f, is_training), None,
+                                              {}),
+      FLAGS, FLAGS.model_dir, accum_steps=accum, seed=FLAGS.seed,
+      use_xla=getattr(FLAGS, "use_xla", False))
+
+  def dataset_fn(context):
+    dataset = input_fn({"batch_size": per_replica, "input_context": context})
+    local = max(1, n // context.num_input_pipelines)
+    return dataset.skip(start * accum * local) if start else dataset
+
+  dist = trainer.distribute(dataset_fn)
+  trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
+  if resume:
+    trainer.restore(resume)
+    logging.info("Resumed from %s at step %d", resume, start)
+  elif FLAGS.init_checkpoint:
+    trainer.init_from_checkpoint(FLAGS.init_checkpoint, allow_missing)
+  writer = None
+  if trainer.chief:
+    tf.io.gfile.makedirs(FLAGS.model_dir)
+    checkpoint_io.remove_temporaries(FLAGS.model_dir)
+    writer = tf.summary.create_file_writer(FLAGS.model_dir)
+  logger = _Logger(FLAGS, start, per_replica * n * accum, writer)
+  trainer.train(dist, FLAGS.train_steps, FLAGS.save_steps,
+                FLAGS.max_save or None, on_step=logger)
+  return logger.history
+
+
+def predict(FLAGS, checkpoint, input_fn, outputs_fn, global_batch):
+  """The outputs of a checkpoint's model for every example of a dataset.
+
+  Args:
+    FLAGS: the fine-tuning flags.
+    checkpoint: a checkpoint prefix (or directory / DIR/latest).
+    input_fn: `input_fn(params)` -> finite dataset of batch-major feature
+      dicts (any last batch size).
+    outputs_fn: `outputs_fn(features, is_training)` -> dict of per-example
+      tensors.
+    global_batch: examples per step over all replicas.
+
+  Returns:
+    dict name -> np.ndarray `[num_examples, ...]` in input order.
+  """
+  prefix = model_utils.resolve_checkpoint(checkpoint, "checkpoint")
+  if use_estimator(FLAGS):
+    return _estimator_predict(FLAGS, prefix, input_fn, outputs_fn,
+                              global_batch)
+  strategy = strategy_for(FLAGS)
+  n = strategy.num_replicas_in_sync
+  if global_batch % n:
+    raise ValueError(f"a batch of {global_batch} cannot be split over {n} "
+                     "replicas")
+  per_replica = global_batch // n
+  predictor = engine.Predictor(strategy, lambda f: outputs_fn(f, False))
+  dataset = input_fn({"batch_size": per_replica})
+  spec = engine.pad_to_full_steps(dataset, per_replica, 1).element_spec
+  predictor.restore(prefix, {k: s for k, s in spec.items()
+                             if k != engine.REAL})
+  return predictor.predict(dataset, per_replica)
+
+
+################################################################################
+# TPUEstimator (TensorFlow 2.15, --use_tpu).
+################################################################################
+def _estimator(FLAGS, model_fn, **batches):
+  tpu = tf.compat.v1.estimator.tpu
+  return tpu.TPUEstimator(model_fn=model_fn,
+                          config=model_utils.configure_tpu(FLAGS),
+                          use_tpu=FLAGS.use_tpu, **batches)
+
+
+def _estimator_train(FLAGS, input_fn, loss_fn, allow_missing):
+  """Fine-tunes with TPUEstimator (the release's TPU path)."""
+  tpu = tf.compat.v1.estimator.tpu
+  checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
+
+  def model_fn(features, labels, mode, params):
+    del labels, params
+    loss = loss_fn(features, True)
+    scaffold_fn = None
+    if not tf.train.latest_checkpoint(FLAGS.model_dir):
+      scaffold_fn = model_utils.init_from_checkpoint(
+          FLAGS, allow_missing=allow_missing)
+    train_op, _, _ = model_utils.get_train_op(FLAGS, loss)
+    return tpu.TPUEstimatorSpec(mode=mode, loss=loss, train_op=train_op,
+                                scaffold_fn=scaffold_fn)
+
+  def estimator_input_fn(params):
+    return input_fn({"batch_size": params["batch_size"]})
+
+  with engine.SignalCatcher() as signals:
+    _estimator(FLAGS, model_fn, train_batch_size=FLAGS.train_batch_size
+               ).train(estimator_input_fn, max_steps=FLAGS.train_steps)
+  if signals.signum is not None:
+    raise engine.Interrupted("stopped by a signal; rerun to resume",
+                             signals.signum)
+  return []
+
+
+def _estimator_predict(FLAGS, prefix, input_fn, outputs_fn, batch_size):
+  """Predicts with TPUEstimator (static batches: padded, then trimmed)."""
+  tpu = tf.compat.v1.estimator.tpu
+
+  def model_fn(features, labels, mode, params):
+    del labels, params
+    features = dict(features)
+    real = features.pop(engine.REAL)
+    predictions = dict(outputs_fn(features, False))
+    predictions[engine.REAL] = real
+    return tpu.TPUEstimatorSpec(mode=mode, predictions=predictions)
+
+  def estimator_input_fn(params):
+    return engine.pad_to_full_steps(
+        input_fn({"batch_size": params["batch_size"]}), params["batch_size"],
+        1)
+
+  rows = list(_estimator(FLAGS, model_fn, train_batch_size=batch_size,
+                         predict_batch_size=batch_size).predict(
+                             estimator_input_fn, checkpoint_path=prefix,
+                             yield_single_examples=True))
+  rows = [r for r in rows if r.pop(engine.REAL)]
+  return {k: np.stack([r[k] for r in rows]) for k in (rows[0] if rows
+                                                      else {})}
+
