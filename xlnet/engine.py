@@ -376,6 +376,12 @@ class Trainer:
                  sum(int(np.prod(v.shape)) for v in self.trainable),
                  self.num_replicas)
 
+  @property
+  def template(self):
+    """The model function `template(features, mems, is_training)`; calling
+    it outside the train step reads the trained variables (evaluation)."""
+    return self._template
+
   def _name(self, variable):
     """The checkpoint name of one of the template's variables."""
     return checkpoint_name(variable, self._template.variable_scope.name)

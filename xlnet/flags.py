@@ -153,6 +153,23 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
   flags.DEFINE_bool("use_xla", False,
                     "Jit-compile the training step with XLA.", **fv)
 
+  # Held-out evaluation (train_gpu.py --eval_steps, eval_pretrain.py).
+  flags.DEFINE_integer("eval_steps", 0,
+                       "Evaluate on the held-out split every this many "
+                       "steps and at the end (0: never).", **fv)
+  flags.DEFINE_string("eval_split", "valid",
+                      "Split name of the held-out records (data_utils.py "
+                      "--split).", **fv)
+  flags.DEFINE_string("eval_record_info_dir", None,
+                      "Directory of the held-out record infos (default: "
+                      "--record_info_dir).", **fv)
+  flags.DEFINE_integer("eval_batches", None,
+                       "Held-out host batches per evaluation (default: one "
+                       "pass over the held-out records).", **fv)
+  flags.DEFINE_string("eval_ckpt", None,
+                      "eval_pretrain.py: the checkpoint to evaluate "
+                      "(default: the latest in --model_dir).", **fv)
+
   # Devices.
   flags.DEFINE_integer("num_hosts", 1,
                        "Number of hosts (TPU hosts; for train_gpu.py the "

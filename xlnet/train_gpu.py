@@ -27,6 +27,7 @@ from xlnet import data_utils
 from xlnet import engine
 from xlnet import flags as flags_lib
 from xlnet import function_builder
+from xlnet import pretrain_eval
 
 
 def perplexity(loss):
@@ -161,6 +162,10 @@ def run(FLAGS, tpu=False):
   flags_lib.resolve_flags(FLAGS, corpus_info)
   xlnet_config = function_builder.get_xlnet_config(FLAGS)
   resume = checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
+  evaluation = None
+  if FLAGS.eval_steps:
+    input_fn, num_batch = pretrain_eval.eval_input_fn(FLAGS)
+    evaluation = (input_fn, FLAGS.eval_batches or num_batch)
 
   if on_tpu:
     strategy = engine.create_strategy(
@@ -203,9 +208,32 @@ def run(FLAGS, tpu=False):
   logger = StepLogger(FLAGS, start_step,
                       FLAGS.train_batch_size * FLAGS.seq_len *
                       FLAGS.accum_steps, writer)
+  on_step = logger
+  if evaluation is not None:
+    on_step = held_out_hook(FLAGS, trainer, evaluation, logger, writer)
   trainer.train(dist_dataset, FLAGS.train_steps, FLAGS.save_steps,
-                FLAGS.max_save, on_step=logger)
+                FLAGS.max_save, on_step=on_step)
   return logger.history
+
+
+def held_out_hook(FLAGS, trainer, evaluation, logger, writer):
+  """`on_step` that logs, then evaluates on the held-out split every
+  `--eval_steps` steps and at the end (on the chief)."""
+  input_fn, num_batches = evaluation
+  bsz = FLAGS.train_batch_size // FLAGS.num_hosts
+  mem_shape = ([FLAGS.mem_len, bsz, trainer.memory.d_model]
+               if trainer.memory else None)
+  evaluator = pretrain_eval.Evaluator(trainer.template, mem_shape,
+                                      FLAGS.n_layer)
+
+  def on_step(step, out):
+    logger(step, out)
+    if trainer.chief and (step % FLAGS.eval_steps == 0 or
+                          step == FLAGS.train_steps):
+      pretrain_eval.log_results(evaluator.run(
+          input_fn({"batch_size": bsz}), num_batches), step, writer)
+
+  return on_step
 
 
 def main(unused_argv):
