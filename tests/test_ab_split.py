@@ -1,5 +1,5 @@
 """Tests of the A/B segment choice, replayed draw for draw, and its cost."""
-import time
+import signal
 
 import numpy as np
 
@@ -82,16 +82,23 @@ def test_trim_lengths_equals_the_token_by_token_rule():
 def test_one_long_line_costs_like_normal_text(tmp_path, tiny_spm):
   # 1 MB on one line: no sentence break, so A runs to the row's end at every
   # offset. Trimming it token by token was quadratic (a run did not finish
-  # in 5 minutes); now it writes at the normal rate.
+  # in 5 minutes); now it takes seconds. The alarm stops a slow run early.
   words = np.random.RandomState(0).choice(
       ["the", "cat", "sat", "on", "a", "mat", "and", "then", "ran", "off"],
       size=250000)
   path = tmp_path / "long.txt"
   path.write_text(" ".join(words)[:1000000] + "\n")
-  start = time.time()
-  record_writer.create_data(
-      str(path), tiny_spm, str(tmp_path / "out"), bsz_per_host=4,
-      num_core_per_host=1, seq_len=64, reuse_len=32, num_predict=12,
-      num_workers=1)
-  elapsed = time.time() - start
-  assert elapsed < 120, elapsed  # about 5 s on a loaded 2-core machine
+
+  def too_slow(signum, frame):
+    raise TimeoutError("1 MB single-line input took over 120 s")
+
+  previous = signal.signal(signal.SIGALRM, too_slow)
+  signal.alarm(120)  # about 3 s on a loaded 2-core machine
+  try:
+    record_writer.create_data(
+        str(path), tiny_spm, str(tmp_path / "out"), bsz_per_host=4,
+        num_core_per_host=1, seq_len=64, reuse_len=32, num_predict=12,
+        num_workers=1)
+  finally:
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
