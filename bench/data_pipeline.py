@@ -247,7 +247,8 @@ def writer_stages(paths, sp_path):
   cfg = dict(README, use_eod=True)
   rng = np.random.RandomState([0, 0, 1])
   start = time.time()
-  data, sent = record_writer.build_stream(paths, encoder, True, rng)
+  with record_writer.worker_processes(1, encoder) as workers:
+    data, sent = record_writer.build_stream(paths, workers, True, rng)
   rows, sent_rows = token_stream.batchify(data, sent, 32, 16, True)
   t_encode = time.time() - start
   is_start = pretrain_examples.word_start_table(encoder.sp_model)

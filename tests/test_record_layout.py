@@ -178,13 +178,16 @@ def test_file_name_scheme_round_trip(kw, name):
     assert record_format.parse_filename(bad) is None, bad
 
 
-def test_serialized_examples_equal_protobuf_bytes():
+@pytest.mark.parametrize("high", [2, 2**14, 2**21 + 5, 2**62])
+def test_serialized_examples_equal_protobuf_bytes(high):
   rng = np.random.RandomState(0)
-  feats = {"input": rng.randint(0, 2**62, size=(3, 50), dtype=np.int64),
+  feats = {"input": rng.randint(0, high, size=(3, 50), dtype=np.int64),
            "is_masked": rng.randint(0, 2, size=(3, 50)).astype(bool),
            "seg_id": rng.randint(0, 3, size=(3, 50)).astype(np.int32),
            "label": np.array([[0], [1], [127]])}
-  feats["input"][0, :8] = [0, 127, 128, 16383, 16384, 2**21, 2**35, 2**63 - 1]
+  edges = np.array([0, 127, 128, 16383, 16384, 2**21 - 1, 2**21, 2**35,
+                    2**63 - 1])
+  feats["input"][0, :len(edges)] = np.minimum(edges, high - 1)
   for i, raw in enumerate(example_proto.serialize_examples(feats)):
     expected = tf.train.Example(features=tf.train.Features(feature={
         k: tf.train.Feature(int64_list=tf.train.Int64List(

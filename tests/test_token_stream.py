@@ -132,9 +132,9 @@ def test_files_are_joined_in_a_seeded_order(tmp_path, tiny_spm, demo_corpus,
   raw = [ref_file_stream(p, sp)[1] for p in paths]
   assert all(r[-1] for r in raw)  # each join needs a flip
   encoder = encoder_for(tiny_spm)
-  with record_writer._worker_pool(num_workers, encoder) as pool:
+  with record_writer.worker_processes(num_workers, encoder) as workers:
     ids, sids = record_writer.build_stream(
-        paths, encoder, True, np.random.RandomState(0), pool)
+        paths, workers, True, np.random.RandomState(0))
   order = np.random.RandomState(0).permutation(3)
   assert (list(ids), list(sids)) == ref_stream([paths[i] for i in order], sp)
   others = [ref_stream(list(p), sp) for p in itertools.permutations(paths)]

@@ -31,6 +31,11 @@ def _varint(n):
   return bytes(out)
 
 
+# _KEEP[k] as little-endian bytes: 1 for each of the first k + 1 bytes.
+_KEEP = np.array([0x01, 0x0101, 0x010101, 0x01010101], dtype=np.uint32)
+_U = np.uint32
+
+
 def _packed_varints(values):
   """Packed varints of non-negative ints, one bytes object per row.
 
@@ -40,29 +45,69 @@ def _packed_varints(values):
   Returns:
     list of bytes, one per row.
   """
-  v = np.asarray(values, dtype=np.int64)
+  v = np.asarray(values)
   if v.size and v.min() < 0:
     raise ValueError("feature values must be >= 0")
-  if not v.size or v.max() < 0x80:  # one byte per value
+  top = int(v.max()) if v.size else 0
+  if top < 1 << 7:  # one byte per value
     flat, n = v.astype(np.uint8).tobytes(), v.shape[1]
     return [flat[i * n:(i + 1) * n] for i in range(v.shape[0])]
-  shape, v = v.shape, v.ravel()
-  nbytes = np.ones(v.shape, dtype=np.int64)
+  if top < 1 << 28:  # token ids: at most 4 bytes, built in uint32 words
+    nbytes, flat = _short_varints(v.astype(np.uint32))
+  else:
+    nbytes, flat = _varint_bytes(v.astype(np.int64))
+  ends = np.cumsum(nbytes.sum(axis=1)).tolist()
+  return [flat[s:e] for s, e in zip([0] + ends[:-1], ends)]
+
+
+def _short_varints(v):
+  """Varints of values below 2**28, without a per-byte loop.
+
+  Each value's up to 4 varint bytes are assembled in one little-endian
+  uint32 word (7 bits per byte, the high bit set on all but the last byte);
+  a byte mask keeps the bytes in use.
+
+  Args:
+    v: np.uint32 [rows, n], < 2**28.
+
+  Returns:
+    (bytes per value int [rows, n], all varints concatenated as bytes).
+  """
+  more = [v >= 1 << 7, v >= 1 << 14, v >= 1 << 21]
+  word = ((v & _U(0x7F)) | ((v << _U(1)) & _U(0x7F00))
+          | ((v << _U(2)) & _U(0x7F0000)) | ((v << _U(3)) & _U(0x7F000000))
+          | more[0] * _U(0x80) | more[1] * _U(0x8000)
+          | more[2] * _U(0x800000))
+  extra = more[0].astype(np.intp) + more[1] + more[2]
+  keep = _KEEP[extra].view(bool)
+  word = word.astype("<u4", copy=False)  # little-endian byte order
+  return extra + 1, word.view(np.uint8)[keep].tobytes()
+
+
+def _varint_bytes(v):
+  """Varints of any non-negative int64 values, computed byte by byte.
+
+  Args:
+    v: np.int64 [rows, n].
+
+  Returns:
+    (bytes per value np.int64 [rows, n], all varints concatenated as bytes).
+  """
+  flat_v = v.ravel()
+  nbytes = np.ones(flat_v.shape, dtype=np.int64)
   k = 1
-  while k < 10 and v.max() >= 1 << (7 * k):
-    nbytes += v >= 1 << (7 * k)
+  while k < 10 and flat_v.max() >= 1 << (7 * k):
+    nbytes += flat_v >= 1 << (7 * k)
     k += 1
   ends = np.cumsum(nbytes)
   out = np.empty(int(ends[-1]), dtype=np.uint8)
   starts = ends - nbytes
   for j in range(k):
     sel = nbytes > j if j else slice(None)
-    byte = (v[sel] >> (7 * j)) & 0x7F
+    byte = (flat_v[sel] >> (7 * j)) & 0x7F
     more = (nbytes[sel] > j + 1) * 0x80
     out[starts[sel] + j] = byte | more
-  flat = out.tobytes()
-  row_ends = ends.reshape(shape)[:, -1].tolist()
-  return [flat[s:e] for s, e in zip([0] + row_ends[:-1], row_ends)]
+  return nbytes.reshape(v.shape), out.tobytes()
 
 
 @functools.lru_cache(maxsize=4096)

@@ -23,7 +23,7 @@ from xlnet.prepro_utils import CLS_ID, SEP_ID
 _START_PUNCT = frozenset('!"#$%&()*+,-./:;?@[\\]^_`{|}~')
 _MAX_GRAM = 5
 _GRAM_CDF = np.cumsum(1.0 / np.arange(1, _MAX_GRAM + 1))
-_GRAM_CDF = (_GRAM_CDF / _GRAM_CDF[-1]).tolist()
+_GRAM_CDF /= _GRAM_CDF[-1]
 _GRAM_CDF[-1] = 1.0
 
 
@@ -152,41 +152,42 @@ def sample_masks(segs, is_start, goal, mask_alpha, mask_beta, rng,
   if reverse is not None:
     reverse = np.asarray(reverse, dtype=bool)
     segs = np.where(reverse[:, None], segs[:, ::-1], segs)
-  rows = np.arange(num_rows)
-  # next_start[r, x]: first word start >= x in row r (seg_len if none).
+  # next_start[r, x]: first word start >= x in row r (seg_len if none),
+  # flattened so that one `take` serves all rows.
   cand = np.where(is_start[segs], np.arange(seg_len), seg_len)
   next_start = np.concatenate(
       [np.minimum.accumulate(cand[:, ::-1], axis=1)[:, ::-1],
-       np.full((num_rows, 1), seg_len)], axis=1)
-  budget = np.broadcast_to(seg_len if goal is None else goal, (num_rows,))
-  num = np.zeros(num_rows, dtype=np.int64)
+       np.full((num_rows, 1), seg_len)], axis=1).ravel()
+  row_base = np.arange(num_rows) * (seg_len + 1)
+  left = np.array(np.broadcast_to(seg_len if goal is None else goal,
+                                  (num_rows,)), dtype=np.int64)
   cur = np.zeros(num_rows, dtype=np.int64)
-  active = budget > 0
-  span_rows, span_begs, span_lens = [], [], []
+  active = left > 0
+  span_begs, span_lens = [], []  # per step, [rows]; length 0 = no span
   while active.any():
     u = rng.random_sample((num_rows, 2))
-    n = np.minimum(np.searchsorted(_GRAM_CDF, u[:, 0], side="right") + 1,
-                   budget - num)
+    n = np.minimum(_GRAM_CDF.searchsorted(u[:, 0], side="right") + 1, left)
     ctx = n * mask_alpha // mask_beta
     l_ctx = (u[:, 1] * ctx).astype(np.int64)
-    beg = next_start[rows, np.minimum(cur + l_ctx, seg_len)]
+    beg = next_start.take(row_base + np.minimum(cur + l_ctx, seg_len))
     end = beg + n
     active &= end < seg_len  # (also covers "no word start left")
-    span_rows.append(rows[active])
-    span_begs.append(beg[active])
-    span_lens.append(n[active])
-    num = np.where(active, num + n, num)
+    n *= active
+    span_begs.append(beg)
+    span_lens.append(n)
+    left -= n
     cur = np.where(active, end + ctx - l_ctx, cur)
-    active &= (cur < seg_len) & (num < budget)
+    active &= (cur < seg_len) & (left > 0)
   mask = np.zeros((num_rows, seg_len), dtype=bool)
-  if span_rows:
-    lens = np.concatenate(span_lens)
-    first = np.repeat(np.cumsum(lens) - lens, lens)
-    mask[np.repeat(np.concatenate(span_rows), lens),
-         np.repeat(np.concatenate(span_begs), lens)
-         + np.arange(len(first)) - first] = True
-  if goal is not None and (num < budget).any():
-    _top_up(mask, budget - num, rng)
+  if span_lens:
+    lens = np.stack(span_lens)[..., None]
+    offsets = np.arange(_MAX_GRAM)
+    in_span = offsets < lens
+    rows = np.broadcast_to(np.arange(num_rows)[:, None], in_span.shape[1:])
+    mask[np.broadcast_to(rows, in_span.shape)[in_span],
+         (np.stack(span_begs)[..., None] + offsets)[in_span]] = True
+  if goal is not None and (left > 0).any():
+    _top_up(mask, left, rng)
   if reverse is not None:
     mask = np.where(reverse[:, None], mask[:, ::-1], mask)
   return mask

@@ -15,6 +15,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import signal
 import time
 
 from absl import flags
@@ -152,35 +153,110 @@ def _check_save_dir(save_dir, info):
 # ----------------------------------------------------------------------------
 # Worker processes.
 # ----------------------------------------------------------------------------
-_WORKER = {}
-
-
-def _init_worker(encoder):
-  """Worker set-up: keeps the line encoder for `_encode_job`."""
-  _WORKER["encoder"] = encoder
+_WORKER = {}  # the line encoder of this process, for `_encode_job`
 
 
 def _encode_job(job):
-  """Encodes (lines, path) in a worker; returns (ids, lengths)."""
+  """Encodes (lines, path); returns (ids, lengths)."""
   lines, path = job
   return _WORKER["encoder"](lines, path)
 
 
-@contextlib.contextmanager
-def _worker_pool(num_workers, encoder):
-  """A pool of `num_workers` processes, or None to work in this process.
+def _worker_main(conn, encoder):
+  """A worker process: runs (fn, arg) tasks from `conn` until None/EOF."""
+  signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent reports Ctrl-C
+  _WORKER["encoder"] = encoder
+  while True:
+    try:
+      task = conn.recv()
+    except EOFError:  # the parent is gone
+      return
+    if task is None:
+      return
+    fn, arg = task
+    try:
+      conn.send((True, fn(arg)))
+    except Exception as e:  # pylint: disable=broad-except
+      conn.send((False, e))  # re-raised by the parent
+
+
+class _Workers:
+  """Runs tasks in forked worker processes, or in this one.
 
   The processes are forked: they inherit the loaded modules, so they start
   in milliseconds, and they run only NumPy and SentencePiece code, never
-  TensorFlow (a fresh interpreter would spend seconds importing it).
+  TensorFlow (a fresh interpreter would spend seconds importing it). Tasks
+  and results travel through one pipe per worker, driven from this thread
+  only: multiprocessing.Pool's helper threads would compete for the GIL
+  with the writing loop and make each record write (which releases the
+  GIL) wait up to a thread switch interval.
   """
-  if num_workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-    yield None
-    return
-  ctx = multiprocessing.get_context("fork")
-  with ctx.Pool(num_workers, initializer=_init_worker,
-                initargs=(encoder,)) as pool:
-    yield pool
+
+  def __init__(self, num_workers, encoder):
+    _WORKER["encoder"] = encoder
+    self._conns, self._procs = [], []
+    if num_workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+      return
+    ctx = multiprocessing.get_context("fork")
+    for _ in range(num_workers):
+      parent, child = ctx.Pipe()
+      proc = ctx.Process(target=_worker_main, args=(child, encoder),
+                         daemon=True)
+      proc.start()
+      child.close()
+      self._conns.append(parent)
+      self._procs.append(proc)
+
+  def imap(self, fn, items):
+    """Yields fn(item) for each item, in order.
+
+    Each worker holds at most one task, so neither side can block the other
+    on a full pipe.
+    """
+    if not self._conns:
+      for item in items:
+        yield fn(item)
+      return
+    pending = collections.deque()  # workers of the tasks in flight, in order
+    for k, item in enumerate(items):
+      if len(pending) == len(self._conns):
+        yield self._result(pending.popleft())
+      worker = k % len(self._conns)  # the one whose result was just taken
+      self._conns[worker].send((fn, item))
+      pending.append(worker)
+    while pending:
+      yield self._result(pending.popleft())
+
+  def _result(self, worker):
+    ok, value = self._conns[worker].recv()
+    if not ok:
+      raise value
+    return value
+
+  def close(self):
+    """Stops the workers (killing them if they do not stop at once)."""
+    for conn in self._conns:
+      try:
+        conn.send(None)
+      except OSError:
+        pass
+    for proc in self._procs:
+      proc.join(timeout=1)
+      if proc.is_alive():
+        proc.kill()
+        proc.join()
+    for conn in self._conns:
+      conn.close()
+
+
+@contextlib.contextmanager
+def worker_processes(num_workers, encoder):
+  """`_Workers` for the duration of a with-block (`num_workers` <= 1: none)."""
+  workers = _Workers(num_workers, encoder)
+  try:
+    yield workers
+  finally:
+    workers.close()
 
 
 # ----------------------------------------------------------------------------
@@ -197,15 +273,14 @@ def _read_lines(path):
   return token_stream.split_lines(raw, path)
 
 
-def build_stream(paths, encoder, use_eod, rng, pool=None):
+def build_stream(paths, workers, use_eod, rng):
   """Encodes the task's files, in an order drawn from `rng`, into one stream.
 
   Args:
     paths: the task's input files.
-    encoder: token_stream.LineEncoder.
+    workers: `worker_processes` that encode the lines.
     use_eod: blank lines add <eod>.
     rng: np.random.RandomState; its first draw orders the files.
-    pool: optional worker pool that encodes in parallel.
 
   Returns:
     (ids np.int32 [n], sent_ids np.bool_ [n]).
@@ -220,9 +295,8 @@ def build_stream(paths, encoder, use_eod, rng, pool=None):
     files.append((paths[j], is_text, len(jobs)))
     jobs += [(texts[k:k + _LINES_PER_TASK], paths[j])
              for k in range(0, len(texts), _LINES_PER_TASK)]
-  results = (pool.imap(_encode_job, jobs) if pool is not None
-             else (encoder(*job) for job in jobs))
-  encoded = _with_progress(results, len(jobs), "encoding",
+  encoded = _with_progress(workers.imap(_encode_job, jobs), len(jobs),
+                           "encoding",
                            [len(job[0]) for job in jobs], "lines")
   streams = []
   for n, (path, is_text, first) in enumerate(files):
@@ -273,28 +347,8 @@ def _batches(rows, sent_rows, cfg, is_start, rng):
     offset += cfg["reuse_len"]
 
 
-def _serialized(batches, pool, depth):
-  """Serialized records of each batch, in order (in workers when a pool).
-
-  Yields:
-    list of bytes per batch.
-  """
-  if pool is None:
-    for batch in batches:
-      yield example_proto.serialize_examples(batch)
-    return
-  pending = collections.deque()
-  for batch in batches:
-    pending.append(pool.apply_async(example_proto.serialize_examples,
-                                    (batch,)))
-    if len(pending) >= depth:
-      yield pending.popleft().get()
-  while pending:
-    yield pending.popleft().get()
-
-
 def write_records(record_path, rows, sent_rows, cfg, is_start, rng,
-                  pool=None, num_workers=1):
+                  workers):
   """Walks the rows in steps of reuse_len and writes every full batch.
 
   Args:
@@ -303,8 +357,7 @@ def write_records(record_path, rows, sent_rows, cfg, is_start, rng,
     cfg: record settings (see `create_data`).
     is_start: word-start table.
     rng: np.random.RandomState.
-    pool: optional worker pool that serializes in parallel.
-    num_workers: its number of processes.
+    workers: `worker_processes` that serialize the examples.
 
   Returns:
     number of batches written (>= 1).
@@ -316,8 +369,7 @@ def write_records(record_path, rows, sent_rows, cfg, is_start, rng,
   with io_utils.atomic_output(record_path) as tmp:
     with tf.io.TFRecordWriter(tmp) as writer:
       batches = _batches(rows, sent_rows, cfg, is_start, rng)
-      # Two batches per worker in flight keep every worker busy.
-      for records in _serialized(batches, pool, 2 * num_workers):
+      for records in workers.imap(example_proto.serialize_examples, batches):
         for record in records:
           writer.write(record)
         num_batch += 1
@@ -386,13 +438,13 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
   corpus_info_path = os.path.join(save_dir, record_format.CORPUS_INFO)
   for path in (record_path, info_path, corpus_info_path):
     io_utils.remove_stale_tmp(path)
-  with _worker_pool(num_workers, encoder) as pool:
-    data, sent_ids = build_stream(paths, encoder, use_eod, rng, pool)
+  with worker_processes(num_workers, encoder) as workers:
+    data, sent_ids = build_stream(paths, workers, use_eod, rng)
     rows, sent_rows = token_stream.batchify(data, sent_ids, bsz_per_host,
                                             num_core_per_host, bi_data)
     num_batch = write_records(record_path, rows, sent_rows, cfg,
                               pretrain_examples.word_start_table(sp_model),
-                              rng, pool, num_workers)
+                              rng, workers)
   io_utils.atomic_write(info_path, json.dumps({
       "filenames": [record_name], "num_batch": num_batch,
       "file_bytes": {record_name: tf.io.gfile.stat(record_path).length}}))
