@@ -253,7 +253,8 @@ def writer_stages(paths, sp_path):
   t_encode = time.time() - start
   is_start = pretrain_examples.word_start_table(encoder.sp_model)
   start = time.time()
-  batches = list(record_writer._batches(rows, sent_rows, cfg, is_start, rng))  # pylint: disable=protected-access
+  batches = list(record_writer._batches(  # pylint: disable=protected-access
+      rows, sent_rows, cfg, is_start, rng))
   t_examples = time.time() - start
   start = time.time()
   with tf.io.TFRecordWriter(os.devnull) as writer:

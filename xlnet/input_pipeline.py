@@ -114,9 +114,11 @@ def local_permutation(inputs, targets, is_masked, perm_size, seq_len, key):
   The part is cut into blocks of perm_size positions; one random
   permutation pi of 0..perm_size-1 gives position r*perm_size + c the order
   r*perm_size + pi(c). Masked positions that are not <sep>/<cls> become
-  targets; a position i may not see j (perm_mask 1) when j is masked or
-  functional and comes no earlier in the order, where non-targets (order -1,
-  counted one later so that they see themselves) see only non-targets.
+  targets. Plain positions (neither masked nor functional) get order -1:
+  all see them and they see no masked or functional position. Otherwise i
+  may not see j (perm_mask 1) when j is masked or functional and comes no
+  earlier in the order than i, where a non-target i counts one step later
+  (so it sees itself, a target does not).
 
   Args:
     inputs: int64 [seq_len] token ids of the part.

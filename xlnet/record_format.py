@@ -113,9 +113,10 @@ def parse_filename(basename):
     the name does not follow the scheme.
   """
   m = _NAME_RE.match(basename)
-  if not m or (m.group("info") is not None) != (m.group("suffix") == INFO_SUFFIX):
+  is_info = m is not None and m.group("info") is not None
+  if not m or is_info != (m.group("suffix") == INFO_SUFFIX):
     return None
-  out = dict(is_info=m.group("info") is not None, split=m.group("split"),
+  out = dict(is_info=is_info, split=m.group("split"),
              task=int(m.group("task")), pass_id=int(m.group("pass_id")))
   for f in _NAME_FIELDS:
     group = m.group(f.key)

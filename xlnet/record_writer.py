@@ -195,7 +195,8 @@ class _Workers:
   def __init__(self, num_workers, encoder):
     _WORKER["encoder"] = encoder
     self._conns, self._procs = [], []
-    if num_workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+    forking = "fork" in multiprocessing.get_all_start_methods()
+    if num_workers <= 1 or not forking:
       return
     ctx = multiprocessing.get_context("fork")
     for _ in range(num_workers):
