@@ -15,6 +15,8 @@ from tests import data_helpers
 from tests.data_reference import ref_stream
 from xlnet import data_utils
 from xlnet import example_proto
+from xlnet import record_writer
+from xlnet import token_stream
 
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         "testdata")
@@ -288,3 +290,20 @@ def test_cli_readme_command_verbatim(tmp_path):
   with open(info_path) as f:
     assert json.load(f)["num_batch"] >= 1
   assert "ETA" in res.stderr
+
+
+def test_worker_errors_are_reported(tmp_path, tiny_spm):
+  ids_file = tmp_path / "ids.txt"
+  ids_file.write_text("5 6 7\n" * 3000 + "5 1000\n")
+  with pytest.raises(ValueError, match=(
+      r"--from_raw_text=False but .*ids.txt holds id 1000, outside the "
+      r"vocabulary \[0, 1000\) of --sp_path")):
+    data_utils.create_data(str(ids_file), tiny_spm, str(tmp_path / "out"),
+                           from_raw_text=False, num_workers=2,
+                           **data_helpers.TINY_CONFIG)
+  with open(tiny_spm, "rb") as f:
+    encoder = token_stream.LineEncoder(f.read(), False, True)
+  with record_writer.worker_processes(2, encoder) as workers:
+    with pytest.raises(OSError, match=r"a --num_workers process died \(exit "
+                       r"code 3\); rerun, or try --num_workers=1"):
+      list(workers.imap(os._exit, [3]))

@@ -229,7 +229,13 @@ class _Workers:
       yield self._result(pending.popleft())
 
   def _result(self, worker):
-    ok, value = self._conns[worker].recv()
+    try:
+      ok, value = self._conns[worker].recv()
+    except EOFError:
+      self._procs[worker].join()
+      raise OSError(f"a --num_workers process died (exit code "
+                    f"{self._procs[worker].exitcode}); rerun, or try "
+                    "--num_workers=1") from None
     if not ok:
       raise value
     return value
