@@ -290,6 +290,58 @@ def _corpus_infos(record_dirs, corpus_info):
   return [record_format.load_corpus_info(d) for d in record_dirs]
 
 
+def _fill_settings(settings, infos, tfrecord_dir):
+  """Takes unset mask_alpha/mask_beta/num_predict from the corpus info.
+
+  Args:
+    settings: dict of the record settings (record_format.SETTING_KEYS).
+    infos: from `_corpus_infos`.
+    tfrecord_dir: the flag, for messages.
+
+  Returns:
+    the settings, completed.
+  """
+  known = [info for info in infos if info is not None]
+  settings = dict(settings)
+  for key in ("mask_alpha", "mask_beta", "num_predict"):
+    if settings[key] is None:
+      if not known:
+        raise ValueError(f"--{key} is not set and no corpus_info.json was "
+                         f"found for {tfrecord_dir}: give --{key} or "
+                         "--corpus_info_path")
+      settings[key] = known[0][key]
+  return settings
+
+
+def _data_core_count(record_dirs, infos, bi_data, bsz_per_host,
+                     num_core_per_host):
+  """The num_core_per_host the records were written for.
+
+  Only bi_data records depend on it (each core's rows are forward then
+  backward); for them an unknown layout is an error, never a guess.
+
+  Returns:
+    int (the reader's own count when the layout does not matter).
+  """
+  cores = [info.get("num_core_per_host") if info else None for info in infos]
+  if bi_data and None in cores:
+    unknown = record_dirs[cores.index(None)]
+    raise ValueError(
+        f"--bi_data: the core layout of the records in {unknown} is unknown "
+        "(no corpus_info.json with num_core_per_host for them), so forward "
+        "and backward rows cannot be told apart; give --corpus_info_path")
+  data_cores = sorted({c for c in cores if c is not None})
+  if len(data_cores) > 1:
+    raise ValueError(f"{','.join(record_dirs)}: the record dirs were written "
+                     f"with different --num_core_per_host {data_cores}")
+  data_core = data_cores[0] if data_cores else num_core_per_host
+  if bi_data and bsz_per_host % (2 * data_core):
+    raise ValueError(f"the corpus info says num_core_per_host={data_core}, "
+                     f"which does not divide --bsz_per_host={bsz_per_host} "
+                     "into forward/backward halves")
+  return data_core
+
+
 def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                  bi_data, num_hosts=1, num_core_per_host=1, perm_size=None,
                  mask_alpha=None, mask_beta=None, uncased=False,
@@ -333,35 +385,13 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
   if not record_dirs:
     raise ValueError("--record_info_dir is empty")
   infos = _corpus_infos(record_dirs, corpus_info)
-  known = [info for info in infos if info is not None]
-  cores = [info.get("num_core_per_host") if info else None for info in infos]
-  if bi_data and None in cores:
-    unknown = record_dirs[cores.index(None)]
-    raise ValueError(
-        f"--bi_data: the core layout of the records in {unknown} is unknown "
-        "(no corpus_info.json with num_core_per_host for them), so forward "
-        "and backward rows cannot be told apart; give --corpus_info_path")
-  settings = dict(bsz_per_host=bsz_per_host, seq_len=seq_len,
-                  reuse_len=reuse_len, uncased=uncased, bi_data=bi_data,
-                  mask_alpha=mask_alpha, mask_beta=mask_beta,
-                  num_predict=num_predict)
-  for key in ("mask_alpha", "mask_beta", "num_predict"):
-    if settings[key] is None:
-      if not known:
-        raise ValueError(f"--{key} is not set and no corpus_info.json was "
-                         f"found for {tfrecord_dir}: give --{key} or "
-                         "--corpus_info_path")
-      settings[key] = known[0][key]
-  data_cores = sorted({c for c in cores if c is not None})
-  if len(data_cores) > 1:
-    raise ValueError(f"{tfrecord_dir}: the record dirs were written with "
-                     f"different --num_core_per_host {data_cores}")
-  data_core = data_cores[0] if data_cores else num_core_per_host
+  data_core = _data_core_count(record_dirs, infos, bi_data, bsz_per_host,
+                               num_core_per_host)
+  settings = _fill_settings(
+      dict(bsz_per_host=bsz_per_host, seq_len=seq_len, reuse_len=reuse_len,
+           uncased=uncased, bi_data=bi_data, mask_alpha=mask_alpha,
+           mask_beta=mask_beta, num_predict=num_predict), infos, tfrecord_dir)
   regroup = bi_data and data_core != num_core_per_host
-  if regroup and bsz_per_host % (2 * data_core):
-    raise ValueError(f"the corpus info says num_core_per_host={data_core}, "
-                     f"which does not divide --bsz_per_host={bsz_per_host} "
-                     "into forward/backward halves")
   filenames, num_batch = find_record_files(record_dirs, split, settings,
                                            num_passes)
   logging.info("Input: %d files, %d batches%s", len(filenames), num_batch,

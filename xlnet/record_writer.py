@@ -302,9 +302,8 @@ def build_stream(paths, workers, use_eod, rng):
     files.append((paths[j], is_text, len(jobs)))
     jobs += [(texts[k:k + _LINES_PER_TASK], paths[j])
              for k in range(0, len(texts), _LINES_PER_TASK)]
-  encoded = _with_progress(workers.imap(_encode_job, jobs), len(jobs),
-                           "encoding",
-                           [len(job[0]) for job in jobs], "lines")
+  encoded = _with_progress(workers.imap(_encode_job, jobs),
+                           [len(job[0]) for job in jobs], "encoding", "lines")
   streams = []
   for n, (path, is_text, first) in enumerate(files):
     last = files[n + 1][2] if n + 1 < len(files) else len(jobs)
@@ -316,8 +315,14 @@ def build_stream(paths, workers, use_eod, rng):
   return token_stream.join_streams(streams)
 
 
-def _with_progress(results, total, what, sizes, unit):
-  """Collects `results` into a list, logging progress and an ETA."""
+def _with_progress(results, sizes, what, unit):
+  """Collects `results` into a list, logging progress and an ETA.
+
+  Args:
+    results: iterable of the jobs' results.
+    sizes: the size of each job, in `unit`s.
+    what, unit: words for the log lines.
+  """
   out, done, start, last = [], 0, time.time(), time.time()
   size_total = sum(sizes)
   for result in results:
