@@ -269,7 +269,6 @@ def test_cli_error_is_one_line(tmp_path):
   assert "--verify" in res.stdout and "--num_workers" in res.stdout
 
 
-@pytest.mark.slow
 def test_cli_readme_command_verbatim(tmp_path):
   shutil.copy(data_helpers.corpus_slice(1200), tmp_path / "botchan.txt")
   shutil.copy(data_helpers.train_tiny_spm(), tmp_path / "spiece.model")
