@@ -244,7 +244,7 @@ def test_resumed_pipeline_continues_exactly(tmp_path, reader_cores):
   np.testing.assert_array_equal(second["input_k"], full[0]["input_k"])
   assert not np.array_equal(second["perm_mask"], full[0]["perm_mask"])
   for k, how in [(1, "param"), (epoch - 1, "skip"), (epoch, "param"),
-                 (epoch + 1, "skip")]:
+                 (epoch + 1, "param"), (epoch + 1, "skip")]:
     got = resume_batches(fn, (k, k * reader_cores), reader_cores, per_core,
                          how)
     for j, batch in enumerate(got):
@@ -271,3 +271,31 @@ def test_resumed_pipeline_continues_exactly(tmp_path, reader_cores):
   assert not np.array_equal(batches[1]["perm_mask"], full[0]["perm_mask"])
   with pytest.raises(ValueError, match=r"host 2 is not below --num_hosts=2"):
     two_hosts({"batch_size": per_core, "context": Context(2)})
+
+
+def test_resume_with_a_record_info_of_several_files(tmp_path):
+  # A record info listing several files (as the release could write) gives
+  # no per-file batch counts: the resumed stream skips record by record.
+  d = tmp_path / "data"
+  for pass_id in (0, 1):
+    record_dir = data_helpers.make_records(str(d), num_lines=12,
+                                           pass_id=pass_id, **SMALL)
+  infos = sorted((d / "tfrecords").glob("record_info-*.json"))
+  merged = {"filenames": [], "num_batch": 0, "file_bytes": {}}
+  for path in infos:
+    with open(path) as f:
+      info = json.load(f)
+    merged["filenames"] += info["filenames"]
+    merged["file_bytes"].update(info["file_bytes"])
+    merged["num_batch"] += info["num_batch"]
+    os.remove(path)
+  with open(infos[0], "w") as f:
+    json.dump(merged, f)
+  fn, info = data_utils.get_input_fn(record_dir, "train", 4, 32, 16, True,
+                                     perm_size=8)
+  epoch = info["num_batch"]
+  full = data_helpers.take_batches(fn, epoch + 2, batch_size=4)
+  (got,) = data_helpers.take_batches(fn, 1, batch_size=4,
+                                     start_host_batch=epoch + 1)
+  for name in got:
+    np.testing.assert_array_equal(got[name], full[epoch + 1][name])

@@ -57,7 +57,8 @@ def find_record_files(record_dirs, split, settings, num_passes=None):
 
   Returns:
     (list of record file paths in directory and name order, total number of
-    host batches they hold).
+    host batches they hold, dict path -> its host batches for the files
+    whose record info lists only them).
 
   Raises:
     ValueError: when a directory holds no matching record info (the message
@@ -65,7 +66,7 @@ def find_record_files(record_dirs, split, settings, num_passes=None):
       missing or truncated file.
   """
   wanted = dict(settings, split=split)
-  filenames, num_batch = [], 0
+  filenames, num_batch, file_batches = [], 0, {}
   for record_dir in record_dirs:
     matched = 0
     for path, got in record_format.find_record_infos(record_dir):
@@ -75,17 +76,20 @@ def find_record_files(record_dirs, split, settings, num_passes=None):
       if num_passes is not None and got["pass_id"] >= num_passes:
         continue
       info = record_format.read_record_info(path)
-      for file_path, error in record_format.listed_files(path, info):
+      listed = record_format.listed_files(path, info)
+      for file_path, error in listed:
         if error:
           raise ValueError(f"{file_path}: {error}")
         filenames.append(file_path)
+      if len(listed) == 1:
+        file_batches[listed[0][0]] = info["num_batch"]
       num_batch += info["num_batch"]
       matched += 1
     if not matched:
       raise ValueError("No record info matches the flags. " +
                        _describe_mismatch(record_dir, wanted, split,
                                           num_passes))
-  return filenames, num_batch
+  return filenames, num_batch, file_batches
 
 
 def host_file_order(filenames, host_id, num_hosts, seed):
@@ -392,8 +396,8 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
            uncased=uncased, bi_data=bi_data, mask_alpha=mask_alpha,
            mask_beta=mask_beta, num_predict=num_predict), infos, tfrecord_dir)
   regroup = bi_data and data_core != num_core_per_host
-  filenames, num_batch = find_record_files(record_dirs, split, settings,
-                                           num_passes)
+  filenames, num_batch, file_batches = find_record_files(
+      record_dirs, split, settings, num_passes)
   logging.info("Input: %d files, %d batches%s", len(filenames), num_batch,
                f", rows regrouped from {data_core} to {num_core_per_host} "
                "cores" if regroup else "")
@@ -420,8 +424,14 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
           regroup_fn).unbatch()
     # Raw records are cached: the file order repeats every epoch, while the
     # example index (counted across epochs) gives new factorization orders.
-    dataset = dataset.cache().repeat().enumerate()
-    dataset = dataset.skip(params.get("start_host_batch", 0) * bsz_per_host)
+    # A resumed stream skips at most one epoch of raw records and numbers
+    # the rest from where it starts.
+    start = params.get("start_host_batch", 0) * bsz_per_host
+    counts = [file_batches.get(f) for f in files]
+    epoch = None if None in counts else sum(counts) * bsz_per_host
+    dataset = dataset.cache().repeat()
+    dataset = dataset.skip(start % epoch if epoch else start)
+    dataset = dataset.enumerate(start=start)
     host_key = tf.constant([seed, host_id], dtype=tf.int64)
     keyed_parser = tf.autograph.experimental.do_not_convert(
         lambda index, record: parser(
