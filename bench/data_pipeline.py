@@ -1,19 +1,24 @@
-"""Benchmark of the XLNet data pipeline.
+"""Benchmark of the XLNet data pipeline: record writing and the input function.
 
-Measures, on a multi-MB corpus (the demo novel, documents shuffled and
-repeated):
-  1. record creation (tokens/s) with the released README's settings;
-  2. a per-token Python-loop implementation of the masking and of the whole
-     example loop (as the released tool does it, written here from SPEC.md)
-     against ours on the same rows, in the same run;
-  3. the input function (examples/s) at seq_len 512;
-  4. --num_task scaling: one process vs two processes in parallel.
+On a multi-MB corpus (the demo novel, documents shuffled and repeated) with
+the released README's settings (bsz_per_host 32, 16 cores, seq 512, reuse
+256, bi_data, 85 targets), in one run it prints:
+  1. the encoding floor: bare SentencePiece encoding of the same lines
+     (batch API, all cores), no normalization, no examples;
+  2. record writing (`create_data`) with --num_workers=1 and with one
+     worker per CPU, and their ratio to the floor; the stages of the
+     one-worker run (encode, examples, serialize+write);
+  3. the released tool's per-token Python loops (re-written here from the
+     data format) against our example code on the same rows;
+  4. the input function's examples/s at the paper's settings (perm_size
+     256, per-core batch --bsz_per_core), and, given the step times of a
+     model (--step_s), the examples/s that model's training consumes.
 
 Usage: python bench/data_pipeline.py [--mb=5] [--vocab_size=4000]
+           [--step_s=base:0.5,large:1.2] [--bsz_per_core=16]
 """
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,16 +32,30 @@ import tensorflow as tf
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from xlnet import data_utils  # noqa: E402
 from xlnet import demo_corpus  # noqa: E402
+from xlnet import example_proto  # noqa: E402
+from xlnet import pretrain_examples  # noqa: E402
+from xlnet import record_writer  # noqa: E402
 from xlnet import spm_train  # noqa: E402
+from xlnet import token_stream  # noqa: E402
 from xlnet.prepro_utils import CLS_ID, SEP_ID  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_float("mb", 5.0, "Corpus size in MB.")
 flags.DEFINE_integer("vocab_size", 4000, "SentencePiece vocabulary size.")
+flags.DEFINE_integer("repeats", 2, "Timed runs of each writer setting; the "
+                     "best is printed.")
 flags.DEFINE_integer("baseline_offsets", 6, "Row offsets run by the loop "
                      "baseline (each is bsz_per_host examples).")
 flags.DEFINE_integer("input_batches", 30, "Per-core batches timed in the "
                      "input-function benchmark.")
+flags.DEFINE_integer("bsz_per_core", 16, "Per-core batch of the input "
+                     "function benchmark and of the consumption estimate.")
+flags.DEFINE_string("step_s", "", "Seconds per training step of the models "
+                    "to compare with, e.g. 'base:0.45,large:1.3' (from "
+                    "bench/model_step.py or the trainer's log), each core "
+                    "taking --bsz_per_core examples per step.")
+flags.DEFINE_integer("cores_per_host", 8, "Cores (GPUs/TPU cores) one host "
+                     "feeds, for the consumption estimate.")
 flags.DEFINE_string("work_dir", None, "Scratch dir (default: a temp dir).")
 
 README = dict(bsz_per_host=32, num_core_per_host=16, seq_len=512,
@@ -180,10 +199,10 @@ def loop_write(path, sp, rows, sent_rows, cfg, num_offsets):
         cat = np.concatenate([inp, a, sep, b, sep, cls])
         seg = [0] * (reuse_len + len(a) + 1) + [1] * (len(b) + 1) + [2]
         tgt = np.concatenate([tgt, a_tgt, b[:1], b_tgt, cls, cls])
-        feature = {"input": _int64_feature(cat),
+        feature = {"input": _int64_feature(cat.tolist()),
                    "is_masked": _int64_feature(
-                       np.concatenate([m0, m1]).astype(np.int64)),
-                   "target": _int64_feature(tgt),
+                       np.concatenate([m0, m1]).astype(int).tolist()),
+                   "target": _int64_feature(tgt.tolist()),
                    "seg_id": _int64_feature(seg),
                    "label": _int64_feature([label])}
         writer.write(tf.train.Example(features=tf.train.Features(
@@ -195,126 +214,146 @@ def loop_write(path, sp, rows, sent_rows, cfg, num_offsets):
 # ----------------------------------------------------------------------------
 # Benchmarks.
 # ----------------------------------------------------------------------------
-def bench_masking(sp, rows, cfg, table, n_parts=512, chunk=64):
-  """Masks the same parts with both implementations; returns parts/s.
+def encode_floor(sp, paths):
+  """Seconds SentencePiece alone needs for the corpus' non-blank lines."""
+  lines = [line for p in paths
+           for line in open(p, encoding="utf-8").read().split("\n")
+           if line.strip()]
+  start = time.time()
+  sp.encode(lines, out_type=int, num_threads=os.cpu_count())
+  return time.time() - start
 
-  Ours masks `chunk` parts per call, as the record writer does (the reuse
-  and the rest parts of all bsz_per_host rows of one offset).
+
+def time_writer(paths, sp_path, work, num_workers):
+  """Best wall seconds of create_data over --repeats runs."""
+  best = float("inf")
+  for k in range(FLAGS.repeats):
+    save_dir = os.path.join(work, f"records-{num_workers}-{k}")
+    start = time.time()
+    data_utils.create_data(",".join(paths), sp_path, save_dir,
+                           num_workers=num_workers, **README)
+    best = min(best, time.time() - start)
+  return best, save_dir
+
+
+def writer_stages(paths, sp_path):
+  """Seconds of each stage of a one-process writer run.
+
+  Returns:
+    dict stage -> seconds, the rows and the word-start table.
   """
-  n_slots = rows.shape[1] // 256
-  parts = np.stack([
-      rows[k % len(rows), (k % n_slots) * 256:(k % n_slots + 1) * 256]
-      for k in range(n_parts)])
-  goal = cfg["num_predict"] // 2
+  with open(sp_path, "rb") as f:
+    encoder = token_stream.LineEncoder(f.read(), False, True)
+  cfg = dict(README, use_eod=True)
+  rng = np.random.RandomState([0, 0, 1])
+  start = time.time()
+  with record_writer.worker_processes(1, encoder) as workers:
+    data, sent = record_writer.build_stream(paths, workers, True, rng)
+  rows, sent_rows = token_stream.batchify(data, sent, 32, 16, True)
+  t_encode = time.time() - start
+  is_start = pretrain_examples.word_start_table(encoder.sp_model)
+  start = time.time()
+  batches = list(record_writer._batches(  # pylint: disable=protected-access
+      rows, sent_rows, cfg, is_start, rng))
+  t_examples = time.time() - start
+  start = time.time()
+  with tf.io.TFRecordWriter(os.devnull) as writer:
+    for batch in batches:
+      for record in example_proto.serialize_examples(batch):
+        writer.write(record)
+  t_serialize = time.time() - start
+  return ({"encode": t_encode, "examples": t_examples,
+           "serialize+write": t_serialize, "batches": len(batches)},
+          rows, sent_rows, is_start)
+
+
+def bench_loop_baseline(sp, rows, sent_rows, is_start, work):
+  """Examples/s of the released loops and of ours on the same rows."""
+  cfg = dict(README)
+  k = FLAGS.baseline_offsets
   rng = np.random.RandomState(0)
-  t = time.time()
-  for k in range(0, n_parts, chunk):
-    data_utils.sample_masks(parts[k:k + chunk], table, goal, 6, 1, rng)
-  ours = n_parts / (time.time() - t)
+  bounds = [pretrain_examples.boundaries(s) for s in sent_rows]
+  start = time.time()
+  for offset in range(k):
+    example_proto.serialize_examples(pretrain_examples.make_batch(
+        rows, bounds, offset * cfg["reuse_len"], cfg, is_start, rng))
+  ours = k * rows.shape[0] / (time.time() - start)
+  random.seed(0)
   np.random.seed(0)
-  t = time.time()
-  for p in parts:
-    loop_sample_mask(sp, p, False, goal, 6, 1)
-  loop = n_parts / (time.time() - t)
-  return ours, loop
+  start = time.time()
+  n_loop = loop_write(os.path.join(work, "loop.tfrecords"), sp, rows,
+                      sent_rows, cfg, k)
+  return ours, n_loop / (time.time() - start)
 
 
-def bench_input_fn(record_dir, cfg, n_batches):
-  """Examples/s of the input function (per-core batch of 16 at seq 512)."""
+def bench_input_fn(record_dir, n_batches):
+  """Examples/s of the input function at the paper's settings."""
+  bsz = FLAGS.bsz_per_core
   fn, _ = data_utils.get_input_fn(
-      record_dir, "train", cfg["bsz_per_host"], cfg["seq_len"],
-      cfg["reuse_len"], True, num_core_per_host=2, perm_size=256,
-      num_predict=85)
-  bsz = cfg["bsz_per_host"] // 2
+      record_dir, "train", README["bsz_per_host"], README["seq_len"],
+      README["reuse_len"], True, num_core_per_host=README["bsz_per_host"] //
+      bsz, perm_size=256, num_predict=README["num_predict"])
   with tf.Graph().as_default():
     nxt = tf.compat.v1.data.make_one_shot_iterator(
         fn({"batch_size": bsz})).get_next()
     with tf.compat.v1.Session() as sess:
       for _ in range(3):
         sess.run(nxt)
-      t = time.time()
+      start = time.time()
       for _ in range(n_batches):
         sess.run(nxt)
-      return n_batches * bsz / (time.time() - t)
-
-
-def run_cli(paths, sp_path, save_dir, num_task):
-  """Runs data_utils.py with num_task processes in parallel; wall seconds."""
-  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  env = dict(os.environ, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="3")
-  args = [f"--{k}={v}" for k, v in README.items()]
-  glob_ = ",".join(paths)
-  t = time.time()
-  procs = [subprocess.Popen(
-      [sys.executable, os.path.join(root, "data_utils.py"), *args,
-       f"--input_glob={glob_}", f"--sp_path={sp_path}",
-       f"--save_dir={save_dir}", f"--num_task={num_task}", f"--task={k}"],
-      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-           for k in range(num_task)]
-  assert all(p.wait() == 0 for p in procs)
-  return time.time() - t
+      return n_batches * bsz / (time.time() - start)
 
 
 def main(_):
   tf.compat.v1.disable_eager_execution()
   work = FLAGS.work_dir or tempfile.mkdtemp(prefix="xlnet-bench-")
+  os.makedirs(work, exist_ok=True)
   paths, size = make_corpus(work, FLAGS.mb)
   sp_path = spm_train.train_spm(demo_corpus.get_demo_corpus(),
                                 os.path.join(work, "spiece"),
                                 vocab_size=FLAGS.vocab_size)
   sp = spm.SentencePieceProcessor(model_file=sp_path)
+  cpus = os.cpu_count()
   print(f"corpus: {size / 1e6:.1f} MB in {len(paths)} files, vocab "
-        f"{sp.get_piece_size()}, settings {README}")
+        f"{sp.get_piece_size()}, {cpus} CPUs, settings {README}", flush=True)
 
-  # 1. Record creation, in process (encode + examples).
-  cfg = dict(README, uncased=False, use_eod=True, task=0, num_task=1)
-  t = time.time()
-  data, sent = data_utils.build_stream(paths, sp, False, True, True,
-                                       np.random.RandomState(0))
-  t_encode = time.time() - t
-  rows, sent_rows = data_utils.batchify(data, sent, 32, 16, True)
-  table = data_utils.word_start_table(sp)
-  t = time.time()
-  n_batch = data_utils.write_records(os.path.join(work, "ours.tfrecords"),
-                                     rows, sent_rows, cfg, table,
-                                     np.random.RandomState(0))
-  t_write = time.time() - t
-  n_ex = n_batch * 32
-  print(f"encode: {len(data)} tokens in {t_encode:.1f}s = "
-        f"{len(data) / t_encode:,.0f} tokens/s")
-  print(f"examples: {n_ex} in {t_write:.1f}s = {n_ex / t_write:,.1f} "
-        f"examples/s = {n_batch * 16 * 256 / t_write:,.0f} stream tokens/s")
-  print(f"record creation total: {len(data) / (t_encode + t_write):,.0f} "
-        "stream tokens/s")
+  # 1-2. Encoding floor and record writing, interleaved.
+  floors, writes = [], {1: [], cpus: []}
+  for _ in range(FLAGS.repeats):
+    floors.append(encode_floor(sp, paths))
+    for num_workers in writes:
+      t, save_dir = time_writer(paths, sp_path, work, num_workers)
+      writes[num_workers].append(t)
+  floor = min(floors)
+  print(f"encode floor (SentencePiece alone, {cpus} threads): {floor:.2f}s "
+        f"= {size / 1e6 / floor:.1f} MB/s")
+  for num_workers, times in writes.items():
+    print(f"record writing, --num_workers={num_workers}: {min(times):.2f}s "
+          f"= {size / 1e6 / min(times):.1f} MB/s, {min(times) / floor:.1f}x "
+          "the encode floor")
+  stages, rows, sent_rows, is_start = writer_stages(paths, sp_path)
+  print("one-process stages: " + ", ".join(
+      f"{k} {v:.2f}s" for k, v in stages.items() if k != "batches") +
+        f" ({stages['batches']} batches of 32)")
 
-  # 2. Per-token loop baseline on the same rows.
-  ours_m, loop_m = bench_masking(sp, rows, cfg, table)
-  print(f"masking (256-token parts, 42 targets, ours 64 parts per call): "
-        f"ours {ours_m:,.0f} parts/s, "
-        f"loop {loop_m:,.0f} parts/s, speedup {ours_m / loop_m:.1f}x")
-  random.seed(0)
-  np.random.seed(0)
-  k = FLAGS.baseline_offsets
-  t = time.time()
-  n_loop = loop_write(os.path.join(work, "loop.tfrecords"), sp, rows,
-                      sent_rows, cfg, k)
-  loop_rate = n_loop / (time.time() - t)
-  print(f"example loop: ours {n_ex / t_write:,.1f} examples/s, loop "
-        f"{loop_rate:,.1f} examples/s ({n_loop} examples), speedup "
-        f"{n_ex / t_write / loop_rate:.1f}x")
+  # 3. Released per-token loops on the same rows.
+  ours, loop = bench_loop_baseline(sp, rows, sent_rows, is_start, work)
+  print(f"example loop: ours {ours:,.0f} examples/s, the release's loops "
+        f"{loop:,.1f} examples/s: {ours / loop:.0f}x")
 
-  # 3. Input function.
-  save = os.path.join(work, "proc1")
-  t1 = run_cli(paths, sp_path, save, 1)
-  rate = bench_input_fn(os.path.join(save, "tfrecords"), cfg,
+  # 4. Input function.
+  rate = bench_input_fn(os.path.join(save_dir, "tfrecords"),
                         FLAGS.input_batches)
-  print(f"input_fn: {rate:,.1f} examples/s (seq 512, perm_size 256, "
-        "num_predict 85, per-core batch 16)")
-
-  # 4. num_task scaling (CLI, includes interpreter + TensorFlow start-up).
-  t2 = run_cli(paths, sp_path, os.path.join(work, "proc2"), 2)
-  print(f"CLI wall time: num_task=1 {t1:.1f}s, num_task=2 (2 processes) "
-        f"{t2:.1f}s, speedup {t1 / t2:.2f}x on {os.cpu_count()} CPUs")
+  print(f"input_fn: {rate:,.0f} examples/s on {cpus} CPUs (seq 512, reuse "
+        f"256, perm_size 256, 85 targets, bi_data, per-core batch "
+        f"{FLAGS.bsz_per_core})")
+  for item in filter(None, FLAGS.step_s.split(",")):
+    name, step_s = item.split(":")
+    need = FLAGS.bsz_per_core * FLAGS.cores_per_host / float(step_s)
+    print(f"  {name}: {FLAGS.cores_per_host} cores x {FLAGS.bsz_per_core} "
+          f"examples / {float(step_s):.2f}s per step = {need:,.0f} examples/s "
+          f"per host; the input function gives {rate / need:.1f}x that")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Turn text files into XLNet pretraining TFRecords, one data_utils.py run per
 # pass (pass_id 0 .. NUM_PASSES-1), with the released README's settings unless
-# overridden by extra flags.
+# overridden by extra flags, then verify every record written (docs/data.md).
 #
 # Usage: scripts/prepro_data.sh INPUT_GLOB SP_PATH SAVE_DIR [NUM_PASSES=1] [data_utils flags...]
 # e.g.   scripts/prepro_data.sh 'data/demo/*.txt' data/demo/spiece.model data/demo/proc 2 \
@@ -23,3 +23,4 @@ for ((pass_id = 0; pass_id < num_passes; pass_id++)); do
     --input_glob="$input_glob" --sp_path="$sp_path" --save_dir="$save_dir" \
     --num_passes="$num_passes" --pass_id="$pass_id" "$@"
 done
+"${PYTHON:-python}" "$root/data_utils.py" --verify --save_dir="$save_dir"

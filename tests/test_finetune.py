@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.data_fixtures import make_records
+from tests.data_helpers import make_records
 from xlnet import checkpoint_io
 from xlnet import engine
 from xlnet import finetune

@@ -2,7 +2,6 @@
 import pytest
 import sentencepiece as spm
 
-from tests.data_fixtures import demo_corpus, train_tiny_spm
 from xlnet import prepro_utils
 from xlnet import spm_train
 
@@ -61,8 +60,8 @@ def test_encode_pieces_digit_comma_rule():
   assert ids == [sp.vocab[p] for p in pieces]
 
 
-def test_encode_ids_real_model_round_trip():
-  sp = spm.SentencePieceProcessor(model_file=train_tiny_spm())
+def test_encode_ids_real_model_round_trip(tiny_spm):
+  sp = spm.SentencePieceProcessor(model_file=tiny_spm)
   text = prepro_utils.preprocess_text("In 1999, Botchan paid 2,000 yen.")
   ids = prepro_utils.encode_ids(sp, text)
   assert sp.decode(ids) == text
@@ -70,8 +69,8 @@ def test_encode_ids_real_model_round_trip():
                  for p in prepro_utils.encode_pieces(sp, text))
 
 
-def test_trained_model_has_xlnet_special_ids():
-  sp = spm.SentencePieceProcessor(model_file=train_tiny_spm())
+def test_trained_model_has_xlnet_special_ids(tiny_spm):
+  sp = spm.SentencePieceProcessor(model_file=tiny_spm)
   assert sp.get_piece_size() == 1000
   assert [sp.id_to_piece(i) for i in range(9)] == [
       "<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>", "<eod>",
@@ -81,9 +80,9 @@ def test_trained_model_has_xlnet_special_ids():
   assert sp.encode_as_pieces("a<eop>")[-1] == "<eop>"
 
 
-def test_model_without_special_symbols_is_rejected(tmp_path):
+def test_model_without_special_symbols_is_rejected(tmp_path, demo_corpus):
   prefix = str(tmp_path / "plain")
-  spm.SentencePieceTrainer.train(input=demo_corpus(), model_prefix=prefix,
+  spm.SentencePieceTrainer.train(input=demo_corpus, model_prefix=prefix,
                                  vocab_size=300, minloglevel=2)
   with pytest.raises(ValueError, match=r"--sp_path=.*plain.model is not an "
                      r"XLNet SentencePiece model: id 3 is .*expected '<cls>'"):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests import qa_fixtures
-from tests.data_fixtures import train_tiny_spm
+from tests.data_helpers import train_tiny_spm
 from xlnet import run_race
 from xlnet import run_squad
 

@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 from tests import classifier_fixtures as fx
-from tests import data_fixtures
+from tests import data_helpers
 from xlnet import run_classifier
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -39,7 +39,7 @@ def released_model_dir(root):
   xlnet_config.json and xlnet_model.ckpt (backbone only, by name)."""
   large = os.path.join(root, "xlnet_cased_L-24_H-1024_A-16")
   os.makedirs(large, exist_ok=True)
-  data_fixtures.train_tiny_spm(large)
+  data_helpers.train_tiny_spm(large)
   os.rename(os.path.join(large, "spiece-1000.model"),
             os.path.join(large, "spiece.model"))
   fx.write_config(large, CONFIG)

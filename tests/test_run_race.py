@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests import qa_fixtures
-from tests.data_fixtures import train_tiny_spm
+from tests.data_helpers import train_tiny_spm
 from tests.test_run_squad import _script_commands
 from xlnet import race_model
 from xlnet import run_race

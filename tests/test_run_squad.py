@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 from tests import qa_fixtures
-from tests.data_fixtures import REPO_ROOT
-from tests.data_fixtures import train_tiny_spm
+from tests.data_helpers import REPO_ROOT
+from tests.data_helpers import train_tiny_spm
 from xlnet import run_squad
 from xlnet import squad_model
 from xlnet import squad_utils

@@ -11,7 +11,7 @@ import pytest
 import sentencepiece as spm
 
 from tests import qa_fixtures
-from tests.data_fixtures import train_tiny_spm
+from tests.data_helpers import train_tiny_spm
 from xlnet import prepro_utils
 from xlnet import squad_utils
 

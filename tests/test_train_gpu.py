@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from tests import train_fixtures as fx
-from tests.data_fixtures import make_records
+from tests.data_helpers import make_records
 from xlnet import flags as flags_lib
 from xlnet import train_gpu
 

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import HAS_TPU_ESTIMATOR, requires_tpu_estimator
-from tests.data_fixtures import make_records
+from tests.data_helpers import make_records
 from tests.test_train_gpu import README_COMMAND
 from xlnet import flags as flags_lib
 from xlnet import train_tpu

@@ -703,11 +703,10 @@ class Trainer:
           out = step_fn(iterator, signals.signum is not None)
         except tf.errors.DataLossError as e:
           self.save(max_save=max_save)
-          where = on_corrupt_data(e) if on_corrupt_data else str(e)
+          where = on_corrupt_data(e) if on_corrupt_data else e.message
           raise DataCorrupted(
-              f"corrupted input record after step {step} ({where}); "
-              f"progress was saved to model.ckpt-{step}; fix or remove the "
-              "file and rerun to resume") from None
+              f"a corrupted input record stopped training after step {step}"
+              f" (progress saved in model.ckpt-{step}): {where}") from None
         if not out["ok"]:
           prefix = self.save(max_save=max_save)
           raise Diverged(

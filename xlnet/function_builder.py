@@ -34,7 +34,7 @@ def to_time_major(features):
   return out
 
 
-def get_input_fn(FLAGS, num_core_per_host):
+def get_input_fn(FLAGS, num_core_per_host, corpus_info=None):
   """The training input function over `FLAGS.record_info_dir`.
 
   Shared by both trainers; the data flags must already be resolved against
@@ -47,6 +47,7 @@ def get_input_fn(FLAGS, num_core_per_host):
       step; the input function regroups the rows when the data was written
       for a different core count, so every core gets [forward, backward]
       halves with `bi_data`.
+    corpus_info: the corpus info dict the flags were resolved from.
 
   Returns:
     (input_fn, record_info) as `data_utils.get_input_fn`.
@@ -66,7 +67,9 @@ def get_input_fn(FLAGS, num_core_per_host):
       uncased=FLAGS.uncased,
       num_passes=FLAGS.num_passes,
       use_bfloat16=FLAGS.use_bfloat16,
-      num_predict=FLAGS.num_predict)
+      num_predict=FLAGS.num_predict,
+      corpus_info=corpus_info,
+      seed=FLAGS.seed)
 
 
 def create_mem_vars(FLAGS, bsz, scope="mems"):

@@ -1,4 +1,4 @@
-"""Text normalization and SentencePiece encoding (SPEC.md section 4)."""
+"""Text normalization and SentencePiece encoding (see docs/data.md)."""
 import unicodedata
 
 SPIECE_UNDERLINE = "\u2581"
@@ -105,7 +105,7 @@ def digit_comma_table(sp_model):
 
 
 def check_special_symbols(sp_model, sp_path):
-  """Raises ValueError unless ids 0..8 are exactly SPEC's special symbols.
+  """Raises ValueError unless ids 0..8 are exactly XLNet's special symbols.
 
   Args:
     sp_model: a loaded sentencepiece.SentencePieceProcessor.

@@ -29,8 +29,13 @@ from xlnet import model_utils
 RESULTS = "eval_results_pretrain.json"
 
 
-def eval_input_fn(FLAGS):
+def eval_input_fn(FLAGS, corpus_info=None):
   """The held-out input function (one device reads whole host batches).
+
+  Args:
+    FLAGS: resolved flags.
+    corpus_info: the corpus info the flags were resolved from (None: the
+      one next to the held-out records).
 
   Returns:
     (input_fn, number of host batches in one pass of the held-out records).
@@ -43,7 +48,8 @@ def eval_input_fn(FLAGS):
       bi_data=FLAGS.bi_data, num_core_per_host=1, perm_size=FLAGS.perm_size,
       mask_alpha=FLAGS.mask_alpha, mask_beta=FLAGS.mask_beta,
       uncased=FLAGS.uncased, num_passes=FLAGS.num_passes,
-      use_bfloat16=FLAGS.use_bfloat16, num_predict=FLAGS.num_predict)
+      use_bfloat16=FLAGS.use_bfloat16, num_predict=FLAGS.num_predict,
+      corpus_info=corpus_info, seed=FLAGS.seed)
   return input_fn, info["num_batch"]
 
 

@@ -92,7 +92,8 @@ class StepLogger:
     self._last_step, self._last_time, self._losses = step, now, []
 
 
-def dataset_fn_for(FLAGS, corpus_info, num_hosts, local_cores, skip_batches):
+def dataset_fn_for(FLAGS, corpus_info, num_hosts, local_cores,
+                   start_host_batch):
   """The per-worker dataset of per-core batches, positioned after the data a
   resumed run already consumed.
 
@@ -101,7 +102,9 @@ def dataset_fn_for(FLAGS, corpus_info, num_hosts, local_cores, skip_batches):
     corpus_info: the dict the data flags were resolved from.
     num_hosts: workers sharing the record files.
     local_cores: replicas of one worker.
-    skip_batches: per-core batches of this worker's stream to skip.
+    start_host_batch: host batches of this worker's stream already consumed
+      (the stream's randomness is keyed by position, so the batches that
+      follow are exactly those of an uninterrupted run).
 
   Returns:
     (dataset_fn(input_context), record_info).
@@ -114,17 +117,17 @@ def dataset_fn_for(FLAGS, corpus_info, num_hosts, local_cores, skip_batches):
       num_core_per_host=local_cores, perm_size=FLAGS.perm_size,
       mask_alpha=FLAGS.mask_alpha, mask_beta=FLAGS.mask_beta,
       uncased=FLAGS.uncased, num_passes=FLAGS.num_passes,
-      use_bfloat16=FLAGS.use_bfloat16, num_predict=FLAGS.num_predict)
-  del corpus_info
+      use_bfloat16=FLAGS.use_bfloat16, num_predict=FLAGS.num_predict,
+      corpus_info=corpus_info, seed=FLAGS.seed)
 
   class _Host:  # the `params["context"]` of TPUEstimator input functions
     def __init__(self, host):
       self.current_host = host
 
   def dataset_fn(input_context):
-    dataset = input_fn({"batch_size": bsz_per_host // local_cores,
-                        "context": _Host(input_context.input_pipeline_id)})
-    return dataset.skip(skip_batches) if skip_batches else dataset
+    return input_fn({"batch_size": bsz_per_host // local_cores,
+                     "context": _Host(input_context.input_pipeline_id),
+                     "start_host_batch": start_host_batch})
 
   return dataset_fn, record_info
 
@@ -188,9 +191,9 @@ def run(FLAGS, tpu=False):
       strategy, function_builder.pretrain_loss_fn(xlnet_config, FLAGS),
       FLAGS, FLAGS.model_dir, memory=memory, accum_steps=FLAGS.accum_steps,
       seed=FLAGS.seed, use_xla=FLAGS.use_xla)
-  dataset_fn, _ = dataset_fn_for(FLAGS, corpus_info, num_hosts, local_cores,
-                                 start_step * FLAGS.accum_steps *
-                                 local_cores)
+  dataset_fn, record_info = dataset_fn_for(
+      FLAGS, corpus_info, num_hosts, local_cores,
+      start_step * FLAGS.accum_steps)
   dist_dataset = trainer.distribute(dataset_fn)
   trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
   if resume:
@@ -211,8 +214,11 @@ def run(FLAGS, tpu=False):
   on_step = logger
   if evaluation is not None:
     on_step = held_out_hook(FLAGS, trainer, evaluation, logger, writer)
+  host_files = record_info["host_filenames"][trainer.worker]
   trainer.train(dist_dataset, FLAGS.train_steps, FLAGS.save_steps,
-                FLAGS.max_save, on_step=on_step)
+                FLAGS.max_save, on_step=on_step,
+                on_corrupt_data=lambda e: data_utils.data_loss_message(
+                    host_files))
   return logger.history
 
 

@@ -200,17 +200,16 @@ class _PruneListener(tf.compat.v1.train.CheckpointSaverListener):
     checkpoint_io.prune(self.model_dir, self.max_save)
 
 
-def estimator_input_fn(FLAGS, cores_per_host, skip_host_steps):
+def estimator_input_fn(FLAGS, cores_per_host, corpus_info, start_step):
   """The TPUEstimator input function: per-core batches with their core id,
-  starting after the host steps a resumed run already consumed."""
-  base_input_fn, _ = function_builder.get_input_fn(FLAGS, cores_per_host)
+  starting after the host batches a resumed run already consumed."""
+  base_input_fn, _ = function_builder.get_input_fn(FLAGS, cores_per_host,
+                                                   corpus_info)
 
   def input_fn(params):
-    dataset = base_input_fn(params)
+    dataset = base_input_fn(dict(params, start_host_batch=start_step))
     host = params["context"].current_host if "context" in params else 0
     batch = params["batch_size"]
-    if skip_host_steps:
-      dataset = dataset.skip(skip_host_steps * cores_per_host)
 
     def add_core(index, features):
       features = dict(features)
@@ -236,10 +235,12 @@ def run_estimator(FLAGS):
   if not FLAGS.model_dir:
     raise ValueError("--model_dir is required (checkpoints and summaries)")
   flags_lib.model_config_to_flags(FLAGS)
-  flags_lib.resolve_flags(FLAGS, flags_lib.load_corpus_info(FLAGS))
+  corpus_info = flags_lib.load_corpus_info(FLAGS)
+  flags_lib.resolve_flags(FLAGS, corpus_info)
   resume = checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
   start_step = checkpoint_io.step_of(resume) if resume else 0
-  input_fn = estimator_input_fn(FLAGS, FLAGS.num_core_per_host, start_step)
+  input_fn = estimator_input_fn(FLAGS, FLAGS.num_core_per_host, corpus_info,
+                                start_step)
   tf.io.gfile.makedirs(FLAGS.model_dir)
   function_builder.save_xlnet_config(FLAGS)
   checkpoint_io.prune(FLAGS.model_dir, FLAGS.max_save)

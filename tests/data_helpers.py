@@ -1,27 +1,21 @@
-"""Test helpers for XLNet data: demo corpus, tiny SentencePiece, records.
+"""Helpers for tests that need XLNet records: corpus, tiny model, records.
 
-Usage in any test module:
+The pytest fixtures built on them (`demo_corpus`, `tiny_spm`, `tiny_data`)
+live in conftest.py; trainer tests call `make_records` directly:
 
-  from tests.data_fixtures import make_records, tiny_data  # noqa: F401
-
-  def test_x(tiny_data):            # session-scoped, built once
-    tiny_data.record_dir            # {save_dir}/tfrecords
-    tiny_data.sp_path, tiny_data.corpus, tiny_data.config  # config: dict
-
-  make_records(str(tmp_path), seq_len=32, reuse_len=16, bsz_per_host=4,
-               num_core_per_host=2, num_predict=8)  # -> tfrecord dir
+  record_dir = make_records(str(tmp_path), seq_len=32, reuse_len=16,
+                            bsz_per_host=4, num_core_per_host=2,
+                            num_predict=8)   # -> {save_dir}/tfrecords
 
 Everything is cached per process, so a SentencePiece model is trained once.
 """
 import atexit
-import collections
 import glob
 import os
 import shutil
 import tempfile
 
 import numpy as np
-import pytest
 import tensorflow as tf
 
 from xlnet import data_utils
@@ -118,18 +112,19 @@ def make_records(save_dir, num_lines=None, sp_path=None, **flags):
   config = dict(TINY_CONFIG, **flags)
   corpus = corpus_slice(num_lines) if num_lines else demo_corpus()
   data_utils.create_data(corpus, sp_path or train_tiny_spm(), save_dir,
-                         **config)
+                         num_workers=1, **config)
   return os.path.join(save_dir, "tfrecords")
 
 
-TinyData = collections.namedtuple(
-    "TinyData", ["record_dir", "sp_path", "corpus", "config"])
+def take_batches(input_fn, n, **params):
+  """The first n per-core batches of an input function, as numpy dicts.
 
-
-@pytest.fixture(scope="session")
-def tiny_data(tmp_path_factory):
-  """Records of the whole demo corpus with TINY_CONFIG (pass 0)."""
-  save_dir = str(tmp_path_factory.mktemp("tiny_data"))
-  record_dir = make_records(save_dir)
-  return TinyData(record_dir, train_tiny_spm(), demo_corpus(),
-                  dict(TINY_CONFIG))
+  Args:
+    input_fn: from get_input_fn.
+    n: number of batches.
+    **params: the input function's params (e.g. batch_size).
+  """
+  with tf.Graph().as_default():
+    nxt = tf.compat.v1.data.make_one_shot_iterator(input_fn(params)).get_next()
+    with tf.compat.v1.Session() as sess:
+      return [sess.run(nxt) for _ in range(n)]

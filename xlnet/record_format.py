@@ -1,0 +1,427 @@
+"""The pretraining records on disk: names, metadata files and integrity.
+
+A record writer run fills a save_dir:
+
+  {save_dir}/corpus_info.json
+      the settings the records were written with (written by task 0);
+  {save_dir}/tfrecords/{split}-{task}-{pass_id}.{settings}.tfrecords
+      the examples, `bsz_per_host` per row offset;
+  {save_dir}/tfrecords/record_info-{split}-{task}-{pass_id}.{settings}.json
+      {"filenames": [record file names], "num_batch": host batches,
+       "file_bytes": {record file name: size in bytes}}.
+
+`{settings}` spells out the record settings, e.g.
+`bsz-32.seqlen-512.reuse-256.bi.alpha-6.beta-1.fnp-85`; `format_filename`
+writes such names and `parse_filename` reads them back, both from one table
+(`_NAME_FIELDS`). See docs/data.md.
+"""
+import collections
+import json
+import os
+import re
+
+import numpy as np
+import tensorflow as tf
+
+from xlnet import io_utils
+
+CORPUS_INFO = "corpus_info.json"
+RECORD_DIR = "tfrecords"
+INFO_PREFIX = "record_info-"
+RECORD_SUFFIX = "tfrecords"
+INFO_SUFFIX = "json"
+
+# Record settings that name files and that corpus_info.json records.
+SETTING_KEYS = ("bsz_per_host", "seq_len", "reuse_len", "uncased", "bi_data",
+                "mask_alpha", "mask_beta", "num_predict")
+# Keys every corpus_info.json must hold (readers resolve flags from them).
+CORPUS_INFO_KEYS = SETTING_KEYS + ("num_core_per_host",)
+
+_NameField = collections.namedtuple(
+    "_NameField", ["key", "to_token", "pattern", "from_group", "optional"])
+
+
+def _num_str(x):
+  """Formats a mask_alpha/beta value the way file names use it ('6', '0.5')."""
+  return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _num_value(text):
+  """Inverse of `_num_str`: '6' -> 6, '0.5' -> 0.5."""
+  return int(text) if text.isdigit() else float(text)
+
+
+# One dot-separated token per setting, in file-name order. `to_token` maps a
+# value to its token (None: the token is left out); `pattern` matches the
+# token with a named group that `from_group` turns back into the value.
+_NAME_FIELDS = (
+    _NameField("bsz_per_host", lambda v: f"bsz-{v}",
+               r"bsz-(?P<bsz_per_host>\d+)", int, False),
+    _NameField("seq_len", lambda v: f"seqlen-{v}",
+               r"seqlen-(?P<seq_len>\d+)", int, False),
+    _NameField("reuse_len", lambda v: None if v is None else f"reuse-{v}",
+               r"reuse-(?P<reuse_len>\d+)", int, True),
+    _NameField("uncased", lambda v: "uncased" if v else None,
+               r"(?P<uncased>uncased)", lambda g: True, True),
+    _NameField("bi_data", lambda v: "bi" if v else "uni",
+               r"(?P<bi_data>bi|uni)", lambda g: g == "bi", False),
+    _NameField("mask_alpha", lambda v: f"alpha-{_num_str(v)}",
+               r"alpha-(?P<mask_alpha>[0-9.]+?)", _num_value, False),
+    _NameField("mask_beta", lambda v: f"beta-{_num_str(v)}",
+               r"beta-(?P<mask_beta>[0-9.]+?)", _num_value, False),
+    _NameField("num_predict", lambda v: None if v is None else f"fnp-{v}",
+               r"fnp-(?P<num_predict>\d+)", int, True),
+)
+_NAME_RE = re.compile(
+    rf"(?P<info>{INFO_PREFIX})?(?P<split>.+?)-(?P<task>\d+)-(?P<pass_id>\d+)"
+    + "".join(rf"(?:\.{f.pattern})?" if f.optional else rf"\.{f.pattern}"
+              for f in _NAME_FIELDS)
+    + rf"\.(?P<suffix>{RECORD_SUFFIX}|{INFO_SUFFIX})$")
+
+
+def format_filename(prefix, bsz_per_host, seq_len, bi_data, suffix,
+                    mask_alpha=5, mask_beta=1, reuse_len=None, uncased=False,
+                    fixed_num_predict=None):
+  """Builds a record (info) file name, as the released tool names them.
+
+  Args:
+    prefix: '{split}-{task}-{pass_id}', with 'record_info-' in front for a
+      record info.
+    bsz_per_host, seq_len, bi_data, mask_alpha, mask_beta, reuse_len,
+      uncased, fixed_num_predict: the record settings (None reuse_len or
+      fixed_num_predict leave their token out, as the release allowed).
+    suffix: 'tfrecords' or 'json'.
+
+  Returns:
+    str, e.g. 'train-0-0.bsz-32.seqlen-512.reuse-256.bi.alpha-6.beta-1.fnp-85
+    .tfrecords'.
+  """
+  values = dict(bsz_per_host=bsz_per_host, seq_len=seq_len,
+                reuse_len=reuse_len, uncased=uncased, bi_data=bi_data,
+                mask_alpha=mask_alpha, mask_beta=mask_beta,
+                num_predict=fixed_num_predict)
+  tokens = [f.to_token(values[f.key]) for f in _NAME_FIELDS]
+  return ".".join([prefix] + [t for t in tokens if t is not None] + [suffix])
+
+
+def parse_filename(basename):
+  """Reads the settings back from a record or record-info file name.
+
+  Returns:
+    dict with `is_info` (bool), `split` (str), `task`, `pass_id` (int) and
+    every SETTING_KEYS entry (None where the name leaves it out); None when
+    the name does not follow the scheme.
+  """
+  m = _NAME_RE.match(basename)
+  is_info = m is not None and m.group("info") is not None
+  if not m or is_info != (m.group("suffix") == INFO_SUFFIX):
+    return None
+  out = dict(is_info=is_info, split=m.group("split"),
+             task=int(m.group("task")), pass_id=int(m.group("pass_id")))
+  for f in _NAME_FIELDS:
+    group = m.group(f.key)
+    out[f.key] = None if group is None else f.from_group(group)
+  if out["uncased"] is None:
+    out["uncased"] = False
+  return out
+
+
+def record_file_names(split, task, pass_id, settings):
+  """Names of one (task, pass) output: (record file, record info).
+
+  Args:
+    split, task, pass_id: the output's identity.
+    settings: dict with every SETTING_KEYS entry.
+
+  Returns:
+    (str, str) basenames.
+  """
+  args = dict(bsz_per_host=settings["bsz_per_host"],
+              seq_len=settings["seq_len"], bi_data=settings["bi_data"],
+              mask_alpha=settings["mask_alpha"],
+              mask_beta=settings["mask_beta"],
+              reuse_len=settings["reuse_len"], uncased=settings["uncased"],
+              fixed_num_predict=settings["num_predict"])
+  stem = f"{split}-{task}-{pass_id}"
+  return (format_filename(stem, suffix=RECORD_SUFFIX, **args),
+          format_filename(INFO_PREFIX + stem, suffix=INFO_SUFFIX, **args))
+
+
+def same_setting(key, a, b):
+  """True when two values of setting `key` name the same records."""
+  if key in ("mask_alpha", "mask_beta") and a is not None and b is not None:
+    return _num_str(a) == _num_str(b)
+  return a == b
+
+
+# ----------------------------------------------------------------------------
+# Metadata files.
+# ----------------------------------------------------------------------------
+def read_json(path, what):
+  """Reads a JSON object; a ValueError names the file when it is malformed.
+
+  Args:
+    path: local path or tf.io.gfile URL.
+    what: what the file is, for messages (e.g. 'record info').
+
+  Returns:
+    dict.
+  """
+  try:
+    with tf.io.gfile.GFile(path, "rb") as f:
+      raw = f.read()
+  except tf.errors.OpError as e:
+    raise ValueError(f"cannot read {what} {path}: {e.message}") from None
+  try:
+    value = json.loads(raw.decode("utf-8"))
+  except UnicodeDecodeError:
+    raise ValueError(f"{path} is not a valid {what}: not UTF-8 text; "
+                     "rerun data_utils.py to rewrite it") from None
+  except json.JSONDecodeError as e:
+    raise ValueError(f"{path} is not a valid {what}: {e.msg} (line "
+                     f"{e.lineno} column {e.colno}; truncated?); rerun "
+                     "data_utils.py to rewrite it") from None
+  if not isinstance(value, dict):
+    raise ValueError(f"{path} is not a valid {what}: expected a JSON object, "
+                     f"got {type(value).__name__}")
+  return value
+
+
+def _require(info, path, what, types):
+  """Checks that `info` has each key of `types` with a value of that type."""
+  for key, expected in types.items():
+    if key not in info:
+      raise ValueError(f"{path} is not a valid {what}: it has no '{key}'")
+    value = info[key]
+    if isinstance(value, bool) and expected is not bool:
+      ok = False  # JSON true is not a number here
+    else:
+      ok = isinstance(value, expected)
+    if not ok:
+      raise ValueError(f"{path} is not a valid {what}: '{key}' is "
+                       f"{value!r}")
+
+
+def read_record_info(path):
+  """Reads and checks a record_info-*.json.
+
+  Returns:
+    dict with `filenames` (list of str), `num_batch` (int) and `file_bytes`
+    (dict name -> int; empty for records written by the release).
+  """
+  info = read_json(path, "record info")
+  _require(info, path, "record info", {"filenames": list, "num_batch": int})
+  if not all(isinstance(n, str) for n in info["filenames"]):
+    raise ValueError(f"{path} is not a valid record info: 'filenames' must "
+                     "be a list of file names")
+  info.setdefault("file_bytes", {})
+  return info
+
+
+def corpus_info_candidates(path_or_dir):
+  """Where a corpus_info.json for a path may be: itself, inside, or beside.
+
+  Args:
+    path_or_dir: the json file, the save_dir holding it, or the tfrecords dir
+      whose parent holds it.
+
+  Returns:
+    list of candidate paths, in the order they are tried.
+  """
+  path_or_dir = path_or_dir.rstrip("/")
+  if path_or_dir.endswith(".json"):
+    return [path_or_dir]
+  # No os.path.normpath: it would turn "gs://b/x" into "gs:/b/x".
+  return [os.path.join(path_or_dir, CORPUS_INFO),
+          os.path.join(os.path.dirname(path_or_dir), CORPUS_INFO)]
+
+
+def load_corpus_info(path_or_dir):
+  """Reads corpus_info.json.
+
+  Args:
+    path_or_dir: the json file, the save_dir holding it, or the tfrecords dir
+      whose parent holds it.
+
+  Returns:
+    dict, or None when no corpus_info.json is found.
+
+  Raises:
+    ValueError: naming the file when it is malformed or lacks a setting.
+  """
+  if not path_or_dir:
+    return None
+  for path in corpus_info_candidates(path_or_dir):
+    if tf.io.gfile.exists(path):
+      info = read_json(path, "corpus info")
+      _require(info, path, "corpus info",
+               {key: (bool if key in ("uncased", "bi_data") else
+                      (int, float) if key.startswith("mask_") else int)
+                for key in CORPUS_INFO_KEYS if key != "num_predict"})
+      return info
+  return None
+
+
+def find_record_infos(record_dir):
+  """Every record info of a directory whose name follows the scheme.
+
+  Returns:
+    list of (path, parsed name from `parse_filename`), sorted by path.
+  """
+  pattern = os.path.join(io_utils.glob_escape(record_dir),
+                         f"{INFO_PREFIX}*.{INFO_SUFFIX}")
+  found = []
+  for path in sorted(tf.io.gfile.glob(pattern)):
+    name = parse_filename(os.path.basename(path))
+    if name is not None and name["is_info"]:
+      found.append((path, name))
+  return found
+
+
+def listed_files(info_path, info):
+  """The record files a record info lists, each with its size problem.
+
+  Record files live next to their record info (the release stored full
+  paths; only their base names are used).
+
+  Args:
+    info_path: the record info's path.
+    info: its content from `read_record_info`.
+
+  Returns:
+    list of (path, one-line error or None when the file is present with
+    the size its record info says).
+  """
+  record_dir = os.path.dirname(info_path)
+  out = []
+  for name in info["filenames"]:
+    path = os.path.join(record_dir, os.path.basename(name))
+    if not tf.io.gfile.exists(path):
+      out.append((path, f"missing (listed by {info_path})"))
+      continue
+    want = info["file_bytes"].get(name)
+    got = tf.io.gfile.stat(path).length
+    if want is not None and got != want:
+      out.append((path, f"truncated or corrupt: {got} bytes, its record "
+                        f"info says {want}"))
+    else:
+      out.append((path, None))
+  return out
+
+
+# ----------------------------------------------------------------------------
+# Integrity.
+# ----------------------------------------------------------------------------
+class _RecordCounter:
+  """Counts the records of files, checking every record's CRC, in C++."""
+
+  def __init__(self):
+    self._graph = tf.Graph()
+    with self._graph.as_default():
+      self._path = tf.compat.v1.placeholder(tf.string, [])
+      self._count = tf.data.TFRecordDataset(self._path).reduce(
+          np.int64(0), lambda n, _: n + 1)
+    self._sess = tf.compat.v1.Session(graph=self._graph)
+
+  def count(self, path):
+    """Number of records of `path`; raises tf.errors.OpError when bad."""
+    return int(self._sess.run(self._count, {self._path: path}))
+
+  def close(self):
+    self._sess.close()
+
+
+def verify_records(paths, num_records=None):
+  """Reads every record of every file and reports the bad files.
+
+  A file is bad when it is missing, unreadable, truncated, has a record
+  whose length or data checksum (CRC) is wrong, or (when `num_records`
+  gives its expected count) holds a different number of records.
+
+  Args:
+    paths: record files (local paths or tf.io.gfile URLs).
+    num_records: optional dict path -> expected number of records.
+
+  Returns:
+    list of (path, one-line error) for the bad files, in `paths` order.
+  """
+  bad = []
+  counter = _RecordCounter()
+  try:
+    for path in paths:
+      if not tf.io.gfile.exists(path):
+        bad.append((path, "file not found"))
+        continue
+      try:
+        got = counter.count(path)
+      except tf.errors.OpError as e:
+        bad.append((path, " ".join(e.message.split())))
+        continue
+      want = (num_records or {}).get(path)
+      if want is not None and got != want:
+        bad.append((path, f"{got} records, its record info says {want}"))
+  finally:
+    counter.close()
+  return bad
+
+
+def data_loss_message(paths):
+  """One line naming the corrupted files among `paths`, for the trainer.
+
+  Meant to be called after training stopped on a tf.errors.DataLossError
+  (whose message names an offset but no file).
+
+  Args:
+    paths: the input files of this host (e.g. the input function's
+      record_info["host_filenames"][host]).
+
+  Returns:
+    str, one line.
+  """
+  bad = verify_records(paths)
+  if not bad:
+    return (f"a record could not be read, but all {len(paths)} input files "
+            "verify cleanly now (a transient storage error?)")
+  listed = "; ".join(f"{path}: {error}" for path, error in bad)
+  return (f"{len(bad)} of {len(paths)} record files are corrupt ({listed}); "
+          "rewrite them with data_utils.py (same flags, --task and "
+          "--pass_id) or move their record_info-*.json away")
+
+
+def verify_record_dirs(dirs):
+  """Checks every record file the record infos of some directories list.
+
+  Args:
+    dirs: list of save_dirs or tfrecords dirs.
+
+  Returns:
+    (number of record files checked, list of (path, one-line error) for the
+    bad record infos and record files).
+  """
+  bad, paths, counts, num_files = [], [], {}, 0
+  for d in dirs:
+    record_dir = d
+    if tf.io.gfile.isdir(os.path.join(d, RECORD_DIR)):
+      record_dir = os.path.join(d, RECORD_DIR)
+    if not tf.io.gfile.isdir(record_dir):
+      raise ValueError(f"--save_dir: {d} is not a directory")
+    infos = find_record_infos(record_dir)
+    if not infos:
+      raise ValueError(f"--save_dir: {record_dir} holds no "
+                       f"{INFO_PREFIX}*.{INFO_SUFFIX}")
+    for info_path, name in infos:
+      try:
+        info = read_record_info(info_path)
+      except ValueError as e:
+        bad.append((info_path, str(e)))
+        continue
+      files = listed_files(info_path, info)
+      num_files += len(files)
+      for path, error in files:
+        if error:
+          bad.append((path, error))
+        else:
+          paths.append(path)
+      if len(files) == 1:  # num_batch counts the batches of all its files
+        counts[files[0][0]] = info["num_batch"] * name["bsz_per_host"]
+  return num_files, bad + verify_records(paths, counts)
