@@ -594,3 +594,48 @@ def test_configure_tpu(tmp_path):
 def test_configure_tpu_explains_missing_estimator(tmp_path):
   with pytest.raises(RuntimeError, match="TensorFlow 2.15"):
     model_utils.configure_tpu(make_flags(model_dir=str(tmp_path), **TPU_FLAGS))
+
+
+def _ancestors(op):
+  """Every op `op` depends on (data and control inputs, transitively)."""
+  seen, stack = set(), [op]
+  while stack:
+    current = stack.pop()
+    for parent in [t.op for t in current.inputs] + list(current.control_inputs):
+      if parent not in seen:
+        seen.add(parent)
+        stack.append(parent)
+  return seen
+
+
+def test_weight_decay_runs_after_every_read_of_the_step():
+  """The decoupled decay writes a weight in place: it must depend on every
+  read the forward and backward passes make, or a later layer could read a
+  partly decayed weight (the release's AdamW raced so). Checked on
+  `adam_update`, the update both the graph optimizer and the engine run,
+  fed with the scaled gradients as they are."""
+  with tf.Graph().as_default() as graph:
+    x = tf.constant(np.random.RandomState(0).randn(4, 3).astype(np.float32))
+    names = ["model/transformer/layer_0/w", "model/transformer/layer_1/w"]
+    w1, w2 = [tf.compat.v1.get_variable(
+        n, initializer=np.eye(3, dtype=np.float32)) for n in names]
+    before = set(graph.get_operations())
+    hidden = tf.tanh(tf.matmul(x, w1))
+    # w1 is read again by the second layer, as tied weights are.
+    loss = tf.reduce_sum(tf.matmul(hidden, w2) * tf.matmul(hidden, w1))
+    reads = {op for op in graph.get_operations()
+             if op.type == "ReadVariableOp" and op not in before}
+    assert len(reads) == 3  # the forward's reads: w1 twice, w2 once
+    grads, _ = model_utils.scale_gradients(tf.gradients(loss, [w1, w2]),
+                                           names, clip=1.0)
+    for var, grad in zip([w1, w2], grads):
+      m, v = [tf.compat.v1.get_variable(f"{var.op.name}/{s}", [3, 3])
+              for s in ("adam_m", "adam_v")]
+      model_utils.adam_update(var, m, v, grad, 0.1, 1e-6,
+                              weight_decay_rate=0.01)
+    decays = [op for op in graph.get_operations()
+              if op.type == "ResourceApplyGradientDescent"]
+  assert len(decays) == 2
+  for decay in decays:
+    missing = reads - _ancestors(decay)
+    assert not missing, (decay.name, sorted(op.name for op in missing))

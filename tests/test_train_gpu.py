@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -373,3 +374,29 @@ def test_loss_falls_on_demo_corpus_records_with_two_replicas(tmp_path):
   assert tf.train.latest_checkpoint(str(model_dir)).endswith("-80")
   reader = tf.train.load_checkpoint(str(model_dir))
   assert reader.get_tensor("mems/replica_1/layer_0").shape == (32, 2, 32)
+
+
+def test_corrupted_record_saves_progress_and_names_the_file(tmp_path,
+                                                           tiny_records):
+  """A flipped byte in the middle of the record file (same size, bad CRC):
+  training saves a checkpoint of the last full step and stops with one line
+  naming the file."""
+  data = tmp_path / "data"
+  shutil.copytree(os.path.dirname(tiny_records), data)
+  (record,) = (data / "tfrecords").glob("*.tfrecords")
+  raw = bytearray(record.read_bytes())
+  raw[len(raw) // 3] ^= 0xFF
+  record.write_bytes(bytes(raw))
+  model_dir = tmp_path / "m"
+  proc = _run(_command(data / "tfrecords", model_dir, "--train_steps=100000",
+                       "--iterations=100"))
+  assert proc.returncode == 1, proc.stderr[-3000:]
+  last = proc.stderr.strip().splitlines()[-1]
+  match = re.match(r"train_gpu\.py: error: a corrupted input record stopped "
+                   r"training after step (\d+) \(progress saved in "
+                   r"model\.ckpt-(\d+)\): 1 of 1 record files are corrupt", last)
+  assert match and match.group(1) == match.group(2), last
+  assert str(record) in last and "Traceback" not in proc.stderr
+  step = int(match.group(1))
+  assert step > 50  # a third into the file, after many good batches
+  assert tf.train.latest_checkpoint(str(model_dir)).endswith(f"-{step}")
