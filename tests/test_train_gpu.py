@@ -400,3 +400,18 @@ def test_corrupted_record_saves_progress_and_names_the_file(tmp_path,
   step = int(match.group(1))
   assert step > 50  # a third into the file, after many good batches
   assert tf.train.latest_checkpoint(str(model_dir)).endswith(f"-{step}")
+
+
+def test_model_dir_that_is_a_file_or_unwritable_is_one_line(tmp_path,
+                                                           tiny_records):
+  blocker = tmp_path / "a_file"
+  blocker.write_text("x")
+  for model_dir, words in ((blocker, "exists and is not a directory"),
+                           (blocker / "sub", "is not writable")):
+    proc = _run(_command(tiny_records, model_dir, "--train_steps=2"))
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("train_gpu.py: error: --model_dir=") and (
+        words in last), last
+    assert "Traceback" not in proc.stderr
+  assert blocker.read_text() == "x"

@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from xlnet import checkpoint_io
 from xlnet import engine
+from xlnet import io_utils
 from xlnet import model_utils
 
 _STRATEGIES = {}
@@ -144,7 +145,7 @@ def train(FLAGS, input_fn, loss_fn, allow_missing=()):
     trainer.init_from_checkpoint(FLAGS.init_checkpoint, allow_missing)
   writer = None
   if trainer.chief:
-    tf.io.gfile.makedirs(FLAGS.model_dir)
+    io_utils.ensure_writable_dir(FLAGS.model_dir, "model_dir")
     checkpoint_io.remove_temporaries(FLAGS.model_dir)
     writer = tf.summary.create_file_writer(FLAGS.model_dir)
   logger = _Logger(FLAGS, start, per_replica * n * accum, writer)

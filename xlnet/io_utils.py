@@ -78,3 +78,26 @@ def atomic_write(path, data):
   with atomic_output(path) as tmp:
     with tf.io.gfile.GFile(tmp, mode) as f:
       f.write(data)
+
+
+def ensure_writable_dir(path, flag_name):
+  """Creates directory `path` if needed and checks that files can be
+  written in it.
+
+  Raises:
+    ValueError: one line naming the flag and path (a file in the way, no
+      permission, a read-only file system, ...).
+  """
+  if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
+    raise ValueError(f"--{flag_name}={path} exists and is not a directory")
+  probe = os.path.join(path, f".write-test{TMP_MARK}{os.getpid()}")
+  try:
+    tf.io.gfile.makedirs(path)
+    with tf.io.gfile.GFile(probe, "w") as f:
+      f.write("")
+  except (tf.errors.OpError, OSError) as e:
+    text = e.message if isinstance(e, tf.errors.OpError) else str(e)
+    raise ValueError(f"--{flag_name}={path} is not writable "
+                     f"({' '.join(text.split())[:200]})") from None
+  finally:
+    remove_quietly(probe)

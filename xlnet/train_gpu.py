@@ -27,6 +27,7 @@ from xlnet import data_utils
 from xlnet import engine
 from xlnet import flags as flags_lib
 from xlnet import function_builder
+from xlnet import io_utils
 from xlnet import pretrain_eval
 
 
@@ -153,6 +154,10 @@ def run(FLAGS, tpu=False):
                      "train_tpu.py for TPUs")
   if not FLAGS.model_dir:
     raise ValueError("--model_dir is required (checkpoints and summaries)")
+  if tf.io.gfile.exists(FLAGS.model_dir) and not tf.io.gfile.isdir(
+      FLAGS.model_dir):
+    raise ValueError(f"--model_dir={FLAGS.model_dir} exists and is not a "
+                     "directory")
   on_tpu = tpu and FLAGS.use_tpu
   num_hosts = (FLAGS.num_hosts if on_tpu else
                engine.cluster_workers(FLAGS.worker_hosts))
@@ -204,7 +209,7 @@ def run(FLAGS, tpu=False):
 
   writer = None
   if trainer.chief:
-    tf.io.gfile.makedirs(FLAGS.model_dir)
+    io_utils.ensure_writable_dir(FLAGS.model_dir, "model_dir")
     checkpoint_io.remove_temporaries(FLAGS.model_dir)
     xlnet_config.to_json(os.path.join(FLAGS.model_dir, "config.json"))
     writer = tf.summary.create_file_writer(FLAGS.model_dir)

@@ -37,6 +37,7 @@ from xlnet import cli
 from xlnet import engine
 from xlnet import flags as flags_lib
 from xlnet import function_builder
+from xlnet import io_utils
 from xlnet import model_utils
 from xlnet import modeling
 from xlnet import train_gpu
@@ -241,7 +242,7 @@ def run_estimator(FLAGS):
   start_step = checkpoint_io.step_of(resume) if resume else 0
   input_fn = estimator_input_fn(FLAGS, FLAGS.num_core_per_host, corpus_info,
                                 start_step)
-  tf.io.gfile.makedirs(FLAGS.model_dir)
+  io_utils.ensure_writable_dir(FLAGS.model_dir, "model_dir")
   function_builder.save_xlnet_config(FLAGS)
   checkpoint_io.prune(FLAGS.model_dir, FLAGS.max_save)
   estimator = tpu.TPUEstimator(
