@@ -1,7 +1,7 @@
 """Feature records of the reading-comprehension tasks (SQuAD and RACE).
 
 Both tasks store fixed-length int64 features in TFRecord files (built with
-`data_utils.serialize_examples`, no per-value protobuf calls), write them
+`example_proto.serialize_examples`, no per-value protobuf calls), write them
 atomically (`io_utils.atomic_output`) and read them back with one input
 function that casts each feature to the dtype the model wants.
 """
@@ -11,7 +11,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from xlnet import data_utils
+from xlnet import example_proto
 from xlnet import io_utils
 
 # Examples serialized per `serialize_examples` call: large enough to amortize
@@ -60,7 +60,7 @@ def write_records(path, feature_batches):
       def flush():
         merged = {k: np.concatenate([b[k] for b in pending])
                   for k in pending[0]}
-        for record in data_utils.serialize_examples(merged):
+        for record in example_proto.serialize_examples(merged):
           writer.write(record)
         pending.clear()
 
