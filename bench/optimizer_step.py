@@ -37,7 +37,7 @@ D_MODEL, N_HEAD, D_HEAD, D_INNER, N_TOKEN = 768, 12, 64, 3072, 32000
 
 
 def variable_shapes(n_layer):
-  """{name: shape} of the backbone's variables (SPEC.md section 2)."""
+  """{name: shape} of the backbone's variables (docs/model.md)."""
   t = "model/transformer/"
   shapes = {t + "word_embedding/lookup_table": [N_TOKEN, D_MODEL],
             t + "mask_emb/mask_emb": [1, 1, D_MODEL],

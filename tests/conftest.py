@@ -12,19 +12,26 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from xlnet import model_utils  # noqa: E402
+
 # Two logical CPU devices (set before TensorFlow starts) let one process run
 # a two-replica MirroredStrategy.
 _CPU = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(
     _CPU, [tf.config.LogicalDeviceConfiguration()] * 2)
 
-HAS_TPU_ESTIMATOR = hasattr(tf.compat.v1, "estimator") and hasattr(
-    getattr(tf.compat.v1, "estimator", None), "tpu")
+HAS_TPU_ESTIMATOR = model_utils.tpu_estimator() is not None
 
-requires_tpu_estimator = pytest.mark.skipif(
-    not HAS_TPU_ESTIMATOR,
-    reason=f"TPUEstimator was removed in TensorFlow 2.16; this is {tf.__version__} "
-           "(run on the reference environment, TensorFlow 2.15)")
+
+def pytest_collection_modifyitems(items):
+  """Skips tests marked `tpu_estimator` where TensorFlow has none (>= 2.16),
+  saying so."""
+  skip = pytest.mark.skip(
+      reason=f"TPUEstimator was removed in TensorFlow 2.16; this is "
+      f"{tf.__version__} (run on the reference environment, TensorFlow 2.15)")
+  for item in items:
+    if not HAS_TPU_ESTIMATOR and item.get_closest_marker("tpu_estimator"):
+      item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

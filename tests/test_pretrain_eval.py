@@ -9,6 +9,7 @@ from tests import np_reference
 from tests import train_fixtures as fx
 from xlnet import engine
 from xlnet import function_builder
+from xlnet import model as model_lib
 from xlnet import pretrain_eval
 
 pytestmark = pytest.mark.eager
@@ -46,7 +47,7 @@ def test_held_out_loss_equals_a_numpy_recomputation():
   FL = fx.tiny_flags(init_std=0.3)
   rng = np.random.RandomState(4)
   batches = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(2)]
-  config = function_builder.get_xlnet_config(FL)
+  config = model_lib.XLNetConfig(FLAGS=FL)
   template = tf.compat.v1.make_template(
       engine.TEMPLATE_SCOPE, function_builder.pretrain_loss_fn(config, FL))
   mem_shape = [FL.mem_len, 4, FL.d_model]

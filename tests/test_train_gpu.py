@@ -26,7 +26,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_log_line_format_and_a_diverged_loss():
-  """SPEC section 6's line; a diverged loss (exp overflows a float) is
+  """The release's log line (docs/training.md); a diverged loss (exp overflows a float) is
   logged as pplx inf instead of killing the run with OverflowError."""
   assert train_gpu.format_log_line(1000, 0.4512, 1e-5, 6.0) == (
       "[1000] | gnorm 0.45 lr 0.000010 | loss 6.00 | pplx  403.43, "
@@ -67,15 +67,6 @@ def test_flags_checked_against_corpus_info(tmp_path, argv, message):
     train_gpu.run(FL)
 
 
-# The released README's pretraining command, flag by flag, verbatim (it
-# names the corpus info explicitly with --corpus_info_path).
-README_COMMAND = [
-    "--corpus_info_path=$DATA/corpus_info.json",
-    "--record_info_dir=$DATA/tfrecords", "--train_batch_size=2048",
-    "--seq_len=512", "--reuse_len=256", "--perm_size=256", "--n_layer=24",
-    "--d_model=1024", "--d_embed=1024", "--n_head=16", "--d_head=64",
-    "--d_inner=4096", "--untie_r=True", "--mask_alpha=6", "--mask_beta=1",
-    "--num_predict=85"]
 README_CORPUS_INFO = dict(
     vocab_size=32000, bsz_per_host=2048, num_core_per_host=1, seq_len=512,
     reuse_len=256, uncased=False, bi_data=True, mask_alpha=6, mask_beta=1,
@@ -84,7 +75,7 @@ README_CORPUS_INFO = dict(
 
 def _readme_argv(record_dir, info_path):
   return ["prog"] + [a.replace("$DATA/tfrecords", record_dir).replace(
-      "$DATA/corpus_info.json", info_path) for a in README_COMMAND]
+      "$DATA/corpus_info.json", info_path) for a in fx.README_COMMAND]
 
 
 def test_original_readme_command_is_accepted_with_corpus_info_path(tmp_path):

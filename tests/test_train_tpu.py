@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.conftest import HAS_TPU_ESTIMATOR, requires_tpu_estimator
+from tests import train_fixtures as fx
 from tests.data_helpers import make_records
-from tests.test_train_gpu import README_COMMAND
 from xlnet import flags as flags_lib
+from xlnet import model_utils
 from xlnet import train_tpu
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,7 +33,7 @@ def _summaries(model_dir):
   return out
 
 
-@requires_tpu_estimator
+@pytest.mark.tpu_estimator
 @pytest.mark.slow
 def test_cpu_run_trains_with_memories_across_loops(tmp_path):
   record_dir = make_records(str(tmp_path / "data"), num_lines=600)
@@ -75,7 +75,7 @@ def test_cpu_run_trains_with_memories_across_loops(tmp_path):
   assert 6.0 < loss[0] < 7.5 and loss[100] < loss[0] - 0.5, loss
 
 
-@requires_tpu_estimator
+@pytest.mark.tpu_estimator
 def test_memories_carry_across_loop_boundaries(tmp_path):
   """With iterations=1 every step is its own loop: step 2 must still see
   step 1's memory (the release reset it to zeros at every loop start)."""
@@ -111,7 +111,7 @@ def test_original_readme_command_runs_train_py(tmp_path):
   TPU trainer) with --corpus_info_path: both are accepted; here it stops with
   one clear line because the records do not exist."""
   argv = [a.replace("$DATA", str(tmp_path / "nowhere"))
-          for a in README_COMMAND]
+          for a in fx.README_COMMAND]
   proc = subprocess.run(
       [sys.executable, os.path.join(REPO, "train.py"), "--use_tpu=False",
        f"--model_dir={tmp_path}/m"] + argv,
@@ -143,7 +143,8 @@ def test_without_a_tpu_the_default_says_how_to_name_one(tmp_path,
   assert "--use_tpu=False" in line and "Traceback" not in proc.stderr
 
 
-@pytest.mark.skipif(HAS_TPU_ESTIMATOR, reason="TensorFlow <= 2.15 has "
+@pytest.mark.skipif(model_utils.tpu_estimator() is not None,
+                    reason="TensorFlow <= 2.15 has "
                     "TPUEstimator; the message is for >= 2.16")
 def test_estimator_engine_explains_the_missing_estimator(tmp_path,
                                                          tpu_records):
@@ -153,7 +154,8 @@ def test_estimator_engine_explains_the_missing_estimator(tmp_path,
   assert "Traceback" not in proc.stderr
   line = proc.stderr.strip().splitlines()[-1]
   assert line.startswith("train_tpu.py: error: "), proc.stderr
-  assert "removed in 2.16" in line and "--tpu_engine=strategy" in line
+  assert "removed in TensorFlow 2.16" in line and (
+      "--tpu_engine=strategy" in line)
 
 
 ################################################################################
@@ -200,7 +202,7 @@ def _run_tpu(*args, **kwargs):
                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
 
 
-ENGINES = [pytest.param("estimator", marks=requires_tpu_estimator),
+ENGINES = [pytest.param("estimator", marks=pytest.mark.tpu_estimator),
            "strategy"]
 
 

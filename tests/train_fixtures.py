@@ -6,6 +6,7 @@ import tensorflow as tf
 from xlnet import engine
 from xlnet import flags as flags_lib
 from xlnet import function_builder
+from xlnet import model as model_lib
 
 TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=40,
             dropout=0.0, dropatt=0.0, seq_len=8, reuse_len=4, perm_size=4,
@@ -13,6 +14,17 @@ TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=40,
             mask_alpha=6, mask_beta=1, uncased=False, learning_rate=1e-3,
             warmup_steps=0, min_lr_ratio=1.0, weight_decay=0.0,
             train_steps=100, iterations=1)
+
+
+# The released README's pretraining command, flag by flag, verbatim (it
+# names the corpus info explicitly with --corpus_info_path).
+README_COMMAND = [
+    "--corpus_info_path=$DATA/corpus_info.json",
+    "--record_info_dir=$DATA/tfrecords", "--train_batch_size=2048",
+    "--seq_len=512", "--reuse_len=256", "--perm_size=256", "--n_layer=24",
+    "--d_model=1024", "--d_embed=1024", "--n_head=16", "--d_head=64",
+    "--d_inner=4096", "--untie_r=True", "--mask_alpha=6", "--mask_beta=1",
+    "--num_predict=85"]
 
 
 def tiny_flags(**overrides):
@@ -124,7 +136,7 @@ def make_trainer(FL, n_replicas, model_dir, accum_steps=1, use_xla=False,
   if strategy is None:
     strategy = (tf.distribute.get_strategy() if n_replicas == 1 else
                 tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
-  config = function_builder.get_xlnet_config(FL)
+  config = model_lib.XLNetConfig(FLAGS=FL)
   memory = (engine.MemoryConfig(
       config.n_layer, FL.mem_len,
       FL.train_batch_size // strategy.num_replicas_in_sync, config.d_model)

@@ -42,8 +42,7 @@ def per_replica_batch(FLAGS, flag_value, num_replicas):
 
 def use_estimator(FLAGS):
   """TPUEstimator for `--use_tpu` where it exists (TensorFlow 2.15)."""
-  estimator = getattr(tf.compat.v1, "estimator", None)
-  return bool(FLAGS.use_tpu) and hasattr(estimator, "tpu")
+  return bool(FLAGS.use_tpu) and model_utils.tpu_estimator() is not None
 
 
 def strategy_for(FLAGS):
@@ -191,7 +190,7 @@ def predict(FLAGS, checkpoint, input_fn, outputs_fn, global_batch):
 # TPUEstimator (TensorFlow 2.15, --use_tpu).
 ################################################################################
 def _estimator(FLAGS, model_fn, **batches):
-  tpu = tf.compat.v1.estimator.tpu
+  tpu = model_utils.tpu_estimator()
   return tpu.TPUEstimator(model_fn=model_fn,
                           config=model_utils.configure_tpu(FLAGS),
                           use_tpu=FLAGS.use_tpu, **batches)
@@ -199,7 +198,7 @@ def _estimator(FLAGS, model_fn, **batches):
 
 def _estimator_train(FLAGS, input_fn, loss_fn, allow_missing):
   """Fine-tunes with TPUEstimator (the release's TPU path)."""
-  tpu = tf.compat.v1.estimator.tpu
+  tpu = model_utils.tpu_estimator()
   checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
 
   def model_fn(features, labels, mode, params):
@@ -227,7 +226,7 @@ def _estimator_train(FLAGS, input_fn, loss_fn, allow_missing):
 
 def _estimator_predict(FLAGS, prefix, input_fn, outputs_fn, batch_size):
   """Predicts with TPUEstimator (static batches: padded, then trimmed)."""
-  tpu = tf.compat.v1.estimator.tpu
+  tpu = model_utils.tpu_estimator()
 
   def model_fn(features, labels, mode, params):
     del labels, params

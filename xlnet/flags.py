@@ -3,7 +3,7 @@
 One place defines every flag of `train_gpu.py` and `train_tpu.py`, with the
 released code's names, so the original README's commands work verbatim.
 
-Defaults follow the paper's XLNet-Large recipe (SPEC.md sections 6-7) where
+Defaults follow the paper's XLNet-Large recipe (docs/training.md) where
 the release shipped toy values: a 24-layer 1024-wide gelu model with untied
 relative biases, dropout 0.1, attention dropout 0.1, Adam epsilon 1e-6, 40K
 warmup steps, linear ("poly") decay over 500K steps, weight decay 0.01,
@@ -19,10 +19,6 @@ import tensorflow as tf
 
 from xlnet import data_utils
 from xlnet import model as model_lib
-
-# XLNetConfig keys, which are also flag names.
-MODEL_CONFIG_KEYS = ("n_layer", "d_model", "n_head", "d_head", "d_inner",
-                     "ff_activation", "untie_r", "n_token")
 
 # Flags that must equal the corresponding corpus_info.json entries.
 DATA_FLAGS = ("seq_len", "reuse_len", "uncased", "bi_data", "mask_alpha",
@@ -230,7 +226,7 @@ def model_config_to_flags(FLAGS):
   except ValueError as e:
     raise ValueError(f"--model_config_path={FLAGS.model_config_path}: cannot "
                      f"read an XLNetConfig ({e})") from None
-  for key in MODEL_CONFIG_KEYS:
+  for key in model_lib.XLNetConfig.keys:  # they are also flag names
     setattr(FLAGS, key, getattr(config, key))
 
 
@@ -332,3 +328,20 @@ def resolve_flags(FLAGS, corpus_info):
     raise ValueError(f"--mem_len={FLAGS.mem_len} must be >= 0")
   if FLAGS.save_steps is not None and FLAGS.save_steps <= 0:
     FLAGS.save_steps = None
+
+
+def resolve_all(FLAGS):
+  """Resolves the pretraining flags once: reads `--model_config_path` into
+  the model flags, fills and checks the data flags against the corpus info.
+
+  Returns:
+    (the model's `XLNetConfig`, built once and passed down; the corpus info
+    dict the data flags were resolved from).
+
+  Raises:
+    ValueError: one line naming the flag or file.
+  """
+  model_config_to_flags(FLAGS)
+  corpus_info = load_corpus_info(FLAGS)
+  resolve_flags(FLAGS, corpus_info)
+  return model_lib.XLNetConfig(FLAGS=FLAGS), corpus_info

@@ -72,46 +72,15 @@ def get_input_fn(FLAGS, num_core_per_host, corpus_info=None):
       seed=FLAGS.seed)
 
 
-def create_mem_vars(FLAGS, bsz, scope="mems"):
-  """Non-trainable, zero-initialized memories carried from step to step.
-
-  They are ordinary (checkpointed) variables, so a resumed run continues
-  with the memories it stopped with.
-
-  Args:
-    FLAGS: flags with `n_layer`, `d_model`, `mem_len` (resolved config).
-    bsz: int, the batch size of the core/tower that owns them.
-    scope: variable scope, e.g. "mems" or "mems/tower_0".
-
-  Returns:
-    list of `n_layer` float32 variables `{scope}/layer_{i}`
-    `[mem_len, bsz, d_model]`.
-  """
-  with tf.compat.v1.variable_scope(scope, reuse=False):
-    return [
-        tf.compat.v1.get_variable(
-            f"layer_{i}", [FLAGS.mem_len, bsz, FLAGS.d_model],
-            dtype=tf.float32, initializer=tf.compat.v1.zeros_initializer(),
-            trainable=False)
-        for i in range(FLAGS.n_layer)]
-
-
-def get_xlnet_config(FLAGS):
-  """Returns the `XLNetConfig` of `FLAGS.model_config_path` or of the flags."""
-  if getattr(FLAGS, "model_config_path", None):
-    return model_lib.XLNetConfig(json_path=FLAGS.model_config_path)
-  return model_lib.XLNetConfig(FLAGS=FLAGS)
-
-
-def save_xlnet_config(FLAGS):
-  """Writes the model's XLNetConfig to `{FLAGS.model_dir}/config.json`, as
-  the released trainers did, so a checkpoint always comes with its config.
+def save_xlnet_config(xlnet_config, model_dir):
+  """Writes the model's XLNetConfig to `{model_dir}/config.json`, as the
+  released trainers did, so a checkpoint always comes with its config.
 
   Returns:
     the path written.
   """
-  path = os.path.join(FLAGS.model_dir, "config.json")
-  get_xlnet_config(FLAGS).to_json(path)
+  path = os.path.join(model_dir, "config.json")
+  xlnet_config.to_json(path)
   return path
 
 
@@ -178,7 +147,7 @@ def two_stream_loss(xlnet_config, FLAGS, features, mems, is_training):
   return total_loss, new_mems, outputs
 
 
-def get_loss(FLAGS, features, labels, mems, is_training, xlnet_config=None):
+def get_loss(FLAGS, features, labels, mems, is_training, xlnet_config):
   """`two_stream_loss` under a bfloat16 scope when `FLAGS.use_bfloat16`.
 
   With bfloat16 the memories fed in and returned stay float32 so they can
@@ -187,15 +156,13 @@ def get_loss(FLAGS, features, labels, mems, is_training, xlnet_config=None):
   Args:
     FLAGS, features, mems, is_training: as `two_stream_loss`.
     labels: unused (kept for the Estimator model_fn signature).
-    xlnet_config: the `XLNetConfig`; None = `get_xlnet_config(FLAGS)`.
+    xlnet_config: the model's `XLNetConfig`.
 
   Returns:
     (total_loss float32 scalar, new_mems list of float32 tensors or None,
     outputs dict).
   """
   del labels
-  if xlnet_config is None:
-    xlnet_config = get_xlnet_config(FLAGS)
   if not FLAGS.use_bfloat16:
     return two_stream_loss(xlnet_config, FLAGS, features, mems, is_training)
   if mems is not None:

@@ -562,6 +562,25 @@ def init_from_checkpoint(FLAGS, global_vars=False, allow_missing=()):
   return scaffold_fn
 
 
+def tpu_estimator():
+  """`tf.compat.v1.estimator.tpu`, or None: TensorFlow 2.16 removed
+  TPUEstimator (the one place that checks)."""
+  return getattr(getattr(tf.compat.v1, "estimator", None), "tpu", None)
+
+
+def require_tpu_estimator(what):
+  """`tpu_estimator()`, or a one-line ValueError saying that `what` needs
+  TensorFlow 2.15 and how to get it."""
+  module = tpu_estimator()
+  if module is None:
+    raise ValueError(
+        f"{what} needs TPUEstimator, which was removed in TensorFlow 2.16 "
+        f"(this is TensorFlow {tf.__version__}); use the reference "
+        "environment: `bash scripts/setup_env.sh reference`, then "
+        "`.venvs/reference/bin/python ...`")
+  return module
+
+
 def tpu_cluster_resolver(tpu, zone=None, project=None):
   """The TPUClusterResolver of `--tpu` (a name, or grpc://ip:port).
 
@@ -594,12 +613,7 @@ def configure_tpu(FLAGS):
   Raises:
     RuntimeError: when TPUEstimator is unavailable (TensorFlow >= 2.16).
   """
-  estimator = getattr(tf.compat.v1, "estimator", None)
-  if estimator is None or not hasattr(estimator, "tpu"):
-    raise RuntimeError(
-        f"TPUEstimator is not available in TensorFlow {tf.__version__} (it was "
-        "removed in 2.16); the TPU trainer needs the reference environment, "
-        "TensorFlow 2.15 (.venvs/reference)")
+  tpu = require_tpu_estimator("the TPU run config")
   if FLAGS.use_tpu:
     cluster = tpu_cluster_resolver(FLAGS.tpu, FLAGS.tpu_zone,
                                    FLAGS.gcp_project)
@@ -608,16 +622,16 @@ def configure_tpu(FLAGS):
     cluster = None
     master = FLAGS.master
   save_steps = FLAGS.save_steps or getattr(FLAGS, "train_steps", None)
-  return estimator.tpu.RunConfig(
+  return tpu.RunConfig(
       master=master,
       cluster=cluster,
       model_dir=FLAGS.model_dir,
       session_config=tf.compat.v1.ConfigProto(allow_soft_placement=True),
-      tpu_config=estimator.tpu.TPUConfig(
+      tpu_config=tpu.TPUConfig(
           iterations_per_loop=FLAGS.iterations,
           num_shards=FLAGS.num_hosts * FLAGS.num_core_per_host,
           per_host_input_for_training=(
-              estimator.tpu.InputPipelineConfig.PER_HOST_V2)),
+              tpu.InputPipelineConfig.PER_HOST_V2)),
       keep_checkpoint_max=FLAGS.max_save,
       save_checkpoints_secs=None,
       save_checkpoints_steps=save_steps,

@@ -130,9 +130,7 @@ def evaluate_checkpoint(FLAGS):
     config_path = os.path.join(os.path.dirname(prefix), "config.json")
     if tf.io.gfile.exists(config_path):
       FLAGS.model_config_path = config_path
-  flags_lib.model_config_to_flags(FLAGS)
-  flags_lib.resolve_flags(FLAGS, flags_lib.load_corpus_info(FLAGS))
-  xlnet_config = function_builder.get_xlnet_config(FLAGS)
+  xlnet_config, _ = flags_lib.resolve_all(FLAGS)
   input_fn, num_batch = eval_input_fn(FLAGS)
   num_batches = FLAGS.eval_batches or num_batch
   bsz = FLAGS.train_batch_size // FLAGS.num_hosts

@@ -165,10 +165,7 @@ def run(FLAGS, tpu=False):
     raise ValueError(f"--num_hosts={FLAGS.num_hosts} but the cluster has "
                      f"{num_hosts} worker(s) (--worker_hosts or TF_CONFIG)")
   FLAGS.num_hosts = num_hosts
-  flags_lib.model_config_to_flags(FLAGS)
-  corpus_info = flags_lib.load_corpus_info(FLAGS)
-  flags_lib.resolve_flags(FLAGS, corpus_info)
-  xlnet_config = function_builder.get_xlnet_config(FLAGS)
+  xlnet_config, corpus_info = flags_lib.resolve_all(FLAGS)
   resume = checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
   evaluation = None
   if FLAGS.eval_steps:
@@ -211,7 +208,7 @@ def run(FLAGS, tpu=False):
   if trainer.chief:
     io_utils.ensure_writable_dir(FLAGS.model_dir, "model_dir")
     checkpoint_io.remove_temporaries(FLAGS.model_dir)
-    xlnet_config.to_json(os.path.join(FLAGS.model_dir, "config.json"))
+    function_builder.save_xlnet_config(xlnet_config, FLAGS.model_dir)
     writer = tf.summary.create_file_writer(FLAGS.model_dir)
   logger = StepLogger(FLAGS, start_step,
                       FLAGS.train_batch_size * FLAGS.seq_len *
@@ -235,7 +232,8 @@ def held_out_hook(FLAGS, trainer, evaluation, logger, writer):
   mem_shape = ([FLAGS.mem_len, bsz, trainer.memory.d_model]
                if trainer.memory else None)
   evaluator = pretrain_eval.Evaluator(trainer.template, mem_shape,
-                                      FLAGS.n_layer)
+                                      trainer.memory.n_layer
+                                      if trainer.memory else 0)
 
   def on_step(step, out):
     logger(step, out)

@@ -46,12 +46,6 @@ SUMMARY_EVERY = 100
 CORE_ID = "core_id"
 
 
-def tpu_estimator_module():
-  """`tf.compat.v1.estimator.tpu`, or None when TensorFlow >= 2.16."""
-  estimator = getattr(tf.compat.v1, "estimator", None)
-  return getattr(estimator, "tpu", None)
-
-
 def make_host_call(model_dir):
   """A host call writing the cores' mean scalars every `SUMMARY_EVERY` steps.
 
@@ -91,37 +85,40 @@ def owned_memories(mem_vars, owner, core):
   return [tf.where(mine, v.read_value(), tf.zeros_like(v)) for v in mem_vars]
 
 
-def create_memories(FLAGS, bsz):
-  """`mems/layer_{i}` `[mem_len, bsz, d_model]` and the owner tag
-  `mems/owner` (int64, -1), non-trainable and checkpointed."""
-  mem_vars = function_builder.create_mem_vars(FLAGS, bsz)
+def create_memories(xlnet_config, mem_len, bsz):
+  """The memories `mems/layer_{i}` `[mem_len, bsz, d_model]` (zeros) and
+  their owner tag `mems/owner` (int64, -1): non-trainable, checkpointed."""
   with tf.compat.v1.variable_scope("mems", reuse=tf.compat.v1.AUTO_REUSE):
+    mem_vars = [tf.compat.v1.get_variable(
+        f"layer_{i}", [mem_len, bsz, xlnet_config.d_model], dtype=tf.float32,
+        initializer=tf.compat.v1.zeros_initializer(), trainable=False)
+                for i in range(xlnet_config.n_layer)]
     owner = tf.compat.v1.get_variable(
         "owner", [], dtype=tf.int64, trainable=False,
         initializer=tf.compat.v1.constant_initializer(-1))
   return mem_vars, owner
 
 
-def get_model_fn(FLAGS):
+def get_model_fn(FLAGS, xlnet_config):
   """The TPUEstimator model function of XLNet pretraining."""
 
   def model_fn(features, labels, mode, params):
     """Builds the loss, the guarded update and the memory assignment."""
     del params
-    tpu = tpu_estimator_module()
+    tpu = model_utils.tpu_estimator()
     features = dict(features)
     core = tf.cast(features.pop(CORE_ID)[0], tf.int64)
     bsz = features["input_k"].shape[0]
     global_step = tf.compat.v1.train.get_or_create_global_step()
-    mem_vars, owner = (create_memories(FLAGS, bsz) if FLAGS.mem_len
-                       else (None, None))
+    mem_vars, owner = (create_memories(xlnet_config, FLAGS.mem_len, bsz)
+                       if FLAGS.mem_len else (None, None))
     mems = owned_memories(mem_vars, owner, core) if mem_vars else None
     seed = tf.constant([FLAGS.seed or 0, 0x584C4E], tf.int64)
     for value in (global_step, core):
       seed = tf.random.experimental.stateless_fold_in(seed, value)
     with modeling.stateless_dropout_seed(seed):
       total_loss, new_mems, _ = function_builder.get_loss(
-          FLAGS, features, labels, mems, is_training=True)
+          FLAGS, features, labels, mems, True, xlnet_config)
 
     scaffold_fn = model_utils.init_from_checkpoint(FLAGS)
     train_op, learning_rate, gnorm = model_utils.get_train_op(FLAGS,
@@ -232,21 +229,19 @@ def run_estimator(FLAGS):
     engine.StopTraining: after a signal (saved) or a divergence (not
       saved).
   """
-  tpu = tpu_estimator_module()
+  tpu = model_utils.tpu_estimator()
   if not FLAGS.model_dir:
     raise ValueError("--model_dir is required (checkpoints and summaries)")
-  flags_lib.model_config_to_flags(FLAGS)
-  corpus_info = flags_lib.load_corpus_info(FLAGS)
-  flags_lib.resolve_flags(FLAGS, corpus_info)
+  xlnet_config, corpus_info = flags_lib.resolve_all(FLAGS)
   resume = checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
   start_step = checkpoint_io.step_of(resume) if resume else 0
   input_fn = estimator_input_fn(FLAGS, FLAGS.num_core_per_host, corpus_info,
                                 start_step)
   io_utils.ensure_writable_dir(FLAGS.model_dir, "model_dir")
-  function_builder.save_xlnet_config(FLAGS)
+  function_builder.save_xlnet_config(xlnet_config, FLAGS.model_dir)
   checkpoint_io.prune(FLAGS.model_dir, FLAGS.max_save)
   estimator = tpu.TPUEstimator(
-      model_fn=get_model_fn(FLAGS),
+      model_fn=get_model_fn(FLAGS, xlnet_config),
       config=model_utils.configure_tpu(FLAGS),
       use_tpu=FLAGS.use_tpu,
       train_batch_size=FLAGS.train_batch_size)
@@ -270,15 +265,12 @@ def run_estimator(FLAGS):
 def use_estimator(FLAGS):
   """Whether to run TPUEstimator (else the engine on a TPUStrategy)."""
   if FLAGS.tpu_engine == "estimator":
-    if tpu_estimator_module() is None:
-      raise ValueError(f"--tpu_engine=estimator needs TPUEstimator, which "
-                       f"TensorFlow {tf.__version__} no longer has (removed "
-                       "in 2.16); use --tpu_engine=strategy or the reference "
-                       "environment (bash scripts/setup_env.sh reference)")
+    model_utils.require_tpu_estimator(
+        "--tpu_engine=estimator (use --tpu_engine=strategy on this version)")
     return True
   if FLAGS.tpu_engine == "strategy":
     return False
-  return tpu_estimator_module() is not None
+  return model_utils.tpu_estimator() is not None
 
 
 def run(FLAGS):
