@@ -7,5 +7,5 @@ if [ $# -lt 2 ]; then
   exit 2
 fi
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" exec "${PYTHON:-python}" -m xlnet.spm_train --input="$1" --model_prefix="$2" \
+exec "${PYTHON:-python}" "$root/spm_train.py" --input="$1" --model_prefix="$2" \
   --vocab_size="${3:-32000}" --input_sentence_size="${4:-10000000}"

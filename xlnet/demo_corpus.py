@@ -14,6 +14,8 @@ import tempfile
 
 from absl import logging
 
+from xlnet import io_utils
+
 SDIST = "sentencepiece==0.2.0"
 MEMBER = "sentencepiece-0.2.0/test/botchan.txt"
 DEFAULT_DEST = os.path.join("data", "demo")
@@ -81,9 +83,6 @@ def get_demo_corpus(dest_dir=DEFAULT_DEST):
   os.makedirs(dest_dir, exist_ok=True)
   logging.info("Downloading %s to extract %s", SDIST, MEMBER)
   content = to_xlnet_format(fetch_botchan_text())
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with open(tmp, "w", encoding="utf-8") as f:
-    f.write(content)
-  os.replace(tmp, path)
+  io_utils.atomic_write(path, content)
   logging.info("Wrote %s", path)
   return path

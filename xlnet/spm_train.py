@@ -9,10 +9,10 @@ Special ids are checked after training: <unk> 0, <s> 1, </s> 2, <cls> 3,
 """
 import os
 
-from absl import app
 from absl import flags
 from absl import logging
 
+from xlnet import cli
 from xlnet import prepro_utils
 
 # The released --control_symbols=<cls>,<sep>,<pad>,<mask>,<eod> and
@@ -85,14 +85,15 @@ def define_flags():
 def main(_):
   f = flags.FLAGS
   if not f.input or not f.model_prefix:
-    raise app.UsageError("--input and --model_prefix are required")
-  try:
-    train_spm(f.input, f.model_prefix, f.vocab_size, f.input_sentence_size,
-              f.character_coverage, f.num_threads)
-  except ValueError as e:
-    raise app.UsageError(str(e)) from None
+    raise ValueError("--input and --model_prefix are required")
+  train_spm(f.input, f.model_prefix, f.vocab_size, f.input_sentence_size,
+            f.character_coverage, f.num_threads)
 
 
-if __name__ == "__main__":
-  define_flags()
-  app.run(main)
+def entry_point():
+  """`python spm_train.py ...`."""
+  cli.run(main, define_flags)
+
+
+if __name__ == "__main__":  # `python -m xlnet.spm_train`, as older scripts ran it
+  entry_point()
