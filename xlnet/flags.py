@@ -345,3 +345,13 @@ def resolve_all(FLAGS):
   corpus_info = load_corpus_info(FLAGS)
   resolve_flags(FLAGS, corpus_info)
   return model_lib.XLNetConfig(FLAGS=FLAGS), corpus_info
+
+
+def bsz_per_host(FLAGS):
+  """Rows one host (worker) reads per step: train_batch_size / num_hosts."""
+  return FLAGS.train_batch_size // FLAGS.num_hosts
+
+
+def bsz_per_core(FLAGS):
+  """Rows one core (replica, GPU tower, TPU core) trains on per step."""
+  return bsz_per_host(FLAGS) // FLAGS.num_core_per_host

@@ -4,6 +4,7 @@ import os
 import tensorflow as tf
 
 from xlnet import data_utils
+from xlnet import flags as flags_lib
 from xlnet import model as model_lib
 from xlnet import modeling
 
@@ -55,7 +56,7 @@ def get_input_fn(FLAGS, num_core_per_host, corpus_info=None):
   return data_utils.get_input_fn(
       tfrecord_dir=FLAGS.record_info_dir,
       split="train",
-      bsz_per_host=FLAGS.train_batch_size // FLAGS.num_hosts,
+      bsz_per_host=flags_lib.bsz_per_host(FLAGS),
       seq_len=FLAGS.seq_len,
       reuse_len=FLAGS.reuse_len,
       bi_data=FLAGS.bi_data,

@@ -43,7 +43,7 @@ def eval_input_fn(FLAGS, corpus_info=None):
   directory = FLAGS.eval_record_info_dir or FLAGS.record_info_dir
   input_fn, info = data_utils.get_input_fn(
       tfrecord_dir=directory, split=FLAGS.eval_split,
-      bsz_per_host=FLAGS.train_batch_size // FLAGS.num_hosts,
+      bsz_per_host=flags_lib.bsz_per_host(FLAGS),
       seq_len=FLAGS.seq_len, reuse_len=FLAGS.reuse_len,
       bi_data=FLAGS.bi_data, num_core_per_host=1, perm_size=FLAGS.perm_size,
       mask_alpha=FLAGS.mask_alpha, mask_beta=FLAGS.mask_beta,
@@ -133,7 +133,7 @@ def evaluate_checkpoint(FLAGS):
   xlnet_config, _ = flags_lib.resolve_all(FLAGS)
   input_fn, num_batch = eval_input_fn(FLAGS)
   num_batches = FLAGS.eval_batches or num_batch
-  bsz = FLAGS.train_batch_size // FLAGS.num_hosts
+  bsz = flags_lib.bsz_per_host(FLAGS)
   dataset = input_fn({"batch_size": bsz})
   template = tf.compat.v1.make_template(
       engine.TEMPLATE_SCOPE, function_builder.pretrain_loss_fn(xlnet_config,

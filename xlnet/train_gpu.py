@@ -93,16 +93,14 @@ class StepLogger:
     self._last_step, self._last_time, self._losses = step, now, []
 
 
-def dataset_fn_for(FLAGS, corpus_info, num_hosts, local_cores,
-                   start_host_batch):
+def dataset_fn_for(FLAGS, corpus_info, start_host_batch):
   """The per-worker dataset of per-core batches, positioned after the data a
   resumed run already consumed.
 
   Args:
-    FLAGS: resolved flags.
+    FLAGS: resolved flags (`num_hosts` workers of `num_core_per_host`
+      replicas each).
     corpus_info: the dict the data flags were resolved from.
-    num_hosts: workers sharing the record files.
-    local_cores: replicas of one worker.
     start_host_batch: host batches of this worker's stream already consumed
       (the stream's randomness is keyed by position, so the batches that
       follow are exactly those of an uninterrupted run).
@@ -110,12 +108,12 @@ def dataset_fn_for(FLAGS, corpus_info, num_hosts, local_cores,
   Returns:
     (dataset_fn(input_context), record_info).
   """
-  bsz_per_host = FLAGS.train_batch_size // num_hosts
   input_fn, record_info = data_utils.get_input_fn(
       tfrecord_dir=FLAGS.record_info_dir, split="train",
-      bsz_per_host=bsz_per_host, seq_len=FLAGS.seq_len,
-      reuse_len=FLAGS.reuse_len, bi_data=FLAGS.bi_data, num_hosts=num_hosts,
-      num_core_per_host=local_cores, perm_size=FLAGS.perm_size,
+      bsz_per_host=flags_lib.bsz_per_host(FLAGS), seq_len=FLAGS.seq_len,
+      reuse_len=FLAGS.reuse_len, bi_data=FLAGS.bi_data,
+      num_hosts=FLAGS.num_hosts,
+      num_core_per_host=FLAGS.num_core_per_host, perm_size=FLAGS.perm_size,
       mask_alpha=FLAGS.mask_alpha, mask_beta=FLAGS.mask_beta,
       uncased=FLAGS.uncased, num_passes=FLAGS.num_passes,
       use_bfloat16=FLAGS.use_bfloat16, num_predict=FLAGS.num_predict,
@@ -126,7 +124,7 @@ def dataset_fn_for(FLAGS, corpus_info, num_hosts, local_cores,
       self.current_host = host
 
   def dataset_fn(input_context):
-    return input_fn({"batch_size": bsz_per_host // local_cores,
+    return input_fn({"batch_size": flags_lib.bsz_per_core(FLAGS),
                      "context": _Host(input_context.input_pipeline_id),
                      "start_host_batch": start_host_batch})
 
@@ -184,18 +182,17 @@ def run(FLAGS, tpu=False):
     raise ValueError(f"--num_core_per_host={FLAGS.num_core_per_host} but "
                      f"each {'TPU host' if on_tpu else 'worker'} has "
                      f"{local_cores} device(s)")
-  per_core_bsz = FLAGS.train_batch_size // strategy.num_replicas_in_sync
   start_step = checkpoint_io.step_of(resume) if resume else 0
   memory = (engine.MemoryConfig(xlnet_config.n_layer, FLAGS.mem_len,
-                                per_core_bsz, xlnet_config.d_model)
+                                flags_lib.bsz_per_core(FLAGS),
+                                xlnet_config.d_model)
             if FLAGS.mem_len else None)
   trainer = engine.Trainer(
       strategy, function_builder.pretrain_loss_fn(xlnet_config, FLAGS),
       FLAGS, FLAGS.model_dir, memory=memory, accum_steps=FLAGS.accum_steps,
       seed=FLAGS.seed, use_xla=FLAGS.use_xla)
-  dataset_fn, record_info = dataset_fn_for(
-      FLAGS, corpus_info, num_hosts, local_cores,
-      start_step * FLAGS.accum_steps)
+  dataset_fn, record_info = dataset_fn_for(FLAGS, corpus_info,
+                                          start_step * FLAGS.accum_steps)
   dist_dataset = trainer.distribute(dataset_fn)
   trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
   if resume:
@@ -228,7 +225,7 @@ def held_out_hook(FLAGS, trainer, evaluation, logger, writer):
   """`on_step` that logs, then evaluates on the held-out split every
   `--eval_steps` steps and at the end (on the chief)."""
   input_fn, num_batches = evaluation
-  bsz = FLAGS.train_batch_size // FLAGS.num_hosts
+  bsz = flags_lib.bsz_per_host(FLAGS)
   mem_shape = ([FLAGS.mem_len, bsz, trainer.memory.d_model]
                if trainer.memory else None)
   evaluator = pretrain_eval.Evaluator(trainer.template, mem_shape,
