@@ -30,7 +30,11 @@ sk = sum(int(s.get("skipped", 0)) for s in suites)
 print(f"{sys.argv[2]}: {n - f - sk} passed, {f} failed, {sk} skipped")
 PY
 )"
-  [ $rc -eq 0 ] || [ $rc -eq 1 ] || line="$env: 0 passed, 1 failed (pytest exit code $rc)"
+  if [ $rc -eq 5 ]; then
+    line="$env: no test matched the selection ($*): nothing ran (pytest exit code 5)"
+  elif [ $rc -ne 0 ] && [ $rc -ne 1 ]; then
+    line="$env: 0 passed, 1 failed (pytest exit code $rc)"
+  fi
   rm -f "$report"
   summary+="$line"$'\n'
 done
@@ -41,7 +45,10 @@ import re, sys
 p = f = s = 0
 for m in re.finditer(r"(\d+) passed, (\d+) failed, (\d+) skipped", sys.argv[1]):
     p += int(m[1]); f += int(m[2]); s += int(m[3])
-f += len(re.findall(r"exit code", sys.argv[1]))
-print(f"total: {p} passed, {f} failed, {s} skipped")
+f += len(re.findall(r"exit code [^5]", sys.argv[1]))
+none = len(re.findall(r"no test matched", sys.argv[1]))
+print(f"total: {p} passed, {f} failed, {s} skipped" +
+      (f"; in {none} environment(s) no test matched the selection" if none
+       else ""))
 PY
 exit $status
