@@ -1,150 +1,149 @@
-"""Benchmark of the full pretraining step (forward, backward, Adam update).
+"""Benchmark of the pretraining program's step on each device layout.
 
-For each config it reports steps/s and tokens/s (train_batch_size * seq_len
-per step) of:
-  pipeline  : records -> input function -> train step (what train_gpu.py runs)
-  cached    : one batch cached in memory (input pipeline excluded)
-  feed_mems : like `cached`, but the memories go through feed_dict and come
-              back to Python every step (instead of staying in variables on
-              the device)
-Configs: `demo` (configs/xlnet_tiny.json, seq 128, batch 8, mem 64) and
-`base` (XLNet-Base width: d_model 768, 12 heads, d_inner 3072, but 2 layers;
-seq 512, reuse 256, mem 384, batch 4, 85 targets, vocab 32000).
+Runs the real `train_gpu.py` (records -> input function -> engine step ->
+update) for each variant on the same global batch and prints the steady
+tokens/s of the last log interval (the first interval, which holds tracing
+and compilation, is left out):
 
-  python bench/train_step.py [--configs=demo,base] [--steps=20] [--warmup=3]
+  one          one process, one device
+  two_devices  one process, two replicas (GPUs, or logical CPU devices)
+  two_workers  two processes over loopback (MultiWorkerMirroredStrategy),
+               one replica each, each reading its own record file
+  accum2       one device, --accum_steps=2 (twice the rows per optimizer
+               step; tokens/s counts every micro-batch)
+  xla          one device, --use_xla
 
-Records are written once into --work_dir from the demo corpus (needs the
-corpus, see scripts/get_demo_corpus.py).
+  python bench/train_step.py [--config=tiny|base] [--interval=5]
+      [--variants=one,two_devices,two_workers,accum2,xla]
+
+`tiny` is configs/xlnet_tiny.json with seq 128, batch 8, mem 64; `base` is
+XLNet-Base width (d_model 768, 12 heads, d_inner 3072) with 2 layers, seq
+512, reuse 256, mem 384, batch 4, 85 targets. Records come from the demo
+corpus (fetched on first use) and are written once into --work_dir.
 """
+import argparse
 import os
+import re
+import socket
+import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
 
-from absl import app  # noqa: E402
-from absl import flags  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from xlnet import data_utils  # noqa: E402
-from xlnet import demo_corpus  # noqa: E402
-from xlnet import flags as flags_lib  # noqa: E402
-from xlnet import function_builder  # noqa: E402
-from xlnet import model_utils  # noqa: E402
-from xlnet import spm_train  # noqa: E402
-from xlnet import train_gpu  # noqa: E402
-
-flags.DEFINE_string("configs", "demo,base", "Comma-separated configs.")
-flags.DEFINE_integer("steps", 20, "Timed steps per measurement.")
-flags.DEFINE_integer("warmup", 3, "Untimed steps before timing.")
-flags.DEFINE_string("work_dir", "/tmp/xlnet_bench_train_step",
-                    "Where the SentencePiece model and records go.")
-BENCH = flags.FLAGS
-
-_COMMON = ["--dropout=0.1", "--dropatt=0.1", "--learning_rate=1e-4",
-           "--warmup_steps=0", "--train_steps=100000", "--weight_decay=0.01"]
 CONFIGS = {
-    "demo": dict(
-        data=dict(bsz_per_host=8, seq_len=128, reuse_len=64, num_predict=20),
-        flags=["--model_config_path=configs/xlnet_tiny.json", "--mem_len=64",
-               "--perm_size=32"], vocab=2000),
-    "base": dict(
-        data=dict(bsz_per_host=4, seq_len=512, reuse_len=256, num_predict=85),
-        flags=["--n_layer=2", "--d_model=768", "--n_head=12", "--d_head=64",
-               "--d_inner=3072", "--ff_activation=gelu", "--untie_r=True",
-               "--n_token=32000", "--mem_len=384", "--perm_size=256"],
-        vocab=2000),
+    "tiny": dict(data=dict(seq_len=128, reuse_len=64, num_predict=20, bsz=8),
+                 flags=["--model_config_path=configs/xlnet_tiny.json",
+                        "--mem_len=64", "--perm_size=32"], vocab=2000),
+    "base": dict(data=dict(seq_len=512, reuse_len=256, num_predict=85, bsz=4),
+                 flags=["--n_layer=2", "--d_model=768", "--n_head=12",
+                        "--d_head=64", "--d_inner=3072",
+                        "--ff_activation=gelu", "--untie_r=True",
+                        "--n_token=32000", "--mem_len=384", "--perm_size=256"],
+                 vocab=2000),
 }
+COMMON = ["--dropout=0.1", "--dropatt=0.1", "--learning_rate=1e-4",
+          "--warmup_steps=0", "--weight_decay=0.01", "--train_steps=1000000",
+          "--seed=1"]
 
 
-def make_records(name, config):
-  """Writes (once) the config's records from the demo corpus; their dir."""
-  save_dir = os.path.join(BENCH.work_dir, name)
+def write_records(work_dir, config, bsz_per_host, num_task):
+  """Records of the demo corpus for `num_task` hosts; returns the dir."""
+  from xlnet import data_utils  # pylint: disable=g-import-not-at-top
+  from xlnet import demo_corpus  # pylint: disable=g-import-not-at-top
+  from xlnet import spm_train  # pylint: disable=g-import-not-at-top
+  save_dir = os.path.join(work_dir, f"data-{bsz_per_host}x{num_task}")
   record_dir = os.path.join(save_dir, "tfrecords")
-  if data_utils.load_corpus_info(save_dir) is None:
-    corpus = demo_corpus.get_demo_corpus()
-    sp_path = os.path.join(BENCH.work_dir, "spiece.model")
-    if not os.path.exists(sp_path):
-      spm_train.train_spm(corpus, sp_path[:-len(".model")],
-                          vocab_size=config["vocab"])
-    data_utils.create_data(corpus, sp_path, save_dir, num_core_per_host=1,
-                           bi_data=True, **config["data"])
+  if os.path.exists(os.path.join(save_dir, "corpus_info.json")):
+    return record_dir
+  corpus = demo_corpus.get_demo_corpus(os.path.join(ROOT, "data", "demo"))
+  prefix = os.path.join(work_dir, "spiece")
+  if not os.path.exists(prefix + ".model"):
+    spm_train.train_spm(corpus, prefix, config["vocab"])
+  # Two tasks need two input files: split the corpus in halves.
+  lines = open(corpus, encoding="utf-8").read().split("\n")
+  inputs = []
+  for task in range(num_task):
+    path = os.path.join(work_dir, f"corpus-{task}-of-{num_task}.txt")
+    with open(path, "w", encoding="utf-8") as f:
+      f.write("\n".join(lines[task::num_task]) + "\n")
+    inputs.append(path)
+  data = config["data"]
+  for task in range(num_task):
+    data_utils.create_data(
+        ",".join(inputs), prefix + ".model", save_dir,
+        bsz_per_host=bsz_per_host, num_core_per_host=1, seq_len=data["seq_len"],
+        reuse_len=data["reuse_len"], bi_data=True, mask_alpha=6, mask_beta=1,
+        num_predict=data["num_predict"], num_task=num_task, task=task)
   return record_dir
 
 
-def bench_flags(record_dir, config):
-  """Resolved trainer flags of one benchmark config."""
-  FL = flags_lib.parse_flags(["bench", f"--record_info_dir={record_dir}"] +
-                             _COMMON + config["flags"])
-  flags_lib.model_config_to_flags(FL)
-  flags_lib.resolve_flags(FL, flags_lib.load_corpus_info(FL))
-  return FL
+def free_port():
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1]
 
 
-def time_steps(run_step):
-  """Runs `run_step()` warmup + steps times; returns seconds per step."""
-  for _ in range(BENCH.warmup):
-    run_step()
-  start = time.time()
-  for _ in range(BENCH.steps):
-    run_step()
-  return (time.time() - start) / BENCH.steps
+def steady_tokens_per_s(log):
+  """tokens/s of the last log line (the steady interval)."""
+  rates = re.findall(r"\| ([0-9.]+) tokens/s", log)
+  if len(rates) < 2:
+    raise RuntimeError("no steady log interval in:\n" + log[-3000:])
+  return float(rates[-1])
 
 
-def measure(FL, mode):
-  """Seconds per step of one mode ("pipeline", "cached" or "feed_mems")."""
-  input_fn, _ = function_builder.get_input_fn(FL, FL.num_core_per_host)
-  device = train_gpu.tower_devices(1)
-  with tf.Graph().as_default():
-    dataset = train_gpu.host_dataset(input_fn, 1, FL.train_batch_size, 0)
-    if mode != "pipeline":
-      dataset = dataset.take(1).cache().repeat()
-    features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
-    if mode == "feed_mems":
-      mem_shape = [FL.mem_len, FL.train_batch_size, FL.d_model]
-      mem_phs = [tf.compat.v1.placeholder(tf.float32, mem_shape)
-                 for _ in range(FL.n_layer)]
-      with tf.device(device[0]):
-        loss, new_mems, _ = function_builder.get_loss(FL, features, None,
-                                                      mem_phs, True)
-        train_op, _, _ = model_utils.get_train_op(FL, loss)
-      mems = [np.zeros(mem_shape, np.float32) for _ in range(FL.n_layer)]
-    else:
-      step = train_gpu.build_train_step(FL, features, device)
-    with tf.compat.v1.Session(config=train_gpu.session_config(1)) as sess:
-      sess.run(tf.compat.v1.global_variables_initializer())
-      if mode == "feed_mems":
-        def run_step():
-          mems[:] = sess.run([train_op, new_mems],
-                             dict(zip(mem_phs, mems)))[1]
-      else:
-        def run_step():
-          sess.run(step.global_step)
-      return time_steps(run_step)
+def run_variant(name, config, records, work_dir, interval, python):
+  """Runs one variant; returns tokens/s of the steady interval."""
+  model_dir = os.path.join(work_dir, f"model-{name}-{time.time_ns()}")
+  base = [python, "train_gpu.py", *config["flags"], *COMMON,
+          f"--iterations={interval}", f"--train_steps={3 * interval}"]
+  extra = {"one": [], "two_devices": ["--num_core_per_host=2"],
+           "accum2": ["--accum_steps=2"], "xla": ["--use_xla"]}
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  if name != "two_workers":
+    proc = subprocess.run(
+        base + [f"--record_info_dir={records['one']}",
+                f"--model_dir={model_dir}"] + extra[name],
+        capture_output=True, text=True, cwd=ROOT, env=env, check=False)
+    if proc.returncode:
+      raise RuntimeError(proc.stderr[-3000:])
+    return steady_tokens_per_s(proc.stderr)
+  hosts = f"127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
+  procs = [subprocess.Popen(
+      base + [f"--record_info_dir={records['two']}",
+              f"--model_dir={model_dir}", f"--worker_hosts={hosts}",
+              f"--task_index={i}"], stdout=subprocess.DEVNULL,
+      stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+           for i in range(2)]
+  logs = [p.communicate()[1] for p in procs]
+  if any(p.returncode for p in procs):
+    raise RuntimeError(logs[0][-3000:])
+  return steady_tokens_per_s(logs[0])  # the chief logs the global rate
 
 
-def main(unused_argv):
-  tf.compat.v1.disable_eager_execution()
-  os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  print(f"TensorFlow {tf.__version__}, device {train_gpu.tower_devices(1)[0]}"
-        f", {BENCH.steps} timed steps after {BENCH.warmup} warm-up steps")
-  print(f"{'config':<6} {'mode':<10} {'steps/s':>9} {'tokens/s':>10}")
-  for name in BENCH.configs.split(","):
-    config = CONFIGS[name]
-    FL = bench_flags(make_records(name, config), config)
-    tokens = FL.train_batch_size * FL.seq_len
-    results = {}
-    for mode in ("pipeline", "cached", "feed_mems"):
-      results[mode] = measure(FL, mode)
-      print(f"{name:<6} {mode:<10} {1 / results[mode]:9.2f} "
-            f"{tokens / results[mode]:10.0f}", flush=True)
-    print(f"{name:<6} input pipeline costs "
-          f"{100 * (results['pipeline'] / results['cached'] - 1):+.1f}% per "
-          f"step; memories on device save "
-          f"{100 * (1 - results['cached'] / results['feed_mems']):.1f}% per "
-          "step vs feed_dict", flush=True)
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--config", default="tiny", choices=sorted(CONFIGS))
+  parser.add_argument("--interval", type=int, default=20,
+                      help="steps per log interval (3 intervals per run)")
+  parser.add_argument("--variants",
+                      default="one,two_devices,two_workers,accum2,xla")
+  parser.add_argument("--work_dir", default="/tmp/xlnet_bench_train_step")
+  parser.add_argument("--python", default=sys.executable)
+  args = parser.parse_args()
+  config = CONFIGS[args.config]
+  os.makedirs(args.work_dir, exist_ok=True)
+  bsz = config["data"]["bsz"]
+  records = {"one": write_records(args.work_dir, config, bsz, 1),
+             "two": write_records(args.work_dir, config, bsz // 2, 2)}
+  print(f"config {args.config}: global batch {bsz} x seq "
+        f"{config['data']['seq_len']}, {args.interval}-step intervals")
+  for name in args.variants.split(","):
+    rate = run_variant(name, config, records, args.work_dir, args.interval,
+                       args.python)
+    print(f"  {name:12s} {rate:10.0f} tokens/s")
 
 
 if __name__ == "__main__":
-  app.run(main)
+  main()
