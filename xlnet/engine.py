@@ -784,6 +784,18 @@ class Predictor:
     self.strategy = strategy
     self._template = tf.compat.v1.make_template(TEMPLATE_SCOPE, outputs_fn)
     self._built = False
+    self._step = tf.function(self._distributed_step)
+
+  def _replica_step(self, features):
+    """The outputs of one replica's batch, with its real-example mask."""
+    features = dict(features)
+    real = features.pop(REAL)
+    out = dict(self._template(features))
+    out[REAL] = real
+    return out
+
+  def _distributed_step(self, iterator):
+    return self.strategy.run(self._replica_step, args=(next(iterator),))
 
   def _name(self, variable):
     return checkpoint_name(variable, self._template.variable_scope.name)
@@ -822,24 +834,11 @@ class Predictor:
     n = self.strategy.num_replicas_in_sync
     padded = pad_to_full_steps(dataset, per_replica, n)
     dist = self.strategy.distribute_datasets_from_function(lambda _: padded)
-    template = self._template
-
-    def replica_fn(features):
-      features = dict(features)
-      real = features.pop(REAL)
-      out = dict(template(features))
-      out[REAL] = real
-      return out
-
-    @tf.function
-    def step(iterator):
-      return self.strategy.run(replica_fn, args=(next(iterator),))
-
     chunks = {}
     iterator = iter(dist)
     while True:
       try:
-        out = step(iterator)
+        out = self._step(iterator)
       except (tf.errors.OutOfRangeError, StopIteration):
         break
       for key, value in out.items():

@@ -1,0 +1,131 @@
+"""Benchmark of fine-tuning: training and evaluation examples/s.
+
+Runs the fine-tuning engine (`xlnet/finetune.py`'s trainer and predictor)
+with the classification head at sequence lengths 128 and 512 and with the
+SQuAD heads at 512, on synthetic features, at XLNet-Base width (d_model 768,
+12 heads, d_inner 3072; `--n_layer` layers, 12 in XLNet-Base, fewer for a
+quick CPU figure). Prints the steady training and evaluation examples/s.
+
+  python bench/finetune_step.py [--n_layer=2] [--steps=4] [--bsz=4]
+      [--tasks=cls128,cls512,squad512] [--use_xla]
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import types
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from xlnet import classifier_heads  # noqa: E402
+from xlnet import engine  # noqa: E402
+from xlnet import squad_model  # noqa: E402
+
+
+def make_flags(config_path, args):
+  """The fine-tuning flags the heads and the engine read."""
+  return types.SimpleNamespace(
+      model_config_path=config_path, dropout=0.1, dropatt=0.1, clamp_len=-1,
+      init="normal", init_std=0.02, init_range=0.1, use_tpu=False,
+      use_bfloat16=False, summary_type="last", use_summ_proj=True,
+      cls_scope=None, task_name="bench", start_n_top=5, end_n_top=5,
+      learning_rate=2e-5, warmup_steps=0, train_steps=10 ** 6,
+      decay_method="poly", min_lr_ratio=0.0, weight_decay=0.0,
+      adam_epsilon=1e-6, clip=1.0, lr_layer_decay_rate=1.0, seed=1,
+      use_xla=args.use_xla)
+
+
+def features(task, bsz, seq_len, rng):
+  """One synthetic batch of the task's features (numpy)."""
+  out = {"input_ids": rng.randint(9, 32000, (bsz, seq_len)).astype(np.int32),
+         "segment_ids": np.zeros((bsz, seq_len), np.int32),
+         "input_mask": np.zeros((bsz, seq_len), np.float32)}
+  if task == "cls":
+    out.update(label_ids=rng.randint(0, 2, bsz).astype(np.int32),
+               is_real_example=np.ones(bsz, np.int32))
+  else:
+    out.update(p_mask=np.zeros((bsz, seq_len), np.float32),
+               cls_index=np.full(bsz, seq_len - 1, np.int32),
+               start_positions=rng.randint(0, seq_len // 2, bsz).astype(
+                   np.int32),
+               end_positions=rng.randint(seq_len // 2, seq_len - 1,
+                                         bsz).astype(np.int32),
+               is_impossible=np.zeros(bsz, np.float32),
+               unique_ids=np.arange(bsz, dtype=np.int32))
+  return out
+
+
+def heads(task, FLAGS):
+  """(loss_fn, outputs_fn) of the task."""
+  if task == "cls":
+    return (lambda f, t: classifier_heads.get_classification_loss(
+        FLAGS, f, 2, t)[0],
+            lambda f: {"logits": classifier_heads.get_classification_loss(
+                FLAGS, f, 2, False)[2]})
+  return (lambda f, t: squad_model.get_qa_loss(FLAGS, f)[0],
+          lambda f: squad_model.get_qa_predictions(FLAGS, f))
+
+
+def bench(name, args, config_path, model_dir):
+  """Steady training and eval examples/s of one task at one length."""
+  task, seq_len = name[:-3], int(name[-3:])
+  FLAGS = make_flags(config_path, args)
+  batch = features(task, args.bsz, seq_len, np.random.RandomState(0))
+  dataset = tf.data.Dataset.from_tensors(batch).repeat()
+  loss_fn, outputs_fn = heads(task, FLAGS)
+  strategy = tf.distribute.get_strategy()
+  trainer = engine.Trainer(
+      strategy, lambda f, m, t: (loss_fn(f, t), None, {}), FLAGS,
+      os.path.join(model_dir, name), seed=1, use_xla=args.use_xla)
+  trainer.build(dataset.element_spec)
+  step = trainer.make_train_step()
+  iterator = iter(trainer.distribute(lambda _: dataset))
+  step(iterator, False)  # trace and compile
+  start = time.time()
+  for _ in range(args.steps):
+    step(iterator, False)
+  train_rate = args.steps * args.bsz / (time.time() - start)
+
+  predictor = engine.Predictor(strategy, outputs_fn)
+  prefix = trainer.save(0)
+  predictor.restore(prefix, dataset.element_spec)
+  eval_set = dataset.take(1)
+  predictor.predict(eval_set, args.bsz)  # trace
+  eval_set = dataset.take(args.steps)
+  start = time.time()
+  predictor.predict(eval_set, args.bsz)
+  eval_rate = args.steps * args.bsz / (time.time() - start)
+  return train_rate, eval_rate
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--n_layer", type=int, default=2)
+  parser.add_argument("--steps", type=int, default=4)
+  parser.add_argument("--bsz", type=int, default=4)
+  parser.add_argument("--tasks", default="cls128,cls512,squad512")
+  parser.add_argument("--use_xla", action="store_true")
+  args = parser.parse_args()
+  work = tempfile.mkdtemp(prefix="xlnet-bench-finetune-")
+  config_path = os.path.join(work, "config.json")
+  with open(config_path, "w") as f:
+    json.dump(dict(n_layer=args.n_layer, d_model=768, n_head=12, d_head=64,
+                   d_inner=3072, ff_activation="gelu", untie_r=True,
+                   n_token=32000), f)
+  print(f"base width, {args.n_layer} layers, batch {args.bsz}, "
+        f"{args.steps} timed steps{', XLA' if args.use_xla else ''}:")
+  for name in args.tasks.split(","):
+    train_rate, eval_rate = bench(name, args, config_path, work)
+    print(f"  {name:9s} train {train_rate:7.2f} examples/s   "
+          f"eval {eval_rate:7.2f} examples/s")
+
+
+if __name__ == "__main__":
+  main()
