@@ -14,7 +14,7 @@ Pure graph builders (no session, no optimizer): they run inside a
 """
 import tensorflow as tf
 
-from xlnet import model as model_lib
+from xlnet import function_builder
 from xlnet import modeling
 
 # Variables a pretrained checkpoint does not hold: the fine-tuning pooler and
@@ -49,14 +49,9 @@ def sequence_summary(FLAGS, features, is_training):  # pylint: disable=invalid-n
   Returns:
     (summary float32 [B, d_model], the XLNetModel).
   """
-  xlnet_config = model_lib.XLNetConfig(json_path=FLAGS.model_config_path)
-  run_config = model_lib.create_run_config(is_training, True, FLAGS)
-  xlnet_model = model_lib.XLNetModel(
-      xlnet_config=xlnet_config,
-      run_config=run_config,
-      input_ids=tf.transpose(features["input_ids"], [1, 0]),
-      seg_ids=tf.transpose(features["segment_ids"], [1, 0]),
-      input_mask=tf.transpose(features["input_mask"], [1, 0]))
+  xlnet_model = function_builder.finetune_model(
+      FLAGS, features["input_ids"], features["segment_ids"],
+      features["input_mask"], is_training)
   summary = xlnet_model.get_pooled_out(FLAGS.summary_type,
                                        FLAGS.use_summ_proj)
   return summary, xlnet_model

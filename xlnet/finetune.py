@@ -15,7 +15,6 @@ this module runs them:
 Batch sizes keep the release's meaning: with `--use_tpu` a batch flag is the
 global batch; otherwise it is the batch of one GPU (replica).
 """
-import time
 
 from absl import logging
 import numpy as np
@@ -23,6 +22,7 @@ import tensorflow as tf
 
 from xlnet import checkpoint_io
 from xlnet import engine
+from xlnet import finetune_flags
 from xlnet import io_utils
 from xlnet import model_utils
 
@@ -58,43 +58,11 @@ def strategy_for(FLAGS):
   return _STRATEGIES[key]
 
 
-class _Logger:
-  """Logs loss, lr, gnorm, examples/s and an ETA every `iterations` steps
-  (and after the first step) and writes them to TensorBoard."""
-
-  def __init__(self, FLAGS, start_step, examples_per_step, writer):
-    self.FLAGS = FLAGS
-    self.examples_per_step = examples_per_step
-    self.writer = writer
-    self.losses = []
-    self.history = []
-    self._last = (start_step, time.time())
-
-  def __call__(self, step, out):
-    self.losses.append(float(out["loss"]))
-    self.history.append((step, float(out["loss"])))
-    if step % self.FLAGS.iterations and len(self.history) > 1 and (
-        step != self.FLAGS.train_steps):
-      return
-    now = time.time()
-    rate = ((step - self._last[0]) * self.examples_per_step /
-            max(now - self._last[1], 1e-9))
-    eta = (self.FLAGS.train_steps - step) * self.examples_per_step / max(
-        rate, 1e-9)
-    loss = float(np.mean(self.losses))
-    logging.info("[%d] | loss %.4f | lr %.6f | gnorm %.2f | %.1f examples/s "
-                 "| ETA %s", step, loss, out["lr"], out["gnorm"], rate,
-                 _duration(eta))
-    if self.writer is not None:
-      engine.write_scalars(self.writer, {
-          "loss": loss, "lr": out["lr"], "gnorm": out["gnorm"],
-          "examples_per_sec": rate}, step)
-    self.losses, self._last = [], (step, now)
-
-
-def _duration(seconds):
-  seconds = int(round(seconds))
-  return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+def log_line(step, mean_loss, out):
+  """The fine-tuning log line and its TensorBoard scalars (`StepLogger`)."""
+  return (f"[{step}] | loss {mean_loss:.4f} | lr {out['lr']:.6f} | gnorm "
+          f"{out['gnorm']:.2f}", {"loss": mean_loss, "lr": out["lr"],
+                                  "gnorm": out["gnorm"]})
 
 
 def train(FLAGS, input_fn, loss_fn, allow_missing=()):
@@ -147,7 +115,9 @@ def train(FLAGS, input_fn, loss_fn, allow_missing=()):
     io_utils.ensure_writable_dir(FLAGS.model_dir, "model_dir")
     checkpoint_io.remove_temporaries(FLAGS.model_dir)
     writer = tf.summary.create_file_writer(FLAGS.model_dir)
-  logger = _Logger(FLAGS, start, per_replica * n * accum, writer)
+  logger = engine.StepLogger(FLAGS.iterations, FLAGS.train_steps, start,
+                             per_replica * n * accum, "examples", writer,
+                             log_line)
   trainer.train(dist, FLAGS.train_steps, FLAGS.save_steps,
                 FLAGS.max_save or None, on_step=logger)
   return logger.history
@@ -184,6 +154,20 @@ def predict(FLAGS, checkpoint, input_fn, outputs_fn, global_batch):
   predictor.restore(prefix, {k: s for k, s in spec.items()
                              if k != engine.REAL})
   return predictor.predict(dataset, per_replica)
+
+
+def predict_records(FLAGS, input_fn, outputs_fn, batch_flag):
+  """`predict` with the latest checkpoint of `--model_dir`, one dict of
+  NumPy values per record, in input order.
+
+  Args:
+    FLAGS, input_fn, outputs_fn: as `predict`.
+    batch_flag: the value of the program's prediction batch flag (global
+      on TPUs, per GPU otherwise).
+  """
+  outputs = predict(FLAGS, FLAGS.model_dir, input_fn, outputs_fn,
+                    finetune_flags.global_batch_size(FLAGS, batch_flag))
+  return [dict(zip(outputs, values)) for values in zip(*outputs.values())]
 
 
 ################################################################################

@@ -6,19 +6,18 @@ released root-scope layer `logits/dense/{kernel [d_model, 1], bias [1]}`.
 """
 import tensorflow as tf
 
-from xlnet import model as model_lib
+from xlnet import function_builder
 from xlnet import modeling
 from xlnet import race_utils
 
 _dense = modeling._dense  # pylint: disable=protected-access
 
 
-def _choices_time_major(features, name):
-  """features[name] `[B, 4 L]` -> `[L, 4 B]` (column 4 b + j = option j of
+def _one_option_per_row(features, name):
+  """features[name] `[B, 4 L]` -> `[4 B, L]` (row 4 b + j = option j of
   question b)."""
   value = features[name]
-  seq_len = value.shape[-1] // race_utils.NUM_CHOICES
-  return tf.transpose(tf.reshape(value, [-1, seq_len]), [1, 0])
+  return tf.reshape(value, [-1, value.shape[-1] // race_utils.NUM_CHOICES])
 
 
 def get_race_logits(FLAGS, features, is_training):  # pylint: disable=invalid-name
@@ -36,13 +35,9 @@ def get_race_logits(FLAGS, features, is_training):  # pylint: disable=invalid-na
   Returns:
     float32 `[B, 4]`.
   """
-  xlnet_config = model_lib.XLNetConfig(json_path=FLAGS.model_config_path)
-  run_config = model_lib.create_run_config(is_training, True, FLAGS)
-  xlnet_model = model_lib.XLNetModel(
-      xlnet_config=xlnet_config, run_config=run_config,
-      input_ids=_choices_time_major(features, "input_ids"),
-      seg_ids=_choices_time_major(features, "segment_ids"),
-      input_mask=_choices_time_major(features, "input_mask"))
+  xlnet_model = function_builder.finetune_model(
+      FLAGS, *[_one_option_per_row(features, name) for name in
+               ("input_ids", "segment_ids", "input_mask")], is_training)
   summary = xlnet_model.get_pooled_out(FLAGS.summary_type,
                                        FLAGS.use_summ_proj)
   with tf.compat.v1.variable_scope("logits", reuse=tf.compat.v1.AUTO_REUSE):

@@ -150,12 +150,10 @@ def predict(FLAGS, input_fn):  # pylint: disable=invalid-name
     list of dicts of NumPy values (`logits [4]`, `example_index`), one per
     question.
   """
-  outputs = finetune.predict(
-      FLAGS, FLAGS.model_dir, input_fn,
-      lambda features, is_training: race_model.get_race_predictions(
-          FLAGS, features),
-      finetune_flags.global_batch_size(FLAGS, FLAGS.eval_batch_size))
-  return [dict(zip(outputs, values)) for values in zip(*outputs.values())]
+  return finetune.predict_records(
+      FLAGS, input_fn,
+      lambda features, is_training: race_model.get_race_predictions(FLAGS, features),
+      FLAGS.eval_batch_size)
 
 
 def run(FLAGS):  # pylint: disable=invalid-name

@@ -265,12 +265,10 @@ def predict(FLAGS, input_fn):  # pylint: disable=invalid-name
     list of dicts of NumPy values, one per record (see
     `squad_utils.get_predictions`).
   """
-  outputs = finetune.predict(
-      FLAGS, FLAGS.model_dir, input_fn,
-      lambda features, is_training: squad_model.get_qa_predictions(
-          FLAGS, features),
-      finetune_flags.global_batch_size(FLAGS, FLAGS.predict_batch_size))
-  return [dict(zip(outputs, values)) for values in zip(*outputs.values())]
+  return finetune.predict_records(
+      FLAGS, input_fn,
+      lambda features, is_training: squad_model.get_qa_predictions(FLAGS, features),
+      FLAGS.predict_batch_size)
 
 
 def run(FLAGS):  # pylint: disable=invalid-name

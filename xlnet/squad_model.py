@@ -17,7 +17,7 @@ Every tensor inside is time-major (`[len, bsz, ...]`).
 """
 import tensorflow as tf
 
-from xlnet import model as model_lib
+from xlnet import function_builder
 from xlnet import modeling
 
 # Added to the logits of positions that cannot hold an answer.
@@ -173,11 +173,6 @@ def qa_heads(output, p_mask, cls_index, initializer, dropout, is_training,
   return outputs
 
 
-def _time_major(features, name):
-  """features[name] `[B, L]` -> `[L, B]`."""
-  return tf.transpose(features[name], [1, 0])
-
-
 def get_qa_outputs(FLAGS, features, is_training):  # pylint: disable=invalid-name
   """XLNet backbone and SQuAD heads on a batch of window features.
 
@@ -194,19 +189,15 @@ def get_qa_outputs(FLAGS, features, is_training):  # pylint: disable=invalid-nam
   Returns:
     `qa_heads`' dict (training or beam outputs).
   """
-  xlnet_config = model_lib.XLNetConfig(json_path=FLAGS.model_config_path)
-  run_config = model_lib.create_run_config(is_training, True, FLAGS)
-  xlnet_model = model_lib.XLNetModel(
-      xlnet_config=xlnet_config, run_config=run_config,
-      input_ids=_time_major(features, "input_ids"),
-      seg_ids=_time_major(features, "segment_ids"),
-      input_mask=_time_major(features, "input_mask"))
+  xlnet_model = function_builder.finetune_model(
+      FLAGS, features["input_ids"], features["segment_ids"],
+      features["input_mask"], is_training)
   return qa_heads(
       output=xlnet_model.get_sequence_output(),
-      p_mask=_time_major(features, "p_mask"),
+      p_mask=tf.transpose(features["p_mask"], [1, 0]),
       cls_index=features["cls_index"],
       initializer=xlnet_model.get_initializer(),
-      dropout=run_config.dropout, is_training=is_training,
+      dropout=xlnet_model.run_config.dropout, is_training=is_training,
       start_positions=features["start_positions"] if is_training else None,
       start_n_top=FLAGS.start_n_top, end_n_top=FLAGS.end_n_top)
 

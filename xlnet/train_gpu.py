@@ -14,11 +14,8 @@ position in the data stream, dropout is seeded from the step, and a resumed
 run skips the batches already consumed.
 """
 import math
-import os
-import time
 
 from absl import logging
-import numpy as np
 import tensorflow as tf
 
 from xlnet import checkpoint_io
@@ -45,52 +42,11 @@ def format_log_line(step, gnorm, lr, loss):
           f"pplx {perplexity(loss):>7.2f}, bpc {loss / math.log(2):>7.4f}")
 
 
-def format_duration(seconds):
-  """`seconds` as e.g. `3d 04:05:06` or `04:05:06`."""
-  seconds = int(round(seconds))
-  days, seconds = divmod(seconds, 86400)
-  hours, seconds = divmod(seconds, 3600)
-  text = f"{hours:02d}:{seconds // 60:02d}:{seconds % 60:02d}"
-  return f"{days}d {text}" if days else text
-
-
-class StepLogger:
-  """Logs the release's line every `iterations` steps (and after the first
-  step of a run and at the end) with tokens/s and an ETA, and writes the
-  same scalars to TensorBoard on the chief.
-
-  Attributes:
-    history: list of (step, loss) of every step of this run.
-  """
-
-  def __init__(self, FLAGS, start_step, tokens_per_step, writer):
-    self.FLAGS = FLAGS
-    self.tokens_per_step = tokens_per_step
-    self.writer = writer
-    self.history = []
-    self._losses = []
-    self._last_step, self._last_time = start_step, time.time()
-
-  def __call__(self, step, out):
-    FLAGS = self.FLAGS
-    self.history.append((step, float(out["loss"])))
-    self._losses.append(float(out["loss"]))
-    if not (step % FLAGS.iterations == 0 or len(self.history) == 1 or
-            step == FLAGS.train_steps):
-      return
-    now = time.time()
-    mean_loss = float(np.mean(self._losses))
-    tok_s = ((step - self._last_step) * self.tokens_per_step /
-             max(now - self._last_time, 1e-9))
-    eta = (FLAGS.train_steps - step) * self.tokens_per_step / max(tok_s, 1e-9)
-    logging.info("%s | %.0f tokens/s | ETA %s",
-                 format_log_line(step, out["gnorm"], out["lr"], mean_loss),
-                 tok_s, format_duration(eta))
-    if self.writer is not None:
-      engine.write_scalars(self.writer, {
-          "loss": mean_loss, "lr": out["lr"], "gnorm": out["gnorm"],
-          "pplx": perplexity(mean_loss), "tokens_per_sec": tok_s}, step)
-    self._last_step, self._last_time, self._losses = step, now, []
+def log_line(step, mean_loss, out):
+  """The pretraining log line and its TensorBoard scalars (`StepLogger`)."""
+  return (format_log_line(step, out["gnorm"], out["lr"], mean_loss),
+          {"loss": mean_loss, "lr": out["lr"], "gnorm": out["gnorm"],
+           "pplx": perplexity(mean_loss)})
 
 
 def dataset_fn_for(FLAGS, corpus_info, start_host_batch):
@@ -207,9 +163,10 @@ def run(FLAGS, tpu=False):
     checkpoint_io.remove_temporaries(FLAGS.model_dir)
     function_builder.save_xlnet_config(xlnet_config, FLAGS.model_dir)
     writer = tf.summary.create_file_writer(FLAGS.model_dir)
-  logger = StepLogger(FLAGS, start_step,
-                      FLAGS.train_batch_size * FLAGS.seq_len *
-                      FLAGS.accum_steps, writer)
+  logger = engine.StepLogger(
+      FLAGS.iterations, FLAGS.train_steps, start_step,
+      FLAGS.train_batch_size * FLAGS.seq_len * FLAGS.accum_steps, "tokens",
+      writer, log_line)
   on_step = logger
   if evaluation is not None:
     on_step = held_out_hook(FLAGS, trainer, evaluation, logger, writer)
