@@ -198,25 +198,14 @@ def _run(cmd, timeout=300):
                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
 
 
+def _signal_when(cmd, pattern, sig):
+  return fx.signal_when(cmd, pattern, sig, REPO)
+
+
 def _log_lines(text):
   """{step: the logged '[step] | gnorm ... | loss ...' part}."""
   return {int(m.group(1)): m.group(0) for m in re.finditer(
       r"\[(\d+)\] \| gnorm \S+ lr \S+ \| loss \S+", text)}
-
-
-def _run_until(cmd, line_pattern, sig):
-  """Starts `cmd`, sends `sig` once a stderr line matches, returns
-  (exit code, all output)."""
-  proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, cwd=REPO,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-  out, sent = [], False
-  for line in proc.stdout:
-    out.append(line)
-    if not sent and re.search(line_pattern, line):
-      proc.send_signal(sig)
-      sent = True
-  return proc.wait(timeout=300), "".join(out)
 
 
 @pytest.mark.parametrize("cores", [1, 2])
@@ -234,7 +223,7 @@ def test_resume_after_sigkill_logs_the_same_losses(tmp_path, tiny_records,
   assert sorted(want) == list(range(1, 25))
 
   cut = tmp_path / "cut"
-  code, first = _run_until(_command(tiny_records, cut, *extra),
+  code, first = _signal_when(_command(tiny_records, cut, *extra),
                            r"Saved checkpoint .*model\.ckpt-10$",
                            signal.SIGKILL)
   assert code == -signal.SIGKILL
@@ -251,7 +240,7 @@ def test_resume_after_sigkill_logs_the_same_losses(tmp_path, tiny_records,
 def test_signal_saves_a_checkpoint_and_exits_non_zero(tmp_path, tiny_records,
                                                       sig):
   model_dir = tmp_path / "m"
-  code, out = _run_until(
+  code, out = _signal_when(
       _command(tiny_records, model_dir, "--train_steps=100000"),
       r"\[3\] \| gnorm", sig)
   assert code == 128 + sig, out[-3000:]

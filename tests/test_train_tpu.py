@@ -206,19 +206,6 @@ ENGINES = [pytest.param("estimator", marks=pytest.mark.tpu_estimator),
            "strategy"]
 
 
-def _popen_until(cmd, pattern, sig):
-  proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, cwd=REPO,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-  out, sent = [], False
-  for line in proc.stdout:
-    out.append(line)
-    if not sent and re.search(pattern, line):
-      proc.send_signal(sig)
-      sent = True
-  return proc.wait(timeout=300), "".join(out)
-
-
 _SAVED = {"estimator": r"Saving checkpoints for {step} into",
           "strategy": r"Saved checkpoint .*model\.ckpt-{step}$"}
 
@@ -238,8 +225,9 @@ def test_resume_continues_the_data_where_it_stopped(tmp_path, tpu_records,
           f"--tpu_engine={tpu_engine}"]
   full = _run_tpu(tpu_records, tmp_path / "full", *args)
   assert full.returncode == 0, full.stderr[-3000:]
-  code, out = _popen_until(_tpu_command(tpu_records, tmp_path / "cut", *args),
-                           _SAVED[tpu_engine].format(step=4), signal.SIGKILL)
+  code, out = fx.signal_when(
+      _tpu_command(tpu_records, tmp_path / "cut", *args),
+      _SAVED[tpu_engine].format(step=4), signal.SIGKILL, REPO)
   assert code == -signal.SIGKILL, out[-3000:]
   rest = _run_tpu(tpu_records, tmp_path / "cut", *args)
   assert rest.returncode == 0, rest.stderr[-3000:]
@@ -254,12 +242,12 @@ def test_resume_continues_the_data_where_it_stopped(tmp_path, tpu_records,
 @pytest.mark.parametrize("tpu_engine", ENGINES)
 def test_sigterm_saves_and_exits_non_zero(tmp_path, tpu_records, tpu_engine):
   model_dir = tmp_path / "m"
-  code, out = _popen_until(
+  code, out = fx.signal_when(
       _tpu_command(tpu_records, model_dir, "--train_steps=100000",
                    "--iterations=2", "--save_steps=100000",
                    f"--tpu_engine={tpu_engine}"),
       r"global_step/sec|\[2\] \| gnorm|Saving checkpoints for 0 ",
-      signal.SIGTERM)
+      signal.SIGTERM, REPO)
   assert code == 128 + signal.SIGTERM, out[-3000:]
   last = out.strip().splitlines()[-1]
   match = re.fullmatch(r"train_tpu\.py: stopped by SIGTERM after step (\d+);"

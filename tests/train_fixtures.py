@@ -1,5 +1,9 @@
 """Synthetic pretraining batches, tiny flags and engine helpers for the
 trainer tests."""
+import os
+import re
+import subprocess
+
 import numpy as np
 import tensorflow as tf
 
@@ -169,3 +173,18 @@ def train_batches(trainer, host_batches, steps, weights=None):
   outputs = []
   trainer.train(dataset, steps, on_step=lambda step, out: outputs.append(out))
   return outputs
+
+
+def signal_when(cmd, line_pattern, sig, cwd):
+  """Runs `cmd`, sends it `sig` once an output line matches `line_pattern`,
+  and returns (exit code, all output)."""
+  proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, cwd=cwd,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  out, sent = [], False
+  for line in proc.stdout:
+    out.append(line)
+    if not sent and re.search(line_pattern, line):
+      proc.send_signal(sig)
+      sent = True
+  return proc.wait(timeout=300), "".join(out)
