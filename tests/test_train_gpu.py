@@ -395,3 +395,23 @@ def test_model_dir_that_is_a_file_or_unwritable_is_one_line(tmp_path,
         words in last), last
     assert "Traceback" not in proc.stderr
   assert blocker.read_text() == "x"
+
+
+def test_corpus_info_path_reaches_the_input_function(tmp_path, tiny_records):
+  """corpus_info.json moved away from the records and named with
+  --corpus_info_path: its core layout (bi_data, written for 2 cores, read
+  by 1) reaches the input function, so the run regroups and trains; without
+  any corpus info the run stops instead of guessing the layout."""
+  data = tmp_path / "data"
+  shutil.copytree(os.path.dirname(tiny_records), data)
+  info = tmp_path / "elsewhere" / "info.json"
+  info.parent.mkdir()
+  os.rename(data / "corpus_info.json", info)
+  ok = _run(_command(data / "tfrecords", tmp_path / "m", "--train_steps=2",
+                     f"--corpus_info_path={info}"))
+  assert ok.returncode == 0, ok.stderr[-3000:]
+  assert "regrouped from 2 to 1 cores" in ok.stderr
+  missing = _run(_command(data / "tfrecords", tmp_path / "m2",
+                          "--train_steps=2"))
+  assert missing.returncode == 2
+  assert "corpus_info.json" in missing.stderr.strip().splitlines()[-1]
