@@ -340,7 +340,7 @@ class Trainer:
       inside `make_template`); `features` are one replica's batch-major
       tensors, `mems` a list of float32 `[mem_len, bsz, d_model]` or None,
       `loss` a float32 scalar, `outputs` a dict of per-example tensors
-      (used by `predict`).
+      (the held-out evaluation sums them; training ignores them).
     FLAGS: optimizer flags (learning_rate, warmup_steps, train_steps,
       decay_method, min_lr_ratio, weight_decay, adam_epsilon, clip,
       lr_layer_decay_rate, n_layer).
