@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # Quick start: from a machine with only Python 3 to a small XLNet that has
-# learned from text, in about three minutes of CPU once set up:
+# learned from text, in about two minutes of CPU once set up:
 #   bash scripts/demo.sh
-# 1. creates (or reuses) .venvs/reference (TensorFlow 2.15) and .venvs/plot
-#    (matplotlib, for the loss-curve picture only),
-# 2. fetches the demo corpus (Botchan) into data/demo/ and holds out its last
+# Set-up: creates (or reuses) .venvs/reference (TensorFlow 2.15) and
+# .venvs/plot (matplotlib, for the loss-curve picture only). Then
+# 1. fetches the demo corpus (Botchan) into data/demo/ and holds out its last
 #    10% of documents,
-# 3. trains a 2,000-piece SentencePiece model on the training part,
-# 4. writes pretraining records of both parts (seq_len 128, reuse_len 64,
+# 2. trains a 2,000-piece SentencePiece model on the training part,
+# 3. writes pretraining records of both parts (seq_len 128, reuse_len 64,
 #    batch 8, bi_data, 32 targets per sequence),
-# 5. pretrains a tiny XLNet on the CPU (configs/demo.flags: 2,000 steps),
+# 4. pretrains a tiny XLNet on the CPU (configs/demo.flags: 2,000 steps),
 #    evaluating on the held-out records every 250 steps,
-# 6. prints the unigram baseline of the held-out targets and the model's
+# 5. prints the unigram baseline of the held-out targets and the model's
 #    guesses for words hidden in held-out sentences,
-# 7. draws the training and held-out loss curves into a PNG,
+# 6. draws the training and held-out loss curves into a PNG,
 # and ends with a summary. Outputs go to demo_out/ (see docs/demo.md).
-# Re-running reuses steps 1-4 (redone when their settings change) and
+# Re-running reuses steps 1-3 (redone when their settings change) and
 # retrains from scratch.
 # Env (for tests): PYTHON_BIN (skip the venv, use this python), DEMO_OUT
 # (output dir), DEMO_STEPS (training steps instead of configs/demo.flags').
@@ -30,13 +30,16 @@ fail() { echo "demo: error: $*" >&2; exit 1; }
 strip_prefix() { sed -u -E 's/^[IWEF][0-9]{4} [0-9:.]+ +[0-9]+ [^]]+\] //'; }
 
 py="${PYTHON_BIN:-$(bash scripts/setup_env.sh reference | tail -n 1)}"
+command -v "$py" >/dev/null || fail "no python at '$py' (PYTHON_BIN)"
+[[ "${DEMO_STEPS:-1}" =~ ^[1-9][0-9]*$ ]] \
+  || fail "DEMO_STEPS=$DEMO_STEPS must be a positive number of steps"
 out="${DEMO_OUT:-demo_out}"
 data="$out/data"
 mkdir -p "$out"
 plot_py="$(bash scripts/setup_env.sh plot 2>"$out/plot_setup.log" | tail -n 1)" \
   || { plot_py=""; echo "demo: could not set up .venvs/plot (matplotlib); the run goes on without the picture (see $out/plot_setup.log)" >&2; }
 
-# Everything steps 2-4 write depends on these settings only; a stamp file
+# Everything steps 1-3 write depends on these settings only; a stamp file
 # written last says they are complete, so a killed set-up is redone.
 vocab_size=2000
 heldout_fraction=0.1
@@ -57,7 +60,7 @@ if [ "$(cat "$data/settings" 2>/dev/null)" = "$stamp" ]; then
 else
   rm -rf "$data"
   mkdir -p "$data"
-  say "1/6 demo corpus, its last $heldout_fraction of documents held out"
+  say "1/6 demo corpus; its last $(awk -v f="$heldout_fraction" 'BEGIN { print f * 100 }')% of documents held out"
   run "$data/corpus.log" "$py" scripts/get_demo_corpus.py \
     --split_dir="$data/text" --heldout_fraction="$heldout_fraction"
   say "2/6 SentencePiece model (vocab $vocab_size, training text only)"
