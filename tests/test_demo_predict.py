@@ -2,11 +2,13 @@
 report's helpers (xlnet/demo_report.py)."""
 import numpy as np
 import pytest
+import sentencepiece as spm
 import tensorflow as tf
 
 from xlnet import demo_predict
 from xlnet import demo_report
 from xlnet import model as model_lib
+from xlnet import token_stream
 from xlnet.prepro_utils import CLS_ID, MASK_ID, SEP_ID
 
 TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32,
@@ -136,3 +138,59 @@ def test_pick_sentences_spreads_over_the_text_and_keeps_context():
   assert picked[0][0] == ["Doc 0 opens with a line of eight words here."]
   assert len(picked[2][0]) == 2
   assert demo_report.pick_sentences(short, 3) == []
+
+
+class FixedGuesses:
+  """A stand-in predictor: every hidden piece gets 0.5 on `first`, 0.3 on
+  `second`; it keeps the features it was given."""
+
+  def __init__(self, n_token, first, second):
+    self.probs = np.full(n_token, 0.2 / (n_token - 2))
+    self.probs[first], self.probs[second] = 0.5, 0.3
+    self.seen = []
+
+  def predict(self, features):
+    self.seen.append(features)
+    return np.tile(self.probs, (features["target_mapping"].shape[0], 1))
+
+
+def test_report_lines_and_inputs(tiny_spm):
+  sp = spm.SentencePieceProcessor()
+  sp.Load(tiny_spm)
+  encoder = token_stream.LineEncoder(sp.serialized_model_proto(), False, True)
+  the, on = sp.PieceToId("\u2581the"), sp.PieceToId("\u2581on")
+  predictor = FixedGuesses(sp.GetPieceSize(), the, on)
+  report = demo_report.Report(predictor, encoder, max_len=12, top_k=3)
+  sentence = "I sat on the bed."
+  ids = encoder([sentence], "t")[0]
+  lines = report.show(["A first line of context here.", "And a second."],
+                      sentence, 1.0, np.random.RandomState(0))
+  pieces = [sp.IdToPiece(int(i)) for i in ids]
+  # "bed" is two pieces in this vocabulary: not hidden.
+  assert pieces == ["\u2581I", "\u2581sat", "\u2581on", "\u2581the",
+                    "\u2581be", "d", "."]
+  words = [0, 1, 2, 3]
+  # The input: the last context pieces that fit, then the sentence.
+  (feats,) = predictor.seen
+  context = encoder(["A first line of context here.", "And a second."],
+                    "t")[0][-(12 - len(ids)):]
+  assert len(context) == 5  # the context is cut to fit
+  np.testing.assert_array_equal(feats["input_k"][:len(context)], context)
+  hidden = [len(context) + k for k in words]
+  np.testing.assert_array_equal(feats["target_mapping"].argmax(1), hidden)
+  assert (feats["input_k"][hidden] == MASK_ID).all()
+  assert len(feats["input_k"]) == 12 + 2
+  # The text: every hidden word numbered, one guess line each.
+  assert lines[0] == (f"  \"[1] [2] [3] [4] bed.\"  ({len(context)} pieces "
+                      "of context before it)")
+  assert lines[3].startswith("    [3] \u2581on") and \
+      lines[3].endswith("(in top 3)")
+  # Third guess: the first of the equal small probabilities, id 0.
+  assert lines[4] == ("    [4] \u2581the         -> \u2581the 0.50  "
+                      "\u2581on 0.30  <unk> 0.00   (right)")
+  assert not lines[1].endswith(")")
+  assert len(lines) == 5
+  assert report.summary() == ("  top-1 right for 1 of 4 hidden words, in "
+                              "the top 3 for 2")
+  # A sentence longer than the input is skipped.
+  assert report.show([], "word " * 20, 1.0, np.random.RandomState(0)) == []

@@ -86,7 +86,7 @@ def render(pieces, hidden_numbers):
 
 
 class Report:
-  """Hides words in held-out sentences and prints the model's guesses.
+  """Hides words in held-out sentences and describes the model's guesses.
 
   Args:
     predictor: a `demo_predict.MaskedPredictor`.
@@ -111,7 +111,7 @@ class Report:
     return self.encoder(lines, "held-out text")[0]
 
   def show(self, context_lines, sentence, fraction, rng):
-    """Prints one sentence with hidden words and the guesses.
+    """One sentence with hidden words and the model's guesses, as text.
 
     Args:
       context_lines: the lines before the sentence in its document; their
@@ -120,8 +120,8 @@ class Report:
       fraction, rng: as `demo_predict.choose_hidden_words`.
 
     Returns:
-      the printed lines (none when the sentence is too long or has no word
-      to hide).
+      list of lines to print (none when the sentence is too long or has no
+      word to hide).
     """
     ids = self.encode([sentence])
     if len(ids) > self.max_len:
@@ -131,8 +131,8 @@ class Report:
         pieces, demo_predict.word_spans(ids, self.is_start), fraction, rng)
     if not hidden:
       return []
-    context = self.encode(context_lines)[-(self.max_len - len(ids)):] \
-        if len(ids) < self.max_len else np.zeros(0, np.int32)
+    context = self.encode(context_lines)
+    context = context[max(0, len(context) - (self.max_len - len(ids))):]
     offset = len(context)
     probs = self.predictor.predict(demo_predict.masked_features(
         np.concatenate([context, ids]), [offset + p for p in hidden]))
@@ -151,8 +151,6 @@ class Report:
       self.total += 1
       self.right += int(guesses[k][0] == truth)
       self.in_top_k += int(truth in guesses[k])
-    for line in lines:
-      print(line)
     return lines
 
   def summary(self):
@@ -198,7 +196,9 @@ def run_report(FLAGS):
   report = Report(predictor, encoder, info["seq_len"] - 2, FLAGS.top_k)
   rng = np.random.RandomState(FLAGS.seed)
   for context_lines, sentence in sentences:
-    report.show(context_lines, sentence, FLAGS.hide_fraction, rng)
+    for line in report.show(context_lines, sentence, FLAGS.hide_fraction,
+                            rng):
+      print(line)
   print(report.summary(), flush=True)
   predictor.close()
 
