@@ -85,7 +85,8 @@ def test_read_curves_of_the_trainers_log_lines(caplog):
            train_gpu.format_log_line(step, 0.5, 0.001, loss) +
            " | 1000 tokens/s | ETA 00:00:10"
            for step, loss in ((1, 7.61), (100, 6.4), (250, 5.5))]
-  lines.insert(3, "I1122 12:00:01.0 1 pretrain_eval.py:1] " + caplog.messages[-1])
+  lines.insert(3, "I1122 12:00:01.0 1 pretrain_eval.py:1] " +
+               caplog.messages[-1])
   lines.append("unrelated | loss 1.0 |")
   train, heldout = load_plot_script().read_curves(lines)
   assert train == [(1, 7.61), (100, 6.4), (250, 5.5)]

@@ -16,7 +16,6 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet import data_utils
-from xlnet import prepro_utils
 from xlnet import token_stream
 
 
