@@ -1,8 +1,8 @@
 """Masked-word prediction with a pretrained checkpoint (the demo's showcase).
 
-Whole words of a held-out sentence are hidden and the two-stream model
-predicts each of their pieces, as in pretraining: the query stream of a
-hidden position attends to the content of the visible positions only.
+Words of a held-out sentence are hidden and the two-stream model predicts
+them as in pretraining: the query stream of a hidden position attends to the
+content of the visible positions only.
 
 The attention pattern (`masked_features`): every hidden position is put last
 in the factorization order and all hidden positions are predicted at once,
