@@ -1,14 +1,41 @@
 """Fetches the demo corpus (Botchan) into data/demo/botchan.txt.
 
-Usage: python scripts/get_demo_corpus.py [DEST_DIR]
+Usage:
+  python scripts/get_demo_corpus.py [--dest_dir=data/demo]
+  python scripts/get_demo_corpus.py --split_dir=DIR [--heldout_fraction=0.1]
+The first form prints the corpus path. With --split_dir it also writes
+DIR/train.txt and DIR/valid.txt (the last documents held out) and prints
+their two paths on the last line.
 """
 import os
 import sys
 
+from absl import flags
+
 sys.path.insert(
     0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from xlnet.demo_corpus import get_demo_corpus  # noqa: E402
+from xlnet import cli  # noqa: E402
+from xlnet import demo_corpus  # noqa: E402
+
+
+def define_flags():
+  flags.DEFINE_string("dest_dir", demo_corpus.DEFAULT_DEST,
+                      "Where botchan.txt is kept (downloaded once).")
+  flags.DEFINE_string("split_dir", None,
+                      "If set, write train.txt and valid.txt here.")
+  flags.DEFINE_float("heldout_fraction", 0.1,
+                     "Fraction of the documents (the last ones) held out.")
+
+
+def main(unused_argv):
+  FLAGS = flags.FLAGS
+  corpus = demo_corpus.get_demo_corpus(FLAGS.dest_dir)
+  print(corpus)
+  if FLAGS.split_dir:
+    print(*demo_corpus.write_heldout_split(corpus, FLAGS.split_dir,
+                                           FLAGS.heldout_fraction))
+
 
 if __name__ == "__main__":
-  print(get_demo_corpus(*sys.argv[1:2]))
+  cli.run(main, define_flags)

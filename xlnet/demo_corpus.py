@@ -3,8 +3,11 @@
 The text ships as `test/botchan.txt` in the sentencepiece source distribution
 on PyPI; it is downloaded at set-up time and never committed. It is converted
 to one sentence per line with an empty line between documents (one document
-per chapter part of at most `sentences_per_doc` sentences).
+per chapter part of at most `sentences_per_doc` sentences). The demo holds
+out the last documents (`split_heldout`): the model is scored on text it has
+never trained on.
 """
+import math
 import os
 import re
 import subprocess
@@ -80,9 +83,67 @@ def get_demo_corpus(dest_dir=DEFAULT_DEST):
   path = os.path.join(dest_dir, "botchan.txt")
   if os.path.exists(path):
     return path
-  os.makedirs(dest_dir, exist_ok=True)
   logging.info("Downloading %s to extract %s", SDIST, MEMBER)
-  content = to_xlnet_format(fetch_botchan_text())
-  io_utils.atomic_write(path, content)
+  io_utils.remove_stale_tmp(path)
+  io_utils.atomic_write(path, to_xlnet_format(fetch_botchan_text()))
   logging.info("Wrote %s", path)
   return path
+
+
+def documents(text):
+  """The documents of a text in XLNet's input format.
+
+  Returns:
+    list of str, each a document's lines joined by newlines (empty lines,
+    which separate documents, removed).
+  """
+  return [d.strip("\n") for d in re.split(r"\n\s*\n", text) if d.strip()]
+
+
+def split_heldout(text, heldout_fraction):
+  """Splits a corpus in XLNet's input format into training and held-out text.
+
+  The held-out part is made of whole documents, the last
+  `ceil(heldout_fraction * num_documents)` of them (at least one; at least
+  one document is left for training), so no held-out sentence shares a
+  document with a training sentence.
+
+  Args:
+    text: str, sentences one per line, documents separated by empty lines.
+    heldout_fraction: float in (0, 1).
+
+  Returns:
+    (train_text, heldout_text), both str in the same format, each ending in
+    a newline.
+
+  Raises:
+    ValueError: for a fraction outside (0, 1) or a text of fewer than two
+      documents.
+  """
+  if not 0 < heldout_fraction < 1:
+    raise ValueError(f"--heldout_fraction={heldout_fraction} must be in "
+                     "(0, 1)")
+  docs = documents(text)
+  if len(docs) < 2:
+    raise ValueError(f"the corpus has {len(docs)} document(s); holding some "
+                     "out needs at least 2")
+  num_heldout = min(max(1, math.ceil(heldout_fraction * len(docs))),
+                    len(docs) - 1)
+  cut = len(docs) - num_heldout
+  return ("\n\n".join(docs[:cut]) + "\n", "\n\n".join(docs[cut:]) + "\n")
+
+
+def write_heldout_split(corpus_path, split_dir, heldout_fraction):
+  """Writes `{split_dir}/train.txt` and `{split_dir}/valid.txt` (atomically)
+  from the corpus file, as `split_heldout` divides it.
+
+  Returns:
+    (train_path, valid_path).
+  """
+  with open(corpus_path, encoding="utf-8") as f:
+    parts = split_heldout(f.read(), heldout_fraction)
+  paths = (os.path.join(split_dir, "train.txt"),
+           os.path.join(split_dir, "valid.txt"))
+  for path, part in zip(paths, parts):
+    io_utils.atomic_write(path, part)
+  return paths
