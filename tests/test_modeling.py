@@ -160,6 +160,11 @@ CASES = {
         ("inp_k", "inp_q", "perm_mask", "target_mapping", "mems"),
         dict(untie_r=True, ff_activation="gelu", attn_type="bi",
              bi_data=True, mem_len=3, training=True)),
+    "uni_two_stream_target_mapping": (
+        dict(qlen=7, bsz=2, num_predict=4, mlen=2),
+        ("inp_k", "inp_q", "perm_mask", "target_mapping", "seg_id", "mems"),
+        dict(untie_r=True, ff_activation="gelu", attn_type="uni",
+             bi_data=False, mem_len=3)),
     "uni_mems": (dict(qlen=6, bsz=2, mlen=3), ("inp_k", "mems"),
                  dict(untie_r=True, ff_activation="relu", attn_type="uni",
                       bi_data=False, mem_len=4)),
@@ -191,6 +196,55 @@ def test_backbone_matches_numpy_reference(case):
       ref_out, lm_target, params["model/transformer/word_embedding/"
                                  "lookup_table"], params["model/lm_loss/bias"])
   np.testing.assert_allclose(loss, ref_loss, **TOL)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_query_stream_on_target_rows_equals_full_path(training):
+  """With target_mapping the query stream attends only from the target rows;
+  that must give the numbers (and gradients) of the query stream computed
+  for every position (no target_mapping), read at the target positions.
+
+  Covers bi_data (per-half positional encodings, and per-row ones in the
+  training graph), memory, segments, clamping and padding rows.
+  """
+  rng = np.random.default_rng(21)
+  qlen, bsz, n_target, num_predict, mlen = 9, 4, 3, 5, 3
+  inputs = _make_inputs(rng, qlen, bsz, num_predict=num_predict,
+                        n_target=n_target, mlen=mlen)
+  weights = rng.normal(0, 1, [n_target, bsz, SIZES["d_model"]])
+  positions = inputs["target_mapping"][:n_target].argmax(1)  # [n_target, bsz]
+  with tf.Graph().as_default():
+    common = dict(
+        n_token=N_TOKEN, dropout=1e-30 if training else 0.0,
+        dropatt=1e-30 if training else 0.0, attn_type="bi", bi_data=True,
+        is_training=training, use_tpu=False, mem_len=4, clamp_len=6,
+        untie_r=True, ff_activation="gelu",
+        initializer=tf.compat.v1.initializers.random_normal(stddev=0.4),
+        inp_q=tf.constant(inputs["inp_q"]),
+        perm_mask=tf.constant(inputs["perm_mask"]),
+        seg_id=tf.constant(inputs["seg_id"]),
+        mems=[tf.constant(m) for m in inputs["mems"]], **SIZES)
+    ids = tf.constant(inputs["inp_k"])
+    with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
+      rows, _, _ = modeling.transformer_xl(
+          ids, target_mapping=tf.constant(inputs["target_mapping"]), **common)
+      full, _, _ = modeling.transformer_xl(ids, **common)
+    # [n_target, bsz, d_model]: the full path at the target positions.
+    full_at_targets = tf.gather(tf.transpose(full, [1, 0, 2]),
+                                positions.T, axis=1, batch_dims=1)
+    full_at_targets = tf.transpose(full_at_targets, [1, 0, 2])
+    variables = tf.compat.v1.trainable_variables()
+    grads = [[tf.convert_to_tensor(g) for g in
+              tf.gradients(tf.reduce_sum(out * weights), variables)]
+             for out in (rows[:n_target], full_at_targets)]
+    with tf.compat.v1.Session() as sess:
+      _randomize_variables(sess, rng)
+      got, want, got_grads, want_grads = sess.run(
+          [rows, full_at_targets] + grads)
+  np.testing.assert_allclose(got[:n_target], want, **TOL)
+  for var, g, w in zip(variables, got_grads, want_grads):
+    np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5,
+                               err_msg=var.op.name)
 
 
 def test_information_flow_respects_perm_mask():
