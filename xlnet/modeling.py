@@ -2,7 +2,7 @@
 
 Everything is written on `tf.compat.v1.get_variable` and `tf.nn` (no Keras) so
 that graphs build on every TensorFlow 2.x and variables carry the names of the
-released checkpoints (see SPEC.md section 2).
+released checkpoints (docs/model.md lists them).
 
 Layout conventions:
   * Activations are time-major: `[len, bsz, ...]`.
