@@ -22,8 +22,6 @@ import numpy as np
 import tensorflow as tf
 
 _LN_EPSILON = 1e-12
-# Subtracted from the float32 scores of masked keys.
-_MASK_VALUE = 1e30
 
 
 def gelu(x):
@@ -323,7 +321,9 @@ def head_projection(h, d_model, n_head, d_head, kernel_initializer, name):
 
 
 def _masked_softmax(score, attn_mask, dropatt, is_training):
-  """Softmax over the key axis, in float32, after masking.
+  """Softmax over the key axis after pushing masked scores far down.
+
+  The mask is applied in the scores' dtype, the softmax runs in float32.
 
   Args:
     score: float Tensor `[..., qlen, klen]` (any float dtype).
@@ -334,11 +334,19 @@ def _masked_softmax(score, attn_mask, dropatt, is_training):
   Returns:
     float32 attention probabilities of `score`'s shape, after dropout.
   """
-  score = tf.cast(score, tf.float32)
   if attn_mask is not None:
-    score -= _MASK_VALUE * tf.cast(attn_mask, tf.float32)
-  prob = tf.nn.softmax(score, axis=-1)
+    score -= _mask_value(score.dtype) * tf.cast(attn_mask, score.dtype)
+  prob = tf.nn.softmax(tf.cast(score, tf.float32), axis=-1)
   return _dropout(prob, dropatt, is_training)
+
+
+def _mask_value(dtype):
+  """What a masked score loses: 1e30, or in float16 (max 65504) half the
+  largest value, so that the subtraction cannot overflow to -inf (a fully
+  masked row of -inf would give NaN)."""
+  if dtype == tf.float16:
+    return 0.5 * np.finfo(np.float16).max
+  return 1e30
 
 
 def _positional_scores(q_r, k_head_r, klen, q_key_pos=None):
@@ -411,10 +419,10 @@ def _segment_scores(q_s, seg_embed, seg_mat):
     seg_mat: float Tensor `[bsz, 1, rows, klen]`, 1 = different segments.
 
   Returns:
-    float32 Tensor `[bsz, n_head, rows, klen]`.
+    Tensor `[bsz, n_head, rows, klen]` of q_s's dtype.
   """
   delta = tf.einsum("ibnd,nd->bni", q_s, seg_embed[1] - seg_embed[0])
-  return tf.cast(seg_mat, tf.float32) * tf.cast(delta, tf.float32)[..., None]
+  return tf.cast(seg_mat, delta.dtype) * delta[..., None]
 
 
 def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, seg_embed, seg_mat,
@@ -422,8 +430,8 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, seg_embed, seg_mat,
                   is_training, scale, q_key_pos=None):
   """Relative multi-head attention of one stream.
 
-  Scores and softmax are float32 whatever the compute dtype; the matrix
-  products run in q_head's dtype.
+  The matrix products and the scores are in q_head's dtype; the softmax
+  runs in float32.
 
   Args:
     q_head: Tensor `[rows, bsz, n_head, d_head]`.
@@ -454,7 +462,9 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, seg_embed, seg_mat,
   ac = tf.einsum("ibnd,jbnd->bnij", (q_head + r_w_bias) * scale, k_head_h)
   bd = _positional_scores((q_head + r_r_bias) * scale, k_head_r, klen,
                           q_key_pos)
-  score = tf.cast(ac, tf.float32) + tf.cast(bd, tf.float32)
+  # The terms are summed (and masked) in the compute dtype: one rounding,
+  # and one cast of the sum instead of one per term.
+  score = ac + bd
   if seg_mat is not None:
     score += _segment_scores((q_head + r_s_bias) * scale, seg_embed, seg_mat)
   prob = _masked_softmax(score, attn_mask, dropatt, is_training)
