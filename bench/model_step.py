@@ -9,19 +9,19 @@ update per step.
 Every variant is built once, then the variants are run round-robin
 (`--rounds` rounds of `--steps` steps each) so that a noisy, shared machine
 slows them alike; the figure of a variant is the median over all its timed
-steps. Variants (comma-separated in `--variants`):
+steps, with the process CPU time per step (the steadier figure when other
+jobs share the cores). Variants (comma-separated in `--variants`):
   fp32       float32 graph
   bf16       `use_bfloat16`: matmuls in bfloat16, softmax/LayerNorm/loss fp32
-  fp16       `use_fp16`: the same in float16
+  fp16       `use_fp16`: the same in float16 (by default only on a GPU or for
+             the tiny config: the CPU has no fast float16 matmul)
   fp32+xla   graph-mode XLA auto-clustering (global_jit_level ON_1; on the
              CPU it needs TF_XLA_FLAGS=--tf_xla_cpu_global_jit, set here)
   fp32+jit   the whole step in `tf.function(jit_compile=True)`
   bf16+xla, bf16+jit, ...  the combinations
-Each figure comes with the process CPU time per step (the steadier figure
-when other jobs share the cores). Also prints the analytic matmul/einsum
-FLOP count (forward x 3 for
-forward + backward) and the achieved FLOP/s against this machine's float32
-matmul peak measured in the same run.
+Also prints the analytic matmul/einsum FLOP count (forward x 3 for forward +
+backward) and the achieved FLOP/s against this machine's float32 matmul peak
+measured in the same run.
 
 `--profile` traces `--profile_steps` extra steps of each variant (RunMetadata
 FULL_TRACE, after the timed rounds) and prints the op types that took the
@@ -30,7 +30,7 @@ sum can exceed the step); `--timeline_dir` also writes the last trace as a
 Chrome trace (chrome://tracing) named `{config}_{variant}.json`.
 
 Usage (from the repository root):
-  .venvs/reference/bin/python bench/model_step.py   # base2 and tiny, all
+  .venvs/reference/bin/python bench/model_step.py   # base2 and tiny
   .venvs/reference/bin/python bench/model_step.py --configs base2 \
       --variants fp32,bf16 --rounds 5 --steps 2 --profile
 
@@ -74,10 +74,12 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 COMPILERS = ("", "xla", "jit")
 
 flags.DEFINE_list("configs", ["base2", "tiny"], "Configs to run, in order.")
-flags.DEFINE_list("variants", ["fp32", "bf16", "fp16", "fp32+xla",
-                               "fp32+jit", "bf16+jit"],
+flags.DEFINE_list("variants", None,
                   "Variants: precision (fp32|bf16|fp16) with an optional "
-                  "'+xla' (auto-clustering) or '+jit' (jit_compile).")
+                  "'+xla' (auto-clustering) or '+jit' (jit_compile). "
+                  "Default: fp32,bf16,fp32+xla,fp32+jit,bf16+jit, plus fp16 "
+                  "on a GPU or for the tiny config (on the CPU float16 "
+                  "matmuls take a slow generic path).")
 flags.DEFINE_integer("seq_len", None, "Sequence length (config default).")
 flags.DEFINE_integer("mem_len", None, "Memory length fed (config default).")
 flags.DEFINE_integer("num_predict", None, "Targets per sequence.")
@@ -96,6 +98,14 @@ flags.DEFINE_string("timeline_dir", None, "With --profile, also write Chrome "
 flags.DEFINE_integer("intra_op_threads", 0, "0 = TensorFlow's default.")
 flags.DEFINE_integer("inter_op_threads", 0, "0 = TensorFlow's default.")
 FLAGS = flags.FLAGS
+
+
+def default_variants(config, on_gpu):
+  """The variants run when --variants is not given."""
+  variants = ["fp32", "bf16", "fp32+xla", "fp32+jit", "bf16+jit"]
+  if on_gpu or config == "tiny":
+    variants.insert(2, "fp16")
+  return variants
 
 
 def parse_variant(name):
@@ -353,8 +363,10 @@ def run_config(config, peak):
   inputs = random_inputs(np.random.default_rng(0), shape["seq_len"],
                          shape["bsz"], shape["num_predict"], sizes["n_token"],
                          sizes["d_model"], sizes["n_layer"], shape["mem_len"])
+  names = FLAGS.variants or default_variants(
+      config, bool(tf.config.list_physical_devices("GPU")))
   variants = []
-  for name in FLAGS.variants:
+  for name in names:
     start = time.time()
     variant = Variant(name, sizes, inputs)
     losses = [variant.run(timed=False) for _ in range(FLAGS.warmup)]
@@ -398,7 +410,7 @@ def run_config(config, peak):
 
 
 def main(_):
-  for name in FLAGS.variants:
+  for name in FLAGS.variants or []:
     parse_variant(name)
   for config in FLAGS.configs:
     if config not in CONFIGS:
@@ -406,9 +418,8 @@ def main(_):
                        f"some of {sorted(CONFIGS)}")
   tf.compat.v1.disable_eager_execution()
   device = "GPU" if tf.config.list_physical_devices("GPU") else "CPU"
-  print(f"TensorFlow {tf.__version__} on {device}; variants "
-        f"{','.join(FLAGS.variants)}; {FLAGS.rounds} rounds x {FLAGS.steps} "
-        f"steps", flush=True)
+  print(f"TensorFlow {tf.__version__} on {device}; {FLAGS.rounds} rounds x "
+        f"{FLAGS.steps} steps per variant", flush=True)
   peak = matmul_peak()
   print(f"matmul peak (2048^3): fp32 {peak / 1e9:.1f} GFLOP/s, bf16 "
         f"{matmul_peak(tf.bfloat16) / 1e9:.1f} GFLOP/s", flush=True)
