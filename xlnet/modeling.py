@@ -766,22 +766,23 @@ def _build_masks(attn_type, qlen, mlen, bsz, input_mask, perm_mask,
   return attn_mask, non_tgt_mask
 
 
-def _segment_matrix(seg_id, mlen):
+def _segment_matrix(seg_id, mlen, dtype):
   """Which query/key pairs lie in different segments.
 
   Args:
     seg_id: int Tensor `[qlen, bsz]`.
     mlen: scalar int Tensor; memory positions count as segment 0.
+    dtype: float dtype of the result.
 
   Returns:
-    float32 Tensor `[bsz, 1, qlen, mlen + qlen]`: 1 where query i and key j
-    are in different segments, else 0.
+    Tensor `[bsz, 1, qlen, mlen + qlen]`: 1 where query i and key j are in
+    different segments, else 0.
   """
   seg_id = tf.cast(tf.transpose(seg_id), tf.int32)  # [bsz, qlen]
   mem_pad = tf.zeros([tf.shape(seg_id)[0], mlen], dtype=tf.int32)
   cat_ids = tf.concat([mem_pad, seg_id], 1)
   different = tf.not_equal(seg_id[:, :, None], cat_ids[:, None, :])
-  return tf.cast(different, tf.float32)[:, None]
+  return tf.cast(different, dtype)[:, None]
 
 
 def _compute_dtype(use_bfloat16, use_fp16):
@@ -858,9 +859,11 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
     mlen = tf.shape(mems[0])[0] if mems is not None else 0
     klen = mlen + qlen
 
+    # Masks and segment matrix in the compute dtype (0/1 values are exact):
+    # built once, not cast again in every layer.
     attn_mask, non_tgt_mask = _build_masks(
         attn_type, qlen, mlen, bsz, input_mask, perm_mask, same_length,
-        tf.float32)
+        tf_float)
 
     word_emb_k, lookup_table = embedding_lookup(
         inp_k, n_token, d_model, initializer, use_tpu=use_tpu,
@@ -883,7 +886,7 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
       r_s_bias = _variable("r_s_bias", bias_shape, tf_float, initializer)
       seg_embed = _variable("seg_embed", [n_layer, 2, n_head, d_head],
                             tf_float, initializer)
-      seg_mat = _segment_matrix(seg_id, mlen)
+      seg_mat = _segment_matrix(seg_id, mlen, tf_float)
 
     # Per-example positional dropout needs one encoding per batch row;
     # otherwise one (or two with bi_data) encodings are shared by the batch.
