@@ -144,6 +144,11 @@ CASES = {
         ("inp_k", "inp_q", "perm_mask", "target_mapping", "seg_id", "mems"),
         dict(untie_r=True, ff_activation="gelu", attn_type="bi",
              bi_data=False, mem_len=5)),
+    "two_stream_target_mapping_padding_no_perm": (
+        dict(qlen=7, bsz=2, num_predict=3, padding=True),
+        ("inp_k", "inp_q", "target_mapping", "input_mask"),
+        dict(untie_r=False, ff_activation="gelu", attn_type="bi",
+             bi_data=False)),
     "two_stream_no_mapping_tied_relu": (
         dict(qlen=6, bsz=3), ("inp_k", "inp_q", "perm_mask"),
         dict(untie_r=False, ff_activation="relu", attn_type="bi",

@@ -662,14 +662,15 @@ def _query_rows(x, pos):
   """Rows `pos` of a per-query tensor.
 
   Args:
-    x: Tensor `[bsz, 1, qlen, klen]` or None.
+    x: Tensor `[bsz, 1, qlen or 1, klen]` (size 1: the same for every
+      query) or None.
     pos: int32 Tensor `[bsz, rows]`.
 
   Returns:
-    Tensor `[bsz, 1, rows, klen]` (None if x is None).
+    Tensor `[bsz, 1, rows or 1, klen]` (None if x is None).
   """
-  if x is None:
-    return None
+  if x is None or x.shape[2] == 1:
+    return x
   return tf.gather(x, pos, axis=2, batch_dims=1)
 
 
