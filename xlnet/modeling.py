@@ -12,9 +12,11 @@ Layout conventions:
     transposes of the largest tensors; the public functions below say which
     layout each argument uses.
 
-Mixed precision: with `use_bfloat16` the activations are computed in bfloat16
-while every variable stays float32 (it is cast when read). The backbone
-returns its output and new memories in float32.
+Mixed precision: with `use_bfloat16` (or `use_fp16`) the activations and
+matrix products are computed in bfloat16 (float16) while every variable stays
+float32 (it is cast when read); the attention softmax, the LayerNorm
+statistics and the loss run in float32. The backbone returns its output and
+new memories in float32.
 """
 import math
 
