@@ -1,13 +1,13 @@
-"""A slow, literal NumPy forward pass of XLNet, written from SPEC.md only.
+"""A slow, literal NumPy forward pass of XLNet, written from its semantics.
 
 It exists to check the TensorFlow model: no rel_shift trick, no clever
 broadcasting. The relative attention score of query i and key j is computed
 from the relative distance `(mlen + i) - j` directly, masks are built entry by
 entry, and masked keys are left out of the softmax.
 
-Parameters come as a dict keyed by the SPEC section 2 variable names without
-the `:0` suffix, e.g. `model/transformer/layer_0/rel_attn/q/kernel`.
-All tensors are time-major, as in the SPEC.
+Parameters come as a dict keyed by the released checkpoints' variable names
+without the `:0` suffix, e.g. `model/transformer/layer_0/rel_attn/q/kernel`.
+All tensors are time-major, as in the model.
 """
 import math
 
@@ -110,6 +110,59 @@ def attention_core(q, k, v, pos_keys, seg_class, w_bias, r_bias, s_bias,
   return out
 
 
+def two_stream_attention(weights, h, g, mem, biases, seg_class, mask_h,
+                         mask_g, target_mapping, distance, d_head):
+  """One layer's relative attention block (both streams, no dropout).
+
+  Args:
+    weights: dict of the block's variables: "q", "k", "v", "r", "o"
+      kernels `[d_model, n_head, d_head]`, LayerNorm "gamma", "beta".
+    h: content stream `[qlen, bsz, d_model]`.
+    g: query stream `[qlen or num_predict, bsz, d_model]` or None.
+    mem: memory `[mlen, bsz, d_model]` or None.
+    biases: (w_bias, r_bias, s_bias, seg_embed); the last two None without
+      segments.
+    seg_class: `[qlen, klen, bsz]` ints (1 = different segment) or None.
+    mask_h, mask_g: `[qlen, klen, bsz]` masks (1 = may not attend) of the
+      content and query streams.
+    target_mapping: `[num_predict, qlen, bsz]` or None.
+    distance: function (i, j, b) -> the relative distance query i uses for
+      key j in batch row b (clamped, negated for backward rows).
+    d_head: head width.
+
+  Returns:
+    (new h, new g or None), after the residual and LayerNorm.
+  """
+  w_bias, r_bias, s_bias, seg_embed = biases
+  d_model = h.shape[-1]
+  cat = h if mem is None else np.concatenate([mem, h], 0)
+  k = np.einsum("ibh,hnd->ibnd", cat, weights["k"])
+  v = np.einsum("ibh,hnd->ibnd", cat, weights["v"])
+
+  def pos_keys(i, j, b):
+    return np.einsum("h,hnd->nd", sinusoid(distance(i, j, b), d_model),
+                     weights["r"])
+
+  def attend(q, mask):
+    return attention_core(q, k, v, pos_keys, seg_class, w_bias, r_bias,
+                          s_bias, seg_embed, mask, d_head)
+
+  def post(residual, vec):
+    out = np.einsum("ibnd,hnd->ibh", vec, weights["o"]) + residual
+    return layer_norm(out, weights["gamma"], weights["beta"])
+
+  new_h = post(h, attend(np.einsum("ibh,hnd->ibnd", h, weights["q"]), mask_h))
+  if g is None:
+    return new_h, None
+  q_g = np.einsum("ibh,hnd->ibnd", g, weights["q"])
+  if target_mapping is not None:
+    q_g = np.einsum("mbnd,mlb->lbnd", q_g, target_mapping)
+  vec_g = attend(q_g, mask_g)
+  if target_mapping is not None:
+    vec_g = np.einsum("lbnd,mlb->mbnd", vec_g, target_mapping)
+  return new_h, post(g, vec_g)
+
+
 def forward(params, n_layer, d_model, n_head, d_head, d_inner, ff_activation,
             untie_r, inp_k, inp_q=None, seg_id=None, input_mask=None, perm_mask=None,
             target_mapping=None, mems=None, attn_type="bi", bi_data=False,
@@ -169,23 +222,12 @@ def forward(params, n_layer, d_model, n_head, d_head, d_inner, ff_activation,
       value = p(name)
       return value[layer] if untie_r else value  # noqa: B023
 
-    w_bias, r_bias = bias("r_w_bias"), bias("r_r_bias")
-    s_bias = bias("r_s_bias") if seg_id is not None else None
-    seg_embed = p("seg_embed")[layer] if seg_id is not None else None
-
-    wq, wk, wv, wr, wo = (lp(f"rel_attn/{x}/kernel") for x in "qkvro")
-    cat = h if mem is None else np.concatenate([mem, h], 0)
-    k = np.einsum("ibh,hnd->ibnd", cat, wk)
-    v = np.einsum("ibh,hnd->ibnd", cat, wv)
-
-    def pos_keys(i, j, b):
-      return np.einsum("h,hnd->nd", sinusoid(distance(i, j, b), d_model),
-                       wr)  # noqa: B023
-
-    def post(residual, vec):
-      out = np.einsum("ibnd,hnd->ibh", vec, wo) + residual  # noqa: B023
-      return layer_norm(out, lp("rel_attn/LayerNorm/gamma"),
-                        lp("rel_attn/LayerNorm/beta"))
+    biases = (bias("r_w_bias"), bias("r_r_bias"),
+              bias("r_s_bias") if seg_id is not None else None,
+              p("seg_embed")[layer] if seg_id is not None else None)
+    weights = {x: lp(f"rel_attn/{x}/kernel") for x in "qkvro"}
+    weights["gamma"] = lp("rel_attn/LayerNorm/gamma")
+    weights["beta"] = lp("rel_attn/LayerNorm/beta")
 
     def ffn(x):
       assert lp("ff/layer_1/kernel").shape == (d_model, d_inner)
@@ -194,20 +236,12 @@ def forward(params, n_layer, d_model, n_head, d_head, d_inner, ff_activation,
       return layer_norm(y + x, lp("ff/LayerNorm/gamma"),
                         lp("ff/LayerNorm/beta"))
 
-    q_h = np.einsum("ibh,hnd->ibnd", h, wq)
-    vec_h = attention_core(q_h, k, v, pos_keys, seg_class, w_bias, r_bias,
-                           s_bias, seg_embed, mask_h, d_head)
-    new_h = post(h, vec_h)
+    h, g = two_stream_attention(weights, h, g, mem, biases, seg_class,
+                                mask_h, mask_g, target_mapping, distance,
+                                d_head)
+    h = ffn(h)
     if g is not None:
-      q_g = np.einsum("ibh,hnd->ibnd", g, wq)
-      if target_mapping is not None:
-        q_g = np.einsum("mbnd,mlb->lbnd", q_g, target_mapping)
-      vec_g = attention_core(q_g, k, v, pos_keys, seg_class, w_bias, r_bias,
-                             s_bias, seg_embed, mask_g, d_head)
-      if target_mapping is not None:
-        vec_g = np.einsum("lbnd,mlb->mbnd", vec_g, target_mapping)
-      g = ffn(post(g, vec_g))
-    h = ffn(new_h)
+      g = ffn(g)
 
   output = g if g is not None else h
   return output, new_mems

@@ -1,14 +1,17 @@
 """Tests of the XLNet backbone and heads against the NumPy reference.
 
 Every number is checked against `tests/np_reference.py` (a literal NumPy
-implementation of SPEC.md) or against hand-written NumPy, never against the
-code under test.
+implementation of the model's semantics) or against hand-written NumPy,
+never against the code under test (one exception, marked: the query stream
+on the target rows is also checked against the model's own full path, which
+the NumPy reference checks in turn).
 """
 import json
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.protobuf import rewriter_config_pb2
 
 from tests import np_reference
 from xlnet import model as xlnet_model
@@ -45,7 +48,7 @@ def _make_inputs(rng, qlen, bsz, num_predict=None, n_target=3, padding=False,
   """Random, realistic XLNet inputs (time-major).
 
   Targets are random positions; the factorization order is a random
-  permutation; perm_mask follows SPEC section 5 (targets see earlier targets
+  permutation; perm_mask follows pretraining (targets see earlier targets
   and all non-targets; non-targets see no target).
   """
   inp_k = rng.integers(0, N_TOKEN, size=[qlen, bsz]).astype(np.int32)
@@ -112,7 +115,7 @@ def _run_backbone(inputs, seed=0, lm_target=None, **opts):
                                 tie_weight=True)
     with tf.compat.v1.Session() as sess:
       _randomize_variables(sess, np.random.default_rng(seed))
-      fetch = [output, [m for m in new_mems if m is not None],
+      fetch = [output, new_mems or [],
                loss if loss is not None else tf.constant(0.0)]
       out, mems, loss_val = sess.run(fetch, {ids: inputs["inp_k"]})
       params = _param_values(sess)
@@ -141,6 +144,11 @@ CASES = {
         ("inp_k", "inp_q", "perm_mask", "target_mapping", "seg_id", "mems"),
         dict(untie_r=True, ff_activation="gelu", attn_type="bi",
              bi_data=False, mem_len=5)),
+    "two_stream_target_mapping_padding_no_perm": (
+        dict(qlen=7, bsz=2, num_predict=3, padding=True),
+        ("inp_k", "inp_q", "target_mapping", "input_mask"),
+        dict(untie_r=False, ff_activation="gelu", attn_type="bi",
+             bi_data=False)),
     "two_stream_no_mapping_tied_relu": (
         dict(qlen=6, bsz=3), ("inp_k", "inp_q", "perm_mask"),
         dict(untie_r=False, ff_activation="relu", attn_type="bi",
@@ -160,6 +168,11 @@ CASES = {
         ("inp_k", "inp_q", "perm_mask", "target_mapping", "mems"),
         dict(untie_r=True, ff_activation="gelu", attn_type="bi",
              bi_data=True, mem_len=3, training=True)),
+    "uni_two_stream_target_mapping": (
+        dict(qlen=7, bsz=2, num_predict=4, mlen=2),
+        ("inp_k", "inp_q", "perm_mask", "target_mapping", "seg_id", "mems"),
+        dict(untie_r=True, ff_activation="gelu", attn_type="uni",
+             bi_data=False, mem_len=3)),
     "uni_mems": (dict(qlen=6, bsz=2, mlen=3), ("inp_k", "mems"),
                  dict(untie_r=True, ff_activation="relu", attn_type="uni",
                       bi_data=False, mem_len=4)),
@@ -191,6 +204,106 @@ def test_backbone_matches_numpy_reference(case):
       ref_out, lm_target, params["model/transformer/word_embedding/"
                                  "lookup_table"], params["model/lm_loss/bias"])
   np.testing.assert_allclose(loss, ref_loss, **TOL)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_query_stream_on_target_rows_equals_full_path(training):
+  """With target_mapping the query stream attends only from the target rows;
+  that must give the numbers (and gradients) of the query stream computed
+  for every position (no target_mapping), read at the target positions.
+
+  Covers bi_data (per-half positional encodings, and per-row ones in the
+  training graph), memory, segments, clamping and padding rows.
+  """
+  rng = np.random.default_rng(21)
+  qlen, bsz, n_target, num_predict, mlen = 9, 4, 3, 5, 3
+  inputs = _make_inputs(rng, qlen, bsz, num_predict=num_predict,
+                        n_target=n_target, mlen=mlen)
+  weights = rng.normal(0, 1, [n_target, bsz, SIZES["d_model"]])
+  positions = inputs["target_mapping"][:n_target].argmax(1)  # [n_target, bsz]
+  with tf.Graph().as_default():
+    common = dict(
+        n_token=N_TOKEN, dropout=1e-30 if training else 0.0,
+        dropatt=1e-30 if training else 0.0, attn_type="bi", bi_data=True,
+        is_training=training, use_tpu=False, mem_len=4, clamp_len=6,
+        untie_r=True, ff_activation="gelu",
+        initializer=tf.compat.v1.initializers.random_normal(stddev=0.4),
+        inp_q=tf.constant(inputs["inp_q"]),
+        perm_mask=tf.constant(inputs["perm_mask"]),
+        seg_id=tf.constant(inputs["seg_id"]),
+        mems=[tf.constant(m) for m in inputs["mems"]], **SIZES)
+    ids = tf.constant(inputs["inp_k"])
+    with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
+      rows, _, _ = modeling.transformer_xl(
+          ids, target_mapping=tf.constant(inputs["target_mapping"]), **common)
+      full, _, _ = modeling.transformer_xl(ids, **common)
+    # [n_target, bsz, d_model]: the full path at the target positions.
+    full_at_targets = tf.gather(tf.transpose(full, [1, 0, 2]),
+                                positions.T, axis=1, batch_dims=1)
+    full_at_targets = tf.transpose(full_at_targets, [1, 0, 2])
+    variables = tf.compat.v1.trainable_variables()
+    grads = [[tf.convert_to_tensor(g) for g in
+              tf.gradients(tf.reduce_sum(out * weights), variables)]
+             for out in (rows[:n_target], full_at_targets)]
+    with tf.compat.v1.Session() as sess:
+      _randomize_variables(sess, rng)
+      got, want, got_grads, want_grads = sess.run(
+          [rows, full_at_targets] + grads)
+  np.testing.assert_allclose(got[:n_target], want, **TOL)
+  for var, g, w in zip(variables, got_grads, want_grads):
+    np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5,
+                               err_msg=var.op.name)
+
+
+def test_two_stream_rel_attn_matches_numpy():
+  """The public one-layer two-stream attention (query stream on the target
+  rows) against the literal NumPy block, with memory and segments."""
+  rng = np.random.default_rng(17)
+  qlen, bsz, mlen, num_predict, d = 6, 2, 2, 3, SIZES["d_model"]
+  n_head, d_head = SIZES["n_head"], SIZES["d_head"]
+  inputs = _make_inputs(rng, qlen, bsz, num_predict=num_predict,
+                        n_target=2, mlen=mlen)
+  h = rng.normal(0, 1, [qlen, bsz, d])
+  g = rng.normal(0, 1, [num_predict, bsz, d])
+  mem = inputs["mems"][0]
+  klen = mlen + qlen
+  # Masks and segment classes entry by entry, [qlen, klen, bsz].
+  mask_g, mask_h = np_reference.build_masks(qlen, mlen, bsz, "bi", False,
+                                            None, inputs["perm_mask"])
+  seg = np.concatenate([np.zeros([mlen, bsz], np.int64), inputs["seg_id"]])
+  seg_class = (inputs["seg_id"][:, None, :] != seg[None, :, :]).astype(int)
+  to_core = lambda x: tf.constant(  # noqa: E731
+      x.transpose(2, 0, 1)[:, None], tf.float32)  # -> [bsz, 1, qlen, klen]
+  with tf.Graph().as_default():
+    biases = {name: tf.compat.v1.get_variable(name, [n_head, d_head])
+              for name in ("r_w_bias", "r_r_bias", "r_s_bias")}
+    seg_embed = tf.compat.v1.get_variable("seg_embed", [2, n_head, d_head])
+    pos_emb = modeling.relative_positional_encoding(qlen, klen, d, -1, "bi",
+                                                    False)
+    with tf.compat.v1.variable_scope("layer"):
+      out_h, out_g = modeling.two_stream_rel_attn(
+          tf.constant(h, tf.float32), tf.constant(g, tf.float32), pos_emb,
+          tf.constant(mem), biases["r_w_bias"], biases["r_r_bias"],
+          to_core(seg_class), biases["r_s_bias"], seg_embed,
+          to_core(mask_h), to_core(mask_g),
+          tf.constant(inputs["target_mapping"]), d, n_head, d_head,
+          dropout=0.0, dropatt=0.0, is_training=False,
+          kernel_initializer=None)
+    with tf.compat.v1.Session() as sess:
+      _randomize_variables(sess, rng)
+      got_h, got_g = sess.run([out_h, out_g])
+      params = _param_values(sess)
+  weights = {x: params[f"layer/rel_attn/{x}/kernel"] for x in "qkvro"}
+  weights["gamma"] = params["layer/rel_attn/LayerNorm/gamma"]
+  weights["beta"] = params["layer/rel_attn/LayerNorm/beta"]
+  want_h, want_g = np_reference.two_stream_attention(
+      weights, h, g, mem.astype(np.float64),
+      (params["r_w_bias"], params["r_r_bias"], params["r_s_bias"],
+       params["seg_embed"]),
+      seg_class, mask_h, mask_g, inputs["target_mapping"],
+      lambda i, j, b: (mlen + i) - j, d_head)
+  np.testing.assert_allclose(got_h, want_h, **TOL)
+  np.testing.assert_allclose(got_g, want_g, **TOL)
 
 
 def test_information_flow_respects_perm_mask():
@@ -287,7 +400,7 @@ def test_two_chunks_with_memory_equal_one_pass():
 
 
 def _expected_variables(cfg):
-  """SPEC section 2, written out for a config with untie_r."""
+  """The released checkpoints' variables, written out for untie_r."""
   n, h, d, i = cfg["n_layer"], cfg["n_head"], cfg["d_head"], cfg["d_inner"]
   m = cfg["d_model"]
   t = "model/transformer/"
@@ -336,7 +449,9 @@ def _build_full_model(inputs, run_config):
                             N_TOKEN, SIZES["d_model"],
                             model.get_initializer(),
                             lookup_table=model.get_embedding_table(),
-                            tie_weight=True)
+                            tie_weight=True,
+                            use_bfloat16=run_config.use_bfloat16,
+                            use_fp16=run_config.use_fp16)
   pooled = model.get_pooled_out("last")
   return model, loss, pooled
 
@@ -351,10 +466,11 @@ def _config_from_dict(values):
   return xlnet_model.XLNetConfig(FLAGS=flags)
 
 
-def _pretrain_run_config(use_bfloat16=False):
+def _pretrain_run_config(precision="fp32"):
   return xlnet_model.RunConfig(
-      is_training=False, use_tpu=False, use_bfloat16=use_bfloat16,
-      dropout=0.0, dropatt=0.0, mem_len=5, reuse_len=None, bi_data=False)
+      is_training=False, use_tpu=False, use_bfloat16=precision == "bf16",
+      use_fp16=precision == "fp16", dropout=0.0, dropatt=0.0, mem_len=5,
+      reuse_len=None, bi_data=False)
 
 
 def test_variable_names_and_shapes_match_spec():
@@ -398,30 +514,149 @@ def test_checkpoint_written_by_name_restores_into_model(tmp_path):
     np.testing.assert_allclose(got, want, **TOL)
 
 
-def test_bfloat16_forward_close_to_float32():
-  """bf16 compute: relative L2 error of the output below 2e-2."""
-  inputs = _make_inputs(np.random.default_rng(9), 8, 2, num_predict=3,
-                        mlen=3)
-  outputs = {}
+# Precision -> (compute dtype, bound on relative L2 errors against float32).
+# The bound is 5 unit roundoffs of the format (bfloat16 keeps 8 significant
+# bits, u = 2^-8; float16 keeps 11, u = 2^-11): every matrix product rounds
+# its output once, and a two-layer model chains about ten such roundings
+# whose errors add up like a random walk (sqrt(10) ~ 3 u), with margin.
+MIXED_PRECISION = {"bf16": (tf.bfloat16, 5 * 2.0 ** -8),
+                   "fp16": (tf.float16, 5 * 2.0 ** -11)}
+
+
+def _run_precisions(inputs, precisions):
+  """Builds the full model + LM loss once per precision with the same
+  variable values; returns {precision: (output, new_mems, loss, grads,
+  graph)} with the gradients of the mean loss as dense float32 arrays."""
+  results = {}
   values = None
-  for use_bf16 in (False, True):
-    with tf.Graph().as_default():
-      model, _, _ = _build_full_model(inputs, _pretrain_run_config(use_bf16))
+  for precision in precisions:
+    graph = tf.Graph()
+    with graph.as_default():
+      model, loss, _ = _build_full_model(inputs,
+                                         _pretrain_run_config(precision))
+      mean_loss = tf.reduce_mean(loss)
+      pairs = [(v, g) for v, g in zip(
+          tf.compat.v1.trainable_variables(),
+          tf.gradients(mean_loss, tf.compat.v1.trainable_variables()))
+               if g is not None]  # the pooler is not in the loss
+      variables = [v for v, _ in pairs]
+      grads = [tf.convert_to_tensor(g) for _, g in pairs]
       with tf.compat.v1.Session() as sess:
         if values is None:
           _randomize_variables(sess, np.random.default_rng(1))
           values = {v.op.name: v.eval(sess)
                     for v in tf.compat.v1.global_variables()}
         _load(sess, values)
-        outputs[use_bf16] = sess.run([model.get_sequence_output(),
-                                      model.get_new_memory()])
-  (out32, mems32), (out16, mems16) = outputs[False], outputs[True]
-  assert out16.dtype == np.float32
-  rel = np.linalg.norm(out16 - out32) / np.linalg.norm(out32)
-  assert rel < 2e-2, rel
-  assert rel > 0  # really computed in bfloat16
-  for got, want in zip(mems16, mems32):
-    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 2e-2
+        out, mems, loss_value, grad_values = sess.run(
+            [model.get_sequence_output(), model.get_new_memory(), loss,
+             grads])
+    names = [v.op.name for v in variables]
+    results[precision] = (out, mems, loss_value,
+                          dict(zip(names, grad_values)), graph)
+  return results
+
+
+def _rel_error(got, want):
+  return np.linalg.norm(got - want) / np.linalg.norm(want)
+
+
+@pytest.mark.parametrize("precision", sorted(MIXED_PRECISION))
+def test_mixed_precision_close_to_float32(precision):
+  """bf16 / fp16 compute: output, memories, loss and gradients within the
+  format's bound of float32, with the variables and outputs float32."""
+  bound = MIXED_PRECISION[precision][1]
+  inputs = _make_inputs(np.random.default_rng(9), 8, 2, num_predict=3,
+                        mlen=3)
+  results = _run_precisions(inputs, ["fp32", precision])
+  out32, mems32, loss32, grads32, _ = results["fp32"]
+  out, mems, loss, grads, graph = results[precision]
+  assert out.dtype == np.float32 and loss.dtype == np.float32
+  assert all(v.dtype.base_dtype == tf.float32
+             for v in graph.get_collection("variables"))
+  rel = _rel_error(out, out32)
+  assert 0 < rel < bound, rel  # > 0: really computed in low precision
+  for got, want in zip(mems, mems32):
+    assert got.dtype == np.float32
+    assert _rel_error(got, want) < bound
+  assert _rel_error(loss, loss32) < bound
+  # The backward pass rounds about twice as often as the forward pass.
+  names = sorted(grads32)
+  assert _rel_error(np.concatenate([grads[k].ravel() for k in names]),
+                    np.concatenate([grads32[k].ravel() for k in names])
+                    ) < 2 * bound
+
+
+@pytest.mark.parametrize("precision", sorted(MIXED_PRECISION))
+def test_mixed_precision_keeps_softmax_layernorm_and_loss_in_float32(
+    precision):
+  """Matrix products run in the low precision; every softmax, the LayerNorm
+  statistics and the loss's softmax cross-entropy run in float32."""
+  low = MIXED_PRECISION[precision][0]
+  inputs = _make_inputs(np.random.default_rng(9), 8, 2, num_predict=3,
+                        mlen=3)
+  with tf.Graph().as_default() as graph:
+    _build_full_model(inputs, _pretrain_run_config(precision))
+  ops = graph.get_operations()
+
+  def dtypes(op_types, scope=""):
+    return {op.get_attr("T") for op in ops
+            if op.type in op_types and scope in op.name}
+
+  assert dtypes(["Einsum", "MatMul", "BatchMatMulV2"],
+                "transformer/layer_") == {low}
+  assert dtypes(["Einsum"], "lm_loss") == {low}
+  assert dtypes(["Softmax"]) == {tf.float32}
+  assert dtypes(["Mean", "SquaredDifference"], "moments") == {tf.float32}
+  loss_ops = [op for op in ops
+              if op.type == "SparseSoftmaxCrossEntropyWithLogits"]
+  assert [op.get_attr("T") for op in loss_ops] == [tf.float32]
+
+
+def test_jit_compiled_forward_backward_equals_graph():
+  """The pretraining forward + backward step compiled whole by XLA
+  (tf.function(jit_compile=True)) gives the numbers of the plain graph."""
+  rng = np.random.default_rng(13)
+  inputs = _make_inputs(rng, 8, 4, num_predict=4, mlen=3)
+  targets = rng.integers(0, N_TOKEN, [4, 4]).astype(np.int32)
+  with tf.Graph().as_default():
+    def step():
+      with tf.compat.v1.variable_scope("model",
+                                       reuse=tf.compat.v1.AUTO_REUSE):
+        output, new_mems, table = modeling.transformer_xl(
+            tf.constant(inputs["inp_k"]), N_TOKEN, dropout=0.0, dropatt=0.0,
+            attn_type="bi", bi_data=True, is_training=True, use_tpu=False,
+            initializer=tf.compat.v1.initializers.random_normal(stddev=0.4),
+            mem_len=5, untie_r=True, ff_activation="gelu",
+            inp_q=tf.constant(inputs["inp_q"]),
+            seg_id=tf.constant(inputs["seg_id"]),
+            perm_mask=tf.constant(inputs["perm_mask"]),
+            target_mapping=tf.constant(inputs["target_mapping"]),
+            mems=[tf.constant(m) for m in inputs["mems"]], **SIZES)
+        loss = tf.reduce_mean(modeling.lm_loss(
+            output, tf.constant(targets), N_TOKEN, SIZES["d_model"], None,
+            lookup_table=table, tie_weight=True))
+      variables = tf.compat.v1.trainable_variables()
+      grads = [tf.convert_to_tensor(g)
+               for g in tf.gradients(loss, variables)]
+      return [output, loss] + new_mems + grads
+
+    plain = step()  # also creates the variables the compiled step reuses
+    compiled = tf.function(step, jit_compile=True)()
+    config = tf.compat.v1.ConfigProto()
+    # Grappler's memory optimizer may turn a large gradient sum into
+    # AccumulateNV2 on a TemporaryVariable, which XLA cannot compile.
+    config.graph_options.rewrite_options.memory_optimization = (
+        rewriter_config_pb2.RewriterConfig.NO_MEM_OPT)
+    names = (["output", "loss"] +
+             [f"new_mem {i}" for i in range(SIZES["n_layer"])] +
+             [f"grad {v.op.name}"
+              for v in tf.compat.v1.trainable_variables()])
+    with tf.compat.v1.Session(config=config) as sess:
+      _randomize_variables(sess, rng)
+      want, got = sess.run([plain, compiled])
+  assert len(names) == len(want) == len(got)
+  for name, g, w in zip(names, got, want):
+    np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, err_msg=name)
 
 
 # ----------------------------------------------------------------- bad input

@@ -135,6 +135,8 @@ def two_stream_loss(xlnet_config, FLAGS, features, mems, is_training):
         tie_weight=True,
         bi_data=run_config.bi_data,
         use_tpu=run_config.use_tpu,
+        use_bfloat16=run_config.use_bfloat16,
+        use_fp16=run_config.use_fp16,
         return_logits=True)
 
   lm_loss = tf.cast(lm_loss, tf.float32)
@@ -149,10 +151,10 @@ def two_stream_loss(xlnet_config, FLAGS, features, mems, is_training):
 
 
 def get_loss(FLAGS, features, labels, mems, is_training, xlnet_config):
-  """`two_stream_loss` under a bfloat16 scope when `FLAGS.use_bfloat16`.
+  """The pretraining loss (the release's name; see `two_stream_loss`).
 
-  With bfloat16 the memories fed in and returned stay float32 so they can
-  live in float32 variables; the model sees them cast to bfloat16.
+  With `--use_bfloat16` or `--use_fp16` the model computes in that dtype
+  while memories, outputs, the loss and every variable stay float32.
 
   Args:
     FLAGS, features, mems, is_training: as `two_stream_loss`.
@@ -164,16 +166,7 @@ def get_loss(FLAGS, features, labels, mems, is_training, xlnet_config):
     outputs dict).
   """
   del labels
-  if not FLAGS.use_bfloat16:
-    return two_stream_loss(xlnet_config, FLAGS, features, mems, is_training)
-  if mems is not None:
-    mems = [tf.cast(m, tf.bfloat16) for m in mems]
-  with tf.compat.v1.tpu.bfloat16_scope():
-    total_loss, new_mems, outputs = two_stream_loss(
-        xlnet_config, FLAGS, features, mems, is_training)
-  if new_mems is not None:
-    new_mems = [tf.cast(m, tf.float32) for m in new_mems]
-  return total_loss, new_mems, outputs
+  return two_stream_loss(xlnet_config, FLAGS, features, mems, is_training)
 
 
 def pretrain_loss_fn(xlnet_config, FLAGS):

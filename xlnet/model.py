@@ -122,14 +122,21 @@ class XLNetConfig:
 class RunConfig:
   """Settings of one run (training, evaluation or fine-tuning).
 
-  See SPEC.md section 1; `init` is "normal" (stddev init_std) or "uniform"
-  (+-init_range); `mem_len`/`reuse_len` None mean no memory / cache all.
+  `init` is "normal" (stddev init_std) or "uniform" (+-init_range);
+  `mem_len`/`reuse_len` None mean no memory / cache all. `use_bfloat16` and
+  `use_fp16` (exclusive) compute the activations and matrix products in
+  bfloat16 / float16 while the variables, the attention softmax, the
+  LayerNorm statistics and the loss stay float32 (float16 needs loss scaling
+  in the trainer).
   """
 
   def __init__(self, is_training, use_tpu, use_bfloat16, dropout, dropatt,
                init="normal", init_range=0.1, init_std=0.02, mem_len=None,
                reuse_len=None, bi_data=False, clamp_len=-1,
-               same_length=False):
+               same_length=False, use_fp16=False):
+    if use_bfloat16 and use_fp16:
+      raise ValueError("RunConfig: use_bfloat16 and use_fp16 exclude each "
+                       "other; got both")
     self.init = init
     self.init_range = init_range
     self.init_std = init_std
@@ -138,6 +145,7 @@ class RunConfig:
     self.dropatt = dropatt
     self.use_tpu = use_tpu
     self.use_bfloat16 = use_bfloat16
+    self.use_fp16 = use_fp16
     self.mem_len = mem_len
     self.reuse_len = reuse_len
     self.bi_data = bi_data
@@ -150,7 +158,8 @@ def create_run_config(is_training, is_finetune, FLAGS):  # pylint: disable=inval
 
   Fine-tuning leaves mem_len/reuse_len None and bi_data/same_length False;
   pretraining reads them from FLAGS. Flags that are not defined take the
-  RunConfig defaults (use_tpu/use_bfloat16 False, dropout/dropatt 0.1).
+  RunConfig defaults (use_tpu/use_bfloat16/use_fp16 False, dropout/dropatt
+  0.1).
   """
   def flag(name, default):
     return getattr(FLAGS, name, default)
@@ -159,6 +168,7 @@ def create_run_config(is_training, is_finetune, FLAGS):  # pylint: disable=inval
       is_training=is_training,
       use_tpu=flag("use_tpu", False),
       use_bfloat16=flag("use_bfloat16", False),
+      use_fp16=flag("use_fp16", False),
       dropout=flag("dropout", 0.1),
       dropatt=flag("dropatt", 0.1),
       init=flag("init", "normal"),
@@ -214,7 +224,9 @@ class XLNetModel:
           ff_activation=xlnet_config.ff_activation,
           untie_r=xlnet_config.untie_r, attn_type="bi",
           initializer=initializer, is_training=run_config.is_training,
-          use_bfloat16=run_config.use_bfloat16, use_tpu=run_config.use_tpu,
+          use_bfloat16=run_config.use_bfloat16,
+          use_fp16=run_config.use_fp16,
+          use_tpu=run_config.use_tpu,
           dropout=run_config.dropout, dropatt=run_config.dropatt,
           mem_len=run_config.mem_len, reuse_len=run_config.reuse_len,
           bi_data=run_config.bi_data, clamp_len=run_config.clamp_len,
@@ -248,8 +260,8 @@ class XLNetModel:
     return self.output
 
   def get_new_memory(self):
-    """List of n_layer float32 `[mem_len, bsz, d_model]` (None entries when
-    the run config has no mem_len)."""
+    """List of n_layer float32 `[mem_len, bsz, d_model]`, or None when the
+    run config has no mem_len."""
     return self.new_mems
 
   def get_embedding_table(self):

@@ -2,7 +2,7 @@
 
 Everything is written on `tf.compat.v1.get_variable` and `tf.nn` (no Keras) so
 that graphs build on every TensorFlow 2.x and variables carry the names of the
-released checkpoints (see SPEC.md section 2).
+released checkpoints (docs/model.md lists them).
 
 Layout conventions:
   * Activations are time-major: `[len, bsz, ...]`.
@@ -12,9 +12,11 @@ Layout conventions:
     transposes of the largest tensors; the public functions below say which
     layout each argument uses.
 
-Mixed precision: with `use_bfloat16` the activations are computed in bfloat16
-while every variable stays float32 (it is cast when read). The backbone
-returns its output and new memories in float32.
+Mixed precision: with `use_bfloat16` (or `use_fp16`) the activations and
+matrix products are computed in bfloat16 (float16) while every variable stays
+float32 (it is cast when read); the attention softmax, the LayerNorm
+statistics and the loss run in float32. The backbone returns its output and
+new memories in float32.
 """
 import contextlib
 import math
@@ -36,9 +38,10 @@ def gelu(x):
     Tensor of the same shape and dtype:
     `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
   """
-  cdf = 0.5 * (1.0 + tf.tanh(
-      math.sqrt(2.0 / math.pi) * (x + 0.044715 * tf.pow(x, 3))))
-  return x * cdf
+  # TensorFlow's op graph for this formula is one the CPU graph optimizer
+  # fuses with a preceding matmul + bias into one oneDNN kernel when no
+  # gradient needs the intermediate values (inference).
+  return tf.nn.gelu(x, approximate=True)
 
 
 _ACTIVATIONS = {"relu": tf.nn.relu, "gelu": gelu}
@@ -129,8 +132,12 @@ def _dense(x, units, kernel_initializer, name, activation=None):
   with tf.compat.v1.variable_scope(name):
     kernel = _variable("kernel", [d_in, units], x.dtype, kernel_initializer)
     bias = _variable("bias", [units], x.dtype, tf.compat.v1.zeros_initializer())
-  out = tf.tensordot(x, kernel, axes=[[x.shape.ndims - 1], [0]]) + bias
-  return activation(out) if activation is not None else out
+  # A 2-D matmul + bias_add (+ activation) is the pattern the CPU graph
+  # optimizer fuses into one oneDNN kernel.
+  out = tf.nn.bias_add(tf.matmul(tf.reshape(x, [-1, d_in]), kernel), bias)
+  if activation is not None:
+    out = activation(out)
+  return tf.reshape(out, tf.concat([tf.shape(x)[:-1], [units]], 0))
 
 
 def _layer_norm(x, name="LayerNorm"):
@@ -182,12 +189,16 @@ def embedding_lookup(x, n_token, d_embed, initializer, use_tpu=True,
     lookup_table = tf.compat.v1.get_variable(
         "lookup_table", [n_token, d_embed], dtype=tf.float32,
         initializer=initializer)
-    table = tf.cast(lookup_table, dtype)
     if use_tpu:
       one_hot_idx = tf.one_hot(x, n_token, dtype=dtype)
-      output = tf.einsum("ibn,nd->ibd", one_hot_idx, table)
+      output = tf.einsum("ibn,nd->ibd", one_hot_idx,
+                         tf.cast(lookup_table, dtype))
     else:
-      output = tf.nn.embedding_lookup(table, x)
+      # Gather from the read value, then cast the few rows. A gather on the
+      # variable itself would switch it to copy-on-read, a copy of the whole
+      # table at every other read (the tied softmax weight); casting the
+      # table first would cost a pass over it.
+      output = tf.cast(tf.gather(tf.identity(lookup_table), x), dtype)
   return output, lookup_table
 
 
@@ -348,73 +359,154 @@ def head_projection(h, d_model, n_head, d_head, kernel_initializer, name):
 
 
 def _masked_softmax(score, attn_mask, dropatt, is_training):
-  """Softmax over the key axis after pushing masked scores to -inf.
+  """Softmax over the key axis after pushing masked scores far down.
+
+  The mask is applied in the scores' dtype, the softmax runs in float32.
 
   Args:
-    score: Tensor `[bsz, n_head, qlen, klen]`.
+    score: float Tensor `[..., qlen, klen]` (any float dtype).
     attn_mask: Tensor broadcastable to `score` (1 = may not attend) or None.
+    dropatt: dropout rate of the probabilities.
+    is_training: bool.
 
   Returns:
-    Attention probabilities, same shape as `score`, with dropout `dropatt`.
+    float32 attention probabilities of `score`'s shape, after dropout.
   """
   if attn_mask is not None:
-    score = score - _mask_value(score.dtype) * attn_mask
-  prob = tf.nn.softmax(score, axis=-1)
+    score -= _mask_value(score.dtype) * tf.cast(attn_mask, score.dtype)
+  prob = tf.nn.softmax(tf.cast(score, tf.float32), axis=-1)
   return _dropout(prob, dropatt, is_training)
 
 
 def _mask_value(dtype):
-  """A large positive constant that `dtype` holds without overflowing when
-  subtracted from an attention score (1e30, or half of float16's maximum)."""
+  """What a masked score loses: 1e30, or in float16 (max 65504) half the
+  largest value, so that the subtraction cannot overflow to -inf (a fully
+  masked row of -inf would give NaN)."""
   if dtype == tf.float16:
     return 0.5 * np.finfo(np.float16).max
   return 1e30
 
 
-def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, seg_embed, seg_mat,
-                  r_w_bias, r_r_bias, r_s_bias, attn_mask, dropatt,
-                  is_training, scale):
-  """Relative multi-head attention of one stream.
+def _positional_scores(q_r, k_head_r, klen, q_key_pos=None):
+  """Scores of the queries against the relative-position keys.
 
   Args:
-    q_head: Tensor `[qlen, bsz, n_head, d_head]`.
+    q_r: Tensor `[rows, bsz, n_head, d_head]`, queries plus r_r_bias.
+    k_head_r: Tensor `[rlen, nb, n_head, d_head]`, positional keys; row r
+      encodes the relative distance `klen - r`; nb divides bsz and batch row
+      b uses positional row `b // (bsz / nb)`.
+    klen: scalar int Tensor, number of keys.
+    q_key_pos: None when the queries are the qlen consecutive positions of
+      the segment (query i sits at key position mlen + i); otherwise int32
+      Tensor `[bsz, rows]`, each query's own position on the key axis.
+
+  Returns:
+    Tensor `[bsz, n_head, rows, klen]` of q_r's dtype: entry `[b, n, i, j]`
+    scores the distance from query i to key j.
+  """
+  q_shape = tf.shape(q_r)
+  rlen, nb = tf.shape(k_head_r)[0], tf.shape(k_head_r)[1]
+  # The batch rows sharing one positional encoding form a group over which
+  # the positional keys broadcast: no per-row copy of k_head_r and no
+  # transpose of the large [.., rows, rlen] product.
+  q_t = tf.reshape(tf.transpose(q_r, [1, 2, 0, 3]),
+                   [nb, q_shape[1] // nb, q_shape[2], q_shape[0], q_shape[3]])
+  k_t = tf.transpose(k_head_r, [1, 2, 0, 3])[:, None]
+  bd = tf.matmul(q_t, k_t, transpose_b=True)
+  bd = tf.reshape(bd, [q_shape[1], q_shape[2], q_shape[0], rlen])
+  if q_key_pos is None:
+    return rel_shift(bd, klen)
+  return _gather_rel_window(bd, klen, q_key_pos)
+
+
+def _gather_rel_window(bd, klen, q_key_pos):
+  """The relative shift for queries at arbitrary key positions.
+
+  Args:
+    bd: Tensor `[bsz, n_head, rows, rlen]`, column r for distance klen - r.
+    klen: scalar int Tensor.
+    q_key_pos: int32 Tensor `[bsz, rows]`, each query's key position p.
+
+  Returns:
+    Tensor `[bsz, n_head, rows, klen]`, entry `[b, n, i, j]` = `bd[b, n, i,
+    klen - p + j]` (distance p - j). Columns past rlen - 1, which only keys
+    after the query reach under "uni" attention (masked there), are clipped.
+  """
+  rlen = tf.shape(bd)[3]
+  col = klen - q_key_pos[:, :, None] + tf.range(klen)  # [bsz, rows, klen]
+  col = tf.minimum(col, rlen - 1)
+  # The column depends on the batch row and the query, not on the head: with
+  # the heads innermost, one gather moves n_head values per index, and its
+  # gradient (a segment sum) is much cheaper than with one value per index.
+  window = tf.gather(tf.transpose(bd, [0, 2, 3, 1]), col, axis=2,
+                     batch_dims=2)  # [bsz, rows, klen, n_head]
+  return tf.transpose(window, [0, 3, 1, 2])
+
+
+def _segment_scores(q_s, seg_embed, seg_mat):
+  """Segment term of the attention scores.
+
+  The score of query i and key j gets `q_s[i] . seg_embed[c]` with c = 1
+  when they are in different segments, else 0. The part `q_s[i] .
+  seg_embed[0]` is the same for every key of row i and the softmax ignores
+  it, so only `seg_mat * q_s[i] . (seg_embed[1] - seg_embed[0])` is added.
+
+  Args:
+    q_s: Tensor `[rows, bsz, n_head, d_head]`, queries plus r_s_bias.
+    seg_embed: Tensor `[2, n_head, d_head]`.
+    seg_mat: float Tensor `[bsz, 1, rows, klen]`, 1 = different segments.
+
+  Returns:
+    Tensor `[bsz, n_head, rows, klen]` of q_s's dtype.
+  """
+  delta = tf.einsum("ibnd,nd->bni", q_s, seg_embed[1] - seg_embed[0])
+  return tf.cast(seg_mat, delta.dtype) * delta[..., None]
+
+
+def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, seg_embed, seg_mat,
+                  r_w_bias, r_r_bias, r_s_bias, attn_mask, dropatt,
+                  is_training, scale, q_key_pos=None):
+  """Relative multi-head attention of one stream.
+
+  The matrix products and the scores are in q_head's dtype; the softmax
+  runs in float32.
+
+  Args:
+    q_head: Tensor `[rows, bsz, n_head, d_head]`.
     k_head_h: Tensor `[klen, bsz, n_head, d_head]` (content keys).
     v_head_h: Tensor `[klen, bsz, n_head, d_head]` (content values).
-    k_head_r: Tensor `[rlen, nb, n_head, d_head]`, positional keys; nb divides
-      bsz and batch row b uses positional row `b // (bsz / nb)` (nb = 1: shared
-      by all rows; nb = 2 with bi_data: forward half, backward half).
+    k_head_r: Tensor `[rlen, nb, n_head, d_head]`, positional keys (see
+      `_positional_scores`).
     seg_embed: Tensor `[2, n_head, d_head]` or None.
-    seg_mat: Tensor `[bsz, qlen, klen, 2]` one-hot "different segment", or
-      None.
+    seg_mat: float Tensor `[bsz, 1, rows, klen]`, 1 where query and key are
+      in different segments, or None.
     r_w_bias, r_r_bias, r_s_bias: Tensors `[n_head, d_head]` (r_s_bias may be
       None without segments).
-    attn_mask: Tensor `[bsz, 1, qlen, klen]` (1 = may not attend) or None.
+    attn_mask: float Tensor `[bsz, 1, rows, klen]` (1 = may not attend) or
+      None.
     dropatt: attention-probability dropout rate.
     is_training: bool.
     scale: float, 1 / sqrt(d_head).
+    q_key_pos: None when the rows are the whole segment, else int32 Tensor
+      `[bsz, rows]` with each query's position on the key axis (see
+      `_positional_scores`).
 
   Returns:
-    Tensor `[qlen, bsz, n_head, d_head]`.
+    Tensor `[rows, bsz, n_head, d_head]` of q_head's dtype.
   """
-  ac = tf.einsum("ibnd,jbnd->bnij", q_head + r_w_bias, k_head_h)
-
-  q_r = q_head + r_r_bias
-  q_shape = tf.shape(q_r)
-  nb = tf.shape(k_head_r)[1]
-  q_r = tf.reshape(q_r, [q_shape[0], nb, q_shape[1] // nb, q_shape[2],
-                         q_shape[3]])
-  bd = tf.einsum("icbnd,jcnd->cbnij", q_r, k_head_r)
-  bd_shape = tf.shape(bd)
-  bd = tf.reshape(bd, [q_shape[1], q_shape[2], bd_shape[3], bd_shape[4]])
-  bd = rel_shift(bd, klen=tf.shape(ac)[3])
-
+  klen = tf.shape(k_head_h)[0]
+  # Scaling the queries ([rows, d_head] per head) instead of the scores
+  # ([rows, klen]) saves a pass over the largest tensors.
+  ac = tf.einsum("ibnd,jbnd->bnij", (q_head + r_w_bias) * scale, k_head_h)
+  bd = _positional_scores((q_head + r_r_bias) * scale, k_head_r, klen,
+                          q_key_pos)
+  # The terms are summed (and masked) in the compute dtype: one rounding,
+  # and one cast of the sum instead of one per term.
   score = ac + bd
   if seg_mat is not None:
-    ef = tf.einsum("ibnd,snd->ibns", q_head + r_s_bias, seg_embed)
-    score += tf.einsum("ibns,bijs->bnij", ef, seg_mat)
-
-  prob = _masked_softmax(score * scale, attn_mask, dropatt, is_training)
-  return tf.einsum("bnij,jbnd->ibnd", prob, v_head_h)
+    score += _segment_scores((q_head + r_s_bias) * scale, seg_embed, seg_mat)
+  prob = _masked_softmax(score, attn_mask, dropatt, is_training)
+  return tf.einsum("bnij,jbnd->ibnd", tf.cast(prob, v_head_h.dtype), v_head_h)
 
 
 def post_attention(h, attn_vec, d_model, n_head, d_head, dropout, is_training,
@@ -512,35 +604,112 @@ def two_stream_rel_attn(h, g, r, mems, r_w_bias, r_r_bias, seg_mat, r_s_bias,
   Returns:
     (output_h `[qlen, bsz, d_model]`, output_g of g's shape).
   """
+  qlen = tf.shape(h)[0]
+  output = _stacked_two_stream_attn(
+      tf.concat([h, g], 0), qlen, r, mems, r_w_bias, r_r_bias, seg_mat,
+      r_s_bias, seg_embed, attn_mask_h, attn_mask_g, target_mapping, d_model,
+      n_head, d_head, dropout, dropatt, is_training, kernel_initializer,
+      scope)
+  output_h, output_g = tf.split(output, [qlen, -1])
+  return output_h, output_g
+
+
+def _stacked_two_stream_attn(hg, qlen, r, mems, r_w_bias, r_r_bias, seg_mat,
+                             r_s_bias, seg_embed, attn_mask_h, attn_mask_g,
+                             target_mapping, d_model, n_head, d_head, dropout,
+                             dropatt, is_training, kernel_initializer, scope):
+  """`two_stream_rel_attn` on the two streams stacked on the time axis.
+
+  The query projection, the output projection and the LayerNorm treat every
+  row alike, so they run once on both streams.
+
+  Args:
+    hg: Tensor `[qlen + rows_g, bsz, d_model]`: the content stream h, then
+      the query stream g.
+    qlen: scalar int Tensor, rows of h.
+    Others: as in `two_stream_rel_attn`.
+
+  Returns:
+    Tensor of hg's shape: the new content stream, then the new query stream.
+  """
   scale = 1.0 / math.sqrt(d_head)
   with tf.compat.v1.variable_scope(scope):
+    h = _content_rows(hg, qlen)
     k_head_h, v_head_h, k_head_r = _key_heads(
         h, r, mems, d_model, n_head, d_head, kernel_initializer)
-    proj_q = _variable("q/kernel", [d_model, n_head, d_head], h.dtype,
-                       kernel_initializer)
+    q_head_h, q_head_g = tf.split(
+        head_projection(hg, d_model, n_head, d_head, kernel_initializer, "q"),
+        [qlen, -1])
 
-    def core(q_head, mask):
+    def core(q_head, mask, seg, q_key_pos):
       return rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, seg_embed,
-                           seg_mat, r_w_bias, r_r_bias, r_s_bias, mask,
-                           dropatt, is_training, scale)
+                           seg, r_w_bias, r_r_bias, r_s_bias, mask, dropatt,
+                           is_training, scale, q_key_pos=q_key_pos)
 
-    q_head_h = tf.einsum("ibh,hnd->ibnd", h, proj_q)
-    output_h = post_attention(h, core(q_head_h, attn_mask_h), d_model, n_head,
-                              d_head, dropout, is_training,
-                              kernel_initializer)
-
-    q_head_g = tf.einsum("ibh,hnd->ibnd", g, proj_q)
-    if target_mapping is not None:
-      q_head_g = tf.einsum("mbnd,mlb->lbnd", q_head_g, target_mapping)
-      attn_vec_g = tf.einsum("lbnd,mlb->mbnd", core(q_head_g, attn_mask_g),
-                             target_mapping)
+    attn_vec_h = core(q_head_h, attn_mask_h, seg_mat, None)
+    if target_mapping is None:
+      attn_vec_g = core(q_head_g, attn_mask_g, seg_mat, None)
     else:
-      attn_vec_g = core(q_head_g, attn_mask_g)
+      # Attend only from the num_predict target rows, each at its own
+      # position: the same numbers as attending from every position and
+      # keeping the targets, without the work for the other rows.
+      pos, present = _target_positions(target_mapping)
+      mlen = tf.shape(k_head_h)[0] - qlen
+      attn_vec_g = core(q_head_g, _query_rows(attn_mask_g, pos),
+                        _query_rows(seg_mat, pos), mlen + pos)
+      # Padding rows of target_mapping select nothing.
+      attn_vec_g *= tf.cast(present, attn_vec_g.dtype)[:, :, None, None]
+    return post_attention(hg, tf.concat([attn_vec_h, attn_vec_g], 0),
+                          d_model, n_head, d_head, dropout, is_training,
+                          kernel_initializer)
 
-  with tf.compat.v1.variable_scope(scope, reuse=True):
-    output_g = post_attention(g, attn_vec_g, d_model, n_head, d_head, dropout,
-                              is_training, kernel_initializer)
-  return output_h, output_g
+
+def _content_rows(hg, qlen):
+  """The first qlen rows (the content stream) of stacked streams.
+
+  Args:
+    hg: Tensor `[qlen + rows_g, bsz, d_model]`.
+    qlen: scalar int Tensor.
+
+  Returns:
+    Tensor `[qlen, bsz, d_model]`.
+  """
+  # A split, not a slice: its gradient is a concat, while StridedSliceGrad
+  # is slow on the CPU.
+  return tf.split(hg, [qlen, -1])[0]
+
+
+def _target_positions(target_mapping):
+  """Where the prediction targets are.
+
+  Args:
+    target_mapping: float Tensor `[num_predict, qlen, bsz]`, one-hot rows;
+      all-zero rows are padding.
+
+  Returns:
+    (pos: int32 `[bsz, num_predict]`, each target's position in the segment
+     (0 for padding rows),
+     present: float32 `[num_predict, bsz]`, 1 for a target, 0 for padding).
+  """
+  target_mapping = tf.cast(target_mapping, tf.float32)
+  pos = tf.argmax(target_mapping, axis=1, output_type=tf.int32)
+  return tf.transpose(pos), tf.reduce_sum(target_mapping, axis=1)
+
+
+def _query_rows(x, pos):
+  """Rows `pos` of a per-query tensor.
+
+  Args:
+    x: Tensor `[bsz, 1, qlen or 1, klen]` (size 1: the same for every
+      query) or None.
+    pos: int32 Tensor `[bsz, rows]`.
+
+  Returns:
+    Tensor `[bsz, 1, rows or 1, klen]` (None if x is None).
+  """
+  if x is None or x.shape[2] == 1:
+    return x
+  return tf.gather(x, pos, axis=2, batch_dims=1)
 
 
 def positionwise_ffn(inp, d_model, d_inner, dropout, kernel_initializer,
@@ -637,18 +806,31 @@ def _build_masks(attn_type, qlen, mlen, bsz, input_mask, perm_mask,
 
 
 def _segment_matrix(seg_id, mlen, dtype):
-  """One-hot "i and j are in different segments" `[bsz, qlen, klen, 2]`.
+  """Which query/key pairs lie in different segments.
 
   Args:
     seg_id: int Tensor `[qlen, bsz]`.
     mlen: scalar int Tensor; memory positions count as segment 0.
-    dtype: result dtype.
+    dtype: float dtype of the result.
+
+  Returns:
+    Tensor `[bsz, 1, qlen, mlen + qlen]`: 1 where query i and key j are in
+    different segments, else 0.
   """
   seg_id = tf.cast(tf.transpose(seg_id), tf.int32)  # [bsz, qlen]
   mem_pad = tf.zeros([tf.shape(seg_id)[0], mlen], dtype=tf.int32)
   cat_ids = tf.concat([mem_pad, seg_id], 1)
   different = tf.not_equal(seg_id[:, :, None], cat_ids[:, None, :])
-  return tf.one_hot(tf.cast(different, tf.int32), 2, dtype=dtype)
+  return tf.cast(different, dtype)[:, None]
+
+
+def _compute_dtype(use_bfloat16, use_fp16):
+  """The activations' dtype: bfloat16, float16 or float32."""
+  if use_bfloat16 and use_fp16:
+    raise ValueError("use_bfloat16 and use_fp16 exclude each other; got both")
+  if use_bfloat16:
+    return tf.bfloat16
+  return tf.float16 if use_fp16 else tf.float32
 
 
 def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
@@ -657,7 +839,8 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
                    same_length=False, clamp_len=-1, untie_r=False,
                    use_tpu=True, input_mask=None, perm_mask=None, seg_id=None,
                    reuse_len=None, ff_activation="relu", target_mapping=None,
-                   use_bfloat16=False, scope="transformer", **kwargs):
+                   use_bfloat16=False, scope="transformer", use_fp16=False,
+                   **kwargs):
   """The XLNet backbone: a two-stream Transformer-XL (time-major).
 
   Args:
@@ -682,15 +865,17 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
     reuse_len: int, only the first reuse_len states go to the memory.
     ff_activation: "relu" or "gelu".
     target_mapping: float Tensor `[num_predict, qlen, bsz]` or None.
-    use_bfloat16: compute in bfloat16 (variables stay float32).
+    use_bfloat16: matrix products and activations in bfloat16 (variables,
+      attention softmax and LayerNorm statistics stay float32).
     scope: variable scope of the backbone.
+    use_fp16: the same in float16 (excludes use_bfloat16).
     **kwargs: ignored (accepted for call-site compatibility).
 
   Returns:
     (output float32 `[qlen or num_predict, bsz, d_model]` (query stream when
      inp_q is given, else content stream),
-     new_mems: list of n_layer float32 Tensors `[<=mem_len, bsz, d_model]`
-       (None entries when mem_len is unset),
+     new_mems: list of n_layer float32 Tensors `[<=mem_len, bsz, d_model]`,
+       or None when mem_len is unset,
      lookup_table: float32 variable `[n_token, d_model]`).
 
   Raises:
@@ -701,7 +886,7 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
   _get_activation(ff_activation)
   if attn_type not in ("bi", "uni"):
     raise ValueError(f"attn_type must be 'bi' or 'uni', got {attn_type!r}")
-  tf_float = tf.bfloat16 if use_bfloat16 else tf.float32
+  tf_float = _compute_dtype(use_bfloat16, use_fp16)
 
   with tf.compat.v1.variable_scope(scope):
     bias_shape = [n_layer, n_head, d_head] if untie_r else [n_head, d_head]
@@ -713,6 +898,8 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
     mlen = tf.shape(mems[0])[0] if mems is not None else 0
     klen = mlen + qlen
 
+    # Masks and segment matrix in the compute dtype (0/1 values are exact):
+    # built once, not cast again in every layer.
     attn_mask, non_tgt_mask = _build_masks(
         attn_type, qlen, mlen, bsz, input_mask, perm_mask, same_length,
         tf_float)
@@ -723,8 +910,6 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
     output_h = _dropout(word_emb_k, dropout, is_training)
 
     output_g = None
-    if target_mapping is not None:
-      target_mapping = tf.cast(target_mapping, tf_float)
     if inp_q is not None:
       with tf.compat.v1.variable_scope("mask_emb"):
         mask_emb = _variable("mask_emb", [1, 1, d_model], tf_float)
@@ -752,10 +937,16 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
           dtype=tf_float)
     pos_emb = _dropout(pos_emb, dropout, is_training)
 
+    # With a query stream, the two streams travel stacked on the time axis
+    # (content rows first): the layers' dense parts treat every row alike
+    # and run once on both.
+    states = output_h if output_g is None else tf.concat([output_h,
+                                                          output_g], 0)
     new_mems = []
     for i in range(n_layer):
       layer_mem = mems[i] if mems is not None else None
-      new_mems.append(_cache_mem(output_h, layer_mem, mem_len, reuse_len))
+      content = states if output_g is None else _content_rows(states, qlen)
+      new_mems.append(_cache_mem(content, layer_mem, mem_len, reuse_len))
       if untie_r:
         layer_biases = (r_w_bias[i], r_r_bias[i])
       else:
@@ -767,40 +958,35 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
 
       with tf.compat.v1.variable_scope(f"layer_{i}"):
         if output_g is not None:
-          output_h, output_g = two_stream_rel_attn(
-              h=output_h, g=output_g, r=pos_emb, mems=layer_mem,
+          states = _stacked_two_stream_attn(
+              hg=states, qlen=qlen, r=pos_emb, mems=layer_mem,
               r_w_bias=layer_biases[0], r_r_bias=layer_biases[1],
               seg_mat=seg_mat, r_s_bias=layer_seg[0], seg_embed=layer_seg[1],
               attn_mask_h=non_tgt_mask, attn_mask_g=attn_mask,
               target_mapping=target_mapping, d_model=d_model, n_head=n_head,
               d_head=d_head, dropout=dropout, dropatt=dropatt,
-              is_training=is_training, kernel_initializer=initializer)
+              is_training=is_training, kernel_initializer=initializer,
+              scope="rel_attn")
         else:
-          output_h = rel_multihead_attn(
-              h=output_h, r=pos_emb, r_w_bias=layer_biases[0],
+          states = rel_multihead_attn(
+              h=states, r=pos_emb, r_w_bias=layer_biases[0],
               r_r_bias=layer_biases[1], seg_mat=seg_mat,
               r_s_bias=layer_seg[0], seg_embed=layer_seg[1],
               attn_mask=non_tgt_mask, mems=layer_mem, d_model=d_model,
               n_head=n_head, d_head=d_head, dropout=dropout, dropatt=dropatt,
               is_training=is_training, kernel_initializer=initializer)
-
-        output_h = positionwise_ffn(
-            output_h, d_model, d_inner, dropout, initializer,
+        states = positionwise_ffn(
+            states, d_model, d_inner, dropout, initializer,
             activation_type=ff_activation, is_training=is_training)
-        if output_g is not None:
-          output_g = positionwise_ffn(
-              output_g, d_model, d_inner, dropout, initializer,
-              activation_type=ff_activation, is_training=is_training,
-              reuse=True)
 
-    output = output_g if output_g is not None else output_h
+    output = states if output_g is None else tf.split(states, [qlen, -1])[1]
     output = _dropout(output, dropout, is_training)
-    return tf.cast(output, tf.float32), new_mems, lookup_table
+    return tf.cast(output, tf.float32), (new_mems if mem_len else None), lookup_table
 
 
 def lm_loss(hidden, target, n_token, d_model, initializer, lookup_table=None,
-            tie_weight=False, bi_data=True, use_tpu=False,
-            return_logits=False):
+            tie_weight=False, bi_data=True, use_tpu=False, use_bfloat16=False,
+            use_fp16=False, return_logits=False):
   """Per-position language-model cross-entropy (scope `lm_loss`).
 
   Args:
@@ -813,14 +999,16 @@ def lm_loss(hidden, target, n_token, d_model, initializer, lookup_table=None,
     tie_weight: use `lookup_table` as the softmax weight.
     bi_data: unused (kept for the original signature).
     use_tpu: one-hot / log-softmax form instead of the sparse op.
-    return_logits: also return the logits `[len, bsz, n_token]`.
+    use_bfloat16, use_fp16: compute the logits' matrix product in bfloat16 /
+      float16 (the softmax and the loss stay float32).
+    return_logits: also return the float32 logits `[len, bsz, n_token]`.
 
   Returns:
-    float Tensor `[len, bsz]` of losses (hidden's dtype), and the logits
-    when `return_logits`.
+    float32 Tensor `[len, bsz]` of losses, and the logits when
+    `return_logits`.
   """
   del bi_data
-  dtype = hidden.dtype
+  dtype = _compute_dtype(use_bfloat16, use_fp16)
   with tf.compat.v1.variable_scope("lm_loss"):
     if tie_weight:
       if lookup_table is None:
@@ -828,9 +1016,10 @@ def lm_loss(hidden, target, n_token, d_model, initializer, lookup_table=None,
       softmax_w = tf.cast(lookup_table, dtype)
     else:
       softmax_w = _variable("weight", [n_token, d_model], dtype, initializer)
-    softmax_b = _variable("bias", [n_token], dtype,
+    softmax_b = _variable("bias", [n_token], tf.float32,
                           tf.compat.v1.zeros_initializer())
-    logits = tf.einsum("ibd,nd->ibn", hidden, softmax_w) + softmax_b
+    logits = tf.einsum("ibd,nd->ibn", tf.cast(hidden, dtype), softmax_w)
+    logits = tf.cast(logits, tf.float32) + softmax_b
     if use_tpu:
       one_hot_target = tf.one_hot(target, n_token, dtype=logits.dtype)
       loss = -tf.reduce_sum(tf.nn.log_softmax(logits) * one_hot_target, -1)
@@ -863,11 +1052,12 @@ def multihead_attn(q, k, v, attn_mask, d_model, n_head, d_head, dropout,
                              "k")
     v_head = head_projection(v, d_model, n_head, d_head, kernel_initializer,
                              "v")
-    score = tf.einsum("ibnd,jbnd->bnij", q_head, k_head) * scale
+    score = tf.einsum("ibnd,jbnd->bnij", q_head * scale, k_head)
     if attn_mask is not None:
-      attn_mask = tf.transpose(tf.cast(attn_mask, score.dtype), [2, 3, 0, 1])
+      attn_mask = tf.transpose(attn_mask, [2, 3, 0, 1])
     prob = _masked_softmax(score, attn_mask, dropatt, is_training)
-    attn_vec = tf.einsum("bnij,jbnd->ibnd", prob, v_head)
+    attn_vec = tf.einsum("bnij,jbnd->ibnd", tf.cast(prob, v_head.dtype),
+                         v_head)
     return post_attention(q, attn_vec, d_model, n_head, d_head, dropout,
                           is_training, kernel_initializer, residual=residual)
 
