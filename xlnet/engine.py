@@ -45,6 +45,10 @@ from xlnet import model_utils
 from xlnet import modeling
 
 TEMPLATE_SCOPE = "xlnet"
+# Dynamic loss scaling (float16): the first scale, and the finite steps in a
+# row after which it doubles.
+INITIAL_LOSS_SCALE = 2.0 ** 15
+LOSS_SCALE_GROWTH_STEPS = 2000
 MEM_NAME = "mems/replica_{replica}/layer_{layer}"
 
 
@@ -364,6 +368,7 @@ class Trainer:
     self.accum_steps = accum_steps
     self.seed = int(seed or 0)
     self.use_xla = use_xla
+    self.loss_scaling = bool(getattr(FLAGS, "use_fp16", False))
     self.chief = is_chief(strategy)
     self.worker = worker_index(strategy)
     self.num_replicas = strategy.num_replicas_in_sync
@@ -410,6 +415,15 @@ class Trainer:
                        for n, b in zip(model_utils.ADAM_POWER_NAMES,
                                        (model_utils.BETA_1,
                                         model_utils.BETA_2))]
+      self.loss_scale = self.good_steps = None
+      if self.loss_scaling:
+        self.loss_scale = tf.Variable(
+            float(getattr(self.FLAGS, "loss_scale", INITIAL_LOSS_SCALE)),
+            dtype=tf.float32, trainable=False, name="loss_scale",
+            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        self.good_steps = tf.Variable(
+            0, dtype=tf.int64, trainable=False, name="loss_scale_good_steps",
+            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
       self.mem_vars = []
       if self.memory:
         self.mem_vars = [
@@ -427,6 +441,9 @@ class Trainer:
     for var in self._template.non_trainable_variables:
       self._state[self._name(var)] = var
     self._state["global_step"] = self.global_step
+    if self.loss_scaling:
+      self._state["loss_scale"] = self.loss_scale
+      self._state["loss_scale_good_steps"] = self.good_steps
     for var, name in zip(self.powers, model_utils.ADAM_POWER_NAMES):
       self._state[name] = var
     self.local_replica_ids = self._local_replica_ids()
@@ -465,13 +482,22 @@ class Trainer:
     return seed
 
   def _forward_backward(self, features, mems, step, micro):
-    """Loss, dense gradients and new memories of one micro-batch."""
+    """Loss, dense gradients and new memories of one micro-batch.
+
+    With float16 (`use_fp16`) the loss is multiplied by the loss scale
+    before differentiating, so that small gradients survive float16, and
+    the float32 gradients are divided by it again.
+    """
     with tf.GradientTape() as tape:
       with modeling.stateless_dropout_seed(self._dropout_seed(step, micro)):
         loss, new_mems, _ = self._template(features, mems, True)
-    grads = tape.gradient(loss, self.trainable)
+      scale = self.loss_scale.read_value() if self.loss_scaling else None
+      target = loss * scale if self.loss_scaling else loss
+    grads = tape.gradient(target, self.trainable)
     grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
              for g, v in zip(grads, self.trainable)]
+    if self.loss_scaling:
+      grads = [g / scale for g in grads]
     return loss, grads, new_mems
 
   def _accumulate(self, features, mems, step):
@@ -510,15 +536,26 @@ class Trainer:
     lr = model_utils.learning_rate_schedule(
         step, flags.learning_rate, flags.warmup_steps, flags.train_steps,
         flags.decay_method, flags.min_lr_ratio)
-    ok = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(gnorm))
-    ctx.merge_call(self._apply, args=(grads, lr, ok))
+    applied = tf.logical_and(tf.math.is_finite(loss),
+                             tf.math.is_finite(gnorm))
+    if self.loss_scaling:
+      # An overflow of the scaled gradients is routine: the update is
+      # skipped and the scale lowered. Only a non-finite loss, or a scale
+      # driven below 1, means the run diverged.
+      ok = tf.logical_and(tf.math.is_finite(loss),
+                          self.loss_scale.read_value() >= 1.0)
+    else:
+      ok = applied
+    ctx.merge_call(self._apply, args=(grads, lr, applied, ok))
     for var, new in zip(self.mem_vars, new_mems or []):
       var.assign(tf.where(ok, new, var.read_value()))
     return {"loss": loss, "gnorm": gnorm, "lr": lr, "ok": ok,
-            "stop": stop > 0}
+            "applied": applied, "stop": stop > 0}
 
-  def _apply(self, strategy, grads, lr, ok):
-    """Cross-replica: the guarded Adam/AdamW update and the step counters."""
+  def _apply(self, strategy, grads, lr, applied, ok):
+    """Cross-replica: the guarded Adam/AdamW update (only when `applied`),
+    the step counter (counts every step that did not diverge: `ok`) and the
+    loss scale."""
     flags = self.FLAGS
     powers = [p.read_value() for p in self.powers] or [0.0, 0.0]
 
@@ -534,16 +571,36 @@ class Trainer:
                                        self.names):
       rate = model_utils.decay_rate_of(name, flags.weight_decay)
       done.append(strategy.extended.update(
-          var, update, args=(grad, m, v, lr, ok, rate), group=False))
+          var, update, args=(grad, m, v, lr, applied, rate), group=False))
     with tf.control_dependencies(tf.nest.flatten(done)):
       for power, beta in zip(self.powers, (model_utils.BETA_1,
                                            model_utils.BETA_2)):
         strategy.extended.update(
             power, lambda p, ok, b=beta: p.assign(tf.where(ok, p * b, p)),
-            args=(ok,))
+            args=(applied,))
       strategy.extended.update(
           self.global_step,
           lambda s, ok: s.assign_add(tf.cast(ok, tf.int64)), args=(ok,))
+      if self.loss_scaling:
+        self._update_loss_scale(strategy, applied)
+
+  def _update_loss_scale(self, strategy, applied):
+    """Halves the loss scale after an overflow; doubles it after
+    `LOSS_SCALE_GROWTH_STEPS` finite steps in a row."""
+    good = self.good_steps.read_value() + 1
+    grow = good >= LOSS_SCALE_GROWTH_STEPS
+
+    def new_scale(scale, applied):
+      return scale.assign(tf.where(
+          applied, tf.where(grow, scale * 2.0, scale), scale * 0.5))
+
+    def new_good(count, applied):
+      return count.assign(tf.where(
+          tf.logical_and(applied, tf.logical_not(grow)), good,
+          tf.zeros_like(good)))
+
+    strategy.extended.update(self.loss_scale, new_scale, args=(applied,))
+    strategy.extended.update(self.good_steps, new_good, args=(applied,))
 
   def make_train_step(self):
     """The tf.function running one step on every replica.
@@ -769,12 +826,15 @@ class Trainer:
               f" (progress saved in model.ckpt-{step}): {where}") from None
         if not out["ok"]:
           prefix = self.save(max_save=max_save)
+          what = ("non-finite loss ({}) or a float16 loss scale below 1"
+                  if self.loss_scaling else
+                  "non-finite loss ({}) or gradient norm ({})").format(
+                      out["loss"], out["gnorm"])
           raise Diverged(
-              f"non-finite loss ({out['loss']}) or gradient norm "
-              f"({out['gnorm']}) at step {step + 1}: the update was not "
-              f"applied; the last finite state (step {step}) is saved in "
-              f"{prefix}. Lower --learning_rate or raise --warmup_steps "
-              "and rerun to resume from it")
+              f"{what} at step {step + 1}: the update was not applied; the "
+              f"last finite state (step {step}) is saved in {prefix}. Lower "
+              "--learning_rate or raise --warmup_steps and rerun to resume "
+              "from it")
         step += 1
         if on_step:
           on_step(step, out)

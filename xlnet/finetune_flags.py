@@ -45,6 +45,14 @@ def define_common_flags(flag_values=flags.FLAGS):
   flags.DEFINE_bool("use_bfloat16", False,
                     "Compute activations in bfloat16 (variables stay "
                     "float32).", **fv)
+  flags.DEFINE_bool("use_fp16", False,
+                    "Compute activations in float16 (GPUs; variables, "
+                    "softmax, LayerNorm statistics and the loss stay "
+                    "float32) with dynamic loss scaling.", **fv)
+  flags.DEFINE_float("loss_scale", 2.0 ** 15,
+                     "--use_fp16: the first loss scale; it halves after a "
+                     "step whose gradients overflow (the update is "
+                     "skipped) and doubles after 2000 finite steps.", **fv)
   flags.DEFINE_enum("init", "normal", ["normal", "uniform"],
                     "Initializer of new variables.", **fv)
   flags.DEFINE_float("init_std", 0.02, "Stddev of the normal initializer.",
@@ -188,6 +196,9 @@ def check_common_flags(FLAGS):  # pylint: disable=invalid-name
                     ("dropout", 0.0), ("dropatt", 0.0)):
     if getattr(FLAGS, name) < low:
       raise ValueError(f"--{name}={getattr(FLAGS, name)} must be >= {low}")
+  if FLAGS.use_fp16 and (FLAGS.use_bfloat16 or FLAGS.use_tpu):
+    raise ValueError("--use_fp16 is for GPUs and excludes --use_bfloat16 "
+                     "(TPUs compute in bfloat16)")
   for name in ("dropout", "dropatt"):
     if getattr(FLAGS, name) >= 1.0:
       raise ValueError(f"--{name}={getattr(FLAGS, name)} must be < 1")

@@ -64,6 +64,14 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
   flags.DEFINE_bool("use_tpu", tpu_defaults, "Run on TPU (train_tpu.py).",
                     **fv)
   flags.DEFINE_bool("use_bfloat16", False, "Use bfloat16 activations.", **fv)
+  flags.DEFINE_bool("use_fp16", False,
+                    "Compute activations in float16 (GPUs; variables, "
+                    "softmax, LayerNorm statistics and the loss stay "
+                    "float32) with dynamic loss scaling.", **fv)
+  flags.DEFINE_float("loss_scale", 2.0 ** 15,
+                     "--use_fp16: the first loss scale; it halves after a "
+                     "step whose gradients overflow (the update is "
+                     "skipped) and doubles after 2000 finite steps.", **fv)
   flags.DEFINE_float("dropout", 0.1, "Dropout rate.", **fv)
   flags.DEFINE_float("dropatt", 0.1, "Attention dropout rate.", **fv)
   flags.DEFINE_enum("init", "normal", ["normal", "uniform"],
@@ -321,6 +329,8 @@ def resolve_flags(FLAGS, corpus_info):
     raise ValueError(
         f"--train_batch_size={FLAGS.train_batch_size} is not divisible by the "
         f"number of cores num_hosts*num_core_per_host={n_cores}")
+  if FLAGS.use_fp16 and FLAGS.use_bfloat16:
+    raise ValueError("--use_fp16 and --use_bfloat16 exclude each other")
   for name in ("iterations", "train_steps"):
     if getattr(FLAGS, name) < 1:
       raise ValueError(f"--{name}={getattr(FLAGS, name)} must be >= 1")

@@ -276,6 +276,9 @@ def use_estimator(FLAGS):
 def run(FLAGS):
   """Pretrains on TPUs (or the CPU with --use_tpu=False); see the module
   docstring for the two paths."""
+  if FLAGS.use_tpu and FLAGS.use_fp16:
+    raise ValueError("--use_fp16 is for GPUs; TPUs compute in bfloat16: use "
+                     "--use_bfloat16")
   if not FLAGS.use_tpu:
     if FLAGS.num_hosts != 1:
       raise ValueError(f"--num_hosts={FLAGS.num_hosts} needs --use_tpu=True")
