@@ -1,5 +1,6 @@
 """Synthetic pretraining batches, tiny flags and engine helpers for the
 trainer tests."""
+import json
 import os
 import re
 import subprocess
@@ -188,3 +189,14 @@ def signal_when(cmd, line_pattern, sig, cwd):
       proc.send_signal(sig)
       sent = True
   return proc.wait(timeout=300), "".join(out)
+
+
+def fake_data_dir(tmp_path, **overrides):
+  """A record dir whose corpus_info.json says seq_len 8, bsz 4, ..."""
+  info = dict(vocab_size=40, bsz_per_host=4, num_core_per_host=1, seq_len=8,
+              reuse_len=4, uncased=False, bi_data=True, mask_alpha=6,
+              mask_beta=1, num_predict=3, use_eod=True)
+  info.update(overrides)
+  (tmp_path / "tfrecords").mkdir(parents=True)
+  (tmp_path / "corpus_info.json").write_text(json.dumps(info))
+  return str(tmp_path / "tfrecords")

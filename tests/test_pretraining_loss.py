@@ -1,6 +1,7 @@
-"""Held-out pretraining evaluation (xlnet/pretrain_eval.py) against a NumPy
-recomputation of the two-stream loss with the slow reference forward pass
-(tests/np_reference.py), memories carried from one batch to the next."""
+"""The pretraining loss builder (function_builder.get_loss) and the held-out
+evaluation (xlnet/pretrain_eval.py) against a NumPy recomputation of the
+two-stream loss with the slow reference forward pass (tests/np_reference.py),
+memories carried from one batch to the next."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -71,3 +72,28 @@ def test_held_out_loss_equals_a_numpy_recomputation():
   first, _, n1 = _numpy_metrics(FL, params, batches[:1])
   second, _, n2 = _numpy_metrics(FL, params, batches[1:])
   assert abs((first * n1 + second * n2) / (n1 + n2) - want_loss) > 1e-3
+
+
+def test_two_stream_loss_builder_matches_numpy():
+  """get_loss: the mean cross-entropy over the target tokens, from the
+  query stream at the target rows, with the tied softmax weight."""
+  FL = fx.tiny_flags(init_std=0.3, mem_len=4)
+  batch = fx.fake_batch(np.random.RandomState(6), 4, 8, 3, 40)
+  batch["target_mask"][1, 2] = 0.0  # a padded target does not count
+  config = model_lib.XLNetConfig(FLAGS=FL)
+  mems = [np.zeros([FL.mem_len, 4, FL.d_model], np.float32)] * FL.n_layer
+  with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
+    loss, _, _ = function_builder.get_loss(
+        FL, {k: tf.constant(v) for k, v in batch.items()}, None,
+        [tf.constant(m) for m in mems], True, config)
+    rng = np.random.RandomState(2)
+    params = {}
+    for var in tf.compat.v1.global_variables():
+      name = var.name.split(":")[0]
+      params[name] = rng.normal(0.0, 0.3, var.shape.as_list()).astype(
+          np.float32)
+      sess.run(var.assign(params[name]))
+    got = sess.run(loss)
+  want, _, count = _numpy_metrics(FL, params, [batch])
+  assert count == 4 * 3 - 1
+  np.testing.assert_allclose(got, want, rtol=1e-5)
