@@ -64,7 +64,7 @@ else
   run "$data/corpus.log" "$py" scripts/get_demo_corpus.py \
     --split_dir="$data/text" --heldout_fraction="$heldout_fraction"
   say "2/6 SentencePiece model (vocab $vocab_size, training text only)"
-  run "$data/spm.log" "$py" -m xlnet.spm_train --input="$data/text/train.txt" \
+  run "$data/spm.log" "$py" spm_train.py --input="$data/text/train.txt" \
     --model_prefix="$data/spiece" --vocab_size="$vocab_size"
   say "3/6 pretraining records of the training and the held-out text"
   for split in train valid; do

@@ -117,7 +117,7 @@ def check_special_symbols(sp_model, sp_path):
     if got != symbol:
       raise ValueError(
           f"{sp_path} is not an XLNet SentencePiece model: id {idx} is "
-          f"{got!r}, expected {symbol!r} (train it with xlnet/spm_train.py)")
+          f"{got!r}, expected {symbol!r} (train it with spm_train.py)")
 
 
 def load_sp_model(sp_path, flag_name="sp_path"):

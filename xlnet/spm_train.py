@@ -1,7 +1,7 @@
 """Trains an XLNet SentencePiece model with the released options.
 
 Usage:
-  python -m xlnet.spm_train --input=data/demo/botchan.txt \
+  python spm_train.py --input=data/demo/botchan.txt \
       --model_prefix=data/demo/spiece --vocab_size=32000
 
 Special ids are checked after training: <unk> 0, <s> 1, </s> 2, <cls> 3,
@@ -93,7 +93,3 @@ def main(_):
 def entry_point():
   """`python spm_train.py ...`."""
   cli.run(main, define_flags)
-
-
-if __name__ == "__main__":  # `python -m xlnet.spm_train`, as older scripts ran it
-  entry_point()
