@@ -7,6 +7,8 @@ import types
 import numpy as np
 import tensorflow as tf
 
+from tests import np_reference
+
 TINY_CONFIG = dict(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16,
                    ff_activation="gelu", untie_r=True, n_token=32)
 
@@ -23,28 +25,7 @@ def write_config(directory, config=None):
 def pretrained_shapes(cfg=None):
   """{name: shape} of a pretrained checkpoint (untie_r), by the released
   variable names: the backbone, `mask_emb` and the LM bias."""
-  cfg = cfg or TINY_CONFIG
-  n, h, d, i = cfg["n_layer"], cfg["n_head"], cfg["d_head"], cfg["d_inner"]
-  m, t = cfg["d_model"], "model/transformer/"
-  shapes = {
-      t + "word_embedding/lookup_table": [cfg["n_token"], m],
-      t + "mask_emb/mask_emb": [1, 1, m],
-      t + "r_w_bias": [n, h, d], t + "r_r_bias": [n, h, d],
-      t + "r_s_bias": [n, h, d], t + "seg_embed": [n, 2, h, d],
-      "model/lm_loss/bias": [cfg["n_token"]],
-  }
-  for layer in range(n):
-    p = f"{t}layer_{layer}/"
-    for name in "qkvro":
-      shapes[f"{p}rel_attn/{name}/kernel"] = [m, h, d]
-    for block in ("rel_attn", "ff"):
-      shapes[f"{p}{block}/LayerNorm/gamma"] = [m]
-      shapes[f"{p}{block}/LayerNorm/beta"] = [m]
-    shapes[f"{p}ff/layer_1/kernel"] = [m, i]
-    shapes[f"{p}ff/layer_1/bias"] = [i]
-    shapes[f"{p}ff/layer_2/kernel"] = [i, m]
-    shapes[f"{p}ff/layer_2/bias"] = [m]
-  return shapes
+  return np_reference.variable_shapes(cfg or TINY_CONFIG)
 
 
 def head_shapes(head_scope, n_out, cfg=None):

@@ -254,3 +254,42 @@ def lm_loss(hidden, target, lookup_table, bias):
   log_z = np.log(np.exp(logits - top).sum(-1)) + top[..., 0]
   picked = np.take_along_axis(logits, target[..., None], -1)[..., 0]
   return log_z - picked
+
+
+def variable_shapes(cfg, two_stream=True, lm_loss=True, summary=False):
+  """The released checkpoint names of a model and their shapes (untie_r).
+
+  Args:
+    cfg: dict with n_layer, d_model, n_head, d_head, d_inner, n_token.
+    two_stream: include `mask_emb` (pretraining's query stream).
+    lm_loss: include the LM output bias.
+    summary: include the sequence summary projection (fine-tuning).
+
+  Returns:
+    dict name -> shape (list of ints): the backbone with segment biases,
+    plus the optional parts.
+  """
+  n, h, d, i = cfg["n_layer"], cfg["n_head"], cfg["d_head"], cfg["d_inner"]
+  m, t = cfg["d_model"], PREFIX
+  shapes = {t + "word_embedding/lookup_table": [cfg["n_token"], m],
+            t + "r_w_bias": [n, h, d], t + "r_r_bias": [n, h, d],
+            t + "r_s_bias": [n, h, d], t + "seg_embed": [n, 2, h, d]}
+  if two_stream:
+    shapes[t + "mask_emb/mask_emb"] = [1, 1, m]
+  if lm_loss:
+    shapes["model/lm_loss/bias"] = [cfg["n_token"]]
+  if summary:
+    shapes["model/sequnece_summary/summary/kernel"] = [m, m]
+    shapes["model/sequnece_summary/summary/bias"] = [m]
+  for layer in range(n):
+    p = f"{t}layer_{layer}/"
+    for name in "qkvro":
+      shapes[f"{p}rel_attn/{name}/kernel"] = [m, h, d]
+    for block in ("rel_attn", "ff"):
+      shapes[f"{p}{block}/LayerNorm/gamma"] = [m]
+      shapes[f"{p}{block}/LayerNorm/beta"] = [m]
+    shapes[f"{p}ff/layer_1/kernel"] = [m, i]
+    shapes[f"{p}ff/layer_1/bias"] = [i]
+    shapes[f"{p}ff/layer_2/kernel"] = [i, m]
+    shapes[f"{p}ff/layer_2/bias"] = [m]
+  return shapes

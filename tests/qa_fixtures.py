@@ -7,6 +7,8 @@ import types
 import numpy as np
 import tensorflow as tf
 
+from tests import np_reference
+
 # A tiny XLNet (the vocabulary matches tests.data_helpers.train_tiny_spm).
 TINY_CONFIG = dict(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16,
                    ff_activation="gelu", untie_r=True, n_token=1000)
@@ -134,25 +136,9 @@ def random_checkpoint(path, shapes, seed=0, scale=0.4):
 
 def backbone_shapes(config=None):
   """Variable name -> shape of the fine-tuning backbone (with segments)."""
-  c = dict(TINY_CONFIG if config is None else config)
-  n, m, h, d, i = (c["n_layer"], c["d_model"], c["n_head"], c["d_head"],
-                   c["d_inner"])
-  t = "model/transformer/"
-  shapes = {t + "word_embedding/lookup_table": [c["n_token"], m],
-            t + "r_w_bias": [n, h, d], t + "r_r_bias": [n, h, d],
-            t + "r_s_bias": [n, h, d], t + "seg_embed": [n, 2, h, d]}
-  for layer in range(n):
-    p = f"{t}layer_{layer}/"
-    for name in "qkvro":
-      shapes[f"{p}rel_attn/{name}/kernel"] = [m, h, d]
-    for block in ("rel_attn", "ff"):
-      shapes[f"{p}{block}/LayerNorm/gamma"] = [m]
-      shapes[f"{p}{block}/LayerNorm/beta"] = [m]
-    shapes[f"{p}ff/layer_1/kernel"] = [m, i]
-    shapes[f"{p}ff/layer_1/bias"] = [i]
-    shapes[f"{p}ff/layer_2/kernel"] = [i, m]
-    shapes[f"{p}ff/layer_2/bias"] = [m]
-  return shapes
+  return np_reference.variable_shapes(
+      dict(TINY_CONFIG if config is None else config), two_stream=False,
+      lm_loss=False)
 
 
 def synthetic_squad(rng, num_paragraphs, questions_per_paragraph,

@@ -399,36 +399,6 @@ def test_two_chunks_with_memory_equal_one_pass():
   np.testing.assert_allclose(np.concatenate([first, second]), full, **TOL)
 
 
-def _expected_variables(cfg):
-  """The released checkpoints' variables, written out for untie_r."""
-  n, h, d, i = cfg["n_layer"], cfg["n_head"], cfg["d_head"], cfg["d_inner"]
-  m = cfg["d_model"]
-  t = "model/transformer/"
-  expected = {
-      t + "word_embedding/lookup_table": [cfg["n_token"], m],
-      t + "mask_emb/mask_emb": [1, 1, m],
-      t + "r_w_bias": [n, h, d],
-      t + "r_r_bias": [n, h, d],
-      t + "r_s_bias": [n, h, d],
-      t + "seg_embed": [n, 2, h, d],
-      "model/lm_loss/bias": [cfg["n_token"]],
-      "model/sequnece_summary/summary/kernel": [m, m],
-      "model/sequnece_summary/summary/bias": [m],
-  }
-  for layer in range(n):
-    p = f"{t}layer_{layer}/"
-    for name in "qkvro":
-      expected[f"{p}rel_attn/{name}/kernel"] = [m, h, d]
-    for block in ("rel_attn", "ff"):
-      expected[f"{p}{block}/LayerNorm/gamma"] = [m]
-      expected[f"{p}{block}/LayerNorm/beta"] = [m]
-    expected[f"{p}ff/layer_1/kernel"] = [m, i]
-    expected[f"{p}ff/layer_1/bias"] = [i]
-    expected[f"{p}ff/layer_2/kernel"] = [i, m]
-    expected[f"{p}ff/layer_2/bias"] = [m]
-  return expected
-
-
 CFG = dict(n_token=N_TOKEN, ff_activation="gelu", untie_r=True, **SIZES)
 
 
@@ -482,13 +452,13 @@ def test_variable_names_and_shapes_match_spec():
            for v in tf.compat.v1.global_variables()}
     assert all(v.dtype.base_dtype == tf.float32
                for v in tf.compat.v1.global_variables())
-  assert got == _expected_variables(CFG)
+  assert got == np_reference.variable_shapes(CFG, summary=True)
 
 
 def test_checkpoint_written_by_name_restores_into_model(tmp_path):
   rng = np.random.default_rng(5)
   values = {name: rng.normal(0, 0.4, shape).astype(np.float32)
-            for name, shape in _expected_variables(CFG).items()}
+            for name, shape in np_reference.variable_shapes(CFG, summary=True).items()}
   ckpt = str(tmp_path / "model.ckpt")
   with tf.Graph().as_default():
     plain = [tf.compat.v1.get_variable(name, initializer=value)

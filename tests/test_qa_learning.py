@@ -45,7 +45,8 @@ def _write_config(tmp_path):
   return str(path)
 
 
-def test_squad_learns_the_word_after_a_cue(tmp_path):
+@pytest.mark.parametrize("seed", [1])
+def test_squad_learns_the_word_after_a_cue(tmp_path, seed):
   rng = np.random.default_rng(0)
   train = qa_fixtures.write_json(tmp_path / "train.json",
                                  {"data": _cue_squad(rng, 400, 0)})
@@ -58,7 +59,8 @@ def test_squad_learns_the_word_after_a_cue(tmp_path):
       f"--train_file={train}", f"--predict_file={dev}", "--do_train",
       "--do_predict", "--max_seq_length=48", "--max_query_length=12",
       "--train_steps=200", "--train_batch_size=16", "--learning_rate=3e-3",
-      "--dropout=0", "--dropatt=0", "--start_n_top=3", "--end_n_top=3"]))
+      "--dropout=0", "--dropatt=0", "--start_n_top=3", "--end_n_top=3",
+      f"--seed={seed}"]))
   # A random span of ~15 words would score about 10.
   assert metrics["HasAns_f1"] > 80 and metrics["best_f1"] > 80, metrics
 
@@ -82,8 +84,11 @@ def _cue_race(rng, split, num):
   return files
 
 
+# Seeded, so the run is the same every time; seeds 1-4 all pass (a 150-step
+# warmup keeps the early Adam steps from stalling the model at chance).
 @pytest.mark.slow
-def test_race_beats_chance_on_a_four_choice_task(tmp_path):
+@pytest.mark.parametrize("seed", [1])
+def test_race_beats_chance_on_a_four_choice_task(tmp_path, seed):
   rng = np.random.default_rng(0)
   data_dir = qa_fixtures.write_race_dir(
       tmp_path / "RACE", dict(_cue_race(rng, "train", 800),
@@ -95,6 +100,6 @@ def test_race_beats_chance_on_a_four_choice_task(tmp_path):
       f"--model_config_path={_write_config(tmp_path)}", "--do_train",
       "--do_eval", "--max_seq_length=32", "--max_qa_length=8",
       "--train_steps=1500", "--train_batch_size=8", "--learning_rate=1e-3",
-      "--dropout=0", "--dropatt=0"]))
+      "--warmup_steps=150", "--dropout=0", "--dropatt=0", f"--seed={seed}"]))
   assert metrics["num_examples"] == 100
   assert metrics["accuracy"] > 0.5, metrics  # chance: 0.25

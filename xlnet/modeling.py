@@ -981,7 +981,8 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
 
     output = states if output_g is None else tf.split(states, [qlen, -1])[1]
     output = _dropout(output, dropout, is_training)
-    return tf.cast(output, tf.float32), (new_mems if mem_len else None), lookup_table
+    return (tf.cast(output, tf.float32), new_mems if mem_len else None,
+            lookup_table)
 
 
 def lm_loss(hidden, target, n_token, d_model, initializer, lookup_table=None,

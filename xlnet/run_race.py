@@ -152,7 +152,8 @@ def predict(FLAGS, input_fn):  # pylint: disable=invalid-name
   """
   return finetune.predict_records(
       FLAGS, input_fn,
-      lambda features, is_training: race_model.get_race_predictions(FLAGS, features),
+      lambda features, is_training: race_model.get_race_predictions(
+          FLAGS, features),
       FLAGS.eval_batch_size)
 
 

@@ -267,7 +267,8 @@ def predict(FLAGS, input_fn):  # pylint: disable=invalid-name
   """
   return finetune.predict_records(
       FLAGS, input_fn,
-      lambda features, is_training: squad_model.get_qa_predictions(FLAGS, features),
+      lambda features, is_training: squad_model.get_qa_predictions(
+          FLAGS, features),
       FLAGS.predict_batch_size)
 
 
