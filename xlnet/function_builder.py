@@ -35,32 +35,38 @@ def to_time_major(features):
   return out
 
 
-def get_input_fn(FLAGS, num_core_per_host, corpus_info=None):
-  """The training input function over `FLAGS.record_info_dir`.
+def get_input_fn(FLAGS, num_core_per_host, corpus_info=None, split="train",
+                 record_dir=None, num_hosts=None):
+  """The pretraining input function of the flags (every program's).
 
-  Shared by both trainers; the data flags must already be resolved against
-  `corpus_info.json` (`flags.resolve_flags`).
+  The data flags must already be resolved against the corpus info
+  (`flags.resolve_all`).
 
   Args:
-    FLAGS: flags with the data flags, `train_batch_size` (global) and
-      `num_hosts`.
-    num_core_per_host: cores (towers) that each read one per-core batch per
-      step; the input function regroups the rows when the data was written
-      for a different core count, so every core gets [forward, backward]
-      halves with `bi_data`.
-    corpus_info: the corpus info dict the flags were resolved from.
+    FLAGS: flags with the data flags, `train_batch_size` (global),
+      `num_hosts`, `perm_size`, `num_passes`, `seed`.
+    num_core_per_host: cores (replicas) that each read one per-core batch
+      per step; the input function regroups the rows when the data was
+      written for a different core count, so every core gets [forward,
+      backward] halves with `bi_data`.
+    corpus_info: the corpus info dict the flags were resolved from (None:
+      the one next to the records).
+    split: the records' split name (held-out evaluation reads "valid").
+    record_dir: the record infos' directory (default
+      `FLAGS.record_info_dir`).
+    num_hosts: hosts sharing the files (default `FLAGS.num_hosts`).
 
   Returns:
     (input_fn, record_info) as `data_utils.get_input_fn`.
   """
   return data_utils.get_input_fn(
-      tfrecord_dir=FLAGS.record_info_dir,
-      split="train",
+      tfrecord_dir=record_dir or FLAGS.record_info_dir,
+      split=split,
       bsz_per_host=flags_lib.bsz_per_host(FLAGS),
       seq_len=FLAGS.seq_len,
       reuse_len=FLAGS.reuse_len,
       bi_data=FLAGS.bi_data,
-      num_hosts=FLAGS.num_hosts,
+      num_hosts=FLAGS.num_hosts if num_hosts is None else num_hosts,
       num_core_per_host=num_core_per_host,
       perm_size=FLAGS.perm_size,
       mask_alpha=FLAGS.mask_alpha,

@@ -19,7 +19,6 @@ import tensorflow as tf
 
 from xlnet import checkpoint_io
 from xlnet import cli
-from xlnet import data_utils
 from xlnet import engine
 from xlnet import flags as flags_lib
 from xlnet import function_builder
@@ -40,16 +39,9 @@ def eval_input_fn(FLAGS, corpus_info=None):
   Returns:
     (input_fn, number of host batches in one pass of the held-out records).
   """
-  directory = FLAGS.eval_record_info_dir or FLAGS.record_info_dir
-  input_fn, info = data_utils.get_input_fn(
-      tfrecord_dir=directory, split=FLAGS.eval_split,
-      bsz_per_host=flags_lib.bsz_per_host(FLAGS),
-      seq_len=FLAGS.seq_len, reuse_len=FLAGS.reuse_len,
-      bi_data=FLAGS.bi_data, num_core_per_host=1, perm_size=FLAGS.perm_size,
-      mask_alpha=FLAGS.mask_alpha, mask_beta=FLAGS.mask_beta,
-      uncased=FLAGS.uncased, num_passes=FLAGS.num_passes,
-      use_bfloat16=FLAGS.use_bfloat16, num_predict=FLAGS.num_predict,
-      corpus_info=corpus_info, seed=FLAGS.seed)
+  input_fn, info = function_builder.get_input_fn(
+      FLAGS, 1, corpus_info, split=FLAGS.eval_split,
+      record_dir=FLAGS.eval_record_info_dir, num_hosts=1)
   return input_fn, info["num_batch"]
 
 

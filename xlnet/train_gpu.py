@@ -64,16 +64,8 @@ def dataset_fn_for(FLAGS, corpus_info, start_host_batch):
   Returns:
     (dataset_fn(input_context), record_info).
   """
-  input_fn, record_info = data_utils.get_input_fn(
-      tfrecord_dir=FLAGS.record_info_dir, split="train",
-      bsz_per_host=flags_lib.bsz_per_host(FLAGS), seq_len=FLAGS.seq_len,
-      reuse_len=FLAGS.reuse_len, bi_data=FLAGS.bi_data,
-      num_hosts=FLAGS.num_hosts,
-      num_core_per_host=FLAGS.num_core_per_host, perm_size=FLAGS.perm_size,
-      mask_alpha=FLAGS.mask_alpha, mask_beta=FLAGS.mask_beta,
-      uncased=FLAGS.uncased, num_passes=FLAGS.num_passes,
-      use_bfloat16=FLAGS.use_bfloat16, num_predict=FLAGS.num_predict,
-      corpus_info=corpus_info, seed=FLAGS.seed)
+  input_fn, record_info = function_builder.get_input_fn(
+      FLAGS, FLAGS.num_core_per_host, corpus_info)
 
   class _Host:  # the `params["context"]` of TPUEstimator input functions
     def __init__(self, host):
