@@ -23,6 +23,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from xlnet import cli
 from xlnet import io_utils
 
 CKPT_BASENAME = "model.ckpt"
@@ -118,7 +119,7 @@ def read_tensors(prefix, names=None):
     shapes = reader.get_variable_to_shape_map()
   except Exception as e:  # OpError, or a damaged index file
     raise CheckpointError(f"{index} cannot be read "
-                          f"({_first_line(e)})") from None
+                          f"({cli.error_text(e)[:300]})") from None
   wanted = sorted(shapes) if names is None else list(names)
   missing = [n for n in wanted if n not in shapes]
   if missing:
@@ -131,14 +132,9 @@ def read_tensors(prefix, names=None):
     except Exception as e:  # OpError, or IndexError for a short data file
       files = data_files(prefix) or [prefix + ".data-*"]
       raise CheckpointError(
-          f"{', '.join(files)}: cannot read {name} ({_first_line(e)}); the "
+          f"{', '.join(files)}: cannot read {name} ({cli.error_text(e)[:300]}); the "
           "data file is missing, truncated or corrupt") from None
   return values
-
-
-def _first_line(err):
-  text = err.message if isinstance(err, tf.errors.OpError) else str(err)
-  return " ".join(text.split())[:300]
 
 
 def verify(prefix):

@@ -321,6 +321,25 @@ def checkpoint_name(variable, scope=TEMPLATE_SCOPE):
   return name[len(prefix):] if name.startswith(prefix) else name
 
 
+def load_template_variables(template, prefix):
+  """Assigns every variable of a built `make_template` template from the
+  checkpoint `prefix`, by its released name.
+
+  Raises:
+    checkpoint_io.CheckpointError: a variable is missing, unreadable or of
+      another shape.
+  """
+  variables = {checkpoint_name(v, template.variable_scope.name): v
+               for v in template.variables}
+  values = checkpoint_io.read_tensors(prefix, sorted(variables))
+  for name, var in variables.items():
+    if tuple(values[name].shape) != tuple(var.shape):
+      raise checkpoint_io.CheckpointError(
+          f"{prefix}: {name} has shape {list(values[name].shape)}, the "
+          f"model needs {var.shape.as_list()}")
+    var.assign(values[name])
+
+
 def _zeros_like_spec(spec):
   """A zero tensor of a (static) TensorSpec."""
   return tf.zeros(spec.shape, spec.dtype)
@@ -932,14 +951,7 @@ class Predictor:
         self._template({k: _zeros_like_spec(s)
                         for k, s in element_spec.items()})
       self._built = True
-    variables = {self._name(v): v for v in self._template.variables}
-    values = checkpoint_io.read_tensors(prefix, sorted(variables))
-    for name, var in variables.items():
-      if tuple(values[name].shape) != tuple(var.shape):
-        raise checkpoint_io.CheckpointError(
-            f"{prefix}: {name} has shape {list(values[name].shape)}, the "
-            f"model needs {var.shape.as_list()}")
-      var.assign(values[name])
+    load_template_variables(self._template, prefix)
 
   def predict(self, dataset, per_replica):
     """The outputs of every example of a finite dataset, in input order.

@@ -12,6 +12,8 @@ import uuid
 
 import tensorflow as tf
 
+from xlnet import cli
+
 TMP_MARK = ".tmp-"
 
 
@@ -96,8 +98,7 @@ def ensure_writable_dir(path, flag_name):
     with tf.io.gfile.GFile(probe, "w") as f:
       f.write("")
   except (tf.errors.OpError, OSError) as e:
-    text = e.message if isinstance(e, tf.errors.OpError) else str(e)
     raise ValueError(f"--{flag_name}={path} is not writable "
-                     f"({' '.join(text.split())[:200]})") from None
+                     f"({cli.error_text(e)[:200]})") from None
   finally:
     remove_quietly(probe)

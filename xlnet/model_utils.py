@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet import checkpoint_io
+from xlnet import cli
 
 _DECAY_METHODS = ("poly", "cos")
 
@@ -669,7 +670,7 @@ def _write_output(values, output_model_dir, flag_name):
         os.path.join(output_model_dir, checkpoint_io.CKPT_BASENAME), values)
   except (tf.errors.OpError, OSError) as e:
     raise ValueError(f"--{flag_name}={output_model_dir}: cannot write the "
-                     f"checkpoint ({' '.join(str(e).split())[:200]})") from None
+                     f"checkpoint ({cli.error_text(e)[:200]})") from None
 
 
 def clean_ckpt(input_ckpt, output_model_dir):

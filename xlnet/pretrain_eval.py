@@ -137,11 +137,7 @@ def evaluate_checkpoint(FLAGS):
   mems = ([tf.zeros(mem_shape)] * xlnet_config.n_layer if mem_shape
           else None)
   template(features, mems, False)  # creates the variables
-  variables = {engine.checkpoint_name(v, template.variable_scope.name): v
-               for v in template.variables}
-  values = checkpoint_io.read_tensors(prefix, sorted(variables))
-  for name, var in variables.items():
-    var.assign(values[name])
+  engine.load_template_variables(template, prefix)
   results = evaluator.run(dataset, num_batches)
   results["checkpoint"] = prefix
   results["split"] = FLAGS.eval_split
