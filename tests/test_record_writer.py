@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -306,3 +307,43 @@ def test_worker_errors_are_reported(tmp_path, tiny_spm):
     with pytest.raises(OSError, match=r"a --num_workers process died \(exit "
                        r"code 3\); rerun, or try --num_workers=1"):
       list(workers.imap(os._exit, [3]))
+
+
+def test_killed_writer_takes_its_worker_processes_with_it(tmp_path, tiny_spm,
+                                                          demo_corpus):
+  """SIGKILL of data_utils.py while its --num_workers=2 processes encode:
+  the workers see their pipes close and exit (they used to keep each
+  other's pipes open and wait forever); no output file appears."""
+  text = open(demo_corpus, encoding="utf-8").read()
+  big = tmp_path / "big.txt"
+  big.write_text(text * 30, encoding="utf-8")
+  proc = subprocess.Popen(
+      [sys.executable, os.path.join(data_helpers.REPO_ROOT, "data_utils.py"),
+       f"--input_glob={big}", f"--sp_path={tiny_spm}",
+       f"--save_dir={tmp_path / 'out'}", "--num_workers=2",
+       "--bsz_per_host=8", "--num_core_per_host=1", "--seq_len=128",
+       "--reuse_len=64", "--num_predict=20"],
+      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+
+  def children():
+    found = subprocess.run(["pgrep", "-P", str(proc.pid)],
+                           capture_output=True, text=True).stdout.split()
+    return [int(pid) for pid in found]
+
+  deadline = time.time() + 120
+  while len(children()) < 2 and proc.poll() is None and time.time() < deadline:
+    time.sleep(0.05)
+  workers = children()
+  assert len(workers) == 2 and proc.poll() is None, "workers never started"
+  proc.kill()
+  proc.wait()
+  deadline = time.time() + 20
+  alive = workers
+  while alive and time.time() < deadline:
+    time.sleep(0.1)
+    alive = [pid for pid in workers if os.path.exists(f"/proc/{pid}") and
+             "Z" not in open(f"/proc/{pid}/stat").read().split()[2]]
+  assert not alive, f"worker processes {alive} outlived their parent"
+  assert not glob.glob(str(tmp_path / "out" / "**" / "*.tfrecords"),
+                       recursive=True)

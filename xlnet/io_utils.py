@@ -7,6 +7,7 @@ which the next run writing the same `path` removes (`remove_stale_tmp`).
 Works for local paths and every `tf.io.gfile` URL (e.g. gs://).
 """
 import contextlib
+import errno
 import os
 import uuid
 
@@ -15,6 +16,48 @@ import tensorflow as tf
 from xlnet import cli
 
 TMP_MARK = ".tmp-"
+
+# Resource failures a writer can meet, by errno and by the text TensorFlow's
+# file system puts in its errors (tf.errors carry no errno).
+_RESOURCE_CAUSES = (
+    (errno.ENOSPC, "No space left on device", "no space left on device"),
+    (errno.EDQUOT, "Disk quota exceeded", "disk quota exceeded"),
+    (errno.EFBIG, "File too large", "file too large"),
+    (errno.EROFS, "Read-only file system", "read-only file system"),
+    (errno.EACCES, "Permission denied", "permission denied"),
+)
+
+
+class ResourceError(cli.Stop):
+  """Writing failed for lack of a resource (space, size limit, permission);
+  the message names the path, the cause and what is safe. Exit code 1."""
+
+
+def resource_cause(err):
+  """The short cause ("no space left on device", ...) of an OSError or a
+  tf.errors.OpError that reports a resource failure, else None."""
+  number = getattr(err, "errno", None)
+  text = cli.error_text(err)
+  for code, marker, cause in _RESOURCE_CAUSES:
+    if number == code or marker in text:
+      return cause
+  return None
+
+
+def resource_error(path, err, safe):
+  """A `ResourceError` for `err` while writing `path`, or None when `err` is
+  not a resource failure (re-raise it as it is then).
+
+  Args:
+    path: str, the file or directory being written.
+    err: the exception raised by the write.
+    safe: str, what is intact and what to do, e.g. "model.ckpt-100 is
+      intact; free space and rerun".
+  """
+  cause = resource_cause(err)
+  if cause is None:
+    return None
+  return ResourceError(f"cannot write {path}: {cause}; {safe}")
 
 
 def tmp_path_for(path):

@@ -162,9 +162,16 @@ def _encode_job(job):
   return _WORKER["encoder"](lines, path)
 
 
-def _worker_main(conn, encoder):
-  """A worker process: runs (fn, arg) tasks from `conn` until None/EOF."""
+def _worker_main(conn, encoder, parent_ends):
+  """A worker process: runs (fn, arg) tasks from `conn` until None/EOF.
+
+  `parent_ends` are the parent's ends of the pipes, inherited by the fork:
+  closed here, so that the parent's death closes this worker's pipe and
+  ends the worker (EOF) instead of leaving it waiting forever.
+  """
   signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent reports Ctrl-C
+  for end in parent_ends:
+    end.close()
   _WORKER["encoder"] = encoder
   while True:
     try:
@@ -201,7 +208,8 @@ class _Workers:
     ctx = multiprocessing.get_context("fork")
     for _ in range(num_workers):
       parent, child = ctx.Pipe()
-      proc = ctx.Process(target=_worker_main, args=(child, encoder),
+      proc = ctx.Process(target=_worker_main,
+                         args=(child, encoder, self._conns + [parent]),
                          daemon=True)
       proc.start()
       child.close()
