@@ -6,6 +6,7 @@ Zhang et al. 2015), with the quirks the processors must handle: unbalanced
 quotes in GLUE text, quoted commas and doubled quotes in CSV, literal `\\n`
 escapes, `<br />` in IMDB reviews.
 """
+import hashlib
 import logging
 
 import pytest
@@ -242,6 +243,35 @@ def test_yelp5_csv(tmp_path):
   assert read("yelp5", tmp_path, "test") == [("0", "ok", None, "3")]
 
 
+def csv_field(text):
+  """`text` as a quoted CSV field (standard quoting: `"` doubled)."""
+  return '"' + text.replace('"', '""') + '"'
+
+
+# (text after CSV parsing, after the release's cleaning), worked by hand:
+# `""` -> `"` first, then `\"` -> `"`.
+CLEANED = [('a ""b"" c', 'a "b" c'),
+           ('x \\"y\\" z', 'x "y" z'),
+           ('\\""', '"'),      # `""` first leaves `\"`, then `"`
+           ('"\\"', '""'),     # the other order would give `"`
+           ('lit \\n kept', 'lit \\n kept')]
+
+
+@pytest.mark.parametrize("task", ["yelp5", "yelp2", "amazon5", "amazon2",
+                                  "dbpedia", "ag_news"])
+def test_csv_text_cleaning_as_the_release(tmp_path, task):
+  titled = task not in ("yelp5", "yelp2")
+  rows = []
+  for raw, _ in CLEANED:
+    fields = ["1", raw] + ([raw] if titled else [])
+    rows.append(",".join(csv_field(f) for f in fields) + "\n")
+  write(tmp_path / "train.csv", "".join(rows))
+  got = read(task, tmp_path, "train")
+  want = [(str(i), clean, clean if titled else None, "1")
+          for i, (_, clean) in enumerate(CLEANED)]
+  assert got == want
+
+
 @pytest.mark.parametrize("task,n_class", [("yelp2", 2), ("amazon2", 2),
                                           ("amazon5", 5), ("dbpedia", 14),
                                           ("ag_news", 4)])
@@ -294,7 +324,49 @@ def test_imdb_signature_follows_the_files(tmp_path):
   processor = cp.make_processor("imdb")
   before = processor.source_signature(str(root), "train")
   write(root / "train" / "neg" / "7_1.txt", "Awful.")
-  assert processor.source_signature(str(root), "train") != before
+  added = processor.source_signature(str(root), "train")
+  assert added != before
+  # A same-size edit of one review, then a same-size rename.
+  write(root / "train" / "neg" / "7_1.txt", "Awfully")
+  edited = processor.source_signature(str(root), "train")
+  assert edited != added
+  (root / "train" / "neg" / "7_1.txt").rename(root / "train" / "neg" /
+                                              "7_2.txt")
+  assert processor.source_signature(str(root), "train") not in (added,
+                                                                edited)
+  assert processor.source_signature(str(root), "test") == (
+      processor.source_signature(str(root), "dev"))
+
+
+def test_table_signature_is_the_content_digest(tmp_path):
+  """sha1 of the file's bytes (hashlib on the whole file as reference)."""
+  write(tmp_path / "train.tsv", tsv(["sentence", "label"], ["good", "1"]))
+  processor = cp.make_processor("sst-2")
+  sha1 = hashlib.sha1((tmp_path / "train.tsv").read_bytes()).hexdigest()
+  assert processor.source_signature(str(tmp_path), "train") == (
+      f"train.tsv\tsha1 {sha1}")
+  # A corrected label keeps the size but not the signature.
+  write(tmp_path / "train.tsv", tsv(["sentence", "label"], ["good", "0"]))
+  assert processor.source_signature(str(tmp_path), "train") != (
+      f"train.tsv\tsha1 {sha1}")
+
+
+def test_large_file_digest_is_streamed(tmp_path, monkeypatch):
+  monkeypatch.setattr(cp, "_DIGEST_CHUNK", 7)
+  data = bytes(range(256)) * 5
+  (tmp_path / "f").write_bytes(data)
+  hasher = hashlib.sha1()
+  cp.update_digest(hasher, str(tmp_path / "f"))
+  assert hasher.hexdigest() == hashlib.sha1(data).hexdigest()
+
+
+@pytest.mark.parametrize("task,split,labelled", [
+    ("sst-2", "train", True), ("sst-2", "dev", True), ("sst-2", "test", False),
+    ("mnli_matched", "test", False), ("sts-b", "test", False),
+    ("imdb", "test", True), ("yelp5", "test", True), ("tsv", "dev", True),
+    ("tsv", "test", False)])
+def test_which_splits_carry_labels(task, split, labelled):
+  assert cp.make_processor(task).labelled(split) is labelled
 
 
 ################################################################################

@@ -94,11 +94,18 @@ class DataProcessor:
     return {"labels": self.get_labels()}
 
   def source_signature(self, data_dir, split):
-    """A string that changes when the files behind `split` change.
+    """A digest of the contents of the files behind `split` (str).
 
-    Feature records made from the split are reused only while it is equal.
+    Feature records made from the split are reused only while it is equal,
+    so any edit, even one that keeps the files' sizes, is noticed.
     """
     raise NotImplementedError
+
+  def labelled(self, split):
+    """True when the examples of `split` carry labels (GLUE test sets and
+    the test files of your own tasks do not)."""
+    _check_split(split)
+    return True
 
   def resolve(self, data_dir):
     """Settles what depends on the data (user tasks: the label list); call
@@ -160,9 +167,25 @@ def _require_file(path, data_dir, layout):
                      "not found")
 
 
+_DIGEST_CHUNK = 1 << 20
+
+
+def update_digest(hasher, path):
+  """Feeds the bytes of the file at `path` to `hasher` (a hashlib object),
+  1 MiB at a time, so that large files are digested in constant memory."""
+  with tf.io.gfile.GFile(path, "rb") as f:
+    while True:
+      chunk = f.read(_DIGEST_CHUNK)
+      if not chunk:
+        return
+      hasher.update(chunk)
+
+
 def _file_signature(path):
-  """`path` and its size in bytes (one line)."""
-  return f"{path}\t{tf.io.gfile.stat(path).length}"
+  """The file name of `path` and the sha1 (hex) of its bytes (one line)."""
+  hasher = hashlib.sha1()
+  update_digest(hasher, path)
+  return f"{os.path.basename(path)}\tsha1 {hasher.hexdigest()}"
 
 
 def read_rows(path, delimiter, quoting):
@@ -261,6 +284,10 @@ class TableProcessor(DataProcessor):
 
   def source_signature(self, data_dir, split):
     return _file_signature(self.path(data_dir, split))
+
+  def labelled(self, split):
+    _check_split(split)
+    return self.columns[split].label is not None
 
   def table_columns(self, path, split):
     """The Columns of `split`'s table at `path`."""
@@ -427,8 +454,8 @@ class ZhangCsvProcessor(TableProcessor):
   """`train.csv` / `test.csv` with the class index (1-based) in column 0.
 
   The dev split is the test file (these datasets have no dev set). Texts are
-  kept as the release kept them for Yelp-5: the files' `\\n` escapes stay
-  literal, `\\"` becomes `"`. With a title column, the title and the body
+  cleaned as the release cleaned Yelp-5 (see `clean_text`); the files'
+  `\\n` escapes stay literal. With a title column, the title and the body
   form a pair (the body alone when the title is blank).
   """
 
@@ -447,7 +474,9 @@ class ZhangCsvProcessor(TableProcessor):
                    f"1-{self.n_class}, in train.csv and test.csv")
 
   def clean_text(self, text):
-    return text.replace('\\"', '"')
+    """The release's Yelp-5 cleaning of a parsed CSV field: `""` -> `"`,
+    then `\\"` -> `"`, in that order (so `\\""` becomes `"`)."""
+    return text.replace('""', '"').replace('\\"', '"')
 
   def _make_example(self, fields, cols, index, where):
     example = super()._make_example(fields, cols, index, where)
@@ -527,9 +556,14 @@ class ImdbProcessor(DataProcessor):
     return out
 
   def source_signature(self, data_dir, split):
+    """sha1 over every review's label, file name and bytes, in read order."""
     files = self._files(data_dir, split)
-    digest = hashlib.sha1("\n".join(p for _, _, p in files).encode())
-    return f"{len(files)} files, names sha1 {digest.hexdigest()}"
+    hasher = hashlib.sha1()
+    for label, name, path in files:
+      hasher.update(f"{label}/{name}\0".encode())
+      update_digest(hasher, path)
+      hasher.update(b"\0")
+    return f"{len(files)} files, sha1 {hasher.hexdigest()}"
 
   def get_examples(self, data_dir, split):
     files = self._files(data_dir, split)
@@ -662,6 +696,10 @@ class UserTableProcessor(TableProcessor):
 
   def table_columns(self, path, split):
     return self._columns_for(path, with_label=split != "test")
+
+  def labelled(self, split):
+    _check_split(split)
+    return split != "test"
 
 
 ################################################################################
