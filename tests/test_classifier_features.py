@@ -244,6 +244,64 @@ def test_records_rewritten_when_data_changes_or_asked(tmp_path, monkeypatch):
   assert len(calls) == 2
 
 
+def read_back(path):
+  """[(input_ids tuple, label)] of every record of a record file."""
+  out = []
+  for data in tf.compat.v1.io.tf_record_iterator(path):
+    feature = tf.train.Example.FromString(data).features.feature
+    out.append((tuple(feature["input_ids"].int64_list.value),
+                feature["label_ids"].int64_list.value[0]))
+  return out
+
+
+def test_same_size_edit_rebuilds_the_records(tmp_path):
+  data_dir = sst2_dir(tmp_path)
+  path, _ = prepare(tmp_path, data_dir)
+  before = read_back(path)
+  assert [label for _, label in before] == [1, 0]
+  # A corrected label: same bytes count, other content.
+  size = os.path.getsize(os.path.join(data_dir, "train.tsv"))
+  sst2_dir(tmp_path, rows=("a good movie\t0", "a bad movie\t0"))
+  assert os.path.getsize(os.path.join(data_dir, "train.tsv")) == size
+  assert prepare(tmp_path, data_dir) == (path, 2)
+  assert read_back(path) == [(before[0][0], 0), before[1]]
+
+
+def test_training_records_are_a_seeded_permutation(tmp_path, monkeypatch):
+  """Sorted by label in the file; the training records hold the examples in
+  the order of `np.random.RandomState(seed).permutation` (documented), the
+  inference records in file order."""
+  rows = [f"movie number {i}\t{int(i >= 6)}" for i in range(12)]
+  data_dir = sst2_dir(tmp_path, rows=rows)
+  in_order, _ = prepare(tmp_path, data_dir)
+  file_order = read_back(in_order)
+  assert [label for _, label in file_order] == [0] * 6 + [1] * 6
+  assert len(set(file_order)) == 12
+
+  path, n = prepare(tmp_path, data_dir, shuffle_seed=3)
+  assert n == 12 and path != in_order and path.endswith(".shuffled.tf_record")
+  got = read_back(path)
+  assert got == [file_order[i] for i in np.random.RandomState(3).permutation(
+      12)]
+  assert sorted(got) == sorted(file_order) and got != file_order
+
+  # The same seed: the records are reused (and would be the same bytes).
+  monkeypatch.setattr(cu, "write_records", lambda *a: pytest.fail("rewrote"))
+  assert prepare(tmp_path, data_dir, shuffle_seed=3) == (path, 12)
+  monkeypatch.undo()
+  with open(path, "rb") as f:
+    first_bytes = f.read()
+  prepare(tmp_path, data_dir, shuffle_seed=3, overwrite=True)
+  with open(path, "rb") as f:
+    assert f.read() == first_bytes
+  # Another seed rewrites the same file in another order.
+  assert prepare(tmp_path, data_dir, shuffle_seed=4) == (path, 12)
+  other = read_back(path)
+  assert sorted(other) == sorted(file_order) and other not in (got,
+                                                               file_order)
+  assert json.loads(open(path + ".json").read())["key"]["shuffle_seed"] == 4
+
+
 def test_failed_conversion_leaves_no_records(tmp_path, monkeypatch):
   records = tmp_path / "records"
   data_dir = sst2_dir(tmp_path, rows=("fine\t1", "broken line"))

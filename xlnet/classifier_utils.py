@@ -14,10 +14,13 @@ Input layout of one example (`max_seq_length` = L):
     first L - 2 pieces.
 
 Feature records are written once per (task, split, max_seq_length,
-vocabulary, casing) under `output_dir` and reused while the data files and
-settings they were made from are unchanged. Evaluation and prediction append
-fake examples (ids 0, mask 1, segment 0, label 0, `is_real_example` 0) so
-that every batch is full; they must be left out of metrics and predictions.
+vocabulary, casing) under `output_dir` and reused while the contents of the
+data files and the settings they were made from are unchanged. Training
+records hold the examples in a seeded random order (public sets come sorted
+by label, in runs far longer than the input's shuffle buffer). Evaluation
+and prediction append fake examples (ids 0, mask 1, segment 0, label 0,
+`is_real_example` 0) so that every batch is full; they must be left out of
+metrics and predictions.
 """
 import hashlib
 import json
@@ -25,6 +28,7 @@ import os
 import time
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from xlnet import io_utils
@@ -230,14 +234,33 @@ def spiece_digest(spiece_model_file):
 
 
 def record_path(output_dir, task, split, max_seq_length, spiece_model_file,
-                digest, uncased):
+                digest, uncased, shuffled=False):
   """`{output_dir}/{task}.{split}.len-{L}.{spm name}-{sha1[:8]}[.uncased]
-  .tf_record`: one file per task, split, length, vocabulary and casing."""
+  [.shuffled].tf_record`: one file per task, split, length, vocabulary,
+  casing and order (shuffled for training, file order for inference)."""
   stem = os.path.splitext(os.path.basename(spiece_model_file))[0]
   casing = ".uncased" if uncased else ""
+  order = ".shuffled" if shuffled else ""
   return os.path.join(
       output_dir, f"{task}.{split}.len-{max_seq_length}.{stem}-{digest[:8]}"
-                  f"{casing}.tf_record")
+                  f"{casing}{order}.tf_record")
+
+
+def shuffle_examples(examples, seed):
+  """`examples` in the order of `np.random.RandomState(seed).permutation`.
+
+  The release shuffles the training examples once before writing them
+  (unseeded); the seed makes the written order, and so a rerun, the same.
+
+  Args:
+    examples: list of n InputExample.
+    seed: int.
+
+  Returns:
+    a new list of the n examples, `[examples[i] for i in permutation]`.
+  """
+  order = np.random.RandomState(seed).permutation(len(examples))
+  return [examples[i] for i in order]
 
 
 def _read_json(path):
@@ -252,13 +275,15 @@ def _read_json(path):
 
 
 def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
-                    sp_model, spiece_model_file, uncased, overwrite=False):
+                    sp_model, spiece_model_file, uncased, overwrite=False,
+                    shuffle_seed=None):
   """Returns the feature records of one split, writing them when needed.
 
   Next to the records, `{record}.json` holds the number of examples and the
   key they were made with (task, split, max_seq_length, vocabulary digest,
-  casing, the processor's options and the source files' signature). The
-  records are reused while that key is unchanged, unless `overwrite`.
+  casing, the processor's options, the digest of the source files' bytes
+  and the shuffle seed). The records are reused while that key is
+  unchanged, unless `overwrite`.
 
   Args:
     processor: a DataProcessor (resolved, see `resolve`).
@@ -270,18 +295,23 @@ def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
     spiece_model_file: str, its path.
     uncased: bool.
     overwrite: bool, rewrite even valid records.
+    shuffle_seed: None: the examples in file order; an int: in the order of
+      `shuffle_examples(examples, shuffle_seed)` (for training), in a file
+      of their own.
 
   Returns:
     (record path, number of examples).
   """
   digest = spiece_digest(spiece_model_file)
   path = record_path(output_dir, processor.name, split, max_seq_length,
-                     spiece_model_file, digest, uncased)
+                     spiece_model_file, digest, uncased,
+                     shuffled=shuffle_seed is not None)
   meta_path = path + ".json"
   key = {"task": processor.name, "split": split,
          "max_seq_length": max_seq_length, "spiece_sha1": digest,
          "uncased": bool(uncased), "options": processor.options(),
-         "source": processor.source_signature(data_dir, split)}
+         "source": processor.source_signature(data_dir, split),
+         "shuffle_seed": shuffle_seed}
   for stale in (path, meta_path):
     io_utils.remove_stale_tmp(stale)
 
@@ -299,6 +329,8 @@ def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
   if not examples:
     raise ValueError(f"--data_dir={data_dir}: the {split} split of task "
                      f"{processor.name} holds no examples")
+  if shuffle_seed is not None:
+    examples = shuffle_examples(examples, shuffle_seed)
   num_examples = write_records(examples, processor.get_labels(),
                                max_seq_length,
                                make_tokenize_fn(sp_model, uncased), path)
