@@ -225,26 +225,95 @@ def test_readme_imdb_tpu_command(tmp_path, engine):
   assert "num_examples=6" in lines[0]
 
 
-def test_predict_writes_glue_submission_files(tmp_path, engine):
+def predict_args(tmp_path, large, glue, *extra):
+  return ["--do_predict", "--task_name=sts-b", f"--data_dir={glue}",
+          f"--output_dir={tmp_path}/proc", f"--model_dir={tmp_path}/exp",
+          f"--spiece_model_file={large}/spiece.model",
+          f"--model_config_path={large}/xlnet_config.json",
+          "--predict_batch_size=4", f"--predict_dir={tmp_path}/pred", *extra]
+
+
+def read_predictions(predict_dir, task):
+  """(lines of {task}.tsv, {task}.logits.json, lines of {task}.ids.tsv)."""
+  with open(os.path.join(predict_dir, f"{task}.tsv")) as f:
+    tsv = f.read().splitlines()
+  with open(os.path.join(predict_dir, f"{task}.logits.json")) as f:
+    logits = json.load(f)
+  with open(os.path.join(predict_dir, f"{task}.ids.tsv")) as f:
+    ids = f.read().splitlines()
+  return tsv, logits, ids
+
+
+def test_predict_labels_the_eval_split_dev_by_default(tmp_path, engine):
   large = released_model_dir(str(tmp_path))
   glue = stsb_dir(str(tmp_path), n=5)
-  model_dir = str(tmp_path / "exp")
-  fake_checkpoints(model_dir, engine.steps)
-  run_classifier.run(parse([
-      "--do_predict", "--task_name=sts-b", f"--data_dir={glue}",
-      f"--output_dir={tmp_path}/proc", f"--model_dir={model_dir}",
-      f"--spiece_model_file={large}/spiece.model",
-      f"--model_config_path={large}/xlnet_config.json",
-      "--predict_batch_size=4", f"--predict_dir={tmp_path}/pred"]))
-  assert engine.inferred == [f"{model_dir}/model.ckpt-1200"]
-  with open(tmp_path / "pred" / "sts-b.tsv") as f:
-    lines = f.read().splitlines()
-  # 5 test examples (3 fake ones padded the second batch, none written);
-  # test labels are 0.0 in the records, so the stand-in predicts 0.
-  assert lines == ["index\tprediction"] + [f"{i}\t0.000000" for i in range(5)]
-  with open(tmp_path / "pred" / "sts-b.logits.json") as f:
-    records = json.load(f)
-  assert [r["index"] for r in records] == ["0", "1", "2", "3", "4"]
+  fake_checkpoints(str(tmp_path / "exp"), engine.steps)
+  run_classifier.run(parse(predict_args(tmp_path, large, glue)))
+  assert engine.inferred == [f"{tmp_path}/exp/model.ckpt-1200"]
+  # The stand-in predicts the dev scores 0, 1.25, ..., 5 (exact in float32);
+  # the 3 fake examples that padded the second batch are not written.
+  tsv, logits, ids = read_predictions(tmp_path / "pred", "sts-b")
+  assert tsv == ["index\tprediction", "0\t0.0", "1\t1.25", "2\t2.5",
+                 "3\t3.75", "4\t5.0"]
+  assert logits == [[0.0], [1.25], [2.5], [3.75], [5.0]]
+  assert ids == ["index\tid"] + [f"{i}\t{i}" for i in range(5)]
+
+  # --eval_split=test: the unlabelled test rows (score 0 in the records).
+  run_classifier.run(parse(predict_args(tmp_path, large, glue,
+                                        "--eval_split=test")))
+  tsv, logits, _ = read_predictions(tmp_path / "pred", "sts-b")
+  assert tsv == ["index\tprediction"] + [f"{i}\t0.0" for i in range(5)]
+  assert logits == [[0.0]] * 5
+
+
+def test_evaluating_an_unlabelled_test_split_is_a_one_line_error(tmp_path,
+                                                                   engine):
+  large = released_model_dir(str(tmp_path))
+  glue = stsb_dir(str(tmp_path), n=5)
+  fake_checkpoints(str(tmp_path / "exp"), engine.steps)
+  with pytest.raises(ValueError, match=r"^--do_eval with --eval_split=test: "
+                     r"the test split of --task_name=sts-b has no labels"):
+    run_classifier.run(parse(predict_args(tmp_path, large, glue, "--do_eval",
+                                          "--eval_split=test")))
+  assert engine.inferred == [] and not os.path.exists(tmp_path / "proc")
+
+
+def test_prediction_files_have_the_release_format(tmp_path):
+  """Hand-made logits; the expected bytes are written out: the release's
+  `index<TAB>prediction` lines (running index, label by the logit gap for
+  two classes, argmax otherwise, the float as Python prints it for
+  regression) and `json.dump(logits, indent=4)`."""
+  write = run_classifier.write_predictions
+  paths = write(str(tmp_path), "rte", ["a/1", "b/2", "c/3"],
+                np.array([[0.5, -1.0], [0.0, 0.25], [1.0, 1.5]], np.float32),
+                ["entailment", "not_entailment"], threshold=0.3)
+  assert [os.path.basename(p) for p in paths] == [
+      "rte.tsv", "rte.logits.json", "rte.ids.tsv"]
+  # Gaps -1.5, 0.25, 0.5 against the threshold 0.3.
+  assert (tmp_path / "rte.tsv").read_text() == (
+      "index\tprediction\n0\tentailment\n1\tentailment\n"
+      "2\tnot_entailment\n")
+  assert (tmp_path / "rte.logits.json").read_text() == (
+      "[\n    [\n        0.5,\n        -1.0\n    ],\n"
+      "    [\n        0.0,\n        0.25\n    ],\n"
+      "    [\n        1.0,\n        1.5\n    ]\n]")
+  assert (tmp_path / "rte.ids.tsv").read_text() == (
+      "index\tid\n0\ta/1\n1\tb/2\n2\tc/3\n")
+
+  write(str(tmp_path), "mnli_matched", ["7", "8"],
+        np.array([[0.0, 2.0, 1.0], [3.0, 2.0, 1.0]], np.float32),
+        ["contradiction", "entailment", "neutral"])
+  assert (tmp_path / "mnli_matched.tsv").read_text() == (
+      "index\tprediction\n0\tentailment\n1\tcontradiction\n")
+
+  # Regression: float32 0.1 is 0.100000001490116119384765625.
+  write(str(tmp_path), "sts-b", ["x", "y"], np.array([0.1, 4.0], np.float32),
+        None)
+  assert (tmp_path / "sts-b.tsv").read_text() == (
+      "index\tprediction\n0\t0.10000000149011612\n1\t4.0\n")
+  assert (tmp_path / "sts-b.logits.json").read_text() == (
+      "[\n    [\n        0.10000000149011612\n    ],\n"
+      "    [\n        4.0\n    ]\n]")
 
 
 ################################################################################

@@ -11,9 +11,14 @@
      `--eval_all_ckpt`) on `--eval_split`; metrics go to
      `model_dir/eval_results.txt` and to TensorBoard under
      `model_dir/eval_{task}_{split}`.
-  5. `--do_predict`: label the test split with `--predict_ckpt` (default:
-     the latest checkpoint) into `predict_dir/{task}.tsv` (GLUE submission
-     format: index and prediction) and `predict_dir/{task}.logits.json`.
+  5. `--do_predict`: label the `--eval_split` examples with
+     `--predict_ckpt` (default: the latest checkpoint) into the release's
+     files `predict_dir/{task}.tsv` (index and prediction) and
+     `predict_dir/{task}.logits.json`, plus `predict_dir/{task}.ids.tsv`
+     (index -> example id).
+
+The training examples are written in a random order seeded by `--seed`
+(the release shuffles them once before writing, unseeded).
 
 Training and inference run on the shared fine-tuning driver
 (`xlnet/finetune.py`).
@@ -63,9 +68,11 @@ def define_flags(flag_values=flags.FLAGS):
       f"{classifier_utils.PRETRAIN_SEQ_LENGTH}: longer inputs use relative "
       "distances they never saw (a warning is logged).", **fv)
   flags.DEFINE_bool("do_eval", False, "Evaluate on --eval_split.", **fv)
-  flags.DEFINE_bool("do_predict", False, "Label the test split.", **fv)
-  flags.DEFINE_enum("eval_split", "dev", ["dev", "train"],
-                    "Split to evaluate.", **fv)
+  flags.DEFINE_bool("do_predict", False, "Label the --eval_split examples.",
+                    **fv)
+  flags.DEFINE_enum("eval_split", "dev", ["dev", "test", "train"],
+                    "Split for --do_eval and --do_predict (GLUE test sets "
+                    "have no labels: predict only).", **fv)
   flags.DEFINE_integer("eval_batch_size", 128,
                        "Eval batch size (per GPU without --use_tpu, as "
                        "train_batch_size).", **fv)
@@ -79,7 +86,8 @@ def define_flags(flag_values=flags.FLAGS):
                       "Checkpoint to predict with (default: the latest in "
                       "model_dir).", **fv)
   flags.DEFINE_string("predict_dir", None,
-                      "Where {task}.tsv and {task}.logits.json go.", **fv)
+                      "Where {task}.tsv, {task}.logits.json and "
+                      "{task}.ids.tsv go.", **fv)
   flags.DEFINE_float("predict_threshold", 0.0,
                      "Binary tasks: predict the second label when its logit "
                      "exceeds the first one's by more than this.", **fv)
@@ -334,6 +342,17 @@ def write_scalar_summaries(logdir, step, scalars):
         writer.write(event.SerializeToString())
 
 
+def check_eval_split(FLAGS, processor):  # pylint: disable=invalid-name
+  """Raises a one-line ValueError when --do_eval is asked on a split
+  without labels (GLUE test sets, the test file of a tsv/csv task)."""
+  if FLAGS.do_eval and not processor.labelled(FLAGS.eval_split):
+    raise ValueError(
+        f"--do_eval with --eval_split={FLAGS.eval_split}: the "
+        f"{FLAGS.eval_split} split of --task_name={FLAGS.task_name} has no "
+        "labels to evaluate against (use --do_predict alone, or "
+        "--eval_split=dev)")
+
+
 def predicted_labels(logits, label_list, threshold=0.0):
   """The prediction of each example.
 
@@ -357,39 +376,43 @@ def predicted_labels(logits, label_list, threshold=0.0):
 
 def write_predictions(predict_dir, task, guids, logits, label_list,
                       threshold=0.0):
-  """Writes `{task}.tsv` and `{task}.logits.json` into `predict_dir`.
+  """Writes the release's prediction files, and the example ids, into
+  `predict_dir`.
 
-  `{task}.tsv`: a header `index<TAB>prediction`, then one line per example
-  in input order: its id (for GLUE test files the `index` column) and the
-  predicted label (regression: the score with 6 decimals), as the GLUE
-  server expects. `{task}.logits.json`: a list of {"index", "logits",
-  "prediction"}.
+    * `{task}.tsv`: a header `index<TAB>prediction`, then one line per
+      example in input order: its running index from 0 and the predicted
+      label (regression: the score as Python prints the float).
+    * `{task}.logits.json`: a JSON list (indent 4) of per-example lists of
+      logits (regression: one value).
+    * `{task}.ids.tsv`: a header `index<TAB>id`, then each running index
+      with the example's id (GLUE test files: their `index` column; IMDB:
+      `pos/123_9.txt`; CSV and tsv/csv tasks: the row number).
 
   Args:
     predict_dir: str.
-    task: str, the file name stem.
+    task: str, the file name stem (the lower-case task name).
     guids: list of n example ids.
-    logits: `[n, n_class]` or `[n]` (regression), real examples only.
+    logits: float32 `[n, n_class]` or `[n]` (regression), real examples
+      only.
     label_list: list of labels, or None for regression.
     threshold: see `predicted_labels`.
 
   Returns:
-    (tsv path, json path).
+    (tsv path, json path, ids path).
   """
   labels = predicted_labels(logits, label_list, threshold)
   if len(labels) != len(guids):
     raise ValueError(f"{len(labels)} predictions for {len(guids)} examples")
-  logits = np.asarray(logits, dtype=np.float64).reshape(len(guids), -1)
-  rows = [f"{guid}\t{_format_value(label)}"
-          for guid, label in zip(guids, labels)]
-  tsv_path = os.path.join(predict_dir, f"{task}.tsv")
-  json_path = os.path.join(predict_dir, f"{task}.logits.json")
-  io_utils.atomic_write(tsv_path, "index\tprediction\n" + "".join(
-      row + "\n" for row in rows))
-  records = [{"index": guid, "logits": row.tolist(), "prediction": label}
-             for guid, row, label in zip(guids, logits, labels)]
-  io_utils.atomic_write(json_path, json.dumps(records, indent=1) + "\n")
-  return tsv_path, json_path
+  # float32 values as Python floats, as the release's `float(x)`.
+  rows = np.asarray(logits, np.float32).reshape(len(guids), -1).tolist()
+  paths = [os.path.join(predict_dir, f"{task}{suffix}")
+           for suffix in (".tsv", ".logits.json", ".ids.tsv")]
+  io_utils.atomic_write(paths[0], "index\tprediction\n" + "".join(
+      f"{i}\t{label}\n" for i, label in enumerate(labels)))
+  io_utils.atomic_write(paths[1], json.dumps(rows, indent=4))
+  io_utils.atomic_write(paths[2], "index\tid\n" + "".join(
+      f"{i}\t{guid}\n" for i, guid in enumerate(guids)))
+  return tuple(paths)
 
 
 ################################################################################
@@ -484,7 +507,7 @@ def evaluate(FLAGS, processor, record_file, num_examples, head_fn):  # pylint: d
 
 
 def predict(FLAGS, processor, record_file, num_examples, head_fn):  # pylint: disable=invalid-name
-  """Labels the test split; returns the paths written."""
+  """Labels the --eval_split examples; returns the paths written."""
   checkpoint = (model_utils.resolve_checkpoint(FLAGS.predict_ckpt,
                                                "--predict_ckpt")
                 if FLAGS.predict_ckpt else
@@ -492,9 +515,10 @@ def predict(FLAGS, processor, record_file, num_examples, head_fn):  # pylint: di
   if not checkpoint:
     raise ValueError(f"--model_dir={FLAGS.model_dir} holds no checkpoint to "
                      "predict with (or give --predict_ckpt)")
-  examples = processor.get_examples(FLAGS.data_dir, "test")
+  examples = processor.get_examples(FLAGS.data_dir, FLAGS.eval_split)
   if len(examples) != num_examples:
-    raise ValueError(f"the test split has {len(examples)} examples but its "
+    raise ValueError(f"the {FLAGS.eval_split} split has {len(examples)} "
+                     "examples but its "
                      f"records {record_file} hold {num_examples}; rerun "
                      "with --overwrite_data")
   batch_size = finetune_flags.global_batch_size(FLAGS,
@@ -530,6 +554,7 @@ def run(FLAGS):  # pylint: disable=invalid-name
   processor = make_task_processor(FLAGS)
   labels = processor.get_labels()
   n_class = None if labels is None else len(labels)
+  check_eval_split(FLAGS, processor)
   if FLAGS.do_train and FLAGS.init_checkpoint:
     check_init_checkpoint(FLAGS, n_class)
   prepare = functools.partial(
@@ -538,10 +563,11 @@ def run(FLAGS):  # pylint: disable=invalid-name
       sp_model=sp_model, spiece_model_file=FLAGS.spiece_model_file,
       uncased=FLAGS.uncased, overwrite=FLAGS.overwrite_data)
   # Every split's records exist before the (long) training starts.
-  splits = [s for s, wanted in (("train", FLAGS.do_train),
-                                (FLAGS.eval_split, FLAGS.do_eval),
-                                ("test", FLAGS.do_predict)) if wanted]
-  records = {split: prepare(split) for split in dict.fromkeys(splits)}
+  if FLAGS.do_train:
+    # A seeded order (--seed unset: 0), so a rerun writes the same records.
+    train_file, _ = prepare("train", shuffle_seed=FLAGS.seed or 0)
+  if FLAGS.do_eval or FLAGS.do_predict:
+    eval_records = prepare(FLAGS.eval_split)
 
   def head_fn(features, is_training):
     """The task's head on batch-major features (see get_head_outputs)."""
@@ -549,14 +575,13 @@ def run(FLAGS):  # pylint: disable=invalid-name
                                              is_training)
 
   if FLAGS.do_train:
-    record_file, _ = records["train"]
     train(FLAGS, classifier_utils.input_fn_builder(
-        record_file, FLAGS.max_seq_length, True, processor.is_regression,
+        train_file, FLAGS.max_seq_length, True, processor.is_regression,
         shuffle_buffer=FLAGS.shuffle_buffer, seed=FLAGS.seed), head_fn)
   if FLAGS.do_eval:
-    evaluate(FLAGS, processor, *records[FLAGS.eval_split], head_fn)
+    evaluate(FLAGS, processor, *eval_records, head_fn)
   if FLAGS.do_predict:
-    predict(FLAGS, processor, *records["test"], head_fn)
+    predict(FLAGS, processor, *eval_records, head_fn)
 
 
 def main(unused_argv):
