@@ -65,6 +65,19 @@ fi
 model=(--spiece_model_file="$XLNET_DIR/spiece.model"
        --model_config_path="$XLNET_DIR/xlnet_config.json"
        --uncased=False --max_seq_length=128)
+# predict TASK MODEL_SUBDIR [FLAG ...]: labels the (unlabelled) test split
+# with the latest checkpoint of OUT/MODEL_SUBDIR into OUT/predict/TASK.tsv.
+predict() {
+  local task="$1" model_dir="$2"
+  shift 2
+  run "${PYTHON:-python}" run_classifier.py \
+    --do_predict=True --eval_split=test \
+    --task_name="$task" --data_dir="$GLUE_DIR/$dir" \
+    --output_dir="$OUT/proc_data" --model_dir="$OUT/$model_dir" \
+    --predict_dir="$OUT/predict" "${model[@]}" --predict_batch_size=8 \
+    "${device[@]}" "$@" ${EXTRA_FLAGS:-}
+}
+
 tasks=("$@")
 [ ${#tasks[@]} -gt 0 ] || tasks=(cola sst-2 mrpc sts-b qqp mnli qnli rte wnli)
 for t in "${tasks[@]}"; do
@@ -81,24 +94,23 @@ for t in "${tasks[@]}"; do
   extra=()
   [ "$task" = sts-b ] && extra=(--is_regression=True)
   run "${PYTHON:-python}" run_classifier.py \
-    --do_train=True --do_eval=True --eval_all_ckpt=True --do_predict=True \
+    --do_train=True --do_eval=True --eval_all_ckpt=True \
     --task_name="$task" --data_dir="$GLUE_DIR/$dir" \
     --output_dir="$OUT/proc_data" --model_dir="$OUT/$task" \
-    --predict_dir="$OUT/predict" \
     --init_checkpoint="$XLNET_DIR/xlnet_model.ckpt" "${model[@]}" \
     --train_batch_size="$per_step" --eval_batch_size=8 \
-    --predict_batch_size=8 \
     --learning_rate="$lr" --train_steps="$steps" --warmup_steps="$warmup" \
     --save_steps="$save" --adam_epsilon=1e-6 --weight_decay=0.0 \
     --lr_layer_decay_rate=1.0 --dropout=0.1 --dropatt=0.1 \
     "${device[@]}" "${extra[@]}" ${EXTRA_FLAGS:-}
+  predict "$task" "$task" "${extra[@]}"
   if [ "$task" = mnli_matched ]; then
     run "${PYTHON:-python}" run_classifier.py \
-      --do_eval=True --eval_all_ckpt=True --do_predict=True \
+      --do_eval=True --eval_all_ckpt=True \
       --task_name=mnli_mismatched --cls_scope=mnli_matched \
       --data_dir="$GLUE_DIR/$dir" --output_dir="$OUT/proc_data" \
-      --model_dir="$OUT/$task" --predict_dir="$OUT/predict" \
-      "${model[@]}" --eval_batch_size=8 --predict_batch_size=8 \
+      --model_dir="$OUT/$task" "${model[@]}" --eval_batch_size=8 \
       "${device[@]}" ${EXTRA_FLAGS:-}
+    predict mnli_mismatched "$task" --cls_scope=mnli_matched
   fi
 done

@@ -519,13 +519,19 @@ def test_script_commands_parse(script, env):
   parsed = [parse(c[2:]) for c in commands]
   tasks = [p.task_name for p in parsed]
   if script == "finetune_glue.sh":
-    assert tasks == ["cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli_matched",
-                     "mnli_mismatched", "qnli", "rte", "wnli"]
-    mnli = parsed[5]
+    # Each task: train and evaluate on dev, then label the unlabelled test.
+    assert tasks == [t for t in ("cola", "sst-2", "mrpc", "sts-b", "qqp",
+                                 "mnli_matched", "mnli_mismatched", "qnli",
+                                 "rte", "wnli") for _ in range(2)]
+    assert all(p.do_eval and p.eval_split == "dev" and not p.do_predict
+               for p in parsed[::2])
+    assert all(p.do_predict and p.eval_split == "test" and not p.do_eval
+               and not p.do_train for p in parsed[1::2])
+    mnli = parsed[10]
     per_step = mnli.train_batch_size * (1 if mnli.use_tpu else 4)
     assert (per_step, mnli.learning_rate, mnli.train_steps) == (128, 2e-5,
                                                                 10000)
-    assert parsed[6].cls_scope == "mnli_matched"
+    assert parsed[12].cls_scope == parsed[13].cls_scope == "mnli_matched"
     assert all(p.adam_epsilon == 1e-6 and p.max_seq_length == 128
                for p in parsed)
   elif script == "finetune_stsb_gpu.sh":
