@@ -33,7 +33,8 @@ def squad(tmp_path):
           f"--output_dir={tmp_path / 'proc'}",
           f"--model_dir={tmp_path / 'model'}",
           f"--model_config_path={qa_fixtures.write_tiny_config(tmp_path)}",
-          f"--train_file={train}", f"--predict_file={dev}"] + SMALL
+          f"--train_file={train}", f"--predict_file={dev}",
+          "--seed=3"] + SMALL
 
   def flags(*extra):
     return run_squad.parse_flags(base + list(extra))
@@ -54,7 +55,7 @@ def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
   paths = sorted(glob.glob(str(proc / "*")))
   assert [os.path.basename(p) for p in paths] == [
       f"train-v2.0.spiece-1000.slen-48.qlen-8.stride-12.train-{i}-of-2"
-      ".tf_record" for i in range(2)]
+      ".seed-3.tf_record" for i in range(2)]
   # Together the shards hold every window of every question, once.
   flags = squad["flags"]()
   paragraphs, examples, _ = squad_utils.read_squad_examples(squad["train"],
@@ -92,8 +93,86 @@ def test_training_writes_missing_records_itself(squad, monkeypatch):
   monkeypatch.setattr(run_squad, "train", lambda FLAGS, input_fn: None)
   run_squad.run(squad["flags"]("--do_train"))
   (path,) = glob.glob(str(squad["tmp"] / "proc" / "*.tf_record"))
-  assert path.endswith(".train-0-of-1.tf_record") and _count_records(path)
+  assert path.endswith(".train-0-of-1.seed-3.tf_record")
+  assert _count_records(path)
   monkeypatch.undo()
+
+
+# The release's SQuAD record types (its FeatureWriter).
+RELEASE_FLOATS = ("input_mask", "p_mask", "is_impossible")
+RELEASE_INTS = ("unique_ids", "input_ids", "segment_ids", "cls_index",
+                "start_positions", "end_positions")
+
+
+def test_training_order_follows_the_seed(squad):
+  flags = squad["flags"]()
+  sp_model = run_squad.prepro_utils.load_sp_model(flags.spiece_model_file)
+  paragraphs, examples, _ = squad_utils.read_squad_examples(squad["train"],
+                                                            True)
+  converter = squad_utils.FeatureConverter(sp_model, paragraphs, 48, 8, 12,
+                                           False, is_training=True)
+  # The windows (input ids) of each question, in file order.
+  groups = [f["input_ids"].tolist() for f in map(
+      lambda e: converter.convert(0, e), examples)]
+  orders = {}
+  for seed in (1, 2):
+    flags = squad["flags"](f"--seed={seed}")
+    path = run_squad.prepro_train_shard(flags, sp_model, 0, 1)
+    assert path.endswith(f".train-0-of-1.seed-{seed}.tf_record")
+    with open(path, "rb") as f:
+      first = f.read()
+    os.remove(path)
+    run_squad.prepro_train_shard(flags, sp_model, 0, 1)
+    with open(path, "rb") as f:
+      assert f.read() == first  # same seed, same bits
+    written = [r["input_ids"][1] for r in qa_fixtures.read_records(path)]
+    # The questions in the documented permutation, each with its windows.
+    order = np.random.default_rng([seed, 0]).permutation(len(groups))
+    assert written == [row for i in order for row in groups[i]]
+    orders[seed] = order.tolist()
+  assert orders[1] != orders[2]
+
+
+def test_records_have_the_release_format_and_old_ones_still_read(squad):
+  flags = squad["flags"]()
+  sp_model = run_squad.prepro_utils.load_sp_model(flags.spiece_model_file)
+  path = run_squad.prepro_train_shard(flags, sp_model, 0, 1)
+  records = qa_fixtures.read_records(path)
+  for record in records:
+    assert {k: kind for k, (kind, _) in record.items()} == dict(
+        [(k, "float_list") for k in RELEASE_FLOATS] +
+        [(k, "int64_list") for k in RELEASE_INTS])
+    pad = [s == 3 for s in record["segment_ids"][1]]
+    assert record["input_mask"][1] == [float(p) for p in pad]
+  values = [{k: v for k, (_, v) in r.items()} for r in records]
+  release = squad["tmp"] / "release.tf_record"
+  qa_fixtures.write_protobuf_records(release, values, RELEASE_FLOATS)
+  old = squad["tmp"] / "old.tf_record"  # earlier versions: all int64
+  qa_fixtures.write_protobuf_records(old, values)
+  spec = squad_utils.feature_spec(48, is_training=True)
+  ours, *others = [qa_fixtures.all_batches(run_squad.qa_records.make_input_fn(
+      [str(p)], spec, is_training=False, drop_remainder=False))
+                   for p in (path, release, old)]
+  assert ours["p_mask"].dtype == ours["is_impossible"].dtype == np.float32
+  assert ours["p_mask"].tolist() == [r["p_mask"] for r in values]
+  for other in others:
+    assert other.keys() == ours.keys()
+    for name in ours:
+      np.testing.assert_array_equal(other[name], ours[name])
+      assert other[name].dtype == ours[name].dtype
+
+
+def test_float_features_equal_protobuf_bytes():
+  features = {"ids": np.array([[5, 300], [0, 1]]),
+              "mask": np.array([[1.0, 0.0], [0.5, -2.25]], np.float32)}
+  for i, raw in enumerate(
+      run_squad.qa_records.example_proto.serialize_examples(features)):
+    expected = tf.train.Example(features=tf.train.Features(feature={
+        "ids": tf.train.Feature(int64_list=tf.train.Int64List(
+            value=features["ids"][i].tolist())),
+        "mask": tf.train.Feature(float_list=tf.train.FloatList(
+            value=features["mask"][i].tolist()))}))
+    assert raw == expected.SerializeToString(deterministic=True)
 
 
 @pytest.mark.eager
@@ -233,7 +312,7 @@ def test_prepro_script_runs_on_the_official_layout(tmp_path):
   os.symlink(train_tiny_spm(), ckpt_dir / "spiece.model")
   subprocess.run(
       ["bash", os.path.join(REPO_ROOT, "scripts", "prepro_squad.sh"),
-       "--max_seq_length=128"], check=True, cwd=REPO_ROOT, timeout=600,
+       "--max_seq_length=128", "--seed=5"], check=True, cwd=REPO_ROOT, timeout=600,
       capture_output=True,
       env=dict(os.environ, PYTHON=sys.executable, SQUAD_DIR=str(squad_dir),
                INIT_CKPT_DIR=str(ckpt_dir), NUM_PROC="2",
@@ -241,4 +320,4 @@ def test_prepro_script_runs_on_the_official_layout(tmp_path):
                TF_CPP_MIN_LOG_LEVEL="3"))
   names = sorted(os.listdir(tmp_path / "proc"))
   assert names == [f"train-v2.0.spiece.slen-128.qlen-64.stride-128.train-"
-                   f"{i}-of-2.tf_record" for i in range(2)]
+                   f"{i}-of-2.seed-5.tf_record" for i in range(2)]

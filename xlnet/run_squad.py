@@ -13,7 +13,6 @@ Steps, each enabled by its flag:
 """
 import json
 import os
-import random
 
 from absl import flags
 from absl import logging
@@ -28,10 +27,6 @@ from xlnet import qa_records
 from xlnet import squad_eval
 from xlnet import squad_model
 from xlnet import squad_utils
-
-# Seed of the one-off shuffle of each training shard's questions.
-_SHUFFLE_SEED = 100
-
 
 def define_flags(flag_values=flags.FLAGS):
   """Defines every flag of run_squad.py (no-op if already there)."""
@@ -128,9 +123,11 @@ def _record_stem(FLAGS, data_file):  # pylint: disable=invalid-name
 
 
 def train_record_path(FLAGS, proc_id, num_proc):  # pylint: disable=invalid-name
-  """Path of training shard `proc_id` of `num_proc`."""
+  """Path of training shard `proc_id` of `num_proc`; the name holds the
+  order seed, so records of another --seed are not reused."""
+  seed = qa_records.order_seed(FLAGS.seed)
   return (f"{_record_stem(FLAGS, FLAGS.train_file)}."
-          f"train-{proc_id}-of-{num_proc}.tf_record")
+          f"train-{proc_id}-of-{num_proc}.seed-{seed}.tf_record")
 
 
 def predict_record_path(FLAGS):  # pylint: disable=invalid-name
@@ -149,7 +146,8 @@ def prepro_train_shard(FLAGS, sp_model, proc_id, num_proc):  # pylint: disable=i
   """Writes the training records of one shard.
 
   Shard `proc_id` holds the questions of every `num_proc`-th paragraph, in
-  an order shuffled once with a fixed seed.
+  an order shuffled once with `qa_records.order_seed(--seed)` (and the
+  shard).
 
   Returns:
     the records' path.
@@ -157,7 +155,8 @@ def prepro_train_shard(FLAGS, sp_model, proc_id, num_proc):  # pylint: disable=i
   paragraphs, examples, _ = squad_utils.read_squad_examples(
       FLAGS.train_file, is_training=True, flag_name="train_file")
   shard = [e for e in examples if e.paragraph_index % num_proc == proc_id]
-  random.Random(_SHUFFLE_SEED + proc_id).shuffle(shard)
+  shard = qa_records.shuffled(shard, qa_records.order_seed(FLAGS.seed),
+                              proc_id)
   path = train_record_path(FLAGS, proc_id, num_proc)
   converter = _converter(FLAGS, sp_model, paragraphs, is_training=True)
   count = qa_records.write_records(path, converter.iter_features(shard))
@@ -288,7 +287,7 @@ def run(FLAGS):  # pylint: disable=invalid-name
         train_record_paths(FLAGS, sp_model),
         squad_utils.feature_spec(FLAGS.max_seq_length, is_training=True),
         is_training=True, drop_remainder=True,
-        shuffle_buffer=FLAGS.shuffle_buffer)
+        shuffle_buffer=FLAGS.shuffle_buffer, seed=FLAGS.seed)
     train(FLAGS, input_fn)
   if not FLAGS.do_predict:
     return None

@@ -21,7 +21,9 @@ The layout of one feature (`max_seq_length` positions, right padding):
   input_mask 0            0      0            0       0       1
 
 `p_mask` is 1 where an answer cannot start or end; `<cls>` stays open
-because it is the answer of an impossible question.
+because it is the answer of an impossible question. Records hold the
+release's types: `input_mask`, `p_mask` and `is_impossible` float32, the
+rest int64.
 """
 import collections
 import json
@@ -474,14 +476,15 @@ def window_features(paragraph, question_ids, windows, max_seq_length):
     max_seq_length: int L.
 
   Returns:
-    dict of int64 arrays: `input_ids, input_mask, segment_ids, p_mask`
-    `[W, L]` and `cls_index [W, 1]` (W = len(windows)).
+    dict of arrays (W = len(windows)), as the release stores them:
+    `input_ids, segment_ids` int64 and `input_mask, p_mask` float32
+    `[W, L]`; `cls_index` int64 `[W, 1]`.
   """
   num_w, num_q = len(windows), len(question_ids)
   input_ids = np.zeros([num_w, max_seq_length], np.int64)
-  input_mask = np.ones([num_w, max_seq_length], np.int64)
+  input_mask = np.ones([num_w, max_seq_length], np.float32)
   segment_ids = np.full([num_w, max_seq_length], SEG_PAD, np.int64)
-  p_mask = np.ones([num_w, max_seq_length], np.int64)
+  p_mask = np.ones([num_w, max_seq_length], np.float32)
   cls_index = np.zeros([num_w, 1], np.int64)
   for w, (start, length) in enumerate(windows):
     cls = length + num_q + 2
@@ -511,13 +514,13 @@ def window_targets(answer, windows, cls_index):
     cls_index: int array `[W, 1]`.
 
   Returns:
-    dict of int64 `[W, 1]` arrays `start_positions, end_positions,
-    is_impossible`: the answer's window positions when the whole answer is
-    inside the window, else `<cls>` twice and is_impossible 1.
+    dict of `[W, 1]` arrays `start_positions, end_positions` (int64) and
+    `is_impossible` (float32): the answer's window positions when the whole
+    answer is inside the window, else `<cls>` twice and is_impossible 1.
   """
   start_pos = cls_index.copy()
   end_pos = cls_index.copy()
-  impossible = np.ones_like(cls_index)
+  impossible = np.ones(cls_index.shape, np.float32)
   if answer is not None:
     for w, (start, length) in enumerate(windows):
       if start <= answer[0] and answer[1] < start + length:
@@ -565,8 +568,9 @@ class FeatureConverter:
     return self.tokenized[index]
 
   def convert(self, example_index, example):
-    """Features of one question: dict of int64 arrays `[W, ...]`, or None
-    when its training answer maps to no piece."""
+    """Features of one question: dict of arrays `[W, ...]` (see
+    `window_features`, `window_targets`), or None when its training answer
+    maps to no piece."""
     paragraph = self.paragraph(example.paragraph_index)
     answer = None
     if self.is_training and not example.is_impossible:
