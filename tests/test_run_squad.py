@@ -95,6 +95,11 @@ def test_training_writes_missing_records_itself(squad, monkeypatch):
   (path,) = glob.glob(str(squad["tmp"] / "proc" / "*.tf_record"))
   assert path.endswith(".train-0-of-1.seed-3.tf_record")
   assert _count_records(path)
+  # The options that change the targets are part of the name.
+  run_squad.run(squad["flags"]("--do_train", "--trim_answer_whitespace",
+                               "--keep_unaligned"))
+  assert os.path.exists(path.replace(".seed-3.",
+                                     ".seed-3.trim.keep-unaligned."))
   monkeypatch.undo()
 
 
@@ -189,12 +194,22 @@ def test_training_runs_on_the_engine_and_resumes(squad):
   assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-3")
 
 
-def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch):
+def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch,
+                                                   caplog):
   monkeypatch.setattr(run_squad, "predict", qa_fixtures.session_predict(
       squad_model.get_qa_predictions))
+  caplog.set_level("INFO")
+  rules = []
+  real = squad_utils.get_predictions
+  monkeypatch.setattr(squad_utils, "get_predictions", lambda *a, **k: (
+      rules.append(k), real(*a, **k))[1])
   predict_dir = squad["tmp"] / "pred"
   metrics = run_squad.run(squad["flags"]("--do_predict",
-                                         f"--predict_dir={predict_dir}"))
+                                         f"--predict_dir={predict_dir}",
+                                         "--target_eval_key=has_ans_f1"))
+  assert rules == [dict(answer_on_last_piece=False, skip_empty_answers=False)]
+  assert (f"Checkpoint rating (--target_eval_key=has_ans_f1): "
+          f"{metrics['has_ans_f1']}") in caplog.text
   contexts = {qa["id"]: p["context"] for p in squad["data"][0]["paragraphs"]
               for qa in p["qas"]}
   with open(predict_dir / "predictions.json") as f:
@@ -215,10 +230,15 @@ def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch):
         assert contexts[qid][entry["start_char"]:entry["end_char"]] == (
             entry["text"])
   for key in ("exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1",
-              "best_f1_thresh", "best_exact"):
+              "best_f1_thresh", "best_exact", "has_ans_exact", "has_ans_f1",
+              "no_ans_exact", "no_ans_f1"):
     assert key in metrics
   assert metrics["total"] == len(contexts)
   assert not glob.glob(str(predict_dir / "*.tmp-*"))
+  run_squad.run(squad["flags"]("--do_predict", f"--predict_dir={predict_dir}",
+                               "--answer_on_last_piece",
+                               "--skip_empty_answers"))
+  assert rules[1] == dict(answer_on_last_piece=True, skip_empty_answers=True)
 
 
 @pytest.mark.parametrize("extra,match", [
@@ -233,6 +253,8 @@ def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch):
     (["--do_predict", "--n_best_size=0"], "--n_best_size=0 must be >= 1"),
     (["--do_predict", "--start_n_top=60"],
      "--start_n_top=60 exceeds --max_seq_length=48"),
+    (["--do_train", "--seed=-1"],
+     "--seed=-1: the order of the training examples needs a seed >= 0"),
 ])
 def test_bad_flags_name_the_flag(squad, extra, match):
   with pytest.raises(ValueError, match=match):

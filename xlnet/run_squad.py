@@ -8,8 +8,9 @@ Steps, each enabled by its flag:
                 and --num_proc is 1).
   --do_predict  predicts --predict_file and writes predictions.json,
                 null_odds.json, nbest_predictions.json and eval_results.json
-                (exact match / F1, HasAns / NoAns, best null threshold) to
-                --predict_dir.
+                (exact match / F1, HasAns / NoAns, best null threshold, the
+                release's has_ans_*) to --predict_dir; --target_eval_key
+                names the metric that rates the checkpoint.
 """
 import json
 import os
@@ -27,6 +28,11 @@ from xlnet import qa_records
 from xlnet import squad_eval
 from xlnet import squad_model
 from xlnet import squad_utils
+
+# Metrics --target_eval_key may name (see squad_eval.evaluate).
+TARGET_EVAL_KEYS = ("best_f1", "best_exact", "has_ans_f1", "has_ans_exact",
+                    "f1", "exact")
+
 
 def define_flags(flag_values=flags.FLAGS):
   """Defines every flag of run_squad.py (no-op if already there)."""
@@ -64,6 +70,25 @@ def define_flags(flag_values=flags.FLAGS):
                        "nbest_predictions.json.", **fv)
   flags.DEFINE_integer("predict_batch_size", 32, "Prediction batch size.",
                        **fv)
+  # Our earlier behaviour where it differs from the release's (which is the
+  # default); see docs/differences.md.
+  flags.DEFINE_bool("answer_on_last_piece", False,
+                    "Let a window's last paragraph piece start or end a "
+                    "predicted answer (the release never does).", **fv)
+  flags.DEFINE_bool("skip_empty_answers", False,
+                    "Skip predicted spans whose text is empty (the release "
+                    "keeps them and can predict \"\").", **fv)
+  flags.DEFINE_bool("trim_answer_whitespace", False,
+                    "End a training answer whose text ends in whitespace on "
+                    "its last word (the release ends it on the next "
+                    "piece).", **fv)
+  flags.DEFINE_bool("keep_unaligned", False,
+                    "Keep the training questions of paragraphs the "
+                    "release's character alignment fails on (it drops "
+                    "them).", **fv)
+  flags.DEFINE_enum("target_eval_key", "best_f1", TARGET_EVAL_KEYS,
+                    "Metric of eval_results.json that rates a checkpoint "
+                    "(has_ans_f1 for the paper's Model I).", **fv)
   # The paper's XLNet-Large settings.
   finetune_flags.set_defaults(flag_values, learning_rate=3e-5,
                         train_batch_size=48, train_steps=8000,
@@ -124,10 +149,13 @@ def _record_stem(FLAGS, data_file):  # pylint: disable=invalid-name
 
 def train_record_path(FLAGS, proc_id, num_proc):  # pylint: disable=invalid-name
   """Path of training shard `proc_id` of `num_proc`; the name holds the
-  order seed, so records of another --seed are not reused."""
+  order seed and the options that change the targets, so records of
+  other settings are not reused."""
   seed = qa_records.order_seed(FLAGS.seed)
+  options = ((".trim" if FLAGS.trim_answer_whitespace else "") +
+             (".keep-unaligned" if FLAGS.keep_unaligned else ""))
   return (f"{_record_stem(FLAGS, FLAGS.train_file)}."
-          f"train-{proc_id}-of-{num_proc}.seed-{seed}.tf_record")
+          f"train-{proc_id}-of-{num_proc}.seed-{seed}{options}.tf_record")
 
 
 def predict_record_path(FLAGS):  # pylint: disable=invalid-name
@@ -139,7 +167,9 @@ def _converter(FLAGS, sp_model, paragraphs, is_training):  # pylint: disable=inv
   """A squad_utils.FeatureConverter with the flags' settings."""
   return squad_utils.FeatureConverter(
       sp_model, paragraphs, FLAGS.max_seq_length, FLAGS.max_query_length,
-      FLAGS.doc_stride, FLAGS.uncased, is_training)
+      FLAGS.doc_stride, FLAGS.uncased, is_training,
+      trim_answer_whitespace=FLAGS.trim_answer_whitespace,
+      keep_unaligned=FLAGS.keep_unaligned)
 
 
 def prepro_train_shard(FLAGS, sp_model, proc_id, num_proc):  # pylint: disable=invalid-name
@@ -214,7 +244,9 @@ def write_predictions(FLAGS, examples, paragraphs, converter, results):  # pylin
   """
   predictions, nbest, null_odds = squad_utils.get_predictions(
       examples, paragraphs, converter, results, FLAGS.n_best_size,
-      FLAGS.max_answer_length)
+      FLAGS.max_answer_length,
+      answer_on_last_piece=FLAGS.answer_on_last_piece,
+      skip_empty_answers=FLAGS.skip_empty_answers)
   predict_dir = FLAGS.predict_dir or FLAGS.model_dir
   for name, content in (("predictions.json", predictions),
                         ("null_odds.json", null_odds),
@@ -240,6 +272,13 @@ def evaluate(FLAGS, predictions, null_odds):  # pylint: disable=invalid-name
   io_utils.atomic_write(path, json.dumps(metrics, indent=4) + "\n")
   for key, value in metrics.items():
     logging.info("  %s = %s", key, value)
+  target = FLAGS.target_eval_key
+  if target in metrics:
+    logging.info("Checkpoint rating (--target_eval_key=%s): %s", target,
+                 metrics[target])
+  else:
+    logging.warning("--target_eval_key=%s: %s has no such metric (no "
+                    "answerable question?)", target, FLAGS.predict_file)
   return metrics
 
 
