@@ -157,6 +157,17 @@ def test_records_have_the_release_format_and_old_ones_still_read(race,
     qa_records.make_input_fn([path, str(old)], spec, True, True)
 
 
+def test_training_uses_the_releases_records_when_ours_are_missing(race):
+  sp_model = prepro_utils.load_sp_model(train_tiny_spm(), "spiece_model_file")
+  flags = race("--do_train")
+  _, ours = run_race.prepro(flags, sp_model, "train")
+  release = os.path.join(flags.output_dir,
+                         "spiece-1000.model.len-24.train.tf_record")
+  os.rename(ours, release)
+  _, path = run_race.prepro(flags, sp_model, "train")
+  assert path == release and not os.path.exists(ours)
+
+
 def test_levels_select_the_files(race, monkeypatch):
   monkeypatch.setattr(run_race, "predict", qa_fixtures.session_predict(
       race_model.get_race_predictions))

@@ -167,6 +167,26 @@ def test_records_have_the_release_format_and_old_ones_still_read(squad):
       assert other[name].dtype == ours[name].dtype
 
 
+def test_training_uses_the_releases_records_when_ours_are_missing(squad):
+  flags = squad["flags"]("--do_train")
+  sp_model = run_squad.prepro_utils.load_sp_model(flags.spiece_model_file)
+  ours = run_squad.prepro_train_shard(flags, sp_model, 0, 1)
+  values = [{k: v for k, (_, v) in r.items()}
+            for r in qa_fixtures.read_records(ours)]
+  os.remove(ours)
+  # The release's name: {spiece file}.{proc_id}.slen-L.qlen-Q.train....
+  release = [str(squad["tmp"] / "proc" /
+                 f"spiece-1000.model.{i}.slen-48.qlen-8.train.tf_record")
+             for i in range(2)]
+  for i, path in enumerate(release):
+    qa_fixtures.write_protobuf_records(path, values[i::2], RELEASE_FLOATS)
+  assert run_squad.train_record_paths(flags, sp_model) == release
+  assert not os.path.exists(ours)
+  got = qa_fixtures.all_batches(run_squad.qa_records.make_input_fn(
+      release, squad_utils.feature_spec(48, True), False, False))
+  assert sorted(got["unique_ids"].tolist()) == list(range(len(values)))
+
+
 def test_float_features_equal_protobuf_bytes():
   features = {"ids": np.array([[5, 300], [0, 1]]),
               "mask": np.array([[1.0, 0.0], [0.5, -2.25]], np.float32)}

@@ -91,13 +91,22 @@ def record_path(FLAGS, split):  # pylint: disable=invalid-name
       f"{levels}.{split}{seed}.tf_record")
 
 
+def release_train_record(FLAGS):  # pylint: disable=invalid-name
+  """Where the release wrote its training records:
+  `{output_dir}/{spiece file name}.len-L.train.tf_record`."""
+  spiece = os.path.basename(FLAGS.spiece_model_file)
+  return os.path.join(FLAGS.output_dir,
+                      f"{spiece}.len-{FLAGS.max_seq_length}.train.tf_record")
+
+
 def prepro(FLAGS, sp_model, split):  # pylint: disable=invalid-name
   """Reads one split and writes its records.
 
   Training questions are shuffled once with `qa_records.order_seed(--seed)`
   and their records (whose name holds that seed) are reused when they
-  exist; evaluation records are always rewritten, so they match the
-  questions read now.
+  exist; otherwise the release's training records are used when
+  --output_dir holds them (`release_train_record`). Evaluation records are
+  always rewritten, so they match the questions read now.
 
   Returns:
     (examples, records path).
@@ -112,6 +121,13 @@ def prepro(FLAGS, sp_model, split):  # pylint: disable=invalid-name
   if split == "train" and tf.io.gfile.exists(path):
     logging.info("Reusing %s (%d questions)", path, len(examples))
     return examples, path
+  release = release_train_record(FLAGS)
+  if split == "train" and tf.io.gfile.exists(release):
+    logging.warning("Training on the release's records %s: their order, "
+                    "levels and max_qa_length are the release run's, and "
+                    "they keep its fault (when the article fitted, each "
+                    "option also holds the earlier options)", release)
+    return examples, release
   converter = race_utils.FeatureConverter(
       sp_model, articles, FLAGS.max_seq_length, FLAGS.max_qa_length,
       FLAGS.uncased)

@@ -198,8 +198,18 @@ def prepro_train_shard(FLAGS, sp_model, proc_id, num_proc):  # pylint: disable=i
   return path
 
 
+def release_train_records(FLAGS):  # pylint: disable=invalid-name
+  """Training records the release's preprocessing wrote to --output_dir:
+  `{spiece file name}.{proc_id}.slen-L.qlen-Q.train.tf_record`, sorted."""
+  spiece = os.path.basename(FLAGS.spiece_model_file)
+  return sorted(tf.io.gfile.glob(os.path.join(
+      FLAGS.output_dir, f"{spiece}.*.slen-{FLAGS.max_seq_length}."
+      f"qlen-{FLAGS.max_query_length}.train.tf_record")))
+
+
 def train_record_paths(FLAGS, sp_model):  # pylint: disable=invalid-name
-  """Paths of every training shard, writing them first when --num_proc=1.
+  """Paths of every training shard: ours, else the release's (see
+  `release_train_records`), else written now when --num_proc=1.
 
   Raises:
     ValueError: when shards of a sharded preprocessing are missing.
@@ -208,6 +218,12 @@ def train_record_paths(FLAGS, sp_model):  # pylint: disable=invalid-name
            for i in range(FLAGS.num_proc)]
   missing = [i for i, path in enumerate(paths)
              if not tf.io.gfile.exists(path)]
+  release = release_train_records(FLAGS) if missing else []
+  if release:
+    logging.info("Training on the release's records: %s (their order, "
+                 "doc stride and casing are the release run's)",
+                 ", ".join(release))
+    return release
   if missing and FLAGS.num_proc == 1:
     prepro_train_shard(FLAGS, sp_model, 0, 1)
   elif missing:
