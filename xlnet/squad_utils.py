@@ -442,9 +442,14 @@ def tokenize_paragraph(sp_model, vocab, text, uncased):
   Returns:
     TokenizedParagraph.
   """
+  return _tokenize(sp_model, vocab, text, uncased)[1]
+
+
+def _tokenize(sp_model, vocab, text, uncased):
+  """(pieces, TokenizedParagraph) of a paragraph (see tokenize_paragraph)."""
   pieces, ids = encode(sp_model, vocab, text, uncased)
   starts, ends = align_pieces(text, pieces, uncased)
-  return TokenizedParagraph(np.array(ids, np.int32), starts, ends)
+  return pieces, TokenizedParagraph(np.array(ids, np.int32), starts, ends)
 
 
 def char_span_to_pieces(paragraph, start_char, end_char):
@@ -629,19 +634,15 @@ class FeatureConverter:
     return self.vocab
 
   def paragraph(self, index):
-    """TokenizedParagraph of paragraph `index` (cached)."""
+    """TokenizedParagraph of paragraph `index` (cached; for training, also
+    whether the release could align it)."""
     if index not in self.tokenized:
-      self.tokenized[index] = tokenize_paragraph(
-          self.sp_model, self._vocab(), self.paragraphs[index], self.uncased)
-    return self.tokenized[index]
-
-  def release_aligned(self, index):
-    """`release_aligns` of paragraph `index` (cached)."""
-    if index not in self.aligned:
       text = self.paragraphs[index]
-      pieces, _ = encode(self.sp_model, self._vocab(), text, self.uncased)
-      self.aligned[index] = release_aligns(text, pieces, self.uncased)
-    return self.aligned[index]
+      pieces, self.tokenized[index] = _tokenize(
+          self.sp_model, self._vocab(), text, self.uncased)
+      if self.is_training and not self.keep_unaligned:
+        self.aligned[index] = release_aligns(text, pieces, self.uncased)
+    return self.tokenized[index]
 
   def gold_pieces(self, paragraph, example):
     """(first, last) piece of a training answer, or None if it covers no
@@ -660,11 +661,10 @@ class FeatureConverter:
     `window_features`, `window_targets`), or None when a training question
     is dropped (answer on no piece, or a paragraph the release could not
     align)."""
-    if (self.is_training and not self.keep_unaligned
-        and not self.release_aligned(example.paragraph_index)):
+    paragraph = self.paragraph(example.paragraph_index)
+    if not self.aligned.get(example.paragraph_index, True):
       self.unaligned.append(example.qas_id)
       return None
-    paragraph = self.paragraph(example.paragraph_index)
     answer = None
     if self.is_training and not example.is_impossible:
       answer = self.gold_pieces(paragraph, example)
