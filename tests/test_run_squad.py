@@ -116,9 +116,11 @@ def test_training_order_follows_the_seed(squad):
                                                             True)
   converter = squad_utils.FeatureConverter(sp_model, paragraphs, 48, 8, 12,
                                            False, is_training=True)
-  # The windows (input ids) of each question, in file order.
-  groups = [f["input_ids"].tolist() for f in map(
-      lambda e: converter.convert(0, e), examples)]
+  # The windows (input ids) of each question, in file order (none for the
+  # questions of paragraphs the release could not align).
+  features = [converter.convert(0, e) for e in examples]
+  groups = [[] if f is None else f["input_ids"].tolist() for f in features]
+  assert 0 < sum(not g for g in groups) < len(groups) / 4
   orders = {}
   for seed in (1, 2):
     flags = squad["flags"](f"--seed={seed}")
