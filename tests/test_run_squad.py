@@ -138,6 +138,8 @@ def test_training_order_follows_the_seed(squad):
     assert written == [row for i in order for row in groups[i]]
     orders[seed] = order.tolist()
   assert orders[1] != orders[2]
+  # An unset --seed keeps the fixed order seed of earlier versions.
+  assert run_squad.qa_records.order_seed(None) == 100
 
 
 def test_records_have_the_release_format_and_old_ones_still_read(squad):
