@@ -187,3 +187,65 @@ def write_race_dir(root, files):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_json(path, content)
   return str(root)
+
+
+def write_protobuf_records(path, rows, float_names=()):
+  """Writes records with the protobuf classes, as the release did.
+
+  Args:
+    path: TFRecord path.
+    rows: list of dicts name -> list of numbers (one dict per record).
+    float_names: names written as FloatList (the rest as Int64List).
+  """
+  with tf.io.TFRecordWriter(str(path)) as writer:
+    for row in rows:
+      feature = {}
+      for name, values in row.items():
+        if name in float_names:
+          feature[name] = tf.train.Feature(float_list=tf.train.FloatList(
+              value=[float(v) for v in values]))
+        else:
+          feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(
+              value=[int(v) for v in values]))
+      writer.write(tf.train.Example(features=tf.train.Features(
+          feature=feature)).SerializeToString())
+
+
+def _record_bytes(path):
+  """The records of an uncompressed TFRecord file (frames: uint64 length,
+  uint32 CRC, data, uint32 CRC)."""
+  with open(path, "rb") as f:
+    while True:
+      header = f.read(12)
+      if not header:
+        return
+      data = f.read(int.from_bytes(header[:8], "little"))
+      f.read(4)
+      yield data
+
+
+def read_records(path):
+  """Every record of a file as a dict name -> (kind, list of values), read
+  with the protobuf classes."""
+  out = []
+  for raw in _record_bytes(path):
+    features = tf.train.Example.FromString(raw).features.feature
+    out.append({name: (f.WhichOneof("kind"),
+                       list(getattr(f, f.WhichOneof("kind")).value))
+                for name, f in features.items()})
+  return out
+
+
+def all_batches(input_fn, batch_size=4):
+  """Every batch of a finite `input_fn`, concatenated: dict name -> array."""
+  with tf.Graph().as_default():
+    dataset = input_fn({"batch_size": batch_size})
+    features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+    parts = []
+    with tf.compat.v1.Session() as sess:
+      while True:
+        try:
+          parts.append(sess.run(features))
+        except tf.errors.OutOfRangeError:
+          break
+  return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

@@ -43,7 +43,7 @@ def test_option_packing_hand_worked():
   converter = race_utils.FeatureConverter(WordSp(), articles,
                                           max_seq_length=10, max_qa_length=4,
                                           uncased=False)
-  first = converter.convert(0, examples[0])
+  first = converter.convert(examples[0])
   ids = first["input_ids"].reshape(4, 10).tolist()
   # qa = question with "_" filled; the context keeps 10 - 3 - len(qa).
   assert ids[0] == [101, 102, 103, 104, SEP, 201, 301, 202, SEP, CLS]
@@ -55,9 +55,13 @@ def test_option_packing_hand_worked():
       0, 0, 0, 0, 1, 1, 1, 1, 1, 2]
   assert not first["input_mask"].any()
   assert first["label_ids"].tolist() == [[2]]
-  assert first["example_index"].tolist() == [[0]]
+  # The release's record format: float mask, is_real_example (no index).
+  assert first["is_real_example"].tolist() == [[1]]
+  assert {k: v.dtype.name for k, v in first.items()} == {
+      "input_ids": "int64", "input_mask": "float32", "segment_ids": "int64",
+      "label_ids": "int64", "is_real_example": "int64"}
 
-  second = converter.convert(1, examples[1])
+  second = converter.convert(examples[1])
   ids = second["input_ids"].reshape(4, 10).tolist()
   # No blank: question + " " + option; left padding. Every option gets a
   # fresh context: nothing of option j leaks into option j+1.
@@ -129,9 +133,8 @@ def test_accuracy_by_level_hand_worked():
                                             (3, "high")])]
   logits = [[5, 0, 0, 0], [5, 0, 0, 0], [0, 0, 9, 1], [0, 0, 0, 2],
             [1, 0, 0, 0]]
-  # Results arrive in any order.
-  results = [{"example_index": i, "logits": np.array(logits[i])}
-             for i in (4, 2, 0, 1, 3)]
+  # Results come in record order, which is the order of the questions.
+  results = [{"logits": np.array(row)} for row in logits]
   got = race_utils.accuracy_by_level(ex, results)
   assert got == {"accuracy_middle": 0.5, "num_middle": 2,
                  "accuracy_high": pytest.approx(2 / 3), "num_high": 3,

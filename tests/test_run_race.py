@@ -9,7 +9,10 @@ import pytest
 from tests import qa_fixtures
 from tests.data_helpers import train_tiny_spm
 from tests.test_run_squad import _script_commands
+from xlnet import prepro_utils
+from xlnet import qa_records
 from xlnet import race_model
+from xlnet import race_utils
 from xlnet import run_race
 
 WORDS = ["the", "school", "teacher", "said", "Botchan", "river", "over",
@@ -54,7 +57,7 @@ def test_train_input_and_eval_with_a_stand_in_engine(race, tmp_path,
                       lambda FLAGS, input_fn: captured.update(fn=input_fn))
   monkeypatch.setattr(run_race, "predict", qa_fixtures.session_predict(
       race_model.get_race_predictions))
-  flags = race("--do_train", "--do_eval")
+  flags = race("--do_train", "--do_eval", "--seed=7")
   metrics = run_race.run(flags)
   assert metrics["num_middle"] == 4 and metrics["num_high"] == 6
   assert metrics["num_examples"] == 10
@@ -75,12 +78,94 @@ def test_train_input_and_eval_with_a_stand_in_engine(race, tmp_path,
   # Training records are reused; evaluation records are written again.
   names = sorted(os.listdir(tmp_path / "proc"))
   assert names == ["spiece-1000.len-24.qa-8.middle-high.dev.tf_record",
-                   "spiece-1000.len-24.qa-8.middle-high.train.tf_record"]
+                   "spiece-1000.len-24.qa-8.middle-high.train.seed-7.tf_record"]
   os.utime(tmp_path / "proc" / names[1], ns=(1, 1))
   os.utime(tmp_path / "proc" / names[0], ns=(1, 1))
   run_race.run(flags)
   assert os.stat(tmp_path / "proc" / names[1]).st_mtime_ns == 1
   assert os.stat(tmp_path / "proc" / names[0]).st_mtime_ns != 1
+
+
+def test_training_order_follows_the_seed(race):
+  sp_model = prepro_utils.load_sp_model(train_tiny_spm(), "spiece_model_file")
+  flags = race("--do_train")
+  _, dev_path = run_race.prepro(flags, sp_model, "dev")
+  # The ids of the train split's questions, in file order.
+  articles, examples = race_utils.read_race_examples(
+      flags.data_dir, "train", race_utils.LEVELS)
+  converter = race_utils.FeatureConverter(sp_model, articles, 24, 8, False)
+  unshuffled = [converter.convert(e)["input_ids"][0].tolist()
+                for e in examples]
+  orders = {}
+  for seed in (1, 2):
+    _, path = run_race.prepro(race("--do_train", f"--seed={seed}"), sp_model,
+                              "train")
+    assert path.endswith(f".train.seed-{seed}.tf_record")
+    with open(path, "rb") as f:
+      first = f.read()
+    os.remove(path)
+    run_race.prepro(race("--do_train", f"--seed={seed}"), sp_model, "train")
+    with open(path, "rb") as f:
+      assert f.read() == first  # same seed, same bits
+    written = [r["input_ids"][1] for r in qa_fixtures.read_records(path)]
+    order = [unshuffled.index(ids) for ids in written]
+    # The documented permutation of the questions read in file order.
+    expected = np.random.default_rng([seed]).permutation(len(unshuffled))
+    assert order == expected.tolist()
+    orders[seed] = order
+  assert orders[1] != orders[2] and len(set(map(tuple, unshuffled))) == 10
+  assert dev_path.endswith(".dev.tf_record")
+
+
+def test_records_have_the_release_format_and_old_ones_still_read(race,
+                                                                 tmp_path):
+  sp_model = prepro_utils.load_sp_model(train_tiny_spm(), "spiece_model_file")
+  flags = race("--do_eval")
+  _, path = run_race.prepro(flags, sp_model, "dev")
+  records = qa_fixtures.read_records(path)
+  assert len(records) == 10
+  for record in records:
+    # The release's keys and types: float input_mask, is_real_example.
+    assert {k: kind for k, (kind, _) in record.items()} == {
+        "input_ids": "int64_list", "input_mask": "float_list",
+        "segment_ids": "int64_list", "label_ids": "int64_list",
+        "is_real_example": "int64_list"}
+    assert record["is_real_example"][1] == [1]
+    pad = [s == 4 for s in record["segment_ids"][1]]
+    assert record["input_mask"][1] == [float(p) for p in pad]
+  values = [{k: v for k, (_, v) in r.items()} for r in records]
+  release = tmp_path / "release.tf_record"
+  qa_fixtures.write_protobuf_records(release, values, ["input_mask"])
+  # Earlier versions of this project: all int64, example_index.
+  old = tmp_path / "old.tf_record"
+  qa_fixtures.write_protobuf_records(old, [
+      dict({k: v for k, v in r.items() if k != "is_real_example"},
+           example_index=[i]) for i, r in enumerate(values)])
+  spec = race_utils.feature_spec(flags.max_seq_length)
+  ours, *others = [qa_fixtures.all_batches(qa_records.make_input_fn(
+      [str(p)], spec, is_training=False, drop_remainder=False))
+                   for p in (path, release, old)]
+  assert ours["input_mask"].dtype == np.float32
+  assert ours["input_mask"].tolist() == [r["input_mask"] for r in values]
+  for other in others:
+    assert other.keys() == ours.keys()
+    for name in ours:
+      np.testing.assert_array_equal(other[name], ours[name])
+      assert other[name].dtype == ours[name].dtype
+  with pytest.raises(ValueError, match="'input_mask' is stored as int64 but "
+                     "as float32 in"):
+    qa_records.make_input_fn([path, str(old)], spec, True, True)
+
+
+def test_training_uses_the_releases_records_when_ours_are_missing(race):
+  sp_model = prepro_utils.load_sp_model(train_tiny_spm(), "spiece_model_file")
+  flags = race("--do_train")
+  _, ours = run_race.prepro(flags, sp_model, "train")
+  release = os.path.join(flags.output_dir,
+                         "spiece-1000.model.len-24.train.tf_record")
+  os.rename(ours, release)
+  _, path = run_race.prepro(flags, sp_model, "train")
+  assert path == release and not os.path.exists(ours)
 
 
 def test_levels_select_the_files(race, monkeypatch):

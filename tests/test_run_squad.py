@@ -33,7 +33,8 @@ def squad(tmp_path):
           f"--output_dir={tmp_path / 'proc'}",
           f"--model_dir={tmp_path / 'model'}",
           f"--model_config_path={qa_fixtures.write_tiny_config(tmp_path)}",
-          f"--train_file={train}", f"--predict_file={dev}"] + SMALL
+          f"--train_file={train}", f"--predict_file={dev}",
+          "--seed=3"] + SMALL
 
   def flags(*extra):
     return run_squad.parse_flags(base + list(extra))
@@ -54,7 +55,7 @@ def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
   paths = sorted(glob.glob(str(proc / "*")))
   assert [os.path.basename(p) for p in paths] == [
       f"train-v2.0.spiece-1000.slen-48.qlen-8.stride-12.train-{i}-of-2"
-      ".tf_record" for i in range(2)]
+      ".seed-3.tf_record" for i in range(2)]
   # Together the shards hold every window of every question, once.
   flags = squad["flags"]()
   paragraphs, examples, _ = squad_utils.read_squad_examples(squad["train"],
@@ -92,8 +93,115 @@ def test_training_writes_missing_records_itself(squad, monkeypatch):
   monkeypatch.setattr(run_squad, "train", lambda FLAGS, input_fn: None)
   run_squad.run(squad["flags"]("--do_train"))
   (path,) = glob.glob(str(squad["tmp"] / "proc" / "*.tf_record"))
-  assert path.endswith(".train-0-of-1.tf_record") and _count_records(path)
+  assert path.endswith(".train-0-of-1.seed-3.tf_record")
+  assert _count_records(path)
+  # The options that change the targets are part of the name.
+  run_squad.run(squad["flags"]("--do_train", "--trim_answer_whitespace",
+                               "--keep_unaligned"))
+  assert os.path.exists(path.replace(".seed-3.",
+                                     ".seed-3.trim.keep-unaligned."))
   monkeypatch.undo()
+
+
+# The release's SQuAD record types (its FeatureWriter).
+RELEASE_FLOATS = ("input_mask", "p_mask", "is_impossible")
+RELEASE_INTS = ("unique_ids", "input_ids", "segment_ids", "cls_index",
+                "start_positions", "end_positions")
+
+
+def test_training_order_follows_the_seed(squad):
+  flags = squad["flags"]()
+  sp_model = run_squad.prepro_utils.load_sp_model(flags.spiece_model_file)
+  paragraphs, examples, _ = squad_utils.read_squad_examples(squad["train"],
+                                                            True)
+  converter = squad_utils.FeatureConverter(sp_model, paragraphs, 48, 8, 12,
+                                           False, is_training=True)
+  # The windows (input ids) of each question, in file order (none for the
+  # questions of paragraphs the release could not align).
+  features = [converter.convert(0, e) for e in examples]
+  groups = [[] if f is None else f["input_ids"].tolist() for f in features]
+  assert 0 < sum(not g for g in groups) < len(groups) / 4
+  orders = {}
+  for seed in (1, 2):
+    flags = squad["flags"](f"--seed={seed}")
+    path = run_squad.prepro_train_shard(flags, sp_model, 0, 1)
+    assert path.endswith(f".train-0-of-1.seed-{seed}.tf_record")
+    with open(path, "rb") as f:
+      first = f.read()
+    os.remove(path)
+    run_squad.prepro_train_shard(flags, sp_model, 0, 1)
+    with open(path, "rb") as f:
+      assert f.read() == first  # same seed, same bits
+    written = [r["input_ids"][1] for r in qa_fixtures.read_records(path)]
+    # The questions in the documented permutation, each with its windows.
+    order = np.random.default_rng([seed, 0]).permutation(len(groups))
+    assert written == [row for i in order for row in groups[i]]
+    orders[seed] = order.tolist()
+  assert orders[1] != orders[2]
+  # An unset --seed keeps the fixed order seed of earlier versions.
+  assert run_squad.qa_records.order_seed(None) == 100
+
+
+def test_records_have_the_release_format_and_old_ones_still_read(squad):
+  flags = squad["flags"]()
+  sp_model = run_squad.prepro_utils.load_sp_model(flags.spiece_model_file)
+  path = run_squad.prepro_train_shard(flags, sp_model, 0, 1)
+  records = qa_fixtures.read_records(path)
+  for record in records:
+    assert {k: kind for k, (kind, _) in record.items()} == dict(
+        [(k, "float_list") for k in RELEASE_FLOATS] +
+        [(k, "int64_list") for k in RELEASE_INTS])
+    pad = [s == 3 for s in record["segment_ids"][1]]
+    assert record["input_mask"][1] == [float(p) for p in pad]
+  values = [{k: v for k, (_, v) in r.items()} for r in records]
+  release = squad["tmp"] / "release.tf_record"
+  qa_fixtures.write_protobuf_records(release, values, RELEASE_FLOATS)
+  old = squad["tmp"] / "old.tf_record"  # earlier versions: all int64
+  qa_fixtures.write_protobuf_records(old, values)
+  spec = squad_utils.feature_spec(48, is_training=True)
+  ours, *others = [qa_fixtures.all_batches(run_squad.qa_records.make_input_fn(
+      [str(p)], spec, is_training=False, drop_remainder=False))
+                   for p in (path, release, old)]
+  assert ours["p_mask"].dtype == ours["is_impossible"].dtype == np.float32
+  assert ours["p_mask"].tolist() == [r["p_mask"] for r in values]
+  for other in others:
+    assert other.keys() == ours.keys()
+    for name in ours:
+      np.testing.assert_array_equal(other[name], ours[name])
+      assert other[name].dtype == ours[name].dtype
+
+
+def test_training_uses_the_releases_records_when_ours_are_missing(squad):
+  flags = squad["flags"]("--do_train")
+  sp_model = run_squad.prepro_utils.load_sp_model(flags.spiece_model_file)
+  ours = run_squad.prepro_train_shard(flags, sp_model, 0, 1)
+  values = [{k: v for k, (_, v) in r.items()}
+            for r in qa_fixtures.read_records(ours)]
+  os.remove(ours)
+  # The release's name: {spiece file}.{proc_id}.slen-L.qlen-Q.train....
+  release = [str(squad["tmp"] / "proc" /
+                 f"spiece-1000.model.{i}.slen-48.qlen-8.train.tf_record")
+             for i in range(2)]
+  for i, path in enumerate(release):
+    qa_fixtures.write_protobuf_records(path, values[i::2], RELEASE_FLOATS)
+  assert run_squad.train_record_paths(flags, sp_model) == release
+  assert not os.path.exists(ours)
+  got = qa_fixtures.all_batches(run_squad.qa_records.make_input_fn(
+      release, squad_utils.feature_spec(48, True), False, False))
+  assert sorted(got["unique_ids"].tolist()) == list(range(len(values)))
+
+
+def test_float_features_equal_protobuf_bytes():
+  features = {"ids": np.array([[5, 300], [0, 1]]),
+              "mask": np.array([[1.0, 0.0], [0.5, -2.25]], np.float32)}
+  for i, raw in enumerate(
+      run_squad.qa_records.example_proto.serialize_examples(features)):
+    expected = tf.train.Example(features=tf.train.Features(feature={
+        "ids": tf.train.Feature(int64_list=tf.train.Int64List(
+            value=features["ids"][i].tolist())),
+        "mask": tf.train.Feature(float_list=tf.train.FloatList(
+            value=features["mask"][i].tolist()))}))
+    assert raw == expected.SerializeToString(deterministic=True)
 
 
 @pytest.mark.eager
@@ -110,12 +218,22 @@ def test_training_runs_on_the_engine_and_resumes(squad):
   assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-3")
 
 
-def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch):
+def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch,
+                                                   caplog):
   monkeypatch.setattr(run_squad, "predict", qa_fixtures.session_predict(
       squad_model.get_qa_predictions))
+  caplog.set_level("INFO")
+  rules = []
+  real = squad_utils.get_predictions
+  monkeypatch.setattr(squad_utils, "get_predictions", lambda *a, **k: (
+      rules.append(k), real(*a, **k))[1])
   predict_dir = squad["tmp"] / "pred"
   metrics = run_squad.run(squad["flags"]("--do_predict",
-                                         f"--predict_dir={predict_dir}"))
+                                         f"--predict_dir={predict_dir}",
+                                         "--target_eval_key=has_ans_f1"))
+  assert rules == [dict(answer_on_last_piece=False, skip_empty_answers=False)]
+  assert (f"Checkpoint rating (--target_eval_key=has_ans_f1): "
+          f"{metrics['has_ans_f1']}") in caplog.text
   contexts = {qa["id"]: p["context"] for p in squad["data"][0]["paragraphs"]
               for qa in p["qas"]}
   with open(predict_dir / "predictions.json") as f:
@@ -136,10 +254,15 @@ def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch):
         assert contexts[qid][entry["start_char"]:entry["end_char"]] == (
             entry["text"])
   for key in ("exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1",
-              "best_f1_thresh", "best_exact"):
+              "best_f1_thresh", "best_exact", "has_ans_exact", "has_ans_f1",
+              "no_ans_exact", "no_ans_f1"):
     assert key in metrics
   assert metrics["total"] == len(contexts)
   assert not glob.glob(str(predict_dir / "*.tmp-*"))
+  run_squad.run(squad["flags"]("--do_predict", f"--predict_dir={predict_dir}",
+                               "--answer_on_last_piece",
+                               "--skip_empty_answers"))
+  assert rules[1] == dict(answer_on_last_piece=True, skip_empty_answers=True)
 
 
 @pytest.mark.parametrize("extra,match", [
@@ -154,6 +277,8 @@ def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch):
     (["--do_predict", "--n_best_size=0"], "--n_best_size=0 must be >= 1"),
     (["--do_predict", "--start_n_top=60"],
      "--start_n_top=60 exceeds --max_seq_length=48"),
+    (["--do_train", "--seed=-1"],
+     "--seed=-1: the order of the training examples needs a seed >= 0"),
 ])
 def test_bad_flags_name_the_flag(squad, extra, match):
   with pytest.raises(ValueError, match=match):
@@ -233,7 +358,7 @@ def test_prepro_script_runs_on_the_official_layout(tmp_path):
   os.symlink(train_tiny_spm(), ckpt_dir / "spiece.model")
   subprocess.run(
       ["bash", os.path.join(REPO_ROOT, "scripts", "prepro_squad.sh"),
-       "--max_seq_length=128"], check=True, cwd=REPO_ROOT, timeout=600,
+       "--max_seq_length=128", "--seed=5"], check=True, cwd=REPO_ROOT, timeout=600,
       capture_output=True,
       env=dict(os.environ, PYTHON=sys.executable, SQUAD_DIR=str(squad_dir),
                INIT_CKPT_DIR=str(ckpt_dir), NUM_PROC="2",
@@ -241,4 +366,4 @@ def test_prepro_script_runs_on_the_official_layout(tmp_path):
                TF_CPP_MIN_LOG_LEVEL="3"))
   names = sorted(os.listdir(tmp_path / "proc"))
   assert names == [f"train-v2.0.spiece.slen-128.qlen-64.stride-128.train-"
-                   f"{i}-of-2.tf_record" for i in range(2)]
+                   f"{i}-of-2.seed-5.tf_record" for i in range(2)]

@@ -92,6 +92,23 @@ def test_threshold_stays_zero_when_answering_never_helps():
   # All null scores 1 (q2); answering q1 adds 0, q2 subtracts 1.
   assert got["best_f1"] == pytest.approx(50.0)
   assert got["best_f1_thresh"] == 0.0
+  # At the threshold 1.0, q2 (2.0) counts as null and scores 1; the
+  # release's has_ans_* / no_ans_* score the predictions as they are.
+  assert got["NoAns_exact"] == pytest.approx(100.0)
+  assert got["no_ans_exact"] == got["no_ans_f1"] == 0.0
+  assert got["has_ans_exact"] == got["has_ans_f1"] == 0.0
+
+
+def test_has_ans_scores_ignore_the_null_threshold():
+  data = _dataset([("q1", ["big red dog"]), ("q2", ["cat"]), ("q3", [])])
+  preds = {"q1": "red dog", "q2": "cat", "q3": ""}
+  got = squad_eval.evaluate(data, preds, {"q1": 5.0, "q2": 0.0, "q3": 0.0})
+  # q1 is null at the threshold 1.0 (HasAns counts 0 for it); raw it has
+  # F1 2 * (1 * 2/3) / (1 + 2/3) = 0.8 and exact 0; q2 is exact.
+  assert got["HasAns_f1"] == pytest.approx(50.0)
+  assert got["has_ans_f1"] == pytest.approx(100 * (0.8 + 1) / 2)
+  assert got["has_ans_exact"] == pytest.approx(50.0)
+  assert got["no_ans_exact"] == got["no_ans_f1"] == pytest.approx(100.0)
 
 
 def test_squad11_style_file_has_no_noans_split():
@@ -101,6 +118,8 @@ def test_squad11_style_file_has_no_noans_split():
   # q2: P = 1, R = 1/2 -> F1 2/3; mean with 1 -> 83.33.
   assert got["f1"] == pytest.approx(100 * (1 + 2 / 3) / 2)
   assert "NoAns_exact" not in got and "best_f1" not in got
+  assert "no_ans_f1" not in got
+  assert got["has_ans_f1"] == pytest.approx(got["f1"])
   assert got["HasAns_total"] == 2
 
 

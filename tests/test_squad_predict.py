@@ -41,7 +41,7 @@ def _hand_made_converter():
   return texts, examples, converter
 
 
-def test_nbest_hand_worked():
+def test_nbest_hand_worked_with_our_earlier_rules():
   texts, examples, converter = _hand_made_converter()
   results = [
       # Window 0 (pieces 0-2): (0, 2) is 3 pieces long; start 5 is outside
@@ -59,9 +59,11 @@ def test_nbest_hand_worked():
       # Only an impossible span: no answer.
       _result(3, -4.0, [0], [-0.1], [5], [-0.1]),
   ]
+  # Our earlier rules (--answer_on_last_piece --skip_empty_answers).
   preds, nbest, null = squad_utils.get_predictions(
       examples, texts, converter, reversed(results), n_best_size=3,
-      max_answer_length=2)
+      max_answer_length=2, answer_on_last_piece=True,
+      skip_empty_answers=True)
   assert preds == {"q0": "delta epsilon", "q1": "x", "q2": ""}
   assert null == {"q0": 1.0, "q1": 0.5, "q2": -4.0}
   # q0 candidates by score: (3,4) -0.1, (0,1) -0.4, (2,2) -0.52,
@@ -86,9 +88,12 @@ def test_nbest_hand_worked():
     squad_utils.get_predictions(examples, texts, converter, results[:3], 3, 2)
 
 
-def test_oracle_beam_gives_back_the_original_answers(tmp_path):
+@pytest.mark.parametrize("last_piece", [False, True])
+def test_oracle_beam_gives_back_the_original_answers(tmp_path, last_piece):
   """With the beam putting the gold span first in a window where it has
-  its best context, every prediction is the answer's original text."""
+  its best context (and, as in the release, off the window's last
+  paragraph piece unless --answer_on_last_piece), every prediction is the
+  answer's original text."""
   sp_model = spm.SentencePieceProcessor(model_file=train_tiny_spm())
   data = qa_fixtures.synthetic_squad(np.random.default_rng(3), 10, 5)
   path = qa_fixtures.write_json(tmp_path / "dev.json", {"data": data})
@@ -109,7 +114,8 @@ def test_oracle_beam_gives_back_the_original_answers(tmp_path):
           example.end_char)
     s, e = (-1, -1) if span is None else (span[0] - window.doc_start,
                                           span[1] - window.doc_start)
-    if 0 <= s <= e < window.doc_len and window.max_context[s]:
+    doc_end = window.doc_len if last_piece else window.doc_len - 1
+    if 0 <= s <= e < doc_end and window.max_context[s]:
       reachable.add(example.qas_id)
       starts, start_lps, ends = [s, 0], [0.0, -9.0], [e, s, 0, 0]
     else:  # some other span, with a low score
@@ -119,7 +125,7 @@ def test_oracle_beam_gives_back_the_original_answers(tmp_path):
                            start_lps, ends, [0.0, -9.0, -9.0, -9.0]))
   preds, _, null_odds = squad_utils.get_predictions(
       examples, paragraphs, converter, results, n_best_size=2,
-      max_answer_length=30)
+      max_answer_length=30, answer_on_last_piece=last_piece)
   answerable = [q for q, e in gold.items() if not e.is_impossible]
   assert len(reachable) >= 0.8 * len(answerable), len(reachable)
   for qid in reachable:
@@ -132,3 +138,48 @@ def test_oracle_beam_gives_back_the_original_answers(tmp_path):
   assert metrics["best_exact"] >= 100.0 * (
       1 - (len(answerable) - len(reachable)) / len(gold))
   assert metrics["NoAns_total"] == len(gold) - len(answerable)
+
+
+def _release_rule_results():
+  """Beams over `_hand_made_converter`'s windows for the release's rules."""
+  return [
+      # Window 0 (pieces 0-2, doc_len 3): piece 2 is its last paragraph
+      # piece, so (0, 2) and every span starting at 2 are out.
+      _result(0, 2.0, [0, 5, 2], [-0.1, -0.2, -0.02],
+              [1, 2, 0, 1, 3, 2], [-0.3, -0.05, -1, -1, -0.01, -0.5]),
+      # Window 1 (pieces 2-4): window positions 2 (piece 4) is its last
+      # paragraph piece: (3, 4) "delta epsilon" is out, (3, 3) stays.
+      _result(1, 1.0, [0, 1, 2], [-0.01, -0.05, -3.0],
+              [0, 1, 2, 1, 2, 0], [-0.01, -0.01, -0.05, -0.6, -0.1, -0.1]),
+      # "x x": (1, 1) is the lone '▁' piece: text "" (score -0.2); then
+      # (0, 0) "x" (-0.6); (0, 1) "x " -> "x" again (-0.8).
+      _result(2, 0.5, [1, 0], [-0.1, -0.5], [1, 0, 0, 1],
+              [-0.1, -0.2, -0.1, -0.3]),
+      # One-piece window: its only piece is its last: no answer.
+      _result(3, -4.0, [0], [-0.1], [0], [-0.1]),
+  ]
+
+
+@pytest.mark.parametrize("last_piece,skip_empty,want", [
+    (False, False, {"q0": ["alpha beta", "delta"], "q1": ["", "x"],
+                    "q2": [""]}),
+    (True, False, {"q0": ["delta epsilon", "alpha beta", "gamma"],
+                   "q1": ["", "x"], "q2": ["nothing"]}),
+    (False, True, {"q0": ["alpha beta", "delta"], "q1": ["x"], "q2": [""]}),
+])
+def test_nbest_hand_worked_with_the_releases_rules(last_piece, skip_empty,
+                                                   want):
+  texts, examples, converter = _hand_made_converter()
+  preds, nbest, _ = squad_utils.get_predictions(
+      examples, texts, converter, _release_rule_results(), n_best_size=3,
+      max_answer_length=2, answer_on_last_piece=last_piece,
+      skip_empty_answers=skip_empty)
+  assert {q: [e["text"] for e in nbest[q]] for q in want} == want
+  assert preds == {q: kept[0] for q, kept in want.items()}
+  if not skip_empty:
+    # The empty answer is a real candidate: scores -0.2 and -0.6.
+    probs = [e["probability"] for e in nbest["q1"]]
+    np.testing.assert_allclose(probs, [1 / (1 + np.exp(-0.4)),
+                                       1 / (1 + np.exp(0.4))], rtol=1e-5)
+    assert (nbest["q1"][0]["start_char"], nbest["q1"][0]["end_char"]) == (
+        2, 2)

@@ -212,9 +212,9 @@ def test_read_counts_and_skips_misplaced_answers(tmp_path, caplog):
   paragraphs, examples, skipped = squad_utils.read_squad_examples(path, True)
   assert paragraphs == [context]
   assert skipped == ["moved", "past"]
-  assert [(e.qas_id, e.start_char, e.end_char, e.is_impossible)
-          for e in examples] == [("ok", 6, 10, False),
-                                 ("none", None, None, True)]
+  assert [(e.qas_id, e.start_char, e.end_char, e.is_impossible,
+           e.raw_end_char) for e in examples] == [
+               ("ok", 6, 10, False, 11), ("none", None, None, True, None)]
   assert "skipped 2 of 4 questions" in caplog.text
   # Prediction reads every question and ignores answers.
   _, examples, skipped = squad_utils.read_squad_examples(path, False)
@@ -253,3 +253,88 @@ def test_missing_file_names_the_flag(tmp_path):
                      "not found"):
     squad_utils.read_squad_examples(str(tmp_path / "nope.json"), False,
                                     "predict_file")
+
+
+def _hand_paragraph(spans):
+  """TokenizedParagraph of hand-made pieces: spans = [(start, end)]."""
+  starts, ends = zip(*spans)
+  return squad_utils.TokenizedParagraph(np.arange(len(spans)),
+                                        np.array(starts), np.array(ends))
+
+
+@pytest.mark.parametrize("spans,answer,want_release,want_trim", [
+    # "alpha beta gamma", answer "beta " (6, 11): the release mapped the
+    # answer's last character, the space, to the '▁' that starts "▁gamma".
+    ([(0, 5), (6, 10), (11, 16)], (6, 10, 11), (1, 2), (1, 1)),
+    # No trailing whitespace: both end on "beta".
+    ([(0, 5), (6, 10), (11, 16)], (6, 10, 10), (1, 1), (1, 1)),
+    # "beta (y)" as "▁beta" "▁" "(" "y" ")": the space is the lone '▁'.
+    ([(0, 4), (5, 5), (5, 6), (6, 7), (7, 8)], (0, 4, 5), (0, 1), (0, 0)),
+    # "alpha beta ": nothing follows, the answer ends on its last piece.
+    ([(0, 5), (6, 10)], (6, 10, 11), (1, 1), (1, 1)),
+])
+def test_gold_end_of_an_answer_ending_in_whitespace(spans, answer,
+                                                     want_release, want_trim):
+  example = squad_utils.SquadExample("q", "?", 0, answer[0], answer[1],
+                                     False, answer[2])
+  for trim, want in ((False, want_release), (True, want_trim)):
+    converter = squad_utils.FeatureConverter(
+        None, ["-"], 16, 4, 4, False, is_training=True,
+        trim_answer_whitespace=trim)
+    assert converter.gold_pieces(_hand_paragraph(spans), example) == want
+
+
+def test_lcs_length_against_dynamic_programming():
+  assert squad_utils.lcs_length("ABCBDAB", "BDCABA") == 4
+  assert squad_utils.lcs_length("", "abc") == 0
+  rng = np.random.default_rng(0)
+  for _ in range(200):
+    a = "".join(rng.choice(list("abc "), int(rng.integers(0, 12))))
+    b = "".join(rng.choice(list("abc "), int(rng.integers(0, 12))))
+    table = np.zeros((len(a) + 1, len(b) + 1), int)
+    for i, x in enumerate(a):
+      for j, y in enumerate(b):
+        table[i + 1, j + 1] = (table[i, j] + 1 if x == y else
+                               max(table[i, j + 1], table[i + 1, j]))
+    assert squad_utils.lcs_length(a, b) == table[-1, -1], (a, b)
+
+
+@pytest.mark.parametrize("text,pieces,aligned", [
+    ("Café au lait", [U + "Caf", "e", U + "au", U + "lait"], True),
+    ("abcde", [U + "abcde"], True),
+    ("abcde", [U + "abcd", "X"], True),  # 4 of 5 characters: 80%
+    ("abcde", [U + "abc", "XY"], False),  # 3 of 5
+    # "ﬁ" alone normalizes to "fi", two characters: it never matches.
+    ("ﬁﬁﬁﬁ ﬁﬁﬁ ﬁﬁ ok", [U + "fifififi", U + "fififi", U + "fifi", U + "ok"],
+     False),
+    ("", [], False),
+])
+def test_release_alignment_check_hand_worked(text, pieces, aligned):
+  assert squad_utils.release_aligns(text, pieces, lower=False) == aligned
+
+
+def test_training_drops_unaligned_paragraphs_unless_kept(sp_model, tmp_path):
+  data = [{"paragraphs": [
+      {"context": "ﬁﬁﬁﬁ ﬁﬁﬁ ﬁﬁ ok", "qas": [
+          {"id": "q0", "question": "which?", "answers": [
+              {"text": "ok", "answer_start": 12}]},
+          {"id": "q1", "question": "none?", "answers": [],
+           "is_impossible": True}]},
+      {"context": "the river said over", "qas": [
+          {"id": "q2", "question": "who?", "answers": [
+              {"text": "river", "answer_start": 4}]}]}]}]
+  path = qa_fixtures.write_json(tmp_path / "t.json", {"data": data})
+  paragraphs, examples, _ = squad_utils.read_squad_examples(path, True)
+  kept = {}
+  for keep in (False, True):
+    converter = squad_utils.FeatureConverter(
+        sp_model, paragraphs, 32, 8, 8, False, is_training=True,
+        keep_unaligned=keep)
+    kept[keep] = sum(len(f["input_ids"])
+                     for f in converter.iter_features(examples))
+    assert converter.unaligned == ([] if keep else ["q0", "q1"])
+  assert (kept[False], kept[True]) == (1, 3)  # one window per question
+  # Prediction never drops a question.
+  predict = squad_utils.FeatureConverter(sp_model, paragraphs, 32, 8, 8,
+                                         False, is_training=False)
+  assert sum(len(f["input_ids"]) for f in predict.iter_features(examples)) == 3

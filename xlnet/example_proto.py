@@ -1,13 +1,15 @@
-"""tf.train.Example bytes of integer features, built with NumPy.
+"""tf.train.Example bytes of integer (and float32) features, built with NumPy.
 
 The record writer produces millions of examples; building them through the
 protobuf classes costs more than all the rest of the example work. An
-Example holding only int64 lists has a simple wire form, written here
-directly (field numbers from tensorflow/core/example/{example,feature}.proto):
+Example holding only int64 and float lists has a simple wire form, written
+here directly (field numbers from
+tensorflow/core/example/{example,feature}.proto):
 
   Example  { 1: Features }
   Features { 1: map entry { 1: key (string), 2: Feature } }  (one per name)
-  Feature  { 3: Int64List }
+  Feature  { 2: FloatList | 3: Int64List }
+  FloatList{ 1: packed little-endian float32 }
   Int64List{ 1: packed varints }
 
 Map entries are written in sorted key order, as the protobuf library
@@ -110,13 +112,23 @@ def _varint_bytes(v):
   return nbytes.reshape(v.shape), out.tobytes()
 
 
+def _packed_floats(values):
+  """Packed float32 values, one bytes object per row of a `[rows, n]` array."""
+  flat = np.ascontiguousarray(values, dtype="<f4")
+  return [row.tobytes() for row in flat]
+
+
+# Tags of the Feature fields float_list (2) and int64_list (3).
+_FLOAT_LIST, _INT64_LIST = b"\x12", b"\x1a"
+
+
 @functools.lru_cache(maxsize=4096)
-def _entry_prefix(key, packed_len):
+def _entry_prefix(key, packed_len, list_tag=_INT64_LIST):
   """Bytes before the packed values of one Features.feature map entry.
 
-  The entry is {key: Feature{int64_list: Int64List{value: packed}}}, wrapped
-  as field 1 of Features; everything but the values depends only on the key
-  and the packed length.
+  The entry is {key: Feature{int64_list or float_list: {value: packed}}},
+  wrapped as field 1 of Features; everything but the values depends only on
+  the key, the list kind and the packed length.
   """
   key = key.encode()
   list_len = 1 + len(_varint(packed_len)) + packed_len  # Int64List
@@ -126,7 +138,7 @@ def _entry_prefix(key, packed_len):
   return (b"\x0a" + _varint(entry_len)
           + b"\x0a" + _varint(len(key)) + key
           + b"\x12" + _varint(feature_len)
-          + b"\x1a" + _varint(list_len)
+          + list_tag + _varint(list_len)
           + b"\x0a" + _varint(packed_len))
 
 
@@ -134,16 +146,23 @@ def serialize_examples(features):
   """Serializes a batch of examples to tf.train.Example bytes.
 
   Args:
-    features: dict name -> int array [batch, n] (all values >= 0).
+    features: dict name -> int array [batch, n] (all values >= 0), or a
+      float array [batch, n] (written as float32).
 
   Returns:
     list of bytes, one per example (parseable by tf.io.parse_example).
   """
   names = sorted(features)
-  packed = {name: _packed_varints(features[name]) for name in names}
+  is_float = {name: np.asarray(features[name]).dtype.kind == "f"
+              for name in names}
+  packed = {name: (_packed_floats if is_float[name] else _packed_varints)(
+      features[name]) for name in names}
+  tags = {name: _FLOAT_LIST if is_float[name] else _INT64_LIST
+          for name in names}
   out = []
   for i in range(len(packed[names[0]])):
-    body = b"".join(_entry_prefix(name, len(packed[name][i])) + packed[name][i]
-                    for name in names)
+    body = b"".join(
+        _entry_prefix(name, len(packed[name][i]), tags[name])
+        + packed[name][i] for name in names)
     out.append(b"\x0a" + _varint(len(body)) + body)
   return out

@@ -60,6 +60,6 @@ def get_race_loss(FLAGS, features):  # pylint: disable=invalid-name
 
 
 def get_race_predictions(FLAGS, features):  # pylint: disable=invalid-name
-  """Evaluation outputs: `logits [B, 4]` and `example_index [B]`."""
-  return {"logits": get_race_logits(FLAGS, features, is_training=False),
-          "example_index": features["example_index"]}
+  """Evaluation outputs: `logits [B, 4]` (records are predicted in order,
+  so the i-th output is the i-th question)."""
+  return {"logits": get_race_logits(FLAGS, features, is_training=False)}

@@ -46,8 +46,7 @@ def feature_spec(max_seq_length):
   return {"input_ids": (width, tf.int32),
           "input_mask": (width, tf.float32),
           "segment_ids": (width, tf.int32),
-          "label_ids": (1, tf.int32),
-          "example_index": (1, tf.int32)}
+          "label_ids": (1, tf.int32)}
 
 
 def race_levels(high_only, middle_only):
@@ -155,7 +154,8 @@ def option_sequence(context_ids, qa_ids, max_seq_length, max_qa_length):
     max_seq_length, max_qa_length: ints.
 
   Returns:
-    (input_ids, input_mask, segment_ids), int64 arrays `[max_seq_length]`.
+    (input_ids, input_mask, segment_ids) `[max_seq_length]`: int64, float32
+    (1 on padding), int64.
   """
   qa_ids = qa_ids[-max_qa_length:]
   context_ids = context_ids[:max_seq_length - 3 - len(qa_ids)]
@@ -165,7 +165,7 @@ def option_sequence(context_ids, qa_ids, max_seq_length, max_qa_length):
               [SEG_QA] * (len(qa_ids) + 1) + [SEG_CLS])
   pad = max_seq_length - len(ids)
   input_ids = np.array([0] * pad + ids, np.int64)
-  input_mask = np.array([1] * pad + [0] * len(ids), np.int64)
+  input_mask = np.array([1] * pad + [0] * len(ids), np.float32)
   segment_ids = np.array([SEG_PAD] * pad + segments, np.int64)
   return input_ids, input_mask, segment_ids
 
@@ -187,8 +187,10 @@ class FeatureConverter:
     return prepro_utils.encode_ids(
         self.sp_model, prepro_utils.preprocess_text(text, lower=self.uncased))
 
-  def convert(self, example_index, example):
-    """One question's features: dict of int64 arrays `[1, ...]`."""
+  def convert(self, example):
+    """One question's features in the release's record format: dict of
+    arrays `[1, ...]`, `input_mask` float32, the others int64
+    (`is_real_example` always 1: nothing is padded)."""
     if example.article_index not in self.tokenized:
       self.tokenized[example.article_index] = self._encode(
           self.articles[example.article_index])
@@ -202,13 +204,13 @@ class FeatureConverter:
     return dict(input_ids=input_ids, input_mask=input_mask,
                 segment_ids=segment_ids,
                 label_ids=np.array([[example.label]], np.int64),
-                example_index=np.array([[example_index]], np.int64))
+                is_real_example=np.ones([1, 1], np.int64))
 
   def iter_features(self, examples, what="RACE features"):
     """Yields the feature dicts of `examples` in order, logging progress."""
     progress = qa_records.ProgressLog(what, len(examples))
     for index, example in enumerate(examples):
-      yield self.convert(index, example)
+      yield self.convert(example)
       progress.update(index + 1)
 
 
@@ -217,7 +219,8 @@ def accuracy_by_level(examples, results):
 
   Args:
     examples: list of RaceExample (the evaluated split).
-    results: iterable of dicts with `example_index` and `logits [4]`.
+    results: list of dicts with `logits [4]`, one per record, in record
+      order (= the order of `examples`).
 
   Returns:
     dict: `accuracy_{level}` and `num_{level}` for each level present, and
@@ -226,13 +229,11 @@ def accuracy_by_level(examples, results):
   Raises:
     ValueError: if an example has no result.
   """
-  correct = {}
-  for result in results:
-    index = int(np.asarray(result["example_index"]).reshape(()))
-    correct[index] = int(np.argmax(result["logits"])) == examples[index].label
-  if len(correct) != len(examples):
-    raise ValueError(f"the model returned results for {len(correct)} of "
+  if len(results) != len(examples):
+    raise ValueError(f"the model returned results for {len(results)} of "
                      f"{len(examples)} questions")
+  correct = {i: int(np.argmax(r["logits"])) == e.label
+             for i, (e, r) in enumerate(zip(examples, results))}
   out = {}
   for level in LEVELS:
     hits = [correct[i] for i, e in enumerate(examples) if e.level == level]

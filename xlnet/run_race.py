@@ -10,7 +10,6 @@ Steps, each enabled by its flag:
 """
 import json
 import os
-import random
 
 from absl import flags
 from absl import logging
@@ -24,10 +23,6 @@ from xlnet import prepro_utils
 from xlnet import qa_records
 from xlnet import race_model
 from xlnet import race_utils
-
-# Seed of the one-off shuffle of the training questions.
-_SHUFFLE_SEED = 100
-
 
 def define_flags(flag_values=flags.FLAGS):
   """Defines every flag of run_race.py (no-op if already there)."""
@@ -82,23 +77,36 @@ def validate_flags(FLAGS):  # pylint: disable=invalid-name
 
 
 def record_path(FLAGS, split):  # pylint: disable=invalid-name
-  """`{output_dir}/{spiece}.len-L.qa-Q[.uncased].{levels}.{split}.tf_record`."""
+  """`{output_dir}/{spiece}.len-L.qa-Q[.uncased].{levels}.{split}.tf_record`,
+  with `.seed-S` before `.tf_record` for the (shuffled) training split."""
   spiece = os.path.splitext(os.path.basename(FLAGS.spiece_model_file))[0]
   case = ".uncased" if FLAGS.uncased else ""
   levels = "-".join(race_utils.race_levels(FLAGS.high_only,
                                            FLAGS.middle_only))
+  seed = (f".seed-{qa_records.order_seed(FLAGS.seed)}" if split == "train"
+          else "")
   return os.path.join(
       FLAGS.output_dir,
       f"{spiece}.len-{FLAGS.max_seq_length}.qa-{FLAGS.max_qa_length}{case}."
-      f"{levels}.{split}.tf_record")
+      f"{levels}.{split}{seed}.tf_record")
+
+
+def release_train_record(FLAGS):  # pylint: disable=invalid-name
+  """Where the release wrote its training records:
+  `{output_dir}/{spiece file name}.len-L.train.tf_record`."""
+  spiece = os.path.basename(FLAGS.spiece_model_file)
+  return os.path.join(FLAGS.output_dir,
+                      f"{spiece}.len-{FLAGS.max_seq_length}.train.tf_record")
 
 
 def prepro(FLAGS, sp_model, split):  # pylint: disable=invalid-name
   """Reads one split and writes its records.
 
-  Training questions are shuffled once with a fixed seed and their records
-  are reused when they exist; evaluation records are always rewritten, so
-  they match the questions read now.
+  Training questions are shuffled once with `qa_records.order_seed(--seed)`
+  and their records (whose name holds that seed) are reused when they
+  exist; otherwise the release's training records are used when
+  --output_dir holds them (`release_train_record`). Evaluation records are
+  always rewritten, so they match the questions read now.
 
   Returns:
     (examples, records path).
@@ -107,11 +115,19 @@ def prepro(FLAGS, sp_model, split):  # pylint: disable=invalid-name
   articles, examples = race_utils.read_race_examples(FLAGS.data_dir, split,
                                                      levels)
   if split == "train":
-    random.Random(_SHUFFLE_SEED).shuffle(examples)
+    examples = qa_records.shuffled(examples,
+                                   qa_records.order_seed(FLAGS.seed))
   path = record_path(FLAGS, split)
   if split == "train" and tf.io.gfile.exists(path):
     logging.info("Reusing %s (%d questions)", path, len(examples))
     return examples, path
+  release = release_train_record(FLAGS)
+  if split == "train" and tf.io.gfile.exists(release):
+    logging.warning("Training on the release's records %s: their order, "
+                    "levels and max_qa_length are the release run's, and "
+                    "they keep its fault (when the article fitted, each "
+                    "option also holds the earlier options)", release)
+    return examples, release
   converter = race_utils.FeatureConverter(
       sp_model, articles, FLAGS.max_seq_length, FLAGS.max_qa_length,
       FLAGS.uncased)
@@ -147,8 +163,8 @@ def predict(FLAGS, input_fn):  # pylint: disable=invalid-name
   """Runs the latest checkpoint of --model_dir over every record.
 
   Returns:
-    list of dicts of NumPy values (`logits [4]`, `example_index`), one per
-    question.
+    list of dicts of NumPy values (`logits [4]`), one per question, in
+    record order.
   """
   return finetune.predict_records(
       FLAGS, input_fn,
@@ -171,7 +187,7 @@ def run(FLAGS):  # pylint: disable=invalid-name
     _, path = prepro(FLAGS, sp_model, "train")
     train(FLAGS, qa_records.make_input_fn(
         [path], spec, is_training=True, drop_remainder=True,
-        shuffle_buffer=FLAGS.shuffle_buffer))
+        shuffle_buffer=FLAGS.shuffle_buffer, seed=FLAGS.seed))
   if not FLAGS.do_eval:
     return None
   examples, path = prepro(FLAGS, sp_model, FLAGS.eval_split)

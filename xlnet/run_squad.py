@@ -8,12 +8,12 @@ Steps, each enabled by its flag:
                 and --num_proc is 1).
   --do_predict  predicts --predict_file and writes predictions.json,
                 null_odds.json, nbest_predictions.json and eval_results.json
-                (exact match / F1, HasAns / NoAns, best null threshold) to
-                --predict_dir.
+                (exact match / F1, HasAns / NoAns, best null threshold, the
+                release's has_ans_*) to --predict_dir; --target_eval_key
+                names the metric that rates the checkpoint.
 """
 import json
 import os
-import random
 
 from absl import flags
 from absl import logging
@@ -29,8 +29,9 @@ from xlnet import squad_eval
 from xlnet import squad_model
 from xlnet import squad_utils
 
-# Seed of the one-off shuffle of each training shard's questions.
-_SHUFFLE_SEED = 100
+# Metrics --target_eval_key may name (see squad_eval.evaluate).
+TARGET_EVAL_KEYS = ("best_f1", "best_exact", "has_ans_f1", "has_ans_exact",
+                    "f1", "exact")
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -69,6 +70,25 @@ def define_flags(flag_values=flags.FLAGS):
                        "nbest_predictions.json.", **fv)
   flags.DEFINE_integer("predict_batch_size", 32, "Prediction batch size.",
                        **fv)
+  # Our earlier behaviour where it differs from the release's (which is the
+  # default); see docs/differences.md.
+  flags.DEFINE_bool("answer_on_last_piece", False,
+                    "Let a window's last paragraph piece start or end a "
+                    "predicted answer (the release never does).", **fv)
+  flags.DEFINE_bool("skip_empty_answers", False,
+                    "Skip predicted spans whose text is empty (the release "
+                    "keeps them and can predict \"\").", **fv)
+  flags.DEFINE_bool("trim_answer_whitespace", False,
+                    "End a training answer whose text ends in whitespace on "
+                    "its last word (the release ends it on the next "
+                    "piece).", **fv)
+  flags.DEFINE_bool("keep_unaligned", False,
+                    "Keep the training questions of paragraphs the "
+                    "release's character alignment fails on (it drops "
+                    "them).", **fv)
+  flags.DEFINE_enum("target_eval_key", "best_f1", TARGET_EVAL_KEYS,
+                    "Metric of eval_results.json that rates a checkpoint "
+                    "(has_ans_f1 for the paper's Model I).", **fv)
   # The paper's XLNet-Large settings.
   finetune_flags.set_defaults(flag_values, learning_rate=3e-5,
                         train_batch_size=48, train_steps=8000,
@@ -128,9 +148,14 @@ def _record_stem(FLAGS, data_file):  # pylint: disable=invalid-name
 
 
 def train_record_path(FLAGS, proc_id, num_proc):  # pylint: disable=invalid-name
-  """Path of training shard `proc_id` of `num_proc`."""
+  """Path of training shard `proc_id` of `num_proc`; the name holds the
+  order seed and the options that change the targets, so records of
+  other settings are not reused."""
+  seed = qa_records.order_seed(FLAGS.seed)
+  options = ((".trim" if FLAGS.trim_answer_whitespace else "") +
+             (".keep-unaligned" if FLAGS.keep_unaligned else ""))
   return (f"{_record_stem(FLAGS, FLAGS.train_file)}."
-          f"train-{proc_id}-of-{num_proc}.tf_record")
+          f"train-{proc_id}-of-{num_proc}.seed-{seed}{options}.tf_record")
 
 
 def predict_record_path(FLAGS):  # pylint: disable=invalid-name
@@ -142,14 +167,17 @@ def _converter(FLAGS, sp_model, paragraphs, is_training):  # pylint: disable=inv
   """A squad_utils.FeatureConverter with the flags' settings."""
   return squad_utils.FeatureConverter(
       sp_model, paragraphs, FLAGS.max_seq_length, FLAGS.max_query_length,
-      FLAGS.doc_stride, FLAGS.uncased, is_training)
+      FLAGS.doc_stride, FLAGS.uncased, is_training,
+      trim_answer_whitespace=FLAGS.trim_answer_whitespace,
+      keep_unaligned=FLAGS.keep_unaligned)
 
 
 def prepro_train_shard(FLAGS, sp_model, proc_id, num_proc):  # pylint: disable=invalid-name
   """Writes the training records of one shard.
 
   Shard `proc_id` holds the questions of every `num_proc`-th paragraph, in
-  an order shuffled once with a fixed seed.
+  an order shuffled once with `qa_records.order_seed(--seed)` (and the
+  shard).
 
   Returns:
     the records' path.
@@ -157,7 +185,8 @@ def prepro_train_shard(FLAGS, sp_model, proc_id, num_proc):  # pylint: disable=i
   paragraphs, examples, _ = squad_utils.read_squad_examples(
       FLAGS.train_file, is_training=True, flag_name="train_file")
   shard = [e for e in examples if e.paragraph_index % num_proc == proc_id]
-  random.Random(_SHUFFLE_SEED + proc_id).shuffle(shard)
+  shard = qa_records.shuffled(shard, qa_records.order_seed(FLAGS.seed),
+                              proc_id)
   path = train_record_path(FLAGS, proc_id, num_proc)
   converter = _converter(FLAGS, sp_model, paragraphs, is_training=True)
   count = qa_records.write_records(path, converter.iter_features(shard))
@@ -169,8 +198,18 @@ def prepro_train_shard(FLAGS, sp_model, proc_id, num_proc):  # pylint: disable=i
   return path
 
 
+def release_train_records(FLAGS):  # pylint: disable=invalid-name
+  """Training records the release's preprocessing wrote to --output_dir:
+  `{spiece file name}.{proc_id}.slen-L.qlen-Q.train.tf_record`, sorted."""
+  spiece = os.path.basename(FLAGS.spiece_model_file)
+  return sorted(tf.io.gfile.glob(os.path.join(
+      FLAGS.output_dir, f"{spiece}.*.slen-{FLAGS.max_seq_length}."
+      f"qlen-{FLAGS.max_query_length}.train.tf_record")))
+
+
 def train_record_paths(FLAGS, sp_model):  # pylint: disable=invalid-name
-  """Paths of every training shard, writing them first when --num_proc=1.
+  """Paths of every training shard: ours, else the release's (see
+  `release_train_records`), else written now when --num_proc=1.
 
   Raises:
     ValueError: when shards of a sharded preprocessing are missing.
@@ -179,6 +218,12 @@ def train_record_paths(FLAGS, sp_model):  # pylint: disable=invalid-name
            for i in range(FLAGS.num_proc)]
   missing = [i for i, path in enumerate(paths)
              if not tf.io.gfile.exists(path)]
+  release = release_train_records(FLAGS) if missing else []
+  if release:
+    logging.info("Training on the release's records: %s (their order, "
+                 "doc stride and casing are the release run's)",
+                 ", ".join(release))
+    return release
   if missing and FLAGS.num_proc == 1:
     prepro_train_shard(FLAGS, sp_model, 0, 1)
   elif missing:
@@ -215,7 +260,9 @@ def write_predictions(FLAGS, examples, paragraphs, converter, results):  # pylin
   """
   predictions, nbest, null_odds = squad_utils.get_predictions(
       examples, paragraphs, converter, results, FLAGS.n_best_size,
-      FLAGS.max_answer_length)
+      FLAGS.max_answer_length,
+      answer_on_last_piece=FLAGS.answer_on_last_piece,
+      skip_empty_answers=FLAGS.skip_empty_answers)
   predict_dir = FLAGS.predict_dir or FLAGS.model_dir
   for name, content in (("predictions.json", predictions),
                         ("null_odds.json", null_odds),
@@ -241,6 +288,13 @@ def evaluate(FLAGS, predictions, null_odds):  # pylint: disable=invalid-name
   io_utils.atomic_write(path, json.dumps(metrics, indent=4) + "\n")
   for key, value in metrics.items():
     logging.info("  %s = %s", key, value)
+  target = FLAGS.target_eval_key
+  if target in metrics:
+    logging.info("Checkpoint rating (--target_eval_key=%s): %s", target,
+                 metrics[target])
+  else:
+    logging.warning("--target_eval_key=%s: %s has no such metric (no "
+                    "answerable question?)", target, FLAGS.predict_file)
   return metrics
 
 
@@ -288,7 +342,7 @@ def run(FLAGS):  # pylint: disable=invalid-name
         train_record_paths(FLAGS, sp_model),
         squad_utils.feature_spec(FLAGS.max_seq_length, is_training=True),
         is_training=True, drop_remainder=True,
-        shuffle_buffer=FLAGS.shuffle_buffer)
+        shuffle_buffer=FLAGS.shuffle_buffer, seed=FLAGS.seed)
     train(FLAGS, input_fn)
   if not FLAGS.do_predict:
     return None

@@ -13,6 +13,11 @@ Written from the evaluation's documented behaviour:
     `best_*` search the threshold that maximizes each metric on the set.
   * Scores are percentages; `HasAns_*` / `NoAns_*` split them by whether a
     question has an answer.
+  * As the XLNet release's evaluation, `has_ans_exact` / `has_ans_f1` (and
+    `no_ans_*`) score the predictions themselves (no null threshold) on the
+    questions with (without) an answer; `has_ans_f1` is how the paper's
+    "Model I" was chosen. The release logged them as fractions of 1; here
+    they are percentages like every other score.
 """
 import collections
 import re
@@ -149,8 +154,9 @@ def evaluate(dataset, preds, na_probs=None, na_prob_thresh=1.0):
     na_prob_thresh: no-answer threshold of `exact` and `f1`.
 
   Returns:
-    OrderedDict with `exact, f1, total`, `HasAns_*` and `NoAns_*` when
-    such questions exist, and with `na_probs`: `best_exact,
+    OrderedDict with `exact, f1, total`, `HasAns_*` and `has_ans_exact,
+    has_ans_f1` (`NoAns_*`, `no_ans_exact, no_ans_f1`) when questions with
+    (without) an answer exist, and with `na_probs`: `best_exact,
     best_exact_thresh, best_f1, best_f1_thresh`.
   """
   golds, has_ans = gold_answers(dataset)
@@ -166,6 +172,11 @@ def evaluate(dataset, preds, na_probs=None, na_prob_thresh=1.0):
     if qids:
       for key, value in make_eval_dict(exact, f1, qids).items():
         out[f"{prefix}_{key}"] = value
+  for prefix, wanted in (("has_ans", True), ("no_ans", False)):
+    qids = [q for q in golds if has_ans[q] == wanted]
+    if qids:
+      raw = make_eval_dict(exact_raw, f1_raw, qids)
+      out[f"{prefix}_exact"], out[f"{prefix}_f1"] = raw["exact"], raw["f1"]
   if na_probs is not None:
     out["best_exact"], out["best_exact_thresh"] = find_best_thresh(
         preds, exact_raw, na_probs, has_ans)

@@ -21,7 +21,9 @@ The layout of one feature (`max_seq_length` positions, right padding):
   input_mask 0            0      0            0       0       1
 
 `p_mask` is 1 where an answer cannot start or end; `<cls>` stays open
-because it is the answer of an impossible question.
+because it is the answer of an impossible question. Records hold the
+release's types: `input_mask`, `p_mask` and `is_impossible` float32, the
+rest int64.
 """
 import collections
 import json
@@ -44,7 +46,8 @@ SquadExample = collections.namedtuple("SquadExample", [
     "start_char",       # int or None: answer span [start_char, end_char)
     "end_char",         # int or None   of the original paragraph text
     "is_impossible",    # bool
-])
+    "raw_end_char",     # int or None: end_char before trimming whitespace
+], defaults=(None,))
 
 TokenizedParagraph = collections.namedtuple("TokenizedParagraph", [
     "ids",     # int32 [n]: piece ids
@@ -105,7 +108,8 @@ def _get(obj, key, kind, where):
 
 
 def _answer_span(context, answer, where):
-  """Character span [start, end) of an answer, outer whitespace trimmed.
+  """Character span of an answer: (start, end, raw end), the span [start,
+  end) with outer whitespace trimmed; raw end keeps trailing whitespace.
 
   Returns None when the text is not at `answer_start` in the context.
   """
@@ -114,7 +118,7 @@ def _answer_span(context, answer, where):
   if start < 0 or context[start:start + len(text)] != text or not text.strip():
     return None
   lead = len(text) - len(text.lstrip())
-  return start + lead, start + len(text.rstrip())
+  return start + lead, start + len(text.rstrip()), start + len(text)
 
 
 def read_squad_examples(path, is_training, flag_name="train_file"):
@@ -160,7 +164,7 @@ def read_squad_examples(path, is_training, flag_name="train_file"):
         question = _get(qa, "question", str, where_q)
         impossible = (_get(qa, "is_impossible", bool, where_q)
                       if "is_impossible" in qa else False)
-        span = (None, None)
+        span = (None, None, None)
         if is_training and not impossible:
           answers = _get(qa, "answers", list, where_q)
           if not answers:
@@ -170,8 +174,8 @@ def read_squad_examples(path, is_training, flag_name="train_file"):
           if span is None:
             skipped.append(qid)
             continue
-        examples.append(SquadExample(qid, question, paragraph_index, *span,
-                                     impossible))
+        examples.append(SquadExample(qid, question, paragraph_index,
+                                     span[0], span[1], impossible, span[2]))
   if not examples and not skipped:
     raise ValueError(f"--{flag_name}={path}: no questions found")
   if skipped:
@@ -346,6 +350,59 @@ def align_pieces(text, pieces, lower):
   return starts.astype(np.int64), ends.astype(np.int64)
 
 
+def lcs_length(a, b):
+  """Length of the longest common subsequence of two sequences.
+
+  Bit-parallel (Allison and Dix): bit j of `v` is 0 where b[j] is the last
+  element of a longest common subsequence found so far; each element of `a`
+  updates all of b at once with integer arithmetic.
+
+  Args:
+    a, b: sequences of hashable items (e.g. str).
+
+  Returns:
+    int.
+  """
+  masks = {}
+  for j, item in enumerate(b):
+    masks[item] = masks.get(item, 0) | (1 << j)
+  full = (1 << len(b)) - 1
+  v = full
+  for item in a:
+    u = v & masks.get(item, 0)
+    v = ((v + u) | (v - u)) & full
+  return len(b) - bin(v).count("1")
+
+
+# Share of a paragraph's characters the release had to match in the pieces.
+_RELEASE_MIN_MATCH = 0.8
+
+
+def release_aligns(text, pieces, lower):
+  """Whether the release's preprocessing could align a paragraph.
+
+  The release matched the original characters, each normalized alone
+  (`preprocess_text(c, remove_space=False)`), against the pieces' text
+  ('▁' as a space) with a banded longest common subsequence and dropped the
+  paragraph's training questions ("MISMATCH DETECTED") when fewer than 80%
+  of the characters matched. This is the same test with the exact LCS
+  (which the band can only lower).
+
+  Args:
+    text: the original paragraph.
+    pieces: its pieces.
+    lower: whether the text was lower-cased.
+
+  Returns:
+    bool.
+  """
+  norm = {c: prepro_utils.preprocess_text(c, lower=lower, remove_space=False)
+          for c in set(text)}
+  dst = "".join(pieces).replace(prepro_utils.SPIECE_UNDERLINE, " ")
+  matched = lcs_length([norm[c] for c in text], dst)
+  return matched > 0 and matched >= _RELEASE_MIN_MATCH * len(text)
+
+
 def piece_vocab(sp_model):
   """Dict piece -> id of the whole vocabulary.
 
@@ -385,9 +442,14 @@ def tokenize_paragraph(sp_model, vocab, text, uncased):
   Returns:
     TokenizedParagraph.
   """
+  return _tokenize(sp_model, vocab, text, uncased)[1]
+
+
+def _tokenize(sp_model, vocab, text, uncased):
+  """(pieces, TokenizedParagraph) of a paragraph (see tokenize_paragraph)."""
   pieces, ids = encode(sp_model, vocab, text, uncased)
   starts, ends = align_pieces(text, pieces, uncased)
-  return TokenizedParagraph(np.array(ids, np.int32), starts, ends)
+  return pieces, TokenizedParagraph(np.array(ids, np.int32), starts, ends)
 
 
 def char_span_to_pieces(paragraph, start_char, end_char):
@@ -474,14 +536,15 @@ def window_features(paragraph, question_ids, windows, max_seq_length):
     max_seq_length: int L.
 
   Returns:
-    dict of int64 arrays: `input_ids, input_mask, segment_ids, p_mask`
-    `[W, L]` and `cls_index [W, 1]` (W = len(windows)).
+    dict of arrays (W = len(windows)), as the release stores them:
+    `input_ids, segment_ids` int64 and `input_mask, p_mask` float32
+    `[W, L]`; `cls_index` int64 `[W, 1]`.
   """
   num_w, num_q = len(windows), len(question_ids)
   input_ids = np.zeros([num_w, max_seq_length], np.int64)
-  input_mask = np.ones([num_w, max_seq_length], np.int64)
+  input_mask = np.ones([num_w, max_seq_length], np.float32)
   segment_ids = np.full([num_w, max_seq_length], SEG_PAD, np.int64)
-  p_mask = np.ones([num_w, max_seq_length], np.int64)
+  p_mask = np.ones([num_w, max_seq_length], np.float32)
   cls_index = np.zeros([num_w, 1], np.int64)
   for w, (start, length) in enumerate(windows):
     cls = length + num_q + 2
@@ -511,13 +574,13 @@ def window_targets(answer, windows, cls_index):
     cls_index: int array `[W, 1]`.
 
   Returns:
-    dict of int64 `[W, 1]` arrays `start_positions, end_positions,
-    is_impossible`: the answer's window positions when the whole answer is
-    inside the window, else `<cls>` twice and is_impossible 1.
+    dict of `[W, 1]` arrays `start_positions, end_positions` (int64) and
+    `is_impossible` (float32): the answer's window positions when the whole
+    answer is inside the window, else `<cls>` twice and is_impossible 1.
   """
   start_pos = cls_index.copy()
   end_pos = cls_index.copy()
-  impossible = np.ones_like(cls_index)
+  impossible = np.ones(cls_index.shape, np.float32)
   if answer is not None:
     for w, (start, length) in enumerate(windows):
       if start <= answer[0] and answer[1] < start + length:
@@ -531,13 +594,22 @@ def window_targets(answer, windows, cls_index):
 class FeatureConverter:
   """Turns questions into window features, tokenizing each paragraph once.
 
+  Training targets follow the release unless asked otherwise:
+    * an answer whose text ends in whitespace ends on the next piece (the
+      release mapped the trailing space to the '▁' of the next word);
+      `trim_answer_whitespace` ends it on its last word instead;
+    * the questions of a paragraph the release could not align
+      (`release_aligns`) are dropped; `keep_unaligned` keeps them.
+
   Attributes:
     unmappable: question ids whose answer covers no piece (skipped).
+    unaligned: training question ids dropped as the release did.
     windows: the Window of every feature made so far (prediction only).
   """
 
   def __init__(self, sp_model, paragraphs, max_seq_length, max_query_length,
-               doc_stride, uncased, is_training):
+               doc_stride, uncased, is_training, trim_answer_whitespace=False,
+               keep_unaligned=False):
     self.sp_model = sp_model
     self.paragraphs = paragraphs
     self.max_seq_length = max_seq_length
@@ -545,8 +617,12 @@ class FeatureConverter:
     self.doc_stride = doc_stride
     self.uncased = uncased
     self.is_training = is_training
+    self.trim_answer_whitespace = trim_answer_whitespace
+    self.keep_unaligned = keep_unaligned
     self.tokenized = {}
+    self.aligned = {}
     self.unmappable = []
+    self.unaligned = []
     self.windows = []
     self.next_unique_id = 0
     self.vocab = None
@@ -558,20 +634,40 @@ class FeatureConverter:
     return self.vocab
 
   def paragraph(self, index):
-    """TokenizedParagraph of paragraph `index` (cached)."""
+    """TokenizedParagraph of paragraph `index` (cached; for training, also
+    whether the release could align it)."""
     if index not in self.tokenized:
-      self.tokenized[index] = tokenize_paragraph(
-          self.sp_model, self._vocab(), self.paragraphs[index], self.uncased)
+      text = self.paragraphs[index]
+      pieces, self.tokenized[index] = _tokenize(
+          self.sp_model, self._vocab(), text, self.uncased)
+      if self.is_training and not self.keep_unaligned:
+        self.aligned[index] = release_aligns(text, pieces, self.uncased)
     return self.tokenized[index]
 
+  def gold_pieces(self, paragraph, example):
+    """(first, last) piece of a training answer, or None if it covers no
+    piece; the last is the piece after the answer when its text ends in
+    whitespace (unless `trim_answer_whitespace`)."""
+    answer = char_span_to_pieces(paragraph, example.start_char,
+                                 example.end_char)
+    raw_end = example.raw_end_char or example.end_char
+    if answer is None or self.trim_answer_whitespace or (
+        raw_end <= example.end_char):
+      return answer
+    return answer[0], min(answer[1] + 1, len(paragraph.ids) - 1)
+
   def convert(self, example_index, example):
-    """Features of one question: dict of int64 arrays `[W, ...]`, or None
-    when its training answer maps to no piece."""
+    """Features of one question: dict of arrays `[W, ...]` (see
+    `window_features`, `window_targets`), or None when a training question
+    is dropped (answer on no piece, or a paragraph the release could not
+    align)."""
     paragraph = self.paragraph(example.paragraph_index)
+    if not self.aligned.get(example.paragraph_index, True):
+      self.unaligned.append(example.qas_id)
+      return None
     answer = None
     if self.is_training and not example.is_impossible:
-      answer = char_span_to_pieces(paragraph, example.start_char,
-                                   example.end_char)
+      answer = self.gold_pieces(paragraph, example)
       if answer is None:
         self.unmappable.append(example.qas_id)
         return None
@@ -610,17 +706,25 @@ class FeatureConverter:
           "skipped %d questions whose answer covers no SentencePiece piece "
           "(first ids: %s)", len(self.unmappable),
           ", ".join(self.unmappable[:5]))
+    if self.unaligned:
+      logging.warning(
+          "dropped %d training questions whose paragraph the release could "
+          "not align, as it did (--keep_unaligned keeps them; first ids: "
+          "%s)", len(self.unaligned), ", ".join(self.unaligned[:5]))
 
 
 # ----------------------------------------------------------------------------
 # Predictions.
 # ----------------------------------------------------------------------------
-def _window_candidates(window, result):
+def _window_candidates(window, result, answer_on_last_piece):
   """(score, start log-prob, end log-prob, first, last) of a window's beam.
 
   Keeps spans inside the paragraph, start <= end, starting at a piece whose
-  best context is this window; positions are made paragraph-relative.
+  best context is this window; positions are made paragraph-relative. As in
+  the release, the window's last paragraph piece is neither a start nor an
+  end, unless `answer_on_last_piece`.
   """
+  doc_end = window.doc_len if answer_on_last_piece else window.doc_len - 1
   start_index = np.asarray(result["start_top_index"])
   start_log = np.asarray(result["start_top_log_probs"])
   end_index = np.asarray(result["end_top_index"]).reshape(len(start_index),
@@ -628,17 +732,18 @@ def _window_candidates(window, result):
   end_log = np.asarray(result["end_top_log_probs"]).reshape(end_index.shape)
   out = []
   for i, start in enumerate(start_index.tolist()):
-    if start >= window.doc_len or not window.max_context[start]:
+    if start >= doc_end or not window.max_context[start]:
       continue
     for end, end_lp in zip(end_index[i].tolist(), end_log[i].tolist()):
-      if start <= end < window.doc_len:
+      if start <= end < doc_end:
         out.append((float(start_log[i]) + end_lp, float(start_log[i]),
                     end_lp, window.doc_start + start, window.doc_start + end))
   return out
 
 
 def get_predictions(examples, paragraphs, converter, results, n_best_size,
-                    max_answer_length):
+                    max_answer_length, answer_on_last_piece=False,
+                    skip_empty_answers=False):
   """n-best answers, best answer and null score of every question.
 
   Args:
@@ -651,9 +756,13 @@ def get_predictions(examples, paragraphs, converter, results, n_best_size,
       `end_top_log_probs [K*E]`, `end_top_index [K*E]`, `cls_logits`.
     n_best_size: answers kept per question.
     max_answer_length: longest answer, in pieces.
+    answer_on_last_piece: let a window's last paragraph piece start or end
+      an answer (the release never does).
+    skip_empty_answers: skip spans whose text is empty (e.g. a lone '▁'
+      piece); the release keeps them, so its best answer can be "".
 
   Returns:
-    predictions: qas_id -> best non-empty answer text ("" if none).
+    predictions: qas_id -> the best answer's text ("" if none).
     nbest: qas_id -> list of dicts (text, probability, start_log_prob,
       end_log_prob, start_char, end_char), best first.
     null_odds: qas_id -> the lowest `cls_logits` over the question's windows.
@@ -682,7 +791,8 @@ def get_predictions(examples, paragraphs, converter, results, n_best_size,
       cls_logit = float(np.asarray(result["cls_logits"]).reshape(()))
       null_score = cls_logit if null_score is None else min(null_score,
                                                             cls_logit)
-      candidates.extend(_window_candidates(window, result))
+      candidates.extend(_window_candidates(window, result,
+                                           answer_on_last_piece))
     candidates.sort(key=lambda c: -c[0])
     entries, seen = [], set()
     for score, start_lp, end_lp, first, last in candidates:
@@ -691,7 +801,7 @@ def get_predictions(examples, paragraphs, converter, results, n_best_size,
       if last - first + 1 > max_answer_length:
         continue
       answer, start, end = piece_span_text(text, paragraph, first, last)
-      if not answer or answer in seen:
+      if (skip_empty_answers and not answer) or answer in seen:
         continue
       seen.add(answer)
       entries.append(dict(text=answer, score=score, start_log_prob=start_lp,
