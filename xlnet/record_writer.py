@@ -12,6 +12,7 @@ Command line: `python data_utils.py --help`.
 """
 import collections
 import contextlib
+import ctypes
 import json
 import multiprocessing
 import os
@@ -33,6 +34,7 @@ from xlnet import token_stream
 _SEED_MARK = 0x584C4E  # "XLN": part of every (task, pass_id) seed
 _LINES_PER_TASK = 2000  # lines per encoding job of a worker process
 _LOG_SECONDS = 10
+_PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
 # corpus_info.json entries a later run into the same save_dir must match.
 _LAYOUT_KEYS = record_format.CORPUS_INFO_KEYS + ("use_eod", "vocab_size")
 
@@ -162,14 +164,18 @@ def _encode_job(job):
   return _WORKER["encoder"](lines, path)
 
 
-def _worker_main(conn, encoder, parent_ends):
+def _worker_main(conn, encoder, parent_ends, parent_pid):
   """A worker process: runs (fn, arg) tasks from `conn` until None/EOF.
 
   `parent_ends` are the parent's ends of the pipes, inherited by the fork:
   closed here, so that the parent's death closes this worker's pipe and
-  ends the worker (EOF) instead of leaving it waiting forever.
+  ends the worker (EOF) instead of leaving it waiting forever. On Linux the
+  kernel also kills the worker when the parent dies (`_die_with_parent`),
+  even while it is busy with a task.
   """
   signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent reports Ctrl-C
+  signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler
+  _die_with_parent(parent_pid)
   for end in parent_ends:
     end.close()
   _WORKER["encoder"] = encoder
@@ -185,6 +191,18 @@ def _worker_main(conn, encoder, parent_ends):
       conn.send((True, fn(arg)))
     except Exception as e:  # pylint: disable=broad-except
       conn.send((False, e))  # re-raised by the parent
+
+
+def _die_with_parent(parent_pid):
+  """Asks Linux to SIGKILL this process when its parent dies (a no-op
+  elsewhere); exits at once if the parent is already gone."""
+  try:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+  except (OSError, AttributeError):  # not Linux: the pipes' EOF still works
+    pass
+  if os.getppid() != parent_pid:  # died before prctl took effect
+    os._exit(0)  # pylint: disable=protected-access
 
 
 class _Workers:
@@ -209,7 +227,8 @@ class _Workers:
     for _ in range(num_workers):
       parent, child = ctx.Pipe()
       proc = ctx.Process(target=_worker_main,
-                         args=(child, encoder, self._conns + [parent]),
+                         args=(child, encoder, self._conns + [parent],
+                               os.getpid()),
                          daemon=True)
       proc.start()
       child.close()
