@@ -88,7 +88,8 @@ def _flag_error_text(err, argv):
   files = [a for a in argv[1:] if a.lstrip("-").startswith("flagfile=")]
   if isinstance(err, flags.UnrecognizedFlagError) and files and not any(
       a.lstrip("-").split("=")[0] in (name, "no" + name) for a in argv[1:]):
-    text += f" (in {', '.join(files)})"
+    text = text.replace(f"'{name}'", f"'{name}' (in {', '.join(files)})",
+                        1)
   return text
 
 

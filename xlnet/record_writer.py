@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet import example_proto
+from xlnet import flag_rules
 from xlnet import io_utils
 from xlnet import prepro_utils
 from xlnet import pretrain_examples
@@ -46,7 +47,9 @@ def _check_config(cfg):
   """Validates record-creation settings; ValueError names the flag."""
   bsz, ncore = cfg["bsz_per_host"], cfg["num_core_per_host"]
   seq_len, reuse_len = cfg["seq_len"], cfg["reuse_len"]
-  if ncore < 1 or bsz % ncore:
+  for name in ("bsz_per_host", "num_core_per_host"):
+    flag_rules.check_value(name, cfg[name])
+  if bsz % ncore:
     raise ValueError(f"--bsz_per_host={bsz} must be a multiple of "
                      f"--num_core_per_host={ncore}")
   if cfg["bi_data"] and bsz % (2 * ncore):
