@@ -24,6 +24,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from xlnet import cli
 from xlnet import example_proto
 from xlnet import flag_rules
 from xlnet import io_utils
@@ -302,12 +303,22 @@ def worker_processes(num_workers, encoder):
 def _read_lines(path):
   """The lines of one input file (ValueError names the file)."""
   try:
-    with tf.io.gfile.GFile(path, "rb") as f:
-      raw = f.read()
-  except tf.errors.OpError as e:
-    raise ValueError(f"--input_glob: cannot read {path}: {e.message}"
-                     ) from None
+    raw = _read_bytes(path)
+  except (tf.errors.OpError, OSError) as e:
+    raise ValueError(f"--input_glob: cannot read {path}: "
+                     f"{cli.error_text(e)}") from None
   return token_stream.split_lines(raw, path)
+
+
+def _read_bytes(path):
+  """Every byte of `path`, read once. A local pipe (bash's `<(...)`,
+  /dev/stdin) is read as a stream: TensorFlow's reader takes its size, 0,
+  and would find it empty."""
+  if "://" not in path and os.path.exists(path) and not os.path.isfile(path):
+    with open(path, "rb") as f:
+      return f.read()
+  with tf.io.gfile.GFile(path, "rb") as f:
+    return f.read()
 
 
 def build_stream(paths, workers, use_eod, rng):
