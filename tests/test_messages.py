@@ -21,7 +21,7 @@ from xlnet import model_utils
 @pytest.mark.parametrize("make_dir", [False, True])
 def test_predicting_before_training_says_train_first(tmp_path, make_dir):
   """run_squad.py / run_race.py --do_predict/--do_eval with a fresh
-  --model_dir (finetune.predict_records) said "not a checkpoint (no
+  --model_dir (finetune.predict_records) said only "not a checkpoint (no
   DIR.index)"."""
   model_dir = tmp_path / "model"
   if make_dir:
@@ -33,9 +33,9 @@ def test_predicting_before_training_says_train_first(tmp_path, make_dir):
   assert str(info.value) == (
       f"checkpoint={model_dir}: directory {model_dir} holds no checkpoint; "
       "train first, or give a checkpoint prefix" if make_dir else
-      f"checkpoint={model_dir}: no such directory or checkpoint (nothing was "
-      "saved there); train first, or give a checkpoint prefix, a directory or "
-      "DIR/latest")
+      f"checkpoint={model_dir}: not a checkpoint (no {model_dir}.index) and "
+      "no such directory: nothing was saved there; train first, or give a "
+      "checkpoint prefix, a directory or DIR/latest")
 
 
 @pytest.mark.parametrize("state", [

@@ -464,9 +464,10 @@ def resolve_checkpoint(path, flag_name="checkpoint"):
     return prefix
   if not tf.io.gfile.exists(path + ".index"):
     if not tf.io.gfile.exists(path):
-      raise ValueError(f"{flag_name}={path}: no such directory or checkpoint "
-                       "(nothing was saved there); train first, or give a "
-                       "checkpoint prefix, a directory or DIR/latest")
+      raise ValueError(f"{flag_name}={path}: not a checkpoint (no "
+                       f"{path}.index) and no such directory: nothing was "
+                       "saved there; train first, or give a checkpoint "
+                       "prefix, a directory or DIR/latest")
     raise ValueError(f"{flag_name}={path}: not a checkpoint (no {path}.index); "
                      "give a checkpoint prefix, a directory or DIR/latest")
   return path
