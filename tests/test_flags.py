@@ -232,4 +232,6 @@ def test_flag_parsing_errors_are_one_line_with_exit_code_2(tmp_path):
         [sys.executable, os.path.join(data_helpers.REPO_ROOT, "train_gpu.py")]
         + argv, capture_output=True, text=True, timeout=120,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    assert (res.returncode, res.stderr.strip().splitlines()) == (2, [line])
+    # (TensorFlow's C++ start-up lines may come first on newer versions.)
+    assert (res.returncode, res.stderr.strip().splitlines()[-1]) == (2, line)
+    assert "FATAL" not in res.stderr and "Traceback" not in res.stderr
