@@ -176,6 +176,12 @@ def _worker_main(conn, encoder, parent_ends, parent_pid):
   ends the worker (EOF) instead of leaving it waiting forever. On Linux the
   kernel also kills the worker when the parent dies (`_die_with_parent`),
   even while it is busy with a task.
+
+  Args:
+    conn: this worker's end of its pipe.
+    encoder: the `token_stream.LineEncoder` for `_encode_job`.
+    parent_ends: the parent's pipe ends (Connections) to close.
+    parent_pid: int, the writer's process id.
   """
   signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent reports Ctrl-C
   signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler
