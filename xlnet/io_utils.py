@@ -138,10 +138,11 @@ def _as_resource_error(path, err, safe):
       "permission) and rerun"))
 
 
-def atomic_write(path, data):
-  """Writes `data` (str or bytes) to `path` atomically."""
+def atomic_write(path, data, safe=None):
+  """Writes `data` (str or bytes) to `path` atomically (`safe`: see
+  `atomic_output`)."""
   mode = "wb" if isinstance(data, (bytes, bytearray)) else "w"
-  with atomic_output(path) as tmp:
+  with atomic_output(path, safe) as tmp:
     with tf.io.gfile.GFile(tmp, mode) as f:
       f.write(data)
 
