@@ -2,12 +2,25 @@
 filled from and checked against corpus_info.json, the model config read
 once, the batch layout, and the release's README command."""
 import json
+import os
+import subprocess
+import sys
+from unittest import mock
 
+from absl import flags as absl_flags
 import pytest
 import tensorflow as tf
 
+from tests import classifier_fixtures
+from tests import data_helpers
 from tests import train_fixtures as fx
+from xlnet import data_utils
+from xlnet import finetune_flags
+from xlnet import flag_rules
 from xlnet import flags as flags_lib
+from xlnet import run_classifier
+from xlnet import run_race
+from xlnet import run_squad
 from xlnet import train_gpu
 
 
@@ -126,3 +139,99 @@ def test_batch_layout_has_one_name(tmp_path):
                               "--num_hosts=2",
                               "--num_core_per_host=4"])
   assert flags_lib.bsz_per_host(FL) == 16 and flags_lib.bsz_per_core(FL) == 4
+
+
+# --------------------------------------------------------------------------
+# One rule per flag name, in every program (xlnet/flag_rules.py).
+# --------------------------------------------------------------------------
+def _check_pretraining(tmp_path, extra):
+  """train_gpu.py / train_tpu.py / eval_pretrain.py: resolve_flags."""
+  FL = flags_lib.parse_flags(
+      ["prog", f"--record_info_dir={fx.fake_data_dir(tmp_path)}"] + extra)
+  flags_lib.resolve_flags(FL, flags_lib.load_corpus_info(FL))
+
+
+def _check_classifier(tmp_path, extra):
+  """run_classifier.py: finetune_flags.check_common_flags."""
+  FL = absl_flags.FlagValues()
+  run_classifier.define_flags(FL)
+  FL(["run_classifier.py", "--do_train",
+      f"--model_config_path={classifier_fixtures.write_config(tmp_path)}",
+      "--spiece_model_file=sp.model", f"--model_dir={tmp_path / 'm'}"]
+     + extra)
+  finetune_flags.check_common_flags(FL)
+
+
+def _check_squad(tmp_path, extra):
+  run_squad.validate_flags(run_squad.parse_flags(
+      ["run_squad.py", "--do_train", "--spiece_model_file=sp.model",
+       "--output_dir=o", "--train_file=t.json", "--model_config_path=c.json",
+       f"--model_dir={tmp_path / 'm'}"] + extra))
+
+
+def _check_race(tmp_path, extra):
+  run_race.validate_flags(run_race.parse_flags(
+      ["run_race.py", "--do_train", "--data_dir=d", "--output_dir=o",
+       "--spiece_model_file=sp.model", "--model_config_path=c.json",
+       f"--model_dir={tmp_path / 'm'}"] + extra))
+
+
+PROGRAMS = {"pretraining": _check_pretraining,
+            "run_classifier": _check_classifier, "run_squad": _check_squad,
+            "run_race": _check_race}
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_shared_flags_have_one_rule_and_one_message(tmp_path, program):
+  """The same value is refused with the same words by every program (the
+  pretraining trainer used to take --save_steps=0 or -1 as "at the end",
+  run_squad.py and run_race.py did not check --save_steps or --max_save)."""
+  check = PROGRAMS[program]
+  for flag, message in [
+      ("--save_steps=0", "--save_steps=0 must be >= 1 (leave it unset to save "
+                         "only at the end)"),
+      ("--save_steps=-1", "--save_steps=-1 must be >= 1 (leave it unset to "
+                          "save only at the end)"),
+      ("--train_steps=0", "--train_steps=0 must be >= 1"),
+      ("--iterations=0", "--iterations=0 must be >= 1"),
+      ("--train_batch_size=0", "--train_batch_size=0 must be >= 1"),
+      ("--warmup_steps=-1", "--warmup_steps=-1 must be >= 0"),
+      ("--max_save=-1", "--max_save=-1 must be >= 0 (0 keeps every "
+                        "checkpoint)"),
+  ]:
+    with pytest.raises(ValueError) as info:
+      check(tmp_path / flag.strip("-"), [flag])
+    assert str(info.value) == message, flag
+  # Accepted everywhere: the lowest values, and a run that ends in warm-up.
+  check(tmp_path / "ok", ["--save_steps=1", "--max_save=0", "--iterations=1"])
+  with mock.patch.object(flag_rules.logging, "warning") as warning:
+    check(tmp_path / "warm", ["--train_steps=10", "--warmup_steps=20"])
+  assert warning.call_args[0][1:] == (20, 10, 0.5)
+
+
+def test_data_writer_batch_flags_follow_the_same_rule(tmp_path, tiny_spm):
+  for name in ("bsz_per_host", "num_core_per_host"):
+    cfg = dict(data_helpers.TINY_CONFIG, **{name: 0})
+    with pytest.raises(ValueError, match=rf"^--{name}=0 must be >= 1$"):
+      data_utils.create_data("none.txt", tiny_spm, str(tmp_path), **cfg)
+
+
+def test_flag_parsing_errors_are_one_line_with_exit_code_2(tmp_path):
+  """A misspelled flag, on the command line or in a --flagfile, ends like
+  every other usage error (absl printed "FATAL Flags parsing error" and
+  exited with 1)."""
+  flagfile = tmp_path / "train.flags"
+  flagfile.write_text("--train_steps=10\n--bogus_flag=5\n")
+  for argv, line in [
+      (["--bogus_flag=5"], "train_gpu.py: error: Unknown command line flag "
+                           "'bogus_flag' (see --help)"),
+      ([f"--flagfile={flagfile}"],
+       f"train_gpu.py: error: Unknown command line flag 'bogus_flag' (in "
+       f"--flagfile={flagfile}) (see --help)")]:
+    res = subprocess.run(
+        [sys.executable, os.path.join(data_helpers.REPO_ROOT, "train_gpu.py")]
+        + argv, capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    # (TensorFlow's C++ start-up lines may come first on newer versions.)
+    assert (res.returncode, res.stderr.strip().splitlines()[-1]) == (2, line)
+    assert "FATAL" not in res.stderr and "Traceback" not in res.stderr

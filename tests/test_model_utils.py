@@ -563,7 +563,8 @@ def test_init_from_checkpoint_errors(tmp_path):
     with pytest.raises(ValueError, match=r"shape mismatch.*model/lm_loss/bias "
                                          r"\[5\] vs \[4\]"):
       model_utils.init_from_checkpoint(flags)
-  with pytest.raises(ValueError, match="init_checkpoint=.*no checkpoint found"):
+  with pytest.raises(ValueError, match="init_checkpoint=.*empty does not "
+                     "exist; train first"):
     model_utils.init_from_checkpoint(
         make_flags(init_checkpoint=str(tmp_path / "empty" / "latest")))
 

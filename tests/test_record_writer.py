@@ -4,6 +4,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -309,41 +310,70 @@ def test_worker_errors_are_reported(tmp_path, tiny_spm):
       list(workers.imap(os._exit, [3]))
 
 
-def test_killed_writer_takes_its_worker_processes_with_it(tmp_path, tiny_spm,
-                                                          demo_corpus):
-  """SIGKILL of data_utils.py while its --num_workers=2 processes encode:
-  the workers see their pipes close and exit (they used to keep each
-  other's pipes open and wait forever); no output file appears."""
+def start_big_writer(tmp_path, tiny_spm, demo_corpus):
+  """Starts data_utils.py with --num_workers=2 on 30 copies of the demo
+  corpus; returns (the Popen, its output dir)."""
   text = open(demo_corpus, encoding="utf-8").read()
   big = tmp_path / "big.txt"
   big.write_text(text * 30, encoding="utf-8")
+  out = tmp_path / "out"
   proc = subprocess.Popen(
       [sys.executable, os.path.join(data_helpers.REPO_ROOT, "data_utils.py"),
-       f"--input_glob={big}", f"--sp_path={tiny_spm}",
-       f"--save_dir={tmp_path / 'out'}", "--num_workers=2",
-       "--bsz_per_host=8", "--num_core_per_host=1", "--seq_len=128",
-       "--reuse_len=64", "--num_predict=20"],
-      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+       f"--input_glob={big}", f"--sp_path={tiny_spm}", f"--save_dir={out}",
+       "--num_workers=2", "--bsz_per_host=8", "--num_core_per_host=1",
+       "--seq_len=128", "--reuse_len=64", "--num_predict=20"],
+      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  return proc, out
 
-  def children():
-    found = subprocess.run(["pgrep", "-P", str(proc.pid)],
-                           capture_output=True, text=True).stdout.split()
-    return [int(pid) for pid in found]
 
-  deadline = time.time() + 120
-  while len(children()) < 2 and proc.poll() is None and time.time() < deadline:
-    time.sleep(0.05)
-  workers = children()
-  assert len(workers) == 2 and proc.poll() is None, "workers never started"
-  proc.kill()
-  proc.wait()
+def wait_for(condition, proc, what, seconds=120):
+  """Polls `condition()` while `proc` runs; fails the test on timeout."""
+  deadline = time.time() + seconds
+  while not condition() and proc.poll() is None and time.time() < deadline:
+    time.sleep(0.02)
+  assert condition() and proc.poll() is None, f"{what} never happened"
+
+
+def child_pids(pid):
+  found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
+                         text=True).stdout.split()
+  return [int(p) for p in found]
+
+
+def running(pids):
+  """The pids of `pids` still running (zombies count as ended)."""
+  return [pid for pid in pids if os.path.exists(f"/proc/{pid}") and
+          "Z" not in open(f"/proc/{pid}/stat").read().split()[2]]
+
+
+def temporaries(out):
+  return glob.glob(str(out / "**" / "*.tmp-*"), recursive=True)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM],
+                         ids=["SIGKILL", "SIGTERM"])
+def test_killed_writer_takes_its_worker_processes_with_it(
+    tmp_path, tiny_spm, demo_corpus, signum):
+  """A signal to data_utils.py while it writes the record file (its
+  --num_workers=2 processes serializing): no worker outlives it (they used
+  to keep each other's pipes open and wait forever). SIGTERM also removes
+  the temporary file and ends with one line and exit code 143."""
+  proc, out = start_big_writer(tmp_path, tiny_spm, demo_corpus)
+  wait_for(lambda: len(child_pids(proc.pid)) == 2 and temporaries(out),
+           proc, "writing with two workers")
+  workers = child_pids(proc.pid)
+  proc.send_signal(signum)
+  stderr = proc.communicate(timeout=60)[1]
   deadline = time.time() + 20
-  alive = workers
-  while alive and time.time() < deadline:
+  while running(workers) and time.time() < deadline:
     time.sleep(0.1)
-    alive = [pid for pid in workers if os.path.exists(f"/proc/{pid}") and
-             "Z" not in open(f"/proc/{pid}/stat").read().split()[2]]
-  assert not alive, f"worker processes {alive} outlived their parent"
-  assert not glob.glob(str(tmp_path / "out" / "**" / "*.tfrecords"),
-                       recursive=True)
+  assert not running(workers), "worker processes outlived their parent"
+  assert not glob.glob(str(out / "**" / "*.tfrecords"), recursive=True)
+  if signum == signal.SIGTERM:
+    assert proc.returncode == 143
+    assert stderr.strip().splitlines()[-1] == (
+        "data_utils.py: stopped by SIGTERM; no temporary file is left; rerun "
+        "the same command to redo the work")
+    assert "Traceback" not in stderr
+    assert not temporaries(out)

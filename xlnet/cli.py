@@ -4,12 +4,17 @@ Every program is a thin top-level script calling `cli.run(main,
 define_flags)`. Bad input (a `ValueError` or an OS error whose message names
 the flag or path) ends with one line `prog: error: message` on stderr and exit
 code 2, never a traceback; Ctrl-C outside a trainer's own handling ends with
-one line and exit code 130.
+one line and exit code 130, SIGTERM with one line and exit code 143 (after
+the usual cleanup, e.g. `io_utils.atomic_output` removing its temporary
+file). A flag the parser refuses (misspelled, on the command line or in a
+`--flagfile`, or of the wrong type) is bad input too: exit code 2.
 """
 import os
+import signal
 import sys
 
 from absl import app
+from absl import flags
 from absl import logging
 import tensorflow as tf
 
@@ -47,6 +52,47 @@ class Stop(Exception):
   is_error = True
 
 
+class Terminated(Stop):
+  """SIGTERM, turned into an exception so that cleanup code runs."""
+  exit_code = 128 + signal.SIGTERM
+  is_error = False
+
+
+def _raise_terminated(signum, frame):
+  """SIGTERM handler: a second SIGTERM (e.g. during the cleanup) kills."""
+  del frame
+  signal.signal(signum, signal.SIG_DFL)
+  raise Terminated("stopped by SIGTERM; no temporary file is left; rerun "
+                   "the same command to redo the work")
+
+
+def parse_flags(argv):
+  """absl's flag parser, with its errors as `prog: error: ...`, exit 2.
+
+  Args:
+    argv: list of str, the command line (flagfiles are read here).
+
+  Returns:
+    the arguments left after the flags.
+  """
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    fail(f"{_flag_error_text(e, argv)} (see --help)")
+
+
+def _flag_error_text(err, argv):
+  """The parser's message, saying which --flagfile held an unknown flag."""
+  text = error_text(err).removeprefix("ERROR:: ")
+  name = getattr(err, "flagname", None)
+  files = [a for a in argv[1:] if a.lstrip("-").startswith("flagfile=")]
+  if isinstance(err, flags.UnrecognizedFlagError) and files and not any(
+      a.lstrip("-").split("=")[0] in (name, "no" + name) for a in argv[1:]):
+    text = text.replace(f"'{name}'", f"'{name}' (in {', '.join(files)})",
+                        1)
+  return text
+
+
 def guarded(main):
   """Wraps `main(argv)` so user errors and Ctrl-C end with one line."""
 
@@ -67,8 +113,13 @@ def guarded(main):
 
 
 def run(main, define_flags=None):
-  """Defines the flags, parses argv with absl and runs the guarded `main`."""
+  """Defines the flags, parses argv with absl and runs the guarded `main`.
+
+  SIGTERM raises `Terminated` in the main thread (trainers replace this
+  with their own stop-after-the-step handling while they train).
+  """
   if define_flags is not None:
     define_flags()
   logging.set_verbosity(logging.INFO)
-  app.run(guarded(main))
+  signal.signal(signal.SIGTERM, _raise_terminated)
+  app.run(guarded(main), flags_parser=parse_flags)

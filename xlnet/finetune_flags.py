@@ -13,6 +13,7 @@ import os
 
 from absl import flags
 
+from xlnet import flag_rules
 from xlnet import model as model_lib
 from xlnet import model_utils
 
@@ -159,7 +160,8 @@ def check_common_flags(FLAGS):  # pylint: disable=invalid-name
   config readable), model_dir is given and differs from the
   init_checkpoint's directory (fine-tuning checkpoints would otherwise mix
   with, and resume from, the pretrained one), the init_checkpoint exists,
-  and the numbers are in range.
+  and the numbers are in range (the steps, batch sizes, `max_save`, ...:
+  by the rules every program shares, `flag_rules`).
 
   Returns:
     the XLNetConfig of `--model_config_path`.
@@ -182,16 +184,8 @@ def check_common_flags(FLAGS):  # pylint: disable=invalid-name
           f"--init_checkpoint={FLAGS.init_checkpoint}; give fine-tuning its "
           "own model_dir (it would resume from, and save beside, the "
           "pretrained checkpoint)")
-  for name in ("train_batch_size", "iterations", "num_hosts",
-               "num_core_per_host", "accum_steps", "shuffle_buffer"):
-    if getattr(FLAGS, name) < 1:
-      raise ValueError(f"--{name}={getattr(FLAGS, name)} must be >= 1")
-  if FLAGS.do_train:
-    if FLAGS.train_steps < 1:
-      raise ValueError(f"--train_steps={FLAGS.train_steps} must be >= 1")
-    if not 0 <= FLAGS.warmup_steps <= FLAGS.train_steps:
-      raise ValueError(f"--warmup_steps={FLAGS.warmup_steps} must be in "
-                       f"[0, --train_steps={FLAGS.train_steps}]")
+  flag_rules.check_all(FLAGS)
+  check_positive(FLAGS, "shuffle_buffer")
   for name, low in (("learning_rate", 0.0), ("weight_decay", 0.0),
                     ("dropout", 0.0), ("dropatt", 0.0)):
     if getattr(FLAGS, name) < low:
@@ -205,11 +199,6 @@ def check_common_flags(FLAGS):  # pylint: disable=invalid-name
   for name in ("clip", "adam_epsilon", "lr_layer_decay_rate"):
     if getattr(FLAGS, name) <= 0:
       raise ValueError(f"--{name}={getattr(FLAGS, name)} must be > 0")
-  if FLAGS.save_steps is not None and FLAGS.save_steps < 1:
-    raise ValueError(f"--save_steps={FLAGS.save_steps} must be >= 1 (or "
-                     "unset: save at the end)")
-  if FLAGS.max_save < 0:
-    raise ValueError(f"--max_save={FLAGS.max_save} must be >= 0")
   return config
 
 

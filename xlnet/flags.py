@@ -18,6 +18,7 @@ from absl import flags
 import tensorflow as tf
 
 from xlnet import data_utils
+from xlnet import flag_rules
 from xlnet import model as model_lib
 
 # Flags that must equal the corresponding corpus_info.json entries.
@@ -278,7 +279,8 @@ def load_corpus_info(FLAGS):
 
 
 def resolve_flags(FLAGS, corpus_info):
-  """Fills unset data flags from the data and checks every training flag.
+  """Fills unset data flags from the data and checks every training flag
+  (the rules shared with the other programs: `flag_rules`).
 
   Args:
     FLAGS: flag values (modified in place: None data flags, `n_token` 0 and
@@ -290,6 +292,7 @@ def resolve_flags(FLAGS, corpus_info):
     ValueError: with a one-line message naming the flag, the value given and
       the expected value.
   """
+  flag_rules.check_all(FLAGS)
   where = _corpus_info_location(FLAGS)
   for name in DATA_FLAGS:
     data_value = corpus_info[name]
@@ -331,13 +334,6 @@ def resolve_flags(FLAGS, corpus_info):
         f"number of cores num_hosts*num_core_per_host={n_cores}")
   if FLAGS.use_fp16 and FLAGS.use_bfloat16:
     raise ValueError("--use_fp16 and --use_bfloat16 exclude each other")
-  for name in ("iterations", "train_steps"):
-    if getattr(FLAGS, name) < 1:
-      raise ValueError(f"--{name}={getattr(FLAGS, name)} must be >= 1")
-  if FLAGS.mem_len < 0:
-    raise ValueError(f"--mem_len={FLAGS.mem_len} must be >= 0")
-  if FLAGS.save_steps is not None and FLAGS.save_steps <= 0:
-    FLAGS.save_steps = None
 
 
 def resolve_all(FLAGS):

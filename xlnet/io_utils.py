@@ -95,32 +95,54 @@ def glob_escape(path):
 
 
 @contextlib.contextmanager
-def atomic_output(path):
+def atomic_output(path, safe=None):
   """Yields a temporary path to write; renames it to `path` on success.
 
-  On any exception (KeyboardInterrupt included) the temporary file is
-  removed and `path` is left as it was.
+  On any exception (KeyboardInterrupt and SIGTERM's `cli.Terminated`
+  included) the temporary file is removed and `path` is left as it was. A
+  resource failure (disk full, file too large, read-only, no permission)
+  raised inside the block then becomes a one-line `ResourceError` naming
+  `path`, the cause and `safe` (exit code 1 under `cli.run`).
+
+  Args:
+    path: str, the final file.
+    safe: str, what is intact and what to do after a resource failure;
+      default: `path` is unchanged and no temporary file is left.
 
   Usage:
     with atomic_output("out/x.tfrecords") as tmp:
       with tf.io.TFRecordWriter(tmp) as w: ...
   """
   parent = os.path.dirname(path)
-  if parent:
-    tf.io.gfile.makedirs(parent)
   tmp = tmp_path_for(path)
   try:
+    if parent:
+      tf.io.gfile.makedirs(parent)
     yield tmp
     tf.io.gfile.rename(tmp, path, overwrite=True)
-  except BaseException:
+  except BaseException as e:
     remove_quietly(tmp)
+    error = _as_resource_error(path, e, safe)
+    if error is not None:
+      raise error from None
     raise
 
 
-def atomic_write(path, data):
-  """Writes `data` (str or bytes) to `path` atomically."""
+def _as_resource_error(path, err, safe):
+  """`resource_error` for an exception escaping `atomic_output`, or None
+  (not a resource failure, or already one)."""
+  if not isinstance(err, Exception) or isinstance(err, cli.Stop):
+    return None
+  return resource_error(path, err, safe or (
+      "it is unchanged and no temporary file is left; make room (or fix the "
+      "permission) and rerun"))
+
+
+def atomic_write(path, data, safe=None):
+  """Writes `data` (str or bytes) to `path` atomically (`safe`: see
+  `atomic_output`)."""
   mode = "wb" if isinstance(data, (bytes, bytearray)) else "w"
-  with atomic_output(path) as tmp:
+  with atomic_output(path, safe) as tmp:
     with tf.io.gfile.GFile(tmp, mode) as f:
       f.write(data)
 

@@ -455,15 +455,32 @@ def resolve_checkpoint(path, flag_name="checkpoint"):
   elif tf.io.gfile.isdir(path):
     ckpt_dir = path
   if ckpt_dir is not None:
-    prefix = tf.train.latest_checkpoint(ckpt_dir)
+    prefix = _latest_in_directory(ckpt_dir)
     if prefix is None:
-      raise ValueError(f"{flag_name}={path}: no checkpoint found in directory "
-                       f"{ckpt_dir} (expected a `checkpoint` state file)")
+      what = ("holds no checkpoint" if tf.io.gfile.isdir(ckpt_dir) else
+              "does not exist")
+      raise ValueError(f"{flag_name}={path}: directory {ckpt_dir} {what}; "
+                       "train first, or give a checkpoint prefix")
     return prefix
   if not tf.io.gfile.exists(path + ".index"):
+    if not tf.io.gfile.exists(path):
+      raise ValueError(f"{flag_name}={path}: not a checkpoint (no "
+                       f"{path}.index) and no such directory: nothing was "
+                       "saved there; train first, or give a checkpoint "
+                       "prefix, a directory or DIR/latest")
     raise ValueError(f"{flag_name}={path}: not a checkpoint (no {path}.index); "
                      "give a checkpoint prefix, a directory or DIR/latest")
   return path
+
+
+def _latest_in_directory(ckpt_dir):
+  """The checkpoint a training run in `ckpt_dir` would resume from (the
+  newest intact `model.ckpt-N`, whatever the `checkpoint` state file says;
+  CheckpointError if the newest is damaged), else the one the state file
+  names (other names, e.g. a converted release), else None. Reads only."""
+  if checkpoint_io.list_checkpoints(ckpt_dir):
+    return checkpoint_io.find_resume_checkpoint(ckpt_dir)
+  return tf.train.latest_checkpoint(ckpt_dir)
 
 
 def _describe_names(names, first=5):

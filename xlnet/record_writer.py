@@ -12,6 +12,7 @@ Command line: `python data_utils.py --help`.
 """
 import collections
 import contextlib
+import ctypes
 import json
 import multiprocessing
 import os
@@ -23,7 +24,9 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from xlnet import cli
 from xlnet import example_proto
+from xlnet import flag_rules
 from xlnet import io_utils
 from xlnet import prepro_utils
 from xlnet import pretrain_examples
@@ -33,6 +36,7 @@ from xlnet import token_stream
 _SEED_MARK = 0x584C4E  # "XLN": part of every (task, pass_id) seed
 _LINES_PER_TASK = 2000  # lines per encoding job of a worker process
 _LOG_SECONDS = 10
+_PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
 # corpus_info.json entries a later run into the same save_dir must match.
 _LAYOUT_KEYS = record_format.CORPUS_INFO_KEYS + ("use_eod", "vocab_size")
 
@@ -44,7 +48,9 @@ def _check_config(cfg):
   """Validates record-creation settings; ValueError names the flag."""
   bsz, ncore = cfg["bsz_per_host"], cfg["num_core_per_host"]
   seq_len, reuse_len = cfg["seq_len"], cfg["reuse_len"]
-  if ncore < 1 or bsz % ncore:
+  for name in ("bsz_per_host", "num_core_per_host"):
+    flag_rules.check_value(name, cfg[name])
+  if bsz % ncore:
     raise ValueError(f"--bsz_per_host={bsz} must be a multiple of "
                      f"--num_core_per_host={ncore}")
   if cfg["bi_data"] and bsz % (2 * ncore):
@@ -162,14 +168,24 @@ def _encode_job(job):
   return _WORKER["encoder"](lines, path)
 
 
-def _worker_main(conn, encoder, parent_ends):
+def _worker_main(conn, encoder, parent_ends, parent_pid):
   """A worker process: runs (fn, arg) tasks from `conn` until None/EOF.
 
   `parent_ends` are the parent's ends of the pipes, inherited by the fork:
   closed here, so that the parent's death closes this worker's pipe and
-  ends the worker (EOF) instead of leaving it waiting forever.
+  ends the worker (EOF) instead of leaving it waiting forever. On Linux the
+  kernel also kills the worker when the parent dies (`_die_with_parent`),
+  even while it is busy with a task.
+
+  Args:
+    conn: this worker's end of its pipe.
+    encoder: the `token_stream.LineEncoder` for `_encode_job`.
+    parent_ends: the parent's pipe ends (Connections) to close.
+    parent_pid: int, the writer's process id.
   """
   signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent reports Ctrl-C
+  signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler
+  _die_with_parent(parent_pid)
   for end in parent_ends:
     end.close()
   _WORKER["encoder"] = encoder
@@ -185,6 +201,18 @@ def _worker_main(conn, encoder, parent_ends):
       conn.send((True, fn(arg)))
     except Exception as e:  # pylint: disable=broad-except
       conn.send((False, e))  # re-raised by the parent
+
+
+def _die_with_parent(parent_pid):
+  """Asks Linux to SIGKILL this process when its parent dies (a no-op
+  elsewhere); exits at once if the parent is already gone."""
+  try:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+  except (OSError, AttributeError):  # not Linux: the pipes' EOF still works
+    pass
+  if os.getppid() != parent_pid:  # died before prctl took effect
+    os._exit(0)  # pylint: disable=protected-access
 
 
 class _Workers:
@@ -209,7 +237,8 @@ class _Workers:
     for _ in range(num_workers):
       parent, child = ctx.Pipe()
       proc = ctx.Process(target=_worker_main,
-                         args=(child, encoder, self._conns + [parent]),
+                         args=(child, encoder, self._conns + [parent],
+                               os.getpid()),
                          daemon=True)
       proc.start()
       child.close()
@@ -280,12 +309,22 @@ def worker_processes(num_workers, encoder):
 def _read_lines(path):
   """The lines of one input file (ValueError names the file)."""
   try:
-    with tf.io.gfile.GFile(path, "rb") as f:
-      raw = f.read()
-  except tf.errors.OpError as e:
-    raise ValueError(f"--input_glob: cannot read {path}: {e.message}"
-                     ) from None
+    raw = _read_bytes(path)
+  except (tf.errors.OpError, OSError) as e:
+    raise ValueError(f"--input_glob: cannot read {path}: "
+                     f"{cli.error_text(e)}") from None
   return token_stream.split_lines(raw, path)
+
+
+def _read_bytes(path):
+  """Every byte of `path`, read once. A local pipe (bash's `<(...)`,
+  /dev/stdin) is read as a stream: TensorFlow's reader takes its size, 0,
+  and would find it empty."""
+  if "://" not in path and os.path.exists(path) and not os.path.isfile(path):
+    with open(path, "rb") as f:
+      return f.read()
+  with tf.io.gfile.GFile(path, "rb") as f:
+    return f.read()
 
 
 def build_stream(paths, workers, use_eod, rng):

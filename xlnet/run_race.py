@@ -18,6 +18,7 @@ import tensorflow as tf
 from xlnet import cli
 from xlnet import finetune
 from xlnet import finetune_flags
+from xlnet import flag_rules
 from xlnet import io_utils
 from xlnet import prepro_utils
 from xlnet import qa_records
@@ -69,6 +70,7 @@ def validate_flags(FLAGS):  # pylint: disable=invalid-name
   finetune_flags.check_positive(FLAGS, "max_seq_length", "max_qa_length",
                           "train_batch_size", "eval_batch_size",
                           "train_steps")
+  flag_rules.check_all(FLAGS)
   if FLAGS.max_seq_length < FLAGS.max_qa_length + 4:
     raise ValueError(
         f"--max_seq_length={FLAGS.max_seq_length} leaves no room for the "

@@ -22,6 +22,7 @@ import tensorflow as tf
 from xlnet import cli
 from xlnet import finetune
 from xlnet import finetune_flags
+from xlnet import flag_rules
 from xlnet import io_utils
 from xlnet import prepro_utils
 from xlnet import qa_records
@@ -122,6 +123,7 @@ def validate_flags(FLAGS):  # pylint: disable=invalid-name
       FLAGS, "max_seq_length", "max_query_length", "doc_stride",
       "max_answer_length", "start_n_top", "end_n_top", "n_best_size",
       "num_proc", "train_batch_size", "predict_batch_size", "train_steps")
+  flag_rules.check_all(FLAGS)
   if FLAGS.max_seq_length < FLAGS.max_query_length + 4:
     raise ValueError(
         f"--max_seq_length={FLAGS.max_seq_length} leaves no room for the "
