@@ -7,12 +7,14 @@ Usage:
 Special ids are checked after training: <unk> 0, <s> 1, </s> 2, <cls> 3,
 <sep> 4, <pad> 5, <mask> 6, <eod> 7, <eop> 8.
 """
+import io
 import os
 
 from absl import flags
 from absl import logging
 
 from xlnet import cli
+from xlnet import io_utils
 from xlnet import prepro_utils
 
 # The released --control_symbols=<cls>,<sep>,<pad>,<mask>,<eod> and
@@ -38,6 +40,11 @@ def train_spm(input_files, model_prefix, vocab_size=32000,
 
   Returns:
     path of the `.model` file.
+
+  The model is trained in memory, checked, and only then written (the
+  `.vocab` file first, the `.model` file last, each atomically), so an
+  interrupted or failed run leaves no partial or unchecked model behind.
+  Training is deterministic: the same input gives the same bytes.
   """
   import sentencepiece as spm  # pylint: disable=g-import-not-at-top
   if isinstance(input_files, str):
@@ -50,8 +57,9 @@ def train_spm(input_files, model_prefix, vocab_size=32000,
   parent = os.path.dirname(model_prefix)
   if parent:
     os.makedirs(parent, exist_ok=True)
+  model = io.BytesIO()
   kwargs = dict(
-      input=",".join(input_files), model_prefix=model_prefix,
+      input=",".join(input_files), model_writer=model,
       vocab_size=vocab_size, character_coverage=character_coverage,
       model_type="unigram", control_symbols=CONTROL_SYMBOLS,
       user_defined_symbols=USER_DEFINED_SYMBOLS,
@@ -65,10 +73,19 @@ def train_spm(input_files, model_prefix, vocab_size=32000,
     raise ValueError(f"SentencePiece training failed: "
                      f"{str(e).splitlines()[0]}") from None
   model_path = model_prefix + ".model"
-  sp_model = spm.SentencePieceProcessor(model_file=model_path)
+  sp_model = spm.SentencePieceProcessor(model_proto=model.getvalue())
   prepro_utils.check_special_symbols(sp_model, model_path)
+  io_utils.atomic_write(model_prefix + ".vocab", vocab_text(sp_model))
+  io_utils.atomic_write(model_path, model.getvalue())
   logging.info("Wrote %s (%d pieces)", model_path, sp_model.get_piece_size())
   return model_path
+
+
+def vocab_text(sp_model):
+  """The `.vocab` file SentencePiece writes beside a model: one line
+  `piece<TAB>score` per id (scores with 6 significant digits)."""
+  return "".join(f"{sp_model.id_to_piece(i)}\t{sp_model.get_score(i):g}\n"
+                 for i in range(sp_model.get_piece_size()))
 
 
 def define_flags():
