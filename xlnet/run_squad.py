@@ -83,9 +83,10 @@ def define_flags(flag_values=flags.FLAGS):
                     "its last word (the release ends it on the next "
                     "piece).", **fv)
   flags.DEFINE_bool("keep_unaligned", False,
-                    "Keep the training questions of paragraphs the "
+                    "Train on and predict the questions of paragraphs the "
                     "release's character alignment fails on (it drops "
-                    "them).", **fv)
+                    "them: no training features, the prediction \"\").",
+                    **fv)
   flags.DEFINE_enum("target_eval_key", "best_f1", TARGET_EVAL_KEYS,
                     "Metric of eval_results.json that rates a checkpoint "
                     "(has_ans_f1 for the paper's Model I).", **fv)
