@@ -71,20 +71,21 @@ def plain_train(loss_fn, seed=0):
 
 def session_predict(outputs_fn):
   """A stand-in for the engine's prediction: runs `outputs_fn(FLAGS,
-  features)` over the whole input with the latest checkpoint of
-  `FLAGS.model_dir`, or with fresh variables when there is none.
+  features)` over the whole input with the given checkpoint, else the
+  latest of `FLAGS.model_dir`, or with fresh variables when there is none.
 
   Returns:
-    predict(FLAGS, input_fn) -> list of per-record dicts of NumPy values.
+    predict(FLAGS, input_fn, checkpoint=None) -> list of per-record dicts
+    of NumPy values.
   """
-  def predict(FLAGS, input_fn):  # pylint: disable=invalid-name
+  def predict(FLAGS, input_fn, checkpoint=None):  # pylint: disable=invalid-name
     rows = []
     with tf.Graph().as_default():
       dataset = input_fn({"batch_size": 3})
       features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
       outputs = outputs_fn(FLAGS, features)
       with tf.compat.v1.Session() as sess:
-        checkpoint = tf.train.latest_checkpoint(FLAGS.model_dir)
+        checkpoint = checkpoint or tf.train.latest_checkpoint(FLAGS.model_dir)
         if checkpoint:
           tf.compat.v1.train.Saver().restore(sess, checkpoint)
         else:
@@ -98,6 +99,25 @@ def session_predict(outputs_fn):
           rows.extend({k: v[i] for k, v in batch.items()}
                       for i in range(size))
   return predict
+
+
+def fresh_checkpoint(FLAGS, outputs_fn, spec, prefix, seed=0):  # pylint: disable=invalid-name
+  """Saves the freshly initialized variables of `outputs_fn(FLAGS,
+  features)` as checkpoint `prefix`, the latest of its directory.
+
+  Args:
+    spec: the records' layout, name -> (width, dtype) (see
+      `qa_records.make_input_fn`).
+  """
+  with tf.Graph().as_default():
+    tf.compat.v1.set_random_seed(seed)
+    features = {name: tf.compat.v1.placeholder(
+        dtype, [None] if width == 1 else [None, width])
+                for name, (width, dtype) in spec.items()}
+    outputs_fn(FLAGS, features)
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      tf.compat.v1.train.Saver().save(sess, prefix)
 
 
 def first_batch(input_fn, batch_size, build=None):

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+import sentencepiece as spm
 import tensorflow as tf
 
 from tests import qa_fixtures
@@ -223,6 +224,12 @@ def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch,
   monkeypatch.setattr(run_squad, "predict", qa_fixtures.session_predict(
       squad_model.get_qa_predictions))
   caplog.set_level("INFO")
+  model_dir = squad["tmp"] / "model"
+  model_dir.mkdir()
+  qa_fixtures.fresh_checkpoint(
+      squad["flags"](), squad_model.get_qa_predictions,
+      squad_utils.feature_spec(48, is_training=False),
+      str(model_dir / "model.ckpt-1"))
   rules = []
   real = squad_utils.get_predictions
   monkeypatch.setattr(squad_utils, "get_predictions", lambda *a, **k: (
@@ -265,6 +272,95 @@ def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch,
   assert rules[1] == dict(answer_on_last_piece=True, skip_empty_answers=True)
 
 
+def _stand_in_by_checkpoint(beams):
+  """A stand-in for `run_squad.predict` whose beams depend on the
+  checkpoint: `beams[checkpoint name][question word]` = (start, end,
+  cls_logits), the question recognized by its first word's piece."""
+  sp_model = spm.SentencePieceProcessor(model_file=train_tiny_spm())
+
+  def predict(FLAGS, input_fn, checkpoint):  # pylint: disable=invalid-name
+    del FLAGS
+    features = qa_fixtures.all_batches(input_fn)
+    rows = []
+    for i, uid in enumerate(features["unique_ids"]):
+      question = features["input_ids"][i][features["segment_ids"][i] == 1]
+      word, = [w for w in ("who", "what")
+               if sp_model.piece_to_id("\u2581" + w) in question]
+      start, end, cls = beams[os.path.basename(checkpoint)][word]
+      rows.append(dict(unique_ids=uid, cls_logits=np.float32(cls),
+                       start_top_index=np.array([start]),
+                       start_top_log_probs=np.zeros(1, np.float32),
+                       end_top_index=np.array([end]),
+                       end_top_log_probs=np.zeros(1, np.float32)))
+    return rows
+  return predict
+
+
+def test_every_checkpoint_is_rated_and_the_best_picked(squad, monkeypatch,
+                                                      caplog):
+  """Two checkpoints over "the river said over" (pieces ▁the ▁ r ive r
+  ▁said ▁over), q1 "who?" (answer "river") and q2 "what?" (impossible).
+  model.ckpt-1 answers q1 "river" (pieces 1-4) but rates q1 less
+  answerable than q2: has_ans_f1 100, best_f1 50 (no threshold does better
+  than leaving both unanswered). model.ckpt-2 answers "river said" (pieces
+  1-5; F1 2/3) with the right null scores: has_ans_f1 66.67, best_f1
+  (1 + 2/3) / 2 = 83.33."""
+  data = [{"title": "t", "paragraphs": [{
+      "context": "the river said over", "qas": [
+          {"id": "q1", "question": "who?", "is_impossible": False,
+           "answers": [{"text": "river", "answer_start": 4}]},
+          {"id": "q2", "question": "what?", "is_impossible": True,
+           "answers": []}]}]}]
+  dev = qa_fixtures.write_json(squad["tmp"] / "dev-hand.json",
+                               {"data": data})
+  model_dir = squad["tmp"] / "model"
+  model_dir.mkdir()
+  for step in (1, 2):
+    (model_dir / f"model.ckpt-{step}.index").touch()
+  (model_dir / "checkpoint").write_text(
+      'model_checkpoint_path: "model.ckpt-2"\n')
+  monkeypatch.setattr(run_squad, "predict", _stand_in_by_checkpoint({
+      "model.ckpt-1": {"who": (1, 4, 5.0), "what": (1, 4, -5.0)},
+      "model.ckpt-2": {"who": (1, 5, -5.0), "what": (1, 5, 5.0)}}))
+  caplog.set_level("INFO")
+  expected = {"model.ckpt-1": dict(has_ans_f1=100.0, best_f1=50.0),
+              "model.ckpt-2": dict(has_ans_f1=200 / 3, best_f1=250 / 3)}
+  for key, best in (("has_ans_f1", "model.ckpt-1"),
+                    ("best_f1", "model.ckpt-2")):
+    predict_dir = squad["tmp"] / key
+    metrics = run_squad.run(squad["flags"](
+        "--do_predict", f"--predict_file={dev}", "--eval_all_ckpt",
+        f"--predict_dir={predict_dir}", f"--target_eval_key={key}"))
+    # The prediction files are the latest checkpoint's.
+    assert metrics["has_ans_f1"] == pytest.approx(200 / 3)
+    assert json.loads((predict_dir / "eval_results.json").read_text()) == (
+        metrics)
+    assert json.loads((predict_dir / "predictions.json").read_text()) == {
+        "q1": "river said", "q2": "river said"}
+    lines = (predict_dir / "eval_results.txt").read_text().splitlines()
+    entries = [dict(f.split("=", 1) for f in line.split("\t")[1:])
+               for line in lines]
+    assert [line.split("\t")[0] for line in lines] == ["eval", "eval",
+                                                       "best"]
+    for entry in entries[:2]:
+      name = os.path.basename(entry["checkpoint"])
+      assert entry["task"] == "squad" and entry["split"] == "dev-hand"
+      for metric, value in expected[name].items():
+        assert float(entry[metric]) == pytest.approx(value, abs=1e-6)
+    assert os.path.basename(entries[2]["checkpoint"]) == best
+    assert entries[2]["metric"] == key
+    assert (f"Best checkpoint by --target_eval_key={key}: "
+            f"{model_dir / best}") in caplog.text
+  # Without --eval_all_ckpt only the latest is evaluated.
+  predict_dir = squad["tmp"] / "latest"
+  run_squad.run(squad["flags"]("--do_predict", f"--predict_file={dev}",
+                               f"--predict_dir={predict_dir}"))
+  lines = (predict_dir / "eval_results.txt").read_text().splitlines()
+  assert [(line.split("\t")[0], f"checkpoint={model_dir / 'model.ckpt-2'}"
+           in line.split("\t")) for line in lines] == [("eval", True),
+                                                       ("best", True)]
+
+
 @pytest.mark.parametrize("extra,match", [
     ([], "nothing to do: set --do_prepro, --do_train and/or --do_predict"),
     (["--do_predict", "--predict_file="],
@@ -279,6 +375,9 @@ def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch,
      "--start_n_top=60 exceeds --max_seq_length=48"),
     (["--do_train", "--seed=-1"],
      "--seed=-1: the order of the training examples needs a seed >= 0"),
+    (["--do_predict", "--eval_all_ckpt"],
+     r"--model_dir=.*/model holds no checkpoint to evaluate \(train first "
+     r"with --do_train\)"),
 ])
 def test_bad_flags_name_the_flag(squad, extra, match):
   with pytest.raises(ValueError, match=match):

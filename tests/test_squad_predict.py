@@ -183,3 +183,38 @@ def test_nbest_hand_worked_with_the_releases_rules(last_piece, skip_empty,
                                        1 / (1 + np.exp(0.4))], rtol=1e-5)
     assert (nbest["q1"][0]["start_char"], nbest["q1"][0]["end_char"]) == (
         2, 2)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_questions_of_an_unaligned_paragraph_get_the_releases_answer(keep):
+  """The release drops a paragraph its alignment fails on ("ﬁ" alone
+  normalizes to two characters, so fewer than 80% of them match) at
+  prediction time too: its questions get no window, the answer "" with
+  log-probs -1e6 and the null score 1e6. --keep_unaligned predicts them."""
+  sp_model = spm.SentencePieceProcessor(model_file=train_tiny_spm())
+  texts = ["ﬁﬁﬁﬁ ﬁﬁﬁ ﬁﬁ ok", "the river said over"]
+  examples = [squad_utils.SquadExample(qid, "which?", p, None, None, False)
+              for qid, p in (("q0", 0), ("q1", 0), ("q2", 1))]
+  converter = squad_utils.FeatureConverter(
+      sp_model, texts, 32, 8, 8, False, is_training=False,
+      keep_unaligned=keep)
+  for _ in converter.iter_features(examples):
+    pass
+  assert converter.unaligned == ([] if keep else ["q0", "q1"])
+  # Every window: pieces 1..4, "ﬁﬁﬁﬁ" (▁ f if if if) and "river" (▁ r ive r).
+  results = [_result(w.unique_id, 2.5, [1, 0], [-1.0, -2.0], [4] * 4,
+                     [-1.0] * 4) for w in converter.windows]
+  preds, nbest, null_odds = squad_utils.get_predictions(
+      examples, texts, converter, results, n_best_size=3,
+      max_answer_length=5)
+  answer = {"q0": "ﬁﬁﬁﬁ", "q1": "ﬁﬁﬁﬁ", "q2": "river"}
+  for qid in ("q0", "q1", "q2"):
+    if qid == "q2" or keep:
+      assert preds[qid] == answer[qid]
+      assert null_odds[qid] == 2.5
+      assert nbest[qid][0]["start_log_prob"] == -1.0
+    else:
+      assert preds[qid] == "" and null_odds[qid] == 1e6
+      assert nbest[qid] == [dict(text="", start_log_prob=-1e6,
+                                 end_log_prob=-1e6, start_char=-1,
+                                 end_char=-1, probability=1.0)]

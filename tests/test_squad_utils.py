@@ -313,7 +313,7 @@ def test_release_alignment_check_hand_worked(text, pieces, aligned):
   assert squad_utils.release_aligns(text, pieces, lower=False) == aligned
 
 
-def test_training_drops_unaligned_paragraphs_unless_kept(sp_model, tmp_path):
+def test_unaligned_paragraphs_are_dropped_unless_kept(sp_model, tmp_path):
   data = [{"paragraphs": [
       {"context": "ﬁﬁﬁﬁ ﬁﬁﬁ ﬁﬁ ok", "qas": [
           {"id": "q0", "question": "which?", "answers": [
@@ -334,7 +334,10 @@ def test_training_drops_unaligned_paragraphs_unless_kept(sp_model, tmp_path):
                      for f in converter.iter_features(examples))
     assert converter.unaligned == ([] if keep else ["q0", "q1"])
   assert (kept[False], kept[True]) == (1, 3)  # one window per question
-  # Prediction never drops a question.
-  predict = squad_utils.FeatureConverter(sp_model, paragraphs, 32, 8, 8,
-                                         False, is_training=False)
-  assert sum(len(f["input_ids"]) for f in predict.iter_features(examples)) == 3
+  # Prediction drops them as well (see test_squad_predict.py for answers).
+  for keep, windows in ((False, 1), (True, 3)):
+    predict = squad_utils.FeatureConverter(sp_model, paragraphs, 32, 8, 8,
+                                           False, is_training=False,
+                                           keep_unaligned=keep)
+    assert sum(len(f["input_ids"])
+               for f in predict.iter_features(examples)) == windows

@@ -26,7 +26,6 @@ Training and inference run on the shared fine-tuning driver
 import functools
 import json
 import os
-import re
 import socket
 import time
 import uuid
@@ -40,6 +39,10 @@ from xlnet import classifier_heads
 from xlnet import classifier_processors
 from xlnet import classifier_utils
 from xlnet import cli
+from xlnet.checkpoint_eval import checkpoint_step
+from xlnet.checkpoint_eval import checkpoints_to_evaluate
+from xlnet.checkpoint_eval import list_checkpoints  # noqa: F401
+from xlnet.checkpoint_eval import update_eval_results
 from xlnet import finetune
 from xlnet import finetune_flags
 from xlnet import io_utils
@@ -202,122 +205,8 @@ def check_init_checkpoint(FLAGS, n_class):  # pylint: disable=invalid-name
 
 
 ################################################################################
-# Checkpoints to evaluate.
-################################################################################
-def checkpoint_step(prefix):
-  """The global step in a checkpoint prefix (`.../model.ckpt-1200` -> 1200),
-  or None."""
-  match = re.search(r"-(\d+)$", prefix)
-  return int(match.group(1)) if match else None
-
-
-def list_checkpoints(model_dir):
-  """Every checkpoint prefix in `model_dir` (those with an `.index` file),
-  sorted by step (prefixes without a step first)."""
-  pattern = os.path.join(io_utils.glob_escape(model_dir), "*.index")
-  prefixes = [p[:-len(".index")] for p in tf.io.gfile.glob(pattern)]
-  return sorted(prefixes, key=lambda p: (checkpoint_step(p) is not None,
-                                         checkpoint_step(p) or 0, p))
-
-
-def checkpoints_to_evaluate(FLAGS):  # pylint: disable=invalid-name
-  """All checkpoints of model_dir with --eval_all_ckpt, else the latest.
-
-  Raises:
-    ValueError: when model_dir holds none.
-  """
-  if FLAGS.eval_all_ckpt:
-    prefixes = list_checkpoints(FLAGS.model_dir)
-  else:
-    latest = tf.train.latest_checkpoint(FLAGS.model_dir)
-    prefixes = [latest] if latest else []
-  if not prefixes:
-    raise ValueError(f"--model_dir={FLAGS.model_dir} holds no checkpoint to "
-                     "evaluate (train first with --do_train)")
-  return prefixes
-
-
-################################################################################
 # Results: eval_results.txt, TensorBoard, predictions.
 ################################################################################
-def _format_value(value):
-  """Floats with 6 decimals, everything else as str."""
-  return f"{value:.6f}" if isinstance(value, float) else str(value)
-
-
-def _parse_line(line):
-  """A results line `kind<TAB>key=value<TAB>...` -> dict (`kind` included)."""
-  kind, *fields = line.rstrip("\n").split("\t")
-  entry = {"kind": kind}
-  for field in fields:
-    key, _, value = field.partition("=")
-    entry[key] = value
-  return entry
-
-
-def _format_line(entry):
-  """The inverse of `_parse_line`."""
-  return "\t".join([entry["kind"]] + [f"{k}={v}" for k, v in entry.items()
-                                      if k != "kind"])
-
-
-def update_eval_results(path, task, split, checkpoint, results,
-                        primary_metric):
-  """Adds one checkpoint's results to the results file and re-picks the best.
-
-  The file (rewritten atomically) holds one tab-separated line per
-  evaluated (task, split, checkpoint):
-    eval  task=..  split=..  step=..  checkpoint=..  eval_...=..  ...
-  and per (task, split) one line for the checkpoint with the highest
-  `primary_metric`:
-    best  task=..  split=..  metric=eval_..  step=..  checkpoint=..  ...
-  Lines of other tasks and splits are kept as they are; evaluating a
-  checkpoint again replaces its line.
-
-  Args:
-    path: str, e.g. `model_dir/eval_results.txt`.
-    task, split: str.
-    checkpoint: str, the checkpoint prefix.
-    results: dict of name -> number (see `metrics.evaluation_metrics`).
-    primary_metric: str, e.g. "eval_accuracy".
-
-  Returns:
-    dict, the best entry of (task, split) (values as str), or None when no
-    checkpoint has a number for `primary_metric` (e.g. all nan).
-  """
-  others, group = [], []
-  if tf.io.gfile.exists(path):
-    with tf.io.gfile.GFile(path) as f:
-      for line in f:
-        if not line.strip():
-          continue
-        entry = _parse_line(line)
-        if (entry.get("task"), entry.get("split")) != (task, split):
-          others.append(line.rstrip("\n"))
-        elif entry["kind"] == "eval" and entry.get("checkpoint") != checkpoint:
-          group.append(entry)
-  step = checkpoint_step(checkpoint)
-  group.append(dict(
-      {"kind": "eval", "task": task, "split": split,
-       "step": "" if step is None else str(step), "checkpoint": checkpoint},
-      **{k: _format_value(v) for k, v in results.items()}))
-  group.sort(key=lambda e: int(e["step"]) if e["step"] else -1)
-
-  lines = others + [_format_line(e) for e in group]
-  scored = [e for e in group if primary_metric in e and
-            not np.isnan(float(e[primary_metric]))]
-  best = None
-  if scored:
-    top = max(scored, key=lambda e: float(e[primary_metric]))
-    best = dict({"kind": "best", "task": task, "split": split,
-                 "metric": primary_metric},
-                **{k: v for k, v in top.items()
-                   if k not in ("kind", "task", "split")})
-    lines.append(_format_line(best))
-  io_utils.atomic_write(path, "\n".join(lines) + "\n")
-  return best
-
-
 def write_scalar_summaries(logdir, step, scalars):
   """Writes scalars at `step` as a TensorBoard event file in `logdir`.
 

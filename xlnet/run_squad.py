@@ -6,11 +6,14 @@ Steps, each enabled by its flag:
                 (questions are split by paragraph); alone it runs just this.
   --do_train    fine-tunes on the training records (made here when missing
                 and --num_proc is 1).
-  --do_predict  predicts --predict_file and writes predictions.json,
-                null_odds.json, nbest_predictions.json and eval_results.json
-                (exact match / F1, HasAns / NoAns, best null threshold, the
-                release's has_ans_*) to --predict_dir; --target_eval_key
-                names the metric that rates the checkpoint.
+  --do_predict  predicts --predict_file with the latest checkpoint of
+                --model_dir (every checkpoint with --eval_all_ckpt) and
+                writes the latest's predictions.json, null_odds.json,
+                nbest_predictions.json and eval_results.json (exact match /
+                F1, HasAns / NoAns, best null threshold, the release's
+                has_ans_*) to --predict_dir; eval_results.txt there keeps
+                every evaluated checkpoint's metrics and the best by
+                --target_eval_key.
 """
 import json
 import os
@@ -19,6 +22,7 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
+from xlnet import checkpoint_eval
 from xlnet import cli
 from xlnet import finetune
 from xlnet import finetune_flags
@@ -33,6 +37,8 @@ from xlnet import squad_utils
 # Metrics --target_eval_key may name (see squad_eval.evaluate).
 TARGET_EVAL_KEYS = ("best_f1", "best_exact", "has_ans_f1", "has_ans_exact",
                     "f1", "exact")
+# Every evaluated checkpoint's metrics and the best (checkpoint_eval).
+EVAL_RESULTS = "eval_results.txt"
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -84,12 +90,17 @@ def define_flags(flag_values=flags.FLAGS):
                     "its last word (the release ends it on the next "
                     "piece).", **fv)
   flags.DEFINE_bool("keep_unaligned", False,
-                    "Keep the training questions of paragraphs the "
+                    "Train on and predict the questions of paragraphs the "
                     "release's character alignment fails on (it drops "
-                    "them).", **fv)
+                    "them: no training features, the prediction \"\").",
+                    **fv)
   flags.DEFINE_enum("target_eval_key", "best_f1", TARGET_EVAL_KEYS,
                     "Metric of eval_results.json that rates a checkpoint "
-                    "(has_ans_f1 for the paper's Model I).", **fv)
+                    "and picks the best in eval_results.txt (has_ans_f1 "
+                    "for the paper's Model I).", **fv)
+  flags.DEFINE_bool("eval_all_ckpt", False,
+                    "Predict with and evaluate every checkpoint of "
+                    "--model_dir, not only the latest.", **fv)
   # The paper's XLNet-Large settings.
   finetune_flags.set_defaults(flag_values, learning_rate=3e-5,
                         train_batch_size=48, train_steps=8000,
@@ -254,50 +265,101 @@ def prepro_predict(FLAGS, sp_model):  # pylint: disable=invalid-name
   return paragraphs, examples, converter, path
 
 
-def write_predictions(FLAGS, examples, paragraphs, converter, results):  # pylint: disable=invalid-name
-  """Writes predictions.json, null_odds.json and nbest_predictions.json.
+def score_checkpoint(FLAGS, checkpoint, prepared, input_fn, dataset):  # pylint: disable=invalid-name
+  """Predictions of one checkpoint and their official evaluation.
+
+  Args:
+    checkpoint: a checkpoint prefix.
+    prepared: (paragraphs, examples, converter) from `prepro_predict`.
+    input_fn: the prediction records' input function.
+    dataset: the `data` list of --predict_file.
 
   Returns:
-    (predictions, null_odds) dicts keyed by question id.
+    (predictions, nbest, null_odds, metrics): dicts keyed by question id
+    (see `squad_utils.get_predictions`) and the metrics dict.
   """
+  paragraphs, examples, converter = prepared
   predictions, nbest, null_odds = squad_utils.get_predictions(
-      examples, paragraphs, converter, results, FLAGS.n_best_size,
-      FLAGS.max_answer_length,
+      examples, paragraphs, converter, predict(FLAGS, input_fn, checkpoint),
+      FLAGS.n_best_size, FLAGS.max_answer_length,
       answer_on_last_piece=FLAGS.answer_on_last_piece,
       skip_empty_answers=FLAGS.skip_empty_answers)
+  metrics = squad_eval.evaluate(dataset, predictions, null_odds)
+  return predictions, nbest, null_odds, metrics
+
+
+def write_prediction_files(FLAGS, predictions, nbest, null_odds, metrics):  # pylint: disable=invalid-name
+  """Writes predictions.json, null_odds.json, nbest_predictions.json and
+  eval_results.json to the prediction directory."""
   predict_dir = FLAGS.predict_dir or FLAGS.model_dir
   for name, content in (("predictions.json", predictions),
                         ("null_odds.json", null_odds),
-                        ("nbest_predictions.json", nbest)):
+                        ("nbest_predictions.json", nbest),
+                        ("eval_results.json", metrics)):
     io_utils.atomic_write(os.path.join(predict_dir, name),
                           json.dumps(content, indent=4) + "\n")
-  logging.info("Wrote the predictions of %d questions to %s",
-               len(predictions), predict_dir)
-  return predictions, null_odds
+  logging.info("Wrote the predictions of %d questions and their evaluation "
+               "to %s", len(predictions), predict_dir)
 
 
-def evaluate(FLAGS, predictions, null_odds):  # pylint: disable=invalid-name
-  """Scores the predictions with the official SQuAD evaluation and writes
-  eval_results.json to the prediction directory.
+def record_checkpoint(FLAGS, checkpoint, metrics):  # pylint: disable=invalid-name
+  """Logs a checkpoint's metrics and rating, and adds them to
+  eval_results.txt (see `checkpoint_eval.update_eval_results`).
 
   Returns:
-    the metrics dict.
+    the best entry so far by --target_eval_key (values as str), or None.
   """
-  dataset = squad_utils.load_squad_json(FLAGS.predict_file, "predict_file")
-  metrics = squad_eval.evaluate(dataset, predictions, null_odds)
-  path = os.path.join(FLAGS.predict_dir or FLAGS.model_dir,
-                      "eval_results.json")
-  io_utils.atomic_write(path, json.dumps(metrics, indent=4) + "\n")
   for key, value in metrics.items():
     logging.info("  %s = %s", key, value)
   target = FLAGS.target_eval_key
   if target in metrics:
-    logging.info("Checkpoint rating (--target_eval_key=%s): %s", target,
-                 metrics[target])
+    logging.info("Checkpoint rating (--target_eval_key=%s): %s (%s)", target,
+                 metrics[target], checkpoint)
   else:
     logging.warning("--target_eval_key=%s: %s has no such metric (no "
                     "answerable question?)", target, FLAGS.predict_file)
-  return metrics
+  split = os.path.splitext(os.path.basename(FLAGS.predict_file))[0]
+  return checkpoint_eval.update_eval_results(
+      os.path.join(FLAGS.predict_dir or FLAGS.model_dir, EVAL_RESULTS),
+      "squad", split, checkpoint, metrics, target)
+
+
+def latest_index(model_dir, prefixes):
+  """Index in `prefixes` (checkpoints of `model_dir`, oldest first) of the
+  latest checkpoint by the directory's state file, else the last one."""
+  latest = tf.train.latest_checkpoint(model_dir)
+  names = [os.path.basename(p) for p in prefixes]
+  if latest and os.path.basename(latest) in names:
+    return names.index(os.path.basename(latest))
+  return len(prefixes) - 1
+
+
+def evaluate_checkpoints(FLAGS, prepared, input_fn):  # pylint: disable=invalid-name
+  """Predicts with and evaluates the latest checkpoint of --model_dir
+  (every one, oldest first, with --eval_all_ckpt); the prediction files
+  are the latest's, and the best by --target_eval_key is logged.
+
+  Returns:
+    the latest checkpoint's metrics dict.
+  """
+  dataset = squad_utils.load_squad_json(FLAGS.predict_file, "predict_file")
+  prefixes = checkpoint_eval.checkpoints_to_evaluate(FLAGS)
+  shown = latest_index(FLAGS.model_dir, prefixes)
+  shown_metrics = best = None
+  for n, prefix in enumerate(prefixes):
+    logging.info("Evaluating checkpoint %d of %d: %s", n + 1, len(prefixes),
+                 prefix)
+    predictions, nbest, null_odds, metrics = score_checkpoint(
+        FLAGS, prefix, prepared, input_fn, dataset)
+    best = record_checkpoint(FLAGS, prefix, metrics)
+    if n == shown:
+      write_prediction_files(FLAGS, predictions, nbest, null_odds, metrics)
+      shown_metrics = metrics
+  if best is not None:
+    logging.info("Best checkpoint by --target_eval_key=%s: %s (%s)",
+                 FLAGS.target_eval_key, best["checkpoint"],
+                 best[FLAGS.target_eval_key])
+  return shown_metrics
 
 
 # Variables of the SQuAD heads, which a pretrained checkpoint lacks.
@@ -314,18 +376,19 @@ def train(FLAGS, input_fn):  # pylint: disable=invalid-name
           FLAGS, features)[0], allow_missing=NEW_VARIABLE_PATTERNS)
 
 
-def predict(FLAGS, input_fn):  # pylint: disable=invalid-name
-  """Runs the latest checkpoint of --model_dir over every prediction record.
+def predict(FLAGS, input_fn, checkpoint):  # pylint: disable=invalid-name
+  """Runs a checkpoint over every prediction record.
 
   Returns:
     list of dicts of NumPy values, one per record (see
     `squad_utils.get_predictions`).
   """
-  return finetune.predict_records(
-      FLAGS, input_fn,
+  outputs = finetune.predict(
+      FLAGS, checkpoint, input_fn,
       lambda features, is_training: squad_model.get_qa_predictions(
           FLAGS, features),
-      FLAGS.predict_batch_size)
+      finetune_flags.global_batch_size(FLAGS, FLAGS.predict_batch_size))
+  return [dict(zip(outputs, values)) for values in zip(*outputs.values())]
 
 
 def run(FLAGS):  # pylint: disable=invalid-name
@@ -353,10 +416,8 @@ def run(FLAGS):  # pylint: disable=invalid-name
       [path], squad_utils.feature_spec(FLAGS.max_seq_length,
                                        is_training=False),
       is_training=False, drop_remainder=False)
-  results = predict(FLAGS, input_fn)
-  predictions, null_odds = write_predictions(FLAGS, examples, paragraphs,
-                                             converter, results)
-  return evaluate(FLAGS, predictions, null_odds)
+  return evaluate_checkpoints(FLAGS, (paragraphs, examples, converter),
+                              input_fn)
 
 
 def main(_):

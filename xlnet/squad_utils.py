@@ -599,11 +599,13 @@ class FeatureConverter:
       release mapped the trailing space to the '▁' of the next word);
       `trim_answer_whitespace` ends it on its last word instead;
     * the questions of a paragraph the release could not align
-      (`release_aligns`) are dropped; `keep_unaligned` keeps them.
+      (`release_aligns`) are dropped, at training and prediction time (such
+      a question then gets no window, and `get_predictions` the release's
+      empty answer); `keep_unaligned` keeps them.
 
   Attributes:
     unmappable: question ids whose answer covers no piece (skipped).
-    unaligned: training question ids dropped as the release did.
+    unaligned: question ids dropped as the release did.
     windows: the Window of every feature made so far (prediction only).
   """
 
@@ -634,13 +636,13 @@ class FeatureConverter:
     return self.vocab
 
   def paragraph(self, index):
-    """TokenizedParagraph of paragraph `index` (cached; for training, also
-    whether the release could align it)."""
+    """TokenizedParagraph of paragraph `index` (cached; unless
+    `keep_unaligned`, also whether the release could align it)."""
     if index not in self.tokenized:
       text = self.paragraphs[index]
       pieces, self.tokenized[index] = _tokenize(
           self.sp_model, self._vocab(), text, self.uncased)
-      if self.is_training and not self.keep_unaligned:
+      if not self.keep_unaligned:
         self.aligned[index] = release_aligns(text, pieces, self.uncased)
     return self.tokenized[index]
 
@@ -658,9 +660,9 @@ class FeatureConverter:
 
   def convert(self, example_index, example):
     """Features of one question: dict of arrays `[W, ...]` (see
-    `window_features`, `window_targets`), or None when a training question
-    is dropped (answer on no piece, or a paragraph the release could not
-    align)."""
+    `window_features`, `window_targets`), or None when the question is
+    dropped (a training answer on no piece, or a paragraph the release
+    could not align)."""
     paragraph = self.paragraph(example.paragraph_index)
     if not self.aligned.get(example.paragraph_index, True):
       self.unaligned.append(example.qas_id)
@@ -708,14 +710,20 @@ class FeatureConverter:
           ", ".join(self.unmappable[:5]))
     if self.unaligned:
       logging.warning(
-          "dropped %d training questions whose paragraph the release could "
-          "not align, as it did (--keep_unaligned keeps them; first ids: "
-          "%s)", len(self.unaligned), ", ".join(self.unaligned[:5]))
+          "dropped %d %s questions whose paragraph the release could not "
+          "align, as it did (--keep_unaligned keeps them; first ids: %s)",
+          len(self.unaligned), "training" if self.is_training else
+          "prediction", ", ".join(self.unaligned[:5]))
 
 
 # ----------------------------------------------------------------------------
 # Predictions.
 # ----------------------------------------------------------------------------
+# The release's null score of a question without windows: "large and
+# positive", so that the best threshold takes it as unanswerable.
+NULL_SCORE_WITHOUT_WINDOWS = 1e6
+
+
 def _window_candidates(window, result, answer_on_last_piece):
   """(score, start log-prob, end log-prob, first, last) of a window's beam.
 
@@ -765,7 +773,9 @@ def get_predictions(examples, paragraphs, converter, results, n_best_size,
     predictions: qas_id -> the best answer's text ("" if none).
     nbest: qas_id -> list of dicts (text, probability, start_log_prob,
       end_log_prob, start_char, end_char), best first.
-    null_odds: qas_id -> the lowest `cls_logits` over the question's windows.
+    null_odds: qas_id -> the lowest `cls_logits` over the question's
+      windows; `NULL_SCORE_WITHOUT_WINDOWS` for a question without any (its
+      paragraph dropped by the alignment test), whose answer is then "".
 
   Raises:
     ValueError: if a feature has no result.
@@ -785,12 +795,11 @@ def get_predictions(examples, paragraphs, converter, results, n_best_size,
     text = paragraphs[example.paragraph_index]
     paragraph = converter.paragraph(example.paragraph_index)
     candidates = []
-    null_score = None
+    null_score = NULL_SCORE_WITHOUT_WINDOWS
     for window in windows_of[index]:
       result = by_id[window.unique_id]
-      cls_logit = float(np.asarray(result["cls_logits"]).reshape(()))
-      null_score = cls_logit if null_score is None else min(null_score,
-                                                            cls_logit)
+      null_score = min(null_score,
+                       float(np.asarray(result["cls_logits"]).reshape(())))
       candidates.extend(_window_candidates(window, result,
                                            answer_on_last_piece))
     candidates.sort(key=lambda c: -c[0])
