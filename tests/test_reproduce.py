@@ -103,6 +103,34 @@ def test_dry_run_commands_carry_the_papers_settings(tmp_path, capsys, table,
   assert not os.listdir(tmp_path)  # nothing ran, nothing written
 
 
+def test_dry_run_on_a_tpu_keeps_the_batch_global(tmp_path, capsys):
+  # The release's IMDB command: TPU v3-8, --train_batch_size=32 (global),
+  # records and checkpoints in Cloud Storage, the data read locally.
+  lines = _dry_run(capsys, [
+      "--table=classification", "--tasks=imdb", "--use_tpu", "--tpu=my-tpu",
+      "--num_core_per_host=8", "--gcs_dir=gs://bucket/xlnet",
+      "--data_root=/data", f"--work_dir={tmp_path}"] + _model_args("/m"))
+  got = _flags_of(lines[0])
+  assert {k: got[k] for k in ("use_tpu", "tpu", "train_batch_size",
+                              "num_core_per_host", "model_dir", "output_dir",
+                              "data_dir")} == dict(
+      use_tpu="True", tpu="my-tpu", train_batch_size="32",
+      num_core_per_host="8", model_dir="gs://bucket/xlnet/imdb/model",
+      output_dir="gs://bucket/xlnet/imdb/records", data_dir="/data/aclImdb")
+
+
+def test_override_flags_replace_every_tasks_value(tmp_path, capsys):
+  lines = _dry_run(capsys, [
+      "--table=glue", "--tasks=mnli,sts-b", "--learning_rate=1e-4",
+      "--train_steps=7", "--train_batch_size=4", "--max_seq_length=16",
+      "--data_root=/data", f"--work_dir={tmp_path}"] + _model_args("/m"))
+  for line in lines:
+    got = _flags_of(line)
+    assert (got["learning_rate"], got["train_steps"], got["warmup_steps"],
+            got["save_steps"], got["train_batch_size"],
+            got["max_seq_length"]) == ("0.0001", "7", "7", "7", "4", "16")
+
+
 def test_dry_run_lists_every_task_of_the_table(tmp_path):
   proc = _run(["--table=glue", "--data_root=/data", f"--work_dir={tmp_path}",
                "--dry_run"] + _model_args("/m"))
@@ -118,6 +146,7 @@ def test_dry_run_lists_every_task_of_the_table(tmp_path):
      "--num_core_per_host=3 does not divide the global batch 32 of sts-b"),
     (["--table=glue", "--tasks=sts-b,imdb"], "--tasks: imdb not in the glue"),
     (["--table=race"], "no data for race (expected /nonexistent/RACE)"),
+    (["--table=race", "--warmup_steps=-1"], "--warmup_steps=-1 must be >= 0"),
 ])
 def test_bad_settings_are_one_line_errors(tmp_path, extra, message):
   proc = _run(extra + ["--data_root=/nonexistent", f"--work_dir={tmp_path}"]

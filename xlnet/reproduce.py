@@ -12,6 +12,8 @@ as subprocesses:
   work_dir/{task}/result.json   written atomically once the task is done
   work_dir/results.{md,json,png}  the table so far, rewritten after each task
 
+(with `--gcs_dir`, records/, model/ and predictions/ go there instead).
+
 A task with a result.json is skipped; an interrupted one is run again with
 the same command, and the program resumes from its model_dir. A failing task
 prints one line, its row says "failed", and the table goes on with the next
@@ -28,6 +30,7 @@ import sys
 import time
 
 from absl import flags
+import tensorflow as tf
 
 from xlnet import cli
 from xlnet import io_utils
@@ -74,7 +77,14 @@ def define_flags(flag_values=flags.FLAGS):
                        "and is divided among the GPUs.", **fv)
   flags.DEFINE_bool("use_tpu", False, "Run on a TPU (batches stay global).",
                     **fv)
+  flags.DEFINE_integer("num_hosts", 1, "TPU hosts (e.g. 4 for a v3-32).",
+                       **fv)
   flags.DEFINE_string("tpu", None, "TPU name (with --use_tpu).", **fv)
+  flags.DEFINE_string("gcs_dir", None,
+                      "A gs:// directory for every task's records, "
+                      "checkpoints and predictions (a TPU reads and writes "
+                      "only Cloud Storage); logs and results stay in "
+                      "--work_dir. Default: --work_dir.", **fv)
   flags.DEFINE_integer("eval_batch_size", 8,
                        "Evaluation/prediction batch per GPU (global with "
                        "--use_tpu).", **fv)
@@ -108,10 +118,12 @@ def check_flags(FLAGS):  # pylint: disable=invalid-name
                "data_root", "work_dir"):
     if not getattr(FLAGS, name):
       raise ValueError(f"--{name} is required")
-  for name in ("num_core_per_host", "eval_batch_size") + OVERRIDES:
-    value = getattr(FLAGS, name)
-    if value is not None and value < (0 if name == "warmup_steps" else 1):
-      raise ValueError(f"--{name}={value} must be >= 1")
+  integers = ("num_core_per_host", "num_hosts", "eval_batch_size") + tuple(
+      n for n in OVERRIDES if n != "learning_rate")
+  for name in integers:
+    value, low = getattr(FLAGS, name), 0 if name == "warmup_steps" else 1
+    if value is not None and value < low:
+      raise ValueError(f"--{name}={value} must be >= {low}")
   if FLAGS.learning_rate is not None and FLAGS.learning_rate <= 0:
     raise ValueError(f"--learning_rate={FLAGS.learning_rate} must be > 0")
 
@@ -153,12 +165,15 @@ def per_device_batch(task, batch, FLAGS):  # pylint: disable=invalid-name
   return batch // FLAGS.num_core_per_host
 
 
-def task_dirs(work_dir, task):
-  """Paths of one task's outputs under `work_dir/{task}/`."""
-  root = os.path.join(work_dir, task.name)
-  return dict(root=root, records=os.path.join(root, "records"),
-              model=os.path.join(root, "model"),
-              predictions=os.path.join(root, "predictions"),
+def task_dirs(FLAGS, task):  # pylint: disable=invalid-name
+  """Paths of one task's outputs: `work_dir/{task}/` for the log and the
+  result, `gcs_dir/{task}/` (default: the same) for what the program
+  writes."""
+  root = os.path.join(FLAGS.work_dir, task.name)
+  data = os.path.join(FLAGS.gcs_dir or FLAGS.work_dir, task.name)
+  return dict(records=os.path.join(data, "records"),
+              model=os.path.join(data, "model"),
+              predictions=os.path.join(data, "predictions"),
               log=os.path.join(root, "log.txt"),
               result=os.path.join(root, RESULT_FILE))
 
@@ -205,7 +220,7 @@ def _program_flags(task, data_dir, dirs, FLAGS):  # pylint: disable=invalid-name
 def task_command(task, data_dir, FLAGS):  # pylint: disable=invalid-name
   """The argv that runs `task` (python, program, --flag=value ...)."""
   s = effective_settings(task, FLAGS)
-  dirs = task_dirs(FLAGS.work_dir, task)
+  dirs = task_dirs(FLAGS, task)
   values = dict(
       model_config_path=FLAGS.model_config_path,
       spiece_model_file=FLAGS.spiece_model_file,
@@ -216,7 +231,7 @@ def task_command(task, data_dir, FLAGS):  # pylint: disable=invalid-name
       train_steps=s["steps"], warmup_steps=s["warmup"],
       save_steps=s["save_steps"], iterations=s["iterations"],
       lr_layer_decay_rate=s["layer_decay"], adam_epsilon=1e-6,
-      weight_decay=0.0, num_hosts=1,
+      weight_decay=0.0, num_hosts=FLAGS.num_hosts,
       num_core_per_host=FLAGS.num_core_per_host)
   if FLAGS.use_tpu:
     values.update(use_tpu=True, tpu=FLAGS.tpu, use_bfloat16=True)
@@ -264,7 +279,7 @@ def run_command(command, log_path):
 def _best_classifier_line(path, task_name):
   """The `best` entry of `task_name` / dev in run_classifier's
   eval_results.txt, as a dict."""
-  with open(path) as f:
+  with tf.io.gfile.GFile(path) as f:
     for line in f:
       kind, *fields = line.rstrip("\n").split("\t")
       entry = dict(field.partition("=")[::2] for field in fields)
@@ -289,7 +304,7 @@ def read_metric(task, dirs):
     folder = dirs["predictions" if task.program == paper_settings.SQUAD
                   else "model"]
     path = os.path.join(folder, name)
-    with open(path) as f:
+    with tf.io.gfile.GFile(path) as f:
       entry = json.load(f)
   if task.metric.key not in entry:
     raise ValueError(f"{path} has no {task.metric.key}")
@@ -313,13 +328,13 @@ def run_task(task, command, FLAGS):  # pylint: disable=invalid-name
   Returns:
     (row, failure reason or None).
   """
-  dirs = task_dirs(FLAGS.work_dir, task)
+  dirs = task_dirs(FLAGS, task)
   start = time.time()
   reason = run_command(command, dirs["log"])
   if reason is None:
     try:
       ours = task.metric.paper_units(read_metric(task, dirs))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, tf.errors.OpError) as e:
       reason = cli.error_text(e)
   if reason is not None:
     return make_row(task, FLAGS, "failed"), reason
@@ -336,7 +351,7 @@ def finished_row(task, command, FLAGS):  # pylint: disable=invalid-name
     ValueError: when it was made by a different command (settings), whose
       checkpoints a rerun would mix with.
   """
-  path = task_dirs(FLAGS.work_dir, task)["result"]
+  path = task_dirs(FLAGS, task)["result"]
   if not os.path.exists(path):
     return None
   with open(path) as f:
@@ -368,7 +383,8 @@ def progress_line(index, total, label, elapsed, durations):
     durations: seconds taken by the tasks this run finished (the ETA is
       their mean times the tasks left, this one included).
   """
-  line = f"[{index}/{total}] {label}: starting; elapsed {format_duration(elapsed)}"
+  line = (f"[{index}/{total}] {label}: starting; elapsed "
+          f"{format_duration(elapsed)}")
   if not durations:
     return line + "; ETA unknown until a task finishes"
   left = (total - index + 1) * sum(durations) / len(durations)
@@ -449,7 +465,7 @@ def run(FLAGS):  # pylint: disable=invalid-name
     else:
       failed.append(task.name)
       print(f"{cli.program_name()}: {task.name} failed: {reason} (log: "
-            f"{task_dirs(FLAGS.work_dir, task)['log']})", file=sys.stderr,
+            f"{task_dirs(FLAGS, task)['log']})", file=sys.stderr,
             flush=True)
     write_reports(FLAGS, list(rows.values()))
   write_reports(FLAGS, list(rows.values()))
