@@ -352,7 +352,7 @@ def test_glue_table_resumes_after_a_kill(tmp_path, model):
   proc.send_signal(signal.SIGKILL)
   seen = proc.communicate(timeout=60)[0]
   # Its run_classifier.py died with it (no orphan writes beside a rerun).
-  deadline = time.time() + 5
+  deadline = time.time() + 1
   while _processes_mentioning(work) and time.time() < deadline:
     time.sleep(0.2)
   assert not _processes_mentioning(work)
