@@ -408,8 +408,9 @@ def markdown_report(title, rows):
     lines.append(f"| {r['label']} | {r['metric']} | {_cell(r['ours'])} | "
                  f"{_cell(r['paper'])} | {_cell(r['diff'])} | {r['steps']} "
                  f"| {wall} | {r['status']} |")
-  lines += ["", "results.png: per task, ours (blue) beside the paper's "
-            "figure (orange), bars from 0 on one scale.", ""]
+  lines += ["", "results.png: per task, left to right in this order, ours "
+            "(blue) beside the paper's figure (orange), bars from 0 on one "
+            "scale.", ""]
   return "\n".join(lines)
 
 
