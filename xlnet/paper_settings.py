@@ -137,12 +137,14 @@ _SQUAD_DIRS = ("", "squad", "SQuAD")
 
 SQUAD_TABLE = (
     Task("squad2.0", "SQuAD 2.0", SQUAD, _SQUAD_DIRS,
-         dict(train_file="train-v2.0.json", predict_file="dev-v2.0.json"),
+         dict(train_file="train-v2.0.json", predict_file="dev-v2.0.json",
+              max_query_length=64),
          _SQUAD_LARGE, Metric("EM (best threshold)", "best_exact", scale=1.0),
          86.12, paper_base=80.18, base=_SQUAD_BASE,
          data_files=("train-v2.0.json", "dev-v2.0.json")),
     Task("squad1.1", "SQuAD 1.1", SQUAD, _SQUAD_DIRS,
-         dict(train_file="train-v1.1.json", predict_file="dev-v1.1.json"),
+         dict(train_file="train-v1.1.json", predict_file="dev-v1.1.json",
+              max_query_length=64),
          _SQUAD_LARGE, Metric("EM", "exact", scale=1.0), 88.95,
          base=_SQUAD_BASE, data_files=("train-v1.1.json", "dev-v1.1.json")),
 )

@@ -124,6 +124,10 @@ def check_flags(FLAGS):  # pylint: disable=invalid-name
     value, low = getattr(FLAGS, name), 0 if name == "warmup_steps" else 1
     if value is not None and value < low:
       raise ValueError(f"--{name}={value} must be >= {low}")
+  if "://" in FLAGS.work_dir:
+    raise ValueError(f"--work_dir={FLAGS.work_dir} must be a local "
+                     "directory (logs and results); give Cloud Storage as "
+                     "--gcs_dir")
   if FLAGS.learning_rate is not None and FLAGS.learning_rate <= 0:
     raise ValueError(f"--learning_rate={FLAGS.learning_rate} must be > 0")
 
@@ -211,7 +215,8 @@ def _program_flags(task, data_dir, dirs, FLAGS):  # pylint: disable=invalid-name
                 predict_file=os.path.join(data_dir,
                                           task.flags["predict_file"]),
                 predict_dir=dirs["predictions"], predict_batch_size=eval_batch,
-                max_query_length=FLAGS.max_query_length or 64)
+                max_query_length=(FLAGS.max_query_length or
+                                  task.flags["max_query_length"]))
   return dict(do_train=True, do_eval=True, data_dir=data_dir,
               eval_batch_size=eval_batch, eval_split=task.flags["eval_split"],
               max_qa_length=FLAGS.max_qa_length or task.flags["max_qa_length"])
