@@ -19,6 +19,7 @@ import pytest
 from tests import classifier_fixtures as fx
 from tests import data_helpers
 from tests import qa_fixtures
+from xlnet import paper_settings
 from xlnet import png_chart
 from xlnet import reproduce
 
@@ -129,6 +130,24 @@ def test_override_flags_replace_every_tasks_value(tmp_path, capsys):
     assert (got["learning_rate"], got["train_steps"], got["warmup_steps"],
             got["save_steps"], got["train_batch_size"],
             got["max_seq_length"]) == ("0.0001", "7", "7", "7", "4", "16")
+
+
+def test_a_result_of_other_settings_is_refused(tmp_path):
+  flag_values = flags.FlagValues()
+  reproduce.define_flags(flag_values)
+  flag_values(["reproduce.py", "--table=glue", "--data_root=/data",
+               f"--work_dir={tmp_path}"] + _model_args("/m"))
+  task = paper_settings.select("glue", ["rte"])[0]
+  command = reproduce.task_command(task, "/data/RTE", flag_values)
+  os.makedirs(tmp_path / "rte")
+  row = {"task": "rte", "status": "done"}
+  with open(tmp_path / "rte" / "result.json", "w") as f:
+    json.dump({"row": row, "command": command}, f)
+  assert reproduce.finished_row(task, command, flag_values) == row
+  flag_values.train_steps = 5
+  other = reproduce.task_command(task, "/data/RTE", flag_values)
+  with pytest.raises(ValueError, match="made with other settings"):
+    reproduce.finished_row(task, other, flag_values)
 
 
 def test_dry_run_lists_every_task_of_the_table(tmp_path):
