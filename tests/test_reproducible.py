@@ -1,0 +1,184 @@
+"""The same command gives the same bits (the default --seed), and one
+trainer per --model_dir: pretraining (train_gpu.py) and fine-tuning
+(run_classifier.py through xlnet/finetune.py), run as a user runs them.
+
+The reference of a run is another, independent run of the same command:
+every variable of the final checkpoints must be equal bit for bit, every
+logged line equal; another --seed must change them.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import test_run_classifier as rc
+from tests import train_fixtures as fx
+from tests.data_helpers import make_records
+from xlnet import run_lock
+
+pytestmark = [pytest.mark.eager, pytest.mark.slow]
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+# No --seed: the default one.
+PRETRAIN = ["--model_config_path=configs/xlnet_tiny.json", "--mem_len=8",
+            "--perm_size=8", "--iterations=1", "--learning_rate=1e-3",
+            "--warmup_steps=2", "--dropout=0.1", "--dropatt=0.1",
+            "--train_steps=4", "--save_steps=2"]
+
+
+def _checkpoint(model_dir):
+  """{name: array} of the newest checkpoint of `model_dir`."""
+  prefix = tf.train.latest_checkpoint(str(model_dir))
+  reader = tf.train.load_checkpoint(prefix)
+  return {n: reader.get_tensor(n) for n, _ in tf.train.list_variables(prefix)}
+
+
+def _assert_same_bits(got, want):
+  assert sorted(got) == sorted(want)
+  for name, value in want.items():
+    np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+def _logged(text):
+  """The step lines of a run's log, without their timing part."""
+  return [m.group(0) for m in re.finditer(r"\[\d+\] \|[^|\n]*\|[^|\n]*\|"
+                                          r"[^|\n]*", text)]
+
+
+def _files(model_dir):
+  """The names in `model_dir`, event files (named by time and pid) as
+  "events"."""
+  return sorted("events" if n.startswith("events.") else n
+                for n in os.listdir(model_dir))
+
+
+def _run(cmd):
+  return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
+                        timeout=300, env=ENV)
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+  return make_records(str(tmp_path_factory.mktemp("records")), num_lines=300,
+                      seq_len=32, reuse_len=16, bsz_per_host=4,
+                      num_core_per_host=1, num_predict=6)
+
+
+def _pretrain(records, model_dir, *extra):
+  return [sys.executable, os.path.join(REPO, "train_gpu.py"),
+          f"--record_info_dir={records}", f"--model_dir={model_dir}",
+          *PRETRAIN, *extra]
+
+
+def test_pretraining_twice_gives_the_same_bits_and_one_trainer_per_dir(
+    tmp_path, records):
+  """Run A is paused (SIGSTOP) after its first step, holding the lock: a
+  second trainer on A's directory exits with code 1 naming the directory
+  and A; A then finishes with the checkpoints of an undisturbed run C of
+  the same command (every variable, bit for bit, and every log line);
+  --seed=2 gives other weights."""
+  first = subprocess.Popen(_pretrain(records, tmp_path / "a"),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, cwd=REPO, env=ENV)
+  out = []
+  for line in first.stdout:
+    out.append(line)
+    if re.search(r"\[1\] \|", line):
+      first.send_signal(signal.SIGSTOP)
+      break
+  second = _run(_pretrain(records, tmp_path / "a"))
+  first.send_signal(signal.SIGCONT)
+  out.append(first.stdout.read())
+  assert first.wait(timeout=300) == 0, "".join(out)[-3000:]
+  assert second.returncode == 1, second.stderr[-3000:]
+  last = second.stderr.strip().splitlines()[-1]
+  assert last.startswith(f"train_gpu.py: error: --model_dir={tmp_path}/a is "
+                         f"in use by another trainer (pid {first.pid} ")
+  assert not (tmp_path / "a" / run_lock.LOCK_NAME).exists()  # released
+
+  again = _run(_pretrain(records, tmp_path / "c"))
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert _logged("".join(out)) == _logged(again.stderr)
+  assert len(_logged(again.stderr)) == 4
+  _assert_same_bits(_checkpoint(tmp_path / "a"), _checkpoint(tmp_path / "c"))
+  assert _files(tmp_path / "a") == _files(tmp_path / "c")  # none from B
+
+  other = _run(_pretrain(records, tmp_path / "s2", "--seed=2"))
+  assert other.returncode == 0, other.stderr[-3000:]
+  kernel = "model/transformer/layer_0/ff/layer_1/kernel"
+  assert not np.array_equal(_checkpoint(tmp_path / "s2")[kernel],
+                            _checkpoint(tmp_path / "c")[kernel])
+
+
+################################################################################
+# Fine-tuning: run_classifier.py on the engine.
+################################################################################
+@pytest.fixture(scope="module")
+def classifier(tmp_path_factory):
+  root = str(tmp_path_factory.mktemp("classifier"))
+  return dict(root=root, large=rc.released_model_dir(root),
+              glue=rc.stsb_dir(root, n=12))
+
+
+def _classify(setup, model_dir, *extra):
+  args = rc.base_args(setup, model_dir=model_dir, train_steps=4,
+                      save_steps=2, iterations=1, train_batch_size=2,
+                      max_seq_length=16, warmup_steps=1,
+                      learning_rate=1e-3)
+  return [sys.executable, os.path.join(REPO, "run_classifier.py"), *args,
+          *extra]
+
+
+def test_classifier_resumed_after_sigkill_gives_the_same_bits(tmp_path,
+                                                              classifier):
+  """run_classifier.py killed (SIGKILL) after checkpoint 2 and rerun ends
+  with exactly the checkpoint of an uninterrupted run of the same command
+  (a third run): same shuffled examples, dropout, head initialization and
+  optimizer state; its resumed steps log the same lines. --seed=2 gives
+  another head."""
+  full = _run(_classify(classifier, tmp_path / "full"))
+  assert full.returncode == 0, full.stderr[-3000:]
+
+  code, _ = fx.signal_when(_classify(classifier, tmp_path / "cut"),
+                           r"Saved checkpoint .*model\.ckpt-2$",
+                           signal.SIGKILL, REPO)
+  assert code == -signal.SIGKILL
+  assert (tmp_path / "cut" / run_lock.LOCK_NAME).exists()  # left by the kill
+  rest = _run(_classify(classifier, tmp_path / "cut"))
+  assert rest.returncode == 0, rest.stderr[-3000:]
+  assert "Taking over the stale lock" in rest.stderr
+  resumed = _logged(rest.stderr)
+  assert len(resumed) == 2 and resumed == _logged(full.stderr)[2:]
+  _assert_same_bits(_checkpoint(tmp_path / "cut"),
+                    _checkpoint(tmp_path / "full"))
+
+  other = _run(_classify(classifier, tmp_path / "s2", "--seed=2"))
+  assert other.returncode == 0, other.stderr[-3000:]
+  head = "model/regression_sts-b/logit/kernel"
+  assert not np.array_equal(_checkpoint(tmp_path / "s2")[head],
+                            _checkpoint(tmp_path / "full")[head])
+
+
+def test_classifier_resumed_with_another_batch_size_is_refused(tmp_path,
+                                                               classifier):
+  """The data position of a resumed run is counted in batches of the first
+  run's layout: another --train_batch_size (or --accum_steps) stops with
+  one line naming the flag, saved value and given value."""
+  base = _classify(classifier, tmp_path / "m")
+  first = _run([a for a in base if not a.startswith("--train_steps")] +
+               ["--train_steps=2"])
+  assert first.returncode == 0, first.stderr[-3000:]
+  for flag, saved in (("--train_batch_size=4", 2), ("--accum_steps=2", 1)):
+    proc = _run(base + [flag])
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    name = flag.split("=")[0]
+    assert last.startswith(f"run_classifier.py: error: {flag} but ") and (
+        f"was trained with {name}={saved}" in last), last
+    assert "Traceback" not in proc.stderr
