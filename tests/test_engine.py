@@ -206,7 +206,7 @@ def _free_ports(n):
 
 
 def _run_workers(tmp_path, model_dir, steps, save_steps=None, bi_data=False,
-                 kill_after_save=None):
+                 kill_after_save=None, chief=False):
   """Runs the two workers of tests/engine_worker.py to `steps`; returns the
   exit codes and each worker's result (None when killed)."""
   hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
@@ -219,6 +219,7 @@ def _run_workers(tmp_path, model_dir, steps, save_steps=None, bi_data=False,
            f"--weights={tmp_path / 'init.npz'}", f"--out={out}"]
     cmd += [f"--save_steps={save_steps}"] if save_steps else []
     cmd += ["--bi_data"] if bi_data else []
+    cmd += ["--chief"] if chief else []
     cmd += [f"--hold_after={kill_after_save}"] if kill_after_save else []
     procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True,
@@ -275,11 +276,14 @@ def test_two_workers_match_one_process_on_the_combined_batch(tmp_path,
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("chief", [False, True])
 def test_two_workers_killed_after_a_checkpoint_resume_their_memories(
-    tmp_path):
+    tmp_path, chief):
   """Both workers killed after checkpoint 2 and restarted: each replica
   resumes with its own memories; the end state equals an uninterrupted
-  run's."""
+  run's. With a TF_CONFIG naming a 'chief' and a 'worker' task (the layout
+  many launchers write) the chief is process 0 and the worker process 1:
+  their checkpoint shards and memories are distinct."""
   FL = fx.tiny_flags(learning_rate=3e-3)
   ref = fx.make_trainer(FL, 1, tmp_path / "ref")
   rng = np.random.RandomState(11)
@@ -287,17 +291,17 @@ def test_two_workers_killed_after_a_checkpoint_resume_their_memories(
       [fx.fake_batch(rng, 4, 8, 3, 40)]).element_spec)
   np.savez(tmp_path / "init.npz", **fx.random_weights(ref, seed=9))
   codes, full, logs = _run_workers(tmp_path, tmp_path / "full", 4,
-                                   save_steps=2)
+                                   save_steps=2, chief=chief)
   assert codes == [0, 0], logs
   codes, _, logs = _run_workers(tmp_path, tmp_path / "cut", 4, save_steps=2,
-                                kill_after_save=2)
+                                kill_after_save=2, chief=chief)
   assert codes == [-9, -9], logs  # killed while holding after step 2
   assert not (tmp_path / "cut" / "model.ckpt-4.index").exists()
   saved = tf.train.list_variables(str(tmp_path / "cut" / "model.ckpt-2"))
   assert {"mems/replica_0/layer_0", "mems/replica_1/layer_0"} <= {
       n for n, _ in saved}
   codes, resumed, logs = _run_workers(tmp_path, tmp_path / "cut", 4,
-                                      save_steps=2)
+                                      save_steps=2, chief=chief)
   assert codes == [0, 0], logs
   for got, want in zip(sorted(resumed, key=lambda r: int(r["replica"])),
                        sorted(full, key=lambda r: int(r["replica"]))):
@@ -437,3 +441,17 @@ def test_loss_scale_below_one_is_refused_as_a_flag_and_lifted_on_restore(
   checkpoint_io.write_checkpoint(prefix, values)
   trainer.restore(prefix)
   assert trainer.loss_scale.numpy() == 1.0
+
+
+def test_process_index_counts_the_chief_first():
+  """As MultiWorkerMirroredStrategy orders input pipelines and replicas:
+  the chief, then the workers; with workers only, the worker's index."""
+  with_chief = {"chief": ["h0:1"], "worker": ["h1:1", "h2:1"]}
+  workers = {"worker": ["h0:1", "h1:1"]}
+  assert engine.process_index("chief", 0, with_chief) == 0
+  assert engine.process_index("worker", 0, with_chief) == 1
+  assert engine.process_index("worker", 1, with_chief) == 2
+  assert engine.process_index("worker", 1, workers) == 1
+  assert engine.process_index(None, None, {}) == 0
+  with pytest.raises(ValueError, match="'ps'"):
+    engine.process_index("ps", 0, {"ps": ["h:1"], **workers})
