@@ -8,6 +8,7 @@ logged line equal; another --seed must change them.
 """
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,9 +18,13 @@ import pytest
 import tensorflow as tf
 
 from tests import test_run_classifier as rc
+from tests.test_run_race import race  # noqa: F401 (fixture)
+from tests.test_run_squad import squad  # noqa: F401 (fixture)
 from tests import train_fixtures as fx
 from tests.data_helpers import make_records
 from xlnet import run_lock
+from xlnet import run_race
+from xlnet import run_squad
 
 pytestmark = [pytest.mark.eager, pytest.mark.slow]
 
@@ -182,3 +187,41 @@ def test_classifier_resumed_with_another_batch_size_is_refused(tmp_path,
     assert last.startswith(f"run_classifier.py: error: {flag} but ") and (
         f"was trained with {name}={saved}" in last), last
     assert "Traceback" not in proc.stderr
+
+
+################################################################################
+# SQuAD and RACE: resume from a checkpoint as a kill leaves it.
+################################################################################
+def _as_killed_after(source, target, step):
+  """`target` as a run of `source`'s command killed right after saving
+  `step` leaves it: that checkpoint, the state file, the batch layout."""
+  os.makedirs(target)
+  for name in os.listdir(source):
+    if name.startswith(f"model.ckpt-{step}.") or name in (
+        "checkpoint", "batch_layout.json"):
+      shutil.copy(os.path.join(source, name), target)
+  with open(os.path.join(target, "checkpoint"), "w") as f:
+    f.write(f'model_checkpoint_path: "model.ckpt-{step}"\n')
+
+
+@pytest.mark.parametrize("task", ["squad", "race"])
+def test_qa_training_resumed_from_a_checkpoint_gives_the_same_bits(
+    tmp_path, task, request):
+  """run_squad / run_race with dropout: 4 steps in one go, and 4 steps
+  resumed from the uninterrupted run's model.ckpt-2 alone, end with the
+  same model.ckpt-4 (every variable, bit for bit): the heads' initial
+  weights, the data position and dropout are functions of the seed and
+  the step. (--shuffle_buffer=1 keeps the example order fixed; its seeding
+  is run_squad's and run_race's own concern.)"""
+  make_flags = (request.getfixturevalue("squad")["flags"] if task == "squad"
+                else request.getfixturevalue("race"))
+  run = run_squad.run if task == "squad" else run_race.run
+  common = ["--do_train", "--train_steps=4", "--save_steps=2",
+            "--dropout=0.1", "--dropatt=0.1", "--shuffle_buffer=1",
+            "--warmup_steps=1", "--learning_rate=1e-3"]
+  run(make_flags(*common, f"--model_dir={tmp_path / 'full'}"))
+  _as_killed_after(tmp_path / "full", tmp_path / "cut", 2)
+  run(make_flags(*common, f"--model_dir={tmp_path / 'cut'}"))
+  _assert_same_bits(_checkpoint(tmp_path / "cut"),
+                    _checkpoint(tmp_path / "full"))
+  assert tf.train.latest_checkpoint(str(tmp_path / "cut")).endswith("-4")
