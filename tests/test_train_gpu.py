@@ -134,6 +134,14 @@ def test_resume_after_sigkill_logs_the_same_losses(tmp_path, tiny_records,
   assert min(got) == 11 and max(got) == 24
   for step, line in got.items():
     assert line == want[step], (step, line, want[step])
+  # ... and ends with the same bits: every variable, memories included.
+  full_ckpt = tf.train.load_checkpoint(str(tmp_path / "full"))
+  cut_ckpt = tf.train.load_checkpoint(str(cut))
+  names = full_ckpt.get_variable_to_shape_map()
+  assert names == cut_ckpt.get_variable_to_shape_map()
+  for name in names:
+    np.testing.assert_array_equal(cut_ckpt.get_tensor(name),
+                                  full_ckpt.get_tensor(name), err_msg=name)
   del first
 
 
