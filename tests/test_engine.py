@@ -455,3 +455,41 @@ def test_process_index_counts_the_chief_first():
   assert engine.process_index(None, None, {}) == 0
   with pytest.raises(ValueError, match="'ps'"):
     engine.process_index("ps", 0, {"ps": ["h:1"], **workers})
+
+
+def test_every_seed_seeds_the_initial_weights_zero_included(tmp_path):
+  """The initial weights are a function of the seed: two trainers built
+  with seed 0 (which once left them unseeded) or with no seed (the default
+  seed) hold equal weights; seeds 0 and 1 differ."""
+  batch = fx.fake_batch(np.random.RandomState(0), 4, 8, 3, 40)
+
+  def initial(seed):
+    trainer = fx.make_trainer(fx.tiny_flags(seed=seed), 1, tmp_path)
+    tf.random.uniform([7])  # global random state moved in between
+    trainer.build(fx.batches_dataset([batch]).element_spec)
+    return dict(zip(trainer.names, [v.numpy() for v in trainer.trainable]))
+
+  zero, zero_again, default, one = (initial(0), initial(0), initial(None),
+                                    initial(1))
+  kernel = "model/transformer/layer_0/ff/layer_1/kernel"
+  for name, value in zero.items():
+    np.testing.assert_array_equal(zero_again[name], value, err_msg=name)
+    np.testing.assert_array_equal(default[name], one[name], err_msg=name)
+  assert not np.array_equal(zero[kernel], one[kernel])
+
+
+def test_batch_layout_is_recorded_and_another_one_refused_on_resume(
+    tmp_path):
+  layout = {"train_batch_size": 8, "num_core_per_host": 2, "accum_steps": 1}
+  engine.check_batch_layout(str(tmp_path), layout, resuming=False)
+  engine.check_batch_layout(str(tmp_path), layout, resuming=True)
+  with pytest.raises(ValueError) as caught:
+    engine.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
+                              resuming=True)
+  assert str(caught.value).startswith(
+      f"--accum_steps=2 but {tmp_path} was trained with --accum_steps=1 ")
+  # A fresh start (no checkpoint to resume) records its own layout.
+  engine.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
+                            resuming=False)
+  engine.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
+                            resuming=True)
