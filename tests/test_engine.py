@@ -276,14 +276,14 @@ def test_two_workers_match_one_process_on_the_combined_batch(tmp_path,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("chief", [False, True])
 def test_two_workers_killed_after_a_checkpoint_resume_their_memories(
-    tmp_path, chief):
+    tmp_path):
   """Both workers killed after checkpoint 2 and restarted: each replica
   resumes with its own memories; the end state equals an uninterrupted
-  run's. With a TF_CONFIG naming a 'chief' and a 'worker' task (the layout
-  many launchers write) the chief is process 0 and the worker process 1:
-  their checkpoint shards and memories are distinct."""
+  run's. The killed and resumed runs name a 'chief' and a 'worker' task in
+  TF_CONFIG (the layout many launchers write), the uninterrupted one two
+  'worker' tasks: the chief is process 0 and the worker process 1 (their
+  own checkpoint shards and memories), as workers 0 and 1 are."""
   FL = fx.tiny_flags(learning_rate=3e-3)
   ref = fx.make_trainer(FL, 1, tmp_path / "ref")
   rng = np.random.RandomState(11)
@@ -291,17 +291,17 @@ def test_two_workers_killed_after_a_checkpoint_resume_their_memories(
       [fx.fake_batch(rng, 4, 8, 3, 40)]).element_spec)
   np.savez(tmp_path / "init.npz", **fx.random_weights(ref, seed=9))
   codes, full, logs = _run_workers(tmp_path, tmp_path / "full", 4,
-                                   save_steps=2, chief=chief)
+                                   save_steps=2)
   assert codes == [0, 0], logs
   codes, _, logs = _run_workers(tmp_path, tmp_path / "cut", 4, save_steps=2,
-                                kill_after_save=2, chief=chief)
+                                kill_after_save=2, chief=True)
   assert codes == [-9, -9], logs  # killed while holding after step 2
   assert not (tmp_path / "cut" / "model.ckpt-4.index").exists()
   saved = tf.train.list_variables(str(tmp_path / "cut" / "model.ckpt-2"))
   assert {"mems/replica_0/layer_0", "mems/replica_1/layer_0"} <= {
       n for n, _ in saved}
   codes, resumed, logs = _run_workers(tmp_path, tmp_path / "cut", 4,
-                                      save_steps=2, chief=chief)
+                                      save_steps=2, chief=True)
   assert codes == [0, 0], logs
   for got, want in zip(sorted(resumed, key=lambda r: int(r["replica"])),
                        sorted(full, key=lambda r: int(r["replica"]))):
