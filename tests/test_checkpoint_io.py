@@ -6,7 +6,6 @@ import os
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from xlnet import checkpoint_io
 from xlnet import io_utils

@@ -10,8 +10,9 @@ Writing is atomic: every writer (one per worker) saves a shard under a
 temporary prefix, one writer merges the shards into one bundle under another
 temporary prefix, renames the data files and then the index to the final
 prefix, and updates the `checkpoint` state file last. A reader sees either
-the whole checkpoint or none of it; a kill leaves only temporary files, which
-the next run removes.
+the whole checkpoint or none of it; a kill leaves only temporary files or
+data files without an index, which the next run removes
+(`clean_model_dir`).
 
 The checkpoints of a model directory are found by listing `model.ckpt-N.index`
 files, so `--max_save` bounds them across restarts and a deleted or damaged
@@ -20,6 +21,7 @@ newest checkpoint is noticed (see `find_resume_checkpoint`).
 import os
 import re
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
@@ -333,7 +335,10 @@ def clean_model_dir(model_dir):
   Returns:
     list of the removed paths.
   """
-  return remove_temporaries(model_dir) + remove_orphans(model_dir)
+  removed = remove_temporaries(model_dir) + remove_orphans(model_dir)
+  for path in removed:
+    logging.warning("Removed %s (left by a killed run)", path)
+  return removed
 
 
 def newest_intact(model_dir, below_step):

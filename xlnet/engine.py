@@ -20,15 +20,20 @@ One optimizer step (`Trainer._replica_step`), per replica:
      clipped by their global norm, scaled per layer;
   3. the Adam/AdamW update of `model_utils.adam_update`, applied only when the
      loss and the gradient norm are finite; otherwise nothing changes and the
-     loop stops with `Diverged` after saving the last finite state.
+     loop stops with `Diverged` after saving the last finite state (with
+     float16 loss scaling an overflow above scale 1 only skips the update
+     and halves the scale; see `Trainer._step_outcome`).
 Memories are per-replica variables (`synchronization=ON_READ`): every replica
 reads and writes its own; checkpoints keep every replica's memories under
 `mems/replica_{r}/layer_{i}`.
 
 Checkpoints (`xlnet/checkpoint_io.py`) are written by name, atomically, one
-shard per worker merged by the chief, and only at step boundaries: on
-`save_steps`, at the end, after SIGTERM/SIGINT (`Interrupted`), after a
-corrupted input record (`DataCorrupted`) and before `Diverged`.
+shard per worker (named by `process_index`: chief first, then workers)
+merged by the chief, and only at step boundaries: on `save_steps`, at the
+end, after SIGTERM/SIGINT (`Interrupted`), after a corrupted input record
+(`DataCorrupted`) and before `Diverged`. A save that meets a resource
+failure (no space, file too large, ...) ends the run with one line
+(`io_utils.ResourceError`).
 """
 import json
 import os
@@ -783,6 +788,10 @@ class Trainer:
 
     Returns:
       the checkpoint prefix.
+
+    Raises:
+      io_utils.ResourceError: no space, file too large, read-only,
+        permission (the failed save's files removed first).
     """
     step = int(self.global_step.numpy()) if step is None else step
     final = checkpoint_io.checkpoint_prefix(self.model_dir, step)

@@ -7,8 +7,10 @@ this module runs them:
 
 * on CPUs/GPUs (`--num_core_per_host` replicas) and, with `--use_tpu` on
   TensorFlow >= 2.16, on a TPUStrategy, through the shared engine
-  (`xlnet/engine.py`): resume from `--model_dir` after a kill or a signal,
-  warm start from `--init_checkpoint` by name, NaN guard, atomic checkpoints;
+  (`xlnet/engine.py`): resume from `--model_dir` after a kill or a signal
+  (with the batch layout it was trained with), one trainer per
+  `--model_dir` (`xlnet/run_lock.py`), warm start from `--init_checkpoint`
+  by name, NaN guard, atomic checkpoints;
 * with `--use_tpu` on TensorFlow 2.15, through TPUEstimator (as released),
   with the same functions and the same optimizer step.
 
@@ -81,7 +83,9 @@ def train(FLAGS, input_fn, loss_fn, allow_missing=()):
     list of (step, loss) of the steps this run made.
 
   Raises:
-    ValueError: bad checkpoint or flags; engine.StopTraining after a
+    ValueError: bad checkpoint or flags (another batch layout than the
+      one `--model_dir` was trained with included); run_lock.Locked:
+      another trainer uses `--model_dir`; engine.StopTraining after a
       signal, a divergence or a corrupted record (progress saved first).
   """
   if use_estimator(FLAGS):
@@ -92,11 +96,12 @@ def train(FLAGS, input_fn, loss_fn, allow_missing=()):
     return _engine_train(FLAGS, strategy, input_fn, loss_fn, allow_missing)
 
 
-def batch_layout(FLAGS, num_replicas):
+def batch_layout(FLAGS):
   """The flags a resumed fine-tuning run must keep
   (`engine.check_batch_layout`)."""
   return {"train_batch_size": FLAGS.train_batch_size,
-          "num_core_per_host": num_replicas,
+          "num_core_per_host": FLAGS.num_core_per_host,
+          "num_hosts": getattr(FLAGS, "num_hosts", 1),
           "accum_steps": getattr(FLAGS, "accum_steps", 1) or 1}
 
 
@@ -113,7 +118,7 @@ def _engine_train(FLAGS, strategy, input_fn, loss_fn, allow_missing):
       FLAGS, FLAGS.model_dir, accum_steps=accum, seed=FLAGS.seed,
       use_xla=getattr(FLAGS, "use_xla", False))
   if trainer.chief:
-    engine.check_batch_layout(FLAGS.model_dir, batch_layout(FLAGS, n),
+    engine.check_batch_layout(FLAGS.model_dir, batch_layout(FLAGS),
                               resume is not None)
 
   def dataset_fn(context):
@@ -130,8 +135,7 @@ def _engine_train(FLAGS, strategy, input_fn, loss_fn, allow_missing):
     trainer.init_from_checkpoint(FLAGS.init_checkpoint, allow_missing)
   writer = None
   if trainer.chief:
-    for path in checkpoint_io.clean_model_dir(FLAGS.model_dir):
-      logging.warning("Removed %s (left by a killed run)", path)
+    checkpoint_io.clean_model_dir(FLAGS.model_dir)
     writer = tf.summary.create_file_writer(FLAGS.model_dir)
   logger = engine.StepLogger(FLAGS.iterations, FLAGS.train_steps, start,
                              per_replica * n * accum, "examples", writer,

@@ -24,7 +24,6 @@ from xlnet import data_utils
 from xlnet import engine
 from xlnet import flags as flags_lib
 from xlnet import function_builder
-from xlnet import io_utils
 from xlnet import pretrain_eval
 from xlnet import run_lock
 
@@ -175,8 +174,7 @@ def train(FLAGS, strategy, xlnet_config, corpus_info, evaluation):
 
   writer = None
   if trainer.chief:
-    for path in checkpoint_io.clean_model_dir(FLAGS.model_dir):
-      logging.warning("Removed %s (left by a killed run)", path)
+    checkpoint_io.clean_model_dir(FLAGS.model_dir)
     function_builder.save_xlnet_config(xlnet_config, FLAGS.model_dir)
     writer = tf.summary.create_file_writer(FLAGS.model_dir)
   logger = engine.StepLogger(
