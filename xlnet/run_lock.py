@@ -133,10 +133,10 @@ def acquire(model_dir, lease=LEASE_SECONDS):
   """
   path = lock_path(model_dir)
   io_utils.ensure_writable_dir(model_dir, "model_dir")
-  io_utils.remove_stale_tmp(path)  # of a heartbeat cut by a kill
   token = uuid.uuid4().hex
   for _ in range(3):
     if _create(path, _record(token)):
+      io_utils.remove_stale_tmp(path)  # of a heartbeat cut by a kill
       return token
     found = read_holder(path)
     if found is None:
