@@ -2,7 +2,8 @@
 
   python tests/engine_worker.py --worker_hosts=127.0.0.1:P0,127.0.0.1:P1 \
       --task_index=I --model_dir=DIR --steps=N --save_steps=K \
-      --weights=init.npz --out=result.npz [--bi_data] [--hold_after=S]
+      --weights=init.npz --out=result.npz [--bi_data] [--hold_after=S] \
+      [--chief]
 
 Worker h trains the tiny pretraining model on rows [2h, 2h+1] of each of a
 fixed list of 4-row host batches (a seeded NumPy draw), resuming from DIR
@@ -10,6 +11,7 @@ like train_gpu.py, and saves its final model state and its replica's
 memories to --out.
 """
 import argparse
+import json
 import os
 import sys
 import time
@@ -44,12 +46,23 @@ def main():
   parser.add_argument("--weights")
   parser.add_argument("--out")
   parser.add_argument("--bi_data", action="store_true")
+  parser.add_argument("--chief", action="store_true",
+                      help="TF_CONFIG names a 'chief' (process 0) and a "
+                      "'worker' task (process 1) instead of two workers")
   parser.add_argument("--hold_after", type=int, default=None,
                       help="stop training after this step and wait to be "
                       "killed")
   args = parser.parse_args()
 
-  strategy = engine.create_strategy(1, args.worker_hosts, args.task_index)
+  if args.chief:
+    hosts = args.worker_hosts.split(",")
+    os.environ["TF_CONFIG"] = json.dumps({
+        "cluster": {"chief": hosts[:1], "worker": hosts[1:]},
+        "task": {"type": "chief" if args.task_index == 0 else "worker",
+                 "index": max(0, args.task_index - 1)}})
+    strategy = engine.create_strategy(1)
+  else:
+    strategy = engine.create_strategy(1, args.worker_hosts, args.task_index)
   FL = fx.tiny_flags(bi_data=args.bi_data, learning_rate=3e-3,
                      train_batch_size=4)
   trainer = fx.make_trainer(FL, None, args.model_dir, strategy=strategy)

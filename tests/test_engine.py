@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from tests import train_fixtures as fx
+from xlnet import checkpoint_io
 from xlnet import engine
 from xlnet import function_builder
 from xlnet import model as model_lib
@@ -205,7 +206,7 @@ def _free_ports(n):
 
 
 def _run_workers(tmp_path, model_dir, steps, save_steps=None, bi_data=False,
-                 kill_after_save=None):
+                 kill_after_save=None, chief=False):
   """Runs the two workers of tests/engine_worker.py to `steps`; returns the
   exit codes and each worker's result (None when killed)."""
   hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
@@ -218,6 +219,7 @@ def _run_workers(tmp_path, model_dir, steps, save_steps=None, bi_data=False,
            f"--weights={tmp_path / 'init.npz'}", f"--out={out}"]
     cmd += [f"--save_steps={save_steps}"] if save_steps else []
     cmd += ["--bi_data"] if bi_data else []
+    cmd += ["--chief"] if chief else []
     cmd += [f"--hold_after={kill_after_save}"] if kill_after_save else []
     procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True,
@@ -278,7 +280,10 @@ def test_two_workers_killed_after_a_checkpoint_resume_their_memories(
     tmp_path):
   """Both workers killed after checkpoint 2 and restarted: each replica
   resumes with its own memories; the end state equals an uninterrupted
-  run's."""
+  run's. The killed and resumed runs name a 'chief' and a 'worker' task in
+  TF_CONFIG (the layout many launchers write), the uninterrupted one two
+  'worker' tasks: the chief is process 0 and the worker process 1 (their
+  own checkpoint shards and memories), as workers 0 and 1 are."""
   FL = fx.tiny_flags(learning_rate=3e-3)
   ref = fx.make_trainer(FL, 1, tmp_path / "ref")
   rng = np.random.RandomState(11)
@@ -289,14 +294,14 @@ def test_two_workers_killed_after_a_checkpoint_resume_their_memories(
                                    save_steps=2)
   assert codes == [0, 0], logs
   codes, _, logs = _run_workers(tmp_path, tmp_path / "cut", 4, save_steps=2,
-                                kill_after_save=2)
+                                kill_after_save=2, chief=True)
   assert codes == [-9, -9], logs  # killed while holding after step 2
   assert not (tmp_path / "cut" / "model.ckpt-4.index").exists()
   saved = tf.train.list_variables(str(tmp_path / "cut" / "model.ckpt-2"))
   assert {"mems/replica_0/layer_0", "mems/replica_1/layer_0"} <= {
       n for n, _ in saved}
   codes, resumed, logs = _run_workers(tmp_path, tmp_path / "cut", 4,
-                                      save_steps=2)
+                                      save_steps=2, chief=True)
   assert codes == [0, 0], logs
   for got, want in zip(sorted(resumed, key=lambda r: int(r["replica"])),
                        sorted(full, key=lambda r: int(r["replica"]))):
@@ -344,3 +349,147 @@ def test_loss_scale_recovers_from_overflow_without_stopping(tmp_path):
   # The skipped steps changed no weight: the first applied step starts from
   # the initial weights (its loss equals step 1's: same batch, no memory).
   np.testing.assert_allclose(out[skipped]["loss"], out[0]["loss"], rtol=1e-6)
+
+
+################################################################################
+# float16 loss scaling at its floor.
+################################################################################
+@tf.custom_gradient
+def _overflowing_gradient(loss, boom):
+  """Identity on `loss` whose gradient is infinite where `boom` > 0 (an
+  overflow of float16 gradients that no loss scale avoids)."""
+  def grad(dy):
+    return dy * tf.where(boom > 0, np.inf, 1.0), tf.zeros_like(boom)
+  return tf.identity(loss), grad
+
+
+def _quadratic_loss(features, mems, is_training):
+  """sum((w - x)^2) of one [1, 3] row, its gradient overflowing on `boom`
+  rows: a model small enough to check every variable exactly."""
+  del mems, is_training
+  w = tf.compat.v1.get_variable(
+      "model/w", [3], initializer=tf.compat.v1.constant_initializer(
+          [1.0, -2.0, 0.5]))
+  loss = tf.reduce_sum(tf.square(w - features["x"][0]))
+  return _overflowing_gradient(loss, features["boom"][0]), None, {}
+
+
+def _boom_trainer(model_dir, loss_scale=2.0):
+  FL = fx.tiny_flags(use_fp16=True, loss_scale=loss_scale,
+                     learning_rate=0.1, mem_len=0)
+  trainer = engine.Trainer(tf.distribute.get_strategy(), _quadratic_loss, FL,
+                           str(model_dir))
+  return trainer
+
+
+def _boom_dataset(booms, start=0):
+  """Batches {x [1, 3], boom [1]}; `booms[i]` marks step i + 1's batch."""
+  x = np.arange(3 * len(booms), dtype=np.float32).reshape(len(booms), 1, 3)
+  boom = np.asarray(booms, np.float32).reshape(len(booms), 1)
+  return tf.data.Dataset.from_tensor_slices(
+      {"x": x, "boom": boom}).skip(start).repeat()
+
+
+def _saved_state(model_dir):
+  reader = tf.train.load_checkpoint(str(model_dir))
+  return {name: reader.get_tensor(name)
+          for name, _ in tf.train.list_variables(str(model_dir))}
+
+
+def test_overflow_at_loss_scale_one_saves_exactly_the_last_applied_state(
+    tmp_path):
+  """Scale 2: an overflow lowers it to 1 (never below), finite steps are
+  applied, then an overflow at scale 1 stops the run: the checkpoint is
+  exactly the state recorded after the last counted step (weights, Adam
+  slots, beta powers, step, scale), and a rerun stops at the same step
+  with the same state, never applying an update twice."""
+  booms = [0, 1, 0, 0, 1]
+  trainer = _boom_trainer(tmp_path)
+  dataset = trainer.distribute(lambda ctx: _boom_dataset(booms))
+  trainer.build(_boom_dataset(booms).element_spec)
+  records = []
+  with pytest.raises(engine.Diverged, match="overflow at loss scale 1"):
+    trainer.train(dataset, 10, on_step=lambda step, out: records.append(
+        (step, bool(out["applied"]), trainer.state_values())))
+  assert [(s, a) for s, a, _ in records] == [
+      (1, True), (2, False), (3, True), (4, True)]
+  assert records[1][2]["loss_scale"] == 1.0  # halved from 2, not below
+  last = records[-1][2]
+  saved = _saved_state(tmp_path)
+  assert set(saved) == set(last)
+  for name, value in last.items():
+    np.testing.assert_array_equal(saved[name], value, err_msg=name)
+
+  again = _boom_trainer(tmp_path)
+  again.build(_boom_dataset(booms).element_spec)
+  again.restore(tf.train.latest_checkpoint(str(tmp_path)))
+  start = int(again.global_step.numpy())
+  with pytest.raises(engine.Diverged, match=f"at step {start + 1}:"):
+    again.train(again.distribute(lambda ctx: _boom_dataset(booms, start)), 10)
+  for name, value in _saved_state(tmp_path).items():
+    np.testing.assert_array_equal(value, last[name], err_msg=name)
+
+
+def test_loss_scale_below_one_is_refused_as_a_flag_and_lifted_on_restore(
+    tmp_path):
+  with pytest.raises(ValueError, match=r"--loss_scale=0.5 must be >= 1"):
+    _boom_trainer(tmp_path, loss_scale=0.5)
+  trainer = _boom_trainer(tmp_path)
+  trainer.build(_boom_dataset([0]).element_spec)
+  values = dict(trainer.state_values(), loss_scale=np.float32(0.5))
+  prefix = str(tmp_path / "model.ckpt-3")
+  checkpoint_io.write_checkpoint(prefix, values)
+  trainer.restore(prefix)
+  assert trainer.loss_scale.numpy() == 1.0
+
+
+def test_process_index_counts_the_chief_first():
+  """As MultiWorkerMirroredStrategy orders input pipelines and replicas:
+  the chief, then the workers; with workers only, the worker's index."""
+  with_chief = {"chief": ["h0:1"], "worker": ["h1:1", "h2:1"]}
+  workers = {"worker": ["h0:1", "h1:1"]}
+  assert engine.process_index("chief", 0, with_chief) == 0
+  assert engine.process_index("worker", 0, with_chief) == 1
+  assert engine.process_index("worker", 1, with_chief) == 2
+  assert engine.process_index("worker", 1, workers) == 1
+  assert engine.process_index(None, None, {}) == 0
+  with pytest.raises(ValueError, match="'ps'"):
+    engine.process_index("ps", 0, {"ps": ["h:1"], **workers})
+
+
+def test_every_seed_seeds_the_initial_weights_zero_included(tmp_path):
+  """The initial weights are a function of the seed: two trainers built
+  with seed 0 (which once left them unseeded) or with no seed (the default
+  seed) hold equal weights; seeds 0 and 1 differ."""
+  batch = fx.fake_batch(np.random.RandomState(0), 4, 8, 3, 40)
+
+  def initial(seed):
+    trainer = fx.make_trainer(fx.tiny_flags(seed=seed), 1, tmp_path)
+    tf.random.uniform([7])  # global random state moved in between
+    trainer.build(fx.batches_dataset([batch]).element_spec)
+    return dict(zip(trainer.names, [v.numpy() for v in trainer.trainable]))
+
+  zero, zero_again, default, one = (initial(0), initial(0), initial(None),
+                                    initial(1))
+  kernel = "model/transformer/layer_0/ff/layer_1/kernel"
+  for name, value in zero.items():
+    np.testing.assert_array_equal(zero_again[name], value, err_msg=name)
+    np.testing.assert_array_equal(default[name], one[name], err_msg=name)
+  assert not np.array_equal(zero[kernel], one[kernel])
+
+
+def test_batch_layout_is_recorded_and_another_one_refused_on_resume(
+    tmp_path):
+  layout = {"train_batch_size": 8, "num_core_per_host": 2, "accum_steps": 1}
+  engine.check_batch_layout(str(tmp_path), layout, resuming=False)
+  engine.check_batch_layout(str(tmp_path), layout, resuming=True)
+  with pytest.raises(ValueError) as caught:
+    engine.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
+                              resuming=True)
+  assert str(caught.value).startswith(
+      f"--accum_steps=2 but {tmp_path} was trained with --accum_steps=1 ")
+  # A fresh start (no checkpoint to resume) records its own layout.
+  engine.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
+                            resuming=False)
+  engine.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
+                            resuming=True)

@@ -5,6 +5,7 @@ end-to-end training on demo-corpus records."""
 import hashlib
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -16,6 +17,7 @@ import tensorflow as tf
 
 from tests import train_fixtures as fx
 from tests.data_helpers import make_records
+from xlnet import checkpoint_io
 from xlnet import train_gpu
 
 pytestmark = pytest.mark.eager
@@ -132,6 +134,14 @@ def test_resume_after_sigkill_logs_the_same_losses(tmp_path, tiny_records,
   assert min(got) == 11 and max(got) == 24
   for step, line in got.items():
     assert line == want[step], (step, line, want[step])
+  # ... and ends with the same bits: every variable, memories included.
+  full_ckpt = tf.train.load_checkpoint(str(tmp_path / "full"))
+  cut_ckpt = tf.train.load_checkpoint(str(cut))
+  names = full_ckpt.get_variable_to_shape_map()
+  assert names == cut_ckpt.get_variable_to_shape_map()
+  for name in names:
+    np.testing.assert_array_equal(cut_ckpt.get_tensor(name),
+                                  full_ckpt.get_tensor(name), err_msg=name)
   del first
 
 
@@ -199,6 +209,50 @@ def test_damaged_newest_checkpoint_stops_without_touching_files(
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert min(_log_lines(resumed.stderr)) == 3
   del newest
+
+
+def _file_size_limit(limit):
+  """A preexec_fn: files may not grow beyond `limit` bytes (`ulimit -f`);
+  with SIGXFSZ ignored a write beyond it fails with EFBIG."""
+  def preexec():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+  return preexec
+
+
+@pytest.mark.slow
+def test_a_save_beyond_a_file_size_limit_is_one_line_and_a_rerun_resumes(
+    tmp_path, tiny_records):
+  """The save of model.ckpt-4 fails (file too large): one line naming the
+  path, the cause and the intact model.ckpt-2, exit code 1, no file of the
+  failed save left; model.ckpt-2 still loads, and the same command without
+  the limit resumes from it."""
+  model_dir = tmp_path / "m"
+  first = _run(_command(tiny_records, model_dir, "--train_steps=2"))
+  assert first.returncode == 0, first.stderr[-3000:]
+  data = model_dir / "model.ckpt-2.data-00000-of-00001"
+  want = checkpoint_io.read_tensors(str(model_dir / "model.ckpt-2"))
+  proc = subprocess.run(
+      _command(tiny_records, model_dir, "--train_steps=4"),
+      capture_output=True, text=True, cwd=REPO, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+      preexec_fn=_file_size_limit(data.stat().st_size // 2))
+  assert proc.returncode == 1, proc.stderr[-3000:]
+  last = proc.stderr.strip().splitlines()[-1]
+  assert last == (f"train_gpu.py: error: cannot write {model_dir}/"
+                  "model.ckpt-4: file too large; model.ckpt-2 is intact; "
+                  "fix the cause and rerun the same command to resume from "
+                  "it"), last
+  assert "Traceback" not in proc.stderr
+  assert not [p.name for p in model_dir.iterdir()
+              if p.name.startswith("model.ckpt-4") or ".tmp-" in p.name]
+  assert not (model_dir / "trainer.lock").exists()
+  got = checkpoint_io.read_tensors(str(model_dir / "model.ckpt-2"))
+  for name, value in want.items():
+    np.testing.assert_array_equal(got[name], value, err_msg=name)
+  rerun = _run(_command(tiny_records, model_dir, "--train_steps=4"))
+  assert rerun.returncode == 0, rerun.stderr[-3000:]
+  assert sorted(_log_lines(rerun.stderr)) == [3, 4]
 
 
 def test_divergence_stops_and_never_saves_non_finite_weights(tmp_path,

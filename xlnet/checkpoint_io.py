@@ -10,8 +10,9 @@ Writing is atomic: every writer (one per worker) saves a shard under a
 temporary prefix, one writer merges the shards into one bundle under another
 temporary prefix, renames the data files and then the index to the final
 prefix, and updates the `checkpoint` state file last. A reader sees either
-the whole checkpoint or none of it; a kill leaves only temporary files, which
-the next run removes.
+the whole checkpoint or none of it; a kill leaves only temporary files or
+data files without an index, which the next run removes
+(`clean_model_dir`).
 
 The checkpoints of a model directory are found by listing `model.ckpt-N.index`
 files, so `--max_save` bounds them across restarts and a deleted or damaged
@@ -20,6 +21,7 @@ newest checkpoint is noticed (see `find_resume_checkpoint`).
 import os
 import re
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
@@ -29,6 +31,7 @@ from xlnet import io_utils
 CKPT_BASENAME = "model.ckpt"
 STATE_FILE = "checkpoint"
 _STEP_RE = re.compile(r"^model\.ckpt-(\d+)\.index$")
+_DATA_RE = re.compile(r"^model\.ckpt-\d+\.data-\d{5}-of-\d{5}$")
 
 
 class CheckpointError(ValueError):
@@ -231,10 +234,33 @@ def write_checkpoint(final_prefix, values, model_dir=None, max_save=None):
   try:
     save_shard(tmp, values)
     publish(final_prefix, [tmp], model_dir, max_save)
+  except (tf.errors.OpError, OSError) as e:
+    raise save_failure(final_prefix, e) from None
   except BaseException:
     remove_temporaries(model_dir, os.path.basename(final_prefix))
     raise
   return final_prefix
+
+
+def save_failure(final_prefix, err):
+  """What to raise after writing `final_prefix` failed with `err`, once the
+  failed save's files are removed (the newest checkpoint stays loadable).
+
+  Returns:
+    an `io_utils.ResourceError` (one line: the path, the cause, the newest
+    intact checkpoint) when `err` is a resource failure (no space, file too
+    large, read-only, permission), else `err` itself.
+  """
+  model_dir = os.path.dirname(final_prefix)
+  remove_temporaries(model_dir, os.path.basename(final_prefix))
+  if not tf.io.gfile.exists(final_prefix + ".index"):
+    for path in data_files(final_prefix):
+      io_utils.remove_quietly(path)
+  found = list_checkpoints(model_dir)
+  safe = (f"{os.path.basename(found[-1][1])} is intact; fix the cause and "
+          "rerun the same command to resume from it" if found else
+          "no checkpoint was written yet; fix the cause and rerun")
+  return io_utils.resource_error(final_prefix, err, safe) or err
 
 
 def write_state_file(model_dir, latest_prefix, all_prefixes):
@@ -253,7 +279,8 @@ def write_state_file(model_dir, latest_prefix, all_prefixes):
 
 def delete_checkpoint(prefix):
   """Removes a checkpoint: its index first (so it stops being one), then
-  its data files."""
+  its data files; a kill in between leaves data files without an index,
+  which `remove_orphans` deletes at the next start."""
   io_utils.remove_quietly(prefix + ".index")
   for path in data_files(prefix):
     io_utils.remove_quietly(path)
@@ -279,6 +306,39 @@ def remove_temporaries(model_dir, basename=CKPT_BASENAME):
   for path in stale:
     io_utils.remove_quietly(path)
   return stale
+
+
+def remove_orphans(model_dir):
+  """Removes `model.ckpt-N.data-*` files whose `model.ckpt-N.index` is
+  missing: what a kill leaves while a checkpoint is deleted (index first)
+  or published (data renamed before the index). Such files are never part
+  of a checkpoint. Call it only while no save runs in `model_dir` (the
+  trainer holds the directory's run lock).
+
+  Returns:
+    list of the removed paths.
+  """
+  pattern = os.path.join(io_utils.glob_escape(model_dir),
+                         f"{CKPT_BASENAME}-*.data-?????-of-?????")
+  orphans = [path for path in tf.io.gfile.glob(pattern)
+             if _DATA_RE.match(os.path.basename(path)) and
+             not tf.io.gfile.exists(path[:path.rindex(".data-")] + ".index")]
+  for path in orphans:
+    io_utils.remove_quietly(path)
+  return orphans
+
+
+def clean_model_dir(model_dir):
+  """Removes what killed runs left in `model_dir`: temporary files of
+  saves and orphaned data files (see `remove_orphans`).
+
+  Returns:
+    list of the removed paths.
+  """
+  removed = remove_temporaries(model_dir) + remove_orphans(model_dir)
+  for path in removed:
+    logging.warning("Removed %s (left by a killed run)", path)
+  return removed
 
 
 def newest_intact(model_dir, below_step):

@@ -20,15 +20,20 @@ One optimizer step (`Trainer._replica_step`), per replica:
      clipped by their global norm, scaled per layer;
   3. the Adam/AdamW update of `model_utils.adam_update`, applied only when the
      loss and the gradient norm are finite; otherwise nothing changes and the
-     loop stops with `Diverged` after saving the last finite state.
+     loop stops with `Diverged` after saving the last finite state (with
+     float16 loss scaling an overflow above scale 1 only skips the update
+     and halves the scale; see `Trainer._step_outcome`).
 Memories are per-replica variables (`synchronization=ON_READ`): every replica
 reads and writes its own; checkpoints keep every replica's memories under
 `mems/replica_{r}/layer_{i}`.
 
 Checkpoints (`xlnet/checkpoint_io.py`) are written by name, atomically, one
-shard per worker merged by the chief, and only at step boundaries: on
-`save_steps`, at the end, after SIGTERM/SIGINT (`Interrupted`), after a
-corrupted input record (`DataCorrupted`) and before `Diverged`.
+shard per worker (named by `process_index`: chief first, then workers)
+merged by the chief, and only at step boundaries: on `save_steps`, at the
+end, after SIGTERM/SIGINT (`Interrupted`), after a corrupted input record
+(`DataCorrupted`) and before `Diverged`. A save that meets a resource
+failure (no space, file too large, ...) ends the run with one line
+(`io_utils.ResourceError`).
 """
 import json
 import os
@@ -41,6 +46,7 @@ import tensorflow as tf
 
 from xlnet import checkpoint_io
 from xlnet import cli
+from xlnet import io_utils
 from xlnet import model_utils
 from xlnet import modeling
 
@@ -49,6 +55,9 @@ TEMPLATE_SCOPE = "xlnet"
 # row after which it doubles.
 INITIAL_LOSS_SCALE = 2.0 ** 15
 LOSS_SCALE_GROWTH_STEPS = 2000
+# Below 1 a loss scale no longer protects float16 gradients: an overflow at
+# scale 1 ends the run (Diverged) instead of lowering it further.
+MIN_LOSS_SCALE = 1.0
 MEM_NAME = "mems/replica_{replica}/layer_{layer}"
 
 
@@ -175,12 +184,35 @@ def is_chief(strategy):
            "chief" not in resolver.cluster_spec().as_dict()))
 
 
+def process_index(task_type, task_id, cluster):
+  """A process's index among the cluster's processes: the chief first (0),
+  then the workers in order, as MultiWorkerMirroredStrategy numbers its
+  input pipelines and replicas.
+
+  Args:
+    task_type: "chief" or "worker" (None: a single process).
+    task_id: int, the index within its task type.
+    cluster: dict task type -> list of addresses (the TF_CONFIG cluster).
+
+  Returns:
+    int in [0, number of chief and worker tasks).
+  """
+  if not task_type or task_type == "chief":
+    return 0
+  if task_type != "worker":
+    raise ValueError(f"TF_CONFIG task type {task_type!r}: only 'chief' and "
+                     "'worker' tasks train (see docs/distributed.md)")
+  return len(cluster.get("chief", [])) + int(task_id or 0)
+
+
 def worker_index(strategy):
-  """This worker's index among the input pipelines (0 on one host)."""
+  """This process's index among the workers (0 on one host): names its
+  checkpoint shard and its record files."""
   resolver = getattr(strategy, "cluster_resolver", None)
   if resolver is None or not resolver.task_type:
     return 0
-  return int(resolver.task_id or 0)
+  return process_index(resolver.task_type, resolver.task_id,
+                       resolver.cluster_spec().as_dict())
 
 
 def num_workers(strategy):
@@ -192,6 +224,44 @@ def num_workers(strategy):
     return 1
   spec = resolver.cluster_spec().as_dict()
   return len(spec.get("worker", [])) + len(spec.get("chief", []))
+
+
+################################################################################
+# What a resumed run must keep.
+################################################################################
+LAYOUT_FILE = "batch_layout.json"
+
+
+def check_batch_layout(model_dir, layout, resuming):
+  """Records the batch layout of a run in `model_dir`; refuses to resume
+  with another one (the data position of a resumed run is counted in steps
+  of that layout).
+
+  Args:
+    model_dir: the run's directory (the caller holds its run lock).
+    layout: dict flag name -> int, e.g. train_batch_size, num_core_per_host,
+      num_hosts, accum_steps.
+    resuming: whether the run resumes from a checkpoint of `model_dir`.
+
+  Raises:
+    ValueError: one line naming the first flag whose value differs from
+      the recorded one.
+  """
+  path = os.path.join(model_dir, LAYOUT_FILE)
+  if resuming and tf.io.gfile.exists(path):
+    try:
+      with tf.io.gfile.GFile(path) as f:
+        saved = json.load(f)
+    except ValueError as e:
+      raise ValueError(f"{path} is not valid JSON ({e})") from None
+    for name, value in layout.items():
+      if name in saved and saved[name] != value:
+        raise ValueError(
+            f"--{name}={value} but {model_dir} was trained with "
+            f"--{name}={saved[name]} ({path}): a resumed run continues the "
+            f"data where it stopped only with the same batch layout; rerun "
+            f"with --{name}={saved[name]} or use another --model_dir")
+  io_utils.atomic_write(path, json.dumps(layout, sort_keys=True) + "\n")
 
 
 ################################################################################
@@ -370,13 +440,14 @@ class Trainer:
     model_dir: checkpoints and summaries.
     memory: a `MemoryConfig`, or None (no memories).
     accum_steps: micro-batches per optimizer step.
-    seed: int, seeds dropout (with the step, replica and micro-batch).
+    seed: int, seeds the initial weights and dropout (with the step,
+      replica and micro-batch); None: `model_utils.DEFAULT_SEED`.
     use_xla: jit-compile the per-replica step (the whole step on one device
       or TPU; forward and backward with several mirrored devices).
   """
 
   def __init__(self, strategy, loss_fn, FLAGS, model_dir, memory=None,
-               accum_steps=1, seed=0, use_xla=False):
+               accum_steps=1, seed=None, use_xla=False):
     if accum_steps < 1:
       raise ValueError(f"--accum_steps={accum_steps} must be >= 1")
     model_utils.check_optimizer_flags(FLAGS)
@@ -385,9 +456,14 @@ class Trainer:
     self.model_dir = model_dir
     self.memory = memory
     self.accum_steps = accum_steps
-    self.seed = int(seed or 0)
+    self.seed = model_utils.DEFAULT_SEED if seed is None else int(seed)
     self.use_xla = use_xla
     self.loss_scaling = bool(getattr(FLAGS, "use_fp16", False))
+    scale = getattr(FLAGS, "loss_scale", INITIAL_LOSS_SCALE)
+    if self.loss_scaling and not scale >= MIN_LOSS_SCALE:
+      raise ValueError(f"--loss_scale={scale} must be >= {MIN_LOSS_SCALE:g}: "
+                       "a smaller scale cannot keep float16 gradients from "
+                       "overflowing")
     self.chief = is_chief(strategy)
     self.worker = worker_index(strategy)
     self.num_replicas = strategy.num_replicas_in_sync
@@ -407,8 +483,7 @@ class Trainer:
     if self._built:
       return
     weight_decay = self.FLAGS.weight_decay
-    if self.seed:
-      tf.random.set_seed(self.seed)  # the initial weights
+    tf.random.set_seed(self.seed)  # the initial weights (0 seeds too)
     with self.strategy.scope():
       features = {k: _zeros_like_spec(s) for k, s in element_spec.items()}
       mems = None
@@ -555,21 +630,33 @@ class Trainer:
     lr = model_utils.learning_rate_schedule(
         step, flags.learning_rate, flags.warmup_steps, flags.train_steps,
         flags.decay_method, flags.min_lr_ratio)
-    applied = tf.logical_and(tf.math.is_finite(loss),
-                             tf.math.is_finite(gnorm))
-    if self.loss_scaling:
-      # An overflow of the scaled gradients is routine: the update is
-      # skipped and the scale lowered. Only a non-finite loss, or a scale
-      # driven below 1, means the run diverged.
-      ok = tf.logical_and(tf.math.is_finite(loss),
-                          self.loss_scale.read_value() >= 1.0)
-    else:
-      ok = applied
+    applied, ok = self._step_outcome(loss, gnorm)
     ctx.merge_call(self._apply, args=(grads, lr, applied, ok))
     for var, new in zip(self.mem_vars, new_mems or []):
       var.assign(tf.where(ok, new, var.read_value()))
     return {"loss": loss, "gnorm": gnorm, "lr": lr, "ok": ok,
             "applied": applied, "stop": stop > 0}
+
+  def _step_outcome(self, loss, gnorm):
+    """Whether the step's update is applied and whether the step counts.
+
+    Args:
+      loss, gnorm: float32 scalars (replica-identical).
+
+    Returns:
+      (applied, ok) bool scalars; `applied` implies `ok`, so a step that
+      changes the weights always counts. Without loss scaling both mean
+      "loss and gradient norm finite". With it, an overflow of the scaled
+      gradients is routine while the scale can still be lowered (> 1): the
+      update is skipped but the step counts (`ok`) and the scale halves; an
+      overflow at scale 1, or a non-finite loss, means the run diverged.
+    """
+    finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(gnorm))
+    if not self.loss_scaling:
+      return finite, finite
+    ok = tf.logical_and(tf.math.is_finite(loss), tf.logical_or(
+        finite, self.loss_scale.read_value() > 1.0))
+    return tf.logical_and(finite, ok), ok
 
   def _apply(self, strategy, grads, lr, applied, ok):
     """Cross-replica: the guarded Adam/AdamW update (only when `applied`),
@@ -601,25 +688,27 @@ class Trainer:
           self.global_step,
           lambda s, ok: s.assign_add(tf.cast(ok, tf.int64)), args=(ok,))
       if self.loss_scaling:
-        self._update_loss_scale(strategy, applied)
+        self._update_loss_scale(strategy, applied, ok)
 
-  def _update_loss_scale(self, strategy, applied):
-    """Halves the loss scale after an overflow; doubles it after
-    `LOSS_SCALE_GROWTH_STEPS` finite steps in a row."""
+  def _update_loss_scale(self, strategy, applied, ok):
+    """Halves the loss scale after an overflow (never below
+    `MIN_LOSS_SCALE`); doubles it after `LOSS_SCALE_GROWTH_STEPS` applied
+    steps in a row; a diverged step (not `ok`) changes neither."""
     good = self.good_steps.read_value() + 1
     grow = good >= LOSS_SCALE_GROWTH_STEPS
 
-    def new_scale(scale, applied):
-      return scale.assign(tf.where(
-          applied, tf.where(grow, scale * 2.0, scale), scale * 0.5))
+    def new_scale(scale, applied, ok):
+      lowered = tf.maximum(scale * 0.5, MIN_LOSS_SCALE)
+      return scale.assign(tf.where(ok, tf.where(
+          applied, tf.where(grow, scale * 2.0, scale), lowered), scale))
 
-    def new_good(count, applied):
-      return count.assign(tf.where(
-          tf.logical_and(applied, tf.logical_not(grow)), good,
-          tf.zeros_like(good)))
+    def new_good(count, applied, ok):
+      counted = tf.where(tf.logical_and(applied, tf.logical_not(grow)), good,
+                         tf.zeros_like(good))
+      return count.assign(tf.where(ok, counted, count))
 
-    strategy.extended.update(self.loss_scale, new_scale, args=(applied,))
-    strategy.extended.update(self.good_steps, new_good, args=(applied,))
+    strategy.extended.update(self.loss_scale, new_scale, args=(applied, ok))
+    strategy.extended.update(self.good_steps, new_good, args=(applied, ok))
 
   def make_train_step(self):
     """The tf.function running one step on every replica.
@@ -699,6 +788,10 @@ class Trainer:
 
     Returns:
       the checkpoint prefix.
+
+    Raises:
+      io_utils.ResourceError: no space, file too large, read-only,
+        permission (the failed save's files removed first).
     """
     step = int(self.global_step.numpy()) if step is None else step
     final = checkpoint_io.checkpoint_prefix(self.model_dir, step)
@@ -711,15 +804,18 @@ class Trainer:
         values[MEM_NAME.format(replica=replica, layer=layer)] = value
     writers = num_workers(self.strategy) if self.mem_vars else 1
     attempt = f"{step}"
-    if values:
-      checkpoint_io.save_shard(
-          checkpoint_io.shard_prefix(final, self.worker, attempt), values)
-    self._barrier()
-    if self.chief:
-      checkpoint_io.publish(
-          final, [checkpoint_io.shard_prefix(final, w, attempt)
-                  for w in range(writers)], self.model_dir, max_save)
-      logging.info("Saved checkpoint %s", final)
+    try:
+      if values:
+        checkpoint_io.save_shard(
+            checkpoint_io.shard_prefix(final, self.worker, attempt), values)
+      self._barrier()
+      if self.chief:
+        checkpoint_io.publish(
+            final, [checkpoint_io.shard_prefix(final, w, attempt)
+                    for w in range(writers)], self.model_dir, max_save)
+        logging.info("Saved checkpoint %s", final)
+    except (tf.errors.OpError, OSError) as e:
+      raise checkpoint_io.save_failure(final, e) from None
     self._barrier()
     return final
 
@@ -734,6 +830,10 @@ class Trainer:
     values = checkpoint_io.read_tensors(prefix, list(self._state))
     self.load_values(values, source=prefix)
     self._restore_memories(prefix)
+    if self.loss_scaling and self.loss_scale.numpy() < MIN_LOSS_SCALE:
+      logging.warning("%s holds a loss scale of %g; training resumes with "
+                      "%g", prefix, self.loss_scale.numpy(), MIN_LOSS_SCALE)
+      self.loss_scale.assign(MIN_LOSS_SCALE)
 
   def load_values(self, values, source="values"):
     """Assigns {checkpoint name: array} to the named variables (model,
@@ -845,7 +945,8 @@ class Trainer:
               f" (progress saved in model.ckpt-{step}): {where}") from None
         if not out["ok"]:
           prefix = self.save(max_save=max_save)
-          what = ("non-finite loss ({}) or a float16 loss scale below 1"
+          what = ("non-finite loss ({}) or float16 gradients that "
+                  "overflow at loss scale 1 (gradient norm {})"
                   if self.loss_scaling else
                   "non-finite loss ({}) or gradient norm ({})").format(
                       out["loss"], out["gnorm"])

@@ -7,8 +7,10 @@ this module runs them:
 
 * on CPUs/GPUs (`--num_core_per_host` replicas) and, with `--use_tpu` on
   TensorFlow >= 2.16, on a TPUStrategy, through the shared engine
-  (`xlnet/engine.py`): resume from `--model_dir` after a kill or a signal,
-  warm start from `--init_checkpoint` by name, NaN guard, atomic checkpoints;
+  (`xlnet/engine.py`): resume from `--model_dir` after a kill or a signal
+  (with the batch layout it was trained with), one trainer per
+  `--model_dir` (`xlnet/run_lock.py`), warm start from `--init_checkpoint`
+  by name, NaN guard, atomic checkpoints;
 * with `--use_tpu` on TensorFlow 2.15, through TPUEstimator (as released),
   with the same functions and the same optimizer step.
 
@@ -23,8 +25,8 @@ import tensorflow as tf
 from xlnet import checkpoint_io
 from xlnet import engine
 from xlnet import finetune_flags
-from xlnet import io_utils
 from xlnet import model_utils
+from xlnet import run_lock
 
 _STRATEGIES = {}
 
@@ -81,14 +83,32 @@ def train(FLAGS, input_fn, loss_fn, allow_missing=()):
     list of (step, loss) of the steps this run made.
 
   Raises:
-    ValueError: bad checkpoint or flags; engine.StopTraining after a
+    ValueError: bad checkpoint or flags (another batch layout than the
+      one `--model_dir` was trained with included); run_lock.Locked:
+      another trainer uses `--model_dir`; engine.StopTraining after a
       signal, a divergence or a corrupted record (progress saved first).
   """
   if use_estimator(FLAGS):
-    return _estimator_train(FLAGS, input_fn, loss_fn, allow_missing)
+    with run_lock.hold(FLAGS.model_dir):
+      return _estimator_train(FLAGS, input_fn, loss_fn, allow_missing)
+  strategy = strategy_for(FLAGS)
+  with run_lock.hold(FLAGS.model_dir, engine.is_chief(strategy)):
+    return _engine_train(FLAGS, strategy, input_fn, loss_fn, allow_missing)
+
+
+def batch_layout(FLAGS):
+  """The flags a resumed fine-tuning run must keep
+  (`engine.check_batch_layout`)."""
+  return {"train_batch_size": FLAGS.train_batch_size,
+          "num_core_per_host": FLAGS.num_core_per_host,
+          "num_hosts": getattr(FLAGS, "num_hosts", 1),
+          "accum_steps": getattr(FLAGS, "accum_steps", 1) or 1}
+
+
+def _engine_train(FLAGS, strategy, input_fn, loss_fn, allow_missing):
+  """`train` on the engine, with the run lock held."""
   resume = checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
   start = checkpoint_io.step_of(resume) if resume else 0
-  strategy = strategy_for(FLAGS)
   n = strategy.num_replicas_in_sync
   per_replica = per_replica_batch(FLAGS, FLAGS.train_batch_size, n)
   accum = getattr(FLAGS, "accum_steps", 1) or 1
@@ -97,6 +117,9 @@ def train(FLAGS, input_fn, loss_fn, allow_missing=()):
                                               {}),
       FLAGS, FLAGS.model_dir, accum_steps=accum, seed=FLAGS.seed,
       use_xla=getattr(FLAGS, "use_xla", False))
+  if trainer.chief:
+    engine.check_batch_layout(FLAGS.model_dir, batch_layout(FLAGS),
+                              resume is not None)
 
   def dataset_fn(context):
     dataset = input_fn({"batch_size": per_replica, "input_context": context})
@@ -112,8 +135,7 @@ def train(FLAGS, input_fn, loss_fn, allow_missing=()):
     trainer.init_from_checkpoint(FLAGS.init_checkpoint, allow_missing)
   writer = None
   if trainer.chief:
-    io_utils.ensure_writable_dir(FLAGS.model_dir, "model_dir")
-    checkpoint_io.remove_temporaries(FLAGS.model_dir)
+    checkpoint_io.clean_model_dir(FLAGS.model_dir)
     writer = tf.summary.create_file_writer(FLAGS.model_dir)
   logger = engine.StepLogger(FLAGS.iterations, FLAGS.train_steps, start,
                              per_replica * n * accum, "examples", writer,

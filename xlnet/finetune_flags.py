@@ -111,7 +111,9 @@ def define_common_flags(flag_values=flags.FLAGS):
   flags.DEFINE_integer("max_save", 0,
                        "Checkpoints to keep; 0 keeps all (needed by "
                        "--eval_all_ckpt).", **fv)
-  flags.DEFINE_integer("seed", None, "Random seed (None: unseeded).", **fv)
+  flags.DEFINE_integer("seed", model_utils.DEFAULT_SEED,
+                       "Random seed of the new head's initial weights, the "
+                       "training example order and dropout.", **fv)
   flags.DEFINE_integer("shuffle_buffer", 2048,
                        "Training examples in the shuffle buffer.", **fv)
   flags.DEFINE_integer("accum_steps", 1,

@@ -20,6 +20,7 @@ import tensorflow as tf
 from xlnet import data_utils
 from xlnet import flag_rules
 from xlnet import model as model_lib
+from xlnet import model_utils
 
 # Flags that must equal the corresponding corpus_info.json entries.
 DATA_FLAGS = ("seq_len", "reuse_len", "uncased", "bi_data", "mask_alpha",
@@ -144,7 +145,9 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
   flags.DEFINE_string("init_checkpoint", None,
                       "Checkpoint to initialize the model from (e.g. the "
                       "released weights); ignored when resuming.", **fv)
-  flags.DEFINE_integer("seed", None, "Graph-level random seed.", **fv)
+  flags.DEFINE_integer("seed", model_utils.DEFAULT_SEED,
+                       "Random seed of the initial weights, the input order, "
+                       "the factorization orders and dropout.", **fv)
   flags.DEFINE_bool("track_mean", False,
                     "Accepted for the original train.py's commands; "
                     "unused.", **fv)

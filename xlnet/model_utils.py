@@ -21,6 +21,11 @@ from xlnet import cli
 
 _DECAY_METHODS = ("poly", "cos")
 
+# The `--seed` of every program when none is given: initial weights, input
+# order, factorization orders and dropout all derive from it, so the same
+# command gives the same bits (docs/reliability.md).
+DEFAULT_SEED = 1
+
 # Variables whose name matches one of these are not weight-decayed ...
 _NO_DECAY_PATTERNS = ("LayerNorm", "layer_norm", "bias")
 # ... unless they are one of the relative attention biases.

@@ -24,8 +24,8 @@ from xlnet import data_utils
 from xlnet import engine
 from xlnet import flags as flags_lib
 from xlnet import function_builder
-from xlnet import io_utils
 from xlnet import pretrain_eval
+from xlnet import run_lock
 
 
 def perplexity(loss):
@@ -80,7 +80,8 @@ def dataset_fn_for(FLAGS, corpus_info, start_host_batch):
 
 
 def run(FLAGS, tpu=False):
-  """Checks the flags against the data, then trains (or resumes).
+  """Checks the flags against the data, then trains (or resumes) holding the
+  run lock of `--model_dir` (the chief; `xlnet/run_lock.py`).
 
   Args:
     FLAGS: the parsed flags (`xlnet.flags`).
@@ -92,6 +93,7 @@ def run(FLAGS, tpu=False):
 
   Raises:
     ValueError: bad flags or data (one line).
+    run_lock.Locked: another trainer uses `--model_dir`.
     engine.StopTraining: stopped early after saving (signal, divergence,
       corrupted input).
   """
@@ -112,12 +114,17 @@ def run(FLAGS, tpu=False):
                      f"{num_hosts} worker(s) (--worker_hosts or TF_CONFIG)")
   FLAGS.num_hosts = num_hosts
   xlnet_config, corpus_info = flags_lib.resolve_all(FLAGS)
-  resume = checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
   evaluation = None
   if FLAGS.eval_steps:
     input_fn, num_batch = pretrain_eval.eval_input_fn(FLAGS)
     evaluation = (input_fn, FLAGS.eval_batches or num_batch)
+  strategy = create_strategy(FLAGS, on_tpu)
+  with run_lock.hold(FLAGS.model_dir, engine.is_chief(strategy)):
+    return train(FLAGS, strategy, xlnet_config, corpus_info, evaluation)
 
+
+def create_strategy(FLAGS, on_tpu):
+  """The run's strategy, checked against `--num_core_per_host`."""
   if on_tpu:
     strategy = engine.create_strategy(
         use_tpu=True, tpu=FLAGS.tpu, tpu_zone=FLAGS.tpu_zone,
@@ -125,11 +132,24 @@ def run(FLAGS, tpu=False):
   else:
     strategy = engine.create_strategy(
         FLAGS.num_core_per_host, FLAGS.worker_hosts, FLAGS.task_index)
-  local_cores = strategy.num_replicas_in_sync // num_hosts
+  local_cores = strategy.num_replicas_in_sync // FLAGS.num_hosts
   if local_cores != FLAGS.num_core_per_host:
     raise ValueError(f"--num_core_per_host={FLAGS.num_core_per_host} but "
                      f"each {'TPU host' if on_tpu else 'worker'} has "
                      f"{local_cores} device(s)")
+  return strategy
+
+
+def batch_layout(FLAGS):
+  """The flags a resumed pretraining run must keep (`check_batch_layout`)."""
+  return {name: getattr(FLAGS, name) for name in (
+      "train_batch_size", "num_hosts", "num_core_per_host", "accum_steps")}
+
+
+def train(FLAGS, strategy, xlnet_config, corpus_info, evaluation):
+  """Trains from the newest checkpoint of `--model_dir` (or from scratch /
+  `--init_checkpoint`) to `--train_steps`; see `run`."""
+  resume = checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
   start_step = checkpoint_io.step_of(resume) if resume else 0
   memory = (engine.MemoryConfig(xlnet_config.n_layer, FLAGS.mem_len,
                                 flags_lib.bsz_per_core(FLAGS),
@@ -139,6 +159,9 @@ def run(FLAGS, tpu=False):
       strategy, function_builder.pretrain_loss_fn(xlnet_config, FLAGS),
       FLAGS, FLAGS.model_dir, memory=memory, accum_steps=FLAGS.accum_steps,
       seed=FLAGS.seed, use_xla=FLAGS.use_xla)
+  if trainer.chief:
+    engine.check_batch_layout(FLAGS.model_dir, batch_layout(FLAGS),
+                              resume is not None)
   dataset_fn, record_info = dataset_fn_for(FLAGS, corpus_info,
                                           start_step * FLAGS.accum_steps)
   dist_dataset = trainer.distribute(dataset_fn)
@@ -151,8 +174,7 @@ def run(FLAGS, tpu=False):
 
   writer = None
   if trainer.chief:
-    io_utils.ensure_writable_dir(FLAGS.model_dir, "model_dir")
-    checkpoint_io.remove_temporaries(FLAGS.model_dir)
+    checkpoint_io.clean_model_dir(FLAGS.model_dir)
     function_builder.save_xlnet_config(xlnet_config, FLAGS.model_dir)
     writer = tf.summary.create_file_writer(FLAGS.model_dir)
   logger = engine.StepLogger(

@@ -37,9 +37,9 @@ from xlnet import cli
 from xlnet import engine
 from xlnet import flags as flags_lib
 from xlnet import function_builder
-from xlnet import io_utils
 from xlnet import model_utils
 from xlnet import modeling
+from xlnet import run_lock
 from xlnet import train_gpu
 
 SUMMARY_EVERY = 100
@@ -113,7 +113,8 @@ def get_model_fn(FLAGS, xlnet_config):
     mem_vars, owner = (create_memories(xlnet_config, FLAGS.mem_len, bsz)
                        if FLAGS.mem_len else (None, None))
     mems = owned_memories(mem_vars, owner, core) if mem_vars else None
-    seed = tf.constant([FLAGS.seed or 0, 0x584C4E], tf.int64)
+    seed = tf.constant([model_utils.DEFAULT_SEED if FLAGS.seed is None
+                        else FLAGS.seed, 0x584C4E], tf.int64)
     for value in (global_step, core):
       seed = tf.random.experimental.stateless_fold_in(seed, value)
     with modeling.stateless_dropout_seed(seed):
@@ -237,8 +238,8 @@ def run_estimator(FLAGS):
   start_step = checkpoint_io.step_of(resume) if resume else 0
   input_fn = estimator_input_fn(FLAGS, FLAGS.num_core_per_host, corpus_info,
                                 start_step)
-  io_utils.ensure_writable_dir(FLAGS.model_dir, "model_dir")
   function_builder.save_xlnet_config(xlnet_config, FLAGS.model_dir)
+  checkpoint_io.clean_model_dir(FLAGS.model_dir)
   checkpoint_io.prune(FLAGS.model_dir, FLAGS.max_save)
   estimator = tpu.TPUEstimator(
       model_fn=get_model_fn(FLAGS, xlnet_config),
@@ -285,7 +286,10 @@ def run(FLAGS):
     # On the CPU the TPU trainer runs one core, whatever the TPU layout says.
     FLAGS.num_core_per_host = 1
   if use_estimator(FLAGS):
-    return run_estimator(FLAGS)
+    if not FLAGS.model_dir:
+      raise ValueError("--model_dir is required (checkpoints and summaries)")
+    with run_lock.hold(FLAGS.model_dir):
+      return run_estimator(FLAGS)
   return train_gpu.run(FLAGS, tpu=True)
 
 
