@@ -196,13 +196,13 @@ def test_qa_training_resumed_from_a_checkpoint_gives_the_same_bits(
   resumed from the uninterrupted run's model.ckpt-2 alone, end with the
   same model.ckpt-4 (every variable, bit for bit): the heads' initial
   weights, the data position and dropout are functions of the seed and
-  the step. (--shuffle_buffer=1 keeps the example order fixed; its seeding
-  is run_squad's and run_race's own concern.)"""
+  the step, and so is the input's shuffle (the default buffer, seeded by
+  --seed)."""
   make_flags = (request.getfixturevalue("squad")["flags"] if task == "squad"
                 else request.getfixturevalue("race"))
   run = run_squad.run if task == "squad" else run_race.run
   common = ["--do_train", "--train_steps=4", "--save_steps=2",
-            "--dropout=0.1", "--dropatt=0.1", "--shuffle_buffer=1",
+            "--dropout=0.1", "--dropatt=0.1",
             "--warmup_steps=1", "--learning_rate=1e-3"]
   run(make_flags(*common, f"--model_dir={tmp_path / 'full'}"))
   _as_killed_after(tmp_path / "full", tmp_path / "cut", 2)

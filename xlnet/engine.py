@@ -457,6 +457,10 @@ class Trainer:
     self.memory = memory
     self.accum_steps = accum_steps
     self.seed = model_utils.DEFAULT_SEED if seed is None else int(seed)
+    # The graph-level seed, before any dataset is made: a seeded tf.data
+    # shuffle combines it with its op seed, so the input order then depends
+    # on the seed alone, not on what the process did before.
+    tf.random.set_seed(self.seed)
     self.use_xla = use_xla
     self.loss_scaling = bool(getattr(FLAGS, "use_fp16", False))
     scale = getattr(FLAGS, "loss_scale", INITIAL_LOSS_SCALE)
