@@ -1,6 +1,6 @@
 """The same command gives the same bits (the default --seed), and one
 trainer per --model_dir: pretraining (train_gpu.py) and fine-tuning
-(run_classifier.py through xlnet/finetune.py), run as a user runs them.
+(run_classifier.py, run_squad.py, run_race.py through xlnet/finetune.py).
 
 The reference of a run is another, independent run of the same command:
 every variable of the final checkpoints must be equal bit for bit, every
@@ -210,3 +210,22 @@ def test_qa_training_resumed_from_a_checkpoint_gives_the_same_bits(
   _assert_same_bits(_checkpoint(tmp_path / "cut"),
                     _checkpoint(tmp_path / "full"))
   assert tf.train.latest_checkpoint(str(tmp_path / "cut")).endswith("-4")
+
+
+@pytest.mark.parametrize("task", ["squad", "race"])
+def test_qa_same_command_twice_gives_the_same_bits(tmp_path, task, request):
+  """run_squad / run_race twice with the same flags (dropout on, the
+  default shuffle buffer) into two directories: every variable equal bit
+  for bit; another --seed gives other weights."""
+  make_flags = (request.getfixturevalue("squad")["flags"] if task == "squad"
+                else request.getfixturevalue("race"))
+  run = run_squad.run if task == "squad" else run_race.run
+  common = ["--do_train", "--train_steps=2", "--dropout=0.1",
+            "--dropatt=0.1", "--warmup_steps=1", "--learning_rate=1e-3"]
+  for name, extra in (("a", []), ("b", []), ("other", ["--seed=11"])):
+    run(make_flags(*common, *extra, f"--model_dir={tmp_path / name}"))
+  _assert_same_bits(_checkpoint(tmp_path / "b"), _checkpoint(tmp_path / "a"))
+  other = _checkpoint(tmp_path / "other")
+  first = _checkpoint(tmp_path / "a")
+  assert any(not np.array_equal(other[n], first[n]) for n in first
+             if n != "global_step")
