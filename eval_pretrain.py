@@ -1,8 +1,8 @@
 """Held-out evaluation of a pretraining checkpoint:
 `python eval_pretrain.py --record_info_dir=... --model_dir=...` (see
-`xlnet/pretrain_eval.py` and `--helpfull`).
+`xlnet/pretraining/pretrain_eval.py` and `--helpfull`).
 """
-from xlnet import pretrain_eval
+from xlnet.pretraining import pretrain_eval
 
 if __name__ == "__main__":
   pretrain_eval.entry_point()

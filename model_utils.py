@@ -18,7 +18,7 @@ moved into DIR/quarantine/, nothing is deleted.
 from absl import flags
 
 from xlnet import cli
-from xlnet import model_utils
+from xlnet.training import model_utils
 
 flags.DEFINE_string("clean_input_ckpt", None,
                     "clean_ckpt: input checkpoint (prefix, directory or "

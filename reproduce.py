@@ -1,11 +1,11 @@
 """Runs one of the paper's tables: `python reproduce.py --table=glue ...`.
 
-See `xlnet/reproduce.py`, `docs/reproducing.md` and
+See `xlnet/finetuning/reproduce.py`, `docs/reproducing.md` and
 `python reproduce.py --help`.
 """
 from absl import flags
 
-from xlnet import reproduce
+from xlnet.finetuning import reproduce
 
 if __name__ == "__main__":
   reproduce.define_flags()

@@ -5,8 +5,8 @@ docs/finetuning.md. `--help` lists every flag of the program.
 """
 from absl import flags
 
-from xlnet import finetune_flags
-from xlnet import run_classifier
+from xlnet.finetuning import finetune_flags
+from xlnet.finetuning import run_classifier
 
 if __name__ == "__main__":
   run_classifier.define_flags()

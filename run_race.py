@@ -1,9 +1,9 @@
 """XLNet on RACE: `python run_race.py --do_train --do_eval ...`.
 
-See `xlnet/run_race.py`, `docs/squad_race.md` and
+See `xlnet/finetuning/run_race.py`, `docs/squad_race.md` and
 `python run_race.py --helpfull`.
 """
-from xlnet import run_race
+from xlnet.finetuning import run_race
 
 if __name__ == "__main__":
   run_race.entry_point()

@@ -1,9 +1,9 @@
 """XLNet on SQuAD 2.0 / 1.1: `python run_squad.py --do_train --do_predict ...`.
 
-See `xlnet/run_squad.py`, `docs/squad_race.md` and
+See `xlnet/finetuning/run_squad.py`, `docs/squad_race.md` and
 `python run_squad.py --helpfull`.
 """
-from xlnet import run_squad
+from xlnet.finetuning import run_squad
 
 if __name__ == "__main__":
   run_squad.entry_point()

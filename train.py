@@ -1,8 +1,8 @@
 """The release's name of the TPU trainer, kept so that the original README's
 command (`python train.py --record_info_dir=... ...`) runs as written; the same
-as `python train_tpu.py` (TensorFlow <= 2.15, see `xlnet/train_tpu.py`).
+as `python train_tpu.py` (TensorFlow <= 2.15, see `xlnet/pretraining/train_tpu.py`).
 """
-from xlnet import train_tpu
+from xlnet.pretraining import train_tpu
 
 if __name__ == "__main__":
   train_tpu.entry_point()

@@ -1,8 +1,8 @@
 """XLNet pretraining on GPUs/CPUs: `python train_gpu.py --record_info_dir=...`.
 
-See `xlnet/train_gpu.py` and `python train_gpu.py --helpfull`.
+See `xlnet/pretraining/train_gpu.py` and `python train_gpu.py --helpfull`.
 """
-from xlnet import train_gpu
+from xlnet.pretraining import train_gpu
 
 if __name__ == "__main__":
   train_gpu.entry_point()

@@ -30,14 +30,14 @@ import sentencepiece as spm
 import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from xlnet import data_utils  # noqa: E402
-from xlnet import demo_corpus  # noqa: E402
-from xlnet import example_proto  # noqa: E402
-from xlnet import pretrain_examples  # noqa: E402
-from xlnet import record_writer  # noqa: E402
-from xlnet import spm_train  # noqa: E402
-from xlnet import token_stream  # noqa: E402
-from xlnet.prepro_utils import CLS_ID, SEP_ID  # noqa: E402
+from xlnet.demo import demo_corpus  # noqa: E402
+from xlnet.data import example_proto  # noqa: E402
+from xlnet.data import input_pipeline  # noqa: E402
+from xlnet.data import pretrain_examples  # noqa: E402
+from xlnet.data import record_writer  # noqa: E402
+from xlnet.data import spm_train  # noqa: E402
+from xlnet.data import token_stream  # noqa: E402
+from xlnet.data.prepro_utils import CLS_ID, SEP_ID  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_float("mb", 5.0, "Corpus size in MB.")
@@ -230,7 +230,7 @@ def time_writer(paths, sp_path, work, num_workers):
   for k in range(FLAGS.repeats):
     save_dir = os.path.join(work, f"records-{num_workers}-{k}")
     start = time.time()
-    data_utils.create_data(",".join(paths), sp_path, save_dir,
+    record_writer.create_data(",".join(paths), sp_path, save_dir,
                            num_workers=num_workers, **README)
     best = min(best, time.time() - start)
   return best, save_dir
@@ -289,7 +289,7 @@ def bench_loop_baseline(sp, rows, sent_rows, is_start, work):
 def bench_input_fn(record_dir, n_batches):
   """Examples/s of the input function at the paper's settings."""
   bsz = FLAGS.bsz_per_core
-  fn, _ = data_utils.get_input_fn(
+  fn, _ = input_pipeline.get_input_fn(
       record_dir, "train", README["bsz_per_host"], README["seq_len"],
       README["reuse_len"], True, num_core_per_host=README["bsz_per_host"] //
       bsz, perm_size=256, num_predict=README["num_predict"])

@@ -1,6 +1,6 @@
 """Benchmark of fine-tuning: training and evaluation examples/s.
 
-Runs the fine-tuning engine (`xlnet/finetune.py`'s trainer and predictor)
+Runs the fine-tuning engine (`xlnet/finetuning/finetune.py`'s trainer and predictor)
 with the classification head at sequence lengths 128 and 512 and with the
 SQuAD heads at 512, on synthetic features, at XLNet-Base width (d_model 768,
 12 heads, d_inner 3072; `--n_layer` layers, 12 in XLNet-Base, fewer for a
@@ -25,8 +25,10 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from xlnet import classifier_heads  # noqa: E402
-from xlnet import engine  # noqa: E402
-from xlnet import squad_model  # noqa: E402
+from xlnet import flags as flags_lib  # noqa: E402
+from xlnet.training import config  # noqa: E402
+from xlnet.training import engine  # noqa: E402
+from xlnet import squad_heads  # noqa: E402
 
 
 def make_flags(config_path, args):
@@ -69,8 +71,8 @@ def heads(task, FLAGS):
         FLAGS, f, 2, t)[0],
             lambda f: {"logits": classifier_heads.get_classification_loss(
                 FLAGS, f, 2, False)[2]})
-  return (lambda f, t: squad_model.get_qa_loss(FLAGS, f)[0],
-          lambda f: squad_model.get_qa_predictions(FLAGS, f))
+  return (lambda f, t: squad_heads.get_qa_loss(FLAGS, f)[0],
+          lambda f: squad_heads.get_qa_predictions(FLAGS, f))
 
 
 def bench(name, args, config_path, model_dir):
@@ -82,8 +84,9 @@ def bench(name, args, config_path, model_dir):
   loss_fn, outputs_fn = heads(task, FLAGS)
   strategy = tf.distribute.get_strategy()
   trainer = engine.Trainer(
-      strategy, lambda f, m, t: (loss_fn(f, t), None, {}), FLAGS,
-      os.path.join(model_dir, name), seed=1, use_xla=args.use_xla)
+      strategy, lambda f, m, t: (loss_fn(f, t), None, {}),
+      flags_lib.optimizer_config(FLAGS), os.path.join(model_dir, name),
+      train=config.TrainConfig(seed=1, use_xla=args.use_xla))
   trainer.build(dataset.element_spec)
   step = trainer.make_train_step()
   iterator = iter(trainer.distribute(lambda _: dataset))

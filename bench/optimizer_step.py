@@ -25,7 +25,7 @@ import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
-from xlnet import model_utils  # noqa: E402
+from xlnet.training import model_utils  # noqa: E402
 
 flags.DEFINE_integer("n_layer", 6, "Transformer layers.")
 flags.DEFINE_float("weight_decay", 0.01, "0 = Adam, > 0 = AdamW.")

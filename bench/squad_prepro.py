@@ -31,10 +31,10 @@ from absl import flags
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from xlnet import demo_corpus  # noqa: E402
-from xlnet import prepro_utils  # noqa: E402
-from xlnet import spm_train  # noqa: E402
-from xlnet import squad_utils  # noqa: E402
+from xlnet.demo import demo_corpus  # noqa: E402
+from xlnet.data import prepro_utils  # noqa: E402
+from xlnet.data import spm_train  # noqa: E402
+from xlnet.finetuning import squad_utils  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("num_questions", 130000,
@@ -187,7 +187,7 @@ def run_prepro(work_dir, sp_path, train_file, num_proc):
 def model_step_rate():
   """Examples/s of gradient + Adam steps of the SQuAD loss (base width)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from xlnet import squad_model  # pylint: disable=g-import-not-at-top
+  from xlnet import squad_heads  # pylint: disable=g-import-not-at-top
   import types  # pylint: disable=g-import-not-at-top
   tf.compat.v1.disable_eager_execution()
   config = dict(n_layer=FLAGS.model_layers, d_model=768, n_head=12,
@@ -213,7 +213,7 @@ def model_step_rate():
       end_positions=np.full([bsz], 12, np.int32),
       is_impossible=np.zeros([bsz], np.float32))
   with tf.Graph().as_default():
-    loss, _ = squad_model.get_qa_loss(
+    loss, _ = squad_heads.get_qa_loss(
         flag_ns, {k: tf.constant(v) for k, v in features.items()})
     train_op = tf.compat.v1.train.AdamOptimizer(1e-5).minimize(loss)
     with tf.compat.v1.Session() as sess:

@@ -50,9 +50,9 @@ COMMON = ["--dropout=0.1", "--dropatt=0.1", "--learning_rate=1e-4",
 
 def write_records(work_dir, config, bsz_per_host, num_task):
   """Records of the demo corpus for `num_task` hosts; returns the dir."""
-  from xlnet import data_utils  # pylint: disable=g-import-not-at-top
-  from xlnet import demo_corpus  # pylint: disable=g-import-not-at-top
-  from xlnet import spm_train  # pylint: disable=g-import-not-at-top
+  from xlnet.demo import demo_corpus  # pylint: disable=g-import-not-at-top
+  from xlnet.data import spm_train  # pylint: disable=g-import-not-at-top
+  from xlnet.data import record_writer  # pylint: disable=g-import-not-at-top
   save_dir = os.path.join(work_dir, f"data-{bsz_per_host}x{num_task}")
   record_dir = os.path.join(save_dir, "tfrecords")
   if os.path.exists(os.path.join(save_dir, "corpus_info.json")):
@@ -71,7 +71,7 @@ def write_records(work_dir, config, bsz_per_host, num_task):
     inputs.append(path)
   data = config["data"]
   for task in range(num_task):
-    data_utils.create_data(
+    record_writer.create_data(
         ",".join(inputs), prefix + ".model", save_dir,
         bsz_per_host=bsz_per_host, num_core_per_host=1, seq_len=data["seq_len"],
         reuse_len=data["reuse_len"], bi_data=True, mask_alpha=6, mask_beta=1,

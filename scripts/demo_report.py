@@ -4,7 +4,7 @@ Usage (scripts/demo.sh runs it):
   python scripts/demo_report.py --model_dir=demo_out/model \
     --record_info_dir=demo_out/data/valid/tfrecords \
     --train_text=demo_out/text/train.txt --heldout_text=demo_out/text/valid.txt
-See xlnet/demo_report.py and --helpfull.
+See xlnet/demo/demo_report.py and --helpfull.
 """
 import os
 import sys
@@ -12,7 +12,7 @@ import sys
 sys.path.insert(
     0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from xlnet import demo_report  # noqa: E402
+from xlnet.demo import demo_report  # noqa: E402
 
 if __name__ == "__main__":
   demo_report.entry_point()

@@ -16,7 +16,7 @@ sys.path.insert(
     0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from xlnet import cli  # noqa: E402
-from xlnet import demo_corpus  # noqa: E402
+from xlnet.demo import demo_corpus  # noqa: E402
 
 
 def define_flags():

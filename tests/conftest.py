@@ -12,7 +12,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from xlnet import model_utils  # noqa: E402
+from xlnet.training import model_utils  # noqa: E402
 
 # Two logical CPU devices (set before TensorFlow starts) let one process run
 # a two-replica MirroredStrategy.

@@ -18,9 +18,9 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from xlnet import data_utils
-from xlnet import demo_corpus as demo_corpus_lib
-from xlnet import spm_train
+from xlnet.data import record_writer
+from xlnet.demo import demo_corpus as demo_corpus_lib
+from xlnet.data import spm_train
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Small record settings used by default (bi_data, 2 cores, 2 passes cheap).
@@ -102,7 +102,7 @@ def make_records(save_dir, num_lines=None, sp_path=None, **flags):
     save_dir: output dir (gets corpus_info.json and tfrecords/).
     num_lines: use only the first lines of the corpus (None: all of it).
     sp_path: SentencePiece model (default: `train_tiny_spm()`).
-    **flags: data_utils.create_data arguments overriding TINY_CONFIG
+    **flags: record_writer.create_data arguments overriding TINY_CONFIG
       (e.g. seq_len, reuse_len, bsz_per_host, num_core_per_host, bi_data,
       num_predict, pass_id, task, num_task, split).
 
@@ -111,7 +111,7 @@ def make_records(save_dir, num_lines=None, sp_path=None, **flags):
   """
   config = dict(TINY_CONFIG, **flags)
   corpus = corpus_slice(num_lines) if num_lines else demo_corpus()
-  data_utils.create_data(corpus, sp_path or train_tiny_spm(), save_dir,
+  record_writer.create_data(corpus, sp_path or train_tiny_spm(), save_dir,
                          num_workers=1, **config)
   return os.path.join(save_dir, "tfrecords")
 

@@ -7,7 +7,7 @@ import graphlib
 
 import numpy as np
 
-from xlnet import prepro_utils
+from xlnet.data import prepro_utils
 
 SEP, CLS, EOD = 4, 3, 7
 

@@ -23,8 +23,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 
 from tests import train_fixtures as fx  # noqa: E402
-from xlnet import checkpoint_io  # noqa: E402
-from xlnet import engine  # noqa: E402
+from xlnet.training import checkpoint_io  # noqa: E402
+from xlnet.training import engine  # noqa: E402
 
 NUM_BATCHES = 4
 

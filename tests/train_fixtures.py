@@ -1,5 +1,6 @@
 """Synthetic pretraining batches, tiny flags and engine helpers for the
 trainer tests."""
+import dataclasses
 import json
 import os
 import re
@@ -8,9 +9,9 @@ import subprocess
 import numpy as np
 import tensorflow as tf
 
-from xlnet import engine
+from xlnet.training import engine
 from xlnet import flags as flags_lib
-from xlnet import function_builder
+from xlnet.pretraining import function_builder
 from xlnet import model as model_lib
 
 TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=40,
@@ -147,9 +148,10 @@ def make_trainer(FL, n_replicas, model_dir, accum_steps=1, use_xla=False,
       FL.train_batch_size // strategy.num_replicas_in_sync, config.d_model)
             if FL.mem_len else None)
   return engine.Trainer(strategy, function_builder.pretrain_loss_fn(
-      config, FL), FL, str(model_dir), memory=memory,
-                        accum_steps=accum_steps, seed=FL.seed,
-                        use_xla=use_xla)
+      config, FL), flags_lib.optimizer_config(FL, config.n_layer),
+                        str(model_dir), memory=memory,
+                        accum_steps=accum_steps, train=dataclasses.replace(
+                            flags_lib.train_config(FL), use_xla=use_xla))
 
 
 def random_weights(trainer, seed, std=0.1):

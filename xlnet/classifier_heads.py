@@ -14,7 +14,7 @@ Pure graph builders (no session, no optimizer): they run inside a
 """
 import tensorflow as tf
 
-from xlnet import function_builder
+from xlnet.pretraining import function_builder
 from xlnet import modeling
 
 # Variables a pretrained checkpoint does not hold: the fine-tuning pooler and

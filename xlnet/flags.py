@@ -17,10 +17,11 @@ import os
 from absl import flags
 import tensorflow as tf
 
-from xlnet import data_utils
+from xlnet.data import record_format
 from xlnet import flag_rules
 from xlnet import model as model_lib
-from xlnet import model_utils
+from xlnet.training import config as train_config_lib
+from xlnet.training import model_utils
 
 # Flags that must equal the corresponding corpus_info.json entries.
 DATA_FLAGS = ("seq_len", "reuse_len", "uncased", "bi_data", "mask_alpha",
@@ -271,7 +272,7 @@ def load_corpus_info(FLAGS):
       raise ValueError(f"--record_info_dir: directory {directory} does not "
                        "exist")
   path = _corpus_info_location(FLAGS)
-  info = data_utils.load_corpus_info(path)
+  info = record_format.load_corpus_info(path)
   if info is not None:
     return info
   if getattr(FLAGS, "corpus_info_path", None):
@@ -364,3 +365,24 @@ def bsz_per_host(FLAGS):
 def bsz_per_core(FLAGS):
   """Rows one core (replica, GPU tower, TPU core) trains on per step."""
   return bsz_per_host(FLAGS) // FLAGS.num_core_per_host
+
+
+def optimizer_config(FLAGS, n_layer=None):  # pylint: disable=invalid-name
+  """The run's `OptimizerConfig` from the optimizer flags."""
+  return train_config_lib.OptimizerConfig(
+      learning_rate=FLAGS.learning_rate, train_steps=FLAGS.train_steps,
+      warmup_steps=FLAGS.warmup_steps, decay_method=FLAGS.decay_method,
+      min_lr_ratio=FLAGS.min_lr_ratio, adam_epsilon=FLAGS.adam_epsilon,
+      weight_decay=FLAGS.weight_decay, clip=FLAGS.clip,
+      lr_layer_decay_rate=getattr(FLAGS, "lr_layer_decay_rate", 1.0),
+      n_layer=n_layer)
+
+
+def train_config(FLAGS):  # pylint: disable=invalid-name
+  """The run's `TrainConfig` from the loop flags."""
+  return train_config_lib.TrainConfig(
+      iterations=FLAGS.iterations, seed=FLAGS.seed,
+      use_xla=getattr(FLAGS, "use_xla", False),
+      use_fp16=getattr(FLAGS, "use_fp16", False),
+      loss_scale=getattr(FLAGS, "loss_scale",
+                         train_config_lib.INITIAL_LOSS_SCALE))

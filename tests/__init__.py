@@ -1,0 +1,1 @@
+"""xlnet-tf tests: one folder per package of xlnet/ (see tests/README)."""

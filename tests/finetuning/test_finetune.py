@@ -1,0 +1,166 @@
+"""Fine-tuning on the engine (xlnet/finetuning/finetune.py): a tiny model pretrained
+here with train_gpu.py is fine-tuned with run_classifier.py on learnable
+labelled sets; inference returns every example once, in order."""
+import json
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.data_helpers import make_records
+from xlnet.training import checkpoint_io
+from xlnet.training import engine
+from xlnet.finetuning import finetune
+
+pytestmark = pytest.mark.eager
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WORDS = ("the a man woman dog cat walked ran saw house park city river "
+         "went home").split()
+
+
+def _run(args):
+  proc = subprocess.run([sys.executable, *args], capture_output=True,
+                        text=True, cwd=REPO, timeout=600,
+                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return proc
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+  """A tiny XLNet pretrained for 40 steps on demo-corpus records: its
+  checkpoint (with optimizer slots and memories, as train_gpu.py writes
+  it), config and SentencePiece model."""
+  root = tmp_path_factory.mktemp("pretrained")
+  record_dir = make_records(str(root / "data"), num_lines=600, seq_len=32,
+                            reuse_len=16, bsz_per_host=8, num_predict=6)
+  config = root / "config.json"
+  config.write_text('{"n_layer": 2, "d_model": 32, "n_head": 2, '
+                    '"d_head": 16, "d_inner": 64, "ff_activation": "gelu", '
+                    '"untie_r": true, "n_token": 1000}')
+  _run(["train_gpu.py", f"--record_info_dir={record_dir}",
+        f"--model_dir={root / 'model'}", f"--model_config_path={config}",
+        "--mem_len=16", "--perm_size=8", "--train_steps=40",
+        "--learning_rate=2e-3", "--warmup_steps=5", "--iterations=20",
+        "--seed=1"])
+  with open(os.path.join(record_dir, "..", "corpus_info.json")) as f:
+    sp_path = json.load(f)["sp_path"]
+  return dict(ckpt=str(root / "model" / "model.ckpt-40"), config=str(config),
+              spm=sp_path)
+
+
+def _tsv(path, rows):
+  with open(path, "w") as f:
+    f.write("label\ttext\n")
+    f.write("".join(f"{label}\t{text}\n" for label, text in rows))
+
+
+def _classifier_args(pretrained, tmp_path, data, *extra):
+  return ["run_classifier.py", "--task_name=tsv", f"--data_dir={data}",
+          "--text_a_column=text", "--label_column=label",
+          f"--output_dir={tmp_path / 'records'}",
+          f"--model_dir={tmp_path / 'finetuned'}",
+          f"--spiece_model_file={pretrained['spm']}",
+          f"--model_config_path={pretrained['config']}",
+          f"--init_checkpoint={pretrained['ckpt']}", "--do_train",
+          "--do_eval", "--max_seq_length=24", "--train_batch_size=16",
+          "--eval_batch_size=8", "--train_steps=150", "--warmup_steps=10",
+          "--learning_rate=3e-3", "--iterations=50", "--dropout=0",
+          "--dropatt=0", "--seed=1", *extra]
+
+
+def _results(tmp_path):
+  line = (tmp_path / "finetuned" / "eval_results.txt").read_text().split(
+      "\n")[0]
+  return dict(kv.split("=", 1) for kv in line.split("\t") if "=" in kv)
+
+
+def test_classifier_learns_a_cue_word_task(tmp_path, pretrained):
+  """The label is the cue word's (wonderful/terrible) among filler words:
+  dev accuracy far above the majority class (0.5)."""
+  rng = random.Random(0)
+  data = tmp_path / "data"
+  data.mkdir()
+  for split, n in (("train", 200), ("dev", 60)):
+    rows = []
+    for i in range(n):
+      words = [rng.choice(WORDS) for _ in range(6)]
+      words.insert(rng.randrange(7), "wonderful" if i % 2 else "terrible")
+      rows.append((i % 2, " ".join(words)))
+    _tsv(data / f"{split}.tsv", rows)
+  _run(_classifier_args(pretrained, tmp_path, data, "--label_list=0,1"))
+  results = _results(tmp_path)
+  assert int(results["num_examples"]) == 60
+  assert float(results["eval_accuracy"]) > 0.85, results
+  # The head starts fresh; the backbone came from the pretraining run.
+  names = {n for n, _ in tf.train.list_variables(
+      str(tmp_path / "finetuned"))}
+  assert "model/classification_tsv/logit/kernel" in names
+  assert not any(n.startswith("mems/") for n in names)
+
+
+def test_regression_learns_a_counting_score(tmp_path, pretrained):
+  """The score is the number of times 'wonderful' occurs (0-3): the dev
+  Pearson correlation is clearly positive."""
+  rng = random.Random(1)
+  data = tmp_path / "data"
+  data.mkdir()
+  for split, n in (("train", 240), ("dev", 60)):
+    rows = []
+    for _ in range(n):
+      count = rng.randrange(4)
+      words = [rng.choice(WORDS) for _ in range(5)]
+      for _ in range(count):
+        words.insert(rng.randrange(len(words) + 1), "wonderful")
+      rows.append((float(count), " ".join(words)))
+    _tsv(data / f"{split}.tsv", rows)
+  _run(_classifier_args(pretrained, tmp_path, data, "--is_regression=True"))
+  results = _results(tmp_path)
+  assert float(results["eval_pearsonr"]) > 0.6, results
+
+
+def _scale_fn(features, is_training):
+  """outputs = x * w for a variable w (to be read from a checkpoint)."""
+  del is_training
+  w = tf.compat.v1.get_variable("w", [3], initializer=tf.zeros_initializer())
+  return {"y": features["x"] * w, "id": features["id"]}
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_predict_returns_every_example_once_in_order(tmp_path, replicas,
+                                                      monkeypatch):
+  """11 examples in batches of 4 (last one partial) over 1 or 2 replicas:
+  padded to full steps inside, returned exactly once each, in order, from
+  the checkpoint's weights."""
+  prefix = str(tmp_path / "model.ckpt-1")
+  checkpoint_io.write_checkpoint(prefix, {"w": np.array([1., 2., 3.],
+                                                        np.float32)})
+  x = np.arange(33, dtype=np.float32).reshape(11, 3)
+
+  def input_fn(params):
+    return tf.data.Dataset.from_tensor_slices(
+        {"x": x, "id": np.arange(11)}).batch(params["batch_size"])
+
+  flags = type("F", (), dict(use_tpu=False, num_core_per_host=replicas,
+                             tpu=None))
+  strategy = (tf.distribute.get_strategy() if replicas == 1 else
+              tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+  monkeypatch.setattr(finetune, "strategy_for", lambda FLAGS: strategy)
+  out = finetune.predict(flags, prefix, input_fn, _scale_fn, 4 * replicas)
+  np.testing.assert_array_equal(out["id"], np.arange(11))
+  np.testing.assert_allclose(out["y"], x * [1., 2., 3.])
+
+
+def test_padding_to_full_steps_keeps_order_and_marks_fakes():
+  dataset = tf.data.Dataset.from_tensor_slices(
+      {"v": np.arange(7)}).batch(3)
+  batches = list(engine.pad_to_full_steps(dataset, 2, 2))
+  assert len(batches) == 4  # two full steps of 2 replicas x 2 examples
+  values = np.concatenate([b["v"].numpy() for b in batches])
+  real = np.concatenate([b[engine.REAL].numpy() for b in batches])
+  np.testing.assert_array_equal(values[real == 1], np.arange(7))
+  assert real.sum() == 7 and (values[real == 0] == 0).all()

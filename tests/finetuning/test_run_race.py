@@ -1,0 +1,205 @@
+"""run_race.py: flags, the release's scripts, records, the training input
+handed to the engine, and evaluation with a stand-in for the engine."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tests import qa_fixtures
+from tests.data_helpers import train_tiny_spm
+from tests.finetuning.test_run_squad import _script_commands
+from xlnet.data import prepro_utils
+from xlnet.finetuning import qa_records
+from xlnet import race_heads
+from xlnet.finetuning import race_utils
+from xlnet.finetuning import run_race
+
+WORDS = ["the", "school", "teacher", "said", "Botchan", "river", "over",
+         "a", "man", "went", "home", "quickly", "and", "slept"]
+
+
+def _race_files(rng, split, level, num_files):
+  files = {}
+  for f in range(num_files):
+    article = " ".join(rng.choice(WORDS, 40))
+    questions = ["What did the _ do?", "Who went home"]
+    files[f"{split}/{level}/{f}.txt"] = {
+        "article": article, "questions": questions,
+        "options": [list(rng.choice(WORDS, 4)) for _ in questions],
+        "answers": list(rng.choice(list("ABCD"), len(questions))),
+        "id": f"{level}{f}.txt"}
+  return files
+
+
+@pytest.fixture()
+def race(tmp_path):
+  rng = np.random.default_rng(0)
+  files = {}
+  for split in ("train", "dev"):
+    for level, count in (("middle", 2), ("high", 3)):
+      files.update(_race_files(rng, split, level, count))
+  data_dir = qa_fixtures.write_race_dir(tmp_path / "RACE", files)
+  base = ["run_race.py", f"--data_dir={data_dir}",
+          f"--spiece_model_file={train_tiny_spm()}",
+          f"--output_dir={tmp_path / 'proc'}",
+          f"--model_dir={tmp_path / 'model'}",
+          f"--model_config_path={qa_fixtures.write_tiny_config(tmp_path)}",
+          "--max_seq_length=24", "--max_qa_length=8", "--dropout=0",
+          "--dropatt=0"]
+  return lambda *extra: run_race.parse_flags(base + list(extra))
+
+
+def test_train_input_and_eval_with_a_stand_in_engine(race, tmp_path,
+                                                     monkeypatch):
+  captured = {}
+  monkeypatch.setattr(run_race, "train",
+                      lambda FLAGS, input_fn: captured.update(fn=input_fn))
+  monkeypatch.setattr(run_race, "predict", qa_fixtures.session_predict(
+      race_heads.get_race_predictions))
+  flags = race("--do_train", "--do_eval", "--seed=7")
+  metrics = run_race.run(flags)
+  assert metrics["num_middle"] == 4 and metrics["num_high"] == 6
+  assert metrics["num_examples"] == 10
+  assert 0 <= metrics["accuracy"] <= 1
+  with open(tmp_path / "model" / "eval_results_dev.json") as f:
+    assert json.load(f) == metrics
+
+  features, loss = qa_fixtures.first_batch(
+      captured["fn"], 2, lambda f: race_heads.get_race_loss(flags, f)[0])
+  assert features["input_ids"].shape == (2, 4 * 24)
+  assert features["input_mask"].dtype == np.float32
+  assert features["label_ids"].shape == (2,)
+  # Every option sequence ends with <sep> <cls>.
+  ids = features["input_ids"].reshape(2, 4, 24)
+  assert (ids[:, :, -1] == 3).all() and (ids[:, :, -2] == 4).all()
+  assert np.isfinite(loss) and loss > 0
+
+  # Training records are reused; evaluation records are written again.
+  names = sorted(os.listdir(tmp_path / "proc"))
+  assert names == ["spiece-1000.len-24.qa-8.middle-high.dev.tf_record",
+                   "spiece-1000.len-24.qa-8.middle-high.train.seed-7.tf_record"]
+  os.utime(tmp_path / "proc" / names[1], ns=(1, 1))
+  os.utime(tmp_path / "proc" / names[0], ns=(1, 1))
+  run_race.run(flags)
+  assert os.stat(tmp_path / "proc" / names[1]).st_mtime_ns == 1
+  assert os.stat(tmp_path / "proc" / names[0]).st_mtime_ns != 1
+
+
+def test_training_order_follows_the_seed(race):
+  sp_model = prepro_utils.load_sp_model(train_tiny_spm(), "spiece_model_file")
+  flags = race("--do_train")
+  _, dev_path = run_race.prepro(flags, sp_model, "dev")
+  # The ids of the train split's questions, in file order.
+  articles, examples = race_utils.read_race_examples(
+      flags.data_dir, "train", race_utils.LEVELS)
+  converter = race_utils.FeatureConverter(sp_model, articles, 24, 8, False)
+  unshuffled = [converter.convert(e)["input_ids"][0].tolist()
+                for e in examples]
+  orders = {}
+  for seed in (1, 2):
+    _, path = run_race.prepro(race("--do_train", f"--seed={seed}"), sp_model,
+                              "train")
+    assert path.endswith(f".train.seed-{seed}.tf_record")
+    with open(path, "rb") as f:
+      first = f.read()
+    os.remove(path)
+    run_race.prepro(race("--do_train", f"--seed={seed}"), sp_model, "train")
+    with open(path, "rb") as f:
+      assert f.read() == first  # same seed, same bits
+    written = [r["input_ids"][1] for r in qa_fixtures.read_records(path)]
+    order = [unshuffled.index(ids) for ids in written]
+    # The documented permutation of the questions read in file order.
+    expected = np.random.default_rng([seed]).permutation(len(unshuffled))
+    assert order == expected.tolist()
+    orders[seed] = order
+  assert orders[1] != orders[2] and len(set(map(tuple, unshuffled))) == 10
+  assert dev_path.endswith(".dev.tf_record")
+
+
+def test_records_have_the_release_format_and_old_ones_still_read(race,
+                                                                 tmp_path):
+  sp_model = prepro_utils.load_sp_model(train_tiny_spm(), "spiece_model_file")
+  flags = race("--do_eval")
+  _, path = run_race.prepro(flags, sp_model, "dev")
+  records = qa_fixtures.read_records(path)
+  assert len(records) == 10
+  for record in records:
+    # The release's keys and types: float input_mask, is_real_example.
+    assert {k: kind for k, (kind, _) in record.items()} == {
+        "input_ids": "int64_list", "input_mask": "float_list",
+        "segment_ids": "int64_list", "label_ids": "int64_list",
+        "is_real_example": "int64_list"}
+    assert record["is_real_example"][1] == [1]
+    pad = [s == 4 for s in record["segment_ids"][1]]
+    assert record["input_mask"][1] == [float(p) for p in pad]
+  values = [{k: v for k, (_, v) in r.items()} for r in records]
+  release = tmp_path / "release.tf_record"
+  qa_fixtures.write_protobuf_records(release, values, ["input_mask"])
+  # Earlier versions of this project: all int64, example_index.
+  old = tmp_path / "old.tf_record"
+  qa_fixtures.write_protobuf_records(old, [
+      dict({k: v for k, v in r.items() if k != "is_real_example"},
+           example_index=[i]) for i, r in enumerate(values)])
+  spec = race_utils.feature_spec(flags.max_seq_length)
+  ours, *others = [qa_fixtures.all_batches(qa_records.make_input_fn(
+      [str(p)], spec, is_training=False, drop_remainder=False))
+                   for p in (path, release, old)]
+  assert ours["input_mask"].dtype == np.float32
+  assert ours["input_mask"].tolist() == [r["input_mask"] for r in values]
+  for other in others:
+    assert other.keys() == ours.keys()
+    for name in ours:
+      np.testing.assert_array_equal(other[name], ours[name])
+      assert other[name].dtype == ours[name].dtype
+  with pytest.raises(ValueError, match="'input_mask' is stored as int64 but "
+                     "as float32 in"):
+    qa_records.make_input_fn([path, str(old)], spec, True, True)
+
+
+def test_training_uses_the_releases_records_when_ours_are_missing(race):
+  sp_model = prepro_utils.load_sp_model(train_tiny_spm(), "spiece_model_file")
+  flags = race("--do_train")
+  _, ours = run_race.prepro(flags, sp_model, "train")
+  release = os.path.join(flags.output_dir,
+                         "spiece-1000.model.len-24.train.tf_record")
+  os.rename(ours, release)
+  _, path = run_race.prepro(flags, sp_model, "train")
+  assert path == release and not os.path.exists(ours)
+
+
+def test_levels_select_the_files(race, monkeypatch):
+  monkeypatch.setattr(run_race, "predict", qa_fixtures.session_predict(
+      race_heads.get_race_predictions))
+  metrics = run_race.run(race("--do_eval", "--high_only"))
+  assert metrics["num_examples"] == 6 and "num_middle" not in metrics
+
+
+@pytest.mark.parametrize("extra,match", [
+    ([], "nothing to do: set --do_train and/or --do_eval"),
+    (["--do_eval", "--high_only", "--middle_only"], "exclude each other"),
+    (["--do_eval", "--max_seq_length=10"],
+     r"--max_seq_length=10 leaves no room for the article: it must be at "
+     r"least --max_qa_length \+ 4 = 12"),
+    (["--do_train", "--data_dir="], "--data_dir is required"),
+])
+def test_bad_flags_name_the_flag(race, extra, match):
+  with pytest.raises(ValueError, match=match):
+    run_race.run(race(*extra))
+
+
+def test_release_scripts_parse_with_the_papers_settings(tmp_path):
+  env = dict(TPU_NAME="tpu", RACE_DIR="RACE", INIT_CKPT_DIR="gs://b/ck",
+             LOCAL_INIT_CKPT_DIR="ck", PROC_DATA_DIR="gs://b/proc",
+             MODEL_DIR="gs://b/model")
+  for script, hosts, bsz in (("tpu_race_large_bsz8.sh", 1, 8),
+                             ("tpu_race_large_bsz32.sh", 4, 32)):
+    (argv,) = _script_commands(tmp_path, script, env)
+    flags = run_race.parse_flags(argv)
+    assert argv[0] == "run_race.py" and flags.use_tpu
+    assert (flags.num_hosts, flags.num_core_per_host,
+            flags.train_batch_size) == (hosts, 8, bsz)
+    assert (flags.learning_rate, flags.train_steps, flags.warmup_steps,
+            flags.max_seq_length, flags.max_qa_length, flags.weight_decay,
+            flags.adam_epsilon) == (2e-5, 12000, 1000, 512, 128, 0.0, 1e-6)
+    assert flags.do_train and flags.do_eval and flags.data_dir == "RACE"

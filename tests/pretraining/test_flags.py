@@ -1,0 +1,237 @@
+"""Flag resolution of the pretraining programs (xlnet/flags.py): data flags
+filled from and checked against corpus_info.json, the model config read
+once, the batch layout, and the release's README command."""
+import json
+import os
+import subprocess
+import sys
+from unittest import mock
+
+from absl import flags as absl_flags
+import pytest
+import tensorflow as tf
+
+from tests import classifier_fixtures
+from tests import data_helpers
+from tests import train_fixtures as fx
+from xlnet.data import record_writer
+from xlnet.finetuning import finetune_flags
+from xlnet import flag_rules
+from xlnet import flags as flags_lib
+from xlnet.finetuning import run_classifier
+from xlnet.finetuning import run_race
+from xlnet.finetuning import run_squad
+from xlnet.pretraining import train_gpu
+
+
+@pytest.mark.parametrize("argv,message", [
+    ([], "--record_info_dir is required"),
+    (["--seq_len=16"], "--seq_len=16 does not match the data"),
+    (["--bi_data=False"], "--bi_data=False does not match the data"),
+    (["--num_predict=5"], "num_predict=3"),
+    (["--train_batch_size=8"], "--train_batch_size=8 does not match"),
+    (["--num_core_per_host=3"], "--train_batch_size=4 is not divisible"),
+    (["--d_embed=32"], "--d_embed=32 must equal d_model=16"),
+    (["--n_token=10"], "smaller than the data's vocabulary"),
+    (["--iterations=0"], "--iterations=0 must be >= 1"),
+])
+def test_flags_checked_against_corpus_info(tmp_path, argv, message):
+  FL = flags_lib.parse_flags(
+      ["prog", "--n_layer=1", "--d_model=16", f"--model_dir={tmp_path}/m"] +
+      ([f"--record_info_dir={fx.fake_data_dir(tmp_path)}"]
+       if argv else []) + argv)
+  with pytest.raises(ValueError, match=message.replace("'", ".")):
+    train_gpu.run(FL)
+
+
+README_CORPUS_INFO = dict(
+    vocab_size=32000, bsz_per_host=2048, num_core_per_host=1, seq_len=512,
+    reuse_len=256, uncased=False, bi_data=True, mask_alpha=6, mask_beta=1,
+    num_predict=85, use_eod=True)
+
+
+def _readme_argv(record_dir, info_path):
+  return ["prog"] + [a.replace("$DATA/tfrecords", record_dir).replace(
+      "$DATA/corpus_info.json", info_path) for a in fx.README_COMMAND]
+
+
+def test_original_readme_command_is_accepted_with_corpus_info_path(tmp_path):
+  """--corpus_info_path (in the README's command) is accepted and read; here
+  it is the only corpus_info.json (none next to the records)."""
+  record_dir = tmp_path / "data" / "tfrecords"
+  record_dir.mkdir(parents=True)
+  info_path = tmp_path / "elsewhere" / "info.json"
+  info_path.parent.mkdir()
+  info_path.write_text(json.dumps(README_CORPUS_INFO))
+  FL = flags_lib.parse_flags(_readme_argv(str(record_dir), str(info_path)))
+  flags_lib.resolve_flags(FL, flags_lib.load_corpus_info(FL))
+  assert (FL.seq_len, FL.reuse_len, FL.perm_size, FL.bi_data, FL.num_predict,
+          FL.train_batch_size, FL.n_token, FL.n_layer, FL.d_model) == (
+              512, 256, 256, True, 85, 2048, 32000, 24, 1024)
+  # The original TPU trainer's --track_mean is accepted too.
+  flags_lib.parse_flags(["prog", "--track_mean=False"])
+
+  # A --corpus_info_path that disagrees with the flags is named in the error;
+  # one that does not exist is reported as such.
+  info_path.write_text(json.dumps(dict(README_CORPUS_INFO, seq_len=128)))
+  FL = flags_lib.parse_flags(_readme_argv(str(record_dir), str(info_path)))
+  with pytest.raises(ValueError, match="--seq_len=512 does not match the "
+                     "data: .*info.json has seq_len=128"):
+    flags_lib.resolve_flags(FL, flags_lib.load_corpus_info(FL))
+  FL = flags_lib.parse_flags(_readme_argv(str(record_dir),
+                                          str(tmp_path / "none.json")))
+  with pytest.raises(ValueError, match="--corpus_info_path=.*none.json does "
+                     "not exist"):
+    flags_lib.load_corpus_info(FL)
+
+
+def test_resolve_fills_data_flags_from_corpus_info(tmp_path):
+  FL = flags_lib.parse_flags(["prog", "--record_info_dir=" +
+                              fx.fake_data_dir(tmp_path)])
+  flags_lib.resolve_flags(FL, flags_lib.load_corpus_info(FL))
+  assert (FL.seq_len, FL.reuse_len, FL.bi_data, FL.num_predict,
+          FL.train_batch_size, FL.n_token) == (8, 4, True, 3, 4, 40)
+
+
+def test_corpus_info_is_read_through_tf_gfile():
+  """Record dirs on gs:// must work: here TensorFlow's in-memory ram://
+  filesystem stands in for a remote one (os.path cannot see either)."""
+  info = dict(vocab_size=40, bsz_per_host=4, num_core_per_host=1, seq_len=8,
+              reuse_len=4, uncased=False, bi_data=True, mask_alpha=6,
+              mask_beta=1, num_predict=3, use_eod=True)
+  tf.io.gfile.makedirs("ram://xlnet_test_data/tfrecords")
+  with tf.io.gfile.GFile("ram://xlnet_test_data/corpus_info.json", "w") as f:
+    f.write(json.dumps(info))
+  FL = flags_lib.parse_flags(
+      ["prog", "--record_info_dir=ram://xlnet_test_data/tfrecords"])
+  assert flags_lib.load_corpus_info(FL) == info
+  FL = flags_lib.parse_flags(
+      ["prog", "--record_info_dir=ram://xlnet_test_data/missing"])
+  with pytest.raises(ValueError, match="directory ram://xlnet_test_data/"
+                     "missing does not exist"):
+    flags_lib.load_corpus_info(FL)
+
+
+def test_resolve_all_reads_the_model_config_once(tmp_path):
+  """--model_config_path overrides the model flags; the returned
+  XLNetConfig is the one object passed down; n_token comes from the data
+  when the config does not give it."""
+  config = tmp_path / "config.json"
+  config.write_text(json.dumps(dict(
+      n_layer=3, d_model=32, n_head=2, d_head=16, d_inner=64,
+      ff_activation="relu", untie_r=False, n_token=100)))
+  FL = flags_lib.parse_flags(["prog",
+                              f"--record_info_dir={fx.fake_data_dir(tmp_path)}",
+                              f"--model_config_path={config}", "--n_layer=9"])
+  xlnet_config, info = flags_lib.resolve_all(FL)
+  assert xlnet_config.to_dict() == json.loads(config.read_text())
+  assert (FL.n_layer, FL.d_model, FL.ff_activation) == (3, 32, "relu")
+  assert info["vocab_size"] == 40 and FL.seq_len == 8
+  FL = flags_lib.parse_flags(["prog", "--record_info_dir=" +
+                              fx.fake_data_dir(tmp_path / "b"),
+                              "--n_layer=2", "--d_model=16", "--n_head=2",
+                              "--d_head=8", "--d_inner=32"])
+  assert flags_lib.resolve_all(FL)[0].n_token == 40
+
+
+def test_batch_layout_has_one_name(tmp_path):
+  FL = flags_lib.parse_flags(["prog", "--train_batch_size=32",
+                              "--num_hosts=2",
+                              "--num_core_per_host=4"])
+  assert flags_lib.bsz_per_host(FL) == 16 and flags_lib.bsz_per_core(FL) == 4
+
+
+# --------------------------------------------------------------------------
+# One rule per flag name, in every program (xlnet/flag_rules.py).
+# --------------------------------------------------------------------------
+def _check_pretraining(tmp_path, extra):
+  """train_gpu.py / train_tpu.py / eval_pretrain.py: resolve_flags."""
+  FL = flags_lib.parse_flags(
+      ["prog", f"--record_info_dir={fx.fake_data_dir(tmp_path)}"] + extra)
+  flags_lib.resolve_flags(FL, flags_lib.load_corpus_info(FL))
+
+
+def _check_classifier(tmp_path, extra):
+  """run_classifier.py: finetune_flags.check_common_flags."""
+  FL = absl_flags.FlagValues()
+  run_classifier.define_flags(FL)
+  FL(["run_classifier.py", "--do_train",
+      f"--model_config_path={classifier_fixtures.write_config(tmp_path)}",
+      "--spiece_model_file=sp.model", f"--model_dir={tmp_path / 'm'}"]
+     + extra)
+  finetune_flags.check_common_flags(FL)
+
+
+def _check_squad(tmp_path, extra):
+  run_squad.validate_flags(run_squad.parse_flags(
+      ["run_squad.py", "--do_train", "--spiece_model_file=sp.model",
+       "--output_dir=o", "--train_file=t.json", "--model_config_path=c.json",
+       f"--model_dir={tmp_path / 'm'}"] + extra))
+
+
+def _check_race(tmp_path, extra):
+  run_race.validate_flags(run_race.parse_flags(
+      ["run_race.py", "--do_train", "--data_dir=d", "--output_dir=o",
+       "--spiece_model_file=sp.model", "--model_config_path=c.json",
+       f"--model_dir={tmp_path / 'm'}"] + extra))
+
+
+PROGRAMS = {"pretraining": _check_pretraining,
+            "run_classifier": _check_classifier, "run_squad": _check_squad,
+            "run_race": _check_race}
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_shared_flags_have_one_rule_and_one_message(tmp_path, program):
+  """The same value is refused with the same words by every program (the
+  pretraining trainer used to take --save_steps=0 or -1 as "at the end",
+  run_squad.py and run_race.py did not check --save_steps or --max_save)."""
+  check = PROGRAMS[program]
+  for flag, message in [
+      ("--save_steps=0", "--save_steps=0 must be >= 1 (leave it unset to save "
+                         "only at the end)"),
+      ("--save_steps=-1", "--save_steps=-1 must be >= 1 (leave it unset to "
+                          "save only at the end)"),
+      ("--train_steps=0", "--train_steps=0 must be >= 1"),
+      ("--iterations=0", "--iterations=0 must be >= 1"),
+      ("--train_batch_size=0", "--train_batch_size=0 must be >= 1"),
+      ("--warmup_steps=-1", "--warmup_steps=-1 must be >= 0"),
+      ("--max_save=-1", "--max_save=-1 must be >= 0 (0 keeps every "
+                        "checkpoint)"),
+  ]:
+    with pytest.raises(ValueError) as info:
+      check(tmp_path / flag.strip("-"), [flag])
+    assert str(info.value) == message, flag
+  # Accepted everywhere: the lowest values, and a run that ends in warm-up.
+  check(tmp_path / "ok", ["--save_steps=1", "--max_save=0", "--iterations=1"])
+  with mock.patch.object(flag_rules.logging, "warning") as warning:
+    check(tmp_path / "warm", ["--train_steps=10", "--warmup_steps=20"])
+  assert warning.call_args[0][1:] == (20, 10, 0.5)
+
+
+def test_data_writer_batch_flags_follow_the_same_rule(tmp_path, tiny_spm):
+  for name in ("bsz_per_host", "num_core_per_host"):
+    cfg = dict(data_helpers.TINY_CONFIG, **{name: 0})
+    with pytest.raises(ValueError, match=rf"^--{name}=0 must be >= 1$"):
+      record_writer.create_data("none.txt", tiny_spm, str(tmp_path), **cfg)
+
+
+def test_flag_parsing_errors_are_one_line_with_exit_code_2(tmp_path):
+  """A misspelled flag, on the command line or in a --flagfile, ends like
+  every other usage error (absl printed "FATAL Flags parsing error" and
+  exited with 1)."""
+  flagfile = tmp_path / "train.flags"
+  flagfile.write_text("--train_steps=10\n--bogus_flag=5\n")
+  for argv, line in [
+      (["--bogus_flag=5"], "train_gpu.py: error: Unknown command line flag "
+                           "'bogus_flag' (see --help)"),
+      ([f"--flagfile={flagfile}"],
+       f"train_gpu.py: error: Unknown command line flag 'bogus_flag' (in "
+       f"--flagfile={flagfile}) (see --help)")]:
+    res = subprocess.run(
+        [sys.executable, os.path.join(data_helpers.REPO_ROOT, "train_gpu.py")]
+        + argv, capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    # (TensorFlow's C++ start-up lines may come first on newer versions.)
+    assert (res.returncode, res.stderr.strip().splitlines()[-1]) == (2, line)
+    assert "FATAL" not in res.stderr and "Traceback" not in res.stderr

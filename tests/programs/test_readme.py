@@ -1,0 +1,131 @@
+"""The README and docs/ tell the truth: their Python examples run, their links
+and paths exist, every program and flag their commands use is defined, and
+nothing points outside the repository."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DOCS = sorted(os.path.join("docs", n) for n in os.listdir(
+    os.path.join(REPO, "docs")) if n.endswith(".md"))
+PAGES = ["README.md"] + DOCS
+
+
+def _read(path):
+  with open(os.path.join(REPO, path), encoding="utf-8") as f:
+    return f.read()
+
+
+def _fenced(text, language):
+  return re.findall(rf"```{language}\n(.*?)```", text, re.S)
+
+
+def _commands(text):
+  """Shell commands of a page (fenced bash blocks and 4-space indented
+  blocks), continuation lines joined."""
+  blocks = _fenced(text, "bash") + _fenced(text, "sh")
+  blocks += ["\n".join(line[4:] for line in block.split("\n"))
+             for block in re.findall(r"^    \S.*\n(?:^    .*\n)*", text,
+                                     re.M)]
+  commands = []
+  for block in blocks:
+    for command in block.replace("\\\n", " ").split("\n"):
+      command = command.split(" #")[0].strip()
+      if command:
+        commands.append(command)
+  return commands
+
+
+def test_readme_python_examples_run():
+  blocks = _fenced(_read("README.md"), "python")
+  assert blocks
+  for block in blocks:
+    proc = subprocess.run([sys.executable, "-c", block], cwd=REPO,
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert proc.returncode == 0, (block, proc.stderr[-3000:])
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_links_and_paths_exist(page):
+  text = _read(page)
+  base = os.path.dirname(page)
+  for target in re.findall(r"\]\(([^)#\s]+)\)", text):
+    if "://" not in target:
+      assert os.path.exists(os.path.join(REPO, base, target)), (page, target)
+  for path in re.findall(r"`((?:xlnet|scripts|configs|bench|docs|tests|"
+                         r"requirements)/[\w./-]+)`", text):
+    if "*" not in path and "{" not in path:
+      assert os.path.exists(os.path.join(REPO, path)), (page, path)
+
+
+def test_layout_section_matches_the_tree():
+  layout = re.search(r"## Layout\n\n```\n(.*?)```", _read("README.md"),
+                     re.S).group(1)
+  for line in layout.split("\n"):
+    directory = "xlnet/" if line.startswith("  ") else ""
+    for name in re.findall(r"(?<![\w/])([\w*]+\.py|\w+/)(?=[\s,]|$)",
+                           line.split("  ")[0] if line.startswith(" ")
+                           else line):
+      if "*" in name:
+        assert [n for n in os.listdir(os.path.join(REPO, directory))
+                if re.fullmatch(name.replace("*", r"\w*"), n)], line
+      else:
+        assert os.path.exists(os.path.join(REPO, directory, name)), (line,
+                                                                     name)
+  # Every module of the library is listed.
+  listed = set(re.findall(r"(\w+)\.py", layout))
+  stems = {re.fullmatch(r"(\w+)\*?", s).group(1) for s in re.findall(
+      r"([\w]+)\*\.py", layout)}
+  for name in os.listdir(os.path.join(REPO, "xlnet")):
+    if name.endswith(".py") and name != "__init__.py":
+      stem = name[:-3]
+      assert stem in listed or any(stem.startswith(s) for s in stems), name
+
+
+def _defined_flags(program):
+  """Flag names a program accepts (from its --helpfull)."""
+  proc = subprocess.run([sys.executable, program, "--helpfull"], cwd=REPO,
+                        capture_output=True, text=True, timeout=300,
+                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  names = set(re.findall(r"^\s+--(?:\[no\])?(\w+)", proc.stdout, re.M))
+  assert names, (program, proc.stderr[-2000:])
+  return names
+
+
+def test_commands_name_existing_programs_and_flags():
+  uses = {}
+  for page in PAGES:
+    for command in _commands(_read(page)):
+      for program, args in re.findall(
+          r"(?:python\S*|\$PYTHON)\s+(\w+\.py)((?:\s+--?[\w\[\]]+(?:=\S*)?|"
+          r"\s+(?:clean_ckpt|avg_checkpoints|rollback_ckpt))*)", command):
+        assert os.path.exists(os.path.join(REPO, program)), (page, command)
+        uses.setdefault(program, []).append(
+            (page, re.findall(r"--(\w+)", args)))
+      for script in re.findall(r"(scripts/[\w.-]+\.(?:sh|py))", command):
+        assert os.path.exists(os.path.join(REPO, script)), (page, command)
+  assert {"data_utils.py", "train_gpu.py", "run_classifier.py"} <= set(uses)
+  for program, pages in uses.items():
+    defined = _defined_flags(program) | {"flagfile", "helpfull", "help"}
+    for page, names in pages:
+      unknown = set(names) - defined
+      assert not unknown, (page, program, unknown)
+
+
+def test_nothing_refers_to_files_outside_the_repository():
+  tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True,
+                           text=True, check=True).stdout.split()
+  pattern = re.compile(r"\.\./shared|SPEC\.md|SPEC §|SPEC section|"
+                       r"the specification")
+  offenders = []
+  for path in tracked:
+    if path.endswith((".py", ".md", ".sh", ".flags", ".json", ".txt",
+                      ".ini", ".cfg")) and path != "tests/programs/test_readme.py":
+      for number, line in enumerate(_read(path).split("\n"), 1):
+        if pattern.search(line):
+          offenders.append(f"{path}:{number}: {line.strip()}")
+  assert not offenders, "\n".join(offenders)

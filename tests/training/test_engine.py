@@ -1,0 +1,497 @@
+"""The tf.distribute training engine (xlnet/training/engine.py): replicas, memories,
+gradient accumulation, XLA, and the divergence guard.
+
+References are independent runs of the same model on one replica with the
+combined batch, or graph-mode computations of the loss with explicit
+memories; never the engine's own outputs.
+"""
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import train_fixtures as fx
+from xlnet.training import checkpoint_io
+from xlnet.training import engine
+from xlnet import flags as flags_lib
+from xlnet.pretraining import function_builder
+from xlnet import model as model_lib
+
+pytestmark = pytest.mark.eager
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _weights_close(got, want, atol=1e-5):
+  assert set(got) == set(want)
+  for name, value in want.items():
+    np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=atol,
+                               err_msg=name)
+
+
+@pytest.mark.parametrize("bi_data", [False, True])
+def test_two_replicas_match_one_replica_on_the_combined_batch(tmp_path,
+                                                              bi_data):
+  """Two logical-CPU replicas == one replica on all rows, weights and
+  optimizer state after 3 steps (<= 1e-5), and each replica's memories are
+  the reference's memories of its rows."""
+  FL = fx.tiny_flags(bi_data=bi_data, learning_rate=3e-3)
+  rng = np.random.RandomState(0)
+  # Host rows a0..a3: the replicas get [a0 a1] and [a2 a3]. With bi_data a0,
+  # a2 are forward rows and a1, a3 backward rows, so one replica must get
+  # them as [forward..., backward...] = [a0 a2 a1 a3].
+  host = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(3)]
+  layout = [0, 2, 1, 3] if bi_data else [0, 1, 2, 3]
+
+  ref = fx.make_trainer(FL, 1, tmp_path / "one")
+  ref.build(fx.batches_dataset(host[:1]).element_spec)
+  weights = fx.random_weights(ref, seed=7)
+  ref_out = fx.train_batches(ref, [fx.take_rows(b, layout) for b in host], 3,
+                             weights)
+  two = fx.make_trainer(FL, 2, tmp_path / "two")
+  two_out = fx.train_batches(two, host, 3, weights)
+
+  np.testing.assert_allclose([o["loss"] for o in two_out],
+                             [o["loss"] for o in ref_out], rtol=1e-5)
+  _weights_close(two.state_values(), ref.state_values())
+  moved = max(np.abs(two.state_values()[n] - w).max()
+              for n, w in weights.items())
+  assert moved > 1e-3  # the comparison is not vacuous
+  ref_mems = ref.replica_memories()[0]
+  rows_of = {0: [layout.index(0), layout.index(1)],
+             1: [layout.index(2), layout.index(3)]}
+  for replica, mems in two.replica_memories().items():
+    for layer, mem in enumerate(mems):
+      np.testing.assert_allclose(mem, ref_mems[layer][:, rows_of[replica]],
+                                 rtol=1e-5, atol=1e-6)
+  assert np.abs(ref_mems[0]).max() > 0.1
+
+
+def test_accumulated_step_equals_one_large_batch(tmp_path):
+  """accum_steps=2 of 2 rows == one step of 4 rows (mem_len 0, dropout 0);
+  the schedule and global_step count optimizer steps."""
+  FL_small = fx.tiny_flags(mem_len=0, train_batch_size=2, warmup_steps=3,
+                           train_steps=10, learning_rate=1e-2)
+  FL_large = fx.tiny_flags(mem_len=0, train_batch_size=4, warmup_steps=3,
+                           train_steps=10, learning_rate=1e-2)
+  rng = np.random.RandomState(1)
+  micro = [fx.fake_batch(rng, 2, 8, 3, 40) for _ in range(4)]
+  large = [{k: np.concatenate([micro[2 * i][k], micro[2 * i + 1][k]])
+            for k in micro[0]} for i in range(2)]
+
+  ref = fx.make_trainer(FL_large, 1, tmp_path / "large")
+  ref.build(fx.batches_dataset(large[:1]).element_spec)
+  weights = fx.random_weights(ref, seed=3)
+  ref_out = fx.train_batches(ref, large, 2, weights)
+  acc = fx.make_trainer(FL_small, 1, tmp_path / "acc", accum_steps=2)
+  acc_out = fx.train_batches(acc, micro, 2, weights)
+
+  _weights_close(acc.state_values(), ref.state_values())
+  assert acc.state_values()["global_step"] == 2
+  # lr of optimizer steps 0 and 1: 0/3 and 1/3 of the peak.
+  np.testing.assert_allclose([o["lr"] for o in acc_out], [0.0, 1e-2 / 3],
+                             rtol=1e-6)
+  np.testing.assert_allclose([o["loss"] for o in acc_out],
+                             [o["loss"] for o in ref_out], rtol=1e-5)
+
+
+def test_accumulation_advances_memories_per_micro_batch(tmp_path):
+  """With lr 0, one accumulated step over micro-batches b1, b2 leaves the
+  memories two plain steps over b1, b2 leave."""
+  FL = fx.tiny_flags(learning_rate=0.0, init_std=0.3)
+  rng = np.random.RandomState(2)
+  batches = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(2)]
+  plain = fx.make_trainer(FL, 1, tmp_path / "plain")
+  plain.build(fx.batches_dataset(batches[:1]).element_spec)
+  weights = fx.random_weights(plain, seed=4)
+  fx.train_batches(plain, batches, 2, weights)
+  acc = fx.make_trainer(FL, 1, tmp_path / "acc", accum_steps=2)
+  fx.train_batches(acc, batches, 1, weights)
+  for got, want in zip(acc.replica_memories()[0],
+                       plain.replica_memories()[0]):
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_xla_step_equals_the_plain_step(tmp_path):
+  """The whole replica step jit-compiled (what a TPU compiles) gives the
+  non-XLA numbers."""
+  FL = fx.tiny_flags(bi_data=True, weight_decay=0.01, learning_rate=3e-3)
+  rng = np.random.RandomState(5)
+  batches = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(2)]
+  plain = fx.make_trainer(FL, 1, tmp_path / "plain")
+  plain.build(fx.batches_dataset(batches[:1]).element_spec)
+  weights = fx.random_weights(plain, seed=6)
+  plain_out = fx.train_batches(plain, batches, 2, weights)
+  xla = fx.make_trainer(FL, 1, tmp_path / "xla", use_xla=True)
+  xla_out = fx.train_batches(xla, batches, 2, weights)
+  np.testing.assert_allclose([o["loss"] for o in xla_out],
+                             [o["loss"] for o in plain_out], rtol=1e-5)
+  _weights_close(xla.state_values(), plain.state_values())
+
+
+def _graph_loss(FL, weights, batch, mems):
+  """Loss and new memories of `batch` with explicit `mems`, in a graph-mode
+  model loaded with `weights` (an independent build of the same model)."""
+  with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
+    feats = {k: tf.constant(v) for k, v in batch.items()}
+    mem_t = [tf.constant(m) for m in mems]
+    loss, new_mems, _ = function_builder.get_loss(
+        FL, feats, None, mem_t, True, model_lib.XLNetConfig(FLAGS=FL))
+    for var in tf.compat.v1.global_variables():
+      sess.run(var.assign(weights[var.name.split(":")[0]]))
+    return sess.run([loss, new_mems])
+
+
+def test_memories_are_carried_from_step_to_step(tmp_path):
+  FL = fx.tiny_flags(learning_rate=0.0, init_std=0.3)
+  rng = np.random.RandomState(1)
+  b1, b2 = (fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(2))
+  trainer = fx.make_trainer(FL, 1, tmp_path)
+  trainer.build(fx.batches_dataset([b1]).element_spec)
+  weights = fx.random_weights(trainer, seed=8, std=0.3)
+  out = fx.train_batches(trainer, [b1, b2], 2, weights)
+  zeros = [np.zeros([4, 4, 16], np.float32)] * FL.n_layer
+  _, m1 = _graph_loss(FL, weights, b1, zeros)
+  want, m2 = _graph_loss(FL, weights, b2, m1)
+  reset, _ = _graph_loss(FL, weights, b2, zeros)
+  np.testing.assert_allclose(out[1]["loss"], want, rtol=1e-5)
+  assert abs(want - reset) > 1e-3  # the memories matter
+  for got, expected in zip(trainer.replica_memories()[0], m2):
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_tiny_model_overfits_one_batch(tmp_path):
+  FL = fx.tiny_flags(mem_len=0, learning_rate=1e-2, d_model=32, d_head=16,
+                     d_inner=64, seed=1)
+  batch = fx.fake_batch(np.random.RandomState(2), 4, 8, 3, 40)
+  out = fx.train_batches(fx.make_trainer(FL, 1, tmp_path), [batch], 120)
+  losses = [o["loss"] for o in out]
+  assert losses[0] > 3.0  # ~ln(40) at the start
+  assert losses[-1] < 0.05, losses[-10:]
+
+
+def test_non_finite_loss_stops_without_applying_the_update(tmp_path):
+  """lr 1e30 blows the weights up after one step: the next step's loss is
+  not finite, its update is skipped, the saved state is finite, and the run
+  stops with Diverged."""
+  FL = fx.tiny_flags(learning_rate=1e30, mem_len=4)
+  batch = fx.fake_batch(np.random.RandomState(3), 4, 8, 3, 40)
+  trainer = fx.make_trainer(FL, 1, tmp_path)
+  with pytest.raises(engine.Diverged, match="non-finite loss .* at step "):
+    fx.train_batches(trainer, [batch], 10)
+  step = int(trainer.state_values()["global_step"])
+  values = tf.train.load_checkpoint(str(tmp_path))
+  names = [n for n, _ in tf.train.list_variables(str(tmp_path))]
+  assert values.get_tensor("global_step") == step
+  for name in names:
+    assert np.all(np.isfinite(values.get_tensor(name))), name
+  for value in trainer.state_values().values():
+    assert np.all(np.isfinite(value))
+
+
+################################################################################
+# Two workers over loopback (MultiWorkerMirroredStrategy).
+################################################################################
+def _free_ports(n):
+  sockets = [socket.socket() for _ in range(n)]
+  for s in sockets:
+    s.bind(("127.0.0.1", 0))
+  ports = [s.getsockname()[1] for s in sockets]
+  for s in sockets:
+    s.close()
+  return ports
+
+
+def _run_workers(tmp_path, model_dir, steps, save_steps=None, bi_data=False,
+                 kill_after_save=None, chief=False):
+  """Runs the two workers of tests/engine_worker.py to `steps`; returns the
+  exit codes and each worker's result (None when killed)."""
+  hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
+  procs, outs = [], []
+  for task in range(2):
+    out = tmp_path / f"{model_dir.name}-w{task}.npz"
+    cmd = [sys.executable, os.path.join(REPO, "tests", "engine_worker.py"),
+           f"--worker_hosts={hosts}", f"--task_index={task}",
+           f"--model_dir={model_dir}", f"--steps={steps}",
+           f"--weights={tmp_path / 'init.npz'}", f"--out={out}"]
+    cmd += [f"--save_steps={save_steps}"] if save_steps else []
+    cmd += ["--bi_data"] if bi_data else []
+    cmd += ["--chief"] if chief else []
+    cmd += [f"--hold_after={kill_after_save}"] if kill_after_save else []
+    procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True,
+                                  cwd=REPO))
+    outs.append(out)
+  logs = [""] * 2
+  if kill_after_save:
+    index = model_dir / f"model.ckpt-{kill_after_save}.index"
+    deadline = time.time() + 240
+    while not index.exists() and time.time() < deadline:
+      time.sleep(0.05)
+    for proc in procs:
+      proc.kill()
+  codes = []
+  for task, proc in enumerate(procs):
+    logs[task] = proc.communicate(timeout=240)[0]
+    codes.append(proc.returncode)
+  results = [dict(np.load(o)) if o.exists() else None for o in outs]
+  return codes, results, logs
+
+
+@pytest.mark.parametrize("bi_data", [False, True])
+def test_two_workers_match_one_process_on_the_combined_batch(tmp_path,
+                                                             bi_data):
+  """Two MultiWorkerMirroredStrategy workers over loopback (one replica
+  each) give the weights of one replica on all rows (<= 1e-5), and each
+  worker's memories are the reference's memories of its rows."""
+  FL = fx.tiny_flags(bi_data=bi_data, learning_rate=3e-3)
+  rng = np.random.RandomState(11)  # as tests/engine_worker.py draws them
+  host = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(4)]
+  layout = [0, 2, 1, 3] if bi_data else [0, 1, 2, 3]
+  ref = fx.make_trainer(FL, 1, tmp_path / "ref")
+  ref.build(fx.batches_dataset(host[:1]).element_spec)
+  weights = fx.random_weights(ref, seed=9)
+  np.savez(tmp_path / "init.npz", **weights)
+  fx.train_batches(ref, [fx.take_rows(b, layout) for b in host], 3, weights)
+
+  codes, results, logs = _run_workers(tmp_path, tmp_path / "mw", 3,
+                                      bi_data=bi_data)
+  assert codes == [0, 0], logs
+  want = ref.state_values()
+  ref_mems = ref.replica_memories()[0]
+  for result in results:
+    _weights_close({k: result[k] for k in want}, want)
+    rows = [layout.index(2 * int(result["replica"])),
+            layout.index(2 * int(result["replica"]) + 1)]
+    for layer in range(FL.n_layer):
+      np.testing.assert_allclose(result[f"mem_{layer}"],
+                                 ref_mems[layer][:, rows], rtol=1e-5,
+                                 atol=1e-6)
+  # The chief merged both workers' shards into one checkpoint.
+  names = [n for n, _ in tf.train.list_variables(str(tmp_path / "mw"))]
+  assert {"mems/replica_0/layer_1", "mems/replica_1/layer_1"} <= set(names)
+
+
+@pytest.mark.slow
+def test_two_workers_killed_after_a_checkpoint_resume_their_memories(
+    tmp_path):
+  """Both workers killed after checkpoint 2 and restarted: each replica
+  resumes with its own memories; the end state equals an uninterrupted
+  run's. The killed and resumed runs name a 'chief' and a 'worker' task in
+  TF_CONFIG (the layout many launchers write), the uninterrupted one two
+  'worker' tasks: the chief is process 0 and the worker process 1 (their
+  own checkpoint shards and memories), as workers 0 and 1 are."""
+  FL = fx.tiny_flags(learning_rate=3e-3)
+  ref = fx.make_trainer(FL, 1, tmp_path / "ref")
+  rng = np.random.RandomState(11)
+  ref.build(fx.batches_dataset(
+      [fx.fake_batch(rng, 4, 8, 3, 40)]).element_spec)
+  np.savez(tmp_path / "init.npz", **fx.random_weights(ref, seed=9))
+  codes, full, logs = _run_workers(tmp_path, tmp_path / "full", 4,
+                                   save_steps=2)
+  assert codes == [0, 0], logs
+  codes, _, logs = _run_workers(tmp_path, tmp_path / "cut", 4, save_steps=2,
+                                kill_after_save=2, chief=True)
+  assert codes == [-9, -9], logs  # killed while holding after step 2
+  assert not (tmp_path / "cut" / "model.ckpt-4.index").exists()
+  saved = tf.train.list_variables(str(tmp_path / "cut" / "model.ckpt-2"))
+  assert {"mems/replica_0/layer_0", "mems/replica_1/layer_0"} <= {
+      n for n, _ in saved}
+  codes, resumed, logs = _run_workers(tmp_path, tmp_path / "cut", 4,
+                                      save_steps=2, chief=True)
+  assert codes == [0, 0], logs
+  for got, want in zip(sorted(resumed, key=lambda r: int(r["replica"])),
+                       sorted(full, key=lambda r: int(r["replica"]))):
+    for key, value in want.items():
+      np.testing.assert_allclose(got[key], value, rtol=1e-5, atol=1e-6,
+                                 err_msg=key)
+
+
+def test_float16_with_loss_scaling_tracks_float32(tmp_path):
+  """--use_fp16: the loss of every step stays within float16 rounding of the
+  float32 run's, from the same weights and batches."""
+  rng = np.random.RandomState(8)
+  batches = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(3)]
+  runs = {}
+  for use_fp16 in (False, True):
+    FL = fx.tiny_flags(use_fp16=use_fp16, learning_rate=1e-3)
+    trainer = fx.make_trainer(FL, 1, tmp_path / f"fp16-{use_fp16}")
+    trainer.build(fx.batches_dataset(batches[:1]).element_spec)
+    weights = fx.random_weights(trainer, seed=3)
+    out = fx.train_batches(trainer, batches, 4, weights)
+    runs[use_fp16] = ([o["loss"] for o in out], [o["gnorm"] for o in out],
+                      trainer.state_values())
+  np.testing.assert_allclose(runs[True][0], runs[False][0], rtol=5e-3)
+  # The gradients were unscaled (Adam alone would hide a missing unscale).
+  np.testing.assert_allclose(runs[True][1], runs[False][1], rtol=2e-2)
+  assert runs[True][2]["loss_scale"] == 2.0 ** 15  # no overflow here
+
+
+def test_loss_scale_recovers_from_overflow_without_stopping(tmp_path):
+  """A first scale of 2**40 overflows float16 gradients: those updates are
+  skipped and the scale halves until the gradients are finite; the steps
+  still count, then training goes on."""
+  FL = fx.tiny_flags(use_fp16=True, loss_scale=2.0 ** 40, learning_rate=1e-3,
+                     mem_len=0)
+  batch = fx.fake_batch(np.random.RandomState(9), 4, 8, 3, 40)
+  trainer = fx.make_trainer(FL, 1, tmp_path)
+  out = fx.train_batches(trainer, [batch], 40)
+  applied = [bool(o["applied"]) for o in out]
+  state = trainer.state_values()
+  assert not applied[0] and applied[-1], applied
+  skipped = applied.index(True)
+  assert state["global_step"] == 40
+  assert state["loss_scale"] == 2.0 ** (40 - skipped)
+  assert out[-1]["loss"] < out[skipped]["loss"]  # it trains afterwards
+  # The skipped steps changed no weight: the first applied step starts from
+  # the initial weights (its loss equals step 1's: same batch, no memory).
+  np.testing.assert_allclose(out[skipped]["loss"], out[0]["loss"], rtol=1e-6)
+
+
+################################################################################
+# float16 loss scaling at its floor.
+################################################################################
+@tf.custom_gradient
+def _overflowing_gradient(loss, boom):
+  """Identity on `loss` whose gradient is infinite where `boom` > 0 (an
+  overflow of float16 gradients that no loss scale avoids)."""
+  def grad(dy):
+    return dy * tf.where(boom > 0, np.inf, 1.0), tf.zeros_like(boom)
+  return tf.identity(loss), grad
+
+
+def _quadratic_loss(features, mems, is_training):
+  """sum((w - x)^2) of one [1, 3] row, its gradient overflowing on `boom`
+  rows: a model small enough to check every variable exactly."""
+  del mems, is_training
+  w = tf.compat.v1.get_variable(
+      "model/w", [3], initializer=tf.compat.v1.constant_initializer(
+          [1.0, -2.0, 0.5]))
+  loss = tf.reduce_sum(tf.square(w - features["x"][0]))
+  return _overflowing_gradient(loss, features["boom"][0]), None, {}
+
+
+def _boom_trainer(model_dir, loss_scale=2.0):
+  FL = fx.tiny_flags(use_fp16=True, loss_scale=loss_scale,
+                     learning_rate=0.1, mem_len=0)
+  trainer = engine.Trainer(tf.distribute.get_strategy(), _quadratic_loss,
+                           flags_lib.optimizer_config(FL), str(model_dir),
+                           train=flags_lib.train_config(FL))
+  return trainer
+
+
+def _boom_dataset(booms, start=0):
+  """Batches {x [1, 3], boom [1]}; `booms[i]` marks step i + 1's batch."""
+  x = np.arange(3 * len(booms), dtype=np.float32).reshape(len(booms), 1, 3)
+  boom = np.asarray(booms, np.float32).reshape(len(booms), 1)
+  return tf.data.Dataset.from_tensor_slices(
+      {"x": x, "boom": boom}).skip(start).repeat()
+
+
+def _saved_state(model_dir):
+  reader = tf.train.load_checkpoint(str(model_dir))
+  return {name: reader.get_tensor(name)
+          for name, _ in tf.train.list_variables(str(model_dir))}
+
+
+def test_overflow_at_loss_scale_one_saves_exactly_the_last_applied_state(
+    tmp_path):
+  """Scale 2: an overflow lowers it to 1 (never below), finite steps are
+  applied, then an overflow at scale 1 stops the run: the checkpoint is
+  exactly the state recorded after the last counted step (weights, Adam
+  slots, beta powers, step, scale), and a rerun stops at the same step
+  with the same state, never applying an update twice."""
+  booms = [0, 1, 0, 0, 1]
+  trainer = _boom_trainer(tmp_path)
+  dataset = trainer.distribute(lambda ctx: _boom_dataset(booms))
+  trainer.build(_boom_dataset(booms).element_spec)
+  records = []
+  with pytest.raises(engine.Diverged, match="overflow at loss scale 1"):
+    trainer.train(dataset, 10, on_step=lambda step, out: records.append(
+        (step, bool(out["applied"]), trainer.state_values())))
+  assert [(s, a) for s, a, _ in records] == [
+      (1, True), (2, False), (3, True), (4, True)]
+  assert records[1][2]["loss_scale"] == 1.0  # halved from 2, not below
+  last = records[-1][2]
+  saved = _saved_state(tmp_path)
+  assert set(saved) == set(last)
+  for name, value in last.items():
+    np.testing.assert_array_equal(saved[name], value, err_msg=name)
+
+  again = _boom_trainer(tmp_path)
+  again.build(_boom_dataset(booms).element_spec)
+  again.restore(tf.train.latest_checkpoint(str(tmp_path)))
+  start = int(again.global_step.numpy())
+  with pytest.raises(engine.Diverged, match=f"at step {start + 1}:"):
+    again.train(again.distribute(lambda ctx: _boom_dataset(booms, start)), 10)
+  for name, value in _saved_state(tmp_path).items():
+    np.testing.assert_array_equal(value, last[name], err_msg=name)
+
+
+def test_loss_scale_below_one_is_refused_as_a_flag_and_lifted_on_restore(
+    tmp_path):
+  with pytest.raises(ValueError, match=r"--loss_scale=0.5 must be >= 1"):
+    _boom_trainer(tmp_path, loss_scale=0.5)
+  trainer = _boom_trainer(tmp_path)
+  trainer.build(_boom_dataset([0]).element_spec)
+  values = dict(trainer.state_values(), loss_scale=np.float32(0.5))
+  prefix = str(tmp_path / "model.ckpt-3")
+  checkpoint_io.write_checkpoint(prefix, values)
+  trainer.restore(prefix)
+  assert trainer.loss_scale.numpy() == 1.0
+
+
+def test_process_index_counts_the_chief_first():
+  """As MultiWorkerMirroredStrategy orders input pipelines and replicas:
+  the chief, then the workers; with workers only, the worker's index."""
+  with_chief = {"chief": ["h0:1"], "worker": ["h1:1", "h2:1"]}
+  workers = {"worker": ["h0:1", "h1:1"]}
+  assert engine.process_index("chief", 0, with_chief) == 0
+  assert engine.process_index("worker", 0, with_chief) == 1
+  assert engine.process_index("worker", 1, with_chief) == 2
+  assert engine.process_index("worker", 1, workers) == 1
+  assert engine.process_index(None, None, {}) == 0
+  with pytest.raises(ValueError, match="'ps'"):
+    engine.process_index("ps", 0, {"ps": ["h:1"], **workers})
+
+
+def test_every_seed_seeds_the_initial_weights_zero_included(tmp_path):
+  """The initial weights are a function of the seed: two trainers built
+  with seed 0 (which once left them unseeded) or with no seed (the default
+  seed) hold equal weights; seeds 0 and 1 differ."""
+  batch = fx.fake_batch(np.random.RandomState(0), 4, 8, 3, 40)
+
+  def initial(seed):
+    trainer = fx.make_trainer(fx.tiny_flags(seed=seed), 1, tmp_path)
+    tf.random.uniform([7])  # global random state moved in between
+    trainer.build(fx.batches_dataset([batch]).element_spec)
+    return dict(zip(trainer.names, [v.numpy() for v in trainer.trainable]))
+
+  zero, zero_again, default, one = (initial(0), initial(0), initial(None),
+                                    initial(1))
+  kernel = "model/transformer/layer_0/ff/layer_1/kernel"
+  for name, value in zero.items():
+    np.testing.assert_array_equal(zero_again[name], value, err_msg=name)
+    np.testing.assert_array_equal(default[name], one[name], err_msg=name)
+  assert not np.array_equal(zero[kernel], one[kernel])
+
+
+def test_batch_layout_is_recorded_and_another_one_refused_on_resume(
+    tmp_path):
+  layout = {"train_batch_size": 8, "num_core_per_host": 2, "accum_steps": 1}
+  engine.check_batch_layout(str(tmp_path), layout, resuming=False)
+  engine.check_batch_layout(str(tmp_path), layout, resuming=True)
+  with pytest.raises(ValueError) as caught:
+    engine.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
+                              resuming=True)
+  assert str(caught.value).startswith(
+      f"--accum_steps=2 but {tmp_path} was trained with --accum_steps=1 ")
+  # A fresh start (no checkpoint to resume) records its own layout.
+  engine.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
+                            resuming=False)
+  engine.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
+                            resuming=True)

@@ -1,0 +1,1 @@
+"""Pretraining data: text -> SentencePiece -> records -> the input function."""

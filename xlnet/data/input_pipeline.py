@@ -1,0 +1,447 @@
+"""The pretraining input function: records to two-stream model features.
+
+`get_input_fn` finds the record files that match the training settings
+(`find_record_files`), gives each host its share in a fixed order, and turns
+every example into the features of permutation language modelling: a
+factorization order sampled per example (`local_permutation`), the
+attention mask `perm_mask` it implies, and the one-hot `target_mapping` of
+the positions to predict.
+
+Every random draw is a stateless function of (seed, host, position of the
+example in the host's stream, counting across epochs): the same example
+index always gets the same factorization order, whatever happened before,
+so a resumed run that skips the batches it already consumed continues
+exactly like an uninterrupted one. See docs/data.md.
+"""
+import os
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from xlnet.data import record_format
+from xlnet.data.prepro_utils import CLS_ID, SEP_ID
+
+DEFAULT_SEED = 0x584C4E  # used when the trainer passes no --seed
+
+
+# ----------------------------------------------------------------------------
+# Finding the records.
+# ----------------------------------------------------------------------------
+def _describe_mismatch(record_dir, wanted, split, num_passes):
+  """One-line description of the record infos in a dir vs the wanted ones."""
+  infos = record_format.find_record_infos(record_dir)
+  if not infos:
+    return (f"{record_dir} holds no record_info-*.json that data_utils.py "
+            "writes")
+  seen = {}
+  for path, got in infos:
+    diffs = [f"--{key}={wanted[key]} (data: {got[key]})"
+             for key in ("split",) + record_format.SETTING_KEYS
+             if not record_format.same_setting(key, wanted[key], got[key])]
+    if not diffs and num_passes is not None and got["pass_id"] >= num_passes:
+      diffs = [f"pass_id {got['pass_id']} >= --num_passes={num_passes}"]
+    seen.setdefault(", ".join(diffs), os.path.basename(path))
+  return f"{record_dir}: " + "; ".join(f"{name} differs in {d}"
+                                        for d, name in seen.items())
+
+
+def find_record_files(record_dirs, split, settings, num_passes=None):
+  """The record files of some directories that match the settings.
+
+  Args:
+    record_dirs: list of `{save_dir}/tfrecords` directories.
+    split: split name of the records.
+    settings: dict with every record_format.SETTING_KEYS entry.
+    num_passes: use only passes with pass_id < num_passes (None: all).
+
+  Returns:
+    (list of record file paths in directory and name order, total number of
+    host batches they hold, dict path -> its host batches for the files
+    whose record info lists only them).
+
+  Raises:
+    ValueError: when a directory holds no matching record info (the message
+      says which settings differ), or a record info is malformed or lists a
+      missing or truncated file.
+  """
+  wanted = dict(settings, split=split)
+  filenames, num_batch, file_batches = [], 0, {}
+  for record_dir in record_dirs:
+    matched = 0
+    for path, got in record_format.find_record_infos(record_dir):
+      if any(not record_format.same_setting(key, wanted[key], got[key])
+             for key in wanted):
+        continue
+      if num_passes is not None and got["pass_id"] >= num_passes:
+        continue
+      info = record_format.read_record_info(path)
+      listed = record_format.listed_files(path, info)
+      for file_path, error in listed:
+        if error:
+          raise ValueError(f"{file_path}: {error}")
+        filenames.append(file_path)
+      if len(listed) == 1:
+        file_batches[listed[0][0]] = info["num_batch"]
+      num_batch += info["num_batch"]
+      matched += 1
+    if not matched:
+      raise ValueError("No record info matches the flags. " +
+                       _describe_mismatch(record_dir, wanted, split,
+                                          num_passes))
+  return filenames, num_batch, file_batches
+
+
+def host_file_order(filenames, host_id, num_hosts, seed):
+  """The files one host reads, in the order it reads them.
+
+  Host h takes every num_hosts-th file from h (all files when there are
+  fewer files than hosts) and reads them in an order drawn from (seed, h),
+  the same in every run.
+
+  Returns:
+    list of paths.
+  """
+  files = (filenames[host_id::num_hosts] if len(filenames) >= num_hosts
+           else list(filenames))
+  order = np.random.RandomState(
+      [seed & 0xFFFFFFFF, seed >> 32, host_id]).permutation(len(files))
+  return [files[i] for i in order]
+
+
+# ----------------------------------------------------------------------------
+# Features of one example.
+# ----------------------------------------------------------------------------
+def local_permutation(inputs, targets, is_masked, perm_size, seq_len, key):
+  """Samples a blockwise factorization order of one part and its masks.
+
+  The part is cut into blocks of perm_size positions; one random
+  permutation pi of 0..perm_size-1 gives position r*perm_size + c the order
+  r*perm_size + pi(c). Masked positions that are not <sep>/<cls> become
+  targets. Plain positions (neither masked nor functional) get order -1:
+  all see them and they see no masked or functional position. Otherwise i
+  may not see j (perm_mask 1) when j is masked or functional and comes no
+  earlier in the order than i, where a non-target i counts one step later
+  (so it sees itself, a target does not).
+
+  Args:
+    inputs: int64 [seq_len] token ids of the part.
+    targets: int64 [seq_len] next-token targets of the part.
+    is_masked: bool [seq_len].
+    perm_size: block size; divides seq_len.
+    seq_len: length of the part.
+    key: int64 [2] stateless random key of this part.
+
+  Returns:
+    perm_mask float32 [seq_len, seq_len] (1 = i may not see j), new_targets
+    int64 [seq_len], target_mask float32 [seq_len], input_k int64
+    [seq_len], input_q float32 [seq_len].
+  """
+  pi = tf.random.experimental.stateless_shuffle(
+      tf.range(perm_size, dtype=tf.int64), seed=key)
+  blocks = tf.range(0, seq_len, perm_size, dtype=tf.int64)
+  index = tf.reshape(blocks[:, None] + pi[None, :], [seq_len])
+
+  functional = tf.logical_or(tf.equal(inputs, SEP_ID), tf.equal(inputs, CLS_ID))
+  non_mask = tf.logical_and(tf.logical_not(is_masked),
+                            tf.logical_not(functional))
+  masked_or_func = tf.logical_not(non_mask)
+  rev_index = tf.where(non_mask, -tf.ones_like(index), index)
+  target_tokens = tf.logical_and(masked_or_func, tf.logical_not(functional))
+  target_mask = tf.cast(target_tokens, tf.float32)
+  self_rev_index = tf.where(target_tokens, rev_index, rev_index + 1)
+  perm_mask = tf.logical_and(self_rev_index[:, None] <= rev_index[None, :],
+                             masked_or_func[None, :])
+  perm_mask = tf.cast(perm_mask, tf.float32)
+  new_targets = tf.concat([inputs[:1], targets[:-1]], axis=0)
+  return perm_mask, new_targets, target_mask, inputs, target_mask
+
+
+def make_parser(seq_len, reuse_len, perm_size, num_predict=None,
+                use_bfloat16=False):
+  """Returns a function: (serialized example, key) -> model features.
+
+  The key (int64 [2]) seeds the factorization orders: the reuse part and the
+  rest each get a key folded from it.
+
+  Features: input_k int32 [seq_len], input_q [seq_len], perm_mask [seq_len,
+  seq_len], target int32 [num_predict], target_mask [num_predict],
+  target_mapping [num_predict, seq_len], seg_id int32 [seq_len], label int32
+  [] (masks float32, bfloat16 when use_bfloat16). Without num_predict,
+  target/target_mask are [seq_len] and there is no target_mapping.
+  """
+  spec = {name: tf.io.FixedLenFeature([seq_len], tf.int64)
+          for name in ("input", "is_masked", "target", "seg_id")}
+  spec["label"] = tf.io.FixedLenFeature([1], tf.int64)
+  mask_dtype = tf.bfloat16 if use_bfloat16 else tf.float32
+  rest_len = seq_len - reuse_len
+
+  @tf.autograph.experimental.do_not_convert
+  def parser(record, key):
+    ex = tf.io.parse_single_example(record, spec)
+    inputs, target = ex["input"], ex["target"]
+    is_masked = tf.cast(ex["is_masked"], tf.bool)
+    fold = tf.random.experimental.stateless_fold_in
+    part_0 = local_permutation(inputs[:reuse_len], target[:reuse_len],
+                               is_masked[:reuse_len], perm_size, reuse_len,
+                               fold(key, 0))
+    part_1 = local_permutation(inputs[reuse_len:], target[reuse_len:],
+                               is_masked[reuse_len:], perm_size, rest_len,
+                               fold(key, 1))
+    # The reuse part (future memory) never sees the rest; the rest sees it.
+    perm_mask = tf.concat([
+        tf.concat([part_0[0], tf.ones([reuse_len, rest_len])], axis=1),
+        tf.concat([tf.zeros([rest_len, reuse_len]), part_1[0]], axis=1)],
+                          axis=0)
+    perm_mask.set_shape([seq_len, seq_len])
+    new_target, target_mask, input_k, input_q = [
+        tf.concat([a, b], axis=0) for a, b in zip(part_0[1:], part_1[1:])]
+    features = {"perm_mask": perm_mask, "input_k": input_k,
+                "input_q": input_q, "seg_id": ex["seg_id"],
+                "label": tf.reshape(ex["label"], [])}
+    if num_predict is None:
+      features["target"], features["target_mask"] = new_target, target_mask
+    else:
+      features.update(_gather_targets(new_target, target_mask, seq_len,
+                                      num_predict))
+    for name, value in features.items():
+      features[name] = tf.cast(
+          value, tf.int32 if value.dtype == tf.int64 else mask_dtype)
+    return features
+
+  return parser
+
+
+def _gather_targets(new_target, target_mask, seq_len, num_predict):
+  """The targets of one example, in position order, padded to num_predict.
+
+  Returns:
+    dict target_mapping float32 [num_predict, seq_len] (one-hot rows of the
+    target positions, zero rows as padding), target int64 [num_predict],
+    target_mask float32 [num_predict].
+  """
+  is_target = tf.cast(target_mask, tf.bool)
+  indices = tf.boolean_mask(tf.range(seq_len, dtype=tf.int64), is_target)
+  pad_len = num_predict - tf.shape(indices)[0]
+  mapping = tf.one_hot(indices, seq_len, dtype=tf.float32)
+  return {
+      "target_mapping": tf.reshape(
+          tf.concat([mapping, tf.zeros([pad_len, seq_len])], axis=0),
+          [num_predict, seq_len]),
+      "target": tf.reshape(tf.concat(
+          [tf.boolean_mask(new_target, is_target),
+           tf.zeros([pad_len], dtype=tf.int64)], axis=0), [num_predict]),
+      "target_mask": tf.reshape(tf.concat(
+          [tf.ones([num_predict - pad_len]), tf.zeros([pad_len])], axis=0),
+                                [num_predict])}
+
+
+# ----------------------------------------------------------------------------
+# The input function.
+# ----------------------------------------------------------------------------
+def _regroup_perm(bsz_per_host, data_cores, reader_cores):
+  """Row permutation mapping the data's core layout to the reader's.
+
+  Both layouts hold, per core, forward rows then their backward copies.
+
+  Returns:
+    list of int: new row r takes old row perm[r].
+  """
+  half_d = bsz_per_host // data_cores // 2
+  fwd = [c * 2 * half_d + k for c in range(data_cores) for k in range(half_d)]
+  half_r = bsz_per_host // reader_cores // 2
+  perm = []
+  for c in range(reader_cores):
+    rows = fwd[c * half_r:(c + 1) * half_r]
+    perm += rows + [r + half_d for r in rows]
+  return perm
+
+
+def _check_settings(bsz_per_host, seq_len, reuse_len, bi_data,
+                    num_core_per_host, perm_size, seed):
+  """Validates the reader's settings; ValueError names the flag."""
+  rest_len = seq_len - reuse_len
+  if not 0 < perm_size <= min(reuse_len, rest_len) or reuse_len % perm_size \
+      or rest_len % perm_size:
+    raise ValueError(
+        f"--perm_size={perm_size} must be <= and divide both --reuse_len="
+        f"{reuse_len} and --seq_len - --reuse_len = {rest_len}")
+  if num_core_per_host < 1 or bsz_per_host % num_core_per_host:
+    raise ValueError(f"--bsz_per_host={bsz_per_host} must be a multiple of "
+                     f"--num_core_per_host={num_core_per_host}")
+  bsz_per_core = bsz_per_host // num_core_per_host
+  if bi_data and bsz_per_core % 2:
+    raise ValueError(f"--bi_data needs an even per-core batch: --bsz_per_host"
+                     f"={bsz_per_host} / --num_core_per_host="
+                     f"{num_core_per_host} = {bsz_per_core}")
+  if not 0 <= seed < 2**63:
+    raise ValueError(f"--seed={seed} must be in [0, 2**63)")
+
+
+def _corpus_infos(record_dirs, corpus_info):
+  """The corpus info that describes each record dir.
+
+  Args:
+    record_dirs: list of tfrecords dirs.
+    corpus_info: the dict the trainer resolved its flags from, or None to
+      read the corpus_info.json next to each dir.
+
+  Returns:
+    list of dict or None (not found), one per dir.
+  """
+  if corpus_info is not None:
+    return [corpus_info] * len(record_dirs)
+  return [record_format.load_corpus_info(d) for d in record_dirs]
+
+
+def _fill_settings(settings, infos, tfrecord_dir):
+  """Takes unset mask_alpha/mask_beta/num_predict from the corpus info.
+
+  Args:
+    settings: dict of the record settings (record_format.SETTING_KEYS).
+    infos: from `_corpus_infos`.
+    tfrecord_dir: the flag, for messages.
+
+  Returns:
+    the settings, completed.
+  """
+  known = [info for info in infos if info is not None]
+  settings = dict(settings)
+  for key in ("mask_alpha", "mask_beta", "num_predict"):
+    if settings[key] is None:
+      if not known:
+        raise ValueError(f"--{key} is not set and no corpus_info.json was "
+                         f"found for {tfrecord_dir}: give --{key} or "
+                         "--corpus_info_path")
+      settings[key] = known[0][key]
+  return settings
+
+
+def _data_core_count(record_dirs, infos, bi_data, bsz_per_host,
+                     num_core_per_host):
+  """The num_core_per_host the records were written for.
+
+  Only bi_data records depend on it (each core's rows are forward then
+  backward); for them an unknown layout is an error, never a guess.
+
+  Returns:
+    int (the reader's own count when the layout does not matter).
+  """
+  cores = [info.get("num_core_per_host") if info else None for info in infos]
+  if bi_data and None in cores:
+    unknown = record_dirs[cores.index(None)]
+    raise ValueError(
+        f"--bi_data: the core layout of the records in {unknown} is unknown "
+        "(no corpus_info.json with num_core_per_host for them), so forward "
+        "and backward rows cannot be told apart; give --corpus_info_path")
+  data_cores = sorted({c for c in cores if c is not None})
+  if len(data_cores) > 1:
+    raise ValueError(f"{','.join(record_dirs)}: the record dirs were written "
+                     f"with different --num_core_per_host {data_cores}")
+  data_core = data_cores[0] if data_cores else num_core_per_host
+  if bi_data and bsz_per_host % (2 * data_core):
+    raise ValueError(f"the corpus info says num_core_per_host={data_core}, "
+                     f"which does not divide --bsz_per_host={bsz_per_host} "
+                     "into forward/backward halves")
+  return data_core
+
+
+def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
+                 bi_data, num_hosts=1, num_core_per_host=1, perm_size=None,
+                 mask_alpha=None, mask_beta=None, uncased=False,
+                 num_passes=None, use_bfloat16=False, num_predict=None,
+                 corpus_info=None, seed=None):
+  """Builds the pretraining input function.
+
+  Args:
+    tfrecord_dir: comma-separated `{save_dir}/tfrecords` dirs.
+    split: split name of the records.
+    bsz_per_host, seq_len, reuse_len, bi_data, mask_alpha, mask_beta,
+      uncased, num_predict: must match the records (None values of
+      mask_alpha/mask_beta/num_predict are taken from the corpus info).
+    num_hosts: hosts sharing the files.
+    num_core_per_host: per-core batches per host step.
+    perm_size: factorization block size (default reuse_len); must divide and
+      not exceed both part lengths.
+    num_passes: use only passes with pass_id < num_passes.
+    use_bfloat16: masks in bfloat16.
+    corpus_info: the corpus info (dict) the trainer's flags were resolved
+      from; it tells the core layout the records were written for. None:
+      read the corpus_info.json next to each record dir.
+    seed: non-negative int keying every random draw (None: DEFAULT_SEED).
+
+  Returns:
+    (input_fn, record_info). input_fn(params) -> tf.data.Dataset of per-core
+    batches of params["batch_size"] examples (features of `make_parser`
+    with a leading batch axis; label [B]); params["context"].current_host
+    picks the host (default 0) and params["start_host_batch"] (default 0)
+    starts the stream after that many host batches, as if they had been
+    consumed. record_info = {"num_batch": total host batches of all hosts,
+    "filenames": all files, "host_filenames": per host, its files in the
+    order it reads them}.
+  """
+  perm_size = reuse_len if perm_size is None else perm_size
+  seed = DEFAULT_SEED if seed is None else seed
+  _check_settings(bsz_per_host, seq_len, reuse_len, bi_data,
+                  num_core_per_host, perm_size, seed)
+  bsz_per_core = bsz_per_host // num_core_per_host
+  record_dirs = [d for d in tfrecord_dir.split(",") if d]
+  if not record_dirs:
+    raise ValueError("--record_info_dir is empty")
+  infos = _corpus_infos(record_dirs, corpus_info)
+  data_core = _data_core_count(record_dirs, infos, bi_data, bsz_per_host,
+                               num_core_per_host)
+  settings = _fill_settings(
+      dict(bsz_per_host=bsz_per_host, seq_len=seq_len, reuse_len=reuse_len,
+           uncased=uncased, bi_data=bi_data, mask_alpha=mask_alpha,
+           mask_beta=mask_beta, num_predict=num_predict), infos, tfrecord_dir)
+  regroup = bi_data and data_core != num_core_per_host
+  filenames, num_batch, file_batches = find_record_files(
+      record_dirs, split, settings, num_passes)
+  logging.info("Input: %d files, %d batches%s", len(filenames), num_batch,
+               f", rows regrouped from {data_core} to {num_core_per_host} "
+               "cores" if regroup else "")
+  parser = make_parser(seq_len, reuse_len, perm_size,
+                       settings["num_predict"], use_bfloat16)
+  regroup_perm = (_regroup_perm(bsz_per_host, data_core, num_core_per_host)
+                  if regroup else None)
+
+  def input_fn(params):
+    """tf.data pipeline of per-core batches (see get_input_fn)."""
+    batch_size = params.get("batch_size", bsz_per_core)
+    if batch_size != bsz_per_core:  # rows must reach the same core
+      raise ValueError(f"params['batch_size']={batch_size} must be "
+                       f"--bsz_per_host / --num_core_per_host = {bsz_per_core}")
+    host_id = params["context"].current_host if "context" in params else 0
+    if not 0 <= host_id < num_hosts:
+      raise ValueError(f"host {host_id} is not below --num_hosts={num_hosts}")
+    files = host_file_order(filenames, host_id, num_hosts, seed)
+    dataset = tf.data.TFRecordDataset(files)
+    if regroup_perm is not None:
+      regroup_fn = tf.autograph.experimental.do_not_convert(
+          lambda records: tf.gather(records, regroup_perm))
+      dataset = dataset.batch(bsz_per_host, drop_remainder=True).map(
+          regroup_fn).unbatch()
+    # Raw records are cached: the file order repeats every epoch, while the
+    # example index (counted across epochs) gives new factorization orders.
+    # A resumed stream skips at most one epoch of raw records and numbers
+    # the rest from where it starts.
+    start = params.get("start_host_batch", 0) * bsz_per_host
+    counts = [file_batches.get(f) for f in files]
+    epoch = None if None in counts else sum(counts) * bsz_per_host
+    dataset = dataset.cache().repeat()
+    dataset = dataset.skip(start % epoch if epoch else start)
+    dataset = dataset.enumerate(start=start)
+    host_key = tf.constant([seed, host_id], dtype=tf.int64)
+    keyed_parser = tf.autograph.experimental.do_not_convert(
+        lambda index, record: parser(
+            record, tf.random.experimental.stateless_fold_in(host_key,
+                                                             index)))
+    dataset = dataset.map(keyed_parser, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+  host_filenames = [host_file_order(filenames, h, num_hosts, seed)
+                    for h in range(num_hosts)]
+  return input_fn, {"num_batch": num_batch, "filenames": filenames,
+                    "host_filenames": host_filenames}

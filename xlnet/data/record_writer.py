@@ -1,0 +1,594 @@
+"""Creates XLNet pretraining TFRecords from text files.
+
+One run writes one (task, pass_id) of a save_dir: it validates every input
+first (flags, globs, files, the SentencePiece model, save_dir), encodes the
+task's files into one token stream, cuts it into `bsz_per_host` rows, builds
+the examples of every row offset (`pretrain_examples`) and writes them, then
+the record info, then (task 0) corpus_info.json, each atomically. All
+randomness derives from (task, pass_id), so a rerun writes identical bytes,
+whatever the number of worker processes. See docs/data.md.
+
+Command line: `python data_utils.py --help`.
+"""
+import collections
+import contextlib
+import ctypes
+import json
+import multiprocessing
+import os
+import signal
+import time
+
+from absl import flags
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from xlnet import cli
+from xlnet.data import example_proto
+from xlnet import flag_rules
+from xlnet import io_utils
+from xlnet.data import prepro_utils
+from xlnet.data import pretrain_examples
+from xlnet.data import record_format
+from xlnet.data import token_stream
+
+_SEED_MARK = 0x584C4E  # "XLN": part of every (task, pass_id) seed
+_LINES_PER_TASK = 2000  # lines per encoding job of a worker process
+_LOG_SECONDS = 10
+_PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
+# corpus_info.json entries a later run into the same save_dir must match.
+_LAYOUT_KEYS = record_format.CORPUS_INFO_KEYS + ("use_eod", "vocab_size")
+
+
+# ----------------------------------------------------------------------------
+# Validation (before anything is written).
+# ----------------------------------------------------------------------------
+def _check_config(cfg):
+  """Validates record-creation settings; ValueError names the flag."""
+  bsz, ncore = cfg["bsz_per_host"], cfg["num_core_per_host"]
+  seq_len, reuse_len = cfg["seq_len"], cfg["reuse_len"]
+  for name in ("bsz_per_host", "num_core_per_host"):
+    flag_rules.check_value(name, cfg[name])
+  if bsz % ncore:
+    raise ValueError(f"--bsz_per_host={bsz} must be a multiple of "
+                     f"--num_core_per_host={ncore}")
+  if cfg["bi_data"] and bsz % (2 * ncore):
+    raise ValueError(f"--bi_data needs --bsz_per_host={bsz} to be a multiple "
+                     f"of 2 * --num_core_per_host = {2 * ncore}")
+  if not 0 < reuse_len < seq_len - 3:
+    raise ValueError(f"--reuse_len={reuse_len} must be in [1, --seq_len - 3) "
+                     f"= [1, {seq_len - 3}) to leave room for A, B and "
+                     "<sep> <sep> <cls>")
+  if cfg["mask_beta"] <= 0 or cfg["mask_alpha"] < cfg["mask_beta"]:
+    raise ValueError(f"--mask_alpha={cfg['mask_alpha']} must be >= "
+                     f"--mask_beta={cfg['mask_beta']} > 0 (context size "
+                     "n * alpha // beta must be >= 1)")
+  num_predict = cfg["num_predict"]
+  if num_predict is not None:
+    if num_predict < 1:
+      raise ValueError(f"--num_predict={num_predict} must be >= 1 (no "
+                       "target, no loss)")
+    goal_1 = num_predict // 2
+    goal_0 = num_predict - goal_1
+    if goal_0 > reuse_len or goal_1 > seq_len - reuse_len:
+      raise ValueError(
+          f"--num_predict={num_predict} needs {goal_0} masked tokens in the "
+          f"reuse part (--reuse_len={reuse_len}) and {goal_1} in the rest "
+          f"({seq_len - reuse_len} tokens); a part cannot hold that many")
+  if not 0 <= cfg["task"] < cfg["num_task"]:
+    raise ValueError(f"--task={cfg['task']} must be in [0, --num_task="
+                     f"{cfg['num_task']})")
+  if cfg["pass_id"] < 0:
+    raise ValueError(f"--pass_id={cfg['pass_id']} must be >= 0")
+  split = cfg["split"]
+  if not split or any(c in split for c in "/*?[]"):
+    raise ValueError(f"--split={split!r} must be a non-empty name without "
+                     "'/' or glob characters")
+
+
+def _input_files(input_glob):
+  """Expands the comma-separated globs into sorted, distinct text files."""
+  if not input_glob:
+    raise ValueError("--input_glob is empty: give the text files to process")
+  paths = set()
+  for pattern in input_glob.split(","):
+    if not pattern:
+      continue
+    matched = tf.io.gfile.glob(pattern)
+    if not matched:
+      raise ValueError(f"--input_glob={pattern} matches no file")
+    for path in matched:
+      if tf.io.gfile.isdir(path):
+        raise ValueError(f"--input_glob={pattern} matches the directory "
+                         f"{path}; give text files (e.g. {path}/*.txt)")
+    paths.update(matched)
+  return sorted(paths)
+
+
+def _task_files(input_glob, task, num_task):
+  """The input files of one task: sorted(glob)[task::num_task]."""
+  paths = _input_files(input_glob)
+  mine = paths[task::num_task]
+  if not mine:
+    raise ValueError(f"--task={task} of --num_task={num_task} gets no file: "
+                     f"--input_glob={input_glob} matches only {len(paths)}")
+  return mine
+
+
+def _check_save_dir(save_dir, info):
+  """Checks that save_dir can take this run's output; creates its dirs.
+
+  An existing corpus_info.json must describe the same record layout, so a
+  run with other flags cannot leave a save_dir whose files disagree.
+
+  Args:
+    save_dir: the --save_dir flag.
+    info: the corpus info this run would write.
+  """
+  if not save_dir:
+    raise ValueError("--save_dir is empty")
+  record_dir = os.path.join(save_dir, record_format.RECORD_DIR)
+  for path in (save_dir, record_dir):
+    if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
+      raise ValueError(f"--save_dir={save_dir}: {path} exists and is not a "
+                       "directory")
+  old = record_format.load_corpus_info(
+      os.path.join(save_dir, record_format.CORPUS_INFO))
+  if old is not None:
+    diffs = [f"--{key}={info[key]} (it has {old.get(key)})"
+             for key in _LAYOUT_KEYS
+             if key in old and not record_format.same_setting(
+                 key, old[key], info[key])]
+    if diffs:
+      raise ValueError(
+          f"--save_dir={save_dir} holds records written with other settings "
+          f"({', '.join(diffs)}); write to another --save_dir")
+  try:
+    tf.io.gfile.makedirs(record_dir)
+    probe = io_utils.tmp_path_for(os.path.join(record_dir, "probe"))
+    with tf.io.gfile.GFile(probe, "w") as f:
+      f.write("")
+    tf.io.gfile.remove(probe)
+  except (tf.errors.OpError, OSError) as e:
+    text = e.message if isinstance(e, tf.errors.OpError) else str(e)
+    raise ValueError(f"--save_dir={save_dir} is not writable ({text})"
+                     ) from None
+
+
+# ----------------------------------------------------------------------------
+# Worker processes.
+# ----------------------------------------------------------------------------
+_WORKER = {}  # the line encoder of this process, for `_encode_job`
+
+
+def _encode_job(job):
+  """Encodes (lines, path); returns (ids, lengths)."""
+  lines, path = job
+  return _WORKER["encoder"](lines, path)
+
+
+def _worker_main(conn, encoder, parent_ends, parent_pid):
+  """A worker process: runs (fn, arg) tasks from `conn` until None/EOF.
+
+  `parent_ends` are the parent's ends of the pipes, inherited by the fork:
+  closed here, so that the parent's death closes this worker's pipe and
+  ends the worker (EOF) instead of leaving it waiting forever. On Linux the
+  kernel also kills the worker when the parent dies (`_die_with_parent`),
+  even while it is busy with a task.
+
+  Args:
+    conn: this worker's end of its pipe.
+    encoder: the `token_stream.LineEncoder` for `_encode_job`.
+    parent_ends: the parent's pipe ends (Connections) to close.
+    parent_pid: int, the writer's process id.
+  """
+  signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent reports Ctrl-C
+  signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler
+  _die_with_parent(parent_pid)
+  for end in parent_ends:
+    end.close()
+  _WORKER["encoder"] = encoder
+  while True:
+    try:
+      task = conn.recv()
+    except EOFError:  # the parent is gone
+      return
+    if task is None:
+      return
+    fn, arg = task
+    try:
+      conn.send((True, fn(arg)))
+    except Exception as e:  # pylint: disable=broad-except
+      conn.send((False, e))  # re-raised by the parent
+
+
+def _die_with_parent(parent_pid):
+  """Asks Linux to SIGKILL this process when its parent dies (a no-op
+  elsewhere); exits at once if the parent is already gone."""
+  try:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+  except (OSError, AttributeError):  # not Linux: the pipes' EOF still works
+    pass
+  if os.getppid() != parent_pid:  # died before prctl took effect
+    os._exit(0)  # pylint: disable=protected-access
+
+
+class _Workers:
+  """Runs tasks in forked worker processes, or in this one.
+
+  The processes are forked: they inherit the loaded modules, so they start
+  in milliseconds, and they run only NumPy and SentencePiece code, never
+  TensorFlow (a fresh interpreter would spend seconds importing it). Tasks
+  and results travel through one pipe per worker, driven from this thread
+  only: multiprocessing.Pool's helper threads would compete for the GIL
+  with the writing loop and make each record write (which releases the
+  GIL) wait up to a thread switch interval.
+  """
+
+  def __init__(self, num_workers, encoder):
+    _WORKER["encoder"] = encoder
+    self._conns, self._procs = [], []
+    forking = "fork" in multiprocessing.get_all_start_methods()
+    if num_workers <= 1 or not forking:
+      return
+    ctx = multiprocessing.get_context("fork")
+    for _ in range(num_workers):
+      parent, child = ctx.Pipe()
+      proc = ctx.Process(target=_worker_main,
+                         args=(child, encoder, self._conns + [parent],
+                               os.getpid()),
+                         daemon=True)
+      proc.start()
+      child.close()
+      self._conns.append(parent)
+      self._procs.append(proc)
+
+  def imap(self, fn, items):
+    """Yields fn(item) for each item, in order.
+
+    Each worker holds at most one task, so neither side can block the other
+    on a full pipe.
+    """
+    if not self._conns:
+      for item in items:
+        yield fn(item)
+      return
+    pending = collections.deque()  # workers of the tasks in flight, in order
+    for k, item in enumerate(items):
+      if len(pending) == len(self._conns):
+        yield self._result(pending.popleft())
+      worker = k % len(self._conns)  # the one whose result was just taken
+      self._conns[worker].send((fn, item))
+      pending.append(worker)
+    while pending:
+      yield self._result(pending.popleft())
+
+  def _result(self, worker):
+    try:
+      ok, value = self._conns[worker].recv()
+    except EOFError:
+      self._procs[worker].join()
+      raise OSError(f"a --num_workers process died (exit code "
+                    f"{self._procs[worker].exitcode}); rerun, or try "
+                    "--num_workers=1") from None
+    if not ok:
+      raise value
+    return value
+
+  def close(self):
+    """Stops the workers (killing them if they do not stop at once)."""
+    for conn in self._conns:
+      try:
+        conn.send(None)
+      except OSError:
+        pass
+    for proc in self._procs:
+      proc.join(timeout=1)
+      if proc.is_alive():
+        proc.kill()
+        proc.join()
+    for conn in self._conns:
+      conn.close()
+
+
+@contextlib.contextmanager
+def worker_processes(num_workers, encoder):
+  """`_Workers` for the duration of a with-block (`num_workers` <= 1: none)."""
+  workers = _Workers(num_workers, encoder)
+  try:
+    yield workers
+  finally:
+    workers.close()
+
+
+# ----------------------------------------------------------------------------
+# Corpus to rows.
+# ----------------------------------------------------------------------------
+def _read_lines(path):
+  """The lines of one input file (ValueError names the file)."""
+  try:
+    raw = _read_bytes(path)
+  except (tf.errors.OpError, OSError) as e:
+    raise ValueError(f"--input_glob: cannot read {path}: "
+                     f"{cli.error_text(e)}") from None
+  return token_stream.split_lines(raw, path)
+
+
+def _read_bytes(path):
+  """Every byte of `path`, read once. A local pipe (bash's `<(...)`,
+  /dev/stdin) is read as a stream: TensorFlow's reader takes its size, 0,
+  and would find it empty."""
+  if "://" not in path and os.path.exists(path) and not os.path.isfile(path):
+    with open(path, "rb") as f:
+      return f.read()
+  with tf.io.gfile.GFile(path, "rb") as f:
+    return f.read()
+
+
+def build_stream(paths, workers, use_eod, rng):
+  """Encodes the task's files, in an order drawn from `rng`, into one stream.
+
+  Args:
+    paths: the task's input files.
+    workers: `worker_processes` that encode the lines.
+    use_eod: blank lines add <eod>.
+    rng: np.random.RandomState; its first draw orders the files.
+
+  Returns:
+    (ids np.int32 [n], sent_ids np.bool_ [n]).
+  """
+  order = rng.permutation(len(paths))
+  files, jobs = [], []
+  for j in order:
+    texts, is_text = token_stream.text_lines(_read_lines(paths[j]))
+    if not texts:
+      raise ValueError(f"--input_glob: {paths[j]} holds no text (it is empty "
+                       "or has only blank lines)")
+    files.append((paths[j], is_text, len(jobs)))
+    jobs += [(texts[k:k + _LINES_PER_TASK], paths[j])
+             for k in range(0, len(texts), _LINES_PER_TASK)]
+  encoded = _with_progress(workers.imap(_encode_job, jobs),
+                           [len(job[0]) for job in jobs], "encoding", "lines")
+  streams = []
+  for n, (path, is_text, first) in enumerate(files):
+    last = files[n + 1][2] if n + 1 < len(files) else len(jobs)
+    ids = np.concatenate([encoded[k][0] for k in range(first, last)])
+    lengths = np.concatenate([encoded[k][1] for k in range(first, last)])
+    streams.append(token_stream.file_stream(is_text, ids, lengths, use_eod))
+    logging.info("[%d/%d files] %s: %d tokens", n + 1, len(files), path,
+                 len(streams[-1][0]))
+  return token_stream.join_streams(streams)
+
+
+def _with_progress(results, sizes, what, unit):
+  """Collects `results` into a list, logging progress and an ETA.
+
+  Args:
+    results: iterable of the jobs' results.
+    sizes: the size of each job, in `unit`s.
+    what, unit: words for the log lines.
+  """
+  out, done, start, last = [], 0, time.time(), time.time()
+  size_total = sum(sizes)
+  for result in results:
+    done += sizes[len(out)]
+    out.append(result)
+    now = time.time()
+    if now - last > _LOG_SECONDS:
+      last = now
+      rate = done / (now - start)
+      logging.info("%s: %d/%d %s (%.0f %s/s), ETA %.0fs", what, done,
+                   size_total, unit, rate, unit,
+                   (size_total - done) / max(rate, 1e-9))
+  return out
+
+
+# ----------------------------------------------------------------------------
+# Rows to records.
+# ----------------------------------------------------------------------------
+def _batches(rows, sent_rows, cfg, is_start, rng):
+  """Yields the example batch of each row offset, in order, until one fails.
+
+  Yields:
+    dicts from `pretrain_examples.make_batch`.
+  """
+  row_len = rows.shape[1]
+  bounds = [pretrain_examples.boundaries(s) for s in sent_rows]
+  offset = 0
+  while offset + cfg["seq_len"] <= row_len:
+    batch = pretrain_examples.make_batch(rows, bounds, offset, cfg, is_start,
+                                         rng)
+    if batch is None:
+      return
+    yield batch
+    offset += cfg["reuse_len"]
+
+
+def write_records(record_path, rows, sent_rows, cfg, is_start, rng,
+                  workers):
+  """Walks the rows in steps of reuse_len and writes every full batch.
+
+  Args:
+    record_path: output .tfrecords path (appears only when complete).
+    rows, sent_rows: [bsz_per_host, row_len] from `token_stream.batchify`.
+    cfg: record settings (see `create_data`).
+    is_start: word-start table.
+    rng: np.random.RandomState.
+    workers: `worker_processes` that serialize the examples.
+
+  Returns:
+    number of batches written (>= 1).
+  """
+  bsz, row_len = rows.shape
+  seq_len, reuse_len = cfg["seq_len"], cfg["reuse_len"]
+  total = max(0, (row_len - seq_len) // reuse_len + 1)
+  num_batch, start, last = 0, time.time(), time.time()
+  with io_utils.atomic_output(record_path) as tmp:
+    with tf.io.TFRecordWriter(tmp) as writer:
+      batches = _batches(rows, sent_rows, cfg, is_start, rng)
+      for records in workers.imap(example_proto.serialize_examples, batches):
+        for record in records:
+          writer.write(record)
+        num_batch += 1
+        now = time.time()
+        if now - last > _LOG_SECONDS or num_batch == total:
+          last = now
+          rate = num_batch / (now - start)
+          logging.info("batch %d/%d (%.1f batches/s, %.0f tokens/s), ETA "
+                       "%.0fs", num_batch, total, rate, rate * bsz * reuse_len,
+                       (total - num_batch) / max(rate, 1e-9))
+    if not num_batch:  # raised inside: the empty file never appears
+      raise ValueError(f"--input_glob: the corpus is too short for one batch "
+                       f"of --bsz_per_host={bsz} rows: {row_len} tokens per "
+                       f"row, --seq_len={seq_len} needs more")
+  return num_batch
+
+
+def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
+                num_core_per_host=8, seq_len=512, reuse_len=256, uncased=False,
+                bi_data=True, mask_alpha=6, mask_beta=1, num_predict=85,
+                use_eod=True, from_raw_text=True, split="train", pass_id=0,
+                num_task=1, task=0, num_workers=None):
+  """Creates the TFRecords of one (task, pass_id).
+
+  Every input is checked before anything is written; the record file, its
+  record info and (task 0) corpus_info.json then appear in that order, each
+  only when complete. All randomness derives from (task, pass_id): reruns
+  are identical, with any `num_workers`.
+
+  Args:
+    input_glob: comma-separated globs of text files.
+    sp_path: SentencePiece model.
+    save_dir: output dir (gets tfrecords/ and corpus_info.json).
+    bsz_per_host ... task: the record settings (see `define_flags`).
+    num_workers: processes that encode and serialize (None: one per CPU).
+
+  Returns:
+    path of the written record info json.
+  """
+  cfg = dict(bsz_per_host=bsz_per_host, num_core_per_host=num_core_per_host,
+             seq_len=seq_len, reuse_len=reuse_len, uncased=uncased,
+             bi_data=bi_data, mask_alpha=mask_alpha, mask_beta=mask_beta,
+             num_predict=num_predict, use_eod=use_eod, task=task,
+             num_task=num_task, pass_id=pass_id, split=split)
+  _check_config(cfg)
+  if num_workers is None:
+    num_workers = os.cpu_count() or 1
+  if num_workers < 1:
+    raise ValueError(f"--num_workers={num_workers} must be >= 1")
+  paths = _task_files(input_glob, task, num_task)
+  sp_model = prepro_utils.load_sp_model(sp_path)
+  info = dict(vocab_size=sp_model.get_piece_size(), **{
+      k: cfg[k] for k in ("bsz_per_host", "num_core_per_host", "seq_len",
+                          "reuse_len", "uncased", "bi_data", "mask_alpha",
+                          "mask_beta", "num_predict", "use_eod")},
+              sp_path=sp_path, input_glob=input_glob)
+  _check_save_dir(save_dir, info)
+  encoder = token_stream.LineEncoder(sp_model.serialized_model_proto(),
+                                     uncased, from_raw_text)
+  rng = np.random.RandomState([task, pass_id, _SEED_MARK])
+  record_dir = os.path.join(save_dir, record_format.RECORD_DIR)
+  record_name, info_name = record_format.record_file_names(
+      split, task, pass_id, cfg)
+  record_path = os.path.join(record_dir, record_name)
+  info_path = os.path.join(record_dir, info_name)
+  corpus_info_path = os.path.join(save_dir, record_format.CORPUS_INFO)
+  for path in (record_path, info_path, corpus_info_path):
+    io_utils.remove_stale_tmp(path)
+  with worker_processes(num_workers, encoder) as workers:
+    data, sent_ids = build_stream(paths, workers, use_eod, rng)
+    rows, sent_rows = token_stream.batchify(data, sent_ids, bsz_per_host,
+                                            num_core_per_host, bi_data)
+    num_batch = write_records(record_path, rows, sent_rows, cfg,
+                              pretrain_examples.word_start_table(sp_model),
+                              rng, workers)
+  io_utils.atomic_write(info_path, json.dumps({
+      "filenames": [record_name], "num_batch": num_batch,
+      "file_bytes": {record_name: tf.io.gfile.stat(record_path).length}}))
+  if task == 0:
+    io_utils.atomic_write(corpus_info_path, json.dumps(info, indent=2))
+  logging.info("Wrote %d batches to %s and %s", num_batch, record_path,
+               info_path)
+  return info_path
+
+
+# ----------------------------------------------------------------------------
+# Command line.
+# ----------------------------------------------------------------------------
+def define_flags():
+  """Defines the record-creation flags (names as in the release)."""
+  flags.DEFINE_bool("use_tpu", True, "Accepted for compatibility; the core "
+                    "layout follows --num_core_per_host in every case.")
+  flags.DEFINE_integer("bsz_per_host", 32, "Batch size (rows) per host.")
+  flags.DEFINE_integer("num_core_per_host", 8, "Cores (or GPUs) per host.")
+  flags.DEFINE_integer("seq_len", 512, "Sequence length.")
+  flags.DEFINE_integer("reuse_len", 256, "Tokens reusable as memory; the "
+                       "row step.")
+  flags.DEFINE_bool("uncased", False, "Lowercase the text.")
+  flags.DEFINE_bool("bi_data", True, "Add backward rows.")
+  flags.DEFINE_integer("mask_alpha", 6, "Context size is n*alpha//beta.")
+  flags.DEFINE_integer("mask_beta", 1, "See mask_alpha.")
+  flags.DEFINE_bool("use_eod", True, "Add <eod> at document ends.")
+  flags.DEFINE_bool("from_raw_text", True, "Input is raw text (else lines "
+                    "of space-separated ids).")
+  flags.DEFINE_integer("num_predict", 85, "Masked tokens per example.")
+  flags.DEFINE_string("input_glob", "data/example/*.txt",
+                      "Comma-separated globs of input files.")
+  flags.DEFINE_string("sp_path", "", "SentencePiece model.")
+  flags.DEFINE_string("save_dir", "proc_data/example", "Output directory.")
+  flags.DEFINE_string("split", "train", "Split name in file names.")
+  flags.DEFINE_integer("pass_id", 0, "Pass written by this run; run once "
+                       "per pass_id in [0, num_passes).")
+  flags.DEFINE_integer("num_passes", 1, "Accepted for compatibility with the "
+                       "released README; one run writes one pass "
+                       "(--pass_id).")
+  flags.DEFINE_integer("num_task", 1, "Number of parallel tasks.")
+  flags.DEFINE_integer("task", 0, "Task id in [0, num_task).")
+  flags.DEFINE_integer("num_workers", None, "Processes that encode the text "
+                       "and serialize the examples; default: one per CPU. "
+                       "The output does not depend on it.")
+  flags.DEFINE_bool("verify", False, "Write nothing; instead check every "
+                    "record file listed by the record infos under "
+                    "--save_dir (comma-separated dirs; a save_dir or its "
+                    "tfrecords/): each record's checksum, the file sizes and "
+                    "record counts. Prints each bad file; fails if any.")
+
+
+def verify(save_dirs):
+  """The --verify command: checks records, prints the bad files.
+
+  Args:
+    save_dirs: comma-separated save_dirs or tfrecords dirs.
+
+  Raises:
+    ValueError: when a file is bad (after printing one line per bad file).
+  """
+  dirs = [d for d in save_dirs.split(",") if d]
+  if not dirs:
+    raise ValueError("--verify needs --save_dir")
+  num_files, bad = record_format.verify_record_dirs(dirs)
+  for path, error in bad:
+    print(f"BAD {path}: {error}", flush=True)
+  if bad:
+    raise ValueError(f"{len(bad)} of {num_files} record files under "
+                     f"{save_dirs} are bad (listed above)")
+  print(f"OK: {num_files} record files under {save_dirs} verified",
+        flush=True)
+
+
+def main(_):
+  """Entry point of `python data_utils.py`."""
+  f = flags.FLAGS
+  if f.verify:
+    verify(f.save_dir)
+    return
+  if f.pass_id >= f.num_passes:
+    logging.info("--pass_id=%d >= --num_passes=%d: the input function reads "
+                 "only passes below --num_passes", f.pass_id, f.num_passes)
+  create_data(
+      f.input_glob, f.sp_path, f.save_dir, f.bsz_per_host,
+      f.num_core_per_host, f.seq_len, f.reuse_len, f.uncased, f.bi_data,
+      f.mask_alpha, f.mask_beta, f.num_predict, f.use_eod, f.from_raw_text,
+      f.split, f.pass_id, f.num_task, f.task, f.num_workers)

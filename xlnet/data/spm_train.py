@@ -1,0 +1,112 @@
+"""Trains an XLNet SentencePiece model with the released options.
+
+Usage:
+  python spm_train.py --input=data/demo/botchan.txt \
+      --model_prefix=data/demo/spiece --vocab_size=32000
+
+Special ids are checked after training: <unk> 0, <s> 1, </s> 2, <cls> 3,
+<sep> 4, <pad> 5, <mask> 6, <eod> 7, <eop> 8.
+"""
+import io
+import os
+
+from absl import flags
+from absl import logging
+
+from xlnet import cli
+from xlnet import io_utils
+from xlnet.data import prepro_utils
+
+# The released --control_symbols=<cls>,<sep>,<pad>,<mask>,<eod> and
+# --user_defined_symbols=<eop>,.,(,),",-,–,£,€ (passed as lists: in a flag
+# string SentencePiece would read '"' as a quote).
+CONTROL_SYMBOLS = ["<cls>", "<sep>", "<pad>", "<mask>", "<eod>"]
+USER_DEFINED_SYMBOLS = ["<eop>", ".", "(", ")", '"', "-", "\u2013", "\u00a3",
+                        "\u20ac"]
+
+
+def train_spm(input_files, model_prefix, vocab_size=32000,
+              input_sentence_size=10000000, character_coverage=0.99995,
+              num_threads=None):
+  """Trains a unigram SentencePiece model and checks its special ids.
+
+  Args:
+    input_files: path or list of paths (one sentence per line).
+    model_prefix: output prefix; writes `{prefix}.model` and `{prefix}.vocab`.
+    vocab_size: number of pieces.
+    input_sentence_size: number of (shuffled) sentences used for training.
+    character_coverage: fraction of characters covered by the model.
+    num_threads: trainer threads (default: SentencePiece's default).
+
+  Returns:
+    path of the `.model` file.
+
+  The model is trained in memory, checked, and only then written (the
+  `.vocab` file first, the `.model` file last, each atomically), so an
+  interrupted or failed run leaves no partial or unchecked model behind.
+  Training is deterministic: the same input gives the same bytes.
+  """
+  import sentencepiece as spm  # pylint: disable=g-import-not-at-top
+  if isinstance(input_files, str):
+    input_files = [p for p in input_files.split(",") if p]
+  if not input_files:
+    raise ValueError("--input: no input file given")
+  for path in input_files:
+    if not os.path.isfile(path):
+      raise ValueError(f"--input: no such file {path}")
+  parent = os.path.dirname(model_prefix)
+  if parent:
+    os.makedirs(parent, exist_ok=True)
+  model = io.BytesIO()
+  kwargs = dict(
+      input=",".join(input_files), model_writer=model,
+      vocab_size=vocab_size, character_coverage=character_coverage,
+      model_type="unigram", control_symbols=CONTROL_SYMBOLS,
+      user_defined_symbols=USER_DEFINED_SYMBOLS,
+      shuffle_input_sentence=True, input_sentence_size=input_sentence_size,
+      minloglevel=2)
+  if num_threads:
+    kwargs["num_threads"] = num_threads
+  try:
+    spm.SentencePieceTrainer.train(**kwargs)
+  except RuntimeError as e:
+    raise ValueError(f"SentencePiece training failed: "
+                     f"{str(e).splitlines()[0]}") from None
+  model_path = model_prefix + ".model"
+  sp_model = spm.SentencePieceProcessor(model_proto=model.getvalue())
+  prepro_utils.check_special_symbols(sp_model, model_path)
+  io_utils.atomic_write(model_prefix + ".vocab", vocab_text(sp_model))
+  io_utils.atomic_write(model_path, model.getvalue())
+  logging.info("Wrote %s (%d pieces)", model_path, sp_model.get_piece_size())
+  return model_path
+
+
+def vocab_text(sp_model):
+  """The `.vocab` file SentencePiece writes beside a model: one line
+  `piece<TAB>score` per id (scores with 6 significant digits)."""
+  return "".join(f"{sp_model.id_to_piece(i)}\t{sp_model.get_score(i):g}\n"
+                 for i in range(sp_model.get_piece_size()))
+
+
+def define_flags():
+  """Defines the command-line flags of this tool."""
+  flags.DEFINE_string("input", None, "Comma-separated training text files.")
+  flags.DEFINE_string("model_prefix", None, "Output prefix (.model/.vocab).")
+  flags.DEFINE_integer("vocab_size", 32000, "Vocabulary size.")
+  flags.DEFINE_integer("input_sentence_size", 10000000,
+                       "Sentences sampled (shuffled) for training.")
+  flags.DEFINE_float("character_coverage", 0.99995, "Character coverage.")
+  flags.DEFINE_integer("num_threads", None, "Trainer threads.")
+
+
+def main(_):
+  f = flags.FLAGS
+  if not f.input or not f.model_prefix:
+    raise ValueError("--input and --model_prefix are required")
+  train_spm(f.input, f.model_prefix, f.vocab_size, f.input_sentence_size,
+            f.character_coverage, f.num_threads)
+
+
+def entry_point():
+  """`python spm_train.py ...`."""
+  cli.run(main, define_flags)

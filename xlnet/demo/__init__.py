@@ -1,0 +1,1 @@
+"""The demo: a small corpus, its report and predictions."""

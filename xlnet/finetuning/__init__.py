@@ -1,0 +1,1 @@
+"""Fine-tuning: classification/regression, SQuAD, RACE, their records, metrics and programs."""

@@ -1,0 +1,430 @@
+"""Classification/regression inputs: features, cached records, input function.
+
+Input layout of one example (`max_seq_length` = L):
+
+    A <sep> [B <sep>] <cls>, left-padded to L
+
+  * `input_ids`: the pieces, `<sep>` = 4, `<cls>` = 3, padding id 0 in
+    front: `[0] * pad + tokens`.
+  * `segment_ids`: A and its `<sep>` 0, B and its `<sep>` 1, `<cls>` 2,
+    padding 4.
+  * `input_mask` (float): 1 on padding, 0 on real tokens.
+  * Truncation: a pair keeps L - 3 pieces by dropping the last piece of the
+    longer side (of B when both are equally long); a single text keeps its
+    first L - 2 pieces.
+
+Feature records are written once per (task, split, max_seq_length,
+vocabulary, casing) under `output_dir` and reused while the contents of the
+data files and the settings they were made from are unchanged. Training
+records hold the examples in a seeded random order (public sets come sorted
+by label, in runs far longer than the input's shuffle buffer). Evaluation
+and prediction append fake examples (ids 0, mask 1, segment 0, label 0,
+`is_real_example` 0) so that every batch is full; they must be left out of
+metrics and predictions.
+"""
+import hashlib
+import json
+import os
+import time
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from xlnet import io_utils
+from xlnet.data import prepro_utils
+from xlnet.data.prepro_utils import CLS_ID, SEP_ID
+
+SEG_ID_A = 0
+SEG_ID_B = 1
+SEG_ID_CLS = 2
+SEG_ID_PAD = 4
+PAD_ID = 0
+
+# The smallest L that holds one piece plus `<sep>` and `<cls>`.
+MIN_SEQ_LENGTH = 3
+# Longest sequence of the released models' pretraining: longer inputs give
+# relative distances (beyond +-(512 - 1)) the released models never saw.
+PRETRAIN_SEQ_LENGTH = 512
+
+_LOG_EVERY_SECONDS = 10
+
+
+class InputFeatures:
+  """The model inputs of one example (lists of length max_seq_length).
+
+  Attributes:
+    input_ids: list of int token ids.
+    input_mask: list of float, 1.0 on padding.
+    segment_ids: list of int.
+    label_id: int class index, or float for regression.
+    is_real_example: bool, False for the fake padding examples.
+  """
+
+  def __init__(self, input_ids, input_mask, segment_ids, label_id,
+               is_real_example=True):
+    self.input_ids = input_ids
+    self.input_mask = input_mask
+    self.segment_ids = segment_ids
+    self.label_id = label_id
+    self.is_real_example = is_real_example
+
+
+def make_tokenize_fn(sp_model, uncased):
+  """text -> list of SentencePiece ids, normalized as in pretraining.
+
+  Args:
+    sp_model: a loaded sentencepiece.SentencePieceProcessor.
+    uncased: lower-case the text first.
+  """
+  def tokenize_fn(text):
+    return prepro_utils.encode_ids(
+        sp_model, prepro_utils.preprocess_text(text, lower=uncased))
+  return tokenize_fn
+
+
+def truncate_seq_pair(tokens_a, tokens_b, max_length):
+  """Shortens a pair in place to at most `max_length` pieces in total.
+
+  Repeatedly drops the last piece of the longer list (of `tokens_b` when
+  they are equally long).
+  """
+  while len(tokens_a) + len(tokens_b) > max_length:
+    if len(tokens_a) > len(tokens_b):
+      tokens_a.pop()
+    else:
+      tokens_b.pop()
+
+
+def label_to_id(label, label_list):
+  """The feature label of an example label.
+
+  Args:
+    label: str, or None in an unlabelled (test) split.
+    label_list: list of label strings, or None for regression.
+
+  Returns:
+    int index into label_list (0 when unlabelled), or float for regression
+    (0.0 when unlabelled).
+  """
+  if label_list is None:
+    return 0.0 if label is None else float(label)
+  return 0 if label is None else label_list.index(label)
+
+
+def convert_single_example(ex_index, example, label_list, max_seq_length,
+                           tokenize_fn):
+  """Converts one InputExample to InputFeatures (see the module docstring).
+
+  Args:
+    ex_index: int, position of the example (the first few are logged).
+    example: an InputExample.
+    label_list: list of label strings, or None for regression.
+    max_seq_length: int >= MIN_SEQ_LENGTH.
+    tokenize_fn: text -> list of ids.
+
+  Returns:
+    InputFeatures.
+  """
+  tokens_a = tokenize_fn(example.text_a)
+  tokens_b = tokenize_fn(example.text_b) if example.text_b else []
+  if tokens_b:
+    truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+  else:
+    tokens_a = tokens_a[:max_seq_length - 2]
+
+  input_ids = tokens_a + [SEP_ID]
+  segment_ids = [SEG_ID_A] * len(input_ids)
+  if tokens_b:
+    input_ids += tokens_b + [SEP_ID]
+    segment_ids += [SEG_ID_B] * (len(tokens_b) + 1)
+  input_ids.append(CLS_ID)
+  segment_ids.append(SEG_ID_CLS)
+
+  pad = max_seq_length - len(input_ids)
+  features = InputFeatures(
+      input_ids=[PAD_ID] * pad + input_ids,
+      input_mask=[1.0] * pad + [0.0] * len(input_ids),
+      segment_ids=[SEG_ID_PAD] * pad + segment_ids,
+      label_id=label_to_id(example.label, label_list))
+  if ex_index < 3:
+    logging.info("example %s: ids %s segments %s label %r -> %r",
+                 example.guid, features.input_ids, features.segment_ids,
+                 example.label, features.label_id)
+  return features
+
+
+def padding_features(max_seq_length, is_regression):
+  """The fake example that fills the last eval/predict batch."""
+  return InputFeatures(
+      input_ids=[PAD_ID] * max_seq_length,
+      input_mask=[1.0] * max_seq_length,
+      segment_ids=[SEG_ID_A] * max_seq_length,
+      label_id=0.0 if is_regression else 0,
+      is_real_example=False)
+
+
+def num_padding(num_examples, multiple):
+  """How many fake examples make `num_examples` a multiple of `multiple`."""
+  return -num_examples % multiple
+
+
+################################################################################
+# Feature records.
+################################################################################
+def _int_feature(values):
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+
+def _float_feature(values):
+  return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
+
+
+def serialize_features(features, is_regression):
+  """InputFeatures -> serialized tf.train.Example (bytes).
+
+  Features: `input_ids`, `segment_ids` int64 [L]; `input_mask` float [L];
+  `label_ids` int64 [1] (float [1] for regression); `is_real_example`
+  int64 [1].
+  """
+  label = (_float_feature([features.label_id]) if is_regression
+           else _int_feature([features.label_id]))
+  example = tf.train.Example(features=tf.train.Features(feature={
+      "input_ids": _int_feature(features.input_ids),
+      "input_mask": _float_feature(features.input_mask),
+      "segment_ids": _int_feature(features.segment_ids),
+      "label_ids": label,
+      "is_real_example": _int_feature([int(features.is_real_example)]),
+  }))
+  return example.SerializeToString()
+
+
+def write_records(examples, label_list, max_seq_length, tokenize_fn, path):
+  """Converts `examples` and writes them to the TFRecord file `path`.
+
+  The file appears under `path` only once complete. Logs progress and an
+  ETA every few seconds.
+
+  Returns:
+    int, the number of records written (= len(examples)).
+  """
+  total = len(examples)
+  start = last_log = time.time()
+  with io_utils.atomic_output(path) as tmp:
+    with tf.io.TFRecordWriter(tmp) as writer:
+      for i, example in enumerate(examples):
+        features = convert_single_example(i, example, label_list,
+                                          max_seq_length, tokenize_fn)
+        writer.write(serialize_features(features, label_list is None))
+        if time.time() - last_log > _LOG_EVERY_SECONDS:
+          last_log = time.time()
+          rate = (i + 1) / (last_log - start)
+          logging.info("%s: %d/%d examples (%.0f/s), ETA %.0fs",
+                       os.path.basename(path), i + 1, total, rate,
+                       (total - i - 1) / rate)
+  logging.info("Wrote %d examples to %s in %.1fs", total, path,
+               time.time() - start)
+  return total
+
+
+def spiece_digest(spiece_model_file):
+  """sha1 (hex) of the SentencePiece model file's bytes."""
+  with tf.io.gfile.GFile(spiece_model_file, "rb") as f:
+    return hashlib.sha1(f.read()).hexdigest()
+
+
+def record_path(output_dir, task, split, max_seq_length, spiece_model_file,
+                digest, uncased, shuffled=False):
+  """`{output_dir}/{task}.{split}.len-{L}.{spm name}-{sha1[:8]}[.uncased]
+  [.shuffled].tf_record`: one file per task, split, length, vocabulary,
+  casing and order (shuffled for training, file order for inference)."""
+  stem = os.path.splitext(os.path.basename(spiece_model_file))[0]
+  casing = ".uncased" if uncased else ""
+  order = ".shuffled" if shuffled else ""
+  return os.path.join(
+      output_dir, f"{task}.{split}.len-{max_seq_length}.{stem}-{digest[:8]}"
+                  f"{casing}{order}.tf_record")
+
+
+def shuffle_examples(examples, seed):
+  """`examples` in the order of `np.random.RandomState(seed).permutation`.
+
+  The release shuffles the training examples once before writing them
+  (unseeded); the seed makes the written order, and so a rerun, the same.
+
+  Args:
+    examples: list of n InputExample.
+    seed: int.
+
+  Returns:
+    a new list of the n examples, `[examples[i] for i in permutation]`.
+  """
+  order = np.random.RandomState(seed).permutation(len(examples))
+  return [examples[i] for i in order]
+
+
+def _read_json(path):
+  """The JSON object at `path`, or None when missing or unreadable."""
+  if not tf.io.gfile.exists(path):
+    return None
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      return json.load(f)
+  except (json.JSONDecodeError, UnicodeDecodeError):
+    return None
+
+
+def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
+                    sp_model, spiece_model_file, uncased, overwrite=False,
+                    shuffle_seed=None):
+  """Returns the feature records of one split, writing them when needed.
+
+  Next to the records, `{record}.json` holds the number of examples and the
+  key they were made with (task, split, max_seq_length, vocabulary digest,
+  casing, the processor's options, the digest of the source files' bytes
+  and the shuffle seed). The records are reused while that key is
+  unchanged, unless `overwrite`.
+
+  Args:
+    processor: a DataProcessor (resolved, see `resolve`).
+    data_dir: str, the task's data directory.
+    split: "train", "dev" or "test".
+    output_dir: str, where the records live (created if needed).
+    max_seq_length: int.
+    sp_model: the loaded SentencePiece model.
+    spiece_model_file: str, its path.
+    uncased: bool.
+    overwrite: bool, rewrite even valid records.
+    shuffle_seed: None: the examples in file order; an int: in the order of
+      `shuffle_examples(examples, shuffle_seed)` (for training), in a file
+      of their own.
+
+  Returns:
+    (record path, number of examples).
+  """
+  digest = spiece_digest(spiece_model_file)
+  path = record_path(output_dir, processor.name, split, max_seq_length,
+                     spiece_model_file, digest, uncased,
+                     shuffled=shuffle_seed is not None)
+  meta_path = path + ".json"
+  key = {"task": processor.name, "split": split,
+         "max_seq_length": max_seq_length, "spiece_sha1": digest,
+         "uncased": bool(uncased), "options": processor.options(),
+         "source": processor.source_signature(data_dir, split),
+         "shuffle_seed": shuffle_seed}
+  for stale in (path, meta_path):
+    io_utils.remove_stale_tmp(stale)
+
+  meta = _read_json(meta_path)
+  if meta is not None and not overwrite:
+    if meta.get("key") == key and tf.io.gfile.exists(path):
+      logging.info("Reusing %d %s examples in %s", meta["num_examples"],
+                   split, path)
+      return path, meta["num_examples"]
+    logging.info("%s was made from other data or settings; rewriting it",
+                 path)
+  # No metadata while the records are rewritten: a killed run is redone.
+  io_utils.remove_quietly(meta_path)
+  examples = processor.get_examples(data_dir, split)
+  if not examples:
+    raise ValueError(f"--data_dir={data_dir}: the {split} split of task "
+                     f"{processor.name} holds no examples")
+  if shuffle_seed is not None:
+    examples = shuffle_examples(examples, shuffle_seed)
+  num_examples = write_records(examples, processor.get_labels(),
+                               max_seq_length,
+                               make_tokenize_fn(sp_model, uncased), path)
+  io_utils.atomic_write(meta_path, json.dumps(
+      {"num_examples": num_examples, "key": key}, indent=2) + "\n")
+  return path, num_examples
+
+
+################################################################################
+# Input function.
+################################################################################
+def _features_to_tensors(features, is_regression):
+  """InputFeatures -> dict of tensors in the parsed-record dtypes."""
+  label_dtype = tf.float32 if is_regression else tf.int32
+  return {
+      "input_ids": tf.constant(features.input_ids, tf.int32),
+      "input_mask": tf.constant(features.input_mask, tf.float32),
+      "segment_ids": tf.constant(features.segment_ids, tf.int32),
+      "label_ids": tf.constant(features.label_id, label_dtype),
+      "is_real_example": tf.constant(int(features.is_real_example), tf.int32),
+  }
+
+
+def make_parser(max_seq_length, is_regression):
+  """Returns `parse(serialized) -> dict of tensors` for one record.
+
+  Ints come out int32 (TPUs have no int64): `input_ids`, `segment_ids`
+  [L]; `label_ids`, `is_real_example` scalars; `input_mask` float32 [L];
+  a regression `label_ids` is a float32 scalar.
+  """
+  label_dtype = tf.float32 if is_regression else tf.int64
+  spec = {
+      "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.float32),
+      "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "label_ids": tf.io.FixedLenFeature([], label_dtype),
+      "is_real_example": tf.io.FixedLenFeature([], tf.int64),
+  }
+
+  def parse(serialized):
+    example = tf.io.parse_single_example(serialized, spec)
+    return {name: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t
+            for name, t in example.items()}
+  return parse
+
+
+def input_fn_builder(input_file, max_seq_length, is_training, is_regression,
+                     num_examples=None, pad_to_multiple=None,
+                     shuffle_buffer=2048, seed=None):
+  """Builds the `input_fn(params)` over one feature record file.
+
+  The input function yields batch-major dicts (see `make_parser`) of
+  `params["batch_size"]` examples.
+    * Training: shuffled (buffer `shuffle_buffer`, op seed `seed`) and
+      repeated forever; only full batches.
+    * Eval/predict: every record once, in file order, then fake examples up
+      to a multiple of `pad_to_multiple` (default: the batch size), so every
+      batch is full and no real example is dropped.
+
+  Args:
+    input_file: str, a record file of `prepare_records`.
+    max_seq_length: int, L of the records.
+    is_training: bool.
+    is_regression: bool, float labels.
+    num_examples: int, records in the file (required unless is_training).
+    pad_to_multiple: int, the global batch size when several cores each
+      read `params["batch_size"]` examples; must be a multiple of it.
+    shuffle_buffer: int.
+    seed: int or None.
+
+  Returns:
+    input_fn(params) -> tf.data.Dataset.
+  """
+  parse = make_parser(max_seq_length, is_regression)
+
+  def input_fn(params):
+    batch_size = params["batch_size"]
+    dataset = tf.data.TFRecordDataset(input_file)
+    if is_training:
+      dataset = dataset.repeat().shuffle(shuffle_buffer, seed=seed)
+      dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    else:
+      multiple = pad_to_multiple or batch_size
+      if multiple % batch_size:
+        raise ValueError(f"pad_to_multiple={multiple} is not a multiple of "
+                         f"the batch size {batch_size}")
+      dataset = dataset.map(parse)
+      n_pad = num_padding(num_examples, multiple)
+      if n_pad:
+        fake = _features_to_tensors(
+            padding_features(max_seq_length, is_regression), is_regression)
+        dataset = dataset.concatenate(
+            tf.data.Dataset.from_tensors(fake).repeat(n_pad))
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+  return input_fn

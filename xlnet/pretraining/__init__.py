@@ -1,0 +1,1 @@
+"""Pretraining: the two-stream loss, the GPU/TPU trainers, held-out evaluation."""

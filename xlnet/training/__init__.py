@@ -1,0 +1,1 @@
+"""The training engine: strategies, the train step, optimizer, checkpoints."""

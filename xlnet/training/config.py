@@ -1,0 +1,190 @@
+"""Typed settings of a training run, resolved once by a program (or built in
+Python) and passed down: the library never reads command-line flags.
+
+  OptimizerConfig  the schedule and the Adam/AdamW step (`optimizer.py`)
+  BatchLayout      global / per-host / per-core batch, accumulation, memory
+  DeviceConfig     where the replicas run (GPUs/CPUs, hosts, TPU)
+  CheckpointConfig the model directory, warm start and saving
+  TrainConfig      the loop: logging, seed, XLA, float16 loss scaling
+
+Every field keeps the name of the flag it comes from, so a message that
+names a field names the flag a user types.
+"""
+import dataclasses
+from typing import Optional
+
+# The seed of every run that names none: weights, data order, dropout.
+DEFAULT_SEED = 1
+# --use_fp16: the first loss scale (as tf.keras' dynamic loss scale).
+INITIAL_LOSS_SCALE = 2.0 ** 15
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerConfig:
+  """The learning-rate schedule and the optimizer step.
+
+  Attributes:
+    learning_rate: peak learning rate.
+    train_steps: optimizer steps of the run (the schedule's length).
+    warmup_steps: linear warm-up steps.
+    decay_method: "poly" (linear to min_lr_ratio) or "cos".
+    min_lr_ratio: the final rate as a fraction of the peak.
+    adam_epsilon: Adam's epsilon.
+    weight_decay: decoupled weight decay (0: plain Adam with bias
+      correction, as the release).
+    clip: global-norm gradient clipping.
+    lr_layer_decay_rate: layer l's gradients scaled by
+      rate^(n_layer-1-l) (1: off).
+    n_layer: depth of the model (needed by the layer decay).
+  """
+  learning_rate: float
+  train_steps: int
+  warmup_steps: int = 0
+  decay_method: str = "poly"
+  min_lr_ratio: float = 0.0
+  adam_epsilon: float = 1e-8
+  weight_decay: float = 0.0
+  clip: float = 1.0
+  lr_layer_decay_rate: float = 1.0
+  n_layer: Optional[int] = None
+
+  def __post_init__(self):
+    if self.clip <= 0:
+      raise ValueError(f"--clip must be > 0, got {self.clip}")
+    if self.adam_epsilon <= 0:
+      raise ValueError(f"--adam_epsilon must be > 0, got {self.adam_epsilon}")
+    if self.weight_decay < 0:
+      raise ValueError(f"--weight_decay must be >= 0, got "
+                       f"{self.weight_decay}")
+    if self.learning_rate < 0:
+      raise ValueError(f"--learning_rate must be >= 0, got "
+                       f"{self.learning_rate}")
+    if self.decay_method not in ("poly", "cos"):
+      raise ValueError(f"--decay_method must be 'poly' or 'cos', got "
+                       f"{self.decay_method!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchLayout:
+  """How one optimizer step's examples are split; fixed for a model_dir.
+
+  Attributes:
+    train_batch_size: examples of one optimizer step's micro-batch over all
+      hosts (the global batch).
+    num_hosts: hosts (workers) reading data.
+    num_core_per_host: replicas per host (GPUs, CPU devices, TPU cores).
+    accum_steps: micro-batches accumulated per optimizer step.
+    mem_len: memory length carried between steps (0: none).
+  """
+  train_batch_size: int
+  num_hosts: int = 1
+  num_core_per_host: int = 1
+  accum_steps: int = 1
+  mem_len: int = 0
+
+  def __post_init__(self):
+    for name in ("train_batch_size", "num_hosts", "num_core_per_host",
+                 "accum_steps"):
+      if getattr(self, name) < 1:
+        raise ValueError(f"--{name}={getattr(self, name)} must be >= 1")
+    if self.mem_len < 0:
+      raise ValueError(f"--mem_len={self.mem_len} must be >= 0")
+    n_cores = self.num_hosts * self.num_core_per_host
+    if self.train_batch_size % n_cores:
+      raise ValueError(
+          f"--train_batch_size={self.train_batch_size} is not divisible by "
+          f"the number of cores num_hosts*num_core_per_host={n_cores}")
+
+  @property
+  def num_cores(self):
+    """Replicas over all hosts."""
+    return self.num_hosts * self.num_core_per_host
+
+  @property
+  def bsz_per_host(self):
+    """Rows one host reads per micro-batch."""
+    return self.train_batch_size // self.num_hosts
+
+  @property
+  def bsz_per_core(self):
+    """Rows one replica trains on per micro-batch."""
+    return self.bsz_per_host // self.num_core_per_host
+
+  def record(self):
+    """What a resumed run must keep (stored in model_dir/batch_layout.json)."""
+    return {"train_batch_size": self.train_batch_size,
+            "num_hosts": self.num_hosts,
+            "num_core_per_host": self.num_core_per_host,
+            "accum_steps": self.accum_steps}
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceConfig:
+  """Where the replicas run.
+
+  Attributes:
+    use_tpu: run on a TPU (TPUStrategy or TPUEstimator).
+    tpu, tpu_zone, gcp_project, master, tpu_job_name: the TPU's address.
+    worker_hosts: comma-separated host:port of every GPU worker, or None
+      (one host, or TF_CONFIG).
+    task_index: this worker's index in worker_hosts (0 = chief).
+    tpu_engine: "auto", "estimator" or "strategy" (pretraining on TPUs).
+  """
+  use_tpu: bool = False
+  tpu: Optional[str] = None
+  tpu_zone: Optional[str] = None
+  gcp_project: Optional[str] = None
+  master: Optional[str] = None
+  tpu_job_name: Optional[str] = None
+  worker_hosts: Optional[str] = None
+  task_index: int = 0
+  tpu_engine: str = "auto"
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointConfig:
+  """Where a run's state lives and how often it is saved.
+
+  Attributes:
+    model_dir: checkpoints, summaries, the run lock; a run resumes from the
+      newest intact checkpoint found here.
+    init_checkpoint: weights to start from (ignored when resuming).
+    save_steps: steps between checkpoints (None: only at the end).
+    max_save: checkpoints kept (0: all).
+  """
+  model_dir: str
+  init_checkpoint: Optional[str] = None
+  save_steps: Optional[int] = None
+  max_save: int = 0
+
+  def __post_init__(self):
+    if not self.model_dir:
+      raise ValueError("--model_dir is required (checkpoints and summaries)")
+    if self.save_steps is not None and self.save_steps < 1:
+      raise ValueError(f"--save_steps={self.save_steps} must be >= 1 (leave "
+                       "it unset to save only at the end)")
+    if self.max_save < 0:
+      raise ValueError(f"--max_save={self.max_save} must be >= 0 (0 keeps "
+                       "every checkpoint)")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+  """The training loop.
+
+  Attributes:
+    iterations: steps between log lines (and per TPU loop).
+    seed: seeds the initial weights, the data order and dropout.
+    use_xla: jit-compile the training step.
+    use_fp16: float16 activations with dynamic loss scaling.
+    loss_scale: the first loss scale with use_fp16.
+  """
+  iterations: int = 1000
+  seed: int = DEFAULT_SEED
+  use_xla: bool = False
+  use_fp16: bool = False
+  loss_scale: float = INITIAL_LOSS_SCALE
+
+  def __post_init__(self):
+    if self.iterations < 1:
+      raise ValueError(f"--iterations={self.iterations} must be >= 1")
