@@ -14,7 +14,7 @@ Pure graph builders (no session, no optimizer): they run inside a
 """
 import tensorflow as tf
 
-from xlnet.pretraining import function_builder
+from xlnet import finetune_backbone
 from xlnet import modeling
 
 # Variables a pretrained checkpoint does not hold: the fine-tuning pooler and
@@ -49,7 +49,7 @@ def sequence_summary(FLAGS, features, is_training):  # pylint: disable=invalid-n
   Returns:
     (summary float32 [B, d_model], the XLNetModel).
   """
-  xlnet_model = function_builder.finetune_model(
+  xlnet_model = finetune_backbone.finetune_model(
       FLAGS, features["input_ids"], features["segment_ids"],
       features["input_mask"], is_training)
   summary = xlnet_model.get_pooled_out(FLAGS.summary_type,

@@ -6,7 +6,7 @@ released root-scope layer `logits/dense/{kernel [d_model, 1], bias [1]}`.
 """
 import tensorflow as tf
 
-from xlnet.pretraining import function_builder
+from xlnet import finetune_backbone
 from xlnet import modeling
 from xlnet.finetuning import race_utils
 
@@ -35,7 +35,7 @@ def get_race_logits(FLAGS, features, is_training):  # pylint: disable=invalid-na
   Returns:
     float32 `[B, 4]`.
   """
-  xlnet_model = function_builder.finetune_model(
+  xlnet_model = finetune_backbone.finetune_model(
       FLAGS, *[_one_option_per_row(features, name) for name in
                ("input_ids", "segment_ids", "input_mask")], is_training)
   summary = xlnet_model.get_pooled_out(FLAGS.summary_type,

@@ -17,7 +17,7 @@ Every tensor inside is time-major (`[len, bsz, ...]`).
 """
 import tensorflow as tf
 
-from xlnet.pretraining import function_builder
+from xlnet import finetune_backbone
 from xlnet import modeling
 
 # Added to the logits of positions that cannot hold an answer.
@@ -189,7 +189,7 @@ def get_qa_outputs(FLAGS, features, is_training):  # pylint: disable=invalid-nam
   Returns:
     `qa_heads`' dict (training or beam outputs).
   """
-  xlnet_model = function_builder.finetune_model(
+  xlnet_model = finetune_backbone.finetune_model(
       FLAGS, features["input_ids"], features["segment_ids"],
       features["input_mask"], is_training)
   return qa_heads(
