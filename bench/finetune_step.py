@@ -24,8 +24,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from xlnet.flags import configs as config_flags  # noqa: E402
 from xlnet import classifier_heads  # noqa: E402
-from xlnet import flags as flags_lib  # noqa: E402
 from xlnet.training import config  # noqa: E402
 from xlnet.training import engine  # noqa: E402
 from xlnet import squad_heads  # noqa: E402
@@ -85,7 +85,7 @@ def bench(name, args, config_path, model_dir):
   strategy = tf.distribute.get_strategy()
   trainer = engine.Trainer(
       strategy, lambda f, m, t: (loss_fn(f, t), None, {}),
-      flags_lib.optimizer_config(FLAGS), os.path.join(model_dir, name),
+      config_flags.optimizer_config(FLAGS), os.path.join(model_dir, name),
       train=config.TrainConfig(seed=1, use_xla=args.use_xla))
   trainer.build(dataset.element_spec)
   step = trainer.make_train_step()

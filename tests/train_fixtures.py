@@ -9,8 +9,9 @@ import subprocess
 import numpy as np
 import tensorflow as tf
 
+from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import configs as config_flags
 from xlnet.training import engine
-from xlnet import flags as flags_lib
 from xlnet.pretraining import function_builder
 from xlnet import model as model_lib
 
@@ -38,7 +39,7 @@ def tiny_flags(**overrides):
   values = dict(TINY, **overrides)
   argv = ["prog"] + [f"--{k}={v}" for k, v in values.items()
                      if v is not None]
-  return flags_lib.parse_flags(argv)
+  return flag_catalog.parse_flags(argv)
 
 
 def fake_batch(rng, bsz, seq_len, num_predict, n_token):
@@ -148,10 +149,10 @@ def make_trainer(FL, n_replicas, model_dir, accum_steps=1, use_xla=False,
       FL.train_batch_size // strategy.num_replicas_in_sync, config.d_model)
             if FL.mem_len else None)
   return engine.Trainer(strategy, function_builder.pretrain_loss_fn(
-      config, FL), flags_lib.optimizer_config(FL, config.n_layer),
+      config, FL), config_flags.optimizer_config(FL, config.n_layer),
                         str(model_dir), memory=memory,
                         accum_steps=accum_steps, train=dataclasses.replace(
-                            flags_lib.train_config(FL), use_xla=use_xla))
+                            config_flags.train_config(FL), use_xla=use_xla))
 
 
 def random_weights(trainer, seed, std=0.1):

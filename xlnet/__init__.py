@@ -1,13 +1,16 @@
-"""xlnet-tf: XLNet pretraining in TensorFlow.
+"""xlnet-tf: XLNet pretraining and fine-tuning in TensorFlow.
 
 Public API (names follow the original release):
-    from xlnet import XLNetConfig, RunConfig, XLNetModel, create_run_config
+    from xlnet import XLNetConfig, RunConfig, XLNetModel
     from xlnet import modeling
+The packages, by role: `xlnet.data` (text -> records -> input function),
+`xlnet.training` (the engine), `xlnet.pretraining`, `xlnet.finetuning`,
+`xlnet.flags` (every program's flags, resolved into typed configs),
+`xlnet.demo`; see docs/python_api.md.
 """
 from xlnet import modeling  # noqa: F401
 from xlnet.model import (  # noqa: F401
     RunConfig,
     XLNetConfig,
     XLNetModel,
-    create_run_config,
 )

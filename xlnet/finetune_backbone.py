@@ -3,6 +3,7 @@ regression, SQuAD, RACE): the XLNet content stream on batch-major inputs,
 without memory or permutation."""
 import tensorflow as tf
 
+from xlnet.flags import configs as config_flags
 from xlnet import model as model_lib
 
 
@@ -22,7 +23,7 @@ def finetune_model(FLAGS, input_ids, segment_ids, input_mask, is_training):
     time-major transposes of the inputs.
   """
   xlnet_config = model_lib.XLNetConfig(json_path=FLAGS.model_config_path)
-  run_config = model_lib.create_run_config(is_training, True, FLAGS)
+  run_config = config_flags.run_config(is_training, True, FLAGS)
   return model_lib.XLNetModel(
       xlnet_config=xlnet_config, run_config=run_config,
       input_ids=tf.transpose(input_ids, [1, 0]),

@@ -153,37 +153,6 @@ class RunConfig:
     self.same_length = same_length
 
 
-def create_run_config(is_training, is_finetune, FLAGS):  # pylint: disable=invalid-name
-  """Builds a RunConfig from flags.
-
-  Fine-tuning leaves mem_len/reuse_len None and bi_data/same_length False;
-  pretraining reads them from FLAGS. Flags that are not defined take the
-  RunConfig defaults (use_tpu/use_bfloat16/use_fp16 False, dropout/dropatt
-  0.1).
-  """
-  def flag(name, default):
-    return getattr(FLAGS, name, default)
-
-  kwargs = dict(
-      is_training=is_training,
-      use_tpu=flag("use_tpu", False),
-      use_bfloat16=flag("use_bfloat16", False),
-      use_fp16=flag("use_fp16", False),
-      dropout=flag("dropout", 0.1),
-      dropatt=flag("dropatt", 0.1),
-      init=flag("init", "normal"),
-      init_range=flag("init_range", 0.1),
-      init_std=flag("init_std", 0.02),
-      clamp_len=flag("clamp_len", -1))
-  if not is_finetune:
-    kwargs.update(
-        mem_len=flag("mem_len", None),
-        reuse_len=flag("reuse_len", None),
-        bi_data=flag("bi_data", False),
-        same_length=flag("same_length", False))
-  return RunConfig(**kwargs)
-
-
 def _get_initializer(run_config):
   """The run's initializer: normal(init_std) or uniform(+-init_range)."""
   if run_config.init == "uniform":

@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
+from xlnet.flags import configs as config_flags
 from tests import np_reference
 from xlnet import model as xlnet_model
 from xlnet import modeling
@@ -743,13 +744,13 @@ def test_create_run_config_finetune_and_pretrain():
     bi_data = True
     same_length = True
 
-  fine = xlnet_model.create_run_config(True, True, Flags)
+  fine = config_flags.run_config(True, True, Flags)
   assert (fine.mem_len, fine.reuse_len, fine.bi_data, fine.same_length) == (
       None, None, False, False)
   assert (fine.dropout, fine.dropatt, fine.init, fine.init_range,
           fine.clamp_len, fine.use_bfloat16) == (0.2, 0.3, "uniform", 0.05, 7,
                                                  True)
-  pre = xlnet_model.create_run_config(False, False, Flags)
+  pre = config_flags.run_config(False, False, Flags)
   assert (pre.mem_len, pre.reuse_len, pre.bi_data, pre.same_length,
           pre.is_training) == (384, 256, True, True, False)
 

@@ -11,13 +11,14 @@ from absl import flags as absl_flags
 import pytest
 import tensorflow as tf
 
+from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import finetuning as finetune_flags
+from xlnet.flags import pretraining as pretrain_flags
+from xlnet.flags import rules as flag_rules
 from tests import classifier_fixtures
 from tests import data_helpers
 from tests import train_fixtures as fx
 from xlnet.data import record_writer
-from xlnet.finetuning import finetune_flags
-from xlnet import flag_rules
-from xlnet import flags as flags_lib
 from xlnet.finetuning import run_classifier
 from xlnet.finetuning import run_race
 from xlnet.finetuning import run_squad
@@ -36,7 +37,7 @@ from xlnet.pretraining import train_gpu
     (["--iterations=0"], "--iterations=0 must be >= 1"),
 ])
 def test_flags_checked_against_corpus_info(tmp_path, argv, message):
-  FL = flags_lib.parse_flags(
+  FL = flag_catalog.parse_flags(
       ["prog", "--n_layer=1", "--d_model=16", f"--model_dir={tmp_path}/m"] +
       ([f"--record_info_dir={fx.fake_data_dir(tmp_path)}"]
        if argv else []) + argv)
@@ -63,32 +64,32 @@ def test_original_readme_command_is_accepted_with_corpus_info_path(tmp_path):
   info_path = tmp_path / "elsewhere" / "info.json"
   info_path.parent.mkdir()
   info_path.write_text(json.dumps(README_CORPUS_INFO))
-  FL = flags_lib.parse_flags(_readme_argv(str(record_dir), str(info_path)))
-  flags_lib.resolve_flags(FL, flags_lib.load_corpus_info(FL))
+  FL = flag_catalog.parse_flags(_readme_argv(str(record_dir), str(info_path)))
+  pretrain_flags.resolve_flags(FL, pretrain_flags.load_corpus_info(FL))
   assert (FL.seq_len, FL.reuse_len, FL.perm_size, FL.bi_data, FL.num_predict,
           FL.train_batch_size, FL.n_token, FL.n_layer, FL.d_model) == (
               512, 256, 256, True, 85, 2048, 32000, 24, 1024)
   # The original TPU trainer's --track_mean is accepted too.
-  flags_lib.parse_flags(["prog", "--track_mean=False"])
+  flag_catalog.parse_flags(["prog", "--track_mean=False"])
 
   # A --corpus_info_path that disagrees with the flags is named in the error;
   # one that does not exist is reported as such.
   info_path.write_text(json.dumps(dict(README_CORPUS_INFO, seq_len=128)))
-  FL = flags_lib.parse_flags(_readme_argv(str(record_dir), str(info_path)))
+  FL = flag_catalog.parse_flags(_readme_argv(str(record_dir), str(info_path)))
   with pytest.raises(ValueError, match="--seq_len=512 does not match the "
                      "data: .*info.json has seq_len=128"):
-    flags_lib.resolve_flags(FL, flags_lib.load_corpus_info(FL))
-  FL = flags_lib.parse_flags(_readme_argv(str(record_dir),
+    pretrain_flags.resolve_flags(FL, pretrain_flags.load_corpus_info(FL))
+  FL = flag_catalog.parse_flags(_readme_argv(str(record_dir),
                                           str(tmp_path / "none.json")))
   with pytest.raises(ValueError, match="--corpus_info_path=.*none.json does "
                      "not exist"):
-    flags_lib.load_corpus_info(FL)
+    pretrain_flags.load_corpus_info(FL)
 
 
 def test_resolve_fills_data_flags_from_corpus_info(tmp_path):
-  FL = flags_lib.parse_flags(["prog", "--record_info_dir=" +
+  FL = flag_catalog.parse_flags(["prog", "--record_info_dir=" +
                               fx.fake_data_dir(tmp_path)])
-  flags_lib.resolve_flags(FL, flags_lib.load_corpus_info(FL))
+  pretrain_flags.resolve_flags(FL, pretrain_flags.load_corpus_info(FL))
   assert (FL.seq_len, FL.reuse_len, FL.bi_data, FL.num_predict,
           FL.train_batch_size, FL.n_token) == (8, 4, True, 3, 4, 40)
 
@@ -102,14 +103,14 @@ def test_corpus_info_is_read_through_tf_gfile():
   tf.io.gfile.makedirs("ram://xlnet_test_data/tfrecords")
   with tf.io.gfile.GFile("ram://xlnet_test_data/corpus_info.json", "w") as f:
     f.write(json.dumps(info))
-  FL = flags_lib.parse_flags(
+  FL = flag_catalog.parse_flags(
       ["prog", "--record_info_dir=ram://xlnet_test_data/tfrecords"])
-  assert flags_lib.load_corpus_info(FL) == info
-  FL = flags_lib.parse_flags(
+  assert pretrain_flags.load_corpus_info(FL) == info
+  FL = flag_catalog.parse_flags(
       ["prog", "--record_info_dir=ram://xlnet_test_data/missing"])
   with pytest.raises(ValueError, match="directory ram://xlnet_test_data/"
                      "missing does not exist"):
-    flags_lib.load_corpus_info(FL)
+    pretrain_flags.load_corpus_info(FL)
 
 
 def test_resolve_all_reads_the_model_config_once(tmp_path):
@@ -120,35 +121,35 @@ def test_resolve_all_reads_the_model_config_once(tmp_path):
   config.write_text(json.dumps(dict(
       n_layer=3, d_model=32, n_head=2, d_head=16, d_inner=64,
       ff_activation="relu", untie_r=False, n_token=100)))
-  FL = flags_lib.parse_flags(["prog",
+  FL = flag_catalog.parse_flags(["prog",
                               f"--record_info_dir={fx.fake_data_dir(tmp_path)}",
                               f"--model_config_path={config}", "--n_layer=9"])
-  xlnet_config, info = flags_lib.resolve_all(FL)
+  xlnet_config, info = pretrain_flags.resolve_all(FL)
   assert xlnet_config.to_dict() == json.loads(config.read_text())
   assert (FL.n_layer, FL.d_model, FL.ff_activation) == (3, 32, "relu")
   assert info["vocab_size"] == 40 and FL.seq_len == 8
-  FL = flags_lib.parse_flags(["prog", "--record_info_dir=" +
+  FL = flag_catalog.parse_flags(["prog", "--record_info_dir=" +
                               fx.fake_data_dir(tmp_path / "b"),
                               "--n_layer=2", "--d_model=16", "--n_head=2",
                               "--d_head=8", "--d_inner=32"])
-  assert flags_lib.resolve_all(FL)[0].n_token == 40
+  assert pretrain_flags.resolve_all(FL)[0].n_token == 40
 
 
 def test_batch_layout_has_one_name(tmp_path):
-  FL = flags_lib.parse_flags(["prog", "--train_batch_size=32",
+  FL = flag_catalog.parse_flags(["prog", "--train_batch_size=32",
                               "--num_hosts=2",
                               "--num_core_per_host=4"])
-  assert flags_lib.bsz_per_host(FL) == 16 and flags_lib.bsz_per_core(FL) == 4
+  assert pretrain_flags.bsz_per_host(FL) == 16 and pretrain_flags.bsz_per_core(FL) == 4
 
 
 # --------------------------------------------------------------------------
-# One rule per flag name, in every program (xlnet/flag_rules.py).
+# One rule per flag name, in every program (xlnet/flags/rules.py).
 # --------------------------------------------------------------------------
 def _check_pretraining(tmp_path, extra):
   """train_gpu.py / train_tpu.py / eval_pretrain.py: resolve_flags."""
-  FL = flags_lib.parse_flags(
+  FL = flag_catalog.parse_flags(
       ["prog", f"--record_info_dir={fx.fake_data_dir(tmp_path)}"] + extra)
-  flags_lib.resolve_flags(FL, flags_lib.load_corpus_info(FL))
+  pretrain_flags.resolve_flags(FL, pretrain_flags.load_corpus_info(FL))
 
 
 def _check_classifier(tmp_path, extra):

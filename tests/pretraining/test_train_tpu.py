@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from xlnet.flags import catalog as flag_catalog
 from tests import train_fixtures as fx
 from tests.data_helpers import make_records
-from xlnet import flags as flags_lib
 from xlnet.training import model_utils
 from xlnet.pretraining import train_tpu
 
@@ -38,7 +38,7 @@ def _summaries(model_dir):
 def test_cpu_run_trains_with_memories_across_loops(tmp_path):
   record_dir = make_records(str(tmp_path / "data"), num_lines=600)
   model_dir = str(tmp_path / "model")
-  FL = flags_lib.parse_flags([
+  FL = flag_catalog.parse_flags([
       "prog", f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
       "--use_tpu=False", "--n_layer=2", "--d_model=16", "--n_head=2",
       "--d_head=8", "--d_inner=32", "--dropout=0", "--dropatt=0",
@@ -81,7 +81,7 @@ def test_memories_carry_across_loop_boundaries(tmp_path):
   step 1's memory (the release reset it to zeros at every loop start)."""
   record_dir = make_records(str(tmp_path / "data"), num_lines=600)
   model_dir = str(tmp_path / "model")
-  FL = flags_lib.parse_flags([
+  FL = flag_catalog.parse_flags([
       "prog", f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
       "--use_tpu=False", "--n_layer=1", "--d_model=8", "--n_head=1",
       "--d_head=8", "--d_inner=8", "--dropout=0", "--dropatt=0",
@@ -127,8 +127,8 @@ def test_original_readme_command_runs_train_py(tmp_path):
 def test_train_py_targets_a_tpu_like_the_release():
   """The release's train.py defaulted to use_tpu=True and 8 cores per host;
   the GPU trainer keeps 1 core and no TPU."""
-  tpu = flags_lib.parse_flags(["prog"], tpu_defaults=True)
-  gpu = flags_lib.parse_flags(["prog"])
+  tpu = flag_catalog.parse_flags(["prog"], tpu_defaults=True)
+  gpu = flag_catalog.parse_flags(["prog"])
   assert (tpu.use_tpu, tpu.num_core_per_host) == (True, 8)
   assert (gpu.use_tpu, gpu.num_core_per_host) == (False, 1)
 

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from xlnet.flags import configs as config_flags
 from tests import train_fixtures as fx
 from xlnet.training import checkpoint_io
 from xlnet.training import engine
-from xlnet import flags as flags_lib
 from xlnet.pretraining import function_builder
 from xlnet import model as model_lib
 
@@ -379,8 +379,8 @@ def _boom_trainer(model_dir, loss_scale=2.0):
   FL = fx.tiny_flags(use_fp16=True, loss_scale=loss_scale,
                      learning_rate=0.1, mem_len=0)
   trainer = engine.Trainer(tf.distribute.get_strategy(), _quadratic_loss,
-                           flags_lib.optimizer_config(FL), str(model_dir),
-                           train=flags_lib.train_config(FL))
+                           config_flags.optimizer_config(FL), str(model_dir),
+                           train=config_flags.train_config(FL))
   return trainer
 
 

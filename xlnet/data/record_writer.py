@@ -24,9 +24,9 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from xlnet.flags import rules as flag_rules
 from xlnet import cli
 from xlnet.data import example_proto
-from xlnet import flag_rules
 from xlnet import io_utils
 from xlnet.data import prepro_utils
 from xlnet.data import pretrain_examples

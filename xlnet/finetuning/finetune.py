@@ -22,10 +22,10 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from xlnet.flags import configs as config_flags
+from xlnet.flags import finetuning as finetune_flags
 from xlnet.training import checkpoint_io
 from xlnet.training import engine
-from xlnet import flags as flags_lib
-from xlnet.finetuning import finetune_flags
 from xlnet.training import model_utils
 from xlnet.training import run_lock
 
@@ -72,7 +72,7 @@ def train(FLAGS, input_fn, loss_fn, allow_missing=()):
   """Fine-tunes until `--train_steps`, resuming from `--model_dir`.
 
   Args:
-    FLAGS: the fine-tuning flags (`xlnet/finetuning/finetune_flags.py`).
+    FLAGS: the fine-tuning flags (`xlnet/flags/finetuning.py`).
     input_fn: `input_fn(params)` -> dataset of batch-major feature dicts,
       `params["batch_size"]` examples each (static: drop the remainder),
       repeating; an optional `params["input_context"]` shards the files.
@@ -116,9 +116,9 @@ def _engine_train(FLAGS, strategy, input_fn, loss_fn, allow_missing):
   trainer = engine.Trainer(
       strategy, lambda f, mems, is_training: (loss_fn(f, is_training), None,
                                               {}),
-      flags_lib.optimizer_config(FLAGS, getattr(FLAGS, "n_layer", None)),
+      config_flags.optimizer_config(FLAGS, getattr(FLAGS, "n_layer", None)),
       FLAGS.model_dir, accum_steps=accum,
-      train=flags_lib.train_config(FLAGS))
+      train=config_flags.train_config(FLAGS))
   if trainer.chief:
     engine.check_batch_layout(FLAGS.model_dir, batch_layout(FLAGS),
                               resume is not None)

@@ -35,6 +35,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import finetuning as finetune_flags
 from xlnet import classifier_heads
 from xlnet.finetuning import classifier_processors
 from xlnet.finetuning import classifier_utils
@@ -44,7 +46,6 @@ from xlnet.finetuning.checkpoint_eval import checkpoints_to_evaluate
 from xlnet.finetuning.checkpoint_eval import list_checkpoints  # noqa: F401
 from xlnet.finetuning.checkpoint_eval import update_eval_results
 from xlnet.finetuning import finetune
-from xlnet.finetuning import finetune_flags
 from xlnet import io_utils
 from xlnet.finetuning import metrics as metrics_lib
 from xlnet.training import model_utils
@@ -55,7 +56,7 @@ EVAL_RESULTS = "eval_results.txt"
 
 def define_flags(flag_values=flags.FLAGS):
   """Defines the common fine-tuning flags and the task flags."""
-  finetune_flags.define_common_flags(flag_values)
+  flag_catalog.define_common_flags(flag_values)
   if "task_name" in flag_values:
     return
   fv = dict(flag_values=flag_values)

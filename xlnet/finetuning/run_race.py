@@ -15,10 +15,11 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
+from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import finetuning as finetune_flags
+from xlnet.flags import rules as flag_rules
 from xlnet import cli
 from xlnet.finetuning import finetune
-from xlnet.finetuning import finetune_flags
-from xlnet import flag_rules
 from xlnet import io_utils
 from xlnet.data import prepro_utils
 from xlnet.finetuning import qa_records
@@ -29,7 +30,7 @@ def define_flags(flag_values=flags.FLAGS):
   """Defines every flag of run_race.py (no-op if already there)."""
   if "max_qa_length" in flag_values:
     return
-  finetune_flags.define_common_flags(flag_values)
+  flag_catalog.define_common_flags(flag_values)
   fv = dict(flag_values=flag_values)
   flags.DEFINE_integer("max_seq_length", 512,
                        "Pieces per sequence, padding included.", **fv)
@@ -45,7 +46,7 @@ def define_flags(flag_values=flags.FLAGS):
                     "Split scored by --do_eval.", **fv)
   flags.DEFINE_integer("eval_batch_size", 32, "Evaluation batch size.", **fv)
   # The paper's XLNet-Large settings.
-  finetune_flags.set_defaults(flag_values, learning_rate=2e-5,
+  flag_catalog.set_defaults(flag_values, learning_rate=2e-5,
                         train_batch_size=32, train_steps=12000,
                         warmup_steps=1000, save_steps=1000)
 

@@ -3,8 +3,9 @@ import os
 
 import tensorflow as tf
 
+from xlnet.flags import configs as config_flags
+from xlnet.flags import pretraining as pretrain_flags
 from xlnet.data import input_pipeline
-from xlnet import flags as flags_lib
 from xlnet import model as model_lib
 from xlnet import modeling
 
@@ -62,7 +63,7 @@ def get_input_fn(FLAGS, num_core_per_host, corpus_info=None, split="train",
   return input_pipeline.get_input_fn(
       tfrecord_dir=record_dir or FLAGS.record_info_dir,
       split=split,
-      bsz_per_host=flags_lib.bsz_per_host(FLAGS),
+      bsz_per_host=pretrain_flags.bsz_per_host(FLAGS),
       seq_len=FLAGS.seq_len,
       reuse_len=FLAGS.reuse_len,
       bi_data=FLAGS.bi_data,
@@ -112,7 +113,7 @@ def two_stream_loss(xlnet_config, FLAGS, features, mems, is_training):
       argmax prediction is right).
   """
   tm = to_time_major(features)
-  run_config = model_lib.create_run_config(is_training, False, FLAGS)
+  run_config = config_flags.run_config(is_training, False, FLAGS)
 
   xlnet_model = model_lib.XLNetModel(
       xlnet_config=xlnet_config,

@@ -17,10 +17,11 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import pretraining as pretrain_flags
 from xlnet.training import checkpoint_io
 from xlnet import cli
 from xlnet.training import engine
-from xlnet import flags as flags_lib
 from xlnet.pretraining import function_builder
 from xlnet import io_utils
 from xlnet.training import model_utils
@@ -122,10 +123,10 @@ def evaluate_checkpoint(FLAGS):
     config_path = os.path.join(os.path.dirname(prefix), "config.json")
     if tf.io.gfile.exists(config_path):
       FLAGS.model_config_path = config_path
-  xlnet_config, _ = flags_lib.resolve_all(FLAGS)
+  xlnet_config, _ = pretrain_flags.resolve_all(FLAGS)
   input_fn, num_batch = eval_input_fn(FLAGS)
   num_batches = FLAGS.eval_batches or num_batch
-  bsz = flags_lib.bsz_per_host(FLAGS)
+  bsz = pretrain_flags.bsz_per_host(FLAGS)
   dataset = input_fn({"batch_size": bsz})
   template = tf.compat.v1.make_template(
       engine.TEMPLATE_SCOPE, function_builder.pretrain_loss_fn(xlnet_config,
@@ -155,5 +156,5 @@ def main(unused_argv):
 
 def entry_point():
   """`python eval_pretrain.py ...`."""
-  cli.run(main, flags_lib.define_flags)
+  cli.run(main, flag_catalog.define_flags)
 

@@ -18,11 +18,13 @@ import math
 from absl import logging
 import tensorflow as tf
 
+from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import configs as config_flags
+from xlnet.flags import pretraining as pretrain_flags
 from xlnet.training import checkpoint_io
 from xlnet import cli
 from xlnet.data import record_format
 from xlnet.training import engine
-from xlnet import flags as flags_lib
 from xlnet.pretraining import function_builder
 from xlnet.pretraining import pretrain_eval
 from xlnet.training import run_lock
@@ -72,7 +74,7 @@ def dataset_fn_for(FLAGS, corpus_info, start_host_batch):
       self.current_host = host
 
   def dataset_fn(input_context):
-    return input_fn({"batch_size": flags_lib.bsz_per_core(FLAGS),
+    return input_fn({"batch_size": pretrain_flags.bsz_per_core(FLAGS),
                      "context": _Host(input_context.input_pipeline_id),
                      "start_host_batch": start_host_batch})
 
@@ -84,7 +86,7 @@ def run(FLAGS, tpu=False):
   run lock of `--model_dir` (the chief; `xlnet/training/run_lock.py`).
 
   Args:
-    FLAGS: the parsed flags (`xlnet.flags`).
+    FLAGS: the parsed flags (`xlnet/flags/catalog.py`).
     tpu: called by train_tpu.py: with `--use_tpu` the strategy is a
       TPUStrategy on `--tpu` and `--num_hosts` TPU hosts.
 
@@ -113,7 +115,7 @@ def run(FLAGS, tpu=False):
     raise ValueError(f"--num_hosts={FLAGS.num_hosts} but the cluster has "
                      f"{num_hosts} worker(s) (--worker_hosts or TF_CONFIG)")
   FLAGS.num_hosts = num_hosts
-  xlnet_config, corpus_info = flags_lib.resolve_all(FLAGS)
+  xlnet_config, corpus_info = pretrain_flags.resolve_all(FLAGS)
   evaluation = None
   if FLAGS.eval_steps:
     input_fn, num_batch = pretrain_eval.eval_input_fn(FLAGS)
@@ -152,14 +154,14 @@ def train(FLAGS, strategy, xlnet_config, corpus_info, evaluation):
   resume = checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
   start_step = checkpoint_io.step_of(resume) if resume else 0
   memory = (engine.MemoryConfig(xlnet_config.n_layer, FLAGS.mem_len,
-                                flags_lib.bsz_per_core(FLAGS),
+                                pretrain_flags.bsz_per_core(FLAGS),
                                 xlnet_config.d_model)
             if FLAGS.mem_len else None)
   trainer = engine.Trainer(
       strategy, function_builder.pretrain_loss_fn(xlnet_config, FLAGS),
-      flags_lib.optimizer_config(FLAGS, xlnet_config.n_layer),
+      config_flags.optimizer_config(FLAGS, xlnet_config.n_layer),
       FLAGS.model_dir, memory=memory, accum_steps=FLAGS.accum_steps,
-      train=flags_lib.train_config(FLAGS))
+      train=config_flags.train_config(FLAGS))
   if trainer.chief:
     engine.check_batch_layout(FLAGS.model_dir, batch_layout(FLAGS),
                               resume is not None)
@@ -197,7 +199,7 @@ def held_out_hook(FLAGS, trainer, evaluation, logger, writer):
   """`on_step` that logs, then evaluates on the held-out split every
   `--eval_steps` steps and at the end (on the chief)."""
   input_fn, num_batches = evaluation
-  bsz = flags_lib.bsz_per_host(FLAGS)
+  bsz = pretrain_flags.bsz_per_host(FLAGS)
   mem_shape = ([FLAGS.mem_len, bsz, trainer.memory.d_model]
                if trainer.memory else None)
   evaluator = pretrain_eval.Evaluator(trainer.template, mem_shape,
@@ -221,4 +223,4 @@ def main(unused_argv):
 
 def entry_point():
   """`python train_gpu.py ...`."""
-  cli.run(main, flags_lib.define_flags)
+  cli.run(main, flag_catalog.define_flags)

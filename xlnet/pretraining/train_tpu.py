@@ -32,10 +32,11 @@ import signal
 from absl import flags
 import tensorflow as tf
 
+from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import pretraining as pretrain_flags
 from xlnet.training import checkpoint_io
 from xlnet import cli
 from xlnet.training import engine
-from xlnet import flags as flags_lib
 from xlnet.pretraining import function_builder
 from xlnet.training import model_utils
 from xlnet import modeling
@@ -233,7 +234,7 @@ def run_estimator(FLAGS):
   tpu = model_utils.tpu_estimator()
   if not FLAGS.model_dir:
     raise ValueError("--model_dir is required (checkpoints and summaries)")
-  xlnet_config, corpus_info = flags_lib.resolve_all(FLAGS)
+  xlnet_config, corpus_info = pretrain_flags.resolve_all(FLAGS)
   resume = checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
   start_step = checkpoint_io.step_of(resume) if resume else 0
   input_fn = estimator_input_fn(FLAGS, FLAGS.num_core_per_host, corpus_info,
@@ -300,5 +301,5 @@ def main(unused_argv):
 def entry_point():
   """`python train_tpu.py ...` / `python train.py ...` (the release's TPU
   defaults: --use_tpu=True, --num_core_per_host=8)."""
-  cli.run(main, lambda: flags_lib.define_flags(tpu_defaults=True))
+  cli.run(main, lambda: flag_catalog.define_flags(tpu_defaults=True))
 

@@ -1,31 +1,27 @@
-"""The command-line flags shared by the pretraining entry points.
+"""The command-line flags of every program, defined in one place.
 
-One place defines every flag of `train_gpu.py` and `train_tpu.py`, with the
-released code's names, so the original README's commands work verbatim.
+`define_flags` defines the pretraining programs' flags (train_gpu.py,
+train_tpu.py, eval_pretrain.py) with the released code's names, so the
+original README's commands work verbatim; `define_common_flags` the flags
+every fine-tuning program shares (run_classifier.py, run_squad.py,
+run_race.py), each program adding its task flags.
 
-Defaults follow the paper's XLNet-Large recipe (docs/training.md) where
-the release shipped toy values: a 24-layer 1024-wide gelu model with untied
-relative biases, dropout 0.1, attention dropout 0.1, Adam epsilon 1e-6, 40K
-warmup steps, linear ("poly") decay over 500K steps, weight decay 0.01,
+Pretraining defaults follow the paper's XLNet-Large recipe (docs/training.md)
+where the release shipped toy values: a 24-layer 1024-wide gelu model with
+untied relative biases, dropout 0.1, attention dropout 0.1, Adam epsilon 1e-6,
+40K warmup steps, linear ("poly") decay over 500K steps, weight decay 0.01,
 mem_len 384. The data flags (`seq_len`, `reuse_len`, `uncased`, `bi_data`,
 `mask_alpha`, `mask_beta`, `num_predict`, `train_batch_size`) default to
 None: they are read from the records' `corpus_info.json`, and when given
-they are checked against it by `resolve_flags`.
+they are checked against it (`xlnet/flags/pretraining.py`).
+
+Fine-tuning defaults are the released scripts' defaults, except
+`adam_epsilon`, which is the paper's fine-tuning value 1e-6 (the release's
+flag said 1e-8).
 """
-import os
-
 from absl import flags
-import tensorflow as tf
 
-from xlnet.data import record_format
-from xlnet import flag_rules
-from xlnet import model as model_lib
-from xlnet.training import config as train_config_lib
-from xlnet.training import model_utils
-
-# Flags that must equal the corresponding corpus_info.json entries.
-DATA_FLAGS = ("seq_len", "reuse_len", "uncased", "bi_data", "mask_alpha",
-              "mask_beta", "num_predict")
+from xlnet.training import config as train_config
 
 
 def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
@@ -146,7 +142,7 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
   flags.DEFINE_string("init_checkpoint", None,
                       "Checkpoint to initialize the model from (e.g. the "
                       "released weights); ignored when resuming.", **fv)
-  flags.DEFINE_integer("seed", model_utils.DEFAULT_SEED,
+  flags.DEFINE_integer("seed", train_config.DEFAULT_SEED,
                        "Random seed of the initial weights, the input order, "
                        "the factorization orders and dropout.", **fv)
   flags.DEFINE_bool("track_mean", False,
@@ -223,166 +219,124 @@ def parse_flags(argv, tpu_defaults=False):
   return flag_values
 
 
-def model_config_to_flags(FLAGS):
-  """Copies `FLAGS.model_config_path`'s XLNetConfig into the model flags.
-
-  Afterwards the model flags (`n_layer`, `d_model`, ... used e.g. for the
-  memories) always describe the model that is built.
-
-  Raises:
-    ValueError: when the file is missing or lacks a key.
-  """
-  if not FLAGS.model_config_path:
-    return
-  try:
-    config = model_lib.XLNetConfig(json_path=FLAGS.model_config_path)
-  except ValueError as e:
-    raise ValueError(f"--model_config_path={FLAGS.model_config_path}: cannot "
-                     f"read an XLNetConfig ({e})") from None
-  for key in model_lib.XLNetConfig.keys:  # they are also flag names
-    setattr(FLAGS, key, getattr(config, key))
-
-
-def corpus_info_path(record_info_dir):
-  """Path of the corpus_info.json next to the first record directory."""
-  first = record_info_dir.split(",")[0].rstrip("/")
-  # No os.path.normpath: it would turn "gs://b/x" into "gs:/b/x".
-  return os.path.join(os.path.dirname(first), "corpus_info.json")
-
-
-def _corpus_info_location(FLAGS):
-  """The corpus_info.json in use: `--corpus_info_path` or the default."""
-  return (getattr(FLAGS, "corpus_info_path", None) or
-          corpus_info_path(FLAGS.record_info_dir))
-
-
-def load_corpus_info(FLAGS):
-  """Reads the corpus_info.json that belongs to `FLAGS.record_info_dir`
-  (`FLAGS.corpus_info_path` when given). Local and gs:// paths both work.
-
-  Raises:
-    ValueError: when the flag is unset, a directory is missing, or there is
-      no corpus_info.json next to the records (or at --corpus_info_path).
-  """
-  if not FLAGS.record_info_dir:
-    raise ValueError("--record_info_dir is required: the tfrecords directory "
-                     "written by data_utils.py (e.g. $DATA/tfrecords)")
-  for directory in FLAGS.record_info_dir.split(","):
-    if not tf.io.gfile.isdir(directory):
-      raise ValueError(f"--record_info_dir: directory {directory} does not "
-                       "exist")
-  path = _corpus_info_location(FLAGS)
-  info = record_format.load_corpus_info(path)
-  if info is not None:
-    return info
-  if getattr(FLAGS, "corpus_info_path", None):
-    raise ValueError(f"--corpus_info_path={path} does not exist (the "
-                     "corpus_info.json written by data_utils.py)")
-  raise ValueError(f"--record_info_dir={FLAGS.record_info_dir}: expected "
-                   f"{path} (written by data_utils.py next to tfrecords/)")
-
-
-def resolve_flags(FLAGS, corpus_info):
-  """Fills unset data flags from the data and checks every training flag
-  (the rules shared with the other programs: `flag_rules`).
+def define_common_flags(flag_values=flags.FLAGS):
+  """Defines the common fine-tuning flags (no-op if already defined).
 
   Args:
-    FLAGS: flag values (modified in place: None data flags, `n_token` 0 and
-      `train_batch_size` None are filled in; `perm_size` is checked by the
-      input function).
-    corpus_info: dict read from corpus_info.json.
-
-  Raises:
-    ValueError: with a one-line message naming the flag, the value given and
-      the expected value.
+    flag_values: an `absl.flags.FlagValues`; the global FLAGS by default.
   """
-  flag_rules.check_all(FLAGS)
-  where = _corpus_info_location(FLAGS)
-  for name in DATA_FLAGS:
-    data_value = corpus_info[name]
-    given = getattr(FLAGS, name)
-    if given is None:
-      setattr(FLAGS, name, data_value)
-    elif given != data_value:
-      raise ValueError(
-          f"--{name}={given} does not match the data: {where} has "
-          f"{name}={data_value} (drop the flag to use the data's value, or "
-          f"point --record_info_dir at records made with {name}={given})")
+  if "model_config_path" in flag_values:
+    return
+  fv = dict(flag_values=flag_values)
 
-  data_bsz = corpus_info["bsz_per_host"] * FLAGS.num_hosts
-  if FLAGS.train_batch_size is None:
-    FLAGS.train_batch_size = data_bsz
-  elif FLAGS.train_batch_size != data_bsz:
-    raise ValueError(
-        f"--train_batch_size={FLAGS.train_batch_size} does not match the "
-        f"data: {where} has bsz_per_host={corpus_info['bsz_per_host']}, so "
-        f"with --num_hosts={FLAGS.num_hosts} it must be {data_bsz}")
+  # Model.
+  flags.DEFINE_string("model_config_path", None,
+                      "XLNetConfig json of the pretrained model (e.g. "
+                      "xlnet_config.json of the released checkpoints).", **fv)
+  flags.DEFINE_float("dropout", 0.1, "Dropout rate.", **fv)
+  flags.DEFINE_float("dropatt", 0.1, "Attention dropout rate.", **fv)
+  flags.DEFINE_integer("clamp_len", -1,
+                       "Clamp relative distances to this (-1: no clamping).",
+                       **fv)
+  flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"],
+                    "How a sequence is pooled into one vector: 'last' is "
+                    "the <cls> state.", **fv)
+  flags.DEFINE_bool("use_summ_proj", True,
+                    "Apply the tanh projection sequnece_summary/summary to "
+                    "the pooled vector.", **fv)
+  flags.DEFINE_bool("use_bfloat16", False,
+                    "Compute activations in bfloat16 (variables stay "
+                    "float32).", **fv)
+  flags.DEFINE_bool("use_fp16", False,
+                    "Compute activations in float16 (GPUs; variables, "
+                    "softmax, LayerNorm statistics and the loss stay "
+                    "float32) with dynamic loss scaling.", **fv)
+  flags.DEFINE_float("loss_scale", 2.0 ** 15,
+                     "--use_fp16: the first loss scale; it halves after a "
+                     "step whose gradients overflow (the update is "
+                     "skipped) and doubles after 2000 finite steps.", **fv)
+  flags.DEFINE_enum("init", "normal", ["normal", "uniform"],
+                    "Initializer of new variables.", **fv)
+  flags.DEFINE_float("init_std", 0.02, "Stddev of the normal initializer.",
+                     **fv)
+  flags.DEFINE_float("init_range", 0.1, "Range of the uniform initializer.",
+                     **fv)
 
-  vocab_size = corpus_info["vocab_size"]
-  if not FLAGS.n_token:
-    FLAGS.n_token = vocab_size
-  elif FLAGS.n_token < vocab_size:
-    raise ValueError(
-        f"n_token={FLAGS.n_token} (--n_token or --model_config_path) is "
-        f"smaller than the data's vocabulary: {where} has "
-        f"vocab_size={vocab_size}")
-  if FLAGS.d_embed is not None and FLAGS.d_embed != FLAGS.d_model:
-    raise ValueError(
-        f"--d_embed={FLAGS.d_embed} must equal d_model={FLAGS.d_model} "
-        "(XLNet has no separate embedding size)")
+  # Checkpoints and data.
+  flags.DEFINE_string("init_checkpoint", None,
+                      "Pretrained checkpoint to start from (a prefix such "
+                      "as xlnet_model.ckpt, a directory or DIR/latest); "
+                      "ignored when model_dir already holds a fine-tuning "
+                      "checkpoint.", **fv)
+  flags.DEFINE_string("model_dir", None,
+                      "Fine-tuning checkpoints, summaries and eval results; "
+                      "training resumes from its latest checkpoint.", **fv)
+  flags.DEFINE_string("spiece_model_file", None,
+                      "SentencePiece model of the pretrained checkpoint.",
+                      **fv)
+  flags.DEFINE_string("output_dir", None,
+                      "Directory of the cached feature records.", **fv)
+  flags.DEFINE_bool("overwrite_data", False,
+                    "Rewrite the feature records even when valid ones "
+                    "exist.", **fv)
+  flags.DEFINE_bool("uncased", False,
+                    "Lower-case the text (for uncased models).", **fv)
 
-  n_cores = FLAGS.num_hosts * FLAGS.num_core_per_host
-  if FLAGS.train_batch_size % n_cores:
-    raise ValueError(
-        f"--train_batch_size={FLAGS.train_batch_size} is not divisible by the "
-        f"number of cores num_hosts*num_core_per_host={n_cores}")
-  if FLAGS.use_fp16 and FLAGS.use_bfloat16:
-    raise ValueError("--use_fp16 and --use_bfloat16 exclude each other")
+  # Optimizer.
+  flags.DEFINE_float("learning_rate", 1e-5, "Peak learning rate.", **fv)
+  flags.DEFINE_float("lr_layer_decay_rate", 1.0,
+                     "Layer l's gradients are scaled by "
+                     "rate^(n_layer-1-l) (1.0: no layer-wise decay).", **fv)
+  flags.DEFINE_float("min_lr_ratio", 0.0,
+                     "Final learning rate as a fraction of the peak.", **fv)
+  flags.DEFINE_float("clip", 1.0, "Gradient clipping (global norm).", **fv)
+  flags.DEFINE_float("weight_decay", 0.0, "Decoupled weight decay.", **fv)
+  flags.DEFINE_float("adam_epsilon", 1e-6, "Adam epsilon.", **fv)
+  flags.DEFINE_enum("decay_method", "poly", ["poly", "cos"],
+                    "Learning rate decay after warmup.", **fv)
+
+  # Training.
+  flags.DEFINE_bool("do_train", False, "Fine-tune.", **fv)
+  flags.DEFINE_integer("train_batch_size", 8,
+                       "Training batch size: PER GPU without --use_tpu (the "
+                       "released GPU command trains STS-B with 8 on each of "
+                       "4 GPUs, i.e. 32 per step); the global batch over "
+                       "all cores with --use_tpu.", **fv)
+  flags.DEFINE_integer("train_steps", 1000, "Number of training steps.", **fv)
+  flags.DEFINE_integer("warmup_steps", 0, "Linear warmup steps.", **fv)
+  flags.DEFINE_integer("iterations", 1000,
+                       "Steps between log lines / per TPU loop.", **fv)
+  flags.DEFINE_integer("save_steps", None,
+                       "Steps between checkpoints; None: only at the end.",
+                       **fv)
+  flags.DEFINE_integer("max_save", 0,
+                       "Checkpoints to keep; 0 keeps all (needed by "
+                       "--eval_all_ckpt).", **fv)
+  flags.DEFINE_integer("seed", train_config.DEFAULT_SEED,
+                       "Random seed of the new head's initial weights, the "
+                       "training example order and dropout.", **fv)
+  flags.DEFINE_integer("shuffle_buffer", 2048,
+                       "Training examples in the shuffle buffer.", **fv)
+  flags.DEFINE_integer("accum_steps", 1,
+                       "Batches accumulated per optimizer step (the "
+                       "effective batch is accum_steps times larger).", **fv)
+  flags.DEFINE_bool("use_xla", False,
+                    "Jit-compile the training step with XLA.", **fv)
+
+  # Devices.
+  flags.DEFINE_bool("use_tpu", False, "Run on TPU (TensorFlow 2.15).", **fv)
+  flags.DEFINE_integer("num_hosts", 1, "Number of TPU hosts.", **fv)
+  flags.DEFINE_integer("num_core_per_host", 1,
+                       "GPUs (or TPU cores) per host.", **fv)
+  flags.DEFINE_string("tpu_job_name", None, "TPU worker job name.", **fv)
+  flags.DEFINE_string("tpu", None, "TPU name or grpc://ip:port.", **fv)
+  flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.", **fv)
+  flags.DEFINE_string("gcp_project", None, "GCP project of the TPU.", **fv)
+  flags.DEFINE_string("master", None, "TensorFlow master URL.", **fv)
 
 
-def resolve_all(FLAGS):
-  """Resolves the pretraining flags once: reads `--model_config_path` into
-  the model flags, fills and checks the data flags against the corpus info.
-
-  Returns:
-    (the model's `XLNetConfig`, built once and passed down; the corpus info
-    dict the data flags were resolved from).
-
-  Raises:
-    ValueError: one line naming the flag or file.
-  """
-  model_config_to_flags(FLAGS)
-  corpus_info = load_corpus_info(FLAGS)
-  resolve_flags(FLAGS, corpus_info)
-  return model_lib.XLNetConfig(FLAGS=FLAGS), corpus_info
-
-
-def bsz_per_host(FLAGS):
-  """Rows one host (worker) reads per step: train_batch_size / num_hosts."""
-  return FLAGS.train_batch_size // FLAGS.num_hosts
-
-
-def bsz_per_core(FLAGS):
-  """Rows one core (replica, GPU tower, TPU core) trains on per step."""
-  return bsz_per_host(FLAGS) // FLAGS.num_core_per_host
-
-
-def optimizer_config(FLAGS, n_layer=None):  # pylint: disable=invalid-name
-  """The run's `OptimizerConfig` from the optimizer flags."""
-  return train_config_lib.OptimizerConfig(
-      learning_rate=FLAGS.learning_rate, train_steps=FLAGS.train_steps,
-      warmup_steps=FLAGS.warmup_steps, decay_method=FLAGS.decay_method,
-      min_lr_ratio=FLAGS.min_lr_ratio, adam_epsilon=FLAGS.adam_epsilon,
-      weight_decay=FLAGS.weight_decay, clip=FLAGS.clip,
-      lr_layer_decay_rate=getattr(FLAGS, "lr_layer_decay_rate", 1.0),
-      n_layer=n_layer)
-
-
-def train_config(FLAGS):  # pylint: disable=invalid-name
-  """The run's `TrainConfig` from the loop flags."""
-  return train_config_lib.TrainConfig(
-      iterations=FLAGS.iterations, seed=FLAGS.seed,
-      use_xla=getattr(FLAGS, "use_xla", False),
-      use_fp16=getattr(FLAGS, "use_fp16", False),
-      loss_scale=getattr(FLAGS, "loss_scale",
-                         train_config_lib.INITIAL_LOSS_SCALE))
+def set_defaults(flag_values, **defaults):
+  """Sets a program's defaults (e.g. the paper's settings) on defined
+  flags."""
+  for name, value in defaults.items():
+    flag_values.set_default(name, value)

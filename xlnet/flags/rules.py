@@ -1,7 +1,7 @@
 """One rule, one message, per flag name, for every program.
 
-Pretraining (`flags.py`: train_gpu.py, train_tpu.py, eval_pretrain.py),
-fine-tuning (`finetune_flags.py`: run_classifier.py, run_squad.py,
+Pretraining (train_gpu.py, train_tpu.py, eval_pretrain.py),
+fine-tuning (run_classifier.py, run_squad.py,
 run_race.py) and data_utils.py share flags such as `--save_steps` or
 `--train_batch_size`; they check them here, so a value is refused (or
 accepted) by all of them alike, with the same one-line message:
