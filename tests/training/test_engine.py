@@ -18,9 +18,12 @@ import tensorflow as tf
 from xlnet.flags import configs as config_flags
 from tests import train_fixtures as fx
 from xlnet.training import checkpoint_io
-from xlnet.training import engine
 from xlnet.pretraining import function_builder
 from xlnet import model as model_lib
+from xlnet.training import progress
+from xlnet.training import strategies
+from xlnet.training import train_state
+from xlnet.training import trainer as trainer_lib
 
 pytestmark = pytest.mark.eager
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -181,7 +184,7 @@ def test_non_finite_loss_stops_without_applying_the_update(tmp_path):
   FL = fx.tiny_flags(learning_rate=1e30, mem_len=4)
   batch = fx.fake_batch(np.random.RandomState(3), 4, 8, 3, 40)
   trainer = fx.make_trainer(FL, 1, tmp_path)
-  with pytest.raises(engine.Diverged, match="non-finite loss .* at step "):
+  with pytest.raises(progress.Diverged, match="non-finite loss .* at step "):
     fx.train_batches(trainer, [batch], 10)
   step = int(trainer.state_values()["global_step"])
   values = tf.train.load_checkpoint(str(tmp_path))
@@ -378,7 +381,7 @@ def _quadratic_loss(features, mems, is_training):
 def _boom_trainer(model_dir, loss_scale=2.0):
   FL = fx.tiny_flags(use_fp16=True, loss_scale=loss_scale,
                      learning_rate=0.1, mem_len=0)
-  trainer = engine.Trainer(tf.distribute.get_strategy(), _quadratic_loss,
+  trainer = trainer_lib.Trainer(tf.distribute.get_strategy(), _quadratic_loss,
                            config_flags.optimizer_config(FL), str(model_dir),
                            train=config_flags.train_config(FL))
   return trainer
@@ -410,7 +413,7 @@ def test_overflow_at_loss_scale_one_saves_exactly_the_last_applied_state(
   dataset = trainer.distribute(lambda ctx: _boom_dataset(booms))
   trainer.build(_boom_dataset(booms).element_spec)
   records = []
-  with pytest.raises(engine.Diverged, match="overflow at loss scale 1"):
+  with pytest.raises(progress.Diverged, match="overflow at loss scale 1"):
     trainer.train(dataset, 10, on_step=lambda step, out: records.append(
         (step, bool(out["applied"]), trainer.state_values())))
   assert [(s, a) for s, a, _ in records] == [
@@ -426,7 +429,7 @@ def test_overflow_at_loss_scale_one_saves_exactly_the_last_applied_state(
   again.build(_boom_dataset(booms).element_spec)
   again.restore(tf.train.latest_checkpoint(str(tmp_path)))
   start = int(again.global_step.numpy())
-  with pytest.raises(engine.Diverged, match=f"at step {start + 1}:"):
+  with pytest.raises(progress.Diverged, match=f"at step {start + 1}:"):
     again.train(again.distribute(lambda ctx: _boom_dataset(booms, start)), 10)
   for name, value in _saved_state(tmp_path).items():
     np.testing.assert_array_equal(value, last[name], err_msg=name)
@@ -442,7 +445,7 @@ def test_loss_scale_below_one_is_refused_as_a_flag_and_lifted_on_restore(
   prefix = str(tmp_path / "model.ckpt-3")
   checkpoint_io.write_checkpoint(prefix, values)
   trainer.restore(prefix)
-  assert trainer.loss_scale.numpy() == 1.0
+  assert trainer.adam.loss_scale.numpy() == 1.0
 
 
 def test_process_index_counts_the_chief_first():
@@ -450,13 +453,13 @@ def test_process_index_counts_the_chief_first():
   the chief, then the workers; with workers only, the worker's index."""
   with_chief = {"chief": ["h0:1"], "worker": ["h1:1", "h2:1"]}
   workers = {"worker": ["h0:1", "h1:1"]}
-  assert engine.process_index("chief", 0, with_chief) == 0
-  assert engine.process_index("worker", 0, with_chief) == 1
-  assert engine.process_index("worker", 1, with_chief) == 2
-  assert engine.process_index("worker", 1, workers) == 1
-  assert engine.process_index(None, None, {}) == 0
+  assert strategies.process_index("chief", 0, with_chief) == 0
+  assert strategies.process_index("worker", 0, with_chief) == 1
+  assert strategies.process_index("worker", 1, with_chief) == 2
+  assert strategies.process_index("worker", 1, workers) == 1
+  assert strategies.process_index(None, None, {}) == 0
   with pytest.raises(ValueError, match="'ps'"):
-    engine.process_index("ps", 0, {"ps": ["h:1"], **workers})
+    strategies.process_index("ps", 0, {"ps": ["h:1"], **workers})
 
 
 def test_every_seed_seeds_the_initial_weights_zero_included(tmp_path):
@@ -483,15 +486,15 @@ def test_every_seed_seeds_the_initial_weights_zero_included(tmp_path):
 def test_batch_layout_is_recorded_and_another_one_refused_on_resume(
     tmp_path):
   layout = {"train_batch_size": 8, "num_core_per_host": 2, "accum_steps": 1}
-  engine.check_batch_layout(str(tmp_path), layout, resuming=False)
-  engine.check_batch_layout(str(tmp_path), layout, resuming=True)
+  train_state.check_batch_layout(str(tmp_path), layout, resuming=False)
+  train_state.check_batch_layout(str(tmp_path), layout, resuming=True)
   with pytest.raises(ValueError) as caught:
-    engine.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
+    train_state.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
                               resuming=True)
   assert str(caught.value).startswith(
       f"--accum_steps=2 but {tmp_path} was trained with --accum_steps=1 ")
   # A fresh start (no checkpoint to resume) records its own layout.
-  engine.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
+  train_state.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
                             resuming=False)
-  engine.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
+  train_state.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
                             resuming=True)
