@@ -35,7 +35,8 @@ def test_clean_ckpt_keeps_only_model_variables(tmp_path):
 
 
 def test_clean_ckpt_errors(tmp_path):
-  prefix, = ckpt_fx.save_checkpoints(str(tmp_path / "in"), [ckpt_fx.random_values(0)])
+  prefix, = ckpt_fx.save_checkpoints(str(tmp_path / "in"),
+                                     [ckpt_fx.random_values(0)])
   with pytest.raises(ValueError, match="clean_input_ckpt=.*nope"):
     checkpoint_tools.clean_ckpt(str(tmp_path / "nope"), str(tmp_path / "out"))
   with pytest.raises(ValueError, match="clean_output_model_dir=.*input"):
@@ -57,12 +58,13 @@ def test_avg_checkpoints_averages_the_last_k(tmp_path):
 
 def test_avg_checkpoints_errors(tmp_path):
   model_dir = str(tmp_path / "train")
-  ckpt_fx.save_checkpoints(model_dir, [ckpt_fx.random_values(0), ckpt_fx.random_values(1)])
+  ckpt_fx.save_checkpoints(model_dir, [ckpt_fx.random_values(0),
+                                       ckpt_fx.random_values(1)])
   with pytest.raises(ValueError, match="lists 2 checkpoints.*avg_num=3"):
     checkpoint_tools.avg_checkpoints(model_dir, str(tmp_path / "avg"), 3)
   with pytest.raises(ValueError, match="avg_model_dir=.*missing.*not a dir"):
-    checkpoint_tools.avg_checkpoints(str(tmp_path / "missing"), str(tmp_path / "a"),
-                                1)
+    checkpoint_tools.avg_checkpoints(str(tmp_path / "missing"),
+                                     str(tmp_path / "a"), 1)
 
 
 def run_cli(*args):
@@ -78,8 +80,8 @@ def test_command_line_clean_and_bad_input(tmp_path):
   ok = run_cli("clean_ckpt", f"--clean_input_ckpt={tmp_path / 'in'}/latest",
                f"--clean_output_model_dir={out_dir}")
   assert ok.returncode == 0, ok.stderr
-  assert sorted(ckpt_fx.read_checkpoint(tf.train.latest_checkpoint(out_dir))) == sorted(
-      ckpt_fx.MODEL_VARS)
+  assert sorted(ckpt_fx.read_checkpoint(
+      tf.train.latest_checkpoint(out_dir))) == sorted(ckpt_fx.MODEL_VARS)
   bad = run_cli("avg_checkpoints", f"--avg_model_dir={tmp_path / 'in'}",
                 f"--avg_output_model_dir={tmp_path / 'avg'}", "--avg_num=4")
   assert bad.returncode == 2
@@ -88,8 +90,9 @@ def test_command_line_clean_and_bad_input(tmp_path):
 
 
 def test_damaged_inputs_and_bad_outputs_are_one_line_errors(tmp_path):
-  prefixes = ckpt_fx.save_checkpoints(str(tmp_path / "in"), [ckpt_fx.random_values(0),
-                                                     ckpt_fx.random_values(1)])
+  prefixes = ckpt_fx.save_checkpoints(str(tmp_path / "in"),
+                                      [ckpt_fx.random_values(0),
+                                       ckpt_fx.random_values(1)])
   (tmp_path / "file").write_text("x")
   cases = [
       (["clean_ckpt", f"--clean_input_ckpt={prefixes[0]}",

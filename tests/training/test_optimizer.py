@@ -289,7 +289,8 @@ def test_weight_decay_slots_are_named_and_not_trainable():
     with tf.compat.v1.variable_scope("tower_0"):
       w = tf.compat.v1.get_variable("w", initializer=[1.0])
     with tf.compat.v1.variable_scope("elsewhere"):
-      tpu_estimator.get_train_op(make_config(weight_decay=0.01), tf.reduce_sum(w))
+      tpu_estimator.get_train_op(make_config(weight_decay=0.01),
+                                 tf.reduce_sum(w))
     names = {v.name: v.dtype.base_dtype
              for v in tf.compat.v1.global_variables()}
     trainable = {v.name for v in tf.compat.v1.trainable_variables()}

@@ -48,5 +48,6 @@ def test_configure_tpu(tmp_path):
 @pytest.mark.skipif(tpu_estimator.tpu_estimator() is not None,
                     reason="TPUEstimator is available")
 def test_configure_tpu_explains_missing_estimator(tmp_path):
-  with pytest.raises(ValueError, match="needs TPUEstimator, which was removed in TensorFlow 2.16"):
+  with pytest.raises(ValueError, match="needs TPUEstimator, which was "
+                     "removed in TensorFlow 2.16"):
     configure_tpu(str(tmp_path))

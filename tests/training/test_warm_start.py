@@ -30,7 +30,8 @@ def build_model_vars(shapes):
 def test_init_from_checkpoint_loads_by_name(tmp_path, form, global_vars):
   values = ckpt_fx.random_values(5)
   model_dir = str(tmp_path / "pre")
-  ckpt_fx.save_checkpoints(model_dir, [ckpt_fx.random_values(4), values], with_optimizer=False)
+  ckpt_fx.save_checkpoints(model_dir, [ckpt_fx.random_values(4), values],
+                           with_optimizer=False)
   path = {"prefix": os.path.join(model_dir, "model.ckpt-2"),
           "latest": os.path.join(model_dir, "latest"),
           "dir": model_dir}[form]
@@ -63,7 +64,8 @@ def test_init_from_checkpoint_tpu_scaffold_and_noop(tmp_path):
 
 
 def test_init_from_checkpoint_errors(tmp_path):
-  ckpt_fx.save_checkpoints(str(tmp_path), [ckpt_fx.random_values(7)], with_optimizer=False)
+  ckpt_fx.save_checkpoints(str(tmp_path), [ckpt_fx.random_values(7)],
+                           with_optimizer=False)
   latest = os.path.join(str(tmp_path), "latest")
   extra = dict(ckpt_fx.MODEL_VARS,
                **{"model/new/kernel": (2,), "model/new2/bias": (1,)})
@@ -86,7 +88,8 @@ def test_init_from_checkpoint_errors(tmp_path):
 
 
 def test_init_from_truncated_checkpoint_names_the_file(tmp_path):
-  prefix = ckpt_fx.save_checkpoints(str(tmp_path / "in"), [ckpt_fx.random_values(0)])[0]
+  prefix, = ckpt_fx.save_checkpoints(str(tmp_path / "in"),
+                                     [ckpt_fx.random_values(0)])
   name = ckpt_fx.truncate_data(prefix)
   with pytest.raises(ValueError, match=name):
     build_model_vars(ckpt_fx.MODEL_VARS)

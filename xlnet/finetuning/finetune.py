@@ -25,7 +25,6 @@ import tensorflow as tf
 from xlnet.flags import configs as config_flags
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.training import checkpoint_io
-from xlnet.training import config as train_config
 from xlnet.training import run_lock
 from xlnet.training import predictor as predictor_lib
 from xlnet.training import progress
@@ -206,13 +205,7 @@ def predict_records(FLAGS, input_fn, outputs_fn, batch_flag):
 def _estimator(FLAGS, model_fn, **batches):
   tpu = tpu_estimator.tpu_estimator()
   run_config = tpu_estimator.configure_tpu(
-      train_config.DeviceConfig(use_tpu=FLAGS.use_tpu, tpu=FLAGS.tpu,
-                                tpu_zone=FLAGS.tpu_zone,
-                                gcp_project=FLAGS.gcp_project,
-                                master=FLAGS.master),
-      train_config.CheckpointConfig(FLAGS.model_dir,
-                                    save_steps=FLAGS.save_steps,
-                                    max_save=FLAGS.max_save),
+      config_flags.device_config(FLAGS), config_flags.checkpoint_config(FLAGS),
       FLAGS.num_hosts * FLAGS.num_core_per_host, FLAGS.iterations,
       FLAGS.train_steps, FLAGS.seed)
   return tpu.TPUEstimator(model_fn=model_fn, config=run_config,

@@ -248,13 +248,7 @@ def run_estimator(FLAGS):
   checkpoint_io.clean_model_dir(FLAGS.model_dir)
   checkpoint_io.prune(FLAGS.model_dir, FLAGS.max_save)
   run_config = tpu_estimator.configure_tpu(
-      train_config.DeviceConfig(use_tpu=FLAGS.use_tpu, tpu=FLAGS.tpu,
-                                tpu_zone=FLAGS.tpu_zone,
-                                gcp_project=FLAGS.gcp_project,
-                                master=FLAGS.master),
-      train_config.CheckpointConfig(FLAGS.model_dir,
-                                    save_steps=FLAGS.save_steps,
-                                    max_save=FLAGS.max_save),
+      config_flags.device_config(FLAGS), config_flags.checkpoint_config(FLAGS),
       FLAGS.num_hosts * FLAGS.num_core_per_host, FLAGS.iterations,
       FLAGS.train_steps, FLAGS.seed)
   estimator = tpu.TPUEstimator(

@@ -149,8 +149,9 @@ def read_tensors(prefix, names=None):
     except Exception as e:  # OpError, or IndexError for a short data file
       files = data_files(prefix) or [prefix + ".data-*"]
       raise CheckpointError(
-          f"{', '.join(files)}: cannot read {name} ({cli.error_text(e)[:300]}); the "
-          "data file is missing, truncated or corrupt") from None
+          f"{', '.join(files)}: cannot read {name} "
+          f"({cli.error_text(e)[:300]}); the data file is missing, truncated "
+          "or corrupt") from None
   return values
 
 

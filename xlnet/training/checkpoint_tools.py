@@ -68,7 +68,8 @@ def clean_ckpt(input_ckpt, output_model_dir):
     ValueError: when the input is missing or damaged (naming the file) or
       the output is the input's directory.
   """
-  input_ckpt = checkpoint_io.resolve_checkpoint(input_ckpt, "--clean_input_ckpt")
+  input_ckpt = checkpoint_io.resolve_checkpoint(input_ckpt,
+                                                "--clean_input_ckpt")
   _check_output_dir(output_model_dir, os.path.dirname(input_ckpt),
                     "clean_output_model_dir")
   names = [n for n, _ in tf.train.list_variables(input_ckpt)
@@ -84,7 +85,8 @@ def clean_ckpt(input_ckpt, output_model_dir):
 def is_model_state(var_name):
   """Whether `var_name` is training state rather than a weight: optimizer
   slots, step counters and memories."""
-  return optimizer.is_optimizer_variable(var_name) or var_name.startswith("mems/")
+  return (optimizer.is_optimizer_variable(var_name) or
+          var_name.startswith("mems/"))
 
 
 def _model_variable_shapes(ckpt):
@@ -132,9 +134,9 @@ def avg_checkpoints(model_dir, output_model_dir, last_k):
   for path in paths[1:]:
     diff = set(shapes.items()) ^ set(_model_variable_shapes(path).items())
     if diff:
+      names = checkpoint_io.describe_names(sorted({n for n, _ in diff}))
       raise ValueError(f"checkpoints {paths[0]} and {path} hold different "
-                       "variables or shapes: "
-                       f"{checkpoint_io.describe_names(sorted({n for n, _ in diff}))}")
+                       f"variables or shapes: {names}")
 
   tf.compat.v1.logging.info("Averaging %d variables over %s", len(shapes),
                             ", ".join(paths))

@@ -234,8 +234,6 @@ def decay_rate_of(var_name, weight_decay):
   return 0.0 if exclude_from_weight_decay(var_name) else weight_decay
 
 
-
-
 ################################################################################
 # The optimizer state of the tf.distribute trainer.
 ################################################################################

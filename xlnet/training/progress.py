@@ -36,6 +36,33 @@ class DataCorrupted(StopTraining):
   """An input record could not be read."""
 
 
+def diverged(step, out, prefix, loss_scaling):
+  """The `Diverged` of the step after `step`, whose loss or gradient norm
+  (`out["loss"]`, `out["gnorm"]`) was not finite; `prefix` holds the last
+  finite state."""
+  what = ("non-finite loss ({}) or float16 gradients that "
+          "overflow at loss scale 1 (gradient norm {})"
+          if loss_scaling else
+          "non-finite loss ({}) or gradient norm ({})").format(
+              out["loss"], out["gnorm"])
+  return Diverged(
+      f"{what} at step {step + 1}: the update was not applied; the "
+      f"last finite state (step {step}) is saved in {prefix}. Lower "
+      "--learning_rate or raise --warmup_steps and rerun to resume "
+      "from it")
+
+
+def interrupted(signum, step, model_dir):
+  """The `Interrupted` of a run stopped by `signum` (None: a signal on
+  another worker) after `step`, whose checkpoint is saved."""
+  name = (signal.Signals(signum).name if signum
+          else "a signal on another worker")
+  return Interrupted(
+      f"stopped by {name} after step {step}; checkpoint "
+      f"model.ckpt-{step} saved in {model_dir}; rerun the same "
+      "command to resume", signum or signal.SIGTERM)
+
+
 ################################################################################
 # TensorBoard.
 ################################################################################
@@ -150,4 +177,3 @@ class SignalCatcher:
     for signum, previous in self._previous.items():
       signal.signal(signum, previous)
     return False
-

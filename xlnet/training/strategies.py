@@ -168,6 +168,41 @@ def num_workers(strategy):
   return len(spec.get("worker", [])) + len(spec.get("chief", []))
 
 
+def distribute_batches(strategy, dataset_fn, accum_steps=1):
+  """Distributes a per-worker dataset of per-replica batches.
+
+  Args:
+    strategy: the run's strategy.
+    dataset_fn: `dataset_fn(input_context)` -> dataset whose consecutive
+      elements go to this worker's replicas in turn (replica 0, 1, ...,
+      then replica 0 again), each one replica's batch.
+    accum_steps: micro-batches per optimizer step.
+
+  Returns:
+    a distributed dataset; with accum_steps > 1 each replica receives
+    `accum_steps` of its consecutive batches stacked on a new axis 0.
+  """
+  k = accum_steps
+
+  def grouped(input_context):
+    dataset = dataset_fn(input_context)
+    if k == 1:
+      return dataset
+    n = max(1, strategy.num_replicas_in_sync //
+            input_context.num_input_pipelines)
+    # [s0r0, s0r1, s1r0, s1r1, ...] -> replica r gets [s0rr, s1rr, ...].
+    def regroup(batch):
+      return {key: tf.reshape(
+          tf.transpose(tf.reshape(v, [k, n] + v.shape[1:].as_list()),
+                       [1, 0] + list(range(2, v.shape.ndims + 1))),
+          [n * k] + v.shape[1:].as_list())
+              for key, v in batch.items()}
+    return (dataset.batch(n * k, drop_remainder=True)
+            .map(regroup).unbatch().batch(k, drop_remainder=True))
+
+  return strategy.distribute_datasets_from_function(grouped)
+
+
 def local_replica_ids(strategy):
   """Global replica ids of this worker's replicas, in local order."""
   ids = strategy.run(tf.function(

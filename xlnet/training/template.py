@@ -43,5 +43,3 @@ def load_template_variables(template, prefix):
 def zeros_like_spec(spec):
   """A zero tensor of a (static) TensorSpec."""
   return tf.zeros(spec.shape, spec.dtype)
-
-

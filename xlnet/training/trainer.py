@@ -26,8 +26,6 @@ end, after SIGTERM/SIGINT (`Interrupted`), after a corrupted input record
 failure (no space, file too large, ...) ends the run with one line
 (`io_utils.ResourceError`).
 """
-import signal
-
 from absl import logging
 import numpy as np
 import tensorflow as tf
@@ -272,35 +270,9 @@ class Trainer:
   # Data.
   # --------------------------------------------------------------------------
   def distribute(self, dataset_fn):
-    """Distributes a per-worker dataset of per-replica batches.
-
-    Args:
-      dataset_fn: `dataset_fn(input_context)` -> dataset whose consecutive
-        elements go to this worker's replicas in turn (replica 0, 1, ...,
-        then replica 0 again), each one replica's batch.
-
-    Returns:
-      a distributed dataset; with accum_steps > 1 each replica receives
-      `accum_steps` of its consecutive batches stacked on a new axis 0.
-    """
-    k = self.accum_steps
-
-    def grouped(input_context):
-      dataset = dataset_fn(input_context)
-      if k == 1:
-        return dataset
-      n = max(1, self.num_replicas // input_context.num_input_pipelines)
-      # [s0r0, s0r1, s1r0, s1r1, ...] -> replica r gets [s0rr, s1rr, ...].
-      def regroup(batch):
-        return {key: tf.reshape(
-            tf.transpose(tf.reshape(v, [k, n] + v.shape[1:].as_list()),
-                         [1, 0] + list(range(2, v.shape.ndims + 1))),
-            [n * k] + v.shape[1:].as_list())
-                for key, v in batch.items()}
-      return (dataset.batch(n * k, drop_remainder=True)
-              .map(regroup).unbatch().batch(k, drop_remainder=True))
-
-    return self.strategy.distribute_datasets_from_function(grouped)
+    """`strategies.distribute_batches` with this trainer's accum_steps."""
+    return strategies.distribute_batches(self.strategy, dataset_fn,
+                                         self.accum_steps)
 
   # --------------------------------------------------------------------------
   # Checkpoints (`train_state.ShardedState`) and warm start.
@@ -372,16 +344,7 @@ class Trainer:
               f" (progress saved in model.ckpt-{step}): {where}") from None
         if not out["ok"]:
           prefix = self.save(max_save=max_save)
-          what = ("non-finite loss ({}) or float16 gradients that "
-                  "overflow at loss scale 1 (gradient norm {})"
-                  if self.adam.loss_scaling else
-                  "non-finite loss ({}) or gradient norm ({})").format(
-                      out["loss"], out["gnorm"])
-          raise progress.Diverged(
-              f"{what} at step {step + 1}: the update was not applied; the "
-              f"last finite state (step {step}) is saved in {prefix}. Lower "
-              "--learning_rate or raise --warmup_steps and rerun to resume "
-              "from it")
+          raise progress.diverged(step, out, prefix, self.adam.loss_scaling)
         step += 1
         if on_step:
           on_step(step, out)
@@ -391,12 +354,7 @@ class Trainer:
         if out["stop"]:
           if saved != step:
             self.save(step, max_save)
-          name = (signal.Signals(signals.signum).name if signals.signum
-                  else "a signal on another worker")
-          raise progress.Interrupted(
-              f"stopped by {name} after step {step}; checkpoint "
-              f"model.ckpt-{step} saved in {self.model_dir}; rerun the same "
-              "command to resume", signals.signum or signal.SIGTERM)
+          raise progress.interrupted(signals.signum, step, self.model_dir)
     if saved != step:
       self.save(step, max_save)
     return step
