@@ -1,6 +1,9 @@
 """What a resumed run must keep (xlnet/training/train_state.py)."""
+import json
+
 import pytest
 
+from xlnet.training import config
 from xlnet.training import train_state
 
 
@@ -19,3 +22,18 @@ def test_batch_layout_is_recorded_and_another_one_refused_on_resume(
                                    resuming=False)
   train_state.check_batch_layout(str(tmp_path), dict(layout, accum_steps=2),
                                    resuming=True)
+
+
+def test_a_batch_layout_record_is_what_a_resumed_run_compares(tmp_path):
+  """`BatchLayout.record()` is the layout check_batch_layout keeps: another
+  number of hosts (same global batch) is refused by its flag name."""
+  two_hosts = config.BatchLayout(16, num_hosts=2, num_core_per_host=2)
+  train_state.check_batch_layout(str(tmp_path), two_hosts.record(),
+                                 resuming=False)
+  one_host = config.BatchLayout(16, num_hosts=1, num_core_per_host=2)
+  with pytest.raises(ValueError, match=r"^--num_hosts=1 but .* was trained "
+                                       r"with --num_hosts=2 "):
+    train_state.check_batch_layout(str(tmp_path), one_host.record(),
+                                   resuming=True)
+  with open(tmp_path / train_state.LAYOUT_FILE) as f:
+    assert json.load(f) == two_hosts.record()
