@@ -18,7 +18,7 @@ moved into DIR/quarantine/, nothing is deleted.
 from absl import flags
 
 from xlnet import cli
-from xlnet.training import model_utils
+from xlnet.training import checkpoint_tools
 
 flags.DEFINE_string("clean_input_ckpt", None,
                     "clean_ckpt: input checkpoint (prefix, directory or "
@@ -42,9 +42,9 @@ FLAGS = flags.FLAGS
 _COMMANDS = ("clean_ckpt", "avg_checkpoints", "rollback_ckpt")
 
 
-def _require(*names):
-  """Raises ValueError unless every named flag is set."""
-  unset = [n for n in names if getattr(FLAGS, n) is None]
+def _require(**values):
+  """Raises ValueError unless every flag (name=value) is set."""
+  unset = [n for n, v in values.items() if v is None]
   if unset:
     raise ValueError("missing flag(s): " + ", ".join(f"--{n}" for n in unset))
 
@@ -55,16 +55,19 @@ def main(argv):
     raise ValueError(f"expected one command out of {', '.join(_COMMANDS)}, "
                      f"got {' '.join(argv[1:]) or 'none'}")
   if argv[1] == "clean_ckpt":
-    _require("clean_input_ckpt", "clean_output_model_dir")
-    model_utils.clean_ckpt(FLAGS.clean_input_ckpt,
-                           FLAGS.clean_output_model_dir)
+    _require(clean_input_ckpt=FLAGS.clean_input_ckpt,
+             clean_output_model_dir=FLAGS.clean_output_model_dir)
+    checkpoint_tools.clean_ckpt(FLAGS.clean_input_ckpt,
+                                FLAGS.clean_output_model_dir)
   elif argv[1] == "avg_checkpoints":
-    _require("avg_model_dir", "avg_output_model_dir")
-    model_utils.avg_checkpoints(FLAGS.avg_model_dir,
-                                FLAGS.avg_output_model_dir, FLAGS.avg_num)
+    _require(avg_model_dir=FLAGS.avg_model_dir,
+             avg_output_model_dir=FLAGS.avg_output_model_dir)
+    checkpoint_tools.avg_checkpoints(FLAGS.avg_model_dir,
+                                     FLAGS.avg_output_model_dir,
+                                     FLAGS.avg_num)
   else:
-    _require("model_dir")
-    model_utils.rollback_ckpt(FLAGS.model_dir, FLAGS.step)
+    _require(model_dir=FLAGS.model_dir)
+    checkpoint_tools.rollback_ckpt(FLAGS.model_dir, FLAGS.step)
 
 
 if __name__ == "__main__":

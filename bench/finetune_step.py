@@ -27,8 +27,9 @@ import tensorflow as tf  # noqa: E402
 from xlnet.flags import configs as config_flags  # noqa: E402
 from xlnet import classifier_heads  # noqa: E402
 from xlnet.training import config  # noqa: E402
-from xlnet.training import engine  # noqa: E402
 from xlnet import squad_heads  # noqa: E402
+from xlnet.training import predictor as predictor_lib  # noqa: E402
+from xlnet.training import trainer as trainer_lib  # noqa: E402
 
 
 def make_flags(config_path, args):
@@ -83,7 +84,7 @@ def bench(name, args, config_path, model_dir):
   dataset = tf.data.Dataset.from_tensors(batch).repeat()
   loss_fn, outputs_fn = heads(task, FLAGS)
   strategy = tf.distribute.get_strategy()
-  trainer = engine.Trainer(
+  trainer = trainer_lib.Trainer(
       strategy, lambda f, m, t: (loss_fn(f, t), None, {}),
       config_flags.optimizer_config(FLAGS), os.path.join(model_dir, name),
       train=config.TrainConfig(seed=1, use_xla=args.use_xla))
@@ -96,7 +97,7 @@ def bench(name, args, config_path, model_dir):
     step(iterator, False)
   train_rate = args.steps * args.bsz / (time.time() - start)
 
-  predictor = engine.Predictor(strategy, outputs_fn)
+  predictor = predictor_lib.Predictor(strategy, outputs_fn)
   prefix = trainer.save(0)
   predictor.restore(prefix, dataset.element_spec)
   eval_set = dataset.take(1)

@@ -14,7 +14,6 @@ Usage (from the repository root):
 import os
 import sys
 import time
-import types
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -25,7 +24,8 @@ import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
-from xlnet.training import model_utils  # noqa: E402
+from xlnet.training import config  # noqa: E402
+from xlnet.training import tpu_estimator  # noqa: E402
 
 flags.DEFINE_integer("n_layer", 6, "Transformer layers.")
 flags.DEFINE_float("weight_decay", 0.01, "0 = Adam, > 0 = AdamW.")
@@ -63,10 +63,10 @@ def main(_):
   """Builds the update and prints its time per step."""
   tf.compat.v1.disable_eager_execution()
   shapes = variable_shapes(FLAGS.n_layer)
-  train_flags = types.SimpleNamespace(
+  optimizer = config.OptimizerConfig(
       learning_rate=1e-4, warmup_steps=0, train_steps=1000,
       decay_method="poly", min_lr_ratio=0.0, weight_decay=FLAGS.weight_decay,
-      adam_epsilon=1e-6, clip=1.0, use_tpu=False,
+      adam_epsilon=1e-6, clip=1.0,
       lr_layer_decay_rate=FLAGS.lr_layer_decay_rate, n_layer=FLAGS.n_layer)
   init = tf.compat.v1.random_normal_initializer(stddev=0.02)
   params = [tf.compat.v1.get_variable(n, s, initializer=init)
@@ -74,8 +74,8 @@ def main(_):
   grads = [tf.compat.v1.get_variable(n + "_grad", s, initializer=init,
                                      trainable=False).read_value()
            for n, s in shapes.items()]
-  train_op, _, _ = model_utils.get_train_op(
-      train_flags, None, grads_and_vars=list(zip(grads, params)))
+  train_op, _, _ = tpu_estimator.get_train_op(
+      optimizer, None, grads_and_vars=list(zip(grads, params)))
   n_params = sum(int(np.prod(s)) for s in shapes.values())
   with tf.compat.v1.Session() as sess:
     sess.run(tf.compat.v1.global_variables_initializer())

@@ -12,7 +12,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from xlnet.training import model_utils  # noqa: E402
+from xlnet.training import tpu_estimator  # noqa: E402
 
 # Two logical CPU devices (set before TensorFlow starts) let one process run
 # a two-replica MirroredStrategy.
@@ -20,7 +20,7 @@ _CPU = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(
     _CPU, [tf.config.LogicalDeviceConfiguration()] * 2)
 
-HAS_TPU_ESTIMATOR = model_utils.tpu_estimator() is not None
+HAS_TPU_ESTIMATOR = tpu_estimator.tpu_estimator() is not None
 
 
 def pytest_collection_modifyitems(items):

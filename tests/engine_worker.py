@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 
 from tests import train_fixtures as fx  # noqa: E402
 from xlnet.training import checkpoint_io  # noqa: E402
-from xlnet.training import engine  # noqa: E402
+from xlnet.training import strategies  # noqa: E402
 
 NUM_BATCHES = 4
 
@@ -60,9 +60,9 @@ def main():
         "cluster": {"chief": hosts[:1], "worker": hosts[1:]},
         "task": {"type": "chief" if args.task_index == 0 else "worker",
                  "index": max(0, args.task_index - 1)}})
-    strategy = engine.create_strategy(1)
+    strategy = strategies.create_strategy(1)
   else:
-    strategy = engine.create_strategy(1, args.worker_hosts, args.task_index)
+    strategy = strategies.create_strategy(1, args.worker_hosts, args.task_index)
   FL = fx.tiny_flags(bi_data=args.bi_data, learning_rate=3e-3,
                      train_batch_size=4)
   trainer = fx.make_trainer(FL, None, args.model_dir, strategy=strategy)

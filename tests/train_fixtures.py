@@ -11,9 +11,9 @@ import tensorflow as tf
 
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import configs as config_flags
-from xlnet.training import engine
 from xlnet.pretraining import function_builder
 from xlnet import model as model_lib
+from xlnet.training import trainer as trainer_lib
 
 TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=40,
             dropout=0.0, dropatt=0.0, seq_len=8, reuse_len=4, perm_size=4,
@@ -144,11 +144,11 @@ def make_trainer(FL, n_replicas, model_dir, accum_steps=1, use_xla=False,
     strategy = (tf.distribute.get_strategy() if n_replicas == 1 else
                 tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
   config = model_lib.XLNetConfig(FLAGS=FL)
-  memory = (engine.MemoryConfig(
+  memory = (trainer_lib.MemoryConfig(
       config.n_layer, FL.mem_len,
       FL.train_batch_size // strategy.num_replicas_in_sync, config.d_model)
             if FL.mem_len else None)
-  return engine.Trainer(strategy, function_builder.pretrain_loss_fn(
+  return trainer_lib.Trainer(strategy, function_builder.pretrain_loss_fn(
       config, FL), config_flags.optimizer_config(FL, config.n_layer),
                         str(model_dir), memory=memory,
                         accum_steps=accum_steps, train=dataclasses.replace(

@@ -15,7 +15,7 @@ from tests import np_reference
 from xlnet import classifier_heads
 from xlnet.finetuning import classifier_processors as cp
 from xlnet.finetuning import classifier_utils as cu
-from xlnet.training import model_utils
+from xlnet.training import warm_start
 
 LENGTH = 9
 TOL = dict(rtol=1e-4, atol=1e-5)
@@ -42,7 +42,7 @@ def run_head(flags, feats, n_class, is_training=False):
     tensors = {k: tf.constant(v) for k, v in feats.items()}
     outputs = classifier_heads.get_head_outputs(flags, tensors, n_class,
                                                 is_training)
-    model_utils.init_from_checkpoint(flags)
+    warm_start.init_from_checkpoint(flags.init_checkpoint, flags.use_tpu)
     names = sorted(v.op.name for v in tf.compat.v1.trainable_variables())
     with tf.compat.v1.Session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())

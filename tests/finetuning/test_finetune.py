@@ -13,8 +13,8 @@ import tensorflow as tf
 
 from tests.data_helpers import make_records
 from xlnet.training import checkpoint_io
-from xlnet.training import engine
 from xlnet.finetuning import finetune
+from xlnet.training import predictor as predictor_lib
 
 pytestmark = pytest.mark.eager
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -158,9 +158,9 @@ def test_predict_returns_every_example_once_in_order(tmp_path, replicas,
 def test_padding_to_full_steps_keeps_order_and_marks_fakes():
   dataset = tf.data.Dataset.from_tensor_slices(
       {"v": np.arange(7)}).batch(3)
-  batches = list(engine.pad_to_full_steps(dataset, 2, 2))
+  batches = list(predictor_lib.pad_to_full_steps(dataset, 2, 2))
   assert len(batches) == 4  # two full steps of 2 replicas x 2 examples
   values = np.concatenate([b["v"].numpy() for b in batches])
-  real = np.concatenate([b[engine.REAL].numpy() for b in batches])
+  real = np.concatenate([b[predictor_lib.REAL].numpy() for b in batches])
   np.testing.assert_array_equal(values[real == 1], np.arange(7))
   assert real.sum() == 7 and (values[real == 0] == 0).all()

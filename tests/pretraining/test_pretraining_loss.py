@@ -8,10 +8,10 @@ import tensorflow as tf
 
 from tests import np_reference
 from tests import train_fixtures as fx
-from xlnet.training import engine
 from xlnet.pretraining import function_builder
 from xlnet import model as model_lib
 from xlnet.pretraining import pretrain_eval
+from xlnet.training import template as template_lib
 
 pytestmark = pytest.mark.eager
 
@@ -50,13 +50,14 @@ def test_held_out_loss_equals_a_numpy_recomputation():
   batches = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(2)]
   config = model_lib.XLNetConfig(FLAGS=FL)
   template = tf.compat.v1.make_template(
-      engine.TEMPLATE_SCOPE, function_builder.pretrain_loss_fn(config, FL))
+      template_lib.TEMPLATE_SCOPE,
+      function_builder.pretrain_loss_fn(config, FL))
   mem_shape = [FL.mem_len, 4, FL.d_model]
   dataset = fx.batches_dataset(batches).take(2)
   template(next(iter(dataset)), [tf.zeros(mem_shape)] * FL.n_layer, False)
   params = {}
   for var in template.variables:
-    name = engine.checkpoint_name(var, template.variable_scope.name)
+    name = template_lib.checkpoint_name(var, template.variable_scope.name)
     params[name] = rng.normal(0.0, 0.3, var.shape.as_list()).astype(
         np.float32)
     var.assign(params[name])

@@ -15,8 +15,8 @@ import tensorflow as tf
 from xlnet.flags import catalog as flag_catalog
 from tests import train_fixtures as fx
 from tests.data_helpers import make_records
-from xlnet.training import model_utils
 from xlnet.pretraining import train_tpu
+from xlnet.training import tpu_estimator
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -143,7 +143,7 @@ def test_without_a_tpu_the_default_says_how_to_name_one(tmp_path,
   assert "--use_tpu=False" in line and "Traceback" not in proc.stderr
 
 
-@pytest.mark.skipif(model_utils.tpu_estimator() is not None,
+@pytest.mark.skipif(tpu_estimator.tpu_estimator() is not None,
                     reason="TensorFlow <= 2.15 has "
                     "TPUEstimator; the message is for >= 2.16")
 def test_estimator_engine_explains_the_missing_estimator(tmp_path,

@@ -15,7 +15,6 @@ from tests import data_helpers
 from xlnet.training import checkpoint_io
 from xlnet.data import record_writer
 from xlnet.finetuning import finetune
-from xlnet.training import model_utils
 
 
 @pytest.mark.parametrize("make_dir", [False, True])
@@ -55,7 +54,8 @@ def test_evaluation_finds_the_checkpoint_training_resumes_from(tmp_path,
   (tmp_path / "checkpoint").write_bytes(state)
   before = sorted(os.listdir(tmp_path))
   newest = str(tmp_path / "model.ckpt-2")
-  assert model_utils.resolve_checkpoint(str(tmp_path), "--eval_ckpt") == newest
+  assert checkpoint_io.resolve_checkpoint(str(tmp_path),
+                                          "--eval_ckpt") == newest
   assert checkpoint_io.find_resume_checkpoint(str(tmp_path)) == newest
   assert sorted(os.listdir(tmp_path)) == before
   assert (tmp_path / "checkpoint").read_bytes() == state

@@ -17,11 +17,11 @@ from xlnet.data import record_format
 from xlnet.demo import demo_corpus
 from xlnet.demo import demo_predict
 from xlnet import model as model_lib
-from xlnet.training import model_utils
 from xlnet.data import prepro_utils
 from xlnet.data import pretrain_examples
 from xlnet.data import token_stream
 from xlnet.demo import unigram_baseline
+from xlnet.training import checkpoint_io
 
 
 def define_flags():
@@ -167,7 +167,7 @@ def run_report(FLAGS):
   if not 0 < FLAGS.hide_fraction <= 1:
     raise ValueError(f"--hide_fraction={FLAGS.hide_fraction} must be in "
                      "(0, 1]")
-  prefix = model_utils.resolve_checkpoint(FLAGS.model_dir, "--model_dir")
+  prefix = checkpoint_io.resolve_checkpoint(FLAGS.model_dir, "--model_dir")
   config = model_lib.XLNetConfig(json_path=os.path.join(
       os.path.dirname(prefix), "config.json"))
   info = record_format.load_corpus_info(FLAGS.record_info_dir)

@@ -7,7 +7,7 @@ this module runs them:
 
 * on CPUs/GPUs (`--num_core_per_host` replicas) and, with `--use_tpu` on
   TensorFlow >= 2.16, on a TPUStrategy, through the shared engine
-  (`xlnet/training/engine.py`): resume from `--model_dir` after a kill or a signal
+  (`xlnet/training/trainer.py`): resume from `--model_dir` after a kill or a signal
   (with the batch layout it was trained with), one trainer per
   `--model_dir` (`xlnet/training/run_lock.py`), warm start from `--init_checkpoint`
   by name, NaN guard, atomic checkpoints;
@@ -25,9 +25,14 @@ import tensorflow as tf
 from xlnet.flags import configs as config_flags
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.training import checkpoint_io
-from xlnet.training import engine
-from xlnet.training import model_utils
 from xlnet.training import run_lock
+from xlnet.training import predictor as predictor_lib
+from xlnet.training import progress
+from xlnet.training import strategies
+from xlnet.training import tpu_estimator
+from xlnet.training import train_state
+from xlnet.training import trainer as trainer_lib
+from xlnet.training import warm_start
 
 _STRATEGIES = {}
 
@@ -45,7 +50,7 @@ def per_replica_batch(FLAGS, flag_value, num_replicas):
 
 def use_estimator(FLAGS):
   """TPUEstimator for `--use_tpu` where it exists (TensorFlow 2.15)."""
-  return bool(FLAGS.use_tpu) and model_utils.tpu_estimator() is not None
+  return bool(FLAGS.use_tpu) and tpu_estimator.tpu_estimator() is not None
 
 
 def strategy_for(FLAGS):
@@ -53,11 +58,11 @@ def strategy_for(FLAGS):
   key = (bool(FLAGS.use_tpu), FLAGS.num_core_per_host, FLAGS.tpu)
   if key not in _STRATEGIES:
     if FLAGS.use_tpu:
-      _STRATEGIES[key] = engine.create_strategy(
+      _STRATEGIES[key] = strategies.create_strategy(
           use_tpu=True, tpu=FLAGS.tpu, tpu_zone=FLAGS.tpu_zone,
           gcp_project=FLAGS.gcp_project)
     else:
-      _STRATEGIES[key] = engine.create_strategy(FLAGS.num_core_per_host)
+      _STRATEGIES[key] = strategies.create_strategy(FLAGS.num_core_per_host)
   return _STRATEGIES[key]
 
 
@@ -86,20 +91,20 @@ def train(FLAGS, input_fn, loss_fn, allow_missing=()):
   Raises:
     ValueError: bad checkpoint or flags (another batch layout than the
       one `--model_dir` was trained with included); run_lock.Locked:
-      another trainer uses `--model_dir`; engine.StopTraining after a
+      another trainer uses `--model_dir`; progress.StopTraining after a
       signal, a divergence or a corrupted record (progress saved first).
   """
   if use_estimator(FLAGS):
     with run_lock.hold(FLAGS.model_dir):
       return _estimator_train(FLAGS, input_fn, loss_fn, allow_missing)
   strategy = strategy_for(FLAGS)
-  with run_lock.hold(FLAGS.model_dir, engine.is_chief(strategy)):
+  with run_lock.hold(FLAGS.model_dir, strategies.is_chief(strategy)):
     return _engine_train(FLAGS, strategy, input_fn, loss_fn, allow_missing)
 
 
 def batch_layout(FLAGS):
   """The flags a resumed fine-tuning run must keep
-  (`engine.check_batch_layout`)."""
+  (`train_state.check_batch_layout`)."""
   return {"train_batch_size": FLAGS.train_batch_size,
           "num_core_per_host": FLAGS.num_core_per_host,
           "num_hosts": getattr(FLAGS, "num_hosts", 1),
@@ -113,15 +118,15 @@ def _engine_train(FLAGS, strategy, input_fn, loss_fn, allow_missing):
   n = strategy.num_replicas_in_sync
   per_replica = per_replica_batch(FLAGS, FLAGS.train_batch_size, n)
   accum = getattr(FLAGS, "accum_steps", 1) or 1
-  trainer = engine.Trainer(
+  trainer = trainer_lib.Trainer(
       strategy, lambda f, mems, is_training: (loss_fn(f, is_training), None,
                                               {}),
       config_flags.optimizer_config(FLAGS, getattr(FLAGS, "n_layer", None)),
       FLAGS.model_dir, accum_steps=accum,
       train=config_flags.train_config(FLAGS))
   if trainer.chief:
-    engine.check_batch_layout(FLAGS.model_dir, batch_layout(FLAGS),
-                              resume is not None)
+    train_state.check_batch_layout(FLAGS.model_dir, batch_layout(FLAGS),
+                                   resume is not None)
 
   def dataset_fn(context):
     dataset = input_fn({"batch_size": per_replica, "input_context": context})
@@ -139,9 +144,9 @@ def _engine_train(FLAGS, strategy, input_fn, loss_fn, allow_missing):
   if trainer.chief:
     checkpoint_io.clean_model_dir(FLAGS.model_dir)
     writer = tf.summary.create_file_writer(FLAGS.model_dir)
-  logger = engine.StepLogger(FLAGS.iterations, FLAGS.train_steps, start,
-                             per_replica * n * accum, "examples", writer,
-                             log_line)
+  logger = progress.StepLogger(FLAGS.iterations, FLAGS.train_steps, start,
+                               per_replica * n * accum, "examples", writer,
+                               log_line)
   trainer.train(dist, FLAGS.train_steps, FLAGS.save_steps,
                 FLAGS.max_save or None, on_step=logger)
   return logger.history
@@ -162,7 +167,7 @@ def predict(FLAGS, checkpoint, input_fn, outputs_fn, global_batch):
   Returns:
     dict name -> np.ndarray `[num_examples, ...]` in input order.
   """
-  prefix = model_utils.resolve_checkpoint(checkpoint, "checkpoint")
+  prefix = checkpoint_io.resolve_checkpoint(checkpoint, "checkpoint")
   if use_estimator(FLAGS):
     return _estimator_predict(FLAGS, prefix, input_fn, outputs_fn,
                               global_batch)
@@ -172,11 +177,11 @@ def predict(FLAGS, checkpoint, input_fn, outputs_fn, global_batch):
     raise ValueError(f"a batch of {global_batch} cannot be split over {n} "
                      "replicas")
   per_replica = global_batch // n
-  predictor = engine.Predictor(strategy, lambda f: outputs_fn(f, False))
+  predictor = predictor_lib.Predictor(strategy, lambda f: outputs_fn(f, False))
   dataset = input_fn({"batch_size": per_replica})
-  spec = engine.pad_to_full_steps(dataset, per_replica, 1).element_spec
+  spec = predictor_lib.pad_to_full_steps(dataset, per_replica, 1).element_spec
   predictor.restore(prefix, {k: s for k, s in spec.items()
-                             if k != engine.REAL})
+                             if k != predictor_lib.REAL})
   return predictor.predict(dataset, per_replica)
 
 
@@ -198,15 +203,18 @@ def predict_records(FLAGS, input_fn, outputs_fn, batch_flag):
 # TPUEstimator (TensorFlow 2.15, --use_tpu).
 ################################################################################
 def _estimator(FLAGS, model_fn, **batches):
-  tpu = model_utils.tpu_estimator()
-  return tpu.TPUEstimator(model_fn=model_fn,
-                          config=model_utils.configure_tpu(FLAGS),
+  tpu = tpu_estimator.tpu_estimator()
+  run_config = tpu_estimator.configure_tpu(
+      config_flags.device_config(FLAGS), config_flags.checkpoint_config(FLAGS),
+      FLAGS.num_hosts * FLAGS.num_core_per_host, FLAGS.iterations,
+      FLAGS.train_steps, FLAGS.seed)
+  return tpu.TPUEstimator(model_fn=model_fn, config=run_config,
                           use_tpu=FLAGS.use_tpu, **batches)
 
 
 def _estimator_train(FLAGS, input_fn, loss_fn, allow_missing):
   """Fine-tunes with TPUEstimator (the release's TPU path)."""
-  tpu = model_utils.tpu_estimator()
+  tpu = tpu_estimator.tpu_estimator()
   checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
 
   def model_fn(features, labels, mode, params):
@@ -214,38 +222,39 @@ def _estimator_train(FLAGS, input_fn, loss_fn, allow_missing):
     loss = loss_fn(features, True)
     scaffold_fn = None
     if not tf.train.latest_checkpoint(FLAGS.model_dir):
-      scaffold_fn = model_utils.init_from_checkpoint(
-          FLAGS, allow_missing=allow_missing)
-    train_op, _, _ = model_utils.get_train_op(FLAGS, loss)
+      scaffold_fn = warm_start.init_from_checkpoint(
+          FLAGS.init_checkpoint, FLAGS.use_tpu, allow_missing=allow_missing)
+    train_op, _, _ = tpu_estimator.get_train_op(
+        config_flags.optimizer_config(FLAGS), loss, use_tpu=FLAGS.use_tpu)
     return tpu.TPUEstimatorSpec(mode=mode, loss=loss, train_op=train_op,
                                 scaffold_fn=scaffold_fn)
 
   def estimator_input_fn(params):
     return input_fn({"batch_size": params["batch_size"]})
 
-  with engine.SignalCatcher() as signals:
+  with progress.SignalCatcher() as signals:
     _estimator(FLAGS, model_fn, train_batch_size=FLAGS.train_batch_size
                ).train(estimator_input_fn, max_steps=FLAGS.train_steps)
   if signals.signum is not None:
-    raise engine.Interrupted("stopped by a signal; rerun to resume",
-                             signals.signum)
+    raise progress.Interrupted("stopped by a signal; rerun to resume",
+                               signals.signum)
   return []
 
 
 def _estimator_predict(FLAGS, prefix, input_fn, outputs_fn, batch_size):
   """Predicts with TPUEstimator (static batches: padded, then trimmed)."""
-  tpu = model_utils.tpu_estimator()
+  tpu = tpu_estimator.tpu_estimator()
 
   def model_fn(features, labels, mode, params):
     del labels, params
     features = dict(features)
-    real = features.pop(engine.REAL)
+    real = features.pop(predictor_lib.REAL)
     predictions = dict(outputs_fn(features, False))
-    predictions[engine.REAL] = real
+    predictions[predictor_lib.REAL] = real
     return tpu.TPUEstimatorSpec(mode=mode, predictions=predictions)
 
   def estimator_input_fn(params):
-    return engine.pad_to_full_steps(
+    return predictor_lib.pad_to_full_steps(
         input_fn({"batch_size": params["batch_size"]}), params["batch_size"],
         1)
 
@@ -253,7 +262,7 @@ def _estimator_predict(FLAGS, prefix, input_fn, outputs_fn, batch_size):
                          predict_batch_size=batch_size).predict(
                              estimator_input_fn, checkpoint_path=prefix,
                              yield_single_examples=True))
-  rows = [r for r in rows if r.pop(engine.REAL)]
+  rows = [r for r in rows if r.pop(predictor_lib.REAL)]
   return {k: np.stack([r[k] for r in rows]) for k in (rows[0] if rows
                                                       else {})}
 

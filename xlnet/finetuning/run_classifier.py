@@ -48,8 +48,9 @@ from xlnet.finetuning.checkpoint_eval import update_eval_results
 from xlnet.finetuning import finetune
 from xlnet import io_utils
 from xlnet.finetuning import metrics as metrics_lib
-from xlnet.training import model_utils
 from xlnet.data import prepro_utils
+from xlnet.training import checkpoint_io
+from xlnet.training import warm_start
 
 EVAL_RESULTS = "eval_results.txt"
 
@@ -189,7 +190,7 @@ def check_init_checkpoint(FLAGS, n_class):  # pylint: disable=invalid-name
   Raises:
     ValueError: naming the missing or mismatched variables.
   """
-  prefix = model_utils.resolve_checkpoint(FLAGS.init_checkpoint,
+  prefix = checkpoint_io.resolve_checkpoint(FLAGS.init_checkpoint,
                                           "--init_checkpoint")
   with tf.Graph().as_default():
     length = FLAGS.max_seq_length
@@ -200,7 +201,7 @@ def check_init_checkpoint(FLAGS, n_class):  # pylint: disable=invalid-name
         "label_ids": tf.compat.v1.placeholder(
             tf.float32 if n_class is None else tf.int32, [None])}
     classifier_heads.get_head_outputs(FLAGS, features, n_class, False)
-    model_utils.get_assignment_map_from_checkpoint(
+    warm_start.get_assignment_map_from_checkpoint(
         tf.compat.v1.trainable_variables(), prefix,
         allow_missing=classifier_heads.NEW_VARIABLE_PATTERNS)
 
@@ -398,7 +399,7 @@ def evaluate(FLAGS, processor, record_file, num_examples, head_fn):  # pylint: d
 
 def predict(FLAGS, processor, record_file, num_examples, head_fn):  # pylint: disable=invalid-name
   """Labels the --eval_split examples; returns the paths written."""
-  checkpoint = (model_utils.resolve_checkpoint(FLAGS.predict_ckpt,
+  checkpoint = (checkpoint_io.resolve_checkpoint(FLAGS.predict_ckpt,
                                                "--predict_ckpt")
                 if FLAGS.predict_ckpt else
                 tf.train.latest_checkpoint(FLAGS.model_dir))

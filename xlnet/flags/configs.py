@@ -24,6 +24,25 @@ def train_config(FLAGS):  # pylint: disable=invalid-name
                          train_config_lib.INITIAL_LOSS_SCALE))
 
 
+def device_config(FLAGS):  # pylint: disable=invalid-name
+  """The run's `DeviceConfig` from the device flags (pretraining alone has
+  worker_hosts, task_index and tpu_engine)."""
+  return train_config_lib.DeviceConfig(
+      use_tpu=FLAGS.use_tpu, tpu=FLAGS.tpu, tpu_zone=FLAGS.tpu_zone,
+      gcp_project=FLAGS.gcp_project, master=FLAGS.master,
+      tpu_job_name=FLAGS.tpu_job_name,
+      worker_hosts=getattr(FLAGS, "worker_hosts", None),
+      task_index=getattr(FLAGS, "task_index", 0),
+      tpu_engine=getattr(FLAGS, "tpu_engine", "auto"))
+
+
+def checkpoint_config(FLAGS):  # pylint: disable=invalid-name
+  """The run's `CheckpointConfig` from the checkpoint flags."""
+  return train_config_lib.CheckpointConfig(
+      model_dir=FLAGS.model_dir, init_checkpoint=FLAGS.init_checkpoint,
+      save_steps=FLAGS.save_steps, max_save=FLAGS.max_save)
+
+
 def run_config(is_training, is_finetune, FLAGS):  # pylint: disable=invalid-name
   """Builds a RunConfig from flags.
 

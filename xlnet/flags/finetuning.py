@@ -4,7 +4,7 @@ import os
 
 from xlnet import model as model_lib
 from xlnet.flags import rules as flag_rules
-from xlnet.training import model_utils
+from xlnet.training import checkpoint_io
 
 
 def global_batch_size(FLAGS, per_device):  # pylint: disable=invalid-name
@@ -51,7 +51,7 @@ def check_common_flags(FLAGS):  # pylint: disable=invalid-name
     raise ValueError(f"--model_config_path={FLAGS.model_config_path}: {e}"
                      ) from None
   if FLAGS.init_checkpoint:
-    prefix = model_utils.resolve_checkpoint(FLAGS.init_checkpoint,
+    prefix = checkpoint_io.resolve_checkpoint(FLAGS.init_checkpoint,
                                             "--init_checkpoint")
     if _same_dir(FLAGS.model_dir, os.path.dirname(prefix) or "."):
       raise ValueError(

@@ -70,7 +70,7 @@ def check_all(FLAGS):  # pylint: disable=invalid-name
 def warn_long_warmup(warmup_steps, train_steps):
   """Logs a warning when training ends before warm-up does.
 
-  The schedule (model_utils.learning_rate_schedule) then only ramps up: the
+  The schedule (optimizer.learning_rate_schedule) then only ramps up: the
   last step runs at train_steps / warmup_steps of the peak rate.
   """
   if warmup_steps > train_steps:

@@ -177,7 +177,7 @@ def get_loss(FLAGS, features, labels, mems, is_training, xlnet_config):
 
 
 def pretrain_loss_fn(xlnet_config, FLAGS):
-  """The engine's loss function of pretraining (see `engine.Trainer`).
+  """The engine's loss function of pretraining (see `trainer.Trainer`).
 
   Returns:
     loss_fn(features, mems, is_training) -> (loss, new_mems, outputs).

@@ -21,10 +21,10 @@ from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import pretraining as pretrain_flags
 from xlnet.training import checkpoint_io
 from xlnet import cli
-from xlnet.training import engine
 from xlnet.pretraining import function_builder
 from xlnet import io_utils
-from xlnet.training import model_utils
+from xlnet.training import progress
+from xlnet.training import template as template_lib
 
 RESULTS = "eval_results_pretrain.json"
 
@@ -60,7 +60,7 @@ class Evaluator:
 
   Args:
     template: the model function `template(features, mems, is_training)` ->
-      (loss, new_mems, outputs) of a `engine.Trainer` (its variables are the
+      (loss, new_mems, outputs) of a `trainer.Trainer` (its variables are the
       ones evaluated), or of `make_template` for a checkpoint.
     mem_shape: `[mem_len, bsz, d_model]` of the memories, or None.
     n_layer: layers (one memory each).
@@ -102,9 +102,9 @@ def log_results(results, step, writer=None):
                "targets", step, results["loss"], results["pplx"],
                results["accuracy"], results["num_targets"])
   if writer is not None:
-    engine.write_scalars(writer, {f"eval/{k}": results[k]
-                                  for k in ("loss", "pplx", "accuracy")},
-                         step)
+    progress.write_scalars(writer, {f"eval/{k}": results[k]
+                                    for k in ("loss", "pplx", "accuracy")},
+                           step)
 
 
 def evaluate_checkpoint(FLAGS):
@@ -117,7 +117,7 @@ def evaluate_checkpoint(FLAGS):
   if not FLAGS.model_dir and not FLAGS.eval_ckpt:
     raise ValueError("--model_dir or --eval_ckpt is required (the "
                      "checkpoint to evaluate)")
-  prefix = model_utils.resolve_checkpoint(
+  prefix = checkpoint_io.resolve_checkpoint(
       FLAGS.eval_ckpt or FLAGS.model_dir, "--eval_ckpt")
   if not FLAGS.model_config_path:
     config_path = os.path.join(os.path.dirname(prefix), "config.json")
@@ -129,8 +129,8 @@ def evaluate_checkpoint(FLAGS):
   bsz = pretrain_flags.bsz_per_host(FLAGS)
   dataset = input_fn({"batch_size": bsz})
   template = tf.compat.v1.make_template(
-      engine.TEMPLATE_SCOPE, function_builder.pretrain_loss_fn(xlnet_config,
-                                                               FLAGS))
+      template_lib.TEMPLATE_SCOPE,
+      function_builder.pretrain_loss_fn(xlnet_config, FLAGS))
   mem_shape = ([FLAGS.mem_len, bsz, xlnet_config.d_model] if FLAGS.mem_len
                else None)
   evaluator = Evaluator(template, mem_shape, xlnet_config.n_layer)
@@ -138,7 +138,7 @@ def evaluate_checkpoint(FLAGS):
   mems = ([tf.zeros(mem_shape)] * xlnet_config.n_layer if mem_shape
           else None)
   template(features, mems, False)  # creates the variables
-  engine.load_template_variables(template, prefix)
+  template_lib.load_template_variables(template, prefix)
   results = evaluator.run(dataset, num_batches)
   results["checkpoint"] = prefix
   results["split"] = FLAGS.eval_split

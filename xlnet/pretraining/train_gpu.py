@@ -1,6 +1,6 @@
 """XLNet pretraining on GPUs, CPUs and several hosts (`python train_gpu.py`).
 
-The training loop is the shared engine (`xlnet/training/engine.py`) on a
+The training loop is the shared engine (`xlnet/training/trainer.py`) on a
 `tf.distribute` strategy: `--num_core_per_host` replicas on this host (GPUs,
 or logical CPU devices without a GPU), and several hosts with
 `--worker_hosts`/`--task_index` or `TF_CONFIG` (MultiWorkerMirroredStrategy).
@@ -24,10 +24,13 @@ from xlnet.flags import pretraining as pretrain_flags
 from xlnet.training import checkpoint_io
 from xlnet import cli
 from xlnet.data import record_format
-from xlnet.training import engine
 from xlnet.pretraining import function_builder
 from xlnet.pretraining import pretrain_eval
 from xlnet.training import run_lock
+from xlnet.training import progress
+from xlnet.training import strategies
+from xlnet.training import train_state
+from xlnet.training import trainer as trainer_lib
 
 
 def perplexity(loss):
@@ -96,7 +99,7 @@ def run(FLAGS, tpu=False):
   Raises:
     ValueError: bad flags or data (one line).
     run_lock.Locked: another trainer uses `--model_dir`.
-    engine.StopTraining: stopped early after saving (signal, divergence,
+    progress.StopTraining: stopped early after saving (signal, divergence,
       corrupted input).
   """
   if FLAGS.use_tpu and not tpu:
@@ -110,7 +113,7 @@ def run(FLAGS, tpu=False):
                      "directory")
   on_tpu = tpu and FLAGS.use_tpu
   num_hosts = (FLAGS.num_hosts if on_tpu else
-               engine.cluster_workers(FLAGS.worker_hosts))
+               strategies.cluster_workers(FLAGS.worker_hosts))
   if FLAGS.num_hosts not in (1, num_hosts):
     raise ValueError(f"--num_hosts={FLAGS.num_hosts} but the cluster has "
                      f"{num_hosts} worker(s) (--worker_hosts or TF_CONFIG)")
@@ -121,18 +124,18 @@ def run(FLAGS, tpu=False):
     input_fn, num_batch = pretrain_eval.eval_input_fn(FLAGS)
     evaluation = (input_fn, FLAGS.eval_batches or num_batch)
   strategy = create_strategy(FLAGS, on_tpu)
-  with run_lock.hold(FLAGS.model_dir, engine.is_chief(strategy)):
+  with run_lock.hold(FLAGS.model_dir, strategies.is_chief(strategy)):
     return train(FLAGS, strategy, xlnet_config, corpus_info, evaluation)
 
 
 def create_strategy(FLAGS, on_tpu):
   """The run's strategy, checked against `--num_core_per_host`."""
   if on_tpu:
-    strategy = engine.create_strategy(
+    strategy = strategies.create_strategy(
         use_tpu=True, tpu=FLAGS.tpu, tpu_zone=FLAGS.tpu_zone,
         gcp_project=FLAGS.gcp_project)
   else:
-    strategy = engine.create_strategy(
+    strategy = strategies.create_strategy(
         FLAGS.num_core_per_host, FLAGS.worker_hosts, FLAGS.task_index)
   local_cores = strategy.num_replicas_in_sync // FLAGS.num_hosts
   if local_cores != FLAGS.num_core_per_host:
@@ -153,18 +156,18 @@ def train(FLAGS, strategy, xlnet_config, corpus_info, evaluation):
   `--init_checkpoint`) to `--train_steps`; see `run`."""
   resume = checkpoint_io.find_resume_checkpoint(FLAGS.model_dir)
   start_step = checkpoint_io.step_of(resume) if resume else 0
-  memory = (engine.MemoryConfig(xlnet_config.n_layer, FLAGS.mem_len,
-                                pretrain_flags.bsz_per_core(FLAGS),
-                                xlnet_config.d_model)
+  memory = (trainer_lib.MemoryConfig(xlnet_config.n_layer, FLAGS.mem_len,
+                                     pretrain_flags.bsz_per_core(FLAGS),
+                                     xlnet_config.d_model)
             if FLAGS.mem_len else None)
-  trainer = engine.Trainer(
+  trainer = trainer_lib.Trainer(
       strategy, function_builder.pretrain_loss_fn(xlnet_config, FLAGS),
       config_flags.optimizer_config(FLAGS, xlnet_config.n_layer),
       FLAGS.model_dir, memory=memory, accum_steps=FLAGS.accum_steps,
       train=config_flags.train_config(FLAGS))
   if trainer.chief:
-    engine.check_batch_layout(FLAGS.model_dir, batch_layout(FLAGS),
-                              resume is not None)
+    train_state.check_batch_layout(FLAGS.model_dir, batch_layout(FLAGS),
+                                   resume is not None)
   dataset_fn, record_info = dataset_fn_for(FLAGS, corpus_info,
                                           start_step * FLAGS.accum_steps)
   dist_dataset = trainer.distribute(dataset_fn)
@@ -180,7 +183,7 @@ def train(FLAGS, strategy, xlnet_config, corpus_info, evaluation):
     checkpoint_io.clean_model_dir(FLAGS.model_dir)
     function_builder.save_xlnet_config(xlnet_config, FLAGS.model_dir)
     writer = tf.summary.create_file_writer(FLAGS.model_dir)
-  logger = engine.StepLogger(
+  logger = progress.StepLogger(
       FLAGS.iterations, FLAGS.train_steps, start_step,
       FLAGS.train_batch_size * FLAGS.seq_len * FLAGS.accum_steps, "tokens",
       writer, log_line)

@@ -1,7 +1,7 @@
 """XLNet pretraining on TPUs (`python train_tpu.py`, or `python train.py`).
 
 Two paths, one loss and one optimizer step (`function_builder.get_loss`,
-`model_utils.adam_update`):
+`optimizer.adam_update`):
 
 * TPUEstimator (TensorFlow 2.15, the release's trainer; the default there):
   `iterations_per_loop = --iterations`, `num_shards = num_hosts *
@@ -33,15 +33,18 @@ from absl import flags
 import tensorflow as tf
 
 from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import configs as config_flags
 from xlnet.flags import pretraining as pretrain_flags
 from xlnet.training import checkpoint_io
 from xlnet import cli
-from xlnet.training import engine
 from xlnet.pretraining import function_builder
-from xlnet.training import model_utils
 from xlnet import modeling
 from xlnet.training import run_lock
 from xlnet.pretraining import train_gpu
+from xlnet.training import config as train_config
+from xlnet.training import progress
+from xlnet.training import tpu_estimator
+from xlnet.training import warm_start
 
 SUMMARY_EVERY = 100
 CORE_ID = "core_id"
@@ -106,7 +109,7 @@ def get_model_fn(FLAGS, xlnet_config):
   def model_fn(features, labels, mode, params):
     """Builds the loss, the guarded update and the memory assignment."""
     del params
-    tpu = model_utils.tpu_estimator()
+    tpu = tpu_estimator.tpu_estimator()
     features = dict(features)
     core = tf.cast(features.pop(CORE_ID)[0], tf.int64)
     bsz = features["input_k"].shape[0]
@@ -114,7 +117,7 @@ def get_model_fn(FLAGS, xlnet_config):
     mem_vars, owner = (create_memories(xlnet_config, FLAGS.mem_len, bsz)
                        if FLAGS.mem_len else (None, None))
     mems = owned_memories(mem_vars, owner, core) if mem_vars else None
-    seed = tf.constant([model_utils.DEFAULT_SEED if FLAGS.seed is None
+    seed = tf.constant([train_config.DEFAULT_SEED if FLAGS.seed is None
                         else FLAGS.seed, 0x584C4E], tf.int64)
     for value in (global_step, core):
       seed = tf.random.experimental.stateless_fold_in(seed, value)
@@ -122,10 +125,12 @@ def get_model_fn(FLAGS, xlnet_config):
       total_loss, new_mems, _ = function_builder.get_loss(
           FLAGS, features, labels, mems, True, xlnet_config)
 
-    scaffold_fn = model_utils.init_from_checkpoint(FLAGS)
-    train_op, learning_rate, gnorm = model_utils.get_train_op(FLAGS,
-                                                              total_loss)
-    applied = model_utils.update_applied(gnorm, total_loss, FLAGS.use_tpu)
+    scaffold_fn = warm_start.init_from_checkpoint(FLAGS.init_checkpoint,
+                                                  FLAGS.use_tpu)
+    train_op, learning_rate, gnorm = tpu_estimator.get_train_op(
+        config_flags.optimizer_config(FLAGS, FLAGS.n_layer), total_loss,
+        use_tpu=FLAGS.use_tpu)
+    applied = tpu_estimator.update_applied(gnorm, total_loss, FLAGS.use_tpu)
     with tf.control_dependencies([train_op]):
       updates = [v.assign(tf.where(applied, m, v.read_value()))
                  for v, m in zip(mem_vars or [], new_mems or [])]
@@ -158,7 +163,7 @@ def nonfinite_counter():
 def diverged(step):
   """The error of a run whose loss or gradient norm became non-finite."""
   where = f"by step {step}" if step is not None else "in the last loop"
-  return engine.Diverged(
+  return progress.Diverged(
       f"non-finite loss or gradient norm {where}: those updates were skipped "
       "and nothing was saved; the newest checkpoint in --model_dir is the "
       "last finite state. Lower --learning_rate or raise --warmup_steps and "
@@ -228,10 +233,10 @@ def run_estimator(FLAGS):
 
   Raises:
     ValueError: on bad flags or data.
-    engine.StopTraining: after a signal (saved) or a divergence (not
+    progress.StopTraining: after a signal (saved) or a divergence (not
       saved).
   """
-  tpu = model_utils.tpu_estimator()
+  tpu = tpu_estimator.tpu_estimator()
   if not FLAGS.model_dir:
     raise ValueError("--model_dir is required (checkpoints and summaries)")
   xlnet_config, corpus_info = pretrain_flags.resolve_all(FLAGS)
@@ -242,12 +247,16 @@ def run_estimator(FLAGS):
   function_builder.save_xlnet_config(xlnet_config, FLAGS.model_dir)
   checkpoint_io.clean_model_dir(FLAGS.model_dir)
   checkpoint_io.prune(FLAGS.model_dir, FLAGS.max_save)
+  run_config = tpu_estimator.configure_tpu(
+      config_flags.device_config(FLAGS), config_flags.checkpoint_config(FLAGS),
+      FLAGS.num_hosts * FLAGS.num_core_per_host, FLAGS.iterations,
+      FLAGS.train_steps, FLAGS.seed)
   estimator = tpu.TPUEstimator(
       model_fn=get_model_fn(FLAGS, xlnet_config),
-      config=model_utils.configure_tpu(FLAGS),
+      config=run_config,
       use_tpu=FLAGS.use_tpu,
       train_batch_size=FLAGS.train_batch_size)
-  with engine.SignalCatcher() as signals:
+  with progress.SignalCatcher() as signals:
     try:
       estimator.train(input_fn=input_fn, max_steps=FLAGS.train_steps,
                       hooks=[_StopHook(signals)],
@@ -258,7 +267,7 @@ def run_estimator(FLAGS):
       raise diverged(None) from None
   if signals.signum is not None:
     step = checkpoint_io.step_of(tf.train.latest_checkpoint(FLAGS.model_dir))
-    raise engine.Interrupted(
+    raise progress.Interrupted(
         f"stopped by {signal.Signals(signals.signum).name} after step "
         f"{step}; checkpoint model.ckpt-{step} saved in {FLAGS.model_dir}; "
         "rerun the same command to resume", signals.signum)
@@ -267,12 +276,12 @@ def run_estimator(FLAGS):
 def use_estimator(FLAGS):
   """Whether to run TPUEstimator (else the engine on a TPUStrategy)."""
   if FLAGS.tpu_engine == "estimator":
-    model_utils.require_tpu_estimator(
+    tpu_estimator.require_tpu_estimator(
         "--tpu_engine=estimator (use --tpu_engine=strategy on this version)")
     return True
   if FLAGS.tpu_engine == "strategy":
     return False
-  return model_utils.tpu_estimator() is not None
+  return tpu_estimator.tpu_estimator() is not None
 
 
 def run(FLAGS):

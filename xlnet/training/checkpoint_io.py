@@ -16,7 +16,9 @@ data files without an index, which the next run removes
 
 The checkpoints of a model directory are found by listing `model.ckpt-N.index`
 files, so `--max_save` bounds them across restarts and a deleted or damaged
-newest checkpoint is noticed (see `find_resume_checkpoint`).
+newest checkpoint is noticed (see `find_resume_checkpoint`);
+`resolve_checkpoint` turns what a user names (a prefix, a directory,
+DIR/latest) into a prefix.
 """
 import os
 import re
@@ -41,6 +43,18 @@ class CheckpointError(ValueError):
 def checkpoint_prefix(model_dir, step):
   """`{model_dir}/model.ckpt-{step}`."""
   return os.path.join(model_dir, f"{CKPT_BASENAME}-{int(step)}")
+
+
+def variable_name(var):
+  """A graph variable's checkpoint name: its name without the `:0` output
+  suffix."""
+  return re.sub(r":\d+$", "", var.name)
+
+
+def describe_names(names, first=5):
+  """`N (first, ...)`, for messages about lists of variables."""
+  shown = ", ".join(names[:first])
+  return f"{len(names)} ({shown}{', ...' if len(names) > first else ''})"
 
 
 def step_of(prefix):
@@ -135,8 +149,9 @@ def read_tensors(prefix, names=None):
     except Exception as e:  # OpError, or IndexError for a short data file
       files = data_files(prefix) or [prefix + ".data-*"]
       raise CheckpointError(
-          f"{', '.join(files)}: cannot read {name} ({cli.error_text(e)[:300]}); the "
-          "data file is missing, truncated or corrupt") from None
+          f"{', '.join(files)}: cannot read {name} "
+          f"({cli.error_text(e)[:300]}); the data file is missing, truncated "
+          "or corrupt") from None
   return values
 
 
@@ -400,6 +415,54 @@ def find_resume_checkpoint(model_dir):
     raise CheckpointError(f"cannot resume: {problem}; "
                           + _rollback_hint(model_dir, newest_step))
   return prefix
+
+
+def resolve_checkpoint(path, flag_name="checkpoint"):
+  """Turns a checkpoint prefix, a directory or `{dir}/latest` into a prefix.
+
+  Args:
+    path: str, a checkpoint prefix (`.../model.ckpt-1000`), a directory or a
+      path ending in `latest` (both meaning the directory's latest checkpoint).
+    flag_name: str, the flag the path came from, for error messages.
+
+  Returns:
+    str, an existing checkpoint prefix.
+
+  Raises:
+    ValueError: when no checkpoint exists there.
+  """
+  ckpt_dir = None
+  if os.path.basename(path.rstrip("/")) == "latest":
+    ckpt_dir = os.path.dirname(path.rstrip("/")) or "."
+  elif tf.io.gfile.isdir(path):
+    ckpt_dir = path
+  if ckpt_dir is not None:
+    prefix = _latest_in_directory(ckpt_dir)
+    if prefix is None:
+      what = ("holds no checkpoint" if tf.io.gfile.isdir(ckpt_dir) else
+              "does not exist")
+      raise ValueError(f"{flag_name}={path}: directory {ckpt_dir} {what}; "
+                       "train first, or give a checkpoint prefix")
+    return prefix
+  if not tf.io.gfile.exists(path + ".index"):
+    if not tf.io.gfile.exists(path):
+      raise ValueError(f"{flag_name}={path}: not a checkpoint (no "
+                       f"{path}.index) and no such directory: nothing was "
+                       "saved there; train first, or give a checkpoint "
+                       "prefix, a directory or DIR/latest")
+    raise ValueError(f"{flag_name}={path}: not a checkpoint (no {path}.index); "
+                     "give a checkpoint prefix, a directory or DIR/latest")
+  return path
+
+
+def _latest_in_directory(ckpt_dir):
+  """The checkpoint a training run in `ckpt_dir` would resume from (the
+  newest intact `model.ckpt-N`, whatever the `checkpoint` state file says;
+  CheckpointError if the newest is damaged), else the one the state file
+  names (other names, e.g. a converted release), else None. Reads only."""
+  if list_checkpoints(ckpt_dir):
+    return find_resume_checkpoint(ckpt_dir)
+  return tf.train.latest_checkpoint(ckpt_dir)
 
 
 def rollback(model_dir, step=None):

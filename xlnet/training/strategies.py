@@ -1,0 +1,210 @@
+"""The `tf.distribute` strategy of a run and where this process stands in it.
+
+One training loop runs on every device layout: one device (CPU or GPU), the
+GPUs of one host (or logical CPU devices), several hosts
+(`MultiWorkerMirroredStrategy`, configured by `TF_CONFIG`), or TPU cores
+(`TPUStrategy`). Processes are numbered chief first, then the workers
+(`process_index`): the number names a worker's checkpoint shard and records.
+"""
+import json
+import os
+
+from absl import logging
+import tensorflow as tf
+
+
+def tpu_cluster_resolver(tpu, zone=None, project=None):
+  """The TPUClusterResolver of `--tpu` (a name, or grpc://ip:port).
+
+  Raises:
+    ValueError: one line saying how to name the TPU, or how to run on the
+      CPU instead, when no TPU can be found.
+  """
+  try:
+    return tf.distribute.cluster_resolver.TPUClusterResolver(
+        tpu, zone=zone, project=project)
+  except ValueError as e:
+    raise ValueError(f"--use_tpu=True (the TPU trainer's default, as in the "
+                     f"release) but no TPU was found ({e}); give --tpu=NAME "
+                     "or grpc://ip:port, or --use_tpu=False to run on the "
+                     "CPU") from None
+
+
+def worker_tf_config(worker_hosts, task_index):
+  """The TF_CONFIG of worker `task_index` of `worker_hosts` ("h1:p,h2:p")."""
+  hosts = [h for h in worker_hosts.split(",") if h]
+  if not 0 <= task_index < len(hosts):
+    raise ValueError(f"--task_index={task_index} must be in [0, "
+                     f"{len(hosts)}) for --worker_hosts={worker_hosts}")
+  return json.dumps({"cluster": {"worker": hosts},
+                     "task": {"type": "worker", "index": task_index}})
+
+
+def cluster_workers(worker_hosts=None):
+  """Number of workers: those of `worker_hosts` ("h1:p,h2:p") when given,
+  else those named by TF_CONFIG (1 when it is unset)."""
+  if worker_hosts:
+    return len([h for h in worker_hosts.split(",") if h])
+  config = os.environ.get("TF_CONFIG")
+  if not config:
+    return 1
+  try:
+    cluster = json.loads(config).get("cluster", {})
+  except json.JSONDecodeError as e:
+    raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from None
+  return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+
+
+def create_strategy(num_core_per_host=1, worker_hosts=None, task_index=None,
+                    use_tpu=False, tpu=None, tpu_zone=None, gcp_project=None):
+  """Chooses and creates the tf.distribute strategy.
+
+  Call it before any other TensorFlow op (logical CPU devices and the
+  multi-worker runtime must be configured first).
+
+  Args:
+    num_core_per_host: replicas on this host: GPUs, or logical CPU devices
+      when no GPU is visible (1: the default strategy on one device).
+    worker_hosts, task_index: several hosts: comma-separated host:port of
+      every worker and this worker's index (they build TF_CONFIG); a
+      TF_CONFIG naming several workers works as well.
+    use_tpu, tpu, tpu_zone, gcp_project: a TPUStrategy on the named TPU.
+
+  Returns:
+    a `tf.distribute.Strategy`.
+  """
+  if worker_hosts:
+    os.environ["TF_CONFIG"] = worker_tf_config(worker_hosts, task_index or 0)
+  if use_tpu:
+    resolver = tpu_cluster_resolver(tpu, tpu_zone, gcp_project)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+  gpus = tf.config.list_physical_devices("GPU")
+  if cluster_workers() > 1:
+    if len(gpus) not in (0, num_core_per_host):
+      logging.warning("%d GPUs visible on this worker; all are used "
+                      "(--num_core_per_host=%d)", len(gpus),
+                      num_core_per_host)
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  if gpus and len(gpus) < num_core_per_host:
+    raise ValueError(f"--num_core_per_host={num_core_per_host} but only "
+                     f"{len(gpus)} GPU(s) are visible")
+  if num_core_per_host == 1:
+    return tf.distribute.get_strategy()
+  if gpus:
+    return tf.distribute.MirroredStrategy(
+        [f"/gpu:{i}" for i in range(num_core_per_host)])
+  logging.warning("No GPU visible: the %d replicas run on logical CPU "
+                  "devices.", num_core_per_host)
+  ensure_cpu_devices(num_core_per_host)
+  return tf.distribute.MirroredStrategy(
+      [f"/cpu:{i}" for i in range(num_core_per_host)])
+
+
+def ensure_cpu_devices(n):
+  """Splits the CPU into at least `n` logical devices (before TF starts)."""
+  cpu = tf.config.list_physical_devices("CPU")[0]
+  if len(tf.config.get_logical_device_configuration(cpu) or [None]) >= n:
+    return
+  try:
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * n)
+  except RuntimeError:
+    raise ValueError(f"{n} logical CPU devices are needed but TensorFlow "
+                     "was started with fewer; create the strategy before "
+                     "running any TensorFlow op") from None
+
+
+def is_chief(strategy):
+  """Whether this process writes checkpoints, logs and summaries."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not resolver.task_type:
+    return True
+  return (resolver.task_type == "chief" or
+          (resolver.task_type == "worker" and resolver.task_id == 0 and
+           "chief" not in resolver.cluster_spec().as_dict()))
+
+
+def process_index(task_type, task_id, cluster):
+  """A process's index among the cluster's processes: the chief first (0),
+  then the workers in order, as MultiWorkerMirroredStrategy numbers its
+  input pipelines and replicas.
+
+  Args:
+    task_type: "chief" or "worker" (None: a single process).
+    task_id: int, the index within its task type.
+    cluster: dict task type -> list of addresses (the TF_CONFIG cluster).
+
+  Returns:
+    int in [0, number of chief and worker tasks).
+  """
+  if not task_type or task_type == "chief":
+    return 0
+  if task_type != "worker":
+    raise ValueError(f"TF_CONFIG task type {task_type!r}: only 'chief' and "
+                     "'worker' tasks train (see docs/distributed.md)")
+  return len(cluster.get("chief", [])) + int(task_id or 0)
+
+
+def worker_index(strategy):
+  """This process's index among the workers (0 on one host): names its
+  checkpoint shard and its record files."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not resolver.task_type:
+    return 0
+  return process_index(resolver.task_type, resolver.task_id,
+                       resolver.cluster_spec().as_dict())
+
+
+def num_workers(strategy):
+  """Number of processes that take part in a multi-worker strategy (1 for
+  every other strategy)."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if (resolver is None or not isinstance(
+      strategy, tf.distribute.MultiWorkerMirroredStrategy)):
+    return 1
+  spec = resolver.cluster_spec().as_dict()
+  return len(spec.get("worker", [])) + len(spec.get("chief", []))
+
+
+def distribute_batches(strategy, dataset_fn, accum_steps=1):
+  """Distributes a per-worker dataset of per-replica batches.
+
+  Args:
+    strategy: the run's strategy.
+    dataset_fn: `dataset_fn(input_context)` -> dataset whose consecutive
+      elements go to this worker's replicas in turn (replica 0, 1, ...,
+      then replica 0 again), each one replica's batch.
+    accum_steps: micro-batches per optimizer step.
+
+  Returns:
+    a distributed dataset; with accum_steps > 1 each replica receives
+    `accum_steps` of its consecutive batches stacked on a new axis 0.
+  """
+  k = accum_steps
+
+  def grouped(input_context):
+    dataset = dataset_fn(input_context)
+    if k == 1:
+      return dataset
+    n = max(1, strategy.num_replicas_in_sync //
+            input_context.num_input_pipelines)
+    # [s0r0, s0r1, s1r0, s1r1, ...] -> replica r gets [s0rr, s1rr, ...].
+    def regroup(batch):
+      return {key: tf.reshape(
+          tf.transpose(tf.reshape(v, [k, n] + v.shape[1:].as_list()),
+                       [1, 0] + list(range(2, v.shape.ndims + 1))),
+          [n * k] + v.shape[1:].as_list())
+              for key, v in batch.items()}
+    return (dataset.batch(n * k, drop_remainder=True)
+            .map(regroup).unbatch().batch(k, drop_remainder=True))
+
+  return strategy.distribute_datasets_from_function(grouped)
+
+
+def local_replica_ids(strategy):
+  """Global replica ids of this worker's replicas, in local order."""
+  ids = strategy.run(tf.function(
+      lambda: tf.distribute.get_replica_context().replica_id_in_sync_group))
+  return [int(t) for t in strategy.experimental_local_results(ids)]

@@ -1,0 +1,250 @@
+"""TPUEstimator: the graph-mode optimizer and the run config of the
+release's TPU path (TensorFlow <= 2.15; `tpu_estimator()` says whether this
+TensorFlow has it).
+
+  * `get_train_op`: warmup + poly/cos learning rate, Adam or Adam with
+    decoupled weight decay, global-norm clipping, optional layer-wise decay,
+    all from an `OptimizerConfig` (the math of `optimizer.py`).
+  * `configure_tpu`: the TPUEstimator `RunConfig`.
+"""
+import tensorflow as tf
+
+from xlnet.training import checkpoint_io
+from xlnet.training import optimizer as optimizer_lib
+from xlnet.training import strategies
+
+_BETAS = (optimizer_lib.BETA_1, optimizer_lib.BETA_2)
+
+def _root_variable_scope():
+  """Context manager entering the root variable scope with AUTO_REUSE.
+
+  Optimizer slots and the global step get fixed checkpoint names
+  (`{var}/adam_m`, `global_step`) wherever `get_train_op` is called from.
+  """
+  return tf.compat.v1.variable_scope(
+      tf.compat.v1.VariableScope(reuse=tf.compat.v1.AUTO_REUSE, name=""))
+
+
+################################################################################
+# Graph-mode optimizer (TPUEstimator and other tf.compat.v1 graphs).
+################################################################################
+class AdamWeightDecayOptimizer(tf.compat.v1.train.Optimizer):
+  """Adam with decoupled weight decay (no bias correction), or plain Adam.
+
+  With `tf_adam=False` (the release's AdamW): float32 slots `{p}/adam_m`,
+  `{p}/adam_v`, no bias correction, decay `weight_decay_rate` except for
+  `exclude_from_weight_decay` names. With `tf_adam=True`: the numbers and
+  checkpoint names of `tf.compat.v1.train.AdamOptimizer` (slots `{p}/Adam`,
+  `{p}/Adam_1`, step counters `beta1_power`, `beta2_power`), no decay.
+  Both run `adam_update`, the update the tf.distribute engine runs too.
+  `apply_gradients` increments `global_step` itself after all updates.
+  """
+
+  def __init__(self, learning_rate, weight_decay_rate=0.0, epsilon=1e-6,
+               tf_adam=False, apply_if=None,
+               name="AdamWeightDecayOptimizer"):
+    """Constructs the optimizer.
+
+    Args:
+      learning_rate: float or float32 scalar tensor.
+      weight_decay_rate, epsilon, tf_adam: see the class docstring.
+      apply_if: optional bool scalar tensor; when False the step changes no
+        weight, moment or Adam power (the global step still advances).
+      name: op name.
+    """
+    super().__init__(use_locking=False, name=name)
+    self.learning_rate = learning_rate
+    self.weight_decay_rate = 0.0 if tf_adam else weight_decay_rate
+    self.epsilon = epsilon
+    self.tf_adam = tf_adam
+    self.apply_if = apply_if
+
+  @staticmethod
+  def _root_variable(name, shape, initial):
+    """Creates (or reuses) a non-trainable float32 variable `name`."""
+    with _root_variable_scope():
+      return tf.compat.v1.get_variable(
+          name=name, shape=shape, dtype=tf.float32, trainable=False,
+          use_resource=True,
+          initializer=tf.compat.v1.constant_initializer(initial))
+
+  def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+    """Applies one update; returns the grouped op (incl. the step increment)."""
+    learning_rate = tf.cast(self.learning_rate, tf.float32)
+    pairs = [(g, p) for g, p in grads_and_vars
+             if g is not None and p is not None]
+    powers = (0.0, 0.0)
+    power_vars = []
+    if self.tf_adam:
+      power_vars = [self._root_variable(n, [], b) for n, b in
+                    zip(optimizer_lib.ADAM_POWER_NAMES, _BETAS)]
+      powers = [p.read_value() for p in power_vars]
+    slots = []
+    for _, param in pairs:
+      name = checkpoint_io.variable_name(param)
+      if not hasattr(param, "handle"):
+        raise ValueError(f"AdamWeightDecayOptimizer needs resource "
+                         f"variables; {name} is a reference variable")
+      slots.append([self._root_variable(n, param.shape.as_list(), 0.0)
+                    for n in optimizer_lib.slot_names(name,
+                                                      not self.tf_adam)])
+
+    def apply():
+      updates = [optimizer_lib.adam_update(
+          param, m, v, tf.convert_to_tensor(grad), learning_rate,
+          self.epsilon, optimizer_lib.decay_rate_of(
+              checkpoint_io.variable_name(param), self.weight_decay_rate),
+          *powers)
+                 for (grad, param), (m, v) in zip(pairs, slots)]
+      with tf.control_dependencies(updates):
+        return tf.group(*[p.assign(p * b) for p, b in
+                          zip(power_vars, _BETAS)], *updates)
+
+    if self.apply_if is None:
+      update = apply()
+    else:
+      update = tf.cond(self.apply_if, apply, tf.no_op)
+    finish = []
+    if global_step is not None:
+      with tf.control_dependencies([update]):
+        finish.append(tf.compat.v1.assign_add(global_step, 1))
+    return tf.group(update, *finish, name=name or self.get_name())
+
+
+def get_train_op(optimizer, total_loss, grads_and_vars=None, use_tpu=False):
+  """Builds the graph-mode training op.
+
+  Args:
+    optimizer: an `OptimizerConfig` (its `n_layer` None: one more than the
+      largest `model/transformer/layer_{l}/` index among the variables).
+    total_loss: float scalar tensor; differentiated w.r.t. all trainable
+      variables unless `grads_and_vars` is given.
+    grads_and_vars: optional list of (gradient, variable), used as is
+      instead of differentiating.
+    use_tpu: bool, see below.
+
+  With `use_tpu` the optimizer is wrapped in `CrossShardOptimizer`: as
+  in the release, each core's gradients of `loss / num_shards` are clipped
+  locally and then summed across cores.
+
+  The update is guarded: when the loss or the gradient norm is not finite
+  (on any core), no weight or optimizer slot changes; the global step still
+  advances. `update_applied(gnorm, total_loss)` tells the caller.
+
+  Returns:
+    (train_op, learning_rate, gnorm): the update op (it also increments the
+    global step), the float32 scalar learning rate of this step and the global
+    gradient norm before clipping.
+
+  Raises:
+    ValueError: on an invalid schedule or when no variable has a gradient.
+  """
+  c = optimizer
+  with _root_variable_scope():
+    global_step = tf.compat.v1.train.get_or_create_global_step()
+  learning_rate = optimizer_lib.learning_rate_schedule(
+      global_step, c.learning_rate, c.warmup_steps, c.train_steps,
+      c.decay_method, c.min_lr_ratio)
+
+  inner = AdamWeightDecayOptimizer(
+      learning_rate=learning_rate, epsilon=c.adam_epsilon,
+      weight_decay_rate=c.weight_decay, tf_adam=c.weight_decay == 0)
+  graph_optimizer = inner
+  if use_tpu:
+    graph_optimizer = tf.compat.v1.tpu.CrossShardOptimizer(inner)
+
+  if grads_and_vars is None:
+    grads_and_vars = graph_optimizer.compute_gradients(total_loss)
+  grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
+  if not grads_and_vars:
+    raise ValueError("get_train_op: no trainable variable has a gradient "
+                     "w.r.t. the loss")
+  variables = [v for _, v in grads_and_vars]
+  # Sparse gradients (embedding lookups) are made dense: the global norm must
+  # see duplicate rows summed, and the update uses the fused dense kernels.
+  clipped, gnorm = optimizer_lib.scale_gradients(
+      [tf.convert_to_tensor(g) for g, _ in grads_and_vars],
+      [checkpoint_io.variable_name(v) for v in variables], c.clip,
+      c.n_layer, c.lr_layer_decay_rate)
+  inner.apply_if = update_applied(gnorm, total_loss, use_tpu)
+  train_op = graph_optimizer.apply_gradients(zip(clipped, variables),
+                                             global_step=global_step)
+  return train_op, learning_rate, gnorm
+
+
+def update_applied(gnorm, total_loss, use_tpu=False):
+  """Whether `get_train_op` applies this step's update: loss and gradient
+  norm finite (on every TPU core, so that replicas never disagree).
+
+  Returns:
+    bool scalar tensor.
+  """
+  ok = tf.logical_and(tf.math.is_finite(tf.cast(total_loss, tf.float32)),
+                      tf.math.is_finite(gnorm))
+  if use_tpu:
+    bad = tf.compat.v1.tpu.cross_replica_sum(1.0 - tf.cast(ok, tf.float32))
+    ok = tf.equal(bad, 0.0)
+  return ok
+
+
+def tpu_estimator():
+  """`tf.compat.v1.estimator.tpu`, or None: TensorFlow 2.16 removed
+  TPUEstimator (the one place that checks)."""
+  return getattr(getattr(tf.compat.v1, "estimator", None), "tpu", None)
+
+
+def require_tpu_estimator(what):
+  """`tpu_estimator()`, or a one-line ValueError saying that `what` needs
+  TensorFlow 2.15 and how to get it."""
+  module = tpu_estimator()
+  if module is None:
+    raise ValueError(
+        f"{what} needs TPUEstimator, which was removed in TensorFlow 2.16 "
+        f"(this is TensorFlow {tf.__version__}); use the reference "
+        "environment: `bash scripts/setup_env.sh reference`, then "
+        "`.venvs/reference/bin/python ...`")
+  return module
+
+
+def configure_tpu(device, checkpoint, num_shards, iterations, train_steps,
+                  seed=None):
+  """Builds the TPUEstimator run config.
+
+  Args:
+    device: a `DeviceConfig` (use_tpu, tpu, tpu_zone, gcp_project, master).
+    checkpoint: a `CheckpointConfig` (model_dir, save_steps: None = save at
+      the end, i.e. every `train_steps`; max_save).
+    num_shards: int, TPU cores over all hosts.
+    iterations: int, steps per TPU loop.
+    train_steps: int, the run's length.
+    seed: graph-level random seed, None = unseeded.
+
+  Returns:
+    `tf.compat.v1.estimator.tpu.RunConfig`.
+
+  Raises:
+    ValueError: when TPUEstimator is unavailable (TensorFlow >= 2.16) or no
+      TPU is found.
+  """
+  tpu = require_tpu_estimator("the TPU run config")
+  if device.use_tpu:
+    cluster = strategies.tpu_cluster_resolver(device.tpu, device.tpu_zone,
+                                              device.gcp_project)
+    master = None
+  else:
+    cluster = None
+    master = device.master
+  return tpu.RunConfig(
+      master=master,
+      cluster=cluster,
+      model_dir=checkpoint.model_dir,
+      session_config=tf.compat.v1.ConfigProto(allow_soft_placement=True),
+      tpu_config=tpu.TPUConfig(
+          iterations_per_loop=iterations,
+          num_shards=num_shards,
+          per_host_input_for_training=(
+              tpu.InputPipelineConfig.PER_HOST_V2)),
+      keep_checkpoint_max=checkpoint.max_save,
+      save_checkpoints_secs=None,
+      save_checkpoints_steps=checkpoint.save_steps or train_steps,
+      tf_random_seed=seed)

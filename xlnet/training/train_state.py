@@ -1,0 +1,183 @@
+"""A trainer's state in checkpoints: one shard per worker, merged by the chief.
+
+The chief writes the model, the optimizer state and the step; every worker
+writes the memories of its replicas (`mems/replica_{r}/layer_{i}`), so a
+resumed run continues each replica's memories. Checkpoints are written by
+name and atomically (`checkpoint_io`), and only at step boundaries.
+`check_batch_layout` keeps a resumed run on the batch layout its data
+position was counted in.
+"""
+import json
+import os
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from xlnet import io_utils
+from xlnet.training import checkpoint_io
+from xlnet.training import strategies
+
+MEM_NAME = "mems/replica_{replica}/layer_{layer}"
+
+
+LAYOUT_FILE = "batch_layout.json"
+
+
+def check_batch_layout(model_dir, layout, resuming):
+  """Records the batch layout of a run in `model_dir`; refuses to resume
+  with another one (the data position of a resumed run is counted in steps
+  of that layout).
+
+  Args:
+    model_dir: the run's directory (the caller holds its run lock).
+    layout: `BatchLayout.record()`: dict flag name -> int (train_batch_size,
+      num_hosts, num_core_per_host, accum_steps).
+    resuming: whether the run resumes from a checkpoint of `model_dir`.
+
+  Raises:
+    ValueError: one line naming the first flag whose value differs from
+      the recorded one.
+  """
+  path = os.path.join(model_dir, LAYOUT_FILE)
+  if resuming and tf.io.gfile.exists(path):
+    try:
+      with tf.io.gfile.GFile(path) as f:
+        saved = json.load(f)
+    except ValueError as e:
+      raise ValueError(f"{path} is not valid JSON ({e})") from None
+    for name, value in layout.items():
+      if name in saved and saved[name] != value:
+        raise ValueError(
+            f"--{name}={value} but {model_dir} was trained with "
+            f"--{name}={saved[name]} ({path}): a resumed run continues the "
+            f"data where it stopped only with the same batch layout; rerun "
+            f"with --{name}={saved[name]} or use another --model_dir")
+  io_utils.atomic_write(path, json.dumps(layout, sort_keys=True) + "\n")
+
+
+class ShardedState:
+  """Saves and restores a trainer's variables by checkpoint name.
+
+  Args:
+    strategy: the run's strategy.
+    model_dir: where checkpoints are written.
+    variables: {checkpoint name: (mirrored) variable} of the model, the
+      optimizer and the step; the chief writes them.
+    mem_vars: per-replica (ON_READ) memory variables, one per layer, each
+      `[mem_len, bsz, d_model]`; every worker writes its replicas'.
+    local_replica_ids: global replica ids of this worker's replicas.
+  """
+
+  def __init__(self, strategy, model_dir, variables, mem_vars,
+               local_replica_ids):
+    self.strategy = strategy
+    self.model_dir = model_dir
+    self.variables = variables
+    self.mem_vars = list(mem_vars)
+    self.local_replica_ids = local_replica_ids
+    self.chief = strategies.is_chief(strategy)
+    self.worker = strategies.worker_index(strategy)
+
+  def _barrier(self):
+    """Waits until every worker got here (a tiny all-reduce)."""
+    if strategies.num_workers(self.strategy) > 1:
+      self.strategy.run(tf.function(
+          lambda: tf.distribute.get_replica_context().all_reduce(
+              tf.distribute.ReduceOp.SUM, 1.0)))
+
+  def _local_memories(self, var):
+    """(replica id, component) of this worker's replicas of `var`."""
+    return zip(self.local_replica_ids,
+               self.strategy.experimental_local_results(var))
+
+  def save(self, step, max_save=None):
+    """Writes `model.ckpt-{step}` atomically; every worker must call it.
+
+    Returns:
+      the checkpoint prefix.
+
+    Raises:
+      io_utils.ResourceError: no space, file too large, read-only,
+        permission (the failed save's files removed first).
+    """
+    final = checkpoint_io.checkpoint_prefix(self.model_dir, step)
+    values = {}
+    if self.chief:
+      values = {name: var.read_value()
+                for name, var in self.variables.items()}
+    for layer, var in enumerate(self.mem_vars):
+      for replica, value in self._local_memories(var):
+        values[MEM_NAME.format(replica=replica, layer=layer)] = value
+    writers = strategies.num_workers(self.strategy) if self.mem_vars else 1
+    attempt = f"{step}"
+    try:
+      if values:
+        checkpoint_io.save_shard(
+            checkpoint_io.shard_prefix(final, self.worker, attempt), values)
+      self._barrier()
+      if self.chief:
+        checkpoint_io.publish(
+            final, [checkpoint_io.shard_prefix(final, w, attempt)
+                    for w in range(writers)], self.model_dir, max_save)
+        logging.info("Saved checkpoint %s", final)
+    except (tf.errors.OpError, OSError) as e:
+      raise checkpoint_io.save_failure(final, e) from None
+    self._barrier()
+    return final
+
+  def restore(self, prefix):
+    """Loads every variable from `prefix` (memories of this worker's
+    replicas; zeros with a warning when the checkpoint has none for them).
+
+    Raises:
+      checkpoint_io.CheckpointError: when a variable is missing or the
+        checkpoint cannot be read.
+    """
+    values = checkpoint_io.read_tensors(prefix, list(self.variables))
+    self.load_values(values, source=prefix)
+    self._restore_memories(prefix)
+
+  def load_values(self, values, source="values"):
+    """Assigns {checkpoint name: array} to the named variables (model,
+    optimizer state, step); names not in `values` keep their value."""
+    for name, value in values.items():
+      var = self.variables[name]
+      if tuple(np.shape(value)) != tuple(var.shape):
+        raise checkpoint_io.CheckpointError(
+            f"{source}: {name} has shape {list(np.shape(value))}, the "
+            f"model needs {var.shape.as_list()} (another model config?)")
+      var.assign(value)
+
+  def values(self):
+    """{checkpoint name: np.ndarray} of the model, optimizer and step."""
+    return {name: var.numpy() for name, var in self.variables.items()}
+
+  def replica_memories(self):
+    """{replica id: [np.ndarray per layer]} of this worker's replicas."""
+    out = {r: [] for r in self.local_replica_ids}
+    for var in self.mem_vars:
+      for replica, value in self._local_memories(var):
+        out[replica].append(value.numpy())
+    return out
+
+  def _restore_memories(self, prefix):
+    """Each local replica reads `mems/replica_{r}/layer_{i}`."""
+    if not self.mem_vars:
+      return
+    names = [MEM_NAME.format(replica=r, layer=i)
+             for i in range(len(self.mem_vars))
+             for r in self.local_replica_ids]
+    shapes = dict(tf.train.list_variables(prefix))
+    want = self.mem_vars[0].shape.as_list()
+    if any(list(shapes.get(n, [])) != want for n in names):
+      logging.warning(
+          "%s has no memories for replicas %s with shape %s (saved with "
+          "another device layout or batch?): they start from zeros.", prefix,
+          self.local_replica_ids, want)
+      return
+    values = checkpoint_io.read_tensors(prefix, names)
+    for layer, var in enumerate(self.mem_vars):
+      for replica, component in self._local_memories(var):
+        component.assign(values[MEM_NAME.format(replica=replica,
+                                                layer=layer)])

@@ -1,0 +1,360 @@
+"""The training loop shared by pretraining and fine-tuning.
+
+`Trainer` runs on every strategy (`strategies.create_strategy`). The model
+is a `make_template` (`template.py`); the optimizer's variables and update
+are `optimizer.AdamState`; checkpoints are `train_state.ShardedState`.
+
+One optimizer step (`Trainer._replica_step`), per replica:
+  1. forward and backward passes over `accum_steps` micro-batches (their
+     gradients are averaged; memories advance from micro-batch to
+     micro-batch), dropout seeded statelessly from (seed, step, replica,
+     micro-batch);
+  2. gradients averaged over replicas (as the release averaged GPU towers),
+     clipped by their global norm, scaled per layer;
+  3. the Adam/AdamW update of `optimizer.adam_update`, applied only when the
+     loss and the gradient norm are finite; otherwise nothing changes and the
+     loop stops with `Diverged` after saving the last finite state (with
+     float16 loss scaling an overflow above scale 1 only skips the update
+     and halves the scale; see `AdamState.outcome`).
+Memories are per-replica variables (`synchronization=ON_READ`): every replica
+reads and writes its own; checkpoints keep every replica's memories under
+`mems/replica_{r}/layer_{i}`.
+
+Checkpoints are written only at step boundaries: on `save_steps`, at the
+end, after SIGTERM/SIGINT (`Interrupted`), after a corrupted input record
+(`DataCorrupted`) and before `Diverged`. A save that meets a resource
+failure (no space, file too large, ...) ends the run with one line
+(`io_utils.ResourceError`).
+"""
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from xlnet import modeling
+from xlnet.training import config
+from xlnet.training import optimizer as optimizer_lib
+from xlnet.training import progress
+from xlnet.training import strategies
+from xlnet.training import template as template_lib
+from xlnet.training import train_state
+from xlnet.training import warm_start
+
+
+class MemoryConfig:
+  """Shape of the per-replica memories: n_layer x [mem_len, bsz, d_model]."""
+
+  def __init__(self, n_layer, mem_len, bsz, d_model):
+    self.n_layer, self.mem_len, self.bsz, self.d_model = (
+        n_layer, mem_len, bsz, d_model)
+
+
+class Trainer:
+  """Builds the model's variables, runs the train step and the loop.
+
+  Args:
+    strategy: from `strategies.create_strategy`.
+    loss_fn: `loss_fn(features, mems, is_training)` -> `(loss, new_mems,
+      outputs)`: builds the model with `tf.compat.v1.get_variable` (it runs
+      inside `make_template`); `features` are one replica's batch-major
+      tensors, `mems` a list of float32 `[mem_len, bsz, d_model]` or None,
+      `loss` a float32 scalar, `outputs` a dict of per-example tensors
+      (the held-out evaluation sums them; training ignores them).
+    optimizer: an `OptimizerConfig` (schedule, Adam/AdamW, clipping, layer
+      decay).
+    model_dir: checkpoints and summaries.
+    memory: a `MemoryConfig`, or None (no memories).
+    accum_steps: micro-batches per optimizer step.
+    train: a `TrainConfig`: `seed` seeds the initial weights and dropout
+      (with the step, replica and micro-batch); `use_xla` jit-compiles the
+      per-replica step (the whole step on one device or TPU; forward and
+      backward with several mirrored devices); `use_fp16` scales the loss
+      (dynamic, from `loss_scale`).
+  """
+
+  def __init__(self, strategy, loss_fn, optimizer, model_dir, memory=None,
+               accum_steps=1, train=config.TrainConfig()):
+    if accum_steps < 1:
+      raise ValueError(f"--accum_steps={accum_steps} must be >= 1")
+    self.strategy = strategy
+    self.optimizer = optimizer
+    self.model_dir = model_dir
+    self.memory = memory
+    self.accum_steps = accum_steps
+    self.seed = int(train.seed)
+    # The graph-level seed, before any dataset is made: a seeded tf.data
+    # shuffle combines it with its op seed, so the input order then depends
+    # on the seed alone, not on what the process did before.
+    tf.random.set_seed(self.seed)
+    self.use_xla = train.use_xla
+    self.adam = optimizer_lib.AdamState(optimizer, train)
+    self.chief = strategies.is_chief(strategy)
+    self.worker = strategies.worker_index(strategy)
+    self.num_replicas = strategy.num_replicas_in_sync
+    self._template = tf.compat.v1.make_template(template_lib.TEMPLATE_SCOPE,
+                                                loss_fn)
+    self._built = False
+
+  # --------------------------------------------------------------------------
+  # Variables.
+  # --------------------------------------------------------------------------
+  def build(self, element_spec):
+    """Creates every variable (model, optimizer, step, memories).
+
+    Args:
+      element_spec: one replica's batch: a dict of static TensorSpec, as the
+        dataset given to `distribute` yields it.
+    """
+    if self._built:
+      return
+    tf.random.set_seed(self.seed)  # the initial weights (0 seeds too)
+    with self.strategy.scope():
+      features = {k: template_lib.zeros_like_spec(s)
+                  for k, s in element_spec.items()}
+      mems = None
+      if self.memory:
+        m = self.memory
+        mems = [tf.zeros([m.mem_len, m.bsz, m.d_model])] * m.n_layer
+      self._template(features, mems, False)  # creates the model variables
+      self.trainable = list(self._template.trainable_variables)
+      self.names = [self._name(v) for v in self.trainable]
+      self.adam.build(self.trainable, self.names)
+      self.global_step = tf.Variable(
+          0, dtype=tf.int64, trainable=False, name="global_step",
+          aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+      self.mem_vars = []
+      if self.memory:
+        self.mem_vars = [
+            tf.Variable(tf.zeros([m.mem_len, m.bsz, m.d_model]),
+                        trainable=False, name=f"mems_layer_{i}",
+                        synchronization=tf.VariableSynchronization.ON_READ,
+                        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+            for i in range(m.n_layer)]
+    variables = dict(zip(self.names, self.trainable))
+    variables.update(self.adam.variables())
+    for var in self._template.non_trainable_variables:
+      variables[self._name(var)] = var
+    variables["global_step"] = self.global_step
+    self.local_replica_ids = strategies.local_replica_ids(self.strategy)
+    self.state = train_state.ShardedState(
+        self.strategy, self.model_dir, variables, self.mem_vars,
+        self.local_replica_ids)
+    self._built = True
+    logging.info("Model: %d trainable variables, %d parameters; %d replicas",
+                 len(self.trainable),
+                 sum(int(np.prod(v.shape)) for v in self.trainable),
+                 self.num_replicas)
+
+  @property
+  def template(self):
+    """The model function `template(features, mems, is_training)`; calling
+    it outside the train step reads the trained variables (evaluation)."""
+    return self._template
+
+  def _name(self, variable):
+    """The checkpoint name of one of the template's variables."""
+    return template_lib.checkpoint_name(variable,
+                                        self._template.variable_scope.name)
+
+  # --------------------------------------------------------------------------
+  # The step.
+  # --------------------------------------------------------------------------
+  def _dropout_seed(self, step, micro):
+    """Stateless dropout seed of (seed, step, replica, micro-batch)."""
+    replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+    seed = tf.constant([self.seed, 0x584C4E], tf.int64)
+    for value in (step, replica, micro):
+      seed = tf.random.experimental.stateless_fold_in(
+          seed, tf.cast(value, tf.int64))
+    return seed
+
+  def _forward_backward(self, features, mems, step, micro):
+    """Loss, dense gradients and new memories of one micro-batch.
+
+    With float16 (`use_fp16`) the loss is multiplied by the loss scale
+    before differentiating, so that small gradients survive float16, and
+    the float32 gradients are divided by it again.
+    """
+    with tf.GradientTape() as tape:
+      with modeling.stateless_dropout_seed(self._dropout_seed(step, micro)):
+        loss, new_mems, _ = self._template(features, mems, True)
+      scaling = self.adam.loss_scaling
+      scale = self.adam.loss_scale.read_value() if scaling else None
+      target = loss * scale if scaling else loss
+    grads = tape.gradient(target, self.trainable)
+    grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+             for g, v in zip(grads, self.trainable)]
+    if scaling:
+      grads = [g / scale for g in grads]
+    return loss, grads, new_mems
+
+  def _accumulate(self, features, mems, step):
+    """Mean loss and gradients over `accum_steps` micro-batches."""
+    if self.accum_steps == 1:
+      return self._forward_backward(features, mems, step, 0)
+
+    def body(i, loss_sum, grad_sums, mems):
+      micro = {k: v[i] for k, v in features.items()}
+      loss, grads, new_mems = self._forward_backward(
+          micro, mems or None, step, i)
+      return (i + 1, loss_sum + loss, [a + g for a, g in zip(grad_sums, grads)],
+              list(new_mems) if mems else mems)
+
+    init = (tf.constant(0), tf.constant(0.0),
+            [tf.zeros_like(v) for v in self.trainable], list(mems or []))
+    _, loss_sum, grad_sums, mems = tf.while_loop(
+        lambda i, *_: i < self.accum_steps, body, init)
+    k = float(self.accum_steps)
+    return loss_sum / k, [g / k for g in grad_sums], mems or None
+
+  def _replica_step(self, features, stop_flag):
+    """One optimizer step of one replica; returns replica-identical scalars."""
+    ctx = tf.distribute.get_replica_context()
+    step = self.global_step.read_value()
+    mems = [v.read_value() for v in self.mem_vars] or None
+    loss, grads, new_mems = self._accumulate(features, mems, step)
+    # (tf.identity places the broadcast flag on this replica's device; the
+    # all-reduce needs a device for every value.)
+    loss, grads, stop = ctx.all_reduce(
+        tf.distribute.ReduceOp.MEAN, (loss, grads, tf.identity(stop_flag)))
+    grads, gnorm = self.adam.clip(grads)
+    lr = self.adam.learning_rate(step)
+    applied, ok = self.adam.outcome(loss, gnorm)
+    ctx.merge_call(self._apply, args=(grads, lr, applied, ok))
+    for var, new in zip(self.mem_vars, new_mems or []):
+      var.assign(tf.where(ok, new, var.read_value()))
+    return {"loss": loss, "gnorm": gnorm, "lr": lr, "ok": ok,
+            "applied": applied, "stop": stop > 0}
+
+  def _apply(self, strategy, grads, lr, applied, ok):
+    """Cross-replica: the guarded Adam/AdamW update (only when `applied`),
+    then the step counter (counts every step that did not diverge: `ok`)
+    and the loss scale."""
+    with tf.control_dependencies(self.adam.apply(strategy, grads, lr,
+                                                 applied)):
+      strategy.extended.update(
+          self.global_step,
+          lambda s, ok: s.assign_add(tf.cast(ok, tf.int64)), args=(ok,))
+      if self.adam.loss_scaling:
+        self.adam.update_loss_scale(strategy, applied, ok)
+
+  def make_train_step(self):
+    """The tf.function running one step on every replica.
+
+    Returns:
+      step(iterator, stop_flag) -> dict of numpy scalars (loss, gnorm, lr,
+      ok, stop).
+    """
+    replica_step = self._replica_step
+    whole_step_xla = self.use_xla and (
+        self.num_replicas == 1 or
+        isinstance(self.strategy, tf.distribute.TPUStrategy))
+    if whole_step_xla:
+      replica_step = tf.function(replica_step, jit_compile=True)
+    elif self.use_xla:
+      self._forward_backward = tf.function(self._forward_backward,
+                                           jit_compile=True)
+
+    @tf.function
+    def step(iterator, stop_flag):
+      features = next(iterator)
+      return self.strategy.run(replica_step, args=(features, stop_flag))
+
+    def run(iterator, stop_flag):
+      out = step(iterator, tf.constant(float(stop_flag)))
+      return {k: self.strategy.experimental_local_results(v)[0].numpy()
+              for k, v in out.items()}
+
+    return run
+
+  # --------------------------------------------------------------------------
+  # Data.
+  # --------------------------------------------------------------------------
+  def distribute(self, dataset_fn):
+    """`strategies.distribute_batches` with this trainer's accum_steps."""
+    return strategies.distribute_batches(self.strategy, dataset_fn,
+                                         self.accum_steps)
+
+  # --------------------------------------------------------------------------
+  # Checkpoints (`train_state.ShardedState`) and warm start.
+  # --------------------------------------------------------------------------
+  def save(self, step=None, max_save=None):
+    """Writes `model.ckpt-{step}` (default: the global step) atomically;
+    every worker must call it. Returns the checkpoint prefix."""
+    step = int(self.global_step.numpy()) if step is None else step
+    return self.state.save(step, max_save)
+
+  def restore(self, prefix):
+    """Loads every variable and this worker's memories from `prefix`."""
+    self.state.restore(prefix)
+    self.adam.lift_loss_scale(prefix)
+
+  def load_values(self, values, source="values"):
+    """Assigns {checkpoint name: array} (see `ShardedState.load_values`)."""
+    self.state.load_values(values, source)
+
+  def state_values(self):
+    """{checkpoint name: np.ndarray} of the model, optimizer and step."""
+    return self.state.values()
+
+  def replica_memories(self):
+    """{replica id: [np.ndarray per layer]} of this worker's replicas."""
+    return self.state.replica_memories()
+
+  def init_from_checkpoint(self, path, allow_missing=()):
+    """Warm start: the model variables found by name in `path` (a prefix, a
+    directory or DIR/latest); the optimizer state starts fresh."""
+    warm_start.init_template_from_checkpoint(self._template, path,
+                                             allow_missing)
+
+  # --------------------------------------------------------------------------
+  # The loop.
+  # --------------------------------------------------------------------------
+  def train(self, dist_dataset, train_steps, save_steps=None, max_save=None,
+            on_step=None, on_corrupt_data=None):
+    """Runs optimizer steps until `train_steps` (global step).
+
+    Args:
+      dist_dataset: from `distribute`, positioned at the current step.
+      train_steps: int, the global step to stop at.
+      save_steps: save every this many steps (None: only at the end).
+      max_save: checkpoints kept on disk.
+      on_step: callback(step, metrics) after every step (logging).
+      on_corrupt_data: callback(error) -> str naming the corrupted file(s),
+        called after the progress was saved.
+
+    Returns:
+      the global step reached.
+
+    Raises:
+      Interrupted, Diverged, DataCorrupted: after saving the last good state.
+    """
+    step_fn = self.make_train_step()
+    iterator = iter(dist_dataset)
+    step = int(self.global_step.numpy())
+    saved = step
+    with progress.SignalCatcher() as signals:
+      while step < train_steps:
+        try:
+          out = step_fn(iterator, signals.signum is not None)
+        except tf.errors.DataLossError as e:
+          self.save(max_save=max_save)
+          where = on_corrupt_data(e) if on_corrupt_data else e.message
+          raise progress.DataCorrupted(
+              f"a corrupted input record stopped training after step {step}"
+              f" (progress saved in model.ckpt-{step}): {where}") from None
+        if not out["ok"]:
+          prefix = self.save(max_save=max_save)
+          raise progress.diverged(step, out, prefix, self.adam.loss_scaling)
+        step += 1
+        if on_step:
+          on_step(step, out)
+        if save_steps and step % save_steps == 0:
+          self.save(step, max_save)
+          saved = step
+        if out["stop"]:
+          if saved != step:
+            self.save(step, max_save)
+          raise progress.interrupted(signals.signum, step, self.model_dir)
+    if saved != step:
+      self.save(step, max_save)
+    return step
