@@ -6,6 +6,7 @@ As a module it keeps the release's names for users who import it
 itself imports the modules of `xlnet/data/` directly.
 """
 from absl import flags
+from absl import logging
 
 from xlnet import cli
 from xlnet.data import record_writer
@@ -21,8 +22,27 @@ from xlnet.data.record_format import parse_filename  # noqa: F401
 from xlnet.data.record_format import verify_records  # noqa: F401
 from xlnet.data.record_writer import create_data  # noqa: F401
 from xlnet.data.token_stream import batchify  # noqa: F401
+from xlnet.flags import catalog as flag_catalog
+
+
+def main(argv):
+  """Writes one (task, pass_id) of records, or checks them (--verify)."""
+  del argv
+  f = flags.FLAGS
+  if f.verify:
+    record_writer.verify(f.save_dir)
+    return
+  if f.pass_id >= f.num_passes:
+    logging.info("--pass_id=%d >= --num_passes=%d: the input function reads "
+                 "only passes below --num_passes", f.pass_id, f.num_passes)
+  create_data(
+      f.input_glob, f.sp_path, f.save_dir, f.bsz_per_host,
+      f.num_core_per_host, f.seq_len, f.reuse_len, f.uncased, f.bi_data,
+      f.mask_alpha, f.mask_beta, f.num_predict, f.use_eod, f.from_raw_text,
+      f.split, f.pass_id, f.num_task, f.task, f.num_workers)
+
 
 if __name__ == "__main__":
-  record_writer.define_flags()
-  flags.adopt_module_key_flags(record_writer)  # list them under --help
-  cli.run(record_writer.main)
+  flag_catalog.define_record_flags()
+  flags.adopt_module_key_flags(flag_catalog)  # list them under --help
+  cli.run(main)

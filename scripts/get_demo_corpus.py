@@ -17,15 +17,7 @@ sys.path.insert(
 
 from xlnet import cli  # noqa: E402
 from xlnet.demo import demo_corpus  # noqa: E402
-
-
-def define_flags():
-  flags.DEFINE_string("dest_dir", demo_corpus.DEFAULT_DEST,
-                      "Where botchan.txt is kept (downloaded once).")
-  flags.DEFINE_string("split_dir", None,
-                      "If set, write train.txt and valid.txt here.")
-  flags.DEFINE_float("heldout_fraction", 0.1,
-                     "Fraction of the documents (the last ones) held out.")
+from xlnet.flags import catalog as flag_catalog  # noqa: E402
 
 
 def main(unused_argv):
@@ -38,4 +30,5 @@ def main(unused_argv):
 
 
 if __name__ == "__main__":
-  cli.run(main, define_flags)
+  cli.run(main, lambda: flag_catalog.define_demo_corpus_flags(
+      dest_dir=demo_corpus.DEFAULT_DEST))

@@ -407,3 +407,58 @@ def test_program_defines_these_flags_with_these_defaults(defined, program):
 @pytest.mark.parametrize("program", sorted(PROGRAMS))
 def test_help_texts_unchanged(defined, program):
   assert _help_digest(defined[program]) == HELP_DIGESTS[program], program
+
+
+# Flags defined outside the catalog: the fine-tuning programs' task flags
+# (xlnet/finetuning/run_*.py), reproduce.py's and model_utils.py's (their own
+# modules). run_classifier.py's num_passes and eval_split and run_race.py's
+# eval_split reuse names of catalog flags with another type or default.
+NOT_IN_CATALOG = {
+    "run_classifier.py": {
+        "cls_scope", "contains_header", "data_dir", "do_eval", "do_predict",
+        "eval_all_ckpt", "eval_batch_size", "eval_split", "is_regression",
+        "label_column", "label_list", "max_seq_length", "num_passes",
+        "predict_batch_size", "predict_ckpt", "predict_dir",
+        "predict_threshold", "task_name", "text_a_column", "text_b_column"},
+    "run_squad.py": {
+        "answer_on_last_piece", "do_predict", "do_prepro", "doc_stride",
+        "end_n_top", "eval_all_ckpt", "keep_unaligned", "max_answer_length",
+        "max_query_length", "max_seq_length", "n_best_size", "num_proc",
+        "predict_batch_size", "predict_dir", "predict_file", "proc_id",
+        "skip_empty_answers", "start_n_top", "target_eval_key", "train_file",
+        "trim_answer_whitespace"},
+    "run_race.py": {
+        "data_dir", "do_eval", "eval_batch_size", "eval_split", "high_only",
+        "max_qa_length", "max_seq_length", "middle_only"},
+    "reproduce.py": set(REPRODUCE),
+    "model_utils.py": set(MODEL_UTILS),
+}
+# The files holding those definitions (relative to the repository).
+DEFINING_FILES = {
+    "xlnet/flags/catalog.py", "xlnet/finetuning/run_classifier.py",
+    "xlnet/finetuning/run_squad.py", "xlnet/finetuning/run_race.py",
+    "xlnet/finetuning/reproduce.py", "model_utils.py"}
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_every_flag_is_defined_by_the_catalog(defined, program):
+  elsewhere = {name: module
+               for name, (*_, module) in defined[program].items()
+               if module != "xlnet.flags.catalog"}
+  assert set(elsewhere) == NOT_IN_CATALOG.get(program, set()), elsewhere
+
+
+def test_only_the_catalog_defines_flags():
+  """No other module of the library, script or program calls
+  `flags.DEFINE_*` (the task flags of NOT_IN_CATALOG aside)."""
+  paths = [name for name in os.listdir(REPO) if name.endswith(".py")]
+  for top in ("xlnet", "scripts"):
+    for root, _, names in os.walk(os.path.join(REPO, top)):
+      paths += [os.path.relpath(os.path.join(root, n), REPO) for n in names
+                if n.endswith(".py")]
+  defining = set()
+  for path in paths:
+    with open(os.path.join(REPO, path), encoding="utf-8") as f:
+      if "DEFINE_" in f.read():
+        defining.add(path)
+  assert defining == DEFINING_FILES
