@@ -133,31 +133,45 @@ def define_pretraining_data_flags(flag_values):
                        "seq_len-reuse_len.", **fv)
 
 
-def define_record_layout_flags(flag_values, *, defaults, helps):
-  """The records' settings: written by data_utils.py, checked by the
-  pretraining programs against corpus_info.json.
+# The records' settings, which data_utils.py writes with the release's
+# defaults and the pretraining programs check against corpus_info.json (their
+# default None takes the data's value): (name, definer, data_utils.py's
+# default, its help, the pretraining programs' help).
+_RECORD_LAYOUT = (
+    ("seq_len", flags.DEFINE_integer, 512, "Sequence length.",
+     "Sequence length."),
+    ("reuse_len", flags.DEFINE_integer, 256,
+     "Tokens reusable as memory; the row step.",
+     "Tokens of each sequence that become memory."),
+    ("bi_data", flags.DEFINE_bool, True, "Add backward rows.",
+     "Bidirectional data."),
+    ("mask_alpha", flags.DEFINE_integer, 6, "Context size is n*alpha//beta.",
+     "Span-masking context factor."),
+    ("mask_beta", flags.DEFINE_integer, 1, "See mask_alpha.",
+     "Span-masking span factor."),
+    ("num_predict", flags.DEFINE_integer, 85, "Masked tokens per example.",
+     "Number of tokens to predict per sequence."),
+    ("num_passes", flags.DEFINE_integer, 1,
+     "Accepted for compatibility with the released README; one run writes "
+     "one pass (--pass_id).",
+     "Use at most this many data passes (None = all)."),
+)
+
+
+def define_record_layout_flags(flag_values, *, writing):
+  """The records' settings (`_RECORD_LAYOUT`) and --uncased.
 
   Args:
     flag_values: an `absl.flags.FlagValues`.
-    defaults: dict with the default of each flag: seq_len, reuse_len,
-      bi_data, mask_alpha, mask_beta, num_predict, uncased, num_passes.
-    helps: dict with the help text of each flag but seq_len.
+    writing: True for data_utils.py (the release's defaults), False for the
+      pretraining programs (None: the value of corpus_info.json).
   """
-  fv = dict(flag_values=flag_values)
-  flags.DEFINE_integer("seq_len", defaults["seq_len"], "Sequence length.",
-                       **fv)
-  flags.DEFINE_integer("reuse_len", defaults["reuse_len"],
-                       helps["reuse_len"], **fv)
-  flags.DEFINE_bool("bi_data", defaults["bi_data"], helps["bi_data"], **fv)
-  flags.DEFINE_integer("mask_alpha", defaults["mask_alpha"],
-                       helps["mask_alpha"], **fv)
-  flags.DEFINE_integer("mask_beta", defaults["mask_beta"],
-                       helps["mask_beta"], **fv)
-  flags.DEFINE_integer("num_predict", defaults["num_predict"],
-                       helps["num_predict"], **fv)
-  _define_uncased(flag_values, defaults["uncased"], helps["uncased"])
-  flags.DEFINE_integer("num_passes", defaults["num_passes"],
-                       helps["num_passes"], **fv)
+  for name, define, default, written_help, checked_help in _RECORD_LAYOUT:
+    define(name, default if writing else None,
+           written_help if writing else checked_help,
+           flag_values=flag_values)
+  _define_uncased(flag_values, False if writing else None,
+                  "Lowercase the text." if writing else "Uncased data.")
 
 
 def define_optimizer_flags(flag_values, *, learning_rate, warmup_steps,
@@ -350,19 +364,7 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
   define_precision_flags(flag_values,
                          use_bfloat16_help="Use bfloat16 activations.")
   define_pretraining_data_flags(flag_values)
-  define_record_layout_flags(
-      flag_values,
-      defaults=dict(seq_len=None, reuse_len=None, bi_data=None,
-                    mask_alpha=None, mask_beta=None, num_predict=None,
-                    uncased=None, num_passes=None),
-      helps=dict(
-          reuse_len="Tokens of each sequence that become memory.",
-          bi_data="Bidirectional data.",
-          mask_alpha="Span-masking context factor.",
-          mask_beta="Span-masking span factor.",
-          num_predict="Number of tokens to predict per sequence.",
-          uncased="Uncased data.",
-          num_passes="Use at most this many data passes (None = all)."))
+  define_record_layout_flags(flag_values, writing=False)
   define_optimizer_flags(
       flag_values, learning_rate=4e-4, warmup_steps=40000, weight_decay=0.01,
       lr_layer_decay_rate_help="Layer l's gradients are scaled by "
@@ -478,19 +480,7 @@ def define_record_flags(flag_values=flags.FLAGS):
       use_tpu_help="Accepted for compatibility; the core layout follows "
       "--num_core_per_host in every case.",
       num_core_per_host=8, num_core_per_host_help="Cores (or GPUs) per host.")
-  define_record_layout_flags(
-      flag_values,
-      defaults=dict(seq_len=512, reuse_len=256, bi_data=True, mask_alpha=6,
-                    mask_beta=1, num_predict=85, uncased=False, num_passes=1),
-      helps=dict(
-          reuse_len="Tokens reusable as memory; the row step.",
-          bi_data="Add backward rows.",
-          mask_alpha="Context size is n*alpha//beta.",
-          mask_beta="See mask_alpha.",
-          num_predict="Masked tokens per example.",
-          uncased="Lowercase the text.",
-          num_passes="Accepted for compatibility with the released README; "
-          "one run writes one pass (--pass_id)."))
+  define_record_layout_flags(flag_values, writing=True)
   define_record_writing_flags(flag_values)
 
 
