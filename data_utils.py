@@ -36,10 +36,13 @@ def main(argv):
     logging.info("--pass_id=%d >= --num_passes=%d: the input function reads "
                  "only passes below --num_passes", f.pass_id, f.num_passes)
   create_data(
-      f.input_glob, f.sp_path, f.save_dir, f.bsz_per_host,
-      f.num_core_per_host, f.seq_len, f.reuse_len, f.uncased, f.bi_data,
-      f.mask_alpha, f.mask_beta, f.num_predict, f.use_eod, f.from_raw_text,
-      f.split, f.pass_id, f.num_task, f.task, f.num_workers)
+      f.input_glob, f.sp_path, f.save_dir, bsz_per_host=f.bsz_per_host,
+      num_core_per_host=f.num_core_per_host, seq_len=f.seq_len,
+      reuse_len=f.reuse_len, uncased=f.uncased, bi_data=f.bi_data,
+      mask_alpha=f.mask_alpha, mask_beta=f.mask_beta,
+      num_predict=f.num_predict, use_eod=f.use_eod,
+      from_raw_text=f.from_raw_text, split=f.split, pass_id=f.pass_id,
+      num_task=f.num_task, task=f.task, num_workers=f.num_workers)
 
 
 if __name__ == "__main__":
