@@ -20,6 +20,12 @@ from xlnet.demo import demo_corpus  # noqa: E402
 from xlnet.flags import catalog as flag_catalog  # noqa: E402
 
 
+def define_flags():
+  """The script's flags (listed under --help)."""
+  flag_catalog.define_demo_corpus_flags(dest_dir=demo_corpus.DEFAULT_DEST)
+  flags.adopt_module_key_flags(flag_catalog)
+
+
 def main(unused_argv):
   FLAGS = flags.FLAGS
   corpus = demo_corpus.get_demo_corpus(FLAGS.dest_dir)
@@ -30,5 +36,4 @@ def main(unused_argv):
 
 
 if __name__ == "__main__":
-  cli.run(main, lambda: flag_catalog.define_demo_corpus_flags(
-      dest_dir=demo_corpus.DEFAULT_DEST))
+  cli.run(main, define_flags)
