@@ -2,7 +2,23 @@
 `python spm_train.py --input=FILES --model_prefix=PREFIX --vocab_size=N`
 (see `xlnet/data/spm_train.py` and `--helpfull`).
 """
+from absl import flags
+
+from xlnet import cli
 from xlnet.data import spm_train
+from xlnet.flags import catalog as flag_catalog
+
+
+def main(argv):
+  """Trains the model the flags describe."""
+  del argv
+  f = flags.FLAGS
+  if not f.input or not f.model_prefix:
+    raise ValueError("--input and --model_prefix are required")
+  spm_train.train_spm(f.input, f.model_prefix, f.vocab_size,
+                      f.input_sentence_size, f.character_coverage,
+                      f.num_threads)
+
 
 if __name__ == "__main__":
-  spm_train.entry_point()
+  cli.run(main, flag_catalog.define_spm_flags)

@@ -38,6 +38,7 @@ from xlnet.data import record_writer  # noqa: E402
 from xlnet.data import spm_train  # noqa: E402
 from xlnet.data import token_stream  # noqa: E402
 from xlnet.data.prepro_utils import CLS_ID, SEP_ID  # noqa: E402
+from xlnet.training import config as train_config  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_float("mb", 5.0, "Corpus size in MB.")
@@ -292,7 +293,8 @@ def bench_input_fn(record_dir, n_batches):
   fn, _ = input_pipeline.get_input_fn(
       record_dir, "train", README["bsz_per_host"], README["seq_len"],
       README["reuse_len"], True, num_core_per_host=README["bsz_per_host"] //
-      bsz, perm_size=256, num_predict=README["num_predict"])
+      bsz, perm_size=256, num_predict=README["num_predict"],
+      seed=train_config.DEFAULT_SEED)
   with tf.Graph().as_default():
     nxt = tf.compat.v1.data.make_one_shot_iterator(
         fn({"batch_size": bsz})).get_next()

@@ -17,15 +17,13 @@ sys.path.insert(
 
 from xlnet import cli  # noqa: E402
 from xlnet.demo import demo_corpus  # noqa: E402
+from xlnet.flags import catalog as flag_catalog  # noqa: E402
 
 
 def define_flags():
-  flags.DEFINE_string("dest_dir", demo_corpus.DEFAULT_DEST,
-                      "Where botchan.txt is kept (downloaded once).")
-  flags.DEFINE_string("split_dir", None,
-                      "If set, write train.txt and valid.txt here.")
-  flags.DEFINE_float("heldout_fraction", 0.1,
-                     "Fraction of the documents (the last ones) held out.")
+  """The script's flags (listed under --help)."""
+  flag_catalog.define_demo_corpus_flags(dest_dir=demo_corpus.DEFAULT_DEST)
+  flags.adopt_module_key_flags(flag_catalog)
 
 
 def main(unused_argv):

@@ -18,6 +18,8 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
+from xlnet.flags import catalog as flag_catalog
+
 EXIT_USAGE = 2
 
 # Errors that describe bad input; their message is meant for the user.
@@ -76,7 +78,7 @@ def parse_flags(argv):
     the arguments left after the flags.
   """
   try:
-    return flags.FLAGS(argv)
+    return flag_catalog.parse_command_line(argv)
   except flags.Error as e:
     fail(f"{_flag_error_text(e, argv)} (see --help)")
 

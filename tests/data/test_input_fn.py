@@ -12,6 +12,9 @@ from tests import data_helpers
 from xlnet.data import record_format
 from xlnet.data import input_pipeline
 
+# The input pipeline's seed (every random draw of the features).
+SEED = data_helpers.INPUT_SEED
+
 SMALL = dict(data_helpers.TINY_CONFIG, seq_len=32, reuse_len=16,
              num_predict=6)
 
@@ -29,7 +32,7 @@ def test_num_passes(tmp_path):
     record_dir = data_helpers.make_records(d, num_lines=200, pass_id=pass_id,
                                            **SMALL)
   args = (record_dir, "train", 4, 32, 16, True)
-  kw = dict(perm_size=16, num_predict=6)
+  kw = dict(perm_size=16, num_predict=6, seed=SEED)
   _, info = input_pipeline.get_input_fn(*args, num_passes=1, **kw)
   assert len(info["filenames"]) == 1 and "-0-0." in info["filenames"][0]
   _, info2 = input_pipeline.get_input_fn(*args, num_passes=2, **kw)
@@ -65,7 +68,7 @@ def test_core_layout_regrouping(tmp_path, reader_cores):
                        reader_cores)
   fn, _ = input_pipeline.get_input_fn(record_dir, "train", 8, 32, 16, True,
                                   num_core_per_host=reader_cores,
-                                  perm_size=16, num_predict=6)
+                                  perm_size=16, num_predict=6, seed=SEED)
   batches = data_helpers.take_batches(fn, 2 * reader_cores,
                                       batch_size=8 // reader_cores)
   for n, batch in enumerate(batches):
@@ -87,17 +90,19 @@ def test_corpus_info_argument_decides_the_core_layout(tmp_path):
   with pytest.raises(ValueError, match=(
       r"--bi_data: the core layout of the records in .*tfrecords is unknown "
       r".*; give --corpus_info_path")) as e:
-    input_pipeline.get_input_fn(*args, perm_size=16)
+    input_pipeline.get_input_fn(*args, perm_size=16, seed=SEED)
   assert "\n" not in str(e.value)
   info = record_format.load_corpus_info(str(moved))
-  fn, _ = input_pipeline.get_input_fn(*args, perm_size=16, corpus_info=info)
+  fn, _ = input_pipeline.get_input_fn(*args, perm_size=16, corpus_info=info,
+                                      seed=SEED)
   (batch,) = data_helpers.take_batches(fn, 1, batch_size=8)
   np.testing.assert_array_equal(batch["input_k"],
                                 expected_rows(raw, 8, 2, 1)(0, 0))
   # A corpus_info.json next to the records that disagrees is not read.
   with open(save_dir / "corpus_info.json", "w") as f:
     json.dump(dict(info, num_core_per_host=4, num_predict=5), f)
-  fn, _ = input_pipeline.get_input_fn(*args, perm_size=16, corpus_info=info)
+  fn, _ = input_pipeline.get_input_fn(*args, perm_size=16, corpus_info=info,
+                                      seed=SEED)
   (batch,) = data_helpers.take_batches(fn, 1, batch_size=8)
   np.testing.assert_array_equal(batch["input_k"],
                                 expected_rows(raw, 8, 2, 1)(0, 0))
@@ -111,9 +116,9 @@ def test_corpus_info_argument_decides_the_core_layout(tmp_path):
   with pytest.raises(ValueError, match=r"--num_predict is not set and no "
                      r"corpus_info.json was found for .*uni/tfrecords"):
     input_pipeline.get_input_fn(uni, "train", 4, 32, 16, False, perm_size=16,
-                            mask_alpha=6, mask_beta=1)
+                            mask_alpha=6, mask_beta=1, seed=SEED)
   input_pipeline.get_input_fn(uni, "train", 4, 32, 16, False, perm_size=16,
-                          mask_alpha=6, mask_beta=1, num_predict=6)
+                          mask_alpha=6, mask_beta=1, num_predict=6, seed=SEED)
 
 
 def test_input_fn_errors(tiny_data):
@@ -121,9 +126,9 @@ def test_input_fn_errors(tiny_data):
   base = (tiny_data.record_dir, "train", c["bsz_per_host"], c["seq_len"],
           c["reuse_len"], True)
 
-  def err(match, args=base, **kw):
+  def err(match, args=base, seed=SEED, **kw):
     with pytest.raises(ValueError, match=match) as e:
-      input_pipeline.get_input_fn(*args, **kw)
+      input_pipeline.get_input_fn(*args, seed=seed, **kw)
     assert "\n" not in str(e.value)
 
   err(r"--perm_size=64 must be <= and divide both --reuse_len=32",
@@ -155,12 +160,12 @@ def test_missing_or_truncated_record_file_is_named(tmp_path, tiny_data):
   with pytest.raises(ValueError, match=(
       r"train-0-0\.bsz-4.*\.tfrecords: truncated or corrupt: \d+ bytes, its "
       r"record info says \d+")):
-    input_pipeline.get_input_fn(*args, perm_size=32)
+    input_pipeline.get_input_fn(*args, perm_size=32, seed=SEED)
   os.remove(path)
   with pytest.raises(ValueError, match=(
       r"train-0-0\.bsz-4.*\.tfrecords: missing \(listed by .*record_info-"
       r"train-0-0\..*\.json\)")):
-    input_pipeline.get_input_fn(*args, perm_size=32)
+    input_pipeline.get_input_fn(*args, perm_size=32, seed=SEED)
 
 
 def test_per_core_batch_size_must_match(tiny_data):
@@ -169,7 +174,7 @@ def test_per_core_batch_size_must_match(tiny_data):
   c = tiny_data.config
   fn, _ = input_pipeline.get_input_fn(
       tiny_data.record_dir, "train", c["bsz_per_host"], c["seq_len"],
-      c["reuse_len"], True, num_core_per_host=1, perm_size=32)
+      c["reuse_len"], True, num_core_per_host=1, perm_size=32, seed=SEED)
   with tf.Graph().as_default():
     for batch_size in (2, 8):
       with pytest.raises(ValueError, match=(
@@ -292,7 +297,7 @@ def test_resume_with_a_record_info_of_several_files(tmp_path):
   with open(infos[0], "w") as f:
     json.dump(merged, f)
   fn, info = input_pipeline.get_input_fn(record_dir, "train", 4, 32, 16, True,
-                                     perm_size=8)
+                                     perm_size=8, seed=SEED)
   epoch = info["num_batch"]
   full = data_helpers.take_batches(fn, epoch + 2, batch_size=4)
   (got,) = data_helpers.take_batches(fn, 1, batch_size=4,

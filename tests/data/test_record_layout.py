@@ -1,5 +1,5 @@
 """Tests of the written records: every example re-derived from the corpus,
-file names, corpus_info.json and the Example bytes."""
+file names and corpus_info.json (the Example bytes: test_example_proto)."""
 import glob
 import json
 import os
@@ -7,11 +7,9 @@ import os
 import numpy as np
 import pytest
 import sentencepiece as spm
-import tensorflow as tf
 
 from tests import data_helpers
 from tests.data_reference import CLS, SEP, ref_rows, ref_stream, runs_of
-from xlnet.data import example_proto
 from xlnet.data import pretrain_examples
 from xlnet.data import record_format
 
@@ -176,23 +174,3 @@ def test_file_name_scheme_round_trip(kw, name):
               name.replace("record_info-", "") if parsed["is_info"]
               else "record_info-" + name):
     assert record_format.parse_filename(bad) is None, bad
-
-
-@pytest.mark.parametrize("high", [2, 2**14, 2**21 + 5, 2**62])
-def test_serialized_examples_equal_protobuf_bytes(high):
-  rng = np.random.RandomState(0)
-  feats = {"input": rng.randint(0, high, size=(3, 50), dtype=np.int64),
-           "is_masked": rng.randint(0, 2, size=(3, 50)).astype(bool),
-           "seg_id": rng.randint(0, 3, size=(3, 50)).astype(np.int32),
-           "label": np.array([[0], [1], [127]])}
-  edges = np.array([0, 127, 128, 16383, 16384, 2**21 - 1, 2**21, 2**35,
-                    2**63 - 1])
-  feats["input"][0, :len(edges)] = np.minimum(edges, high - 1)
-  for i, raw in enumerate(example_proto.serialize_examples(feats)):
-    expected = tf.train.Example(features=tf.train.Features(feature={
-        k: tf.train.Feature(int64_list=tf.train.Int64List(
-            value=[int(x) for x in v[i]]))
-        for k, v in feats.items()}))
-    assert raw == expected.SerializeToString(deterministic=True)
-  with pytest.raises(ValueError, match="must be >= 0"):
-    example_proto.serialize_examples({"input": np.array([[1, -1]])})

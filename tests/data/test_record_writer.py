@@ -377,3 +377,45 @@ def test_killed_writer_takes_its_worker_processes_with_it(
         "the same command to redo the work")
     assert "Traceback" not in stderr
     assert not temporaries(out)
+
+
+def test_command_line_writes_the_bytes_of_create_data(tmp_path, tiny_spm,
+                                                      demo_corpus):
+  """`python data_utils.py` with every setting away from its default writes
+  the files `create_data` writes with the same settings."""
+  lines = open(demo_corpus, encoding="utf-8").read().split("\n")
+  inputs = []
+  for k in range(2):
+    path = tmp_path / f"part{k}.txt"
+    path.write_text("\n".join(lines[k * 300:(k + 1) * 300]), encoding="utf-8")
+    inputs.append(str(path))
+  settings = dict(bsz_per_host=4, num_core_per_host=2, seq_len=48,
+                  reuse_len=16, uncased=True, bi_data=False, mask_alpha=4,
+                  mask_beta=2, num_predict=7, use_eod=False, split="dev",
+                  pass_id=1, num_task=2, task=1, num_workers=1)
+  argv = [f"--{k}={v}" for k, v in settings.items()]
+  proc = subprocess.run(
+      [sys.executable, os.path.join(data_helpers.REPO_ROOT, "data_utils.py"),
+       f"--input_glob={tmp_path}/part*.txt", f"--sp_path={tiny_spm}",
+       f"--save_dir={tmp_path}/cli", "--num_passes=2"] + argv,
+      capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  record_writer.create_data(f"{tmp_path}/part*.txt", tiny_spm,
+                            str(tmp_path / "api"), **settings)
+
+  def files(save_dir):
+    out = {}
+    for root, _, names in os.walk(save_dir):
+      for name in names:
+        with open(os.path.join(root, name), "rb") as f:
+          out[os.path.relpath(os.path.join(root, name), save_dir)] = f.read()
+    return out
+
+  written = files(tmp_path / "cli")
+  assert sorted(written) == [
+      "tfrecords/dev-1-1.bsz-4.seqlen-48.reuse-16.uncased.uni.alpha-4.beta-2."
+      "fnp-7.tfrecords",
+      "tfrecords/record_info-dev-1-1.bsz-4.seqlen-48.reuse-16.uncased.uni."
+      "alpha-4.beta-2.fnp-7.json"]
+  assert written == files(tmp_path / "api")

@@ -87,8 +87,10 @@ def test_layout_section_matches_the_tree():
 
 
 def _defined_flags(program):
-  """Flag names a program accepts (from its --helpfull)."""
-  proc = subprocess.run([sys.executable, program, "--helpfull"], cwd=REPO,
+  """Flag names a program accepts (from its --helpfull; the --help of a
+  script that parses its arguments with argparse)."""
+  option = "--help" if "import argparse" in _read(program) else "--helpfull"
+  proc = subprocess.run([sys.executable, program, option], cwd=REPO,
                         capture_output=True, text=True, timeout=300,
                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
   names = set(re.findall(r"^\s+--(?:\[no\])?(\w+)", proc.stdout, re.M))
@@ -101,14 +103,16 @@ def test_commands_name_existing_programs_and_flags():
   for page in PAGES:
     for command in _commands(_read(page)):
       for program, args in re.findall(
-          r"(?:python\S*|\$PYTHON)\s+(\w+\.py)((?:\s+--?[\w\[\]]+(?:=\S*)?|"
+          r"(?:python\S*|\$PYTHON)\s+((?:scripts/)?\w+\.py)"
+          r"((?:\s+--?[\w\[\]]+(?:=\S*)?|"
           r"\s+(?:clean_ckpt|avg_checkpoints|rollback_ckpt))*)", command):
         assert os.path.exists(os.path.join(REPO, program)), (page, command)
         uses.setdefault(program, []).append(
             (page, re.findall(r"--(\w+)", args)))
       for script in re.findall(r"(scripts/[\w.-]+\.(?:sh|py))", command):
         assert os.path.exists(os.path.join(REPO, script)), (page, command)
-  assert {"data_utils.py", "train_gpu.py", "run_classifier.py"} <= set(uses)
+  assert {"data_utils.py", "train_gpu.py", "run_classifier.py",
+          "scripts/demo_report.py"} <= set(uses)
   for program, pages in uses.items():
     defined = _defined_flags(program) | {"flagfile", "helpfull", "help"}
     for page, names in pages:

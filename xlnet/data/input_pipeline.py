@@ -22,8 +22,6 @@ import tensorflow as tf
 from xlnet.data import record_format
 from xlnet.data.prepro_utils import CLS_ID, SEP_ID
 
-DEFAULT_SEED = 0x584C4E  # used when the trainer passes no --seed
-
 
 # ----------------------------------------------------------------------------
 # Finding the records.
@@ -350,7 +348,7 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                  bi_data, num_hosts=1, num_core_per_host=1, perm_size=None,
                  mask_alpha=None, mask_beta=None, uncased=False,
                  num_passes=None, use_bfloat16=False, num_predict=None,
-                 corpus_info=None, seed=None):
+                 corpus_info=None, *, seed):
   """Builds the pretraining input function.
 
   Args:
@@ -368,7 +366,8 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
     corpus_info: the corpus info (dict) the trainer's flags were resolved
       from; it tells the core layout the records were written for. None:
       read the corpus_info.json next to each record dir.
-    seed: non-negative int keying every random draw (None: DEFAULT_SEED).
+    seed: non-negative int keying every random draw (the trainers pass
+      their --seed).
 
   Returns:
     (input_fn, record_info). input_fn(params) -> tf.data.Dataset of per-core
@@ -381,7 +380,6 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
     order it reads them}.
   """
   perm_size = reuse_len if perm_size is None else perm_size
-  seed = DEFAULT_SEED if seed is None else seed
   _check_settings(bsz_per_host, seq_len, reuse_len, bi_data,
                   num_core_per_host, perm_size, seed)
   bsz_per_core = bsz_per_host // num_core_per_host

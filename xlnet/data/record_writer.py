@@ -19,7 +19,6 @@ import os
 import signal
 import time
 
-from absl import flags
 from absl import logging
 import numpy as np
 import tensorflow as tf
@@ -462,7 +461,8 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
     input_glob: comma-separated globs of text files.
     sp_path: SentencePiece model.
     save_dir: output dir (gets tfrecords/ and corpus_info.json).
-    bsz_per_host ... task: the record settings (see `define_flags`).
+    bsz_per_host ... task: the record settings (the flags of data_utils.py,
+      `xlnet/flags/catalog.define_record_flags`).
     num_workers: processes that encode and serialize (None: one per CPU).
 
   Returns:
@@ -515,49 +515,10 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
 
 
 # ----------------------------------------------------------------------------
-# Command line.
+# Checking written records.
 # ----------------------------------------------------------------------------
-def define_flags():
-  """Defines the record-creation flags (names as in the release)."""
-  flags.DEFINE_bool("use_tpu", True, "Accepted for compatibility; the core "
-                    "layout follows --num_core_per_host in every case.")
-  flags.DEFINE_integer("bsz_per_host", 32, "Batch size (rows) per host.")
-  flags.DEFINE_integer("num_core_per_host", 8, "Cores (or GPUs) per host.")
-  flags.DEFINE_integer("seq_len", 512, "Sequence length.")
-  flags.DEFINE_integer("reuse_len", 256, "Tokens reusable as memory; the "
-                       "row step.")
-  flags.DEFINE_bool("uncased", False, "Lowercase the text.")
-  flags.DEFINE_bool("bi_data", True, "Add backward rows.")
-  flags.DEFINE_integer("mask_alpha", 6, "Context size is n*alpha//beta.")
-  flags.DEFINE_integer("mask_beta", 1, "See mask_alpha.")
-  flags.DEFINE_bool("use_eod", True, "Add <eod> at document ends.")
-  flags.DEFINE_bool("from_raw_text", True, "Input is raw text (else lines "
-                    "of space-separated ids).")
-  flags.DEFINE_integer("num_predict", 85, "Masked tokens per example.")
-  flags.DEFINE_string("input_glob", "data/example/*.txt",
-                      "Comma-separated globs of input files.")
-  flags.DEFINE_string("sp_path", "", "SentencePiece model.")
-  flags.DEFINE_string("save_dir", "proc_data/example", "Output directory.")
-  flags.DEFINE_string("split", "train", "Split name in file names.")
-  flags.DEFINE_integer("pass_id", 0, "Pass written by this run; run once "
-                       "per pass_id in [0, num_passes).")
-  flags.DEFINE_integer("num_passes", 1, "Accepted for compatibility with the "
-                       "released README; one run writes one pass "
-                       "(--pass_id).")
-  flags.DEFINE_integer("num_task", 1, "Number of parallel tasks.")
-  flags.DEFINE_integer("task", 0, "Task id in [0, num_task).")
-  flags.DEFINE_integer("num_workers", None, "Processes that encode the text "
-                       "and serialize the examples; default: one per CPU. "
-                       "The output does not depend on it.")
-  flags.DEFINE_bool("verify", False, "Write nothing; instead check every "
-                    "record file listed by the record infos under "
-                    "--save_dir (comma-separated dirs; a save_dir or its "
-                    "tfrecords/): each record's checksum, the file sizes and "
-                    "record counts. Prints each bad file; fails if any.")
-
-
 def verify(save_dirs):
-  """The --verify command: checks records, prints the bad files.
+  """`data_utils.py --verify`: checks records, prints the bad files.
 
   Args:
     save_dirs: comma-separated save_dirs or tfrecords dirs.
@@ -577,18 +538,3 @@ def verify(save_dirs):
   print(f"OK: {num_files} record files under {save_dirs} verified",
         flush=True)
 
-
-def main(_):
-  """Entry point of `python data_utils.py`."""
-  f = flags.FLAGS
-  if f.verify:
-    verify(f.save_dir)
-    return
-  if f.pass_id >= f.num_passes:
-    logging.info("--pass_id=%d >= --num_passes=%d: the input function reads "
-                 "only passes below --num_passes", f.pass_id, f.num_passes)
-  create_data(
-      f.input_glob, f.sp_path, f.save_dir, f.bsz_per_host,
-      f.num_core_per_host, f.seq_len, f.reuse_len, f.uncased, f.bi_data,
-      f.mask_alpha, f.mask_beta, f.num_predict, f.use_eod, f.from_raw_text,
-      f.split, f.pass_id, f.num_task, f.task, f.num_workers)

@@ -1,6 +1,6 @@
 """Trains an XLNet SentencePiece model with the released options.
 
-Usage:
+Command line (the top-level spm_train.py):
   python spm_train.py --input=data/demo/botchan.txt \
       --model_prefix=data/demo/spiece --vocab_size=32000
 
@@ -10,10 +10,8 @@ Special ids are checked after training: <unk> 0, <s> 1, </s> 2, <cls> 3,
 import io
 import os
 
-from absl import flags
 from absl import logging
 
-from xlnet import cli
 from xlnet import io_utils
 from xlnet.data import prepro_utils
 
@@ -87,26 +85,3 @@ def vocab_text(sp_model):
   return "".join(f"{sp_model.id_to_piece(i)}\t{sp_model.get_score(i):g}\n"
                  for i in range(sp_model.get_piece_size()))
 
-
-def define_flags():
-  """Defines the command-line flags of this tool."""
-  flags.DEFINE_string("input", None, "Comma-separated training text files.")
-  flags.DEFINE_string("model_prefix", None, "Output prefix (.model/.vocab).")
-  flags.DEFINE_integer("vocab_size", 32000, "Vocabulary size.")
-  flags.DEFINE_integer("input_sentence_size", 10000000,
-                       "Sentences sampled (shuffled) for training.")
-  flags.DEFINE_float("character_coverage", 0.99995, "Character coverage.")
-  flags.DEFINE_integer("num_threads", None, "Trainer threads.")
-
-
-def main(_):
-  f = flags.FLAGS
-  if not f.input or not f.model_prefix:
-    raise ValueError("--input and --model_prefix are required")
-  train_spm(f.input, f.model_prefix, f.vocab_size, f.input_sentence_size,
-            f.character_coverage, f.num_threads)
-
-
-def entry_point():
-  """`python spm_train.py ...`."""
-  cli.run(main, define_flags)

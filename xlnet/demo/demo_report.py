@@ -9,10 +9,8 @@ prints
 """
 import os
 
-from absl import flags
 import numpy as np
 
-from xlnet import cli
 from xlnet.data import record_format
 from xlnet.demo import demo_corpus
 from xlnet.demo import demo_predict
@@ -22,29 +20,6 @@ from xlnet.data import pretrain_examples
 from xlnet.data import token_stream
 from xlnet.demo import unigram_baseline
 from xlnet.training import checkpoint_io
-
-
-def define_flags():
-  """The report's flags."""
-  flags.DEFINE_string("model_dir", None, "Checkpoint prefix, or the model "
-                      "directory (its latest checkpoint); config.json is "
-                      "read from the checkpoint's directory.")
-  flags.DEFINE_string("record_info_dir", None, "The held-out records "
-                      "({save_dir}/tfrecords, with corpus_info.json beside "
-                      "them); their SentencePiece model and text settings "
-                      "are used throughout.")
-  flags.DEFINE_string("eval_split", "valid", "Split name of the held-out "
-                      "records.")
-  flags.DEFINE_string("train_text", None, "The training text (piece "
-                      "frequencies of the unigram baseline).")
-  flags.DEFINE_string("heldout_text", None, "The held-out text (sentences "
-                      "to hide words in).")
-  flags.DEFINE_integer("num_sentences", 4, "Held-out sentences shown.")
-  flags.DEFINE_float("hide_fraction", 0.15, "Words hidden per word of a "
-                     "sentence (at least one; only one-piece words are "
-                     "hidden).")
-  flags.DEFINE_integer("top_k", 3, "Predictions shown per hidden piece.")
-  flags.DEFINE_integer("seed", 0, "Seed of the choice of hidden words.")
 
 
 def pick_sentences(text, num, min_words=8, max_words=30):
@@ -159,20 +134,33 @@ class Report:
             f"in the top {self.top_k} for {self.in_top_k}")
 
 
-def run_report(FLAGS):
-  """Prints the baseline and the predictions (see the module docstring)."""
-  for name in ("model_dir", "record_info_dir", "train_text", "heldout_text"):
-    if not getattr(FLAGS, name):
-      raise ValueError(f"--{name} is required")
-  if not 0 < FLAGS.hide_fraction <= 1:
-    raise ValueError(f"--hide_fraction={FLAGS.hide_fraction} must be in "
-                     "(0, 1]")
-  prefix = checkpoint_io.resolve_checkpoint(FLAGS.model_dir, "--model_dir")
+def run_report(*, model_dir, record_info_dir, eval_split, train_text,
+               heldout_text, num_sentences, hide_fraction, top_k, seed):
+  """Prints the baseline and the predictions (see the module docstring).
+
+  Args:
+    model_dir: str, a checkpoint prefix or a model directory (its latest
+      checkpoint); config.json is read from the checkpoint's directory.
+    record_info_dir: str, `{save_dir}/tfrecords` of the held-out records,
+      with corpus_info.json beside them.
+    eval_split: str, split name of the held-out records.
+    train_text: str, path of the training text (the baseline's piece
+      frequencies).
+    heldout_text: str, path of the held-out text (sentences to hide words
+      in).
+    num_sentences: int, held-out sentences shown.
+    hide_fraction: float in (0, 1], words hidden per word of a sentence.
+    top_k: int, predictions shown per hidden piece.
+    seed: int, seed of the choice of hidden words.
+  """
+  if not 0 < hide_fraction <= 1:
+    raise ValueError(f"--hide_fraction={hide_fraction} must be in (0, 1]")
+  prefix = checkpoint_io.resolve_checkpoint(model_dir, "--model_dir")
   config = model_lib.XLNetConfig(json_path=os.path.join(
       os.path.dirname(prefix), "config.json"))
-  info = record_format.load_corpus_info(FLAGS.record_info_dir)
+  info = record_format.load_corpus_info(record_info_dir)
   if info is None:
-    raise ValueError(f"--record_info_dir={FLAGS.record_info_dir}: no "
+    raise ValueError(f"--record_info_dir={record_info_dir}: no "
                      "corpus_info.json beside it")
   sp_model = prepro_utils.load_sp_model(info["sp_path"])
   if sp_model.get_piece_size() != config.n_token:
@@ -180,33 +168,23 @@ def run_report(FLAGS):
                      f"pieces but the checkpoint's n_token is {config.n_token}")
 
   counts = unigram_baseline.train_piece_counts(
-      FLAGS.train_text, sp_model, info["uncased"], info.get("use_eod", True))
-  targets = unigram_baseline.heldout_targets(FLAGS.record_info_dir,
-                                             FLAGS.eval_split)
+      train_text, sp_model, info["uncased"], info.get("use_eod", True))
+  targets = unigram_baseline.heldout_targets(record_info_dir, eval_split)
   print(unigram_baseline.describe(counts, targets), flush=True)
 
-  with open(FLAGS.heldout_text, encoding="utf-8") as f:
-    sentences = pick_sentences(f.read(), FLAGS.num_sentences)
+  with open(heldout_text, encoding="utf-8") as f:
+    sentences = pick_sentences(f.read(), num_sentences)
   encoder = token_stream.LineEncoder(sp_model.serialized_model_proto(),
                                      info["uncased"], from_raw_text=True)
   predictor = demo_predict.MaskedPredictor(config, prefix)
   print(f"Hidden words in held-out sentences, predicted by "
         f"{os.path.basename(prefix)} from the visible text only (top "
-        f"{FLAGS.top_k} pieces with their probabilities):")
-  report = Report(predictor, encoder, info["seq_len"] - 2, FLAGS.top_k)
-  rng = np.random.RandomState(FLAGS.seed)
+        f"{top_k} pieces with their probabilities):")
+  report = Report(predictor, encoder, info["seq_len"] - 2, top_k)
+  rng = np.random.RandomState(seed)
   for context_lines, sentence in sentences:
-    for line in report.show(context_lines, sentence, FLAGS.hide_fraction,
-                            rng):
+    for line in report.show(context_lines, sentence, hide_fraction, rng):
       print(line)
   print(report.summary(), flush=True)
   predictor.close()
 
-
-def main(unused_argv):
-  run_report(flags.FLAGS)
-
-
-def entry_point():
-  """`python scripts/demo_report.py ...`."""
-  cli.run(main, define_flags)

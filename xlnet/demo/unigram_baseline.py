@@ -18,6 +18,7 @@ import tensorflow as tf
 from xlnet.data import input_pipeline
 from xlnet.data import record_format
 from xlnet.data import token_stream
+from xlnet.training import config as train_config
 
 
 def train_piece_counts(text_path, sp_model, uncased=False, use_eod=True):
@@ -68,7 +69,10 @@ def heldout_targets(record_dir, split="valid"):
       reuse_len=info["reuse_len"], bi_data=info["bi_data"],
       num_core_per_host=1, mask_alpha=info["mask_alpha"],
       mask_beta=info["mask_beta"], uncased=info["uncased"],
-      num_predict=info["num_predict"], corpus_info=info)
+      num_predict=info["num_predict"], corpus_info=info,
+      # Which targets are scored does not depend on the seed (only the
+      # order the files are read in does).
+      seed=train_config.DEFAULT_SEED)
   dataset = input_fn({"batch_size": info["bsz_per_host"]})
   found = []
   for batch in dataset.take(record_info["num_batch"]):

@@ -2,7 +2,8 @@
 resolution into the typed configs the library takes (the library itself
 never reads flags).
 
-  catalog      the flag definitions, grouped, shared by every program
+  catalog      the flag definitions: one function per group (each flag
+               defined once), composed per program
   rules        one rule and one message per flag name
   configs      flags -> OptimizerConfig, TrainConfig, RunConfig
   pretraining  pretraining flags resolved against the data

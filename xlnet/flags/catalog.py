@@ -1,10 +1,17 @@
-"""The command-line flags of every program, defined in one place.
+"""The command-line flags of every program, each defined once, in groups.
 
-`define_flags` defines the pretraining programs' flags (train_gpu.py,
-train_tpu.py, eval_pretrain.py) with the released code's names, so the
-original README's commands work verbatim; `define_common_flags` the flags
-every fine-tuning program shares (run_classifier.py, run_squad.py,
-run_race.py), each program adding its task flags.
+A group is one concern (the model's sizes, the optimizer, checkpoints, ...);
+a program's flags are the groups it composes. Where programs give a flag a
+different default or help text (pretraining's paper recipe against the
+fine-tuning release's defaults, the TPU trainer's `--use_tpu`), the group
+takes them as arguments, so each flag keeps one definition:
+
+  define_flags          train_gpu.py, train_tpu.py, eval_pretrain.py
+  define_common_flags   run_classifier.py, run_squad.py, run_race.py (each
+                        adds its task flags)
+  define_record_flags   data_utils.py
+  define_spm_flags      spm_train.py
+  define_demo_report_flags, define_demo_corpus_flags   the demo's scripts
 
 Pretraining defaults follow the paper's XLNet-Large recipe (docs/training.md)
 where the release shipped toy values: a 24-layer 1024-wide gelu model with
@@ -24,22 +31,38 @@ from absl import flags
 from xlnet.training import config as train_config
 
 
-def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
-  """Defines all pretraining flags on `flag_values` (no-op if already there).
+# ----------------------------------------------------------------------------
+# Flags that more than one group holds, each with its program's help text.
+# ----------------------------------------------------------------------------
+def _define_model_dir(flag_values, help_text):
+  flags.DEFINE_string("model_dir", None, help_text, flag_values=flag_values)
 
-  Args:
-    flag_values: an `absl.flags.FlagValues`; the global `FLAGS` by default.
-    tpu_defaults: the TPU trainer's defaults, as in the release's train.py:
-      `--use_tpu=True`, `--num_core_per_host=8`.
-  """
-  if "record_info_dir" in flag_values:
-    return
+
+def _define_record_info_dir(flag_values, help_text):
+  flags.DEFINE_string("record_info_dir", None, help_text,
+                      flag_values=flag_values)
+
+
+def _define_eval_split(flag_values, help_text):
+  flags.DEFINE_string("eval_split", "valid", help_text,
+                      flag_values=flag_values)
+
+
+def _define_seed(flag_values, default, help_text):
+  flags.DEFINE_integer("seed", default, help_text, flag_values=flag_values)
+
+
+def _define_uncased(flag_values, default, help_text):
+  flags.DEFINE_bool("uncased", default, help_text, flag_values=flag_values)
+
+
+# ----------------------------------------------------------------------------
+# Groups.
+# ----------------------------------------------------------------------------
+def define_model_size_flags(flag_values):
+  """The model's sizes and attention span, from which pretraining builds its
+  XLNetConfig (fine-tuning reads them from --model_config_path)."""
   fv = dict(flag_values=flag_values)
-
-  # Model configuration (XLNetConfig).
-  flags.DEFINE_string("model_config_path", None,
-                      "XLNetConfig json; when given it overrides the model "
-                      "flags below.", **fv)
   flags.DEFINE_integer("n_layer", 24, "Number of layers.", **fv)
   flags.DEFINE_integer("d_model", 1024, "Hidden size.", **fv)
   flags.DEFINE_integer("d_embed", None,
@@ -50,19 +73,40 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
   flags.DEFINE_integer("d_inner", 4096, "Feed-forward inner size.", **fv)
   flags.DEFINE_enum("ff_activation", "gelu", ["relu", "gelu"],
                     "Feed-forward activation.", **fv)
-  flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"],
-                    "Sequence summary for fine-tuning heads; accepted for "
-                    "the original commands, unused in pretraining.", **fv)
   flags.DEFINE_bool("untie_r", True, "Untie relative biases across layers.",
                     **fv)
   flags.DEFINE_integer("n_token", 0,
                        "Vocabulary size; 0 = the data's vocab_size from "
                        "corpus_info.json.", **fv)
+  flags.DEFINE_integer("mem_len", 384, "Number of steps to cache (memory).",
+                       **fv)
+  flags.DEFINE_bool("same_length", False, "Same length attention.", **fv)
 
-  # Run configuration (RunConfig).
-  flags.DEFINE_bool("use_tpu", tpu_defaults, "Run on TPU (train_tpu.py).",
-                    **fv)
-  flags.DEFINE_bool("use_bfloat16", False, "Use bfloat16 activations.", **fv)
+
+def define_model_flags(flag_values, *, model_config_path_help,
+                       clamp_len_help, summary_type_help, init_help):
+  """The model's config file, regularization, sequence summary and
+  initializer (RunConfig), shared by pretraining and fine-tuning."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_string("model_config_path", None, model_config_path_help,
+                      **fv)
+  flags.DEFINE_float("dropout", 0.1, "Dropout rate.", **fv)
+  flags.DEFINE_float("dropatt", 0.1, "Attention dropout rate.", **fv)
+  flags.DEFINE_integer("clamp_len", -1, clamp_len_help, **fv)
+  flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"],
+                    summary_type_help, **fv)
+  flags.DEFINE_enum("init", "normal", ["normal", "uniform"], init_help, **fv)
+  flags.DEFINE_float("init_std", 0.02, "Stddev of the normal initializer.",
+                     **fv)
+  flags.DEFINE_float("init_range", 0.1, "Range of the uniform initializer.",
+                     **fv)
+
+
+def define_precision_flags(flag_values, *, use_bfloat16_help):
+  """Activation precision: bfloat16, or float16 with dynamic loss
+  scaling."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_bool("use_bfloat16", False, use_bfloat16_help, **fv)
   flags.DEFINE_bool("use_fp16", False,
                     "Compute activations in float16 (GPUs; variables, "
                     "softmax, LayerNorm statistics and the loss stay "
@@ -71,100 +115,123 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
                      "--use_fp16: the first loss scale; it halves after a "
                      "step whose gradients overflow (the update is "
                      "skipped) and doubles after 2000 finite steps.", **fv)
-  flags.DEFINE_float("dropout", 0.1, "Dropout rate.", **fv)
-  flags.DEFINE_float("dropatt", 0.1, "Attention dropout rate.", **fv)
-  flags.DEFINE_enum("init", "normal", ["normal", "uniform"],
-                    "Initialization method.", **fv)
-  flags.DEFINE_float("init_std", 0.02, "Stddev of the normal initializer.",
-                     **fv)
-  flags.DEFINE_float("init_range", 0.1, "Range of the uniform initializer.",
-                     **fv)
-  flags.DEFINE_integer("mem_len", 384, "Number of steps to cache (memory).",
-                       **fv)
-  flags.DEFINE_bool("same_length", False, "Same length attention.", **fv)
-  flags.DEFINE_integer("clamp_len", -1, "Clamp length (-1 = no clamping).",
-                       **fv)
 
-  # Data (must agree with corpus_info.json; None = take the data's value).
-  flags.DEFINE_string("record_info_dir", None,
-                      "Directory (or comma-separated directories) with the "
-                      "record_info-*.json files, e.g. $DATA/tfrecords.", **fv)
+
+def define_pretraining_data_flags(flag_values):
+  """Where the pretraining records are, and the factorization block."""
+  fv = dict(flag_values=flag_values)
+  _define_record_info_dir(
+      flag_values, "Directory (or comma-separated directories) with the "
+      "record_info-*.json files, e.g. $DATA/tfrecords.")
   flags.DEFINE_string("corpus_info_path", None,
                       "corpus_info.json written by data_utils.py (as in the "
                       "released README's command); None = the one next to "
                       "the first --record_info_dir directory.", **fv)
-  flags.DEFINE_integer("train_batch_size", None,
-                       "Global batch size (= bsz_per_host * num_hosts); "
-                       "None = from corpus_info.json.", **fv)
-  flags.DEFINE_integer("seq_len", None, "Sequence length.", **fv)
-  flags.DEFINE_integer("reuse_len", None,
-                       "Tokens of each sequence that become memory.", **fv)
   flags.DEFINE_integer("perm_size", None,
                        "Permutation block size; None = reuse_len. Must "
                        "divide and not exceed reuse_len and "
                        "seq_len-reuse_len.", **fv)
-  flags.DEFINE_bool("bi_data", None, "Bidirectional data.", **fv)
-  flags.DEFINE_integer("mask_alpha", None, "Span-masking context factor.",
-                       **fv)
-  flags.DEFINE_integer("mask_beta", None, "Span-masking span factor.", **fv)
-  flags.DEFINE_integer("num_predict", None,
-                       "Number of tokens to predict per sequence.", **fv)
-  flags.DEFINE_bool("uncased", None, "Uncased data.", **fv)
-  flags.DEFINE_integer("num_passes", None,
-                       "Use at most this many data passes (None = all).", **fv)
 
-  # Optimizer.
-  flags.DEFINE_float("learning_rate", 4e-4, "Peak learning rate.", **fv)
+
+# The records' settings, which data_utils.py writes with the release's
+# defaults and the pretraining programs check against corpus_info.json (their
+# default None takes the data's value): (name, definer, data_utils.py's
+# default, its help, the pretraining programs' help).
+_RECORD_LAYOUT = (
+    ("seq_len", flags.DEFINE_integer, 512, "Sequence length.",
+     "Sequence length."),
+    ("reuse_len", flags.DEFINE_integer, 256,
+     "Tokens reusable as memory; the row step.",
+     "Tokens of each sequence that become memory."),
+    ("bi_data", flags.DEFINE_bool, True, "Add backward rows.",
+     "Bidirectional data."),
+    ("mask_alpha", flags.DEFINE_integer, 6, "Context size is n*alpha//beta.",
+     "Span-masking context factor."),
+    ("mask_beta", flags.DEFINE_integer, 1, "See mask_alpha.",
+     "Span-masking span factor."),
+    ("num_predict", flags.DEFINE_integer, 85, "Masked tokens per example.",
+     "Number of tokens to predict per sequence."),
+    ("num_passes", flags.DEFINE_integer, 1,
+     "Accepted for compatibility with the released README; one run writes "
+     "one pass (--pass_id).",
+     "Use at most this many data passes (None = all)."),
+)
+
+
+def define_record_layout_flags(flag_values, *, writing):
+  """The records' settings (`_RECORD_LAYOUT`) and --uncased.
+
+  Args:
+    flag_values: an `absl.flags.FlagValues`.
+    writing: True for data_utils.py (the release's defaults), False for the
+      pretraining programs (None: the value of corpus_info.json).
+  """
+  for name, define, default, written_help, checked_help in _RECORD_LAYOUT:
+    define(name, default if writing else None,
+           written_help if writing else checked_help,
+           flag_values=flag_values)
+  _define_uncased(flag_values, False if writing else None,
+                  "Lowercase the text." if writing else "Uncased data.")
+
+
+def define_optimizer_flags(flag_values, *, learning_rate, warmup_steps,
+                           weight_decay, lr_layer_decay_rate_help):
+  """AdamW with warmup and decay (OptimizerConfig)."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_float("learning_rate", learning_rate, "Peak learning rate.",
+                     **fv)
   flags.DEFINE_float("clip", 1.0, "Gradient clipping (global norm).", **fv)
   flags.DEFINE_float("min_lr_ratio", 0.0,
                      "Final learning rate as a fraction of the peak.", **fv)
-  flags.DEFINE_integer("warmup_steps", 40000, "Linear warmup steps.", **fv)
+  flags.DEFINE_integer("warmup_steps", warmup_steps, "Linear warmup steps.",
+                       **fv)
   flags.DEFINE_float("adam_epsilon", 1e-6, "Adam epsilon.", **fv)
   flags.DEFINE_enum("decay_method", "poly", ["poly", "cos"],
                     "Learning rate decay after warmup.", **fv)
-  flags.DEFINE_float("weight_decay", 0.01, "Decoupled weight decay.", **fv)
-  flags.DEFINE_float("lr_layer_decay_rate", 1.0,
-                     "Layer l's gradients are scaled by "
-                     "rate^(n_layer-1-l).", **fv)
+  flags.DEFINE_float("weight_decay", weight_decay, "Decoupled weight decay.",
+                     **fv)
+  flags.DEFINE_float("lr_layer_decay_rate", 1.0, lr_layer_decay_rate_help,
+                     **fv)
 
-  # Training loop.
-  flags.DEFINE_integer("train_steps", 500000, "Number of training steps.",
-                       **fv)
-  flags.DEFINE_integer("iterations", 1000,
-                       "Steps between log lines (GPU) / per TPU loop.", **fv)
-  flags.DEFINE_integer("save_steps", None,
-                       "Steps between checkpoints; None = only at the end.",
-                       **fv)
-  flags.DEFINE_integer("max_save", 100000, "Max checkpoints to keep.", **fv)
-  flags.DEFINE_string("model_dir", None,
-                      "Checkpoints, summaries; training resumes from the "
-                      "latest checkpoint found here.", **fv)
-  flags.DEFINE_string("init_checkpoint", None,
-                      "Checkpoint to initialize the model from (e.g. the "
-                      "released weights); ignored when resuming.", **fv)
-  flags.DEFINE_integer("seed", train_config.DEFAULT_SEED,
-                       "Random seed of the initial weights, the input order, "
-                       "the factorization orders and dropout.", **fv)
-  flags.DEFINE_bool("track_mean", False,
-                    "Accepted for the original train.py's commands; "
-                    "unused.", **fv)
 
-  flags.DEFINE_integer("accum_steps", 1,
-                       "Micro-batches accumulated per optimizer step: each "
-                       "step averages the gradients of accum_steps "
-                       "consecutive per-core batches (memories advance from "
-                       "one to the next); global_step, the schedule and the "
-                       "log count optimizer steps.", **fv)
+def define_training_flags(flag_values, *, train_batch_size,
+                          train_batch_size_help, train_steps,
+                          iterations_help, seed_help, accum_steps_help):
+  """The training loop: batch, steps, log interval, seed, accumulation,
+  XLA (TrainConfig, BatchLayout)."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_integer("train_batch_size", train_batch_size,
+                       train_batch_size_help, **fv)
+  flags.DEFINE_integer("train_steps", train_steps,
+                       "Number of training steps.", **fv)
+  flags.DEFINE_integer("iterations", 1000, iterations_help, **fv)
+  _define_seed(flag_values, train_config.DEFAULT_SEED, seed_help)
+  flags.DEFINE_integer("accum_steps", 1, accum_steps_help, **fv)
   flags.DEFINE_bool("use_xla", False,
                     "Jit-compile the training step with XLA.", **fv)
 
-  # Held-out evaluation (train_gpu.py --eval_steps, eval_pretrain.py).
+
+def define_checkpoint_flags(flag_values, *, model_dir_help,
+                            init_checkpoint_help, save_steps_help, max_save,
+                            max_save_help):
+  """Where checkpoints go, which one starts the run, how many are kept
+  (CheckpointConfig)."""
+  fv = dict(flag_values=flag_values)
+  _define_model_dir(flag_values, model_dir_help)
+  flags.DEFINE_string("init_checkpoint", None, init_checkpoint_help, **fv)
+  flags.DEFINE_integer("save_steps", None, save_steps_help, **fv)
+  flags.DEFINE_integer("max_save", max_save, max_save_help, **fv)
+
+
+def define_heldout_eval_flags(flag_values):
+  """Held-out evaluation of pretraining (train_gpu.py --eval_steps,
+  eval_pretrain.py)."""
+  fv = dict(flag_values=flag_values)
   flags.DEFINE_integer("eval_steps", 0,
                        "Evaluate on the held-out split every this many "
                        "steps and at the end (0: never).", **fv)
-  flags.DEFINE_string("eval_split", "valid",
-                      "Split name of the held-out records (data_utils.py "
-                      "--split).", **fv)
+  _define_eval_split(flag_values, "Split name of the held-out records "
+                     "(data_utils.py --split).")
   flags.DEFINE_string("eval_record_info_dir", None,
                       "Directory of the held-out record infos (default: "
                       "--record_info_dir).", **fv)
@@ -175,14 +242,30 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
                       "eval_pretrain.py: the checkpoint to evaluate "
                       "(default: the latest in --model_dir).", **fv)
 
-  # Devices.
-  flags.DEFINE_integer("num_hosts", 1,
-                       "Number of hosts (TPU hosts; for train_gpu.py the "
-                       "number of workers, which --worker_hosts/TF_CONFIG "
-                       "determine).", **fv)
-  flags.DEFINE_integer("num_core_per_host", 8 if tpu_defaults else 1,
-                       "Cores per host: GPUs (or logical CPU devices) / TPU "
-                       "cores.", **fv)
+
+def define_core_flags(flag_values, *, use_tpu, use_tpu_help,
+                      num_core_per_host, num_core_per_host_help):
+  """TPU or not, and the cores (GPUs) of each host (DeviceConfig)."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_bool("use_tpu", use_tpu, use_tpu_help, **fv)
+  flags.DEFINE_integer("num_core_per_host", num_core_per_host,
+                       num_core_per_host_help, **fv)
+
+
+def define_tpu_flags(flag_values, *, num_hosts_help):
+  """The TPU to run on: hosts, name, zone, project, job, master."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_integer("num_hosts", 1, num_hosts_help, **fv)
+  flags.DEFINE_string("master", None, "TensorFlow master URL.", **fv)
+  flags.DEFINE_string("tpu", None, "TPU name or grpc://ip:port.", **fv)
+  flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.", **fv)
+  flags.DEFINE_string("gcp_project", None, "GCP project of the TPU.", **fv)
+  flags.DEFINE_string("tpu_job_name", None, "TPU worker job name.", **fv)
+
+
+def define_pretraining_device_flags(flag_values):
+  """Multi-worker GPU training and the TPU trainer's engine."""
+  fv = dict(flag_values=flag_values)
   flags.DEFINE_string("worker_hosts", None,
                       "Multi-host GPU training: comma-separated host:port "
                       "of every worker (the same list on every host); "
@@ -191,16 +274,134 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
   flags.DEFINE_integer("task_index", 0,
                        "This host's index in --worker_hosts (0 = chief: "
                        "writes checkpoints and summaries).", **fv)
-  flags.DEFINE_string("master", None, "TensorFlow master URL.", **fv)
-  flags.DEFINE_string("tpu", None, "TPU name or grpc://ip:port.", **fv)
-  flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.", **fv)
-  flags.DEFINE_string("gcp_project", None, "GCP project of the TPU.", **fv)
-  flags.DEFINE_string("tpu_job_name", None, "TPU worker job name.", **fv)
   flags.DEFINE_enum("tpu_engine", "auto", ["auto", "estimator", "strategy"],
                     "train_tpu.py: TPUEstimator (the release's trainer; "
                     "TensorFlow 2.15 only) or the shared tf.distribute "
                     "engine on a TPUStrategy; auto = TPUEstimator where it "
                     "exists.", **fv)
+
+
+def define_unused_release_flags(flag_values):
+  """Flags of the release's train.py commands that change nothing here."""
+  flags.DEFINE_bool("track_mean", False,
+                    "Accepted for the original train.py's commands; "
+                    "unused.", flag_values=flag_values)
+
+
+def define_finetuning_flags(flag_values):
+  """Fine-tuning's own: the summary projection, the text, the feature
+  records' cache, --do_train and the shuffle buffer."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_bool("use_summ_proj", True,
+                    "Apply the tanh projection sequnece_summary/summary to "
+                    "the pooled vector.", **fv)
+  flags.DEFINE_string("spiece_model_file", None,
+                      "SentencePiece model of the pretrained checkpoint.",
+                      **fv)
+  _define_uncased(flag_values, False,
+                  "Lower-case the text (for uncased models).")
+  flags.DEFINE_string("output_dir", None,
+                      "Directory of the cached feature records.", **fv)
+  flags.DEFINE_bool("overwrite_data", False,
+                    "Rewrite the feature records even when valid ones "
+                    "exist.", **fv)
+  flags.DEFINE_bool("do_train", False, "Fine-tune.", **fv)
+  flags.DEFINE_integer("shuffle_buffer", 2048,
+                       "Training examples in the shuffle buffer.", **fv)
+
+
+def define_record_writing_flags(flag_values):
+  """data_utils.py: the text read, the records written, the workers."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_integer("bsz_per_host", 32, "Batch size (rows) per host.",
+                       **fv)
+  flags.DEFINE_bool("use_eod", True, "Add <eod> at document ends.", **fv)
+  flags.DEFINE_bool("from_raw_text", True, "Input is raw text (else lines "
+                    "of space-separated ids).", **fv)
+  flags.DEFINE_string("input_glob", "data/example/*.txt",
+                      "Comma-separated globs of input files.", **fv)
+  flags.DEFINE_string("sp_path", "", "SentencePiece model.", **fv)
+  flags.DEFINE_string("save_dir", "proc_data/example", "Output directory.",
+                      **fv)
+  flags.DEFINE_string("split", "train", "Split name in file names.", **fv)
+  flags.DEFINE_integer("pass_id", 0, "Pass written by this run; run once "
+                       "per pass_id in [0, num_passes).", **fv)
+  flags.DEFINE_integer("num_task", 1, "Number of parallel tasks.", **fv)
+  flags.DEFINE_integer("task", 0, "Task id in [0, num_task).", **fv)
+  flags.DEFINE_integer("num_workers", None, "Processes that encode the text "
+                       "and serialize the examples; default: one per CPU. "
+                       "The output does not depend on it.", **fv)
+  flags.DEFINE_bool("verify", False, "Write nothing; instead check every "
+                    "record file listed by the record infos under "
+                    "--save_dir (comma-separated dirs; a save_dir or its "
+                    "tfrecords/): each record's checksum, the file sizes and "
+                    "record counts. Prints each bad file; fails if any.",
+                    **fv)
+
+
+# ----------------------------------------------------------------------------
+# Programs.
+# ----------------------------------------------------------------------------
+def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
+  """Defines all pretraining flags on `flag_values` (no-op if already there).
+
+  Args:
+    flag_values: an `absl.flags.FlagValues`; the global `FLAGS` by default.
+    tpu_defaults: the TPU trainer's defaults, as in the release's train.py:
+      `--use_tpu=True`, `--num_core_per_host=8`.
+  """
+  if "record_info_dir" in flag_values:
+    return
+  define_model_size_flags(flag_values)
+  define_model_flags(
+      flag_values,
+      model_config_path_help="XLNetConfig json; when given it overrides the "
+      "model flags below.",
+      clamp_len_help="Clamp length (-1 = no clamping).",
+      summary_type_help="Sequence summary for fine-tuning heads; accepted "
+      "for the original commands, unused in pretraining.",
+      init_help="Initialization method.")
+  define_precision_flags(flag_values,
+                         use_bfloat16_help="Use bfloat16 activations.")
+  define_pretraining_data_flags(flag_values)
+  define_record_layout_flags(flag_values, writing=False)
+  define_optimizer_flags(
+      flag_values, learning_rate=4e-4, warmup_steps=40000, weight_decay=0.01,
+      lr_layer_decay_rate_help="Layer l's gradients are scaled by "
+      "rate^(n_layer-1-l).")
+  define_training_flags(
+      flag_values, train_batch_size=None,
+      train_batch_size_help="Global batch size (= bsz_per_host * "
+      "num_hosts); None = from corpus_info.json.",
+      train_steps=500000,
+      iterations_help="Steps between log lines (GPU) / per TPU loop.",
+      seed_help="Random seed of the initial weights, the input order, the "
+      "factorization orders and dropout.",
+      accum_steps_help="Micro-batches accumulated per optimizer step: each "
+      "step averages the gradients of accum_steps consecutive per-core "
+      "batches (memories advance from one to the next); global_step, the "
+      "schedule and the log count optimizer steps.")
+  define_checkpoint_flags(
+      flag_values,
+      model_dir_help="Checkpoints, summaries; training resumes from the "
+      "latest checkpoint found here.",
+      init_checkpoint_help="Checkpoint to initialize the model from (e.g. "
+      "the released weights); ignored when resuming.",
+      save_steps_help="Steps between checkpoints; None = only at the end.",
+      max_save=100000, max_save_help="Max checkpoints to keep.")
+  define_unused_release_flags(flag_values)
+  define_heldout_eval_flags(flag_values)
+  define_core_flags(
+      flag_values, use_tpu=tpu_defaults,
+      use_tpu_help="Run on TPU (train_tpu.py).",
+      num_core_per_host=8 if tpu_defaults else 1,
+      num_core_per_host_help="Cores per host: GPUs (or logical CPU devices) "
+      "/ TPU cores.")
+  define_tpu_flags(
+      flag_values,
+      num_hosts_help="Number of hosts (TPU hosts; for train_gpu.py the "
+      "number of workers, which --worker_hosts/TF_CONFIG determine).")
+  define_pretraining_device_flags(flag_values)
 
 
 def parse_flags(argv, tpu_defaults=False):
@@ -227,112 +428,116 @@ def define_common_flags(flag_values=flags.FLAGS):
   """
   if "model_config_path" in flag_values:
     return
+  define_model_flags(
+      flag_values,
+      model_config_path_help="XLNetConfig json of the pretrained model (e.g. "
+      "xlnet_config.json of the released checkpoints).",
+      clamp_len_help="Clamp relative distances to this (-1: no clamping).",
+      summary_type_help="How a sequence is pooled into one vector: 'last' "
+      "is the <cls> state.",
+      init_help="Initializer of new variables.")
+  define_precision_flags(
+      flag_values, use_bfloat16_help="Compute activations in bfloat16 "
+      "(variables stay float32).")
+  define_finetuning_flags(flag_values)
+  define_checkpoint_flags(
+      flag_values,
+      model_dir_help="Fine-tuning checkpoints, summaries and eval results; "
+      "training resumes from its latest checkpoint.",
+      init_checkpoint_help="Pretrained checkpoint to start from (a prefix "
+      "such as xlnet_model.ckpt, a directory or DIR/latest); ignored when "
+      "model_dir already holds a fine-tuning checkpoint.",
+      save_steps_help="Steps between checkpoints; None: only at the end.",
+      max_save=0, max_save_help="Checkpoints to keep; 0 keeps all (needed "
+      "by --eval_all_ckpt).")
+  define_optimizer_flags(
+      flag_values, learning_rate=1e-5, warmup_steps=0, weight_decay=0.0,
+      lr_layer_decay_rate_help="Layer l's gradients are scaled by "
+      "rate^(n_layer-1-l) (1.0: no layer-wise decay).")
+  define_training_flags(
+      flag_values, train_batch_size=8,
+      train_batch_size_help="Training batch size: PER GPU without --use_tpu "
+      "(the released GPU command trains STS-B with 8 on each of 4 GPUs, "
+      "i.e. 32 per step); the global batch over all cores with --use_tpu.",
+      train_steps=1000,
+      iterations_help="Steps between log lines / per TPU loop.",
+      seed_help="Random seed of the new head's initial weights, the "
+      "training example order and dropout.",
+      accum_steps_help="Batches accumulated per optimizer step (the "
+      "effective batch is accum_steps times larger).")
+  define_core_flags(
+      flag_values, use_tpu=False,
+      use_tpu_help="Run on TPU (TensorFlow 2.15).", num_core_per_host=1,
+      num_core_per_host_help="GPUs (or TPU cores) per host.")
+  define_tpu_flags(flag_values, num_hosts_help="Number of TPU hosts.")
+
+
+def define_record_flags(flag_values=flags.FLAGS):
+  """Defines the flags of data_utils.py (names and defaults as in the
+  release)."""
+  define_core_flags(
+      flag_values, use_tpu=True,
+      use_tpu_help="Accepted for compatibility; the core layout follows "
+      "--num_core_per_host in every case.",
+      num_core_per_host=8, num_core_per_host_help="Cores (or GPUs) per host.")
+  define_record_layout_flags(flag_values, writing=True)
+  define_record_writing_flags(flag_values)
+
+
+def define_spm_flags(flag_values=flags.FLAGS):
+  """Defines the flags of spm_train.py."""
   fv = dict(flag_values=flag_values)
-
-  # Model.
-  flags.DEFINE_string("model_config_path", None,
-                      "XLNetConfig json of the pretrained model (e.g. "
-                      "xlnet_config.json of the released checkpoints).", **fv)
-  flags.DEFINE_float("dropout", 0.1, "Dropout rate.", **fv)
-  flags.DEFINE_float("dropatt", 0.1, "Attention dropout rate.", **fv)
-  flags.DEFINE_integer("clamp_len", -1,
-                       "Clamp relative distances to this (-1: no clamping).",
-                       **fv)
-  flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"],
-                    "How a sequence is pooled into one vector: 'last' is "
-                    "the <cls> state.", **fv)
-  flags.DEFINE_bool("use_summ_proj", True,
-                    "Apply the tanh projection sequnece_summary/summary to "
-                    "the pooled vector.", **fv)
-  flags.DEFINE_bool("use_bfloat16", False,
-                    "Compute activations in bfloat16 (variables stay "
-                    "float32).", **fv)
-  flags.DEFINE_bool("use_fp16", False,
-                    "Compute activations in float16 (GPUs; variables, "
-                    "softmax, LayerNorm statistics and the loss stay "
-                    "float32) with dynamic loss scaling.", **fv)
-  flags.DEFINE_float("loss_scale", 2.0 ** 15,
-                     "--use_fp16: the first loss scale; it halves after a "
-                     "step whose gradients overflow (the update is "
-                     "skipped) and doubles after 2000 finite steps.", **fv)
-  flags.DEFINE_enum("init", "normal", ["normal", "uniform"],
-                    "Initializer of new variables.", **fv)
-  flags.DEFINE_float("init_std", 0.02, "Stddev of the normal initializer.",
-                     **fv)
-  flags.DEFINE_float("init_range", 0.1, "Range of the uniform initializer.",
-                     **fv)
-
-  # Checkpoints and data.
-  flags.DEFINE_string("init_checkpoint", None,
-                      "Pretrained checkpoint to start from (a prefix such "
-                      "as xlnet_model.ckpt, a directory or DIR/latest); "
-                      "ignored when model_dir already holds a fine-tuning "
-                      "checkpoint.", **fv)
-  flags.DEFINE_string("model_dir", None,
-                      "Fine-tuning checkpoints, summaries and eval results; "
-                      "training resumes from its latest checkpoint.", **fv)
-  flags.DEFINE_string("spiece_model_file", None,
-                      "SentencePiece model of the pretrained checkpoint.",
+  flags.DEFINE_string("input", None, "Comma-separated training text files.",
                       **fv)
-  flags.DEFINE_string("output_dir", None,
-                      "Directory of the cached feature records.", **fv)
-  flags.DEFINE_bool("overwrite_data", False,
-                    "Rewrite the feature records even when valid ones "
-                    "exist.", **fv)
-  flags.DEFINE_bool("uncased", False,
-                    "Lower-case the text (for uncased models).", **fv)
+  flags.DEFINE_string("model_prefix", None, "Output prefix (.model/.vocab).",
+                      **fv)
+  flags.DEFINE_integer("vocab_size", 32000, "Vocabulary size.", **fv)
+  flags.DEFINE_integer("input_sentence_size", 10000000,
+                       "Sentences sampled (shuffled) for training.", **fv)
+  flags.DEFINE_float("character_coverage", 0.99995, "Character coverage.",
+                     **fv)
+  flags.DEFINE_integer("num_threads", None, "Trainer threads.", **fv)
 
-  # Optimizer.
-  flags.DEFINE_float("learning_rate", 1e-5, "Peak learning rate.", **fv)
-  flags.DEFINE_float("lr_layer_decay_rate", 1.0,
-                     "Layer l's gradients are scaled by "
-                     "rate^(n_layer-1-l) (1.0: no layer-wise decay).", **fv)
-  flags.DEFINE_float("min_lr_ratio", 0.0,
-                     "Final learning rate as a fraction of the peak.", **fv)
-  flags.DEFINE_float("clip", 1.0, "Gradient clipping (global norm).", **fv)
-  flags.DEFINE_float("weight_decay", 0.0, "Decoupled weight decay.", **fv)
-  flags.DEFINE_float("adam_epsilon", 1e-6, "Adam epsilon.", **fv)
-  flags.DEFINE_enum("decay_method", "poly", ["poly", "cos"],
-                    "Learning rate decay after warmup.", **fv)
 
-  # Training.
-  flags.DEFINE_bool("do_train", False, "Fine-tune.", **fv)
-  flags.DEFINE_integer("train_batch_size", 8,
-                       "Training batch size: PER GPU without --use_tpu (the "
-                       "released GPU command trains STS-B with 8 on each of "
-                       "4 GPUs, i.e. 32 per step); the global batch over "
-                       "all cores with --use_tpu.", **fv)
-  flags.DEFINE_integer("train_steps", 1000, "Number of training steps.", **fv)
-  flags.DEFINE_integer("warmup_steps", 0, "Linear warmup steps.", **fv)
-  flags.DEFINE_integer("iterations", 1000,
-                       "Steps between log lines / per TPU loop.", **fv)
-  flags.DEFINE_integer("save_steps", None,
-                       "Steps between checkpoints; None: only at the end.",
+def define_demo_report_flags(flag_values=flags.FLAGS):
+  """Defines the flags of scripts/demo_report.py."""
+  fv = dict(flag_values=flag_values)
+  _define_model_dir(flag_values, "Checkpoint prefix, or the model directory "
+                    "(its latest checkpoint); config.json is read from the "
+                    "checkpoint's directory.")
+  _define_record_info_dir(
+      flag_values, "The held-out records ({save_dir}/tfrecords, with "
+      "corpus_info.json beside them); their SentencePiece model and text "
+      "settings are used throughout.")
+  _define_eval_split(flag_values, "Split name of the held-out records.")
+  flags.DEFINE_string("train_text", None, "The training text (piece "
+                      "frequencies of the unigram baseline).", **fv)
+  flags.DEFINE_string("heldout_text", None, "The held-out text (sentences "
+                      "to hide words in).", **fv)
+  flags.DEFINE_integer("num_sentences", 4, "Held-out sentences shown.", **fv)
+  flags.DEFINE_float("hide_fraction", 0.15, "Words hidden per word of a "
+                     "sentence (at least one; only one-piece words are "
+                     "hidden).", **fv)
+  flags.DEFINE_integer("top_k", 3, "Predictions shown per hidden piece.",
                        **fv)
-  flags.DEFINE_integer("max_save", 0,
-                       "Checkpoints to keep; 0 keeps all (needed by "
-                       "--eval_all_ckpt).", **fv)
-  flags.DEFINE_integer("seed", train_config.DEFAULT_SEED,
-                       "Random seed of the new head's initial weights, the "
-                       "training example order and dropout.", **fv)
-  flags.DEFINE_integer("shuffle_buffer", 2048,
-                       "Training examples in the shuffle buffer.", **fv)
-  flags.DEFINE_integer("accum_steps", 1,
-                       "Batches accumulated per optimizer step (the "
-                       "effective batch is accum_steps times larger).", **fv)
-  flags.DEFINE_bool("use_xla", False,
-                    "Jit-compile the training step with XLA.", **fv)
+  _define_seed(flag_values, 0, "Seed of the choice of hidden words.")
 
-  # Devices.
-  flags.DEFINE_bool("use_tpu", False, "Run on TPU (TensorFlow 2.15).", **fv)
-  flags.DEFINE_integer("num_hosts", 1, "Number of TPU hosts.", **fv)
-  flags.DEFINE_integer("num_core_per_host", 1,
-                       "GPUs (or TPU cores) per host.", **fv)
-  flags.DEFINE_string("tpu_job_name", None, "TPU worker job name.", **fv)
-  flags.DEFINE_string("tpu", None, "TPU name or grpc://ip:port.", **fv)
-  flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.", **fv)
-  flags.DEFINE_string("gcp_project", None, "GCP project of the TPU.", **fv)
-  flags.DEFINE_string("master", None, "TensorFlow master URL.", **fv)
+
+def define_demo_corpus_flags(flag_values=flags.FLAGS, *, dest_dir):
+  """Defines the flags of scripts/get_demo_corpus.py.
+
+  Args:
+    flag_values: an `absl.flags.FlagValues`.
+    dest_dir: the default --dest_dir (demo_corpus.DEFAULT_DEST).
+  """
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_string("dest_dir", dest_dir,
+                      "Where botchan.txt is kept (downloaded once).", **fv)
+  flags.DEFINE_string("split_dir", None,
+                      "If set, write train.txt and valid.txt here.", **fv)
+  flags.DEFINE_float("heldout_fraction", 0.1,
+                     "Fraction of the documents (the last ones) held out.",
+                     **fv)
 
 
 def set_defaults(flag_values, **defaults):
@@ -340,3 +545,18 @@ def set_defaults(flag_values, **defaults):
   flags."""
   for name, value in defaults.items():
     flag_values.set_default(name, value)
+
+
+def parse_command_line(argv):
+  """Parses `argv` into the global FLAGS (the programs' flags).
+
+  Args:
+    argv: list of str, the command line (flagfiles are read here).
+
+  Returns:
+    the arguments left after the flags.
+
+  Raises:
+    absl.flags.Error: a flag the parser refuses.
+  """
+  return flags.FLAGS(argv)

@@ -1,0 +1,437 @@
+"""Every program's flags, names and defaults, as the released commands and
+docs use them: a literal table per program, checked against the flags the
+program defines when it starts (each program is run in one subprocess with
+absl's `app.run` replaced, so nothing but its flag definitions runs), and the
+help texts pinned by a digest. The catalog test below checks that every flag
+is defined in one place, `xlnet/flags/catalog.py`."""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+# Runs each program given on the command line up to `app.run` and prints
+# {program: {flag: [type, default, help, enum values, defining module]}} for
+# the flags it defined (absl's and TensorFlow's own left out); each program's
+# flags are deleted before the next one runs.
+_DUMP = r"""
+import json, runpy, sys
+from absl import app, flags
+
+class Started(Exception):
+  pass
+
+def _started(*args, **kwargs):
+  raise Started()
+
+app.run = _started
+FLAGS = flags.FLAGS
+before = set(FLAGS)
+out = {}
+for program in sys.argv[1:]:
+  sys.argv = [program]
+  try:
+    runpy.run_path(program, run_name="__main__")
+  except Started:
+    pass
+  names = [n for n in set(FLAGS) - before
+           if not FLAGS.find_module_defining_flag(n).startswith(
+               ("absl.", "tensorflow."))]
+  out[program] = {n: [FLAGS[n].flag_type(), FLAGS[n].default, FLAGS[n].help,
+                      getattr(FLAGS[n].parser, "enum_values", None),
+                      FLAGS.find_module_defining_flag(n)] for n in names}
+  for n in names:
+    delattr(FLAGS, n)
+print(json.dumps(out))
+"""
+
+# Flags with the same type and default in pretraining and fine-tuning.
+SHARED = {
+    "accum_steps": ("int", 1),
+    "adam_epsilon": ("float", 1e-06),
+    "clamp_len": ("int", -1),
+    "clip": ("float", 1.0),
+    "decay_method": ("string enum", 'poly'),
+    "dropatt": ("float", 0.1),
+    "dropout": ("float", 0.1),
+    "gcp_project": ("string", None),
+    "init": ("string enum", 'normal'),
+    "init_checkpoint": ("string", None),
+    "init_range": ("float", 0.1),
+    "init_std": ("float", 0.02),
+    "iterations": ("int", 1000),
+    "loss_scale": ("float", 32768.0),
+    "lr_layer_decay_rate": ("float", 1.0),
+    "master": ("string", None),
+    "min_lr_ratio": ("float", 0.0),
+    "model_config_path": ("string", None),
+    "model_dir": ("string", None),
+    "num_core_per_host": ("int", 1),
+    "num_hosts": ("int", 1),
+    "save_steps": ("int", None),
+    "seed": ("int", 1),
+    "summary_type": ("string enum", 'last'),
+    "tpu": ("string", None),
+    "tpu_job_name": ("string", None),
+    "tpu_zone": ("string", None),
+    "use_bfloat16": ("bool", False),
+    "use_fp16": ("bool", False),
+    "use_tpu": ("bool", False),
+    "use_xla": ("bool", False),
+}
+
+# train_gpu.py, eval_pretrain.py: the paper's XLNet-Large recipe; the data
+# flags default to None (read from corpus_info.json).
+PRETRAINING = dict(SHARED, **{
+    "bi_data": ("bool", None),
+    "corpus_info_path": ("string", None),
+    "d_embed": ("int", None),
+    "d_head": ("int", 64),
+    "d_inner": ("int", 4096),
+    "d_model": ("int", 1024),
+    "eval_batches": ("int", None),
+    "eval_ckpt": ("string", None),
+    "eval_record_info_dir": ("string", None),
+    "eval_split": ("string", 'valid'),
+    "eval_steps": ("int", 0),
+    "ff_activation": ("string enum", 'gelu'),
+    "learning_rate": ("float", 0.0004),
+    "mask_alpha": ("int", None),
+    "mask_beta": ("int", None),
+    "max_save": ("int", 100000),
+    "mem_len": ("int", 384),
+    "n_head": ("int", 16),
+    "n_layer": ("int", 24),
+    "n_token": ("int", 0),
+    "num_passes": ("int", None),
+    "num_predict": ("int", None),
+    "perm_size": ("int", None),
+    "record_info_dir": ("string", None),
+    "reuse_len": ("int", None),
+    "same_length": ("bool", False),
+    "seq_len": ("int", None),
+    "task_index": ("int", 0),
+    "tpu_engine": ("string enum", 'auto'),
+    "track_mean": ("bool", False),
+    "train_batch_size": ("int", None),
+    "train_steps": ("int", 500000),
+    "uncased": ("bool", None),
+    "untie_r": ("bool", True),
+    "warmup_steps": ("int", 40000),
+    "weight_decay": ("float", 0.01),
+    "worker_hosts": ("string", None),
+})
+# train_tpu.py (and the release's train.py): the TPU defaults.
+TRAIN_TPU = dict(PRETRAINING, use_tpu=("bool", True),
+                 num_core_per_host=("int", 8))
+
+# Every fine-tuning program: the release's defaults (adam_epsilon: the paper's).
+FINETUNING = dict(SHARED, **{
+    "do_train": ("bool", False),
+    "learning_rate": ("float", 1e-05),
+    "max_save": ("int", 0),
+    "output_dir": ("string", None),
+    "overwrite_data": ("bool", False),
+    "shuffle_buffer": ("int", 2048),
+    "spiece_model_file": ("string", None),
+    "train_batch_size": ("int", 8),
+    "train_steps": ("int", 1000),
+    "uncased": ("bool", False),
+    "use_summ_proj": ("bool", True),
+    "warmup_steps": ("int", 0),
+    "weight_decay": ("float", 0.0),
+})
+
+RUN_CLASSIFIER = dict(FINETUNING, **{
+    "cls_scope": ("string", None),
+    "contains_header": ("bool", None),
+    "data_dir": ("string", None),
+    "do_eval": ("bool", False),
+    "do_predict": ("bool", False),
+    "eval_all_ckpt": ("bool", False),
+    "eval_batch_size": ("int", 128),
+    "eval_split": ("string enum", 'dev'),
+    "is_regression": ("bool", None),
+    "label_column": ("string", 'label'),
+    "label_list": ("comma separated list of strings", None),
+    "max_seq_length": ("int", 128),
+    "num_passes": ("int", 1),
+    "predict_batch_size": ("int", 128),
+    "predict_ckpt": ("string", None),
+    "predict_dir": ("string", None),
+    "predict_threshold": ("float", 0.0),
+    "task_name": ("string", None),
+    "text_a_column": ("string", 'text_a'),
+    "text_b_column": ("string", None),
+})
+
+# run_squad.py: task flags and the paper's XLNet-Large settings.
+RUN_SQUAD = dict(FINETUNING, **{
+    "answer_on_last_piece": ("bool", False),
+    "do_predict": ("bool", False),
+    "do_prepro": ("bool", False),
+    "doc_stride": ("int", 128),
+    "end_n_top": ("int", 5),
+    "eval_all_ckpt": ("bool", False),
+    "keep_unaligned": ("bool", False),
+    "learning_rate": ("float", 3e-05),
+    "lr_layer_decay_rate": ("float", 0.75),
+    "max_answer_length": ("int", 64),
+    "max_query_length": ("int", 64),
+    "max_seq_length": ("int", 512),
+    "n_best_size": ("int", 5),
+    "num_proc": ("int", 1),
+    "predict_batch_size": ("int", 32),
+    "predict_dir": ("string", None),
+    "predict_file": ("string", None),
+    "proc_id": ("int", 0),
+    "save_steps": ("int", 1000),
+    "skip_empty_answers": ("bool", False),
+    "start_n_top": ("int", 5),
+    "target_eval_key": ("string enum", 'best_f1'),
+    "train_batch_size": ("int", 48),
+    "train_file": ("string", None),
+    "train_steps": ("int", 8000),
+    "trim_answer_whitespace": ("bool", False),
+    "warmup_steps": ("int", 1000),
+})
+
+# run_race.py: task flags and the paper's XLNet-Large settings.
+RUN_RACE = dict(FINETUNING, **{
+    "data_dir": ("string", None),
+    "do_eval": ("bool", False),
+    "eval_batch_size": ("int", 32),
+    "eval_split": ("string enum", 'dev'),
+    "high_only": ("bool", False),
+    "learning_rate": ("float", 2e-05),
+    "max_qa_length": ("int", 128),
+    "max_seq_length": ("int", 512),
+    "middle_only": ("bool", False),
+    "save_steps": ("int", 1000),
+    "train_batch_size": ("int", 32),
+    "train_steps": ("int", 12000),
+    "warmup_steps": ("int", 1000),
+})
+
+# data_utils.py: the release's record-writing defaults.
+DATA_UTILS = {
+    "bi_data": ("bool", True),
+    "bsz_per_host": ("int", 32),
+    "from_raw_text": ("bool", True),
+    "input_glob": ("string", 'data/example/*.txt'),
+    "mask_alpha": ("int", 6),
+    "mask_beta": ("int", 1),
+    "num_core_per_host": ("int", 8),
+    "num_passes": ("int", 1),
+    "num_predict": ("int", 85),
+    "num_task": ("int", 1),
+    "num_workers": ("int", None),
+    "pass_id": ("int", 0),
+    "reuse_len": ("int", 256),
+    "save_dir": ("string", 'proc_data/example'),
+    "seq_len": ("int", 512),
+    "sp_path": ("string", ''),
+    "split": ("string", 'train'),
+    "task": ("int", 0),
+    "uncased": ("bool", False),
+    "use_eod": ("bool", True),
+    "use_tpu": ("bool", True),
+    "verify": ("bool", False),
+}
+
+SPM_TRAIN = {
+    "character_coverage": ("float", 0.99995),
+    "input": ("string", None),
+    "input_sentence_size": ("int", 10000000),
+    "model_prefix": ("string", None),
+    "num_threads": ("int", None),
+    "vocab_size": ("int", 32000),
+}
+
+# reproduce.py: None = each task's own setting.
+REPRODUCE = {
+    "data_root": ("string", None),
+    "dry_run": ("bool", False),
+    "eval_batch_size": ("int", 8),
+    "gcs_dir": ("string", None),
+    "init_checkpoint": ("string", None),
+    "iterations": ("int", None),
+    "learning_rate": ("float", None),
+    "max_qa_length": ("int", None),
+    "max_query_length": ("int", None),
+    "max_seq_length": ("int", None),
+    "model_config_path": ("string", None),
+    "model_size": ("string enum", 'large'),
+    "num_core_per_host": ("int", 1),
+    "num_hosts": ("int", 1),
+    "save_steps": ("int", None),
+    "seed": ("int", None),
+    "spiece_model_file": ("string", None),
+    "table": ("string enum", None),
+    "tasks": ("comma separated list of strings", None),
+    "tpu": ("string", None),
+    "train_batch_size": ("int", None),
+    "train_steps": ("int", None),
+    "uncased": ("bool", False),
+    "use_tpu": ("bool", False),
+    "warmup_steps": ("int", None),
+    "work_dir": ("string", None),
+}
+
+MODEL_UTILS = {
+    "avg_model_dir": ("string", None),
+    "avg_num": ("int", 5),
+    "avg_output_model_dir": ("string", None),
+    "clean_input_ckpt": ("string", None),
+    "clean_output_model_dir": ("string", None),
+    "model_dir": ("string", None),
+    "step": ("int", None),
+}
+
+DEMO_REPORT = {
+    "eval_split": ("string", 'valid'),
+    "heldout_text": ("string", None),
+    "hide_fraction": ("float", 0.15),
+    "model_dir": ("string", None),
+    "num_sentences": ("int", 4),
+    "record_info_dir": ("string", None),
+    "seed": ("int", 0),
+    "top_k": ("int", 3),
+    "train_text": ("string", None),
+}
+
+GET_DEMO_CORPUS = {
+    "dest_dir": ("string", 'data/demo'),
+    "heldout_fraction": ("float", 0.1),
+    "split_dir": ("string", None),
+}
+
+PROGRAMS = {
+    "train_gpu.py": PRETRAINING,
+    "train_tpu.py": TRAIN_TPU,
+    "train.py": TRAIN_TPU,
+    "eval_pretrain.py": PRETRAINING,
+    "run_classifier.py": RUN_CLASSIFIER,
+    "run_squad.py": RUN_SQUAD,
+    "run_race.py": RUN_RACE,
+    "data_utils.py": DATA_UTILS,
+    "spm_train.py": SPM_TRAIN,
+    "reproduce.py": REPRODUCE,
+    "model_utils.py": MODEL_UTILS,
+    "scripts/demo_report.py": DEMO_REPORT,
+    "scripts/get_demo_corpus.py": GET_DEMO_CORPUS,
+}
+
+# sha256 of every flag's name, help text and enum values (see _help_digest):
+# the help a program prints stays the same.
+HELP_DIGESTS = {
+    "train_gpu.py": "d201916053d07c23",
+    "train_tpu.py": "d201916053d07c23",
+    "train.py": "d201916053d07c23",
+    "eval_pretrain.py": "d201916053d07c23",
+    "run_classifier.py": "21ea437eb75ea679",
+    "run_squad.py": "d660466bd84b6c31",
+    "run_race.py": "9407031b8d31967b",
+    "data_utils.py": "ea772c2b2a54b56c",
+    "spm_train.py": "5a7a05bafc11bef9",
+    "reproduce.py": "c479c35b5251ef56",
+    "model_utils.py": "581c583b41329fda",
+    "scripts/demo_report.py": "fa3b202534fe40c9",
+    "scripts/get_demo_corpus.py": "eb098fd9a4b6bc31",
+}
+
+
+@pytest.fixture(scope="module")
+def defined():
+  """{program: {flag: [type, default, help, enum values, module]}}."""
+  proc = subprocess.run(
+      [sys.executable, "-c", _DUMP] + list(PROGRAMS), cwd=REPO,
+      capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return json.loads(proc.stdout.strip().split("\n")[-1])
+
+
+def _help_digest(flags_of_program):
+  digest = hashlib.sha256()
+  for name in sorted(flags_of_program):
+    _, _, text, enum_values, _ = flags_of_program[name]
+    digest.update(f"{name}\0{text}\0{enum_values}\n".encode())
+  return digest.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_program_defines_these_flags_with_these_defaults(defined, program):
+  got = {name: (kind, default)
+         for name, (kind, default, *_) in defined[program].items()}
+  expected = PROGRAMS[program]
+  assert sorted(got) == sorted(expected), program
+  for name, (kind, default) in expected.items():
+    assert got[name][0] == kind, (program, name)
+    assert got[name][1] == default and type(got[name][1]) is type(
+        default), (program, name, got[name][1])
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_help_texts_unchanged(defined, program):
+  assert _help_digest(defined[program]) == HELP_DIGESTS[program], program
+
+
+# Flags defined outside the catalog: the fine-tuning programs' task flags
+# (xlnet/finetuning/run_*.py), reproduce.py's and model_utils.py's (their own
+# modules). run_classifier.py's num_passes and eval_split and run_race.py's
+# eval_split reuse names of catalog flags with another type or default.
+NOT_IN_CATALOG = {
+    "run_classifier.py": {
+        "cls_scope", "contains_header", "data_dir", "do_eval", "do_predict",
+        "eval_all_ckpt", "eval_batch_size", "eval_split", "is_regression",
+        "label_column", "label_list", "max_seq_length", "num_passes",
+        "predict_batch_size", "predict_ckpt", "predict_dir",
+        "predict_threshold", "task_name", "text_a_column", "text_b_column"},
+    "run_squad.py": {
+        "answer_on_last_piece", "do_predict", "do_prepro", "doc_stride",
+        "end_n_top", "eval_all_ckpt", "keep_unaligned", "max_answer_length",
+        "max_query_length", "max_seq_length", "n_best_size", "num_proc",
+        "predict_batch_size", "predict_dir", "predict_file", "proc_id",
+        "skip_empty_answers", "start_n_top", "target_eval_key", "train_file",
+        "trim_answer_whitespace"},
+    "run_race.py": {
+        "data_dir", "do_eval", "eval_batch_size", "eval_split", "high_only",
+        "max_qa_length", "max_seq_length", "middle_only"},
+    "reproduce.py": set(REPRODUCE),
+    "model_utils.py": set(MODEL_UTILS),
+}
+# The files holding those definitions (relative to the repository).
+DEFINING_FILES = {
+    "xlnet/flags/catalog.py", "xlnet/finetuning/run_classifier.py",
+    "xlnet/finetuning/run_squad.py", "xlnet/finetuning/run_race.py",
+    "xlnet/finetuning/reproduce.py", "model_utils.py"}
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_every_flag_is_defined_by_the_catalog(defined, program):
+  elsewhere = {name: module
+               for name, (*_, module) in defined[program].items()
+               if module != "xlnet.flags.catalog"}
+  assert set(elsewhere) == NOT_IN_CATALOG.get(program, set()), elsewhere
+
+
+def test_only_the_catalog_defines_flags():
+  """No other module of the library, script or program calls
+  `flags.DEFINE_*` (the task flags of NOT_IN_CATALOG aside)."""
+  paths = [name for name in os.listdir(REPO) if name.endswith(".py")]
+  for top in ("xlnet", "scripts"):
+    for root, _, names in os.walk(os.path.join(REPO, top)):
+      paths += [os.path.relpath(os.path.join(root, n), REPO) for n in names
+                if n.endswith(".py")]
+  defining = set()
+  for path in paths:
+    with open(os.path.join(REPO, path), encoding="utf-8") as f:
+      if "DEFINE_" in f.read():
+        defining.add(path)
+  assert defining == DEFINING_FILES
