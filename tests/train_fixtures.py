@@ -43,12 +43,14 @@ PROGRAM_RUN = ["--model_config_path=configs/xlnet_tiny.json", "--mem_len=8",
                "--warmup_steps=2", "--dropout=0.1", "--dropatt=0.1"]
 
 
-def program_records(directory, num_core_per_host=2, num_lines=600):
+def program_records(directory, num_core_per_host=2, num_lines=600, **flags):
   """Demo-corpus records: seq 32, reuse 16, batch 4, 6 predictions,
-  written for `num_core_per_host` cores."""
+  written for `num_core_per_host` cores (`flags`: more record_writer
+  arguments, e.g. split)."""
   return data_helpers.make_records(
       str(directory), num_lines=num_lines, seq_len=32, reuse_len=16,
-      bsz_per_host=4, num_core_per_host=num_core_per_host, num_predict=6)
+      bsz_per_host=4, num_core_per_host=num_core_per_host, num_predict=6,
+      **flags)
 
 
 def program_command(program, record_dir, model_dir, *extra):

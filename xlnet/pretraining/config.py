@@ -93,3 +93,14 @@ class PretrainConfigs:
   train: train_config_lib.TrainConfig = train_config_lib.TrainConfig()
   device: train_config_lib.DeviceConfig = train_config_lib.DeviceConfig()
   held_out: HeldOut = HeldOut()
+
+  def __post_init__(self):
+    """The model's RunConfig must describe the memories and rows the batch
+    layout and the data give it."""
+    for name, run_value, owner, value in (
+        ("mem_len", self.run.mem_len or 0, "BatchLayout", self.batch.mem_len),
+        ("reuse_len", self.run.reuse_len, "PretrainData", self.data.reuse_len),
+        ("bi_data", self.run.bi_data, "PretrainData", self.data.bi_data)):
+      if run_value != value:
+        raise ValueError(f"RunConfig.{name}={run_value} differs from "
+                         f"{owner}.{name}={value}; give both the same value")
