@@ -52,13 +52,20 @@ class XLNetConfig:
     if json_path is not None:
       self.init_from_json(json_path)
     else:
-      self._check_keys(values, "the values given")
-      self._set(values, "the values given")
+      self._init_from_values(values, "the values given")
 
   @classmethod
-  def from_dict(cls, values):
-    """The config of a dict holding exactly `keys` (as `to_dict` returns)."""
-    return cls(**values)
+  def from_dict(cls, values, source="the values given"):
+    """The config of a dict holding exactly `keys` (as `to_dict` returns);
+    `source` says where the values came from in error messages."""
+    config = cls.__new__(cls)
+    config._init_from_values(values, source)  # pylint: disable=protected-access
+    return config
+
+  def _init_from_values(self, values, source):
+    """Checks and sets `values` (exactly `keys`)."""
+    self._check_keys(values, source)
+    self._set(values, source)
 
   def _check_keys(self, values, source):
     """Raises ValueError unless `values` holds exactly `keys`."""

@@ -36,6 +36,7 @@ from xlnet.pretraining import api
     (["--d_embed=32"], "--d_embed=32 must equal d_model=16"),
     (["--n_token=10"], "smaller than the data's vocabulary"),
     (["--iterations=0"], "--iterations=0 must be >= 1"),
+    (["--n_layer=0"], r"n_layer must be a positive int, got 0 \(from flags\)"),
 ])
 def test_flags_checked_against_corpus_info(tmp_path, argv, message):
   FL = flag_catalog.parse_flags(
@@ -150,10 +151,11 @@ def test_resolve_all_reads_the_model_config_once(tmp_path):
 def test_batch_layout_has_one_name(tmp_path):
   """The per-host and per-core batches and the memory shapes of training
   and of held-out evaluation come from the one BatchLayout."""
+  record_dir = fx.fake_data_dir(tmp_path, bsz_per_host=16)
   FL = flag_catalog.parse_flags([
-      "prog", f"--record_info_dir={fx.fake_data_dir(tmp_path, bsz_per_host=16)}",
-      "--train_batch_size=32", "--num_hosts=2", "--num_core_per_host=4",
-      "--mem_len=5", "--d_model=16"])
+      "prog", f"--record_info_dir={record_dir}", "--train_batch_size=32",
+      "--num_hosts=2", "--num_core_per_host=4", "--mem_len=5",
+      "--d_model=16"])
   batch = pretrain_flags.resolve(FL).batch
   assert batch.bsz_per_host == 16 and batch.bsz_per_core == 4
   assert batch.memory_shape(16) == [5, 4, 16]

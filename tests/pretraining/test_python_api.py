@@ -3,6 +3,7 @@ checkpoint, finite losses, held-out results), and the API computes what the
 programs compute: `train_gpu.py` and `eval_pretrain.py` on the same settings
 give the same checkpoint, the same step losses and the same held-out
 results, bit for bit."""
+import dataclasses
 import json
 import math
 import os
@@ -70,36 +71,15 @@ def test_the_example_trains_and_evaluates(example):
 
 
 def program_flags(configs, model_dir, config_path):
-  """The flags of the programs that mean `configs` (every setting given)."""
-  data, batch, run = configs.data, configs.batch, configs.run
-  opt, train, ckpt = configs.optimizer, configs.train, configs.checkpoint
-  held_out = configs.held_out
-  values = dict(
-      record_info_dir=data.record_info_dir, model_dir=model_dir,
-      model_config_path=config_path, seq_len=data.seq_len,
-      reuse_len=data.reuse_len, perm_size=data.perm_size,
-      bi_data=data.bi_data, mask_alpha=data.mask_alpha,
-      mask_beta=data.mask_beta, num_predict=data.num_predict,
-      uncased=data.uncased, num_passes=data.num_passes,
-      train_batch_size=batch.train_batch_size,
-      num_core_per_host=batch.num_core_per_host,
-      accum_steps=batch.accum_steps, mem_len=batch.mem_len,
-      dropout=run.dropout, dropatt=run.dropatt, init=run.init,
-      init_range=run.init_range, init_std=run.init_std,
-      clamp_len=run.clamp_len, same_length=run.same_length,
-      use_bfloat16=run.use_bfloat16, use_fp16=train.use_fp16,
-      loss_scale=train.loss_scale, iterations=train.iterations,
-      seed=train.seed, use_xla=train.use_xla,
-      learning_rate=opt.learning_rate, train_steps=opt.train_steps,
-      warmup_steps=opt.warmup_steps, decay_method=opt.decay_method,
-      min_lr_ratio=opt.min_lr_ratio, adam_epsilon=opt.adam_epsilon,
-      weight_decay=opt.weight_decay, clip=opt.clip,
-      lr_layer_decay_rate=opt.lr_layer_decay_rate,
-      save_steps=ckpt.save_steps, max_save=ckpt.max_save,
-      init_checkpoint=ckpt.init_checkpoint,
-      eval_steps=held_out.eval_steps, eval_split=held_out.eval_split,
-      eval_record_info_dir=held_out.eval_record_info_dir,
-      eval_batches=held_out.eval_batches)
+  """The programs' flags that mean `configs`: every config field is named
+  after its flag (xlnet/training/config.py), so every setting is given."""
+  values = {}
+  for part in (configs.data, configs.batch, configs.run, configs.optimizer,
+               configs.train, configs.checkpoint, configs.held_out):
+    values.update(dataclasses.asdict(part))
+  for not_a_flag in ("corpus_info", "is_training", "n_layer", "eval_ckpt"):
+    del values[not_a_flag]
+  values.update(model_dir=model_dir, model_config_path=config_path)
   return [f"--{k}={v}" for k, v in values.items() if v is not None]
 
 

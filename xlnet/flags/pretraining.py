@@ -56,8 +56,7 @@ def corpus_info_path(record_info_dir):
 
 def _corpus_info_location(FLAGS):
   """The corpus_info.json in use: `--corpus_info_path` or the default."""
-  return (getattr(FLAGS, "corpus_info_path", None) or
-          corpus_info_path(FLAGS.record_info_dir))
+  return FLAGS.corpus_info_path or corpus_info_path(FLAGS.record_info_dir)
 
 
 def load_corpus_info(FLAGS):
@@ -79,7 +78,7 @@ def load_corpus_info(FLAGS):
   info = record_format.load_corpus_info(path)
   if info is not None:
     return info
-  if getattr(FLAGS, "corpus_info_path", None):
+  if FLAGS.corpus_info_path:
     raise ValueError(f"--corpus_info_path={path} does not exist (the "
                      "corpus_info.json written by data_utils.py)")
   raise ValueError(f"--record_info_dir={FLAGS.record_info_dir}: expected "
@@ -180,8 +179,8 @@ def resolve(FLAGS, num_hosts=None, num_core_per_host=None,
       mem_len=FLAGS.mem_len or 0)
   if FLAGS.use_fp16 and FLAGS.use_bfloat16:
     raise ValueError("--use_fp16 and --use_bfloat16 exclude each other")
-  xlnet_config = model_lib.XLNetConfig(**dict(model,
-                                              n_token=values["n_token"]))
+  xlnet_config = model_lib.XLNetConfig.from_dict(
+      dict(model, n_token=values["n_token"]), source="flags")
   data = pretrain_config.PretrainData(
       record_info_dir=FLAGS.record_info_dir, perm_size=FLAGS.perm_size,
       num_passes=FLAGS.num_passes, corpus_info=corpus_info,
@@ -210,8 +209,32 @@ def held_out_config(FLAGS, eval_ckpt=None):
       eval_ckpt=eval_ckpt or FLAGS.eval_ckpt)
 
 
+def _engine_checks(FLAGS, on_tpu):
+  """The engine path's checks, in order: `--model_dir`, then `--num_hosts`
+  against the cluster (GPU/CPU workers: `--worker_hosts` or TF_CONFIG).
+
+  Returns:
+    (the `CheckpointConfig`, the number of hosts).
+  """
+  checkpoint = config_flags.checkpoint_config(FLAGS)
+  trainer_lib.check_model_dir(checkpoint.model_dir)
+  num_hosts = (FLAGS.num_hosts if on_tpu else
+               engine.cluster_workers(FLAGS.worker_hosts))
+  if FLAGS.num_hosts not in (1, num_hosts):
+    raise ValueError(f"--num_hosts={FLAGS.num_hosts} but the cluster has "
+                     f"{num_hosts} worker(s) (--worker_hosts or TF_CONFIG)")
+  return checkpoint, num_hosts
+
+
+def _with_engine(configs, tpu_engine):
+  """`configs` with `device.tpu_engine` set ("estimator" or "strategy")."""
+  return dataclasses.replace(configs, device=dataclasses.replace(
+      configs.device, tpu_engine=tpu_engine))
+
+
 def for_train_gpu(FLAGS):
-  """train_gpu.py's configs: GPUs/CPUs, this cluster's workers.
+  """train_gpu.py's configs: the engine on GPUs/CPUs, this cluster's
+  workers.
 
   Raises:
     ValueError: one line (`--use_tpu`, `--model_dir`, `--num_hosts` against
@@ -220,15 +243,9 @@ def for_train_gpu(FLAGS):
   if FLAGS.use_tpu:
     raise ValueError("--use_tpu=True: train_gpu.py runs on GPUs/CPUs; use "
                      "train_tpu.py for TPUs")
-  checkpoint = config_flags.checkpoint_config(FLAGS)
-  trainer_lib.check_model_dir(checkpoint.model_dir)
-  num_hosts = engine.cluster_workers(FLAGS.worker_hosts)
-  if FLAGS.num_hosts not in (1, num_hosts):
-    raise ValueError(f"--num_hosts={FLAGS.num_hosts} but the cluster has "
-                     f"{num_hosts} worker(s) (--worker_hosts or TF_CONFIG)")
-  configs = resolve(FLAGS, num_hosts=num_hosts, checkpoint=checkpoint)
-  return dataclasses.replace(configs, device=dataclasses.replace(
-      configs.device, tpu_engine="strategy"))
+  checkpoint, num_hosts = _engine_checks(FLAGS, on_tpu=False)
+  return _with_engine(resolve(FLAGS, num_hosts=num_hosts,
+                              checkpoint=checkpoint), "strategy")
 
 
 def for_train_tpu(FLAGS):
@@ -247,14 +264,14 @@ def for_train_tpu(FLAGS):
     if FLAGS.num_hosts != 1:
       raise ValueError(f"--num_hosts={FLAGS.num_hosts} needs --use_tpu=True")
     cores = 1  # on the CPU the TPU trainer runs one core
-  use_estimator = estimator.use_estimator(FLAGS.tpu_engine)
-  checkpoint = config_flags.checkpoint_config(FLAGS)
-  if not use_estimator:
-    trainer_lib.check_model_dir(checkpoint.model_dir)
-  configs = resolve(FLAGS, num_core_per_host=cores, checkpoint=checkpoint)
-  return dataclasses.replace(configs, device=dataclasses.replace(
-      configs.device,
-      tpu_engine="estimator" if use_estimator else "strategy"))
+  if estimator.use_estimator(FLAGS.tpu_engine):
+    configs = resolve(FLAGS, num_core_per_host=cores,
+                      checkpoint=config_flags.checkpoint_config(FLAGS))
+    return _with_engine(configs, "estimator")
+  checkpoint, num_hosts = _engine_checks(FLAGS, on_tpu=FLAGS.use_tpu)
+  return _with_engine(resolve(FLAGS, num_hosts=num_hosts,
+                              num_core_per_host=cores,
+                              checkpoint=checkpoint), "strategy")
 
 
 def for_eval_pretrain(FLAGS):
