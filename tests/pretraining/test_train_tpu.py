@@ -35,19 +35,24 @@ def _summaries(model_dir):
   return out
 
 
+def _train_on_cpu(record_dir, model_dir, **flags):
+  """train_tpu.py's path with --use_tpu=False, dropout 0, no warm-up,
+  perm_size 16 and `flags`."""
+  FL = flag_catalog.parse_flags(
+      ["prog", f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
+       "--use_tpu=False", "--dropout=0", "--dropatt=0", "--perm_size=16",
+       "--warmup_steps=0"] + [f"--{k}={v}" for k, v in flags.items()])
+  api.pretrain(pretrain_flags.for_train_tpu(FL))
+
+
 @pytest.mark.tpu_estimator
 @pytest.mark.slow
 def test_cpu_run_trains_with_memories_across_loops(tmp_path):
   record_dir = make_records(str(tmp_path / "data"), num_lines=600)
   model_dir = str(tmp_path / "model")
-  FL = flag_catalog.parse_flags([
-      "prog", f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
-      "--use_tpu=False", "--n_layer=2", "--d_model=16", "--n_head=2",
-      "--d_head=8", "--d_inner=32", "--dropout=0", "--dropatt=0",
-      "--mem_len=32", "--perm_size=16", "--learning_rate=1e-3",
-      "--warmup_steps=0", "--train_steps=120", "--iterations=60",
-      "--save_steps=60", "--seed=1"])
-  api.pretrain(pretrain_flags.for_train_tpu(FL))
+  _train_on_cpu(record_dir, model_dir, n_layer=2, d_model=16, n_head=2,
+                d_head=8, d_inner=32, mem_len=32, learning_rate=1e-3,
+                train_steps=120, iterations=60, save_steps=60, seed=1)
 
   reader = tf.train.load_checkpoint(model_dir)
   assert reader.get_tensor("global_step") == 120
@@ -83,14 +88,9 @@ def test_memories_carry_across_loop_boundaries(tmp_path):
   step 1's memory (the release reset it to zeros at every loop start)."""
   record_dir = make_records(str(tmp_path / "data"), num_lines=600)
   model_dir = str(tmp_path / "model")
-  FL = flag_catalog.parse_flags([
-      "prog", f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
-      "--use_tpu=False", "--n_layer=1", "--d_model=8", "--n_head=1",
-      "--d_head=8", "--d_inner=8", "--dropout=0", "--dropatt=0",
-      "--mem_len=48", "--perm_size=16", "--learning_rate=0",
-      "--warmup_steps=0", "--train_steps=2", "--iterations=1",
-      "--save_steps=1"])
-  api.pretrain(pretrain_flags.for_train_tpu(FL))
+  _train_on_cpu(record_dir, model_dir, n_layer=1, d_model=8, n_head=1,
+                d_head=8, d_inner=8, mem_len=48, learning_rate=0,
+                train_steps=2, iterations=1, save_steps=1)
   mem_1 = tf.train.load_checkpoint(
       os.path.join(model_dir, "model.ckpt-1")).get_tensor("mems/layer_0")
   mem_2 = tf.train.load_checkpoint(

@@ -99,13 +99,9 @@ def dataset_fn_for(configs, start_host_batch):
   """
   input_fn, record_info = inputs.training_input_fn(configs)
 
-  class _Host:  # what input_pipeline reads from `params["context"]`
-    def __init__(self, host):
-      self.current_host = host
-
   def dataset_fn(input_context):
     return input_fn({"batch_size": configs.batch.bsz_per_core,
-                     "context": _Host(input_context.input_pipeline_id),
+                     "host": input_context.input_pipeline_id,
                      "start_host_batch": start_host_batch})
 
   return dataset_fn, record_info
