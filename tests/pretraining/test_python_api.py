@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from tests import train_fixtures as fx
 from tests.data_helpers import REPO_ROOT
+from xlnet.pretraining import api
 
 pytestmark = pytest.mark.eager
 
@@ -138,3 +139,19 @@ def test_the_programs_compute_what_the_api_computes(example, tmp_path):
   want = dict(example["results"])
   want.pop("checkpoint")
   assert results == want
+
+
+def test_configs_that_disagree_are_refused(example):
+  """The RunConfig must describe the layout's memories and the data's rows;
+  pretrain needs a model_dir."""
+  configs = example["configs"]
+  with pytest.raises(ValueError, match=r"RunConfig\.mem_len=16 differs from "
+                     r"BatchLayout\.mem_len=8"):
+    dataclasses.replace(configs, batch=dataclasses.replace(configs.batch,
+                                                           mem_len=8))
+  run = dataclasses.replace(configs.run, bi_data=not configs.data.bi_data)
+  with pytest.raises(ValueError, match=r"RunConfig\.bi_data=.* differs from "
+                     r"PretrainData\.bi_data"):
+    dataclasses.replace(configs, run=run)
+  with pytest.raises(ValueError, match="configs.checkpoint"):
+    api.pretrain(dataclasses.replace(configs, checkpoint=None))

@@ -41,6 +41,9 @@ def pretrain(configs):
     engine.StopTraining: stopped early after saving (signal, divergence,
       corrupted input).
   """
+  if configs.checkpoint is None:
+    raise ValueError("pretrain needs configs.checkpoint, a CheckpointConfig "
+                     "naming the model_dir")
   model_dir = configs.checkpoint.model_dir
   if configs.device.tpu_engine == "estimator":
     with run_lock.hold(model_dir):
