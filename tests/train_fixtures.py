@@ -5,15 +5,17 @@ import json
 import os
 import re
 import subprocess
+import sys
 
 import numpy as np
 import tensorflow as tf
 
+from tests import data_helpers
+from xlnet.training import trainer as trainer_lib
+from xlnet import model as model_lib
+from xlnet import pretraining_loss
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import configs as config_flags
-from xlnet.pretraining import function_builder
-from xlnet import model as model_lib
-from xlnet.training import trainer as trainer_lib
 
 TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=40,
             dropout=0.0, dropatt=0.0, seq_len=8, reuse_len=4, perm_size=4,
@@ -34,12 +36,48 @@ README_COMMAND = [
     "--num_predict=85"]
 
 
+# The pretraining programs' tiny run (tests/pretraining, tests/programs):
+# configs/xlnet_tiny.json on `program_records`.
+PROGRAM_RUN = ["--model_config_path=configs/xlnet_tiny.json", "--mem_len=8",
+               "--perm_size=8", "--iterations=1", "--learning_rate=1e-3",
+               "--warmup_steps=2", "--dropout=0.1", "--dropatt=0.1"]
+
+
+def program_records(directory, num_core_per_host=2, num_lines=600, **flags):
+  """Demo-corpus records: seq 32, reuse 16, batch 4, 6 predictions,
+  written for `num_core_per_host` cores (`flags`: more record_writer
+  arguments, e.g. split)."""
+  return data_helpers.make_records(
+      str(directory), num_lines=num_lines, seq_len=32, reuse_len=16,
+      bsz_per_host=4, num_core_per_host=num_core_per_host, num_predict=6,
+      **flags)
+
+
+def program_command(program, record_dir, model_dir, *extra):
+  """`python {program}` (train_gpu.py, train_tpu.py) on the tiny run, with
+  `extra` flags (later ones win)."""
+  return [sys.executable, os.path.join(data_helpers.REPO_ROOT, program),
+          f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
+          *PROGRAM_RUN, *extra]
+
+
 def tiny_flags(**overrides):
   """Parsed trainer flags of a tiny model (dropout 0), with `overrides`."""
   values = dict(TINY, **overrides)
   argv = ["prog"] + [f"--{k}={v}" for k, v in values.items()
                      if v is not None]
   return flag_catalog.parse_flags(argv)
+
+
+def xlnet_config_of(FL):
+  """The XLNetConfig of the model flags of `FL` (e.g. `tiny_flags()`)."""
+  return model_lib.XLNetConfig(**{k: getattr(FL, k)
+                                  for k in model_lib.XLNetConfig.keys})
+
+
+def run_config_of(FL):
+  """The pretraining RunConfig (training mode) of the flags `FL`."""
+  return config_flags.run_config(True, False, FL)
 
 
 def fake_batch(rng, bsz, seq_len, num_predict, n_token):
@@ -143,16 +181,17 @@ def make_trainer(FL, n_replicas, model_dir, accum_steps=1, use_xla=False,
   if strategy is None:
     strategy = (tf.distribute.get_strategy() if n_replicas == 1 else
                 tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
-  config = model_lib.XLNetConfig(FLAGS=FL)
+  config = xlnet_config_of(FL)
   memory = (trainer_lib.MemoryConfig(
       config.n_layer, FL.mem_len,
       FL.train_batch_size // strategy.num_replicas_in_sync, config.d_model)
             if FL.mem_len else None)
-  return trainer_lib.Trainer(strategy, function_builder.pretrain_loss_fn(
-      config, FL), config_flags.optimizer_config(FL, config.n_layer),
-                        str(model_dir), memory=memory,
-                        accum_steps=accum_steps, train=dataclasses.replace(
-                            config_flags.train_config(FL), use_xla=use_xla))
+  return trainer_lib.Trainer(
+      strategy, pretraining_loss.pretrain_loss_fn(config, run_config_of(FL)),
+      config_flags.optimizer_config(FL, config.n_layer), str(model_dir),
+      memory=memory, accum_steps=accum_steps,
+      train=dataclasses.replace(config_flags.train_config(FL),
+                                use_xla=use_xla))
 
 
 def random_weights(trainer, seed, std=0.1):

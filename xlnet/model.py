@@ -5,8 +5,10 @@ keys in `XLNetConfig.keys`), `RunConfig` the per-run settings, and
 `XLNetModel` builds the backbone under variable scope `model` so that the
 released checkpoints load by name.
 """
+import dataclasses
 import json
 import os
+from typing import Optional
 import uuid
 
 import tensorflow as tf
@@ -32,32 +34,49 @@ class XLNetConfig:
           "ff_activation", "untie_r", "n_token"]
   _int_keys = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "n_token")
 
-  def __init__(self, FLAGS=None, json_path=None):  # pylint: disable=invalid-name
-    """Reads the config from FLAGS and/or a JSON file (the file wins).
+  def __init__(self, json_path=None, **values):
+    """Reads the config from a JSON file, or takes the values given.
 
     Args:
-      FLAGS: object with one attribute per key (e.g. absl flags), or None.
-      json_path: path of a JSON config, or None.
+      json_path: path of a JSON config (local or a `tf.io.gfile` URL), or
+        None.
+      **values: exactly `keys` (when json_path is None).
 
     Raises:
-      ValueError: if both are None, a key is missing or unknown, or a value
-        is invalid.
+      ValueError: if both or neither are given, a key is missing or
+        unknown, or a value is invalid.
     """
-    if FLAGS is None and json_path is None:
-      raise ValueError("XLNetConfig needs FLAGS or json_path")
-    if FLAGS is not None:
-      self.init_from_flags(FLAGS)
+    if (json_path is None) == (not values):
+      raise ValueError("XLNetConfig takes json_path or the values of "
+                       f"{self.keys} (one of the two)")
     if json_path is not None:
       self.init_from_json(json_path)
+    else:
+      self._init_from_values(values, "the values given")
 
-  def init_from_flags(self, FLAGS):  # pylint: disable=invalid-name
-    """Sets every key from the attribute of FLAGS with the same name."""
-    values = {}
-    for key in self.keys:
-      if not hasattr(FLAGS, key):
-        raise ValueError(f"XLNetConfig: flag --{key} is not defined")
-      values[key] = getattr(FLAGS, key)
-    self._set(values, "flags")
+  @classmethod
+  def from_dict(cls, values, source="the values given"):
+    """The config of a dict holding exactly `keys` (as `to_dict` returns);
+    `source` says where the values came from in error messages."""
+    config = cls.__new__(cls)
+    config._init_from_values(values, source)  # pylint: disable=protected-access
+    return config
+
+  def _init_from_values(self, values, source):
+    """Checks and sets `values` (exactly `keys`)."""
+    self._check_keys(values, source)
+    self._set(values, source)
+
+  def _check_keys(self, values, source):
+    """Raises ValueError unless `values` holds exactly `keys`."""
+    missing = [k for k in self.keys if k not in values]
+    if missing:
+      raise ValueError(f"XLNetConfig: {source} lacks key(s) {missing}; "
+                       f"expected exactly {self.keys}")
+    unknown = sorted(set(values) - set(self.keys))
+    if unknown:
+      raise ValueError(f"XLNetConfig: {source} has unknown key(s) "
+                       f"{unknown}; expected exactly {self.keys}")
 
   def init_from_json(self, json_path):
     """Sets every key from a JSON file holding exactly `keys`."""
@@ -70,14 +89,7 @@ class XLNetConfig:
       raise ValueError(f"XLNetConfig: {json_path} is not valid JSON: {e}") from e
     if not isinstance(values, dict):
       raise ValueError(f"XLNetConfig: {json_path} must hold a JSON object")
-    missing = [k for k in self.keys if k not in values]
-    if missing:
-      raise ValueError(f"XLNetConfig: {json_path} lacks key(s) {missing}; "
-                       f"expected exactly {self.keys}")
-    unknown = sorted(set(values) - set(self.keys))
-    if unknown:
-      raise ValueError(f"XLNetConfig: {json_path} has unknown key(s) "
-                       f"{unknown}; expected exactly {self.keys}")
+    self._check_keys(values, json_path)
     self._set(values, json_path)
 
   def _set(self, values, source):
@@ -119,6 +131,7 @@ class XLNetConfig:
       raise
 
 
+@dataclasses.dataclass(frozen=True)
 class RunConfig:
   """Settings of one run (training, evaluation or fine-tuning).
 
@@ -129,28 +142,29 @@ class RunConfig:
   LayerNorm statistics and the loss stay float32 (float16 needs loss scaling
   in the trainer).
   """
+  is_training: bool
+  use_tpu: bool
+  use_bfloat16: bool
+  dropout: float
+  dropatt: float
+  init: str = "normal"
+  init_range: float = 0.1
+  init_std: float = 0.02
+  mem_len: Optional[int] = None
+  reuse_len: Optional[int] = None
+  bi_data: bool = False
+  clamp_len: int = -1
+  same_length: bool = False
+  use_fp16: bool = False
 
-  def __init__(self, is_training, use_tpu, use_bfloat16, dropout, dropatt,
-               init="normal", init_range=0.1, init_std=0.02, mem_len=None,
-               reuse_len=None, bi_data=False, clamp_len=-1,
-               same_length=False, use_fp16=False):
-    if use_bfloat16 and use_fp16:
+  def __post_init__(self):
+    if self.use_bfloat16 and self.use_fp16:
       raise ValueError("RunConfig: use_bfloat16 and use_fp16 exclude each "
                        "other; got both")
-    self.init = init
-    self.init_range = init_range
-    self.init_std = init_std
-    self.is_training = is_training
-    self.dropout = dropout
-    self.dropatt = dropatt
-    self.use_tpu = use_tpu
-    self.use_bfloat16 = use_bfloat16
-    self.use_fp16 = use_fp16
-    self.mem_len = mem_len
-    self.reuse_len = reuse_len
-    self.bi_data = bi_data
-    self.clamp_len = clamp_len
-    self.same_length = same_length
+
+  def for_training(self, is_training):
+    """The same run's config in training (dropout on) or evaluation mode."""
+    return dataclasses.replace(self, is_training=is_training)
 
 
 def _get_initializer(run_config):

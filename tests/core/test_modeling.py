@@ -428,13 +428,8 @@ def _build_full_model(inputs, run_config):
 
 
 def _config_from_dict(values):
-  """XLNetConfig from a dict, through the FLAGS path."""
-  class Flags:
-    pass
-  flags = Flags()
-  for key, value in values.items():
-    setattr(flags, key, value)
-  return xlnet_model.XLNetConfig(FLAGS=flags)
+  """XLNetConfig from a dict, through the explicit-values path."""
+  return xlnet_model.XLNetConfig.from_dict(values)
 
 
 def _pretrain_run_config(precision="fp32"):
@@ -694,8 +689,12 @@ def test_config_json_errors_name_key_and_file(tmp_path):
   path.write_text(json.dumps(values))
   with pytest.raises(ValueError, match="unknown key.*extra"):
     xlnet_model.XLNetConfig(json_path=str(path))
-  with pytest.raises(ValueError, match="flag --n_token is not defined"):
+  with pytest.raises(ValueError, match=r"lacks key\(s\) \['n_token'\]"):
     _config_from_dict({k: v for k, v in CFG.items() if k != "n_token"})
+  with pytest.raises(ValueError, match="unknown key.*extra"):
+    _config_from_dict(dict(CFG, extra=1))
+  with pytest.raises(ValueError, match="json_path or the values"):
+    xlnet_model.XLNetConfig(json_path=str(path), **CFG)
   with pytest.raises(ValueError, match="not found"):
     xlnet_model.XLNetConfig(json_path=str(tmp_path / "missing.json"))
 
@@ -753,6 +752,15 @@ def test_create_run_config_finetune_and_pretrain():
   pre = config_flags.run_config(False, False, Flags)
   assert (pre.mem_len, pre.reuse_len, pre.bi_data, pre.same_length,
           pre.is_training) == (384, 256, True, True, False)
+  # Values resolved against the data win over the flags; the evaluation
+  # variant of a run's config differs only in is_training.
+  resolved = config_flags.run_config(True, False, Flags, reuse_len=4,
+                                     bi_data=False)
+  assert (resolved.reuse_len, resolved.bi_data, resolved.mem_len,
+          resolved.is_training) == (4, False, 384, True)
+  evaluation = resolved.for_training(False)
+  assert not evaluation.is_training and evaluation != resolved
+  assert evaluation.for_training(True) == resolved
 
 
 # ------------------------------------------------------------- heads

@@ -276,6 +276,13 @@ def test_resumed_pipeline_continues_exactly(tmp_path, reader_cores):
   assert not np.array_equal(batches[1]["perm_mask"], full[0]["perm_mask"])
   with pytest.raises(ValueError, match=r"host 2 is not below --num_hosts=2"):
     two_hosts({"batch_size": per_core, "context": Context(2)})
+  # The engine names the host with params["host"]: the same stream.
+  (by_host,) = data_helpers.take_batches(two_hosts, 1, batch_size=per_core,
+                                         host=1)
+  for name in full[0]:
+    np.testing.assert_array_equal(by_host[name], batches[1][name])
+  with pytest.raises(ValueError, match=r"host 2 is not below --num_hosts=2"):
+    two_hosts({"batch_size": per_core, "host": 2})
 
 
 def test_resume_with_a_record_info_of_several_files(tmp_path):

@@ -16,7 +16,7 @@ TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32,
 
 
 def tiny_config(tmp_path):
-  config = model_lib.XLNetConfig(FLAGS=type("F", (), TINY))
+  config = model_lib.XLNetConfig(**TINY)
   path = str(tmp_path / "config.json")
   config.to_json(path)
   return model_lib.XLNetConfig(json_path=path)

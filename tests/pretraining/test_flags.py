@@ -1,6 +1,7 @@
-"""Flag resolution of the pretraining programs (xlnet/flags.py): data flags
-filled from and checked against corpus_info.json, the model config read
-once, the batch layout, and the release's README command."""
+"""Flag resolution of the pretraining programs (xlnet/flags/pretraining.py):
+data flags filled from and checked against corpus_info.json, the model
+config read once, the batch layout, and the release's README command; no
+flag is written."""
 import json
 import os
 import subprocess
@@ -22,7 +23,7 @@ from xlnet.data import record_writer
 from xlnet.finetuning import run_classifier
 from xlnet.finetuning import run_race
 from xlnet.finetuning import run_squad
-from xlnet.pretraining import train_gpu
+from xlnet.pretraining import api
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -35,6 +36,7 @@ from xlnet.pretraining import train_gpu
     (["--d_embed=32"], "--d_embed=32 must equal d_model=16"),
     (["--n_token=10"], "smaller than the data's vocabulary"),
     (["--iterations=0"], "--iterations=0 must be >= 1"),
+    (["--n_layer=0"], r"n_layer must be a positive int, got 0 \(from flags\)"),
 ])
 def test_flags_checked_against_corpus_info(tmp_path, argv, message):
   FL = flag_catalog.parse_flags(
@@ -42,7 +44,7 @@ def test_flags_checked_against_corpus_info(tmp_path, argv, message):
       ([f"--record_info_dir={fx.fake_data_dir(tmp_path)}"]
        if argv else []) + argv)
   with pytest.raises(ValueError, match=message.replace("'", ".")):
-    train_gpu.run(FL)
+    api.pretrain(pretrain_flags.for_train_gpu(FL))
 
 
 README_CORPUS_INFO = dict(
@@ -65,9 +67,12 @@ def test_original_readme_command_is_accepted_with_corpus_info_path(tmp_path):
   info_path.parent.mkdir()
   info_path.write_text(json.dumps(README_CORPUS_INFO))
   FL = flag_catalog.parse_flags(_readme_argv(str(record_dir), str(info_path)))
-  pretrain_flags.resolve_flags(FL, pretrain_flags.load_corpus_info(FL))
-  assert (FL.seq_len, FL.reuse_len, FL.perm_size, FL.bi_data, FL.num_predict,
-          FL.train_batch_size, FL.n_token, FL.n_layer, FL.d_model) == (
+  configs = pretrain_flags.resolve(FL)
+  data = configs.data
+  assert (data.seq_len, data.reuse_len, data.perm_size, data.bi_data,
+          data.num_predict, configs.batch.train_batch_size,
+          configs.model.n_token, configs.model.n_layer,
+          configs.model.d_model) == (
               512, 256, 256, True, 85, 2048, 32000, 24, 1024)
   # The original TPU trainer's --track_mean is accepted too.
   flag_catalog.parse_flags(["prog", "--track_mean=False"])
@@ -89,9 +94,13 @@ def test_original_readme_command_is_accepted_with_corpus_info_path(tmp_path):
 def test_resolve_fills_data_flags_from_corpus_info(tmp_path):
   FL = flag_catalog.parse_flags(["prog", "--record_info_dir=" +
                               fx.fake_data_dir(tmp_path)])
-  pretrain_flags.resolve_flags(FL, pretrain_flags.load_corpus_info(FL))
-  assert (FL.seq_len, FL.reuse_len, FL.bi_data, FL.num_predict,
-          FL.train_batch_size, FL.n_token) == (8, 4, True, 3, 4, 40)
+  configs = pretrain_flags.resolve(FL)
+  assert (configs.data.seq_len, configs.data.reuse_len, configs.data.bi_data,
+          configs.data.num_predict, configs.batch.train_batch_size,
+          configs.model.n_token) == (8, 4, True, 3, 4, 40)
+  assert (configs.run.reuse_len, configs.run.bi_data) == (4, True)
+  assert (FL.seq_len, FL.reuse_len, FL.train_batch_size, FL.n_token) == (
+      None, None, None, 0)  # no flag written
 
 
 def test_corpus_info_is_read_through_tf_gfile():
@@ -124,22 +133,33 @@ def test_resolve_all_reads_the_model_config_once(tmp_path):
   FL = flag_catalog.parse_flags(["prog",
                               f"--record_info_dir={fx.fake_data_dir(tmp_path)}",
                               f"--model_config_path={config}", "--n_layer=9"])
-  xlnet_config, info = pretrain_flags.resolve_all(FL)
-  assert xlnet_config.to_dict() == json.loads(config.read_text())
-  assert (FL.n_layer, FL.d_model, FL.ff_activation) == (3, 32, "relu")
-  assert info["vocab_size"] == 40 and FL.seq_len == 8
+  configs = pretrain_flags.resolve(FL)
+  assert configs.model.to_dict() == json.loads(config.read_text())
+  assert (configs.model.n_layer, configs.model.d_model,
+          configs.model.ff_activation, configs.optimizer.n_layer) == (
+              3, 32, "relu", 3)
+  assert FL.n_layer == 9  # no flag written
+  assert (configs.data.corpus_info["vocab_size"] == 40 and
+          configs.data.seq_len == 8)
   FL = flag_catalog.parse_flags(["prog", "--record_info_dir=" +
                               fx.fake_data_dir(tmp_path / "b"),
                               "--n_layer=2", "--d_model=16", "--n_head=2",
                               "--d_head=8", "--d_inner=32"])
-  assert pretrain_flags.resolve_all(FL)[0].n_token == 40
+  assert pretrain_flags.resolve(FL).model.n_token == 40
 
 
 def test_batch_layout_has_one_name(tmp_path):
-  FL = flag_catalog.parse_flags(["prog", "--train_batch_size=32",
-                              "--num_hosts=2",
-                              "--num_core_per_host=4"])
-  assert pretrain_flags.bsz_per_host(FL) == 16 and pretrain_flags.bsz_per_core(FL) == 4
+  """The per-host and per-core batches and the memory shapes of training
+  and of held-out evaluation come from the one BatchLayout."""
+  record_dir = fx.fake_data_dir(tmp_path, bsz_per_host=16)
+  FL = flag_catalog.parse_flags([
+      "prog", f"--record_info_dir={record_dir}", "--train_batch_size=32",
+      "--num_hosts=2", "--num_core_per_host=4", "--mem_len=5",
+      "--d_model=16"])
+  batch = pretrain_flags.resolve(FL).batch
+  assert batch.bsz_per_host == 16 and batch.bsz_per_core == 4
+  assert batch.memory_shape(16) == [5, 4, 16]
+  assert batch.on_one_device().memory_shape(16) == [5, 16, 16]
 
 
 # --------------------------------------------------------------------------

@@ -1,17 +1,16 @@
-"""The pretraining loss builder (function_builder.get_loss) and the held-out
-evaluation (xlnet/pretraining/pretrain_eval.py) against a NumPy recomputation of the
-two-stream loss with the slow reference forward pass (tests/np_reference.py),
-memories carried from one batch to the next."""
+"""The pretraining loss builder (xlnet/pretraining_loss.py, get_loss) and the
+held-out evaluation (xlnet/pretraining/held_out.py) against a NumPy
+recomputation of the two-stream loss with the slow reference forward pass
+(tests/np_reference.py), memories carried from one batch to the next."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tests import np_reference
 from tests import train_fixtures as fx
-from xlnet.pretraining import function_builder
-from xlnet import model as model_lib
-from xlnet.pretraining import pretrain_eval
 from xlnet.training import template as template_lib
+from xlnet import pretraining_loss
+from xlnet.pretraining import held_out
 
 pytestmark = pytest.mark.eager
 
@@ -48,10 +47,9 @@ def test_held_out_loss_equals_a_numpy_recomputation():
   FL = fx.tiny_flags(init_std=0.3)
   rng = np.random.RandomState(4)
   batches = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(2)]
-  config = model_lib.XLNetConfig(FLAGS=FL)
   template = tf.compat.v1.make_template(
-      template_lib.TEMPLATE_SCOPE,
-      function_builder.pretrain_loss_fn(config, FL))
+      template_lib.TEMPLATE_SCOPE, pretraining_loss.pretrain_loss_fn(
+          fx.xlnet_config_of(FL), fx.run_config_of(FL)))
   mem_shape = [FL.mem_len, 4, FL.d_model]
   dataset = fx.batches_dataset(batches).take(2)
   template(next(iter(dataset)), [tf.zeros(mem_shape)] * FL.n_layer, False)
@@ -62,7 +60,7 @@ def test_held_out_loss_equals_a_numpy_recomputation():
         np.float32)
     var.assign(params[name])
 
-  results = pretrain_eval.Evaluator(template, mem_shape, FL.n_layer).run(
+  results = held_out.Evaluator(template, mem_shape, FL.n_layer).run(
       dataset, 2)
   want_loss, want_acc, want_count = _numpy_metrics(FL, params, batches)
   assert results["num_targets"] == want_count == 2 * 4 * 3
@@ -81,12 +79,12 @@ def test_two_stream_loss_builder_matches_numpy():
   FL = fx.tiny_flags(init_std=0.3, mem_len=4)
   batch = fx.fake_batch(np.random.RandomState(6), 4, 8, 3, 40)
   batch["target_mask"][1, 2] = 0.0  # a padded target does not count
-  config = model_lib.XLNetConfig(FLAGS=FL)
   mems = [np.zeros([FL.mem_len, 4, FL.d_model], np.float32)] * FL.n_layer
   with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
-    loss, _, _ = function_builder.get_loss(
-        FL, {k: tf.constant(v) for k, v in batch.items()}, None,
-        [tf.constant(m) for m in mems], True, config)
+    loss, _, _ = pretraining_loss.get_loss(
+        fx.xlnet_config_of(FL), fx.run_config_of(FL),
+        {k: tf.constant(v) for k, v in batch.items()}, None,
+        [tf.constant(m) for m in mems], True)
     rng = np.random.RandomState(2)
     params = {}
     for var in tf.compat.v1.global_variables():

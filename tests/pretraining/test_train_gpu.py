@@ -17,8 +17,8 @@ import tensorflow as tf
 
 from tests import train_fixtures as fx
 from tests.data_helpers import make_records
+from xlnet.pretraining import trainer
 from xlnet.training import checkpoint_io
-from xlnet.pretraining import train_gpu
 
 pytestmark = pytest.mark.eager
 
@@ -28,10 +28,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_log_line_format_and_a_diverged_loss():
   """The release's log line (docs/training.md); a diverged loss (exp overflows a float) is
   logged as pplx inf instead of killing the run with OverflowError."""
-  assert train_gpu.format_log_line(1000, 0.4512, 1e-5, 6.0) == (
+  assert trainer.format_log_line(1000, 0.4512, 1e-5, 6.0) == (
       "[1000] | gnorm 0.45 lr 0.000010 | loss 6.00 | pplx  403.43, "
       "bpc  8.6562")
-  assert train_gpu.format_log_line(7, float("nan"), 4e-4, 800.0) == (
+  assert trainer.format_log_line(7, float("nan"), 4e-4, 800.0) == (
       "[7] | gnorm nan lr 0.000400 | loss 800.00 | pplx     inf, "
       "bpc 1154.1560")
 
@@ -73,24 +73,14 @@ def test_init_checkpoint_with_missing_variables_is_clear(tmp_path):
 ################################################################################
 # The program under faults: kills, signals, damaged checkpoints, divergence.
 ################################################################################
-TINY_RUN = ["--model_config_path=configs/xlnet_tiny.json", "--mem_len=8",
-            "--perm_size=8", "--iterations=1", "--learning_rate=1e-3",
-            "--warmup_steps=2", "--seed=1", "--dropout=0.1",
-            "--dropatt=0.1"]
-
-
 @pytest.fixture(scope="module")
 def tiny_records(tmp_path_factory):
-  """Demo-corpus records: seq 32, reuse 16, batch 4 written for 2 cores."""
-  return make_records(str(tmp_path_factory.mktemp("records")), num_lines=600,
-                      seq_len=32, reuse_len=16, bsz_per_host=4,
-                      num_core_per_host=2, num_predict=6)
+  return fx.program_records(tmp_path_factory.mktemp("records"))
 
 
 def _command(record_dir, model_dir, *extra):
-  return [sys.executable, os.path.join(REPO, "train_gpu.py"),
-          f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
-          *TINY_RUN, *extra]
+  return fx.program_command("train_gpu.py", record_dir, model_dir, "--seed=1",
+                            *extra)
 
 
 def _run(cmd, timeout=300):

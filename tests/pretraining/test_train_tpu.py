@@ -15,8 +15,9 @@ import tensorflow as tf
 from xlnet.flags import catalog as flag_catalog
 from tests import train_fixtures as fx
 from tests.data_helpers import make_records
-from xlnet.pretraining import train_tpu
-from xlnet.training import tpu_estimator
+from xlnet.flags import pretraining as pretrain_flags
+from xlnet.pretraining import api
+from xlnet.pretraining import estimator
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -33,19 +34,24 @@ def _summaries(model_dir):
   return out
 
 
+def _train_on_cpu(record_dir, model_dir, **flags):
+  """train_tpu.py's path with --use_tpu=False, dropout 0, no warm-up,
+  perm_size 16 and `flags`."""
+  FL = flag_catalog.parse_flags(
+      ["prog", f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
+       "--use_tpu=False", "--dropout=0", "--dropatt=0", "--perm_size=16",
+       "--warmup_steps=0"] + [f"--{k}={v}" for k, v in flags.items()])
+  api.pretrain(pretrain_flags.for_train_tpu(FL))
+
+
 @pytest.mark.tpu_estimator
 @pytest.mark.slow
 def test_cpu_run_trains_with_memories_across_loops(tmp_path):
   record_dir = make_records(str(tmp_path / "data"), num_lines=600)
   model_dir = str(tmp_path / "model")
-  FL = flag_catalog.parse_flags([
-      "prog", f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
-      "--use_tpu=False", "--n_layer=2", "--d_model=16", "--n_head=2",
-      "--d_head=8", "--d_inner=32", "--dropout=0", "--dropatt=0",
-      "--mem_len=32", "--perm_size=16", "--learning_rate=1e-3",
-      "--warmup_steps=0", "--train_steps=120", "--iterations=60",
-      "--save_steps=60", "--seed=1"])
-  train_tpu.run(FL)
+  _train_on_cpu(record_dir, model_dir, n_layer=2, d_model=16, n_head=2,
+                d_head=8, d_inner=32, mem_len=32, learning_rate=1e-3,
+                train_steps=120, iterations=60, save_steps=60, seed=1)
 
   reader = tf.train.load_checkpoint(model_dir)
   assert reader.get_tensor("global_step") == 120
@@ -81,14 +87,9 @@ def test_memories_carry_across_loop_boundaries(tmp_path):
   step 1's memory (the release reset it to zeros at every loop start)."""
   record_dir = make_records(str(tmp_path / "data"), num_lines=600)
   model_dir = str(tmp_path / "model")
-  FL = flag_catalog.parse_flags([
-      "prog", f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
-      "--use_tpu=False", "--n_layer=1", "--d_model=8", "--n_head=1",
-      "--d_head=8", "--d_inner=8", "--dropout=0", "--dropatt=0",
-      "--mem_len=48", "--perm_size=16", "--learning_rate=0",
-      "--warmup_steps=0", "--train_steps=2", "--iterations=1",
-      "--save_steps=1"])
-  train_tpu.run(FL)
+  _train_on_cpu(record_dir, model_dir, n_layer=1, d_model=8, n_head=1,
+                d_head=8, d_inner=8, mem_len=48, learning_rate=0,
+                train_steps=2, iterations=1, save_steps=1)
   mem_1 = tf.train.load_checkpoint(
       os.path.join(model_dir, "model.ckpt-1")).get_tensor("mems/layer_0")
   mem_2 = tf.train.load_checkpoint(
@@ -168,7 +169,7 @@ def test_a_core_uses_only_memories_it_owns():
   mem = tf.compat.v1.get_variable("m", initializer=value)
   owner = tf.compat.v1.get_variable("owner", initializer=np.int64(3))
   core = tf.compat.v1.placeholder(tf.int64, [])
-  mems = train_tpu.owned_memories([mem], owner, core)
+  mems = estimator.owned_memories([mem], owner, core)
   with tf.compat.v1.Session() as sess:
     sess.run(tf.compat.v1.global_variables_initializer())
     np.testing.assert_array_equal(sess.run(mems, {core: 3})[0], value)
@@ -179,18 +180,12 @@ def test_a_core_uses_only_memories_it_owns():
 
 @pytest.fixture(scope="module")
 def tpu_records(tmp_path_factory):
-  """Demo-corpus records: seq 32, reuse 16, batch 4 written for 2 cores."""
-  return make_records(str(tmp_path_factory.mktemp("records")), num_lines=600,
-                      seq_len=32, reuse_len=16, bsz_per_host=4,
-                      num_core_per_host=2, num_predict=6)
+  return fx.program_records(tmp_path_factory.mktemp("records"))
 
 
 def _tpu_command(record_dir, model_dir, *args, use_tpu=False, extra=()):
-  cmd = [sys.executable, os.path.join(REPO, "train_tpu.py"),
-         f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
-         "--model_config_path=configs/xlnet_tiny.json", "--mem_len=8",
-         "--perm_size=8", "--learning_rate=1e-3", "--warmup_steps=2",
-         "--seed=1", "--dropout=0.1", "--dropatt=0.1", *args, *extra]
+  cmd = fx.program_command("train_tpu.py", record_dir, model_dir, "--seed=1",
+                           *args, *extra)
   if use_tpu is not None:
     cmd.append(f"--use_tpu={use_tpu}")
   return cmd

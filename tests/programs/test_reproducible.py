@@ -21,7 +21,6 @@ from tests.finetuning import test_run_classifier as rc
 from tests.finetuning.test_run_race import race  # noqa: F401 (fixture)
 from tests.finetuning.test_run_squad import squad  # noqa: F401 (fixture)
 from tests import train_fixtures as fx
-from tests.data_helpers import make_records
 from xlnet.training import run_lock
 from xlnet.finetuning import run_race
 from xlnet.finetuning import run_squad
@@ -31,10 +30,7 @@ pytestmark = [pytest.mark.eager, pytest.mark.slow]
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
 # No --seed: the default one.
-PRETRAIN = ["--model_config_path=configs/xlnet_tiny.json", "--mem_len=8",
-            "--perm_size=8", "--iterations=1", "--learning_rate=1e-3",
-            "--warmup_steps=2", "--dropout=0.1", "--dropatt=0.1",
-            "--train_steps=4", "--save_steps=2"]
+PRETRAIN = ["--train_steps=4", "--save_steps=2"]
 
 
 def _checkpoint(model_dir):
@@ -70,15 +66,13 @@ def _run(cmd):
 
 @pytest.fixture(scope="module")
 def records(tmp_path_factory):
-  return make_records(str(tmp_path_factory.mktemp("records")), num_lines=300,
-                      seq_len=32, reuse_len=16, bsz_per_host=4,
-                      num_core_per_host=1, num_predict=6)
+  return fx.program_records(tmp_path_factory.mktemp("records"),
+                            num_core_per_host=1, num_lines=300)
 
 
 def _pretrain(records, model_dir, *extra):
-  return [sys.executable, os.path.join(REPO, "train_gpu.py"),
-          f"--record_info_dir={records}", f"--model_dir={model_dir}",
-          *PRETRAIN, *extra]
+  return fx.program_command("train_gpu.py", records, model_dir, *PRETRAIN,
+                            *extra)
 
 
 def test_pretraining_twice_gives_the_same_bits_and_one_trainer_per_dir(

@@ -16,9 +16,9 @@ import pytest
 import tensorflow as tf
 
 from tests import train_fixtures as fx
-from xlnet.pretraining import function_builder
-from xlnet import model as model_lib
 from xlnet.training import progress
+from xlnet.training import checkpoint_io
+from xlnet import pretraining_loss
 
 pytestmark = pytest.mark.eager
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -137,8 +137,9 @@ def _graph_loss(FL, weights, batch, mems):
   with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
     feats = {k: tf.constant(v) for k, v in batch.items()}
     mem_t = [tf.constant(m) for m in mems]
-    loss, new_mems, _ = function_builder.get_loss(
-        FL, feats, None, mem_t, True, model_lib.XLNetConfig(FLAGS=FL))
+    loss, new_mems, _ = pretraining_loss.get_loss(
+        fx.xlnet_config_of(FL), fx.run_config_of(FL), feats, None, mem_t,
+        True)
     for var in tf.compat.v1.global_variables():
       sess.run(var.assign(weights[var.name.split(":")[0]]))
     return sess.run([loss, new_mems])

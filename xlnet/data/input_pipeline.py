@@ -372,8 +372,9 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
   Returns:
     (input_fn, record_info). input_fn(params) -> tf.data.Dataset of per-core
     batches of params["batch_size"] examples (features of `make_parser`
-    with a leading batch axis; label [B]); params["context"].current_host
-    picks the host (default 0) and params["start_host_batch"] (default 0)
+    with a leading batch axis; label [B]); params["host"] (or
+    TPUEstimator's params["context"].current_host) picks the host (default
+    0) and params["start_host_batch"] (default 0)
     starts the stream after that many host batches, as if they had been
     consumed. record_info = {"num_batch": total host batches of all hosts,
     "filenames": all files, "host_filenames": per host, its files in the
@@ -410,7 +411,8 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
     if batch_size != bsz_per_core:  # rows must reach the same core
       raise ValueError(f"params['batch_size']={batch_size} must be "
                        f"--bsz_per_host / --num_core_per_host = {bsz_per_core}")
-    host_id = params["context"].current_host if "context" in params else 0
+    host_id = (params["host"] if "host" in params else
+               params["context"].current_host if "context" in params else 0)
     if not 0 <= host_id < num_hosts:
       raise ValueError(f"host {host_id} is not below --num_hosts={num_hosts}")
     files = host_file_order(filenames, host_id, num_hosts, seed)

@@ -24,32 +24,34 @@ def train_config(FLAGS):  # pylint: disable=invalid-name
                          train_config_lib.INITIAL_LOSS_SCALE))
 
 
-def device_config(FLAGS):  # pylint: disable=invalid-name
-  """The run's `DeviceConfig` from the device flags (pretraining alone has
-  worker_hosts, task_index and tpu_engine)."""
-  return train_config_lib.DeviceConfig(
-      use_tpu=FLAGS.use_tpu, tpu=FLAGS.tpu, tpu_zone=FLAGS.tpu_zone,
-      gcp_project=FLAGS.gcp_project, master=FLAGS.master,
-      tpu_job_name=FLAGS.tpu_job_name,
-      worker_hosts=getattr(FLAGS, "worker_hosts", None),
-      task_index=getattr(FLAGS, "task_index", 0),
-      tpu_engine=getattr(FLAGS, "tpu_engine", "auto"))
-
-
 def checkpoint_config(FLAGS):  # pylint: disable=invalid-name
-  """The run's `CheckpointConfig` from the checkpoint flags."""
+  """The run's `CheckpointConfig` from `--model_dir` and the saving flags.
+
+  Raises:
+    ValueError: no `--model_dir`, or a bad `--save_steps`/`--max_save`.
+  """
   return train_config_lib.CheckpointConfig(
       model_dir=FLAGS.model_dir, init_checkpoint=FLAGS.init_checkpoint,
       save_steps=FLAGS.save_steps, max_save=FLAGS.max_save)
 
 
-def run_config(is_training, is_finetune, FLAGS):  # pylint: disable=invalid-name
+def device_config(FLAGS):  # pylint: disable=invalid-name
+  """The pretraining programs' `DeviceConfig` (TPU address, GPU workers)."""
+  return train_config_lib.DeviceConfig(
+      use_tpu=FLAGS.use_tpu, tpu=FLAGS.tpu, tpu_zone=FLAGS.tpu_zone,
+      gcp_project=FLAGS.gcp_project, master=FLAGS.master,
+      tpu_job_name=FLAGS.tpu_job_name, worker_hosts=FLAGS.worker_hosts,
+      task_index=FLAGS.task_index, tpu_engine=FLAGS.tpu_engine)
+
+
+def run_config(is_training, is_finetune, FLAGS, **resolved):  # pylint: disable=invalid-name
   """Builds a RunConfig from flags.
 
   Fine-tuning leaves mem_len/reuse_len None and bi_data/same_length False;
-  pretraining reads them from FLAGS. Flags that are not defined take the
-  RunConfig defaults (use_tpu/use_bfloat16/use_fp16 False, dropout/dropatt
-  0.1).
+  pretraining reads them from FLAGS, except the values in `resolved` (the
+  data flags resolved against the corpus info), which win. Flags that are
+  not defined take the RunConfig defaults (use_tpu/use_bfloat16/use_fp16
+  False, dropout/dropatt 0.1).
   """
   def flag(name, default):
     return getattr(FLAGS, name, default)
@@ -71,4 +73,5 @@ def run_config(is_training, is_finetune, FLAGS):  # pylint: disable=invalid-name
         reuse_len=flag("reuse_len", None),
         bi_data=flag("bi_data", False),
         same_length=flag("same_length", False))
+  kwargs.update(resolved)
   return model_lib.RunConfig(**kwargs)

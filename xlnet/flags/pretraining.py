@@ -1,37 +1,50 @@
-"""Pretraining flags resolved against the data: `--model_config_path` into
-the model flags, the data flags filled from and checked against the records'
-corpus_info.json, and the derived batch sizes."""
+"""Pretraining flags resolved once against the data into typed configs
+(`PretrainConfigs`): `--model_config_path` or the model flags into the
+XLNetConfig, the data flags filled from and checked against the records'
+corpus_info.json, the batch layout. No flag is written.
+
+`for_train_gpu`, `for_train_tpu` and `for_eval_pretrain` are the three
+programs' resolutions (their own checks first, then `resolve`)."""
+import dataclasses
 import os
 
 import tensorflow as tf
 
+from xlnet.training import checkpoint_io
+from xlnet.training import strategies
 from xlnet import model as model_lib
 from xlnet.data import record_format
+from xlnet.flags import configs as config_flags
 from xlnet.flags import rules as flag_rules
+from xlnet.pretraining import config as pretrain_config
+from xlnet.pretraining import estimator
+from xlnet.pretraining import trainer as trainer_lib
+from xlnet.training import config as train_config_lib
 
 # Flags that must equal the corresponding corpus_info.json entries.
 DATA_FLAGS = ("seq_len", "reuse_len", "uncased", "bi_data", "mask_alpha",
               "mask_beta", "num_predict")
 
 
-def model_config_to_flags(FLAGS):
-  """Copies `FLAGS.model_config_path`'s XLNetConfig into the model flags.
+def model_values(FLAGS, model_config_path=None):
+  """The model's sizes: the XLNetConfig file `model_config_path` (default
+  `--model_config_path`), which wins over the model flags, or those flags.
 
-  Afterwards the model flags (`n_layer`, `d_model`, ... used e.g. for the
-  memories) always describe the model that is built.
+  Returns:
+    dict with exactly `XLNetConfig.keys` (`n_token` may still be 0: taken
+    from the data).
 
   Raises:
     ValueError: when the file is missing or lacks a key.
   """
-  if not FLAGS.model_config_path:
-    return
+  path = model_config_path or FLAGS.model_config_path
+  if not path:
+    return {key: getattr(FLAGS, key) for key in model_lib.XLNetConfig.keys}
   try:
-    config = model_lib.XLNetConfig(json_path=FLAGS.model_config_path)
+    return model_lib.XLNetConfig(json_path=path).to_dict()
   except ValueError as e:
-    raise ValueError(f"--model_config_path={FLAGS.model_config_path}: cannot "
-                     f"read an XLNetConfig ({e})") from None
-  for key in model_lib.XLNetConfig.keys:  # they are also flag names
-    setattr(FLAGS, key, getattr(config, key))
+    raise ValueError(f"--model_config_path={path}: cannot read an "
+                     f"XLNetConfig ({e})") from None
 
 
 def corpus_info_path(record_info_dir):
@@ -43,8 +56,7 @@ def corpus_info_path(record_info_dir):
 
 def _corpus_info_location(FLAGS):
   """The corpus_info.json in use: `--corpus_info_path` or the default."""
-  return (getattr(FLAGS, "corpus_info_path", None) or
-          corpus_info_path(FLAGS.record_info_dir))
+  return FLAGS.corpus_info_path or corpus_info_path(FLAGS.record_info_dir)
 
 
 def load_corpus_info(FLAGS):
@@ -66,93 +78,218 @@ def load_corpus_info(FLAGS):
   info = record_format.load_corpus_info(path)
   if info is not None:
     return info
-  if getattr(FLAGS, "corpus_info_path", None):
+  if FLAGS.corpus_info_path:
     raise ValueError(f"--corpus_info_path={path} does not exist (the "
                      "corpus_info.json written by data_utils.py)")
   raise ValueError(f"--record_info_dir={FLAGS.record_info_dir}: expected "
                    f"{path} (written by data_utils.py next to tfrecords/)")
 
 
-def resolve_flags(FLAGS, corpus_info):
-  """Fills unset data flags from the data and checks every training flag
-  (the rules shared with the other programs: `flag_rules`).
+def resolve_flags(FLAGS, corpus_info, model=None, num_hosts=None):
+  """Resolves the data flags against the data and checks every training
+  flag (the rules shared with the other programs: `flag_rules`); writes no
+  flag.
 
   Args:
-    FLAGS: flag values (modified in place: None data flags, `n_token` 0 and
-      `train_batch_size` None are filled in; `perm_size` is checked by the
-      input function).
+    FLAGS: flag values.
     corpus_info: dict read from corpus_info.json.
+    model: the model's sizes (`model_values`; default: from FLAGS).
+    num_hosts: hosts reading the data (default `--num_hosts`).
+
+  Returns:
+    dict of the resolved values: the DATA_FLAGS (unset ones from the
+    data), `train_batch_size` (unset: the data's) and `n_token` (0: the
+    data's vocabulary size).
 
   Raises:
     ValueError: with a one-line message naming the flag, the value given and
       the expected value.
   """
+  model = model_values(FLAGS) if model is None else model
+  num_hosts = FLAGS.num_hosts if num_hosts is None else num_hosts
   flag_rules.check_all(FLAGS)
   where = _corpus_info_location(FLAGS)
+  values = {}
   for name in DATA_FLAGS:
     data_value = corpus_info[name]
     given = getattr(FLAGS, name)
-    if given is None:
-      setattr(FLAGS, name, data_value)
-    elif given != data_value:
+    if given is not None and given != data_value:
       raise ValueError(
           f"--{name}={given} does not match the data: {where} has "
           f"{name}={data_value} (drop the flag to use the data's value, or "
           f"point --record_info_dir at records made with {name}={given})")
+    values[name] = data_value
 
-  data_bsz = corpus_info["bsz_per_host"] * FLAGS.num_hosts
-  if FLAGS.train_batch_size is None:
-    FLAGS.train_batch_size = data_bsz
-  elif FLAGS.train_batch_size != data_bsz:
+  data_bsz = corpus_info["bsz_per_host"] * num_hosts
+  given = FLAGS.train_batch_size
+  if given is not None and given != data_bsz:
     raise ValueError(
-        f"--train_batch_size={FLAGS.train_batch_size} does not match the "
+        f"--train_batch_size={given} does not match the "
         f"data: {where} has bsz_per_host={corpus_info['bsz_per_host']}, so "
-        f"with --num_hosts={FLAGS.num_hosts} it must be {data_bsz}")
+        f"with --num_hosts={num_hosts} it must be {data_bsz}")
+  values["train_batch_size"] = data_bsz
 
   vocab_size = corpus_info["vocab_size"]
-  if not FLAGS.n_token:
-    FLAGS.n_token = vocab_size
-  elif FLAGS.n_token < vocab_size:
+  n_token = model["n_token"]
+  if n_token and n_token < vocab_size:
     raise ValueError(
-        f"n_token={FLAGS.n_token} (--n_token or --model_config_path) is "
+        f"n_token={n_token} (--n_token or --model_config_path) is "
         f"smaller than the data's vocabulary: {where} has "
         f"vocab_size={vocab_size}")
-  if FLAGS.d_embed is not None and FLAGS.d_embed != FLAGS.d_model:
+  values["n_token"] = n_token or vocab_size
+  if FLAGS.d_embed is not None and FLAGS.d_embed != model["d_model"]:
     raise ValueError(
-        f"--d_embed={FLAGS.d_embed} must equal d_model={FLAGS.d_model} "
+        f"--d_embed={FLAGS.d_embed} must equal d_model={model['d_model']} "
         "(XLNet has no separate embedding size)")
-
-  n_cores = FLAGS.num_hosts * FLAGS.num_core_per_host
-  if FLAGS.train_batch_size % n_cores:
-    raise ValueError(
-        f"--train_batch_size={FLAGS.train_batch_size} is not divisible by the "
-        f"number of cores num_hosts*num_core_per_host={n_cores}")
-  if FLAGS.use_fp16 and FLAGS.use_bfloat16:
-    raise ValueError("--use_fp16 and --use_bfloat16 exclude each other")
+  return values
 
 
-def resolve_all(FLAGS):
-  """Resolves the pretraining flags once: reads `--model_config_path` into
-  the model flags, fills and checks the data flags against the corpus info.
+def resolve(FLAGS, num_hosts=None, num_core_per_host=None,
+            model_config_path=None, checkpoint=None, held_out=None):
+  """Resolves the pretraining flags once into typed configs: the model
+  config (`--model_config_path`, or the model flags), the data flags filled
+  from and checked against the corpus info, the batch layout. Writes no
+  flag.
+
+  Args:
+    FLAGS: parsed flags (`catalog.define_flags`).
+    num_hosts: hosts (workers) of the run (default `--num_hosts`).
+    num_core_per_host: replicas per host (default `--num_core_per_host`).
+    model_config_path: the model's config file (default
+      `--model_config_path`).
+    checkpoint: the `CheckpointConfig` (default: from the flags; None when
+      there is no `--model_dir`).
+    held_out: the `HeldOut` (default: from the flags).
 
   Returns:
-    (the model's `XLNetConfig`, built once and passed down; the corpus info
-    dict the data flags were resolved from).
+    a `PretrainConfigs`.
 
   Raises:
     ValueError: one line naming the flag or file.
   """
-  model_config_to_flags(FLAGS)
+  num_hosts = FLAGS.num_hosts if num_hosts is None else num_hosts
+  cores = (FLAGS.num_core_per_host if num_core_per_host is None
+           else num_core_per_host)
+  model = model_values(FLAGS, model_config_path)
   corpus_info = load_corpus_info(FLAGS)
-  resolve_flags(FLAGS, corpus_info)
-  return model_lib.XLNetConfig(FLAGS=FLAGS), corpus_info
+  values = resolve_flags(FLAGS, corpus_info, model, num_hosts)
+  batch = train_config_lib.BatchLayout(
+      train_batch_size=values["train_batch_size"], num_hosts=num_hosts,
+      num_core_per_host=cores, accum_steps=FLAGS.accum_steps,
+      mem_len=FLAGS.mem_len or 0)
+  if FLAGS.use_fp16 and FLAGS.use_bfloat16:
+    raise ValueError("--use_fp16 and --use_bfloat16 exclude each other")
+  xlnet_config = model_lib.XLNetConfig.from_dict(
+      dict(model, n_token=values["n_token"]), source="flags")
+  data = pretrain_config.PretrainData(
+      record_info_dir=FLAGS.record_info_dir, perm_size=FLAGS.perm_size,
+      num_passes=FLAGS.num_passes, corpus_info=corpus_info,
+      **{name: values[name] for name in DATA_FLAGS})
+  if checkpoint is None and FLAGS.model_dir:
+    checkpoint = config_flags.checkpoint_config(FLAGS)
+  return pretrain_config.PretrainConfigs(
+      model=xlnet_config,
+      run=config_flags.run_config(True, False, FLAGS, reuse_len=data.reuse_len,
+                                  bi_data=data.bi_data),
+      data=data, batch=batch,
+      optimizer=config_flags.optimizer_config(FLAGS, xlnet_config.n_layer),
+      checkpoint=checkpoint,
+      train=config_flags.train_config(FLAGS),
+      device=config_flags.device_config(FLAGS),
+      held_out=held_out or held_out_config(FLAGS))
 
 
-def bsz_per_host(FLAGS):
-  """Rows one host (worker) reads per step: train_batch_size / num_hosts."""
-  return FLAGS.train_batch_size // FLAGS.num_hosts
+def held_out_config(FLAGS, eval_ckpt=None):
+  """The `HeldOut` of the `--eval_*` flags (`eval_ckpt`: the checkpoint
+  found for `--eval_ckpt`/`--model_dir`)."""
+  return pretrain_config.HeldOut(
+      eval_steps=FLAGS.eval_steps, eval_split=FLAGS.eval_split,
+      eval_record_info_dir=FLAGS.eval_record_info_dir,
+      eval_batches=FLAGS.eval_batches,
+      eval_ckpt=eval_ckpt or FLAGS.eval_ckpt)
 
 
-def bsz_per_core(FLAGS):
-  """Rows one core (replica, GPU tower, TPU core) trains on per step."""
-  return bsz_per_host(FLAGS) // FLAGS.num_core_per_host
+def _engine_checks(FLAGS, on_tpu):
+  """The engine path's checks, in order: `--model_dir`, then `--num_hosts`
+  against the cluster (GPU/CPU workers: `--worker_hosts` or TF_CONFIG).
+
+  Returns:
+    (the `CheckpointConfig`, the number of hosts).
+  """
+  checkpoint = config_flags.checkpoint_config(FLAGS)
+  trainer_lib.check_model_dir(checkpoint.model_dir)
+  num_hosts = (FLAGS.num_hosts if on_tpu else
+               strategies.cluster_workers(FLAGS.worker_hosts))
+  if FLAGS.num_hosts not in (1, num_hosts):
+    raise ValueError(f"--num_hosts={FLAGS.num_hosts} but the cluster has "
+                     f"{num_hosts} worker(s) (--worker_hosts or TF_CONFIG)")
+  return checkpoint, num_hosts
+
+
+def _with_engine(configs, tpu_engine):
+  """`configs` with `device.tpu_engine` set ("estimator" or "strategy")."""
+  return dataclasses.replace(configs, device=dataclasses.replace(
+      configs.device, tpu_engine=tpu_engine))
+
+
+def for_train_gpu(FLAGS):
+  """train_gpu.py's configs: the engine on GPUs/CPUs, this cluster's
+  workers.
+
+  Raises:
+    ValueError: one line (`--use_tpu`, `--model_dir`, `--num_hosts` against
+      the cluster, then `resolve`'s checks).
+  """
+  if FLAGS.use_tpu:
+    raise ValueError("--use_tpu=True: train_gpu.py runs on GPUs/CPUs; use "
+                     "train_tpu.py for TPUs")
+  checkpoint, num_hosts = _engine_checks(FLAGS, on_tpu=False)
+  return _with_engine(resolve(FLAGS, num_hosts=num_hosts,
+                              checkpoint=checkpoint), "strategy")
+
+
+def for_train_tpu(FLAGS):
+  """train_tpu.py's configs: `--num_hosts` TPU hosts, or one CPU core with
+  `--use_tpu=False`; `device.tpu_engine` resolved to "estimator" or
+  "strategy".
+
+  Raises:
+    ValueError: one line.
+  """
+  if FLAGS.use_tpu and FLAGS.use_fp16:
+    raise ValueError("--use_fp16 is for GPUs; TPUs compute in bfloat16: use "
+                     "--use_bfloat16")
+  cores = None
+  if not FLAGS.use_tpu:
+    if FLAGS.num_hosts != 1:
+      raise ValueError(f"--num_hosts={FLAGS.num_hosts} needs --use_tpu=True")
+    cores = 1  # on the CPU the TPU trainer runs one core
+  if estimator.use_estimator(FLAGS.tpu_engine):
+    configs = resolve(FLAGS, num_core_per_host=cores,
+                      checkpoint=config_flags.checkpoint_config(FLAGS))
+    return _with_engine(configs, "estimator")
+  checkpoint, num_hosts = _engine_checks(FLAGS, on_tpu=FLAGS.use_tpu)
+  return _with_engine(resolve(FLAGS, num_hosts=num_hosts,
+                              num_core_per_host=cores,
+                              checkpoint=checkpoint), "strategy")
+
+
+def for_eval_pretrain(FLAGS):
+  """eval_pretrain.py's configs: the checkpoint `--eval_ckpt` (default: the
+  newest of `--model_dir`) in `held_out.eval_ckpt`, the model config next
+  to it unless `--model_config_path` is given.
+
+  Raises:
+    ValueError: one line.
+  """
+  if not FLAGS.model_dir and not FLAGS.eval_ckpt:
+    raise ValueError("--model_dir or --eval_ckpt is required (the "
+                     "checkpoint to evaluate)")
+  prefix = checkpoint_io.resolve_checkpoint(
+      FLAGS.eval_ckpt or FLAGS.model_dir, "--eval_ckpt")
+  config_path = FLAGS.model_config_path
+  if not config_path:
+    beside = os.path.join(os.path.dirname(prefix), "config.json")
+    config_path = beside if tf.io.gfile.exists(beside) else None
+  return resolve(FLAGS, model_config_path=config_path,
+                 held_out=held_out_config(FLAGS, eval_ckpt=prefix))

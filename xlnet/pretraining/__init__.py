@@ -1,1 +1,2 @@
-"""Pretraining: the two-stream loss, the GPU/TPU trainers, held-out evaluation."""
+"""Pretraining: the engine and TPUEstimator trainers, held-out evaluation,
+their typed configs and the Python API (`api.pretrain`, `api.evaluate`)."""

@@ -110,6 +110,18 @@ class BatchLayout:
     """Rows one replica trains on per micro-batch."""
     return self.bsz_per_host // self.num_core_per_host
 
+  def memory_shape(self, d_model):
+    """`[mem_len, bsz_per_core, d_model]` of one replica's memory of one
+    layer, or None without memories."""
+    return [self.mem_len, self.bsz_per_core, d_model] if self.mem_len else None
+
+  def on_one_device(self):
+    """The layout of held-out evaluation: one host batch at a time on one
+    device, the memories carried as in training."""
+    return dataclasses.replace(self, train_batch_size=self.bsz_per_host,
+                               num_hosts=1, num_core_per_host=1,
+                               accum_steps=1)
+
   def record(self):
     """What a resumed run must keep (stored in model_dir/batch_layout.json)."""
     return {"train_batch_size": self.train_batch_size,

@@ -1,0 +1,157 @@
+"""docs/python_api.md: its example runs as written on small records (a
+checkpoint, finite losses, held-out results), and the API computes what the
+programs compute: `train_gpu.py` and `eval_pretrain.py` on the same settings
+give the same checkpoint, the same step losses and the same held-out
+results, bit for bit."""
+import dataclasses
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import train_fixtures as fx
+from tests.data_helpers import REPO_ROOT
+from xlnet.pretraining import api
+
+pytestmark = pytest.mark.eager
+
+DOC = os.path.join(REPO_ROOT, "docs", "python_api.md")
+
+
+def example_code():
+  """The python block of the doc's section "A complete example"."""
+  with open(DOC) as f:
+    text = f.read()
+  section = text.split("## A complete example", 1)[1]
+  return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+  """The doc's example run on demo-corpus records (its paths replaced).
+
+  Returns:
+    the namespace the example ran in (configs, history, results, ...).
+  """
+  root = tmp_path_factory.mktemp("api")
+  records = fx.program_records(root / "data", num_core_per_host=1,
+                               num_lines=300)
+  held_out = fx.program_records(root / "data_valid", num_core_per_host=1,
+                                num_lines=120, split="valid")
+  code = example_code()
+  for name, value in (("RECORDS", records), ("HELD_OUT", held_out),
+                      ("MODEL_DIR", str(root / "api"))):
+    code, count = re.subn(rf'^{name} = "[^"]*"', f"{name} = {value!r}", code,
+                          flags=re.M)
+    assert count == 1, name
+  namespace = {}
+  exec(compile(code, DOC, "exec"), namespace)  # pylint: disable=exec-used
+  return namespace
+
+
+def test_the_example_trains_and_evaluates(example):
+  configs = example["configs"]
+  model_dir = configs.checkpoint.model_dir
+  assert [step for step, _ in example["history"]] == [1, 2, 3, 4]
+  assert all(math.isfinite(loss) for _, loss in example["history"])
+  assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-4")
+  with open(os.path.join(model_dir, "config.json")) as f:
+    assert json.load(f) == configs.model.to_dict()
+  results = example["results"]
+  assert results["checkpoint"].endswith("model.ckpt-4")
+  assert math.isfinite(results["loss"]) and results["num_targets"] > 0
+  assert results["split"] == "valid"
+  with open(os.path.join(model_dir, "eval_results_pretrain.json")) as f:
+    assert json.load(f) == results
+
+
+def program_flags(configs, model_dir, config_path):
+  """The programs' flags that mean `configs`: every config field is named
+  after its flag (xlnet/training/config.py), so every setting is given."""
+  values = {}
+  for part in (configs.data, configs.batch, configs.run, configs.optimizer,
+               configs.train, configs.checkpoint, configs.held_out):
+    values.update(dataclasses.asdict(part))
+  for not_a_flag in ("corpus_info", "is_training", "n_layer", "eval_ckpt"):
+    del values[not_a_flag]
+  values.update(model_dir=model_dir, model_config_path=config_path)
+  return [f"--{k}={v}" for k, v in values.items() if v is not None]
+
+
+def _program(name, flags):
+  proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, name),
+                         *flags], capture_output=True, text=True,
+                        cwd=REPO_ROOT, timeout=600,
+                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return proc
+
+
+def _scalars(model_dir, tag):
+  """{step: value} of the TensorBoard scalar `tag` written in `model_dir`."""
+  out = {}
+  for path in tf.io.gfile.glob(os.path.join(model_dir, "events.out.*")):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        if value.tag == tag:
+          out[event.step] = tf.make_ndarray(value.tensor).item()
+  return out
+
+
+def _checkpoint(model_dir):
+  reader = tf.train.load_checkpoint(model_dir)
+  return {n: reader.get_tensor(n)
+          for n in reader.get_variable_to_shape_map()}
+
+
+@pytest.mark.slow
+def test_the_programs_compute_what_the_api_computes(example, tmp_path):
+  configs = example["configs"]
+  config_path = str(tmp_path / "model.json")
+  configs.model.to_json(config_path)
+  model_dir = str(tmp_path / "program")
+  flags = program_flags(configs, model_dir, config_path)
+  _program("train_gpu.py", flags)
+  api_dir = configs.checkpoint.model_dir
+
+  want, got = _checkpoint(api_dir), _checkpoint(model_dir)
+  assert sorted(got) == sorted(want)
+  for name, value in want.items():
+    np.testing.assert_array_equal(got[name], value, err_msg=name)
+  for tag in ("loss", "eval/loss"):
+    assert _scalars(model_dir, tag) == _scalars(api_dir, tag), tag
+  losses = _scalars(api_dir, "loss")
+  assert sorted(losses) == [1, 2, 3, 4]
+  assert sorted(_scalars(api_dir, "eval/loss")) == [2, 4]
+  assert [np.float32(loss) for _, loss in example["history"]] == [
+      np.float32(losses[s]) for s in sorted(losses)]
+
+  _program("eval_pretrain.py", flags)
+  with open(os.path.join(model_dir, "eval_results_pretrain.json")) as f:
+    results = json.load(f)
+  assert results.pop("checkpoint") == os.path.join(model_dir, "model.ckpt-4")
+  want = dict(example["results"])
+  want.pop("checkpoint")
+  assert results == want
+
+
+def test_configs_that_disagree_are_refused(example):
+  """The RunConfig must describe the layout's memories and the data's rows;
+  pretrain needs a model_dir."""
+  configs = example["configs"]
+  with pytest.raises(ValueError, match=r"RunConfig\.mem_len=16 differs from "
+                     r"BatchLayout\.mem_len=8"):
+    dataclasses.replace(configs, batch=dataclasses.replace(configs.batch,
+                                                           mem_len=8))
+  run = dataclasses.replace(configs.run, bi_data=not configs.data.bi_data)
+  with pytest.raises(ValueError, match=r"RunConfig\.bi_data=.* differs from "
+                     r"PretrainData\.bi_data"):
+    dataclasses.replace(configs, run=run)
+  with pytest.raises(ValueError, match="configs.checkpoint"):
+    api.pretrain(dataclasses.replace(configs, checkpoint=None))

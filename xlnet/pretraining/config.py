@@ -1,0 +1,106 @@
+"""Typed settings of pretraining: the records and how they are read
+(`PretrainData`), the held-out evaluation (`HeldOut`), and the bundle of
+every config one run takes (`PretrainConfigs`).
+
+`xlnet/flags/pretraining.py` builds them from the programs' flags; from
+Python, build them directly (docs/python_api.md). Fields keep the names of
+the flags they come from.
+"""
+import dataclasses
+from typing import Optional
+
+from xlnet import model as model_lib
+from xlnet.training import config as train_config_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainData:
+  """The pretraining records (written by data_utils.py) and how they are
+  turned into examples; the sizes must be those the records were written
+  with (their corpus_info.json).
+
+  Attributes:
+    record_info_dir: comma-separated directories of the record files.
+    seq_len: tokens per example.
+    reuse_len: tokens of an example reused as the next one's memory.
+    perm_size: length of the factorization-order blocks.
+    bi_data: forward and backward rows.
+    mask_alpha, mask_beta: span masking (tokens per span, spans per group).
+    num_predict: predicted tokens per example.
+    uncased: the records were lower-cased.
+    num_passes: passes over the data the records hold (None: all files).
+    corpus_info: the corpus_info.json dict the sizes were checked against,
+      or None (the one next to the records).
+  """
+  record_info_dir: str
+  seq_len: int
+  reuse_len: int
+  perm_size: int
+  bi_data: bool
+  mask_alpha: int
+  mask_beta: int
+  num_predict: int
+  uncased: bool = False
+  num_passes: Optional[int] = None
+  corpus_info: Optional[dict] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldOut:
+  """Held-out evaluation: read in order on one device, memories carried.
+
+  Attributes:
+    eval_steps: during training, evaluate every eval_steps steps and at
+      the end (0: never).
+    eval_split: the held-out records' split name.
+    eval_record_info_dir: their directory (None: the training records').
+    eval_batches: host batches evaluated (None: one pass).
+    eval_ckpt: the checkpoint `evaluate` reads (a prefix or a directory).
+  """
+  eval_steps: int = 0
+  eval_split: str = "valid"
+  eval_record_info_dir: Optional[str] = None
+  eval_batches: Optional[int] = None
+  eval_ckpt: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainConfigs:
+  """Everything one pretraining run (or evaluation) takes.
+
+  Attributes:
+    model: the `XLNetConfig` (sizes; saved as model_dir/config.json).
+    run: the `RunConfig` in training mode (`for_training(False)` for
+      evaluation).
+    data: the `PretrainData`.
+    batch: the `BatchLayout` (global/host/per-core batch, accumulation,
+      mem_len).
+    optimizer: the `OptimizerConfig`.
+    checkpoint: the `CheckpointConfig` (None: evaluation of `eval_ckpt`
+      without a model_dir).
+    train: the `TrainConfig` (logging, seed, XLA, float16).
+    device: the `DeviceConfig`; `tpu_engine` "estimator" runs TPUEstimator
+      (TensorFlow 2.15), anything else the engine (a TPUStrategy with
+      `use_tpu`).
+    held_out: the `HeldOut` evaluation.
+  """
+  model: model_lib.XLNetConfig
+  run: model_lib.RunConfig
+  data: PretrainData
+  batch: train_config_lib.BatchLayout
+  optimizer: train_config_lib.OptimizerConfig
+  checkpoint: Optional[train_config_lib.CheckpointConfig]
+  train: train_config_lib.TrainConfig = train_config_lib.TrainConfig()
+  device: train_config_lib.DeviceConfig = train_config_lib.DeviceConfig()
+  held_out: HeldOut = HeldOut()
+
+  def __post_init__(self):
+    """The model's RunConfig must describe the memories and rows the batch
+    layout and the data give it."""
+    for name, run_value, owner, value in (
+        ("mem_len", self.run.mem_len or 0, "BatchLayout", self.batch.mem_len),
+        ("reuse_len", self.run.reuse_len, "PretrainData", self.data.reuse_len),
+        ("bi_data", self.run.bi_data, "PretrainData", self.data.bi_data)):
+      if run_value != value:
+        raise ValueError(f"RunConfig.{name}={run_value} differs from "
+                         f"{owner}.{name}={value}; give both the same value")

@@ -1,0 +1,286 @@
+"""XLNet pretraining with TPUEstimator (the release's trainer; TensorFlow
+2.15 only), on TPUs or (`use_tpu` False) on one CPU core.
+
+The TPU trainer (`python train_tpu.py`, or `python train.py`) has two paths,
+one loss and one optimizer step (`pretraining_loss.get_loss`,
+`optimizer.adam_update`):
+
+* TPUEstimator (TensorFlow 2.15, the release's trainer; the default there):
+  `iterations_per_loop = --iterations`, `num_shards = num_hosts *
+  num_core_per_host`, per-host input (PER_HOST_V2: per-core batches), scalar
+  summaries `train/total_loss`, `train/lr`, `train/gnorm` (core means) every
+  100 steps through a host call.
+* The shared tf.distribute engine on a `TPUStrategy` (TensorFlow >= 2.16,
+  where TPUEstimator is gone; `--tpu_engine=strategy` on 2.15): the same
+  loop as `train_gpu.py` (`trainer.py`), per-replica memories included.
+
+Memories under TPUEstimator. The estimator runs `iterations_per_loop` steps
+as one replicated program and, at the end of each loop, writes the updated
+variables back from replica 0 only (TensorFlow's distributed TPU rewrite
+pass, tensorflow/core/tpu/graph_rewrite/distributed_tpu_rewrite_pass.cc:
+"Feed the updated variable values from the first replica to the variable
+write nodes"). Inside a loop every core keeps its own copy of the memory
+variables `mems/layer_{i}`; across a loop boundary only core 0's survive. So
+the memories carry an owner tag, `mems/owner` (the core that wrote them, -1
+for none): a core uses the memories only when it owns them, and starts from
+zeros otherwise. Core 0 therefore keeps its memories across loops and in
+checkpoints; every other core starts each loop (and each resumed run) with
+zero memories, as all cores did in the release. No core ever receives another
+core's memories. With `--use_tpu=False` there is one core and nothing is
+reset. The engine path (TPUStrategy) keeps every core's memories.
+"""
+import signal
+
+import tensorflow as tf
+
+from xlnet.training import optimizer
+from xlnet.training import progress
+from xlnet.training import tpu_estimator
+from xlnet.training import warm_start
+from xlnet import modeling
+from xlnet import pretraining_loss
+from xlnet.pretraining import inputs
+from xlnet.pretraining import trainer as trainer_lib
+from xlnet.training import checkpoint_io
+
+SUMMARY_EVERY = 100
+CORE_ID = "core_id"
+
+
+def make_host_call(model_dir):
+  """A host call writing the cores' mean scalars every `SUMMARY_EVERY` steps.
+
+  Returns:
+    host_call_fn(global_step [n], total_loss [n], lr [n], gnorm [n]) where
+    n is the number of cores (each core sends one value).
+  """
+
+  def host_call_fn(global_step, total_loss, lr, gnorm):
+    step = global_step[0]
+    writer = tf.compat.v2.summary.create_file_writer(model_dir)
+    with writer.as_default(), tf.compat.v2.summary.record_if(
+        tf.equal(step % SUMMARY_EVERY, 0)):
+      tf.compat.v2.summary.scalar("train/total_loss",
+                                  tf.reduce_mean(total_loss), step=step)
+      tf.compat.v2.summary.scalar("train/lr", tf.reduce_mean(lr), step=step)
+      tf.compat.v2.summary.scalar("train/gnorm", tf.reduce_mean(gnorm),
+                                  step=step)
+      return tf.compat.v1.summary.all_v2_summary_ops()
+
+  return host_call_fn
+
+
+def owned_memories(mem_vars, owner, core):
+  """The memories a core may use: its own, or zeros when another core (or
+  nobody) wrote them.
+
+  Args:
+    mem_vars: list of float32 variables `[mem_len, bsz, d_model]`.
+    owner: int64 scalar variable, the core that wrote them (-1: none).
+    core: int64 scalar tensor, this core.
+
+  Returns:
+    list of float32 tensors `[mem_len, bsz, d_model]`.
+  """
+  mine = tf.equal(owner.read_value(), core)
+  return [tf.where(mine, v.read_value(), tf.zeros_like(v)) for v in mem_vars]
+
+
+def create_memories(xlnet_config, mem_len, bsz):
+  """The memories `mems/layer_{i}` `[mem_len, bsz, d_model]` (zeros) and
+  their owner tag `mems/owner` (int64, -1): non-trainable, checkpointed."""
+  with tf.compat.v1.variable_scope("mems", reuse=tf.compat.v1.AUTO_REUSE):
+    mem_vars = [tf.compat.v1.get_variable(
+        f"layer_{i}", [mem_len, bsz, xlnet_config.d_model], dtype=tf.float32,
+        initializer=tf.compat.v1.zeros_initializer(), trainable=False)
+                for i in range(xlnet_config.n_layer)]
+    owner = tf.compat.v1.get_variable(
+        "owner", [], dtype=tf.int64, trainable=False,
+        initializer=tf.compat.v1.constant_initializer(-1))
+  return mem_vars, owner
+
+
+def get_model_fn(configs):
+  """The TPUEstimator model function of XLNet pretraining (`configs`: the
+  run's `PretrainConfigs`)."""
+  xlnet_config, mem_len = configs.model, configs.batch.mem_len
+
+  def model_fn(features, labels, mode, params):
+    """Builds the loss, the guarded update and the memory assignment."""
+    del params
+    tpu = tpu_estimator.tpu_estimator()
+    features = dict(features)
+    core = tf.cast(features.pop(CORE_ID)[0], tf.int64)
+    bsz = features["input_k"].shape[0]
+    global_step = tf.compat.v1.train.get_or_create_global_step()
+    mem_vars, owner = (create_memories(xlnet_config, mem_len, bsz)
+                       if mem_len else (None, None))
+    mems = owned_memories(mem_vars, owner, core) if mem_vars else None
+    seed = tf.constant([configs.train.seed, 0x584C4E], tf.int64)
+    for value in (global_step, core):
+      seed = tf.random.experimental.stateless_fold_in(seed, value)
+    with modeling.stateless_dropout_seed(seed):
+      total_loss, new_mems, _ = pretraining_loss.get_loss(
+          xlnet_config, configs.run, features, labels, mems, True)
+
+    scaffold_fn = warm_start.init_from_checkpoint(
+        configs.checkpoint.init_checkpoint, configs.device.use_tpu)
+    train_op, learning_rate, gnorm = tpu_estimator.get_train_op(
+        configs.optimizer, total_loss, use_tpu=configs.device.use_tpu)
+    applied = tpu_estimator.update_applied(gnorm, total_loss,
+                                         configs.device.use_tpu)
+    with tf.control_dependencies([train_op]):
+      updates = [v.assign(tf.where(applied, m, v.read_value()))
+                 for v, m in zip(mem_vars or [], new_mems or [])]
+      if mem_vars:
+        updates.append(owner.assign(core))
+      updates.append(nonfinite_counter().assign_add(
+          1 - tf.cast(applied, tf.int64)))
+    train_op = tf.group(train_op, *updates)
+
+    host_call = (make_host_call(configs.checkpoint.model_dir), [
+        tf.reshape(global_step, [1]), tf.reshape(total_loss, [1]),
+        tf.reshape(learning_rate, [1]), tf.reshape(gnorm, [1])])
+    return tpu.TPUEstimatorSpec(mode=mode, loss=total_loss,
+                                train_op=train_op, host_call=host_call,
+                                scaffold_fn=scaffold_fn)
+
+  return model_fn
+
+
+def nonfinite_counter():
+  """`train/nonfinite_steps` (int64): steps whose update was skipped because
+  the loss or the gradient norm was not finite."""
+  with tf.compat.v1.variable_scope(
+      tf.compat.v1.VariableScope(reuse=tf.compat.v1.AUTO_REUSE, name="")):
+    return tf.compat.v1.get_variable(
+        "train/nonfinite_steps", [], dtype=tf.int64, trainable=False,
+        initializer=tf.compat.v1.zeros_initializer())
+
+
+def diverged(step):
+  """The error of a run whose loss or gradient norm became non-finite."""
+  where = f"by step {step}" if step is not None else "in the last loop"
+  return progress.Diverged(
+      f"non-finite loss or gradient norm {where}: those updates were skipped "
+      "and nothing was saved; the newest checkpoint in --model_dir is the "
+      "last finite state. Lower --learning_rate or raise --warmup_steps and "
+      "rerun to resume from it")
+
+
+class _StopHook(tf.compat.v1.train.SessionRunHook):
+  """Stops after the current step (loop on TPU) when a signal arrived, and
+  fails when an update was skipped for a non-finite loss (nothing is saved
+  then: the last checkpoint stays the newest)."""
+
+  def __init__(self, signals):
+    self.signals = signals
+
+  def begin(self):
+    self._counter = nonfinite_counter()
+    self._step = tf.compat.v1.train.get_global_step()
+
+  def before_run(self, run_context):
+    return tf.compat.v1.train.SessionRunArgs([self._counter, self._step])
+
+  def after_run(self, run_context, run_values):
+    count, step = run_values.results
+    if count:
+      raise diverged(step)
+    if self.signals.signum is not None:
+      run_context.request_stop()
+
+
+class _PruneListener(tf.compat.v1.train.CheckpointSaverListener):
+  """Keeps at most `--max_save` checkpoints on disk, those of earlier runs
+  in the same model_dir included."""
+
+  def __init__(self, model_dir, max_save):
+    self.model_dir, self.max_save = model_dir, max_save
+
+  def after_save(self, session, global_step_value):
+    del session, global_step_value
+    checkpoint_io.prune(self.model_dir, self.max_save)
+
+
+def estimator_input_fn(configs, start_step):
+  """The TPUEstimator input function: per-core batches with their core id,
+  starting after the host batches a resumed run already consumed."""
+  base_input_fn, _ = inputs.training_input_fn(configs)
+  cores_per_host = configs.batch.num_core_per_host
+
+  def input_fn(params):
+    dataset = base_input_fn(dict(params, start_host_batch=start_step))
+    host = params["context"].current_host if "context" in params else 0
+    batch = params["batch_size"]
+
+    def add_core(index, features):
+      features = dict(features)
+      features[CORE_ID] = tf.fill(
+          [batch], tf.cast(host * cores_per_host + index % cores_per_host,
+                           tf.int32))
+      return features
+
+    return dataset.enumerate().map(add_core)
+
+  return input_fn
+
+
+def run_estimator(configs):
+  """Pretrains with TPUEstimator until `train_steps` (or a signal); the
+  caller holds the run lock of `model_dir`.
+
+  Raises:
+    ValueError: on bad settings or data.
+    progress.StopTraining: after a signal (saved) or a divergence (not
+      saved).
+  """
+  tpu = tpu_estimator.tpu_estimator()
+  model_dir, max_save = (configs.checkpoint.model_dir,
+                         configs.checkpoint.max_save)
+  resume = checkpoint_io.find_resume_checkpoint(model_dir)
+  start_step = checkpoint_io.step_of(resume) if resume else 0
+  input_fn = estimator_input_fn(configs, start_step)
+  trainer_lib.save_xlnet_config(configs.model, model_dir)
+  checkpoint_io.clean_model_dir(model_dir)
+  checkpoint_io.prune(model_dir, max_save)
+  estimator = tpu.TPUEstimator(
+      model_fn=get_model_fn(configs),
+      config=tpu_estimator.configure_tpu(
+          configs.device, configs.checkpoint, configs.batch.num_cores,
+          configs.train.iterations, configs.optimizer.train_steps,
+          configs.train.seed),
+      use_tpu=configs.device.use_tpu,
+      train_batch_size=configs.batch.train_batch_size)
+  with progress.SignalCatcher() as signals:
+    try:
+      estimator.train(input_fn=input_fn,
+                      max_steps=configs.optimizer.train_steps,
+                      hooks=[_StopHook(signals)],
+                      saving_listeners=[_PruneListener(model_dir, max_save)])
+    except tf.compat.v1.train.NanLossDuringTrainingError:
+      # The estimator's own NaN check on the reported loss came first.
+      raise diverged(None) from None
+  if signals.signum is not None:
+    step = checkpoint_io.step_of(tf.train.latest_checkpoint(model_dir))
+    raise progress.Interrupted(
+        f"stopped by {signal.Signals(signals.signum).name} after step "
+        f"{step}; checkpoint model.ckpt-{step} saved in {model_dir}; "
+        "rerun the same command to resume", signals.signum)
+
+
+def use_estimator(tpu_engine):
+  """Whether `--tpu_engine` ("auto", "estimator" or "strategy") runs
+  TPUEstimator (else the engine on a TPUStrategy): "auto" does where
+  TensorFlow has it.
+
+  Raises:
+    ValueError: "estimator" on TensorFlow >= 2.16.
+  """
+  if tpu_engine == "estimator":
+    tpu_estimator.require_tpu_estimator(
+        "--tpu_engine=estimator (use --tpu_engine=strategy on this version)")
+    return True
+  if tpu_engine == "strategy":
+    return False
+  return tpu_estimator.tpu_estimator() is not None

@@ -1,0 +1,77 @@
+"""The pretraining input functions of a run's configs: training (every
+core reads its per-core batch) and held-out evaluation (one device reads
+whole host batches)."""
+from xlnet.data import input_pipeline
+
+
+def input_fn(configs, layout, split="train", record_dir=None,
+             corpus_info=None):
+  """The pretraining input function of `configs` read with `layout`.
+
+  Args:
+    configs: the run's `PretrainConfigs` (data, seed, precision).
+    layout: the `BatchLayout` read: `bsz_per_host` rows per host batch,
+      `num_hosts` hosts sharing the files, `num_core_per_host` cores that
+      each read one per-core batch per step (the input function regroups
+      the rows when the data was written for a different core count, so
+      every core gets [forward, backward] halves with `bi_data`).
+    split: the records' split name (held-out evaluation reads "valid").
+    record_dir: the record infos' directory (None: `data.record_info_dir`).
+    corpus_info: the corpus info the sizes were checked against (None: the
+      one next to the records).
+
+  Returns:
+    (input_fn, record_info) as `input_pipeline.get_input_fn`.
+  """
+  data = configs.data
+  return input_pipeline.get_input_fn(
+      tfrecord_dir=record_dir or data.record_info_dir,
+      split=split,
+      bsz_per_host=layout.bsz_per_host,
+      seq_len=data.seq_len,
+      reuse_len=data.reuse_len,
+      bi_data=data.bi_data,
+      num_hosts=layout.num_hosts,
+      num_core_per_host=layout.num_core_per_host,
+      perm_size=data.perm_size,
+      mask_alpha=data.mask_alpha,
+      mask_beta=data.mask_beta,
+      uncased=data.uncased,
+      num_passes=data.num_passes,
+      use_bfloat16=configs.run.use_bfloat16,
+      num_predict=data.num_predict,
+      corpus_info=corpus_info,
+      seed=configs.train.seed)
+
+
+def training_input_fn(configs):
+  """The training input function (`configs.batch`, the resolved corpus
+  info); see `input_fn`."""
+  return input_fn(configs, configs.batch,
+                  corpus_info=configs.data.corpus_info)
+
+
+class HeldOutInput:
+  """The held-out records of `configs.held_out`, read in order on one
+  device (`BatchLayout.on_one_device`).
+
+  Attributes:
+    input_fn: input_fn(params) -> dataset of host batches.
+    num_batches: host batches evaluated (`eval_batches`, or one pass).
+    batch_size: rows of one batch (the training's bsz_per_host).
+    mem_shape: `[mem_len, batch_size, d_model]` or None.
+  """
+
+  def __init__(self, configs):
+    held_out = configs.held_out
+    layout = configs.batch.on_one_device()
+    self.input_fn, info = input_fn(
+        configs, layout, split=held_out.eval_split,
+        record_dir=held_out.eval_record_info_dir)
+    self.num_batches = held_out.eval_batches or info["num_batch"]
+    self.batch_size = layout.bsz_per_core
+    self.mem_shape = layout.memory_shape(configs.model.d_model)
+
+  def dataset(self):
+    """The dataset of held-out batches, from the first."""
+    return self.input_fn({"batch_size": self.batch_size})

@@ -1,0 +1,187 @@
+"""XLNet pretraining on the shared engine (`xlnet/training/engine.py`), on a
+`tf.distribute` strategy: `num_core_per_host` replicas on this host (GPUs,
+or logical CPU devices without a GPU), several hosts with
+`worker_hosts`/`task_index` or `TF_CONFIG` (MultiWorkerMirroredStrategy), or
+the cores of a TPU (TPUStrategy). Every replica reads its own per-core batch
+(with `bi_data`: forward rows then backward rows), keeps its own memories,
+and the gradients are averaged over replicas. `accum_steps=k` accumulates k
+per-core batches per optimizer step.
+
+Resume is exact: the input pipeline's randomness is a function of the
+position in the data stream, dropout is seeded from the step, and a resumed
+run skips the batches already consumed.
+"""
+import math
+import os
+
+from absl import logging
+import tensorflow as tf
+
+from xlnet.training import progress
+from xlnet.training import strategies
+from xlnet.training import train_state
+from xlnet.training import trainer as trainer_lib
+from xlnet import pretraining_loss
+from xlnet.data import record_format
+from xlnet.pretraining import held_out as held_out_lib
+from xlnet.pretraining import inputs
+from xlnet.training import checkpoint_io
+
+
+def perplexity(loss):
+  """exp(loss); inf (not OverflowError) for a diverged loss."""
+  try:
+    return math.exp(loss)
+  except OverflowError:
+    return float("inf")
+
+
+def format_log_line(step, gnorm, lr, loss):
+  """The release's log line; `bpc` is loss/ln 2, i.e. bits per token."""
+  return (f"[{step}] | gnorm {gnorm:.2f} lr {lr:8.6f} | loss {loss:.2f} | "
+          f"pplx {perplexity(loss):>7.2f}, bpc {loss / math.log(2):>7.4f}")
+
+
+def log_line(step, mean_loss, out):
+  """The pretraining log line and its TensorBoard scalars (`StepLogger`)."""
+  return (format_log_line(step, out["gnorm"], out["lr"], mean_loss),
+          {"loss": mean_loss, "lr": out["lr"], "gnorm": out["gnorm"],
+           "pplx": perplexity(mean_loss)})
+
+
+def check_model_dir(model_dir):
+  """Raises a one-line ValueError when `model_dir` exists as a file."""
+  if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
+    raise ValueError(f"--model_dir={model_dir} exists and is not a "
+                     "directory")
+
+
+def save_xlnet_config(xlnet_config, model_dir):
+  """Writes the model's XLNetConfig to `{model_dir}/config.json`, as the
+  released trainers did, so a checkpoint always comes with its config.
+
+  Returns:
+    the path written.
+  """
+  path = os.path.join(model_dir, "config.json")
+  xlnet_config.to_json(path)
+  return path
+
+
+def create_strategy(layout, device):
+  """The run's strategy (`DeviceConfig`), checked against the
+  `BatchLayout`'s `num_core_per_host`."""
+  if device.use_tpu:
+    strategy = strategies.create_strategy(
+        use_tpu=True, tpu=device.tpu, tpu_zone=device.tpu_zone,
+        gcp_project=device.gcp_project)
+  else:
+    strategy = strategies.create_strategy(
+        layout.num_core_per_host, device.worker_hosts, device.task_index)
+  local_cores = strategy.num_replicas_in_sync // layout.num_hosts
+  if local_cores != layout.num_core_per_host:
+    raise ValueError(f"--num_core_per_host={layout.num_core_per_host} but "
+                     f"each {'TPU host' if device.use_tpu else 'worker'} has "
+                     f"{local_cores} device(s)")
+  return strategy
+
+
+def dataset_fn_for(configs, start_host_batch):
+  """The per-worker dataset of per-core batches, positioned after the data a
+  resumed run already consumed.
+
+  Args:
+    configs: the run's `PretrainConfigs` (`batch.num_hosts` workers of
+      `batch.num_core_per_host` replicas each).
+    start_host_batch: host batches of this worker's stream already consumed
+      (the stream's randomness is keyed by position, so the batches that
+      follow are exactly those of an uninterrupted run).
+
+  Returns:
+    (dataset_fn(input_context), record_info).
+  """
+  input_fn, record_info = inputs.training_input_fn(configs)
+
+  def dataset_fn(input_context):
+    return input_fn({"batch_size": configs.batch.bsz_per_core,
+                     "host": input_context.input_pipeline_id,
+                     "start_host_batch": start_host_batch})
+
+  return dataset_fn, record_info
+
+
+def make_trainer(configs, strategy):
+  """The engine `Trainer` of the pretraining loss of `configs`."""
+  model, layout = configs.model, configs.batch
+  memory = (trainer_lib.MemoryConfig(model.n_layer, layout.mem_len,
+                                layout.bsz_per_core, model.d_model)
+            if layout.mem_len else None)
+  return trainer_lib.Trainer(
+      strategy, pretraining_loss.pretrain_loss_fn(model, configs.run),
+      configs.optimizer, configs.checkpoint.model_dir, memory=memory,
+      accum_steps=layout.accum_steps, train=configs.train)
+
+
+def train(configs, strategy, held_out=None):
+  """Trains from the newest checkpoint of `model_dir` (or from scratch /
+  `init_checkpoint`) to `train_steps`, evaluating on `held_out` (an
+  `inputs.HeldOutInput`) every `eval_steps`.
+
+  Returns:
+    list of (step, loss) of every step of this run.
+  """
+  ckpt = configs.checkpoint
+  resume = checkpoint_io.find_resume_checkpoint(ckpt.model_dir)
+  start_step = checkpoint_io.step_of(resume) if resume else 0
+  trainer = make_trainer(configs, strategy)
+  if trainer.chief:
+    train_state.check_batch_layout(ckpt.model_dir, configs.batch.record(),
+                              resume is not None)
+  dataset_fn, record_info = dataset_fn_for(
+      configs, start_step * configs.batch.accum_steps)
+  dist_dataset = trainer.distribute(dataset_fn)
+  trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
+  if resume:
+    trainer.restore(resume)
+    logging.info("Resumed from %s at step %d", resume, start_step)
+  elif ckpt.init_checkpoint:
+    trainer.init_from_checkpoint(ckpt.init_checkpoint)
+
+  writer = None
+  if trainer.chief:
+    checkpoint_io.clean_model_dir(ckpt.model_dir)
+    save_xlnet_config(configs.model, ckpt.model_dir)
+    writer = tf.summary.create_file_writer(ckpt.model_dir)
+  train_steps = configs.optimizer.train_steps
+  logger = progress.StepLogger(
+      configs.train.iterations, train_steps, start_step,
+      configs.batch.train_batch_size * configs.data.seq_len *
+      configs.batch.accum_steps, "tokens", writer, log_line)
+  on_step = logger
+  if held_out is not None:
+    on_step = held_out_hook(configs.held_out.eval_steps, train_steps,
+                            trainer, held_out, logger, writer)
+  host_files = record_info["host_filenames"][trainer.worker]
+  trainer.train(dist_dataset, train_steps, ckpt.save_steps, ckpt.max_save,
+                on_step=on_step,
+                on_corrupt_data=lambda e: record_format.data_loss_message(
+                    host_files))
+  return logger.history
+
+
+def held_out_hook(eval_steps, train_steps, trainer, held_out, logger,
+                  writer):
+  """`on_step` that logs, then evaluates on the held-out records every
+  `eval_steps` steps and at the end (on the chief)."""
+  evaluator = held_out_lib.Evaluator(
+      trainer.template, held_out.mem_shape,
+      trainer.memory.n_layer if trainer.memory else 0)
+
+  def on_step(step, out):
+    logger(step, out)
+    if trainer.chief and (step % eval_steps == 0 or step == train_steps):
+      held_out_lib.log_results(evaluator.run(held_out.dataset(),
+                                             held_out.num_batches),
+                               step, writer)
+
+  return on_step
