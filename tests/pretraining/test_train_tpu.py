@@ -18,6 +18,7 @@ from tests.data_helpers import make_records
 from xlnet.flags import pretraining as pretrain_flags
 from xlnet.pretraining import api
 from xlnet.pretraining import estimator
+from xlnet.training import tpu_estimator
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
