@@ -8,6 +8,7 @@ import tensorflow as tf
 from tests import np_reference
 from tests import qa_fixtures
 from xlnet import squad_heads
+from xlnet.finetuning import squad_alignment
 from xlnet.finetuning import squad_utils
 
 D = qa_fixtures.TINY_CONFIG["d_model"]
@@ -69,7 +70,7 @@ def np_cls_logit(params, hidden, start_logits, cls_index):
 # ---------------------------------------------------------------- fixtures
 def _features(rng):
   """Two windows in the SQuAD layout (the second padded)."""
-  paragraph = squad_utils.TokenizedParagraph(
+  paragraph = squad_alignment.TokenizedParagraph(
       rng.integers(9, 1000, 20).astype(np.int32), None, None)
   rows = [squad_utils.window_features(paragraph, [31, 32, 33], [(2, 6)],
                                       SEQ_LEN),

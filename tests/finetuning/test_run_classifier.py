@@ -390,9 +390,10 @@ def test_predicted_labels_and_threshold():
 def test_checkpoints_sorted_by_step(tmp_path):
   for name in ("model.ckpt-1000", "model.ckpt-500", "model.ckpt-1500"):
     open(tmp_path / f"{name}.index", "w").close()
-  assert [os.path.basename(p) for p in checkpoint_eval.checkpoints_to_evaluate(
-      str(tmp_path), eval_all_ckpt=True)] == ["model.ckpt-500", "model.ckpt-1000",
-                          "model.ckpt-1500"]
+  prefixes = checkpoint_eval.checkpoints_to_evaluate(str(tmp_path),
+                                                     eval_all_ckpt=True)
+  assert [os.path.basename(p) for p in prefixes] == [
+      "model.ckpt-500", "model.ckpt-1000", "model.ckpt-1500"]
 
 
 ################################################################################

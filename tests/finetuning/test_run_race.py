@@ -111,13 +111,13 @@ def test_training_order_follows_the_seed(race):
                 for e in examples]
   orders = {}
   for seed in (1, 2):
-    _, path = race_task.prepro(race("--do_train", f"--seed={seed}")["task"], sp_model,
-                              "train")
+    task = race("--do_train", f"--seed={seed}")["task"]
+    _, path = race_task.prepro(task, sp_model, "train")
     assert path.endswith(f".train.seed-{seed}.tf_record")
     with open(path, "rb") as f:
       first = f.read()
     os.remove(path)
-    race_task.prepro(race("--do_train", f"--seed={seed}")["task"], sp_model, "train")
+    race_task.prepro(task, sp_model, "train")
     with open(path, "rb") as f:
       assert f.read() == first  # same seed, same bits
     written = [r["input_ids"][1] for r in qa_fixtures.read_records(path)]

@@ -19,6 +19,7 @@ from xlnet.data import prepro_utils
 from xlnet.finetuning import api
 from xlnet.finetuning import qa_records
 from xlnet.finetuning import run_squad
+from xlnet.finetuning import squad_predictions
 from xlnet.finetuning import squad_task
 from xlnet.finetuning import squad_utils
 from xlnet.flags import finetuning as finetune_flags
@@ -242,8 +243,8 @@ def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch,
       squad_utils.feature_spec(48, is_training=False),
       str(model_dir / "model.ckpt-1"))
   rules = []
-  real = squad_utils.get_predictions
-  monkeypatch.setattr(squad_utils, "get_predictions", lambda *a, **k: (
+  real = squad_predictions.get_predictions
+  monkeypatch.setattr(squad_predictions, "get_predictions", lambda *a, **k: (
       rules.append(k), real(*a, **k))[1])
   predict_dir = squad["tmp"] / "pred"
   metrics = api.run_squad(**squad["flags"]("--do_predict",

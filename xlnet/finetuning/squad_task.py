@@ -17,6 +17,7 @@ from xlnet.finetuning import checkpoint_eval
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
 from xlnet.finetuning import squad_eval
+from xlnet.finetuning import squad_predictions
 from xlnet.finetuning import squad_utils
 
 # Metrics target_eval_key may name (see squad_eval.evaluate).
@@ -157,10 +158,10 @@ def score_checkpoint(task, model, engine, checkpoint, prepared, input_fn,
 
   Returns:
     (predictions, nbest, null_odds, metrics): dicts keyed by question id
-    (see `squad_utils.get_predictions`) and the metrics dict.
+    (see `squad_predictions.get_predictions`) and the metrics dict.
   """
   paragraphs, examples, converter = prepared
-  predictions, nbest, null_odds = squad_utils.get_predictions(
+  predictions, nbest, null_odds = squad_predictions.get_predictions(
       examples, paragraphs, converter,
       predict(task, model, engine, input_fn, checkpoint),
       task.n_best_size, task.max_answer_length,
@@ -281,7 +282,7 @@ def predict(task, model, engine, input_fn, checkpoint):
 
   Returns:
     list of dicts of NumPy values, one per record (see
-    `squad_utils.get_predictions`).
+    `squad_predictions.get_predictions`).
   """
   outputs = finetune.predict(engine, checkpoint, input_fn,
                              outputs_fn(task, model),
