@@ -24,7 +24,7 @@ import tensorflow as tf
 from xlnet import classifier_heads
 from xlnet import io_utils
 from xlnet.finetuning import checkpoint_eval
-from xlnet.finetuning import classifier_processors
+from xlnet.finetuning import classifier_datasets
 from xlnet.finetuning import classifier_utils
 from xlnet.finetuning import finetune
 from xlnet.finetuning import metrics as metrics_lib
@@ -50,7 +50,7 @@ def make_task_processor(task):
       contains_header=task.contains_header,
       label_list=None if task.label_list is None else list(task.label_list),
       is_regression=bool(task.is_regression))
-  processor = classifier_processors.make_processor(task.task_name,
+  processor = classifier_datasets.make_processor(task.task_name,
                                                    **user_options)
   if (task.is_regression is not None and
       task.is_regression != processor.is_regression):

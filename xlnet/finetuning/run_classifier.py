@@ -28,7 +28,7 @@ from absl import flags
 
 from xlnet import cli
 from xlnet.finetuning import api
-from xlnet.finetuning import classifier_processors
+from xlnet.finetuning import classifier_datasets
 from xlnet.finetuning import classifier_utils
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import finetuning as finetune_flags
@@ -41,7 +41,7 @@ def define_flags(flag_values=flags.FLAGS):
     return
   fv = dict(flag_values=flag_values)
   flags.DEFINE_string("task_name", None,
-                      "Task: " + ", ".join(classifier_processors.TASK_NAMES)
+                      "Task: " + ", ".join(classifier_datasets.TASK_NAMES)
                       + " (case-insensitive).", **fv)
   flags.DEFINE_string("data_dir", None, "The task's data directory.", **fv)
   flags.DEFINE_integer(

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from xlnet import model as model_lib
 from xlnet.data import prepro_utils
-from xlnet.finetuning import classifier_processors
+from xlnet.finetuning import classifier_datasets
 from xlnet.finetuning import classifier_utils
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import race_utils
@@ -163,7 +163,7 @@ def check_classifier_flags(FLAGS):  # pylint: disable=invalid-name
                      "--do_predict")
   if not FLAGS.task_name:
     raise ValueError("--task_name is required (one of "
-                     f"{', '.join(classifier_processors.TASK_NAMES)})")
+                     f"{', '.join(classifier_datasets.TASK_NAMES)})")
   for name, why in (("data_dir", "the task's data"),
                     ("output_dir", "where the feature records are cached")):
     _require(FLAGS, name, why)
