@@ -108,7 +108,8 @@ def define_flags(flag_values=flags.FLAGS):
 
 
 ################################################################################
-# Commands.
+# Commands. `cfg` is a `ReproduceConfig` (xlnet/finetuning/config.py), its
+# fields named after the flags (`finetune_flags.resolve_reproduce`).
 ################################################################################
 def check_settings(cfg):
   """Raises a one-line ValueError naming a missing or bad flag."""
