@@ -38,7 +38,9 @@ from xlnet.finetuning import paper_settings
 from xlnet.finetuning import png_chart
 from xlnet.flags import finetuning as finetune_flags
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The repository: the programs live at its root.
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 RESULT_FILE = "result.json"
 # Flags that replace every task's setting (None: the task's own).
 OVERRIDES = ("train_steps", "max_seq_length", "train_batch_size",
