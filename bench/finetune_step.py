@@ -15,7 +15,6 @@ import os
 import sys
 import tempfile
 import time
-import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -24,25 +23,19 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from xlnet.flags import configs as config_flags  # noqa: E402
 from xlnet import classifier_heads  # noqa: E402
+from xlnet import model as model_lib  # noqa: E402
+from xlnet.finetuning import config as finetune_config  # noqa: E402
 from xlnet.training import config  # noqa: E402
 from xlnet import squad_heads  # noqa: E402
 from xlnet.training import predictor as predictor_lib  # noqa: E402
 from xlnet.training import trainer as trainer_lib  # noqa: E402
 
 
-def make_flags(config_path, args):
-  """The fine-tuning flags the heads and the engine read."""
-  return types.SimpleNamespace(
-      model_config_path=config_path, dropout=0.1, dropatt=0.1, clamp_len=-1,
-      init="normal", init_std=0.02, init_range=0.1, use_tpu=False,
-      use_bfloat16=False, summary_type="last", use_summ_proj=True,
-      cls_scope=None, task_name="bench", start_n_top=5, end_n_top=5,
-      learning_rate=2e-5, warmup_steps=0, train_steps=10 ** 6,
-      decay_method="poly", min_lr_ratio=0.0, weight_decay=0.0,
-      adam_epsilon=1e-6, clip=1.0, lr_layer_decay_rate=1.0, seed=1,
-      use_xla=args.use_xla)
+def model_config(config_path):
+  """The backbone the heads are built on (release defaults)."""
+  return finetune_config.ModelConfig(
+      xlnet_config=model_lib.XLNetConfig(json_path=config_path))
 
 
 def features(task, bsz, seq_len, rng):
@@ -65,28 +58,33 @@ def features(task, bsz, seq_len, rng):
   return out
 
 
-def heads(task, FLAGS):
-  """(loss_fn, outputs_fn) of the task."""
+def heads(task, model):
+  """(loss_fn, outputs_fn) of the task on `model` (a ModelConfig)."""
+  xlnet_config = model.xlnet_config
   if task == "cls":
     return (lambda f, t: classifier_heads.get_classification_loss(
-        FLAGS, f, 2, t)[0],
+        xlnet_config, model.run_config(t), f, 2, "classification_bench")[0],
             lambda f: {"logits": classifier_heads.get_classification_loss(
-                FLAGS, f, 2, False)[2]})
-  return (lambda f, t: squad_heads.get_qa_loss(FLAGS, f)[0],
-          lambda f: squad_heads.get_qa_predictions(FLAGS, f))
+                xlnet_config, model.run_config(False), f, 2,
+                "classification_bench")[2]})
+  return (lambda f, t: squad_heads.get_qa_loss(
+      xlnet_config, model.run_config(t), f)[0],
+          lambda f: squad_heads.get_qa_predictions(
+              xlnet_config, model.run_config(False), f))
 
 
 def bench(name, args, config_path, model_dir):
   """Steady training and eval examples/s of one task at one length."""
   task, seq_len = name[:-3], int(name[-3:])
-  FLAGS = make_flags(config_path, args)
   batch = features(task, args.bsz, seq_len, np.random.RandomState(0))
   dataset = tf.data.Dataset.from_tensors(batch).repeat()
-  loss_fn, outputs_fn = heads(task, FLAGS)
+  loss_fn, outputs_fn = heads(task, model_config(config_path))
   strategy = tf.distribute.get_strategy()
   trainer = trainer_lib.Trainer(
       strategy, lambda f, m, t: (loss_fn(f, t), None, {}),
-      config_flags.optimizer_config(FLAGS), os.path.join(model_dir, name),
+      config.OptimizerConfig(learning_rate=2e-5, train_steps=10 ** 6,
+                             adam_epsilon=1e-6),
+      os.path.join(model_dir, name),
       train=config.TrainConfig(seed=1, use_xla=args.use_xla))
   trainer.build(dataset.element_spec)
   step = trainer.make_train_step()

@@ -187,8 +187,8 @@ def run_prepro(work_dir, sp_path, train_file, num_proc):
 def model_step_rate():
   """Examples/s of gradient + Adam steps of the SQuAD loss (base width)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from xlnet import model as model_lib  # pylint: disable=g-import-not-at-top
   from xlnet import squad_heads  # pylint: disable=g-import-not-at-top
-  import types  # pylint: disable=g-import-not-at-top
   tf.compat.v1.disable_eager_execution()
   config = dict(n_layer=FLAGS.model_layers, d_model=768, n_head=12,
                 d_head=64, d_inner=3072, ff_activation="gelu", untie_r=True,
@@ -196,10 +196,10 @@ def model_step_rate():
   config_path = os.path.join(FLAGS.work_dir, "base_config.json")
   with open(config_path, "w") as f:
     json.dump(config, f)
-  flag_ns = types.SimpleNamespace(
-      model_config_path=config_path, dropout=0.1, dropatt=0.1, clamp_len=-1,
-      init="normal", init_std=0.02, init_range=0.1, use_tpu=False,
-      use_bfloat16=False, start_n_top=5, end_n_top=5)
+  xlnet_config = model_lib.XLNetConfig(json_path=config_path)
+  run_config = model_lib.RunConfig(is_training=True, use_tpu=False,
+                                   use_bfloat16=False, dropout=0.1,
+                                   dropatt=0.1)
   bsz, seq = FLAGS.model_batch, FLAGS.max_seq_length
   rng = np.random.default_rng(0)
   p_mask = np.zeros([bsz, seq], np.float32)
@@ -214,7 +214,8 @@ def model_step_rate():
       is_impossible=np.zeros([bsz], np.float32))
   with tf.Graph().as_default():
     loss, _ = squad_heads.get_qa_loss(
-        flag_ns, {k: tf.constant(v) for k, v in features.items()})
+        xlnet_config, run_config,
+        {k: tf.constant(v) for k, v in features.items()})
     train_op = tf.compat.v1.train.AdamOptimizer(1e-5).minimize(loss)
     with tf.compat.v1.Session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())

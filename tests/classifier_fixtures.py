@@ -2,12 +2,13 @@
 by variable name, as a released pretrained checkpoint holds them."""
 import json
 import os
-import types
 
 import numpy as np
 import tensorflow as tf
 
 from tests import np_reference
+from xlnet import model as model_lib
+from xlnet.finetuning import config as finetune_config
 
 TINY_CONFIG = dict(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16,
                    ff_activation="gelu", untie_r=True, n_token=32)
@@ -58,12 +59,13 @@ def write_checkpoint(prefix, values):
   return prefix
 
 
-def head_flags(model_config_path, **overrides):
-  """The flags the heads read, with dropout rates that tests can check."""
-  values = dict(model_config_path=model_config_path, summary_type="last",
-                use_summ_proj=True, cls_scope=None, task_name="sst-2",
-                dropout=0.1, dropatt=0.1, clamp_len=-1, init="normal",
-                init_std=0.02, init_range=0.1, use_tpu=False,
-                use_bfloat16=False, init_checkpoint=None)
+def head_model(model_config_path, **overrides):
+  """The backbone settings the heads read (a ModelConfig of the config at
+  `model_config_path`), with dropout rates that tests can check."""
+  values = dict(summary_type="last", use_summ_proj=True, dropout=0.1,
+                dropatt=0.1, clamp_len=-1, init="normal", init_std=0.02,
+                init_range=0.1, use_tpu=False, use_bfloat16=False)
   values.update(overrides)
-  return types.SimpleNamespace(**values)
+  return finetune_config.ModelConfig(
+      xlnet_config=model_lib.XLNetConfig(json_path=model_config_path),
+      **values)

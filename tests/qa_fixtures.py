@@ -2,12 +2,13 @@
 a tiny model config and random checkpoints written by variable name."""
 import json
 import os
-import types
 
 import numpy as np
 import tensorflow as tf
 
 from tests import np_reference
+from xlnet import model as model_lib
+from xlnet.finetuning import config as finetune_config
 
 # A tiny XLNet (the vocabulary matches tests.data_helpers.train_tiny_spm).
 TINY_CONFIG = dict(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16,
@@ -32,60 +33,38 @@ def write_tiny_config(directory):
   return config_path
 
 
-def tiny_flags(tmp_path, **overrides):
-  """A flags stand-in with a tiny model config written to `tmp_path`."""
-  values = dict(model_config_path=write_tiny_config(tmp_path), dropout=0.0,
-                dropatt=0.0,
-                clamp_len=-1, init="normal", init_std=0.02, init_range=0.1,
-                use_tpu=False, use_bfloat16=False, summary_type="last",
-                use_summ_proj=True, start_n_top=5, end_n_top=5)
+def tiny_model(tmp_path, **overrides):
+  """A ModelConfig of a tiny model (its config written to `tmp_path`),
+  without dropout."""
+  values = dict(dropout=0.0, dropatt=0.0, clamp_len=-1, init="normal",
+                init_std=0.02, init_range=0.1, use_tpu=False,
+                use_bfloat16=False, summary_type="last", use_summ_proj=True)
   values.update(overrides)
-  return types.SimpleNamespace(**values)
+  return finetune_config.ModelConfig(
+      xlnet_config=model_lib.XLNetConfig(
+          json_path=write_tiny_config(tmp_path)), **values)
 
 
-def plain_train(loss_fn, seed=0):
-  """A stand-in for the engine's fine-tuning: `FLAGS.train_steps` steps of
-  plain Adam at `FLAGS.learning_rate` on `loss_fn(FLAGS, features)` from
-  fresh variables, then one checkpoint in `FLAGS.model_dir`.
-
-  Returns:
-    train(FLAGS, input_fn) -> list of the losses.
-  """
-  def train(FLAGS, input_fn):  # pylint: disable=invalid-name
-    with tf.Graph().as_default():
-      tf.compat.v1.set_random_seed(seed)
-      dataset = input_fn({"batch_size": FLAGS.train_batch_size})
-      features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
-      loss, _ = loss_fn(FLAGS, features)
-      train_op = tf.compat.v1.train.AdamOptimizer(
-          FLAGS.learning_rate).minimize(loss)
-      with tf.compat.v1.Session() as sess:
-        sess.run(tf.compat.v1.global_variables_initializer())
-        losses = [sess.run([loss, train_op])[0]
-                  for _ in range(FLAGS.train_steps)]
-        tf.compat.v1.train.Saver().save(
-            sess, os.path.join(FLAGS.model_dir, "model.ckpt"))
-    return losses
-  return train
-
-
-def session_predict(outputs_fn):
-  """A stand-in for the engine's prediction: runs `outputs_fn(FLAGS,
-  features)` over the whole input with the given checkpoint, else the
-  latest of `FLAGS.model_dir`, or with fresh variables when there is none.
+def session_predict(make_outputs):
+  """A stand-in for a task's prediction: runs `make_outputs(task,
+  model)(features, False)` over the whole input with the given checkpoint,
+  else the latest of the engine's model_dir, or with fresh variables when
+  there is none.
 
   Returns:
-    predict(FLAGS, input_fn, checkpoint=None) -> list of per-record dicts
-    of NumPy values.
+    predict(task, model, engine, input_fn, checkpoint=None) -> list of
+    per-record dicts of NumPy values.
   """
-  def predict(FLAGS, input_fn, checkpoint=None):  # pylint: disable=invalid-name
+  def predict(task, model, engine, input_fn, checkpoint=None):
+    outputs_fn = make_outputs(task, model)
     rows = []
     with tf.Graph().as_default():
       dataset = input_fn({"batch_size": 3})
       features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
-      outputs = outputs_fn(FLAGS, features)
+      outputs = outputs_fn(features, False)
       with tf.compat.v1.Session() as sess:
-        checkpoint = checkpoint or tf.train.latest_checkpoint(FLAGS.model_dir)
+        checkpoint = checkpoint or tf.train.latest_checkpoint(
+            engine.model_dir)
         if checkpoint:
           tf.compat.v1.train.Saver().restore(sess, checkpoint)
         else:
@@ -101,9 +80,9 @@ def session_predict(outputs_fn):
   return predict
 
 
-def fresh_checkpoint(FLAGS, outputs_fn, spec, prefix, seed=0):  # pylint: disable=invalid-name
-  """Saves the freshly initialized variables of `outputs_fn(FLAGS,
-  features)` as checkpoint `prefix`, the latest of its directory.
+def fresh_checkpoint(outputs_fn, spec, prefix, seed=0):
+  """Saves the freshly initialized variables of `outputs_fn(features,
+  False)` as checkpoint `prefix`, the latest of its directory.
 
   Args:
     spec: the records' layout, name -> (width, dtype) (see
@@ -114,7 +93,7 @@ def fresh_checkpoint(FLAGS, outputs_fn, spec, prefix, seed=0):  # pylint: disabl
     features = {name: tf.compat.v1.placeholder(
         dtype, [None] if width == 1 else [None, width])
                 for name, (width, dtype) in spec.items()}
-    outputs_fn(FLAGS, features)
+    outputs_fn(features, False)
     with tf.compat.v1.Session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
       tf.compat.v1.train.Saver().save(sess, prefix)

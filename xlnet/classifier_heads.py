@@ -25,86 +25,100 @@ NEW_VARIABLE_PATTERNS = (
 )
 
 
-def classification_scope(FLAGS):  # pylint: disable=invalid-name
+def classification_scope(task_name, cls_scope=None):
   """`classification_{cls_scope or task_name.lower()}`."""
-  return f"classification_{FLAGS.cls_scope or FLAGS.task_name.lower()}"
+  return f"classification_{cls_scope or task_name.lower()}"
 
 
-def regression_scope(FLAGS):  # pylint: disable=invalid-name
+def regression_scope(task_name):
   """`regression_{task_name.lower()}`."""
-  return f"regression_{FLAGS.task_name.lower()}"
+  return f"regression_{task_name.lower()}"
 
 
-def sequence_summary(FLAGS, features, is_training):  # pylint: disable=invalid-name
+def sequence_summary(xlnet_config, run_config, features, summary_type="last",
+                     use_summ_proj=True):
   """Runs the backbone on batch-major features and pools each sequence.
 
   Args:
-    FLAGS: object with model_config_path, summary_type, use_summ_proj and
-      the run flags read by `create_run_config` (dropout, dropatt,
-      clamp_len, init, init_std, init_range, use_tpu, use_bfloat16).
+    xlnet_config: the pretrained model's `XLNetConfig`.
+    run_config: the backbone's `RunConfig` (`is_training`: dropout on).
     features: dict of batch-major tensors: `input_ids` int32 [B, L],
       `segment_ids` int32 [B, L], `input_mask` float32 [B, L] (1 = padding).
-    is_training: bool (dropout on).
+    summary_type: "last", "first", "mean" or "attn".
+    use_summ_proj: the tanh projection of the summary.
 
   Returns:
     (summary float32 [B, d_model], the XLNetModel).
   """
   xlnet_model = finetune_backbone.finetune_model(
-      FLAGS, features["input_ids"], features["segment_ids"],
-      features["input_mask"], is_training)
-  summary = xlnet_model.get_pooled_out(FLAGS.summary_type,
-                                       FLAGS.use_summ_proj)
+      xlnet_config, run_config, features["input_ids"],
+      features["segment_ids"], features["input_mask"])
+  summary = xlnet_model.get_pooled_out(summary_type, use_summ_proj)
   return summary, xlnet_model
 
 
-def get_classification_loss(FLAGS, features, n_class, is_training):  # pylint: disable=invalid-name
+def get_classification_loss(xlnet_config, run_config, features, n_class,
+                            scope, summary_type="last", use_summ_proj=True):
   """Classification head and loss.
 
   Args:
-    FLAGS: as `sequence_summary`, plus task_name and cls_scope.
+    xlnet_config, run_config, summary_type, use_summ_proj: as
+      `sequence_summary`.
     features: as `sequence_summary`, plus `label_ids` int32 [B].
     n_class: int, number of classes.
-    is_training: bool.
+    scope: the head's scope under `model/` (`classification_scope`).
 
   Returns:
     (total_loss float32 scalar, per_example_loss float32 [B],
      logits float32 [B, n_class]).
   """
-  summary, xlnet_model = sequence_summary(FLAGS, features, is_training)
+  summary, xlnet_model = sequence_summary(xlnet_config, run_config, features,
+                                          summary_type, use_summ_proj)
   labels = tf.reshape(features["label_ids"], [-1])
   with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
     per_example_loss, logits = modeling.classification_loss(
         hidden=summary, labels=labels, n_class=n_class,
-        initializer=xlnet_model.get_initializer(),
-        scope=classification_scope(FLAGS), return_logits=True)
+        initializer=xlnet_model.get_initializer(), scope=scope,
+        return_logits=True)
   return tf.reduce_mean(per_example_loss), per_example_loss, logits
 
 
-def get_regression_loss(FLAGS, features, is_training):  # pylint: disable=invalid-name
+def get_regression_loss(xlnet_config, run_config, features, scope,
+                        summary_type="last", use_summ_proj=True):
   """Regression head and loss.
 
   Args:
-    FLAGS: as `sequence_summary`, plus task_name.
+    xlnet_config, run_config, summary_type, use_summ_proj: as
+      `sequence_summary`.
     features: as `sequence_summary`, plus `label_ids` float32 [B].
-    is_training: bool.
+    scope: the head's scope under `model/` (`regression_scope`).
 
   Returns:
     (total_loss float32 scalar, per_example_loss float32 [B],
      logits float32 [B], the predicted scores).
   """
-  summary, xlnet_model = sequence_summary(FLAGS, features, is_training)
+  summary, xlnet_model = sequence_summary(xlnet_config, run_config, features,
+                                          summary_type, use_summ_proj)
   labels = tf.reshape(features["label_ids"], [-1])
   with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
     per_example_loss, logits = modeling.regression_loss(
         hidden=summary, labels=labels,
-        initializer=xlnet_model.get_initializer(),
-        scope=regression_scope(FLAGS), return_logits=True)
+        initializer=xlnet_model.get_initializer(), scope=scope,
+        return_logits=True)
   return tf.reduce_mean(per_example_loss), per_example_loss, logits
 
 
-def get_head_outputs(FLAGS, features, n_class, is_training):  # pylint: disable=invalid-name
+def get_head_outputs(xlnet_config, run_config, features, n_class, task_name,
+                     cls_scope=None, summary_type="last", use_summ_proj=True):
   """The task's head: regression when `n_class` is None, else
   classification.
+
+  Args:
+    xlnet_config, run_config, features, summary_type, use_summ_proj: as
+      `get_classification_loss` / `get_regression_loss`.
+    n_class: int, or None for regression.
+    task_name: names the head (`classification_scope`, `regression_scope`).
+    cls_scope: the classification head's name instead of the task's.
 
   Returns:
     dict with `total_loss`, `per_example_loss` and `logits` (see the two
@@ -114,10 +128,13 @@ def get_head_outputs(FLAGS, features, n_class, is_training):  # pylint: disable=
   """
   if n_class is None:
     total_loss, per_example_loss, logits = get_regression_loss(
-        FLAGS, features, is_training)
+        xlnet_config, run_config, features, regression_scope(task_name),
+        summary_type, use_summ_proj)
   else:
     total_loss, per_example_loss, logits = get_classification_loss(
-        FLAGS, features, n_class, is_training)
+        xlnet_config, run_config, features, n_class,
+        classification_scope(task_name, cls_scope), summary_type,
+        use_summ_proj)
   is_real = features.get("is_real_example")
   if is_real is None:
     is_real = tf.ones_like(per_example_loss, dtype=tf.int32)

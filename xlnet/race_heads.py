@@ -20,26 +20,26 @@ def _one_option_per_row(features, name):
   return tf.reshape(value, [-1, value.shape[-1] // race_utils.NUM_CHOICES])
 
 
-def get_race_logits(FLAGS, features, is_training):  # pylint: disable=invalid-name
+def get_race_logits(xlnet_config, run_config, features, summary_type="last",
+                    use_summ_proj=True):
   """Option logits of a batch of RACE records.
 
   Args:
-    FLAGS: flags with the model and run settings (`model_config_path`,
-      `dropout`, `dropatt`, `clamp_len`, `init*`, `use_tpu`,
-      `use_bfloat16`, `summary_type`, `use_summ_proj`).
+    xlnet_config: the pretrained model's `XLNetConfig`.
+    run_config: the backbone's `RunConfig` (`is_training`: dropout on).
     features: batch-major dict from the RACE input function:
       `input_ids, segment_ids [B, 4 L]` int32, `input_mask [B, 4 L]`
       float32.
-    is_training: bool.
+    summary_type, use_summ_proj: the sequence summary (`get_pooled_out`).
 
   Returns:
     float32 `[B, 4]`.
   """
   xlnet_model = finetune_backbone.finetune_model(
-      FLAGS, *[_one_option_per_row(features, name) for name in
-               ("input_ids", "segment_ids", "input_mask")], is_training)
-  summary = xlnet_model.get_pooled_out(FLAGS.summary_type,
-                                       FLAGS.use_summ_proj)
+      xlnet_config, run_config,
+      *[_one_option_per_row(features, name) for name in
+        ("input_ids", "segment_ids", "input_mask")])
+  summary = xlnet_model.get_pooled_out(summary_type, use_summ_proj)
   with tf.compat.v1.variable_scope("logits", reuse=tf.compat.v1.AUTO_REUSE):
     logits = _dense(summary, 1, xlnet_model.get_initializer(), "dense")
   return tf.reshape(logits, [-1, race_utils.NUM_CHOICES])
@@ -52,14 +52,20 @@ def race_loss(logits, labels):
   return tf.reduce_mean(per_example)
 
 
-def get_race_loss(FLAGS, features):  # pylint: disable=invalid-name
-  """Training loss of a batch: (float32 scalar, dict of scalars to log)."""
-  logits = get_race_logits(FLAGS, features, is_training=True)
+def get_race_loss(xlnet_config, run_config, features, summary_type="last",
+                  use_summ_proj=True):
+  """Training loss of a batch (`run_config.is_training` True): (float32
+  scalar, dict of scalars to log)."""
+  logits = get_race_logits(xlnet_config, run_config, features, summary_type,
+                           use_summ_proj)
   loss = race_loss(logits, features["label_ids"])
   return loss, {"total_loss": loss}
 
 
-def get_race_predictions(FLAGS, features):  # pylint: disable=invalid-name
-  """Evaluation outputs: `logits [B, 4]` (records are predicted in order,
-  so the i-th output is the i-th question)."""
-  return {"logits": get_race_logits(FLAGS, features, is_training=False)}
+def get_race_predictions(xlnet_config, run_config, features,
+                         summary_type="last", use_summ_proj=True):
+  """Evaluation outputs (`run_config.is_training` False): `logits [B, 4]`
+  (records are predicted in order, so the i-th output is the i-th
+  question)."""
+  return {"logits": get_race_logits(xlnet_config, run_config, features,
+                                    summary_type, use_summ_proj)}

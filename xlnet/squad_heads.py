@@ -173,25 +173,27 @@ def qa_heads(output, p_mask, cls_index, initializer, dropout, is_training,
   return outputs
 
 
-def get_qa_outputs(FLAGS, features, is_training):  # pylint: disable=invalid-name
+def get_qa_outputs(xlnet_config, run_config, features, start_n_top=5,
+                   end_n_top=5):
   """XLNet backbone and SQuAD heads on a batch of window features.
 
   Args:
-    FLAGS: flags with the model and run settings (`model_config_path`,
-      `dropout`, `dropatt`, `clamp_len`, `init*`, `use_tpu`,
-      `use_bfloat16`, `start_n_top`, `end_n_top`).
+    xlnet_config: the pretrained model's `XLNetConfig`.
+    run_config: the backbone's `RunConfig`; `is_training` True conditions
+      the end head on the gold start (and turns dropout on).
     features: batch-major dict from the SQuAD input function:
       `input_ids, segment_ids [B, L]` int32, `input_mask, p_mask [B, L]`
       float32, `cls_index [B]` int32, and when training `start_positions
       [B]` int32 (`end_positions`, `is_impossible` are used by the loss).
-    is_training: bool; True conditions the end head on the gold start.
+    start_n_top, end_n_top: beam sizes at inference.
 
   Returns:
     `qa_heads`' dict (training or beam outputs).
   """
+  is_training = run_config.is_training
   xlnet_model = finetune_backbone.finetune_model(
-      FLAGS, features["input_ids"], features["segment_ids"],
-      features["input_mask"], is_training)
+      xlnet_config, run_config, features["input_ids"],
+      features["segment_ids"], features["input_mask"])
   return qa_heads(
       output=xlnet_model.get_sequence_output(),
       p_mask=tf.transpose(features["p_mask"], [1, 0]),
@@ -199,7 +201,7 @@ def get_qa_outputs(FLAGS, features, is_training):  # pylint: disable=invalid-nam
       initializer=xlnet_model.get_initializer(),
       dropout=xlnet_model.run_config.dropout, is_training=is_training,
       start_positions=features["start_positions"] if is_training else None,
-      start_n_top=FLAGS.start_n_top, end_n_top=FLAGS.end_n_top)
+      start_n_top=start_n_top, end_n_top=end_n_top)
 
 
 def qa_loss(outputs, features):
@@ -232,15 +234,19 @@ def qa_loss(outputs, features):
   return span_loss + 0.5 * cls_loss
 
 
-def get_qa_loss(FLAGS, features):  # pylint: disable=invalid-name
-  """Training loss of a batch: (float32 scalar, dict of scalars to log)."""
-  outputs = get_qa_outputs(FLAGS, features, is_training=True)
+def get_qa_loss(xlnet_config, run_config, features):
+  """Training loss of a batch (`run_config.is_training` True): (float32
+  scalar, dict of scalars to log)."""
+  outputs = get_qa_outputs(xlnet_config, run_config, features)
   loss = qa_loss(outputs, features)
   return loss, {"total_loss": loss}
 
 
-def get_qa_predictions(FLAGS, features):  # pylint: disable=invalid-name
-  """Beam outputs of a batch, with the `unique_ids` passed through."""
-  outputs = get_qa_outputs(FLAGS, features, is_training=False)
+def get_qa_predictions(xlnet_config, run_config, features, start_n_top=5,
+                       end_n_top=5):
+  """Beam outputs of a batch (`run_config.is_training` False), with the
+  `unique_ids` passed through."""
+  outputs = get_qa_outputs(xlnet_config, run_config, features, start_n_top,
+                           end_n_top)
   outputs["unique_ids"] = features["unique_ids"]
   return outputs

@@ -6,6 +6,8 @@ so the variable names are checked too. The backbone reference is
 `tests/np_reference.py`; pooling, projection, head and loss are written out
 below from their definitions.
 """
+import types
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -35,14 +37,17 @@ def features(labels):
           "label_ids": np.asarray(labels)}
 
 
-def run_head(flags, feats, n_class, is_training=False):
-  """Builds `get_head_outputs` on `feats`, loads flags.init_checkpoint by
-  name and returns (outputs, trainable variable names)."""
+def run_head(model, init_checkpoint, feats, n_class, is_training=False,
+             task_name="sst-2", cls_scope=None):
+  """Builds `get_head_outputs` of `model` (a ModelConfig) on `feats`, loads
+  `init_checkpoint` by name and returns (outputs, trainable variable
+  names)."""
   with tf.Graph().as_default():
     tensors = {k: tf.constant(v) for k, v in feats.items()}
-    outputs = classifier_heads.get_head_outputs(flags, tensors, n_class,
-                                                is_training)
-    warm_start.init_from_checkpoint(flags.init_checkpoint, flags.use_tpu)
+    outputs = classifier_heads.get_head_outputs(
+        model.xlnet_config, model.run_config(is_training), tensors, n_class,
+        task_name, cls_scope, model.summary_type, model.use_summ_proj)
+    warm_start.init_from_checkpoint(init_checkpoint, False)
     names = sorted(v.op.name for v in tf.compat.v1.trainable_variables())
     with tf.compat.v1.Session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
@@ -82,14 +87,12 @@ def test_classification_head_matches_numpy(tmp_path, summary_type, use_proj,
   scope = f"classification_{cls_scope or 'mnli_matched'}"
   shapes = dict(fx.pretrained_shapes(), **fx.head_shapes(scope, n_class))
   params = fx.random_values(shapes, seed=1)
-  flags = fx.head_flags(
-      fx.write_config(str(tmp_path)), task_name="MNLI_matched",
-      cls_scope=cls_scope, summary_type=summary_type,
-      use_summ_proj=use_proj,
-      init_checkpoint=fx.write_checkpoint(str(tmp_path / "model.ckpt"),
-                                          params))
+  model = fx.head_model(fx.write_config(str(tmp_path)),
+                        summary_type=summary_type, use_summ_proj=use_proj)
+  ckpt = fx.write_checkpoint(str(tmp_path / "model.ckpt"), params)
   feats = features(np.array([2, 0, 1], np.int32))
-  got, names = run_head(flags, feats, n_class)
+  got, names = run_head(model, ckpt, feats, n_class,
+                        task_name="MNLI_matched", cls_scope=cls_scope)
 
   pooled = reference_summary(params, feats, summary_type, use_proj)
   logits = (pooled @ params[f"model/{scope}/logit/kernel"] +
@@ -114,13 +117,11 @@ def test_regression_head_matches_numpy(tmp_path):
   scope = "regression_sts-b"
   shapes = dict(fx.pretrained_shapes(), **fx.head_shapes(scope, 1))
   params = fx.random_values(shapes, seed=2)
-  flags = fx.head_flags(
-      fx.write_config(str(tmp_path)), task_name="STS-B",
-      cls_scope="ignored_by_regression",
-      init_checkpoint=fx.write_checkpoint(str(tmp_path / "model.ckpt"),
-                                          params))
+  model = fx.head_model(fx.write_config(str(tmp_path)))
+  ckpt = fx.write_checkpoint(str(tmp_path / "model.ckpt"), params)
   feats = features(np.array([4.5, 0.25, 2.0], np.float32))
-  got, names = run_head(flags, feats, None)
+  got, names = run_head(model, ckpt, feats, None, task_name="STS-B",
+                        cls_scope="ignored_by_regression")
 
   pooled = reference_summary(params, feats, "last", True)
   score = (pooled @ params[f"model/{scope}/logit/kernel"] +
@@ -139,16 +140,14 @@ def test_training_mode_applies_dropout_and_bfloat16_stays_close(tmp_path):
   ckpt = fx.write_checkpoint(str(tmp_path / "model.ckpt"), params)
   config = fx.write_config(str(tmp_path))
   feats = features(np.array([1, 0, 1], np.int32))
-  plain, _ = run_head(fx.head_flags(config, init_checkpoint=ckpt), feats, 2)
-  bf16, _ = run_head(fx.head_flags(config, init_checkpoint=ckpt,
-                                   use_bfloat16=True), feats, 2)
+  plain, _ = run_head(fx.head_model(config), ckpt, feats, 2)
+  bf16, _ = run_head(fx.head_model(config, use_bfloat16=True), ckpt, feats,
+                     2)
   assert bf16["logits"].dtype == np.float32
   np.testing.assert_allclose(bf16["logits"], plain["logits"], atol=0.1)
-  dropped, _ = run_head(fx.head_flags(config, init_checkpoint=ckpt,
-                                      dropout=0.5), feats, 2,
+  dropped, _ = run_head(fx.head_model(config, dropout=0.5), ckpt, feats, 2,
                         is_training=True)
   assert not np.allclose(dropped["logits"], plain["logits"], atol=1e-3)
-  no_dropout, _ = run_head(fx.head_flags(config, init_checkpoint=ckpt,
-                                         dropout=0.0, dropatt=0.0), feats, 2,
-                           is_training=True)
+  no_dropout, _ = run_head(fx.head_model(config, dropout=0.0, dropatt=0.0),
+                           ckpt, feats, 2, is_training=True)
   np.testing.assert_allclose(no_dropout["logits"], plain["logits"], **TOL)

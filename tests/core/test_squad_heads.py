@@ -8,6 +8,7 @@ import tensorflow as tf
 from tests import np_reference
 from tests import qa_fixtures
 from xlnet import squad_heads
+from xlnet.finetuning import squad_alignment
 from xlnet.finetuning import squad_utils
 
 D = qa_fixtures.TINY_CONFIG["d_model"]
@@ -69,7 +70,7 @@ def np_cls_logit(params, hidden, start_logits, cls_index):
 # ---------------------------------------------------------------- fixtures
 def _features(rng):
   """Two windows in the SQuAD layout (the second padded)."""
-  paragraph = squad_utils.TokenizedParagraph(
+  paragraph = squad_alignment.TokenizedParagraph(
       rng.integers(9, 1000, 20).astype(np.int32), None, None)
   rows = [squad_utils.window_features(paragraph, [31, 32, 33], [(2, 6)],
                                       SEQ_LEN),
@@ -94,16 +95,23 @@ def checkpoint(tmp_path_factory):
   return path, qa_fixtures.random_checkpoint(path, shapes, seed=3)
 
 
-def _run(fn, ckpt, flags, features):
-  """Builds fn(flags, features), restores `ckpt` by name, returns values
-  and the variable names/shapes of the graph."""
+def _run(fn, ckpt, features):
+  """Builds fn(features), restores `ckpt` by name, returns values and the
+  variable names/shapes of the graph."""
   with tf.Graph().as_default():
-    tensors = fn(flags, {k: tf.constant(v) for k, v in features.items()})
+    tensors = fn({k: tf.constant(v) for k, v in features.items()})
     variables = {v.op.name: v.shape.as_list()
                  for v in tf.compat.v1.global_variables()}
     with tf.compat.v1.Session() as sess:
       tf.compat.v1.train.Saver().restore(sess, ckpt)
       return sess.run(tensors), variables
+
+
+def _beam(model, start_n_top, end_n_top):
+  """`get_qa_predictions` of `model` (a ModelConfig) as fn(features)."""
+  return lambda feats: squad_heads.get_qa_predictions(
+      model.xlnet_config, model.run_config(is_training=False), feats,
+      start_n_top, end_n_top)
 
 
 def _np_backbone(params, features):
@@ -121,13 +129,16 @@ def _np_backbone(params, features):
 def test_training_heads_and_loss_match_numpy(tmp_path, checkpoint):
   ckpt, params = checkpoint
   features = _features(np.random.default_rng(0))
-  flags = qa_fixtures.tiny_flags(tmp_path)
+  model = qa_fixtures.tiny_model(tmp_path)
 
-  def build(flags, feats):
-    outputs = squad_heads.get_qa_outputs(flags, feats, is_training=True)
-    return dict(outputs, loss=squad_heads.get_qa_loss(flags, feats)[0])
+  def build(feats):
+    run_config = model.run_config(is_training=True)
+    outputs = squad_heads.get_qa_outputs(model.xlnet_config, run_config,
+                                         feats)
+    return dict(outputs, loss=squad_heads.get_qa_loss(
+        model.xlnet_config, run_config, feats)[0])
 
-  got, variables = _run(build, ckpt, flags, features)
+  got, variables = _run(build, ckpt, features)
   assert variables == dict(qa_fixtures.backbone_shapes(), **HEAD_SHAPES)
 
   hidden = _np_backbone(params, features)
@@ -160,8 +171,8 @@ def test_beam_matches_exhaustive_top_k(tmp_path, checkpoint):
   ckpt, params = checkpoint
   features = _features(np.random.default_rng(1))
   k, e = 3, 2
-  flags = qa_fixtures.tiny_flags(tmp_path, start_n_top=k, end_n_top=e)
-  got, _ = _run(squad_heads.get_qa_predictions, ckpt, flags, features)
+  got, _ = _run(_beam(qa_fixtures.tiny_model(tmp_path), k, e), ckpt,
+                features)
   np.testing.assert_array_equal(got["unique_ids"], [7, 8])
   hidden = _np_backbone(params, features)
   for b in range(2):
@@ -190,9 +201,8 @@ def test_beam_matches_exhaustive_top_k(tmp_path, checkpoint):
 def test_full_width_beam_finds_the_best_span_of_all(tmp_path, checkpoint):
   ckpt, params = checkpoint
   features = _features(np.random.default_rng(2))
-  flags = qa_fixtures.tiny_flags(tmp_path, start_n_top=SEQ_LEN,
-                                 end_n_top=SEQ_LEN)
-  got, _ = _run(squad_heads.get_qa_predictions, ckpt, flags, features)
+  got, _ = _run(_beam(qa_fixtures.tiny_model(tmp_path), SEQ_LEN, SEQ_LEN),
+                ckpt, features)
   hidden = _np_backbone(params, features)
   for b in range(2):
     p_mask = features["p_mask"][b]

@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from tests import data_helpers
+from xlnet.finetuning import classifier_datasets as cd
 from xlnet.finetuning import classifier_processors as cp
 from xlnet.finetuning import classifier_utils as cu
 from xlnet.data import prepro_utils
@@ -200,7 +201,7 @@ def prepare(tmp_path, data_dir, **kwargs):
               sp_model=prepro_utils.load_sp_model(sp_path),
               spiece_model_file=sp_path, uncased=False)
   args.update(kwargs)
-  return cu.prepare_records(cp.make_processor("sst-2"), data_dir, "train",
+  return cu.prepare_records(cd.make_processor("sst-2"), data_dir, "train",
                             **args)
 
 

@@ -11,6 +11,7 @@ import logging
 
 import pytest
 
+from xlnet.finetuning import classifier_datasets as cd
 from xlnet.finetuning import classifier_processors as cp
 
 
@@ -24,7 +25,7 @@ def tsv(*rows):
 
 
 def read(task, data_dir, split, **options):
-  processor = cp.make_processor(task, **options).resolve(str(data_dir))
+  processor = cd.make_processor(task, **options).resolve(str(data_dir))
   return [(e.guid, e.text_a, e.text_b, e.label)
           for e in processor.get_examples(str(data_dir), split)]
 
@@ -195,18 +196,18 @@ def test_glue_layouts(tmp_path, task):
   data_dir = glue_dir(tmp_path, task)
   for split in cp.SPLITS:
     assert read(task, data_dir, split)[0] == GLUE_EXPECTED[task][split], split
-  processor = cp.make_processor(task)
+  processor = cd.make_processor(task)
   assert processor.glue_task
 
 
 def test_glue_metrics_and_labels():
-  assert cp.make_processor("CoLA").primary_metric == "mcc"
-  assert cp.make_processor("mrpc").metrics == ("accuracy", "f1")
-  assert cp.make_processor("qqp").metrics == ("accuracy", "f1")
-  stsb = cp.make_processor("STS-B")
+  assert cd.make_processor("CoLA").primary_metric == "mcc"
+  assert cd.make_processor("mrpc").metrics == ("accuracy", "f1")
+  assert cd.make_processor("qqp").metrics == ("accuracy", "f1")
+  stsb = cd.make_processor("STS-B")
   assert stsb.is_regression and stsb.get_labels() is None
   assert stsb.metrics == ("pearsonr", "spearmanr")
-  assert cp.make_processor("mnli_matched").get_labels() == [
+  assert cd.make_processor("mnli_matched").get_labels() == [
       "contradiction", "entailment", "neutral"]
 
 
@@ -282,7 +283,7 @@ def test_csv_tasks_labels_and_titles(tmp_path, task, n_class):
   untitled = '"1"," ","Just a body"' if titled else '"1","Just a body"'
   write(tmp_path / "train.csv", row + "\n" + untitled + "\n")
   write(tmp_path / "test.csv", row + "\n")
-  processor = cp.make_processor(task)
+  processor = cd.make_processor(task)
   assert processor.get_labels() == [str(i) for i in range(1, n_class + 1)]
   got = read(task, tmp_path, "train")
   if titled:
@@ -321,7 +322,7 @@ def test_imdb_layout(tmp_path):
 
 def test_imdb_signature_follows_the_files(tmp_path):
   root = imdb_dir(tmp_path)
-  processor = cp.make_processor("imdb")
+  processor = cd.make_processor("imdb")
   before = processor.source_signature(str(root), "train")
   write(root / "train" / "neg" / "7_1.txt", "Awful.")
   added = processor.source_signature(str(root), "train")
@@ -341,7 +342,7 @@ def test_imdb_signature_follows_the_files(tmp_path):
 def test_table_signature_is_the_content_digest(tmp_path):
   """sha1 of the file's bytes (hashlib on the whole file as reference)."""
   write(tmp_path / "train.tsv", tsv(["sentence", "label"], ["good", "1"]))
-  processor = cp.make_processor("sst-2")
+  processor = cd.make_processor("sst-2")
   sha1 = hashlib.sha1((tmp_path / "train.tsv").read_bytes()).hexdigest()
   assert processor.source_signature(str(tmp_path), "train") == (
       f"train.tsv\tsha1 {sha1}")
@@ -366,7 +367,7 @@ def test_large_file_digest_is_streamed(tmp_path, monkeypatch):
     ("imdb", "test", True), ("yelp5", "test", True), ("tsv", "dev", True),
     ("tsv", "test", False)])
 def test_which_splits_carry_labels(task, split, labelled):
-  assert cp.make_processor(task).labelled(split) is labelled
+  assert cd.make_processor(task).labelled(split) is labelled
 
 
 ################################################################################
@@ -377,7 +378,7 @@ def test_user_tsv_columns_by_name(tmp_path):
                                     ["a", "first", "10"], ["b", "second", "2"],
                                     ["c", "third", "10"]))
   write(tmp_path / "test.tsv", tsv(["text_a"], ["unlabelled"]))
-  processor = cp.make_processor("tsv").resolve(str(tmp_path))
+  processor = cd.make_processor("tsv").resolve(str(tmp_path))
   assert processor.get_labels() == ["2", "10"]  # numbers sorted by value
   assert read("tsv", tmp_path, "train")[1] == ("1", "second", None, "2")
   assert read("tsv", tmp_path, "test") == [("0", "unlabelled", None, None)]
@@ -401,7 +402,7 @@ def test_user_regression_and_bad_values(tmp_path):
   write(tmp_path / "train.tsv", tsv(["text_a", "text_b", "label"],
                                     ["a", "b", "0.5"], ["c", "d", "x"]))
   options = dict(text_b_column="text_b", is_regression=True)
-  processor = cp.make_processor("tsv", **options)
+  processor = cd.make_processor("tsv", **options)
   assert processor.is_regression and processor.metrics[0] == "pearsonr"
   with pytest.raises(ValueError, match=r"train.tsv line 3: label 'x' is not "
                      r"a finite number"):
@@ -411,7 +412,7 @@ def test_user_regression_and_bad_values(tmp_path):
     read("tsv", tmp_path, "train", text_a_column="txt")
   with pytest.raises(ValueError, match="contains_header=False but columns "
                      "are given by name"):
-    cp.make_processor("tsv", contains_header=False)
+    cd.make_processor("tsv", contains_header=False)
 
 
 ################################################################################
@@ -420,7 +421,7 @@ def test_user_regression_and_bad_values(tmp_path):
 def test_unknown_task():
   with pytest.raises(ValueError, match=r"--task_name=glue: unknown task; "
                      r"expected one of .*sts-b.*tsv"):
-    cp.make_processor("glue")
+    cd.make_processor("glue")
 
 
 @pytest.mark.parametrize("task,missing", [

@@ -17,7 +17,9 @@ from absl import flags
 import pytest
 
 from tests import data_helpers
+from xlnet.finetuning import api
 from xlnet.finetuning import run_classifier
+from xlnet.flags import finetuning as finetune_flags
 
 pytestmark = pytest.mark.eager
 WORDS = ("the a man woman dog cat walked ran saw house park city river "
@@ -61,7 +63,7 @@ def dev_accuracy(root, train_rows, dev_rows):
       f"--train_steps={2 * len(train_rows) // 16}", "--warmup_steps=3",
       "--learning_rate=3e-3", "--iterations=100", "--dropout=0",
       "--dropatt=0", "--seed=1", "--shuffle_buffer=16"])
-  run_classifier.run(flag_values)
+  api.run_classifier(**finetune_flags.resolve_classifier(flag_values))
   line = (root / "model" / "eval_results.txt").read_text().splitlines()[0]
   return float(dict(kv.split("=", 1) for kv in line.split("\t")
                     if "=" in kv)["eval_accuracy"])

@@ -15,6 +15,8 @@ from tests.data_helpers import make_records
 from xlnet.training import checkpoint_io
 from xlnet.finetuning import finetune
 from xlnet.training import predictor as predictor_lib
+from xlnet.finetuning import config as finetune_config
+from xlnet.training import config as train_config
 
 pytestmark = pytest.mark.eager
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -145,12 +147,15 @@ def test_predict_returns_every_example_once_in_order(tmp_path, replicas,
     return tf.data.Dataset.from_tensor_slices(
         {"x": x, "id": np.arange(11)}).batch(params["batch_size"])
 
-  flags = type("F", (), dict(use_tpu=False, num_core_per_host=replicas,
-                             tpu=None))
+  run = finetune_config.EngineConfig(
+      checkpoint=train_config.CheckpointConfig(model_dir=str(tmp_path)),
+      layout=train_config.BatchLayout(train_batch_size=replicas,
+                                      num_core_per_host=replicas))
   strategy = (tf.distribute.get_strategy() if replicas == 1 else
               tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
-  monkeypatch.setattr(finetune, "strategy_for", lambda FLAGS: strategy)
-  out = finetune.predict(flags, prefix, input_fn, _scale_fn, 4 * replicas)
+  monkeypatch.setattr(finetune, "strategy_for",
+                      lambda device, num_core_per_host: strategy)
+  out = finetune.predict(run, prefix, input_fn, _scale_fn, 4 * replicas)
   np.testing.assert_array_equal(out["id"], np.arange(11))
   np.testing.assert_allclose(out["y"], x * [1., 2., 3.])
 

@@ -8,8 +8,10 @@ import pytest
 
 from tests import qa_fixtures
 from tests.data_helpers import train_tiny_spm
+from xlnet.finetuning import api
 from xlnet.finetuning import run_race
 from xlnet.finetuning import run_squad
+from xlnet.flags import finetuning as finetune_flags
 
 pytestmark = pytest.mark.eager
 
@@ -52,7 +54,7 @@ def test_squad_learns_the_word_after_a_cue(tmp_path, seed):
                                  {"data": _cue_squad(rng, 400, 0)})
   dev = qa_fixtures.write_json(tmp_path / "dev.json",
                                {"data": _cue_squad(rng, 60, 1000)})
-  metrics = run_squad.run(run_squad.parse_flags([
+  metrics = api.run_squad(**finetune_flags.resolve_squad(run_squad.parse_flags([
       "run_squad.py", f"--spiece_model_file={train_tiny_spm()}",
       f"--output_dir={tmp_path / 'proc'}", f"--model_dir={tmp_path / 'm'}",
       f"--model_config_path={_write_config(tmp_path)}",
@@ -60,7 +62,7 @@ def test_squad_learns_the_word_after_a_cue(tmp_path, seed):
       "--do_predict", "--max_seq_length=48", "--max_query_length=12",
       "--train_steps=200", "--train_batch_size=16", "--learning_rate=3e-3",
       "--dropout=0", "--dropatt=0", "--start_n_top=3", "--end_n_top=3",
-      f"--seed={seed}"]))
+      f"--seed={seed}"])))
   # A random span of ~15 words would score about 10.
   assert metrics["HasAns_f1"] > 80 and metrics["best_f1"] > 80, metrics
 
@@ -93,13 +95,13 @@ def test_race_beats_chance_on_a_four_choice_task(tmp_path, seed):
   data_dir = qa_fixtures.write_race_dir(
       tmp_path / "RACE", dict(_cue_race(rng, "train", 800),
                               **_cue_race(rng, "dev", 100)))
-  metrics = run_race.run(run_race.parse_flags([
+  metrics = api.run_race(**finetune_flags.resolve_race(run_race.parse_flags([
       "run_race.py", f"--data_dir={data_dir}",
       f"--spiece_model_file={train_tiny_spm()}",
       f"--output_dir={tmp_path / 'proc'}", f"--model_dir={tmp_path / 'm'}",
       f"--model_config_path={_write_config(tmp_path)}", "--do_train",
       "--do_eval", "--max_seq_length=32", "--max_qa_length=8",
       "--train_steps=1500", "--train_batch_size=8", "--learning_rate=1e-3",
-      "--warmup_steps=150", "--dropout=0", "--dropatt=0", f"--seed={seed}"]))
+      "--warmup_steps=150", "--dropout=0", "--dropatt=0", f"--seed={seed}"])))
   assert metrics["num_examples"] == 100
   assert metrics["accuracy"] > 0.5, metrics  # chance: 0.25

@@ -157,13 +157,14 @@ def test_race_head_matches_numpy(tmp_path):
   segment_ids = np.tile([4, 0, 0, 1, 1, 2], [bsz, 4]).astype(np.int32)
   input_mask = (segment_ids == 4).astype(np.float32)
   labels = np.array([3, 1], np.int32)
-  flags = qa_fixtures.tiny_flags(tmp_path)
+  model = qa_fixtures.tiny_model(tmp_path)
   with tf.Graph().as_default():
     feats = dict(input_ids=tf.constant(input_ids),
                  segment_ids=tf.constant(segment_ids),
                  input_mask=tf.constant(input_mask),
                  label_ids=tf.constant(labels))
-    logits = race_heads.get_race_logits(flags, feats, is_training=False)
+    logits = race_heads.get_race_logits(
+        model.xlnet_config, model.run_config(is_training=False), feats)
     loss = race_heads.race_loss(logits, feats["label_ids"])
     variables = {v.op.name: v.shape.as_list()
                  for v in tf.compat.v1.global_variables()}

@@ -1,6 +1,7 @@
 """reproduce.py: the paper's settings in its commands, the PNG chart, the
 progress text, and whole tables on tiny stand-in data (resumed after a
 SIGKILL)."""
+import dataclasses
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from tests import qa_fixtures
 from xlnet.finetuning import paper_settings
 from xlnet.finetuning import png_chart
 from xlnet.finetuning import reproduce
+from xlnet.flags import finetuning as finetune_flags
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
@@ -81,7 +83,7 @@ def _dry_run(capsys, args):
   flag_values = flags.FlagValues()
   reproduce.define_flags(flag_values)
   flag_values(["reproduce.py", "--dry_run"] + args)
-  reproduce.run(flag_values)
+  reproduce.run(finetune_flags.resolve_reproduce(flag_values))
   return capsys.readouterr().out.strip().split("\n")
 
 
@@ -137,17 +139,18 @@ def test_a_result_of_other_settings_is_refused(tmp_path):
   reproduce.define_flags(flag_values)
   flag_values(["reproduce.py", "--table=glue", "--data_root=/data",
                f"--work_dir={tmp_path}"] + _model_args("/m"))
+  settings = finetune_flags.resolve_reproduce(flag_values)
   task = paper_settings.select("glue", ["rte"])[0]
-  command = reproduce.task_command(task, "/data/RTE", flag_values)
+  command = reproduce.task_command(task, "/data/RTE", settings)
   os.makedirs(tmp_path / "rte")
   row = {"task": "rte", "status": "done"}
   with open(tmp_path / "rte" / "result.json", "w") as f:
     json.dump({"row": row, "command": command}, f)
-  assert reproduce.finished_row(task, command, flag_values) == row
-  flag_values.train_steps = 5
-  other = reproduce.task_command(task, "/data/RTE", flag_values)
+  assert reproduce.finished_row(task, command, settings) == row
+  settings = dataclasses.replace(settings, train_steps=5)
+  other = reproduce.task_command(task, "/data/RTE", settings)
   with pytest.raises(ValueError, match="made with other settings"):
-    reproduce.finished_row(task, other, flag_values)
+    reproduce.finished_row(task, other, settings)
 
 
 def test_dry_run_lists_every_task_of_the_table(tmp_path):

@@ -19,7 +19,12 @@ import tensorflow as tf
 
 from tests import classifier_fixtures as fx
 from tests import data_helpers
+from xlnet.finetuning import api
+from xlnet.finetuning import checkpoint_eval
+from xlnet.finetuning import classifier_task
+from xlnet.finetuning import finetune
 from xlnet.finetuning import run_classifier
+from xlnet.flags import finetuning as finetune_flags
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # A model config whose vocabulary covers the tiny SentencePiece model.
@@ -32,6 +37,11 @@ def parse(argv):
   run_classifier.define_flags(flag_values)
   flag_values(["run_classifier.py"] + list(argv))
   return flag_values
+
+
+def run(flag_values):
+  """What run_classifier.py's main does with parsed flags."""
+  return api.run_classifier(**finetune_flags.resolve_classifier(flag_values))
 
 
 def released_model_dir(root):
@@ -99,20 +109,23 @@ class FakeEngine:
     self.trained = []
     self.inferred = []
 
-  def train(self, FLAGS, input_fn, head_fn):  # pylint: disable=invalid-name
+  def train(self, engine, input_fn, head_fn):
+    # The batch as its flag says (global with --use_tpu, else per GPU).
+    batch_size = finetune.batch_layout_record(
+        engine.layout, engine.device.use_tpu)["train_batch_size"]
     with tf.Graph().as_default():
       batch = tf.compat.v1.data.make_one_shot_iterator(
-          input_fn({"batch_size": FLAGS.train_batch_size})).get_next()
+          input_fn({"batch_size": batch_size})).get_next()
       outputs = head_fn(batch, True)
       with tf.compat.v1.Session() as sess:
         sess.run(tf.compat.v1.global_variables_initializer())
         loss, ids = sess.run([outputs["total_loss"], batch["input_ids"]])
     assert np.isfinite(loss)
-    self.trained.append((FLAGS.train_batch_size, ids.shape))
-    fake_checkpoints(FLAGS.model_dir, self.steps)
+    self.trained.append((batch_size, ids.shape))
+    fake_checkpoints(engine.model_dir, self.steps)
 
-  def run_inference(self, FLAGS, checkpoint, input_fn, head_fn, batch_size):  # pylint: disable=invalid-name
-    del FLAGS, head_fn
+  def run_inference(self, engine, checkpoint, input_fn, head_fn, batch_size):
+    del engine, head_fn
     with tf.Graph().as_default():
       batch = tf.compat.v1.data.make_one_shot_iterator(
           input_fn({"batch_size": batch_size})).get_next()
@@ -142,8 +155,8 @@ class FakeEngine:
 @pytest.fixture(name="engine")
 def fixture_engine(monkeypatch):
   engine = FakeEngine()
-  monkeypatch.setattr(run_classifier, "train", engine.train)
-  monkeypatch.setattr(run_classifier, "run_inference", engine.run_inference)
+  monkeypatch.setattr(classifier_task, "train", engine.train)
+  monkeypatch.setattr(classifier_task, "run_inference", engine.run_inference)
   return engine
 
 
@@ -175,7 +188,7 @@ def test_readme_stsb_gpu_commands(tmp_path, engine, monkeypatch):
             "--uncased=False", f"--spiece_model_file={large}/spiece.model",
             f"--model_config_path={large}/xlnet_config.json",
             "--max_seq_length=128", "--num_hosts=1", "--is_regression=True"]
-  run_classifier.run(parse([
+  run(parse([
       "--do_train=True", "--do_eval=False", *common,
       f"--init_checkpoint={large}/xlnet_model.ckpt", "--train_batch_size=8",
       "--num_core_per_host=4", "--learning_rate=5e-5", "--train_steps=1200",
@@ -185,7 +198,7 @@ def test_readme_stsb_gpu_commands(tmp_path, engine, monkeypatch):
   assert [r.split(".")[:3] for r in records if r.endswith("tf_record")] == [
       ["sts-b", "train", "len-128"]]
 
-  run_classifier.run(parse([
+  run(parse([
       "--do_train=False", "--do_eval=True", *common, "--eval_batch_size=8",
       "--num_core_per_host=1", "--eval_all_ckpt=True"]))
   assert [os.path.basename(c) for c in engine.inferred] == [
@@ -204,7 +217,7 @@ def test_readme_imdb_tpu_command(tmp_path, engine):
   large = released_model_dir(str(tmp_path))
   imdb = imdb_dir(str(tmp_path))
   gs_root = str(tmp_path / "bucket")
-  run_classifier.run(parse([
+  run(parse([
       "--use_tpu=True", "--tpu=my-tpu", "--do_train=True", "--do_eval=True",
       "--eval_all_ckpt=True", "--task_name=imdb", f"--data_dir={imdb}",
       f"--output_dir={gs_root}/proc_data/imdb",
@@ -248,7 +261,7 @@ def test_predict_labels_the_eval_split_dev_by_default(tmp_path, engine):
   large = released_model_dir(str(tmp_path))
   glue = stsb_dir(str(tmp_path), n=5)
   fake_checkpoints(str(tmp_path / "exp"), engine.steps)
-  run_classifier.run(parse(predict_args(tmp_path, large, glue)))
+  run(parse(predict_args(tmp_path, large, glue)))
   assert engine.inferred == [f"{tmp_path}/exp/model.ckpt-1200"]
   # The stand-in predicts the dev scores 0, 1.25, ..., 5 (exact in float32);
   # the 3 fake examples that padded the second batch are not written.
@@ -259,7 +272,7 @@ def test_predict_labels_the_eval_split_dev_by_default(tmp_path, engine):
   assert ids == ["index\tid"] + [f"{i}\t{i}" for i in range(5)]
 
   # --eval_split=test: the unlabelled test rows (score 0 in the records).
-  run_classifier.run(parse(predict_args(tmp_path, large, glue,
+  run(parse(predict_args(tmp_path, large, glue,
                                         "--eval_split=test")))
   tsv, logits, _ = read_predictions(tmp_path / "pred", "sts-b")
   assert tsv == ["index\tprediction"] + [f"{i}\t0.0" for i in range(5)]
@@ -273,7 +286,7 @@ def test_evaluating_an_unlabelled_test_split_is_a_one_line_error(tmp_path,
   fake_checkpoints(str(tmp_path / "exp"), engine.steps)
   with pytest.raises(ValueError, match=r"^--do_eval with --eval_split=test: "
                      r"the test split of --task_name=sts-b has no labels"):
-    run_classifier.run(parse(predict_args(tmp_path, large, glue, "--do_eval",
+    run(parse(predict_args(tmp_path, large, glue, "--do_eval",
                                           "--eval_split=test")))
   assert engine.inferred == [] and not os.path.exists(tmp_path / "proc")
 
@@ -283,7 +296,7 @@ def test_prediction_files_have_the_release_format(tmp_path):
   `index<TAB>prediction` lines (running index, label by the logit gap for
   two classes, argmax otherwise, the float as Python prints it for
   regression) and `json.dump(logits, indent=4)`."""
-  write = run_classifier.write_predictions
+  write = classifier_task.write_predictions
   paths = write(str(tmp_path), "rte", ["a/1", "b/2", "c/3"],
                 np.array([[0.5, -1.0], [0.0, 0.25], [1.0, 1.5]], np.float32),
                 ["entailment", "not_entailment"], threshold=0.3)
@@ -321,7 +334,7 @@ def test_prediction_files_have_the_release_format(tmp_path):
 ################################################################################
 def test_eval_results_file_keeps_every_checkpoint_and_the_best(tmp_path):
   path = str(tmp_path / "eval_results.txt")
-  update = run_classifier.update_eval_results
+  update = checkpoint_eval.update_eval_results
   update(path, "cola", "dev", "/m/model.ckpt-200", {"eval_mcc": 0.3,
                                                     "eval_accuracy": 0.9},
          "eval_mcc")
@@ -352,8 +365,8 @@ def test_eval_results_file_keeps_every_checkpoint_and_the_best(tmp_path):
 
 
 def test_scalar_summaries_are_readable_event_files(tmp_path):
-  run_classifier.write_scalar_summaries(str(tmp_path), 7, {"eval_loss": 0.5})
-  run_classifier.write_scalar_summaries(str(tmp_path), 9, {"eval_loss": 0.25})
+  classifier_task.write_scalar_summaries(str(tmp_path), 7, {"eval_loss": 0.5})
+  classifier_task.write_scalar_summaries(str(tmp_path), 9, {"eval_loss": 0.25})
   assert event_scalars(str(tmp_path)) == {("eval_loss", 7): 0.5,
                                           ("eval_loss", 9): 0.25}
 
@@ -361,25 +374,26 @@ def test_scalar_summaries_are_readable_event_files(tmp_path):
 def test_predicted_labels_and_threshold():
   logits = np.array([[0.0, 1.0], [0.5, 0.0], [0.0, 0.3]])
   labels = ["neg", "pos"]
-  assert run_classifier.predicted_labels(logits, labels) == [
+  assert classifier_task.predicted_labels(logits, labels) == [
       "pos", "neg", "pos"]
   # The second label needs a logit lead above the threshold.
-  assert run_classifier.predicted_labels(logits, labels, 0.5) == [
+  assert classifier_task.predicted_labels(logits, labels, 0.5) == [
       "pos", "neg", "neg"]
-  assert run_classifier.predicted_labels(np.array([[0.0, 0.0]]), labels) == [
+  assert classifier_task.predicted_labels(np.array([[0.0, 0.0]]), labels) == [
       "neg"]
   three = np.array([[0.0, 2.0, 1.0], [3.0, 2.0, 1.0]])
-  assert run_classifier.predicted_labels(three, ["a", "b", "c"]) == ["b", "a"]
-  assert run_classifier.predicted_labels(np.array([1.5, -2.0]), None) == [
+  assert classifier_task.predicted_labels(three, ["a", "b", "c"]) == ["b", "a"]
+  assert classifier_task.predicted_labels(np.array([1.5, -2.0]), None) == [
       1.5, -2.0]
 
 
 def test_checkpoints_sorted_by_step(tmp_path):
   for name in ("model.ckpt-1000", "model.ckpt-500", "model.ckpt-1500"):
     open(tmp_path / f"{name}.index", "w").close()
-  assert [os.path.basename(p) for p in run_classifier.list_checkpoints(
-      str(tmp_path))] == ["model.ckpt-500", "model.ckpt-1000",
-                          "model.ckpt-1500"]
+  prefixes = checkpoint_eval.checkpoints_to_evaluate(str(tmp_path),
+                                                     eval_all_ckpt=True)
+  assert [os.path.basename(p) for p in prefixes] == [
+      "model.ckpt-500", "model.ckpt-1000", "model.ckpt-1500"]
 
 
 ################################################################################
@@ -457,13 +471,13 @@ def test_bad_input_one_line_errors(setup, engine, overrides, message):
   overrides = {k: v.format(**paths) if isinstance(v, str) else v
                for k, v in overrides.items()}
   with pytest.raises(ValueError, match=message) as info:
-    run_classifier.run(parse(base_args(setup, **overrides)))
+    run(parse(base_args(setup, **overrides)))
   assert "\n" not in str(info.value)
 
 
 def test_a_checkpoint_without_the_head_is_accepted(setup, engine):
   # The released checkpoint has no pooler and no head: they are new.
-  run_classifier.run(parse(base_args(setup)))
+  run(parse(base_args(setup)))
   assert engine.trained
 
 

@@ -11,9 +11,11 @@ from tests.data_helpers import train_tiny_spm
 from tests.finetuning.test_run_squad import _script_commands
 from xlnet.data import prepro_utils
 from xlnet.finetuning import qa_records
-from xlnet import race_heads
+from xlnet.finetuning import api
+from xlnet.finetuning import race_task
 from xlnet.finetuning import race_utils
 from xlnet.finetuning import run_race
+from xlnet.flags import finetuning as finetune_flags
 
 WORDS = ["the", "school", "teacher", "said", "Botchan", "river", "over",
          "a", "man", "went", "home", "quickly", "and", "slept"]
@@ -47,18 +49,28 @@ def race(tmp_path):
           f"--model_config_path={qa_fixtures.write_tiny_config(tmp_path)}",
           "--max_seq_length=24", "--max_qa_length=8", "--dropout=0",
           "--dropatt=0"]
-  return lambda *extra: run_race.parse_flags(base + list(extra))
+  # The keyword arguments of api.run_race for these flags.
+  return lambda *extra: finetune_flags.resolve_race(
+      run_race.parse_flags(base + list(extra)))
+
+
+def _session_predict(task, model, engine, input_fn):
+  """`race_task.predict` in a session (latest checkpoint, or fresh
+  variables)."""
+  return qa_fixtures.session_predict(
+      lambda task, model: race_task.outputs_fn(model))(task, model, engine,
+                                                       input_fn)
 
 
 def test_train_input_and_eval_with_a_stand_in_engine(race, tmp_path,
                                                      monkeypatch):
   captured = {}
-  monkeypatch.setattr(run_race, "train",
-                      lambda FLAGS, input_fn: captured.update(fn=input_fn))
-  monkeypatch.setattr(run_race, "predict", qa_fixtures.session_predict(
-      race_heads.get_race_predictions))
+  monkeypatch.setattr(race_task, "train",
+                      lambda model, engine, input_fn: captured.update(
+                          fn=input_fn))
+  monkeypatch.setattr(race_task, "predict", _session_predict)
   flags = race("--do_train", "--do_eval", "--seed=7")
-  metrics = run_race.run(flags)
+  metrics = api.run_race(**flags)
   assert metrics["num_middle"] == 4 and metrics["num_high"] == 6
   assert metrics["num_examples"] == 10
   assert 0 <= metrics["accuracy"] <= 1
@@ -66,7 +78,8 @@ def test_train_input_and_eval_with_a_stand_in_engine(race, tmp_path,
     assert json.load(f) == metrics
 
   features, loss = qa_fixtures.first_batch(
-      captured["fn"], 2, lambda f: race_heads.get_race_loss(flags, f)[0])
+      captured["fn"], 2, lambda f: race_task.loss_fn(flags["model"])(
+          f, True))
   assert features["input_ids"].shape == (2, 4 * 24)
   assert features["input_mask"].dtype == np.float32
   assert features["label_ids"].shape == (2,)
@@ -81,7 +94,7 @@ def test_train_input_and_eval_with_a_stand_in_engine(race, tmp_path,
                    "spiece-1000.len-24.qa-8.middle-high.train.seed-7.tf_record"]
   os.utime(tmp_path / "proc" / names[1], ns=(1, 1))
   os.utime(tmp_path / "proc" / names[0], ns=(1, 1))
-  run_race.run(flags)
+  api.run_race(**flags)
   assert os.stat(tmp_path / "proc" / names[1]).st_mtime_ns == 1
   assert os.stat(tmp_path / "proc" / names[0]).st_mtime_ns != 1
 
@@ -89,22 +102,22 @@ def test_train_input_and_eval_with_a_stand_in_engine(race, tmp_path,
 def test_training_order_follows_the_seed(race):
   sp_model = prepro_utils.load_sp_model(train_tiny_spm(), "spiece_model_file")
   flags = race("--do_train")
-  _, dev_path = run_race.prepro(flags, sp_model, "dev")
+  _, dev_path = race_task.prepro(flags["task"], sp_model, "dev")
   # The ids of the train split's questions, in file order.
   articles, examples = race_utils.read_race_examples(
-      flags.data_dir, "train", race_utils.LEVELS)
+      flags["task"].data_dir, "train", race_utils.LEVELS)
   converter = race_utils.FeatureConverter(sp_model, articles, 24, 8, False)
   unshuffled = [converter.convert(e)["input_ids"][0].tolist()
                 for e in examples]
   orders = {}
   for seed in (1, 2):
-    _, path = run_race.prepro(race("--do_train", f"--seed={seed}"), sp_model,
-                              "train")
+    task = race("--do_train", f"--seed={seed}")["task"]
+    _, path = race_task.prepro(task, sp_model, "train")
     assert path.endswith(f".train.seed-{seed}.tf_record")
     with open(path, "rb") as f:
       first = f.read()
     os.remove(path)
-    run_race.prepro(race("--do_train", f"--seed={seed}"), sp_model, "train")
+    race_task.prepro(task, sp_model, "train")
     with open(path, "rb") as f:
       assert f.read() == first  # same seed, same bits
     written = [r["input_ids"][1] for r in qa_fixtures.read_records(path)]
@@ -121,7 +134,7 @@ def test_records_have_the_release_format_and_old_ones_still_read(race,
                                                                  tmp_path):
   sp_model = prepro_utils.load_sp_model(train_tiny_spm(), "spiece_model_file")
   flags = race("--do_eval")
-  _, path = run_race.prepro(flags, sp_model, "dev")
+  _, path = race_task.prepro(flags["task"], sp_model, "dev")
   records = qa_fixtures.read_records(path)
   assert len(records) == 10
   for record in records:
@@ -141,7 +154,7 @@ def test_records_have_the_release_format_and_old_ones_still_read(race,
   qa_fixtures.write_protobuf_records(old, [
       dict({k: v for k, v in r.items() if k != "is_real_example"},
            example_index=[i]) for i, r in enumerate(values)])
-  spec = race_utils.feature_spec(flags.max_seq_length)
+  spec = race_utils.feature_spec(flags["task"].max_seq_length)
   ours, *others = [qa_fixtures.all_batches(qa_records.make_input_fn(
       [str(p)], spec, is_training=False, drop_remainder=False))
                    for p in (path, release, old)]
@@ -160,18 +173,17 @@ def test_records_have_the_release_format_and_old_ones_still_read(race,
 def test_training_uses_the_releases_records_when_ours_are_missing(race):
   sp_model = prepro_utils.load_sp_model(train_tiny_spm(), "spiece_model_file")
   flags = race("--do_train")
-  _, ours = run_race.prepro(flags, sp_model, "train")
-  release = os.path.join(flags.output_dir,
+  _, ours = race_task.prepro(flags["task"], sp_model, "train")
+  release = os.path.join(flags["task"].output_dir,
                          "spiece-1000.model.len-24.train.tf_record")
   os.rename(ours, release)
-  _, path = run_race.prepro(flags, sp_model, "train")
+  _, path = race_task.prepro(flags["task"], sp_model, "train")
   assert path == release and not os.path.exists(ours)
 
 
 def test_levels_select_the_files(race, monkeypatch):
-  monkeypatch.setattr(run_race, "predict", qa_fixtures.session_predict(
-      race_heads.get_race_predictions))
-  metrics = run_race.run(race("--do_eval", "--high_only"))
+  monkeypatch.setattr(race_task, "predict", _session_predict)
+  metrics = api.run_race(**race("--do_eval", "--high_only"))
   assert metrics["num_examples"] == 6 and "num_middle" not in metrics
 
 
@@ -185,7 +197,7 @@ def test_levels_select_the_files(race, monkeypatch):
 ])
 def test_bad_flags_name_the_flag(race, extra, match):
   with pytest.raises(ValueError, match=match):
-    run_race.run(race(*extra))
+    api.run_race(**race(*extra))
 
 
 def test_release_scripts_parse_with_the_papers_settings(tmp_path):

@@ -15,9 +15,15 @@ import tensorflow as tf
 from tests import qa_fixtures
 from tests.data_helpers import REPO_ROOT
 from tests.data_helpers import train_tiny_spm
+from xlnet.data import prepro_utils
+from xlnet.finetuning import api
+from xlnet.finetuning import qa_records
 from xlnet.finetuning import run_squad
-from xlnet import squad_heads
+from xlnet.finetuning import squad_predictions
+from xlnet.finetuning import squad_task
 from xlnet.finetuning import squad_utils
+from xlnet.flags import finetuning as finetune_flags
+from xlnet.training.config import DEFAULT_SEED
 
 SMALL = ["--max_seq_length=48", "--max_query_length=8", "--doc_stride=12",
          "--max_answer_length=10", "--start_n_top=3", "--end_n_top=2",
@@ -38,7 +44,9 @@ def squad(tmp_path):
           "--seed=3"] + SMALL
 
   def flags(*extra):
-    return run_squad.parse_flags(base + list(extra))
+    """The keyword arguments of api.run_squad for these flags."""
+    return finetune_flags.resolve_squad(
+        run_squad.parse_flags(base + list(extra)))
 
   return dict(flags=flags, argv=base, data=data, train=train, dev=dev,
               tmp=tmp_path)
@@ -50,7 +58,7 @@ def _count_records(path):
 
 def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
   for proc_id in (0, 1):
-    run_squad.run(squad["flags"]("--do_prepro", "--num_proc=2",
+    api.run_squad(**squad["flags"]("--do_prepro", "--num_proc=2",
                                  f"--proc_id={proc_id}"))
   proc = squad["tmp"] / "proc"
   paths = sorted(glob.glob(str(proc / "*")))
@@ -58,22 +66,24 @@ def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
       f"train-v2.0.spiece-1000.slen-48.qlen-8.stride-12.train-{i}-of-2"
       ".seed-3.tf_record" for i in range(2)]
   # Together the shards hold every window of every question, once.
-  flags = squad["flags"]()
+  flags = squad["flags"]("--do_prepro")
   paragraphs, examples, _ = squad_utils.read_squad_examples(squad["train"],
                                                             True)
   converter = squad_utils.FeatureConverter(
-      run_squad.prepro_utils.load_sp_model(flags.spiece_model_file),
+      prepro_utils.load_sp_model(flags["task"].spiece_model_file),
       paragraphs, 48, 8, 12, False, is_training=True)
   want = sum(len(f["input_ids"]) for f in converter.iter_features(examples))
   assert sum(_count_records(p) for p in paths) == want
 
   captured = {}
-  monkeypatch.setattr(run_squad, "train",
-                      lambda FLAGS, input_fn: captured.update(fn=input_fn))
+  monkeypatch.setattr(squad_task, "train",
+                      lambda model, engine, input_fn: captured.update(
+                          fn=input_fn))
   flags = squad["flags"]("--do_train", "--num_proc=2")
-  run_squad.run(flags)
+  api.run_squad(**flags)
   features, loss = qa_fixtures.first_batch(
-      captured["fn"], 4, lambda f: squad_heads.get_qa_loss(flags, f)[0])
+      captured["fn"], 4, lambda f: squad_task.loss_fn(flags["model"])(
+          f, True))
   assert features["input_ids"].shape == (4, 48)
   assert features["input_ids"].dtype == np.int32
   assert features["p_mask"].dtype == np.float32
@@ -87,17 +97,18 @@ def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
   os.remove(paths[1])
   with pytest.raises(ValueError, match=r"training records of shard\(s\) "
                      r"\[1\] of --num_proc=2 are missing"):
-    run_squad.run(flags)
+    api.run_squad(**flags)
 
 
 def test_training_writes_missing_records_itself(squad, monkeypatch):
-  monkeypatch.setattr(run_squad, "train", lambda FLAGS, input_fn: None)
-  run_squad.run(squad["flags"]("--do_train"))
+  monkeypatch.setattr(squad_task, "train",
+                      lambda model, engine, input_fn: None)
+  api.run_squad(**squad["flags"]("--do_train"))
   (path,) = glob.glob(str(squad["tmp"] / "proc" / "*.tf_record"))
   assert path.endswith(".train-0-of-1.seed-3.tf_record")
   assert _count_records(path)
   # The options that change the targets are part of the name.
-  run_squad.run(squad["flags"]("--do_train", "--trim_answer_whitespace",
+  api.run_squad(**squad["flags"]("--do_train", "--trim_answer_whitespace",
                                "--keep_unaligned"))
   assert os.path.exists(path.replace(".seed-3.",
                                      ".seed-3.trim.keep-unaligned."))
@@ -111,8 +122,8 @@ RELEASE_INTS = ("unique_ids", "input_ids", "segment_ids", "cls_index",
 
 
 def test_training_order_follows_the_seed(squad):
-  flags = squad["flags"]()
-  sp_model = run_squad.prepro_utils.load_sp_model(flags.spiece_model_file)
+  flags = squad["flags"]("--do_prepro")
+  sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file)
   paragraphs, examples, _ = squad_utils.read_squad_examples(squad["train"],
                                                             True)
   converter = squad_utils.FeatureConverter(sp_model, paragraphs, 48, 8, 12,
@@ -124,13 +135,13 @@ def test_training_order_follows_the_seed(squad):
   assert 0 < sum(not g for g in groups) < len(groups) / 4
   orders = {}
   for seed in (1, 2):
-    flags = squad["flags"](f"--seed={seed}")
-    path = run_squad.prepro_train_shard(flags, sp_model, 0, 1)
+    flags = squad["flags"]("--do_prepro", f"--seed={seed}")
+    path = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1)
     assert path.endswith(f".train-0-of-1.seed-{seed}.tf_record")
     with open(path, "rb") as f:
       first = f.read()
     os.remove(path)
-    run_squad.prepro_train_shard(flags, sp_model, 0, 1)
+    squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1)
     with open(path, "rb") as f:
       assert f.read() == first  # same seed, same bits
     written = [r["input_ids"][1] for r in qa_fixtures.read_records(path)]
@@ -139,14 +150,14 @@ def test_training_order_follows_the_seed(squad):
     assert written == [row for i in order for row in groups[i]]
     orders[seed] = order.tolist()
   assert orders[1] != orders[2]
-  # An unset --seed keeps the fixed order seed of earlier versions.
-  assert run_squad.qa_records.order_seed(None) == 100
+  # Without --seed the order seed is --seed's default, DEFAULT_SEED.
+  assert run_squad.parse_flags(["run_squad.py"]).seed == DEFAULT_SEED == 1
 
 
 def test_records_have_the_release_format_and_old_ones_still_read(squad):
-  flags = squad["flags"]()
-  sp_model = run_squad.prepro_utils.load_sp_model(flags.spiece_model_file)
-  path = run_squad.prepro_train_shard(flags, sp_model, 0, 1)
+  flags = squad["flags"]("--do_prepro")
+  sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file)
+  path = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1)
   records = qa_fixtures.read_records(path)
   for record in records:
     assert {k: kind for k, (kind, _) in record.items()} == dict(
@@ -160,7 +171,7 @@ def test_records_have_the_release_format_and_old_ones_still_read(squad):
   old = squad["tmp"] / "old.tf_record"  # earlier versions: all int64
   qa_fixtures.write_protobuf_records(old, values)
   spec = squad_utils.feature_spec(48, is_training=True)
-  ours, *others = [qa_fixtures.all_batches(run_squad.qa_records.make_input_fn(
+  ours, *others = [qa_fixtures.all_batches(qa_records.make_input_fn(
       [str(p)], spec, is_training=False, drop_remainder=False))
                    for p in (path, release, old)]
   assert ours["p_mask"].dtype == ours["is_impossible"].dtype == np.float32
@@ -174,8 +185,8 @@ def test_records_have_the_release_format_and_old_ones_still_read(squad):
 
 def test_training_uses_the_releases_records_when_ours_are_missing(squad):
   flags = squad["flags"]("--do_train")
-  sp_model = run_squad.prepro_utils.load_sp_model(flags.spiece_model_file)
-  ours = run_squad.prepro_train_shard(flags, sp_model, 0, 1)
+  sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file)
+  ours = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1)
   values = [{k: v for k, (_, v) in r.items()}
             for r in qa_fixtures.read_records(ours)]
   os.remove(ours)
@@ -185,9 +196,9 @@ def test_training_uses_the_releases_records_when_ours_are_missing(squad):
              for i in range(2)]
   for i, path in enumerate(release):
     qa_fixtures.write_protobuf_records(path, values[i::2], RELEASE_FLOATS)
-  assert run_squad.train_record_paths(flags, sp_model) == release
+  assert squad_task.train_record_paths(flags["task"], sp_model) == release
   assert not os.path.exists(ours)
-  got = qa_fixtures.all_batches(run_squad.qa_records.make_input_fn(
+  got = qa_fixtures.all_batches(qa_records.make_input_fn(
       release, squad_utils.feature_spec(48, True), False, False))
   assert sorted(got["unique_ids"].tolist()) == list(range(len(values)))
 
@@ -196,7 +207,7 @@ def test_float_features_equal_protobuf_bytes():
   features = {"ids": np.array([[5, 300], [0, 1]]),
               "mask": np.array([[1.0, 0.0], [0.5, -2.25]], np.float32)}
   for i, raw in enumerate(
-      run_squad.qa_records.example_proto.serialize_examples(features)):
+      qa_records.example_proto.serialize_examples(features)):
     expected = tf.train.Example(features=tf.train.Features(feature={
         "ids": tf.train.Feature(int64_list=tf.train.Int64List(
             value=features["ids"][i].tolist())),
@@ -209,33 +220,34 @@ def test_float_features_equal_protobuf_bytes():
 def test_training_runs_on_the_engine_and_resumes(squad):
   """Two real steps write model.ckpt-2 (heads under the release's root
   scopes); a rerun to step 3 resumes from it."""
-  run_squad.run(squad["flags"]("--do_train", "--train_steps=2"))
+  api.run_squad(**squad["flags"]("--do_train", "--train_steps=2"))
   model_dir = str(squad["tmp"] / "model")
   names = {n for n, _ in tf.train.list_variables(model_dir)}
   assert {"start_logits/dense/kernel", "end_logits/dense_0/kernel",
           "answer_class/dense_1/kernel", "global_step"} <= names
   assert "answer_class/dense_1/bias" not in names
-  run_squad.run(squad["flags"]("--do_train", "--train_steps=3"))
+  api.run_squad(**squad["flags"]("--do_train", "--train_steps=3"))
   assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-3")
 
 
 def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch,
                                                    caplog):
-  monkeypatch.setattr(run_squad, "predict", qa_fixtures.session_predict(
-      squad_heads.get_qa_predictions))
+  monkeypatch.setattr(squad_task, "predict", qa_fixtures.session_predict(
+      squad_task.outputs_fn))
   caplog.set_level("INFO")
   model_dir = squad["tmp"] / "model"
   model_dir.mkdir()
+  job = squad["flags"]("--do_predict")
   qa_fixtures.fresh_checkpoint(
-      squad["flags"](), squad_heads.get_qa_predictions,
+      squad_task.outputs_fn(job["task"], job["model"]),
       squad_utils.feature_spec(48, is_training=False),
       str(model_dir / "model.ckpt-1"))
   rules = []
-  real = squad_utils.get_predictions
-  monkeypatch.setattr(squad_utils, "get_predictions", lambda *a, **k: (
+  real = squad_predictions.get_predictions
+  monkeypatch.setattr(squad_predictions, "get_predictions", lambda *a, **k: (
       rules.append(k), real(*a, **k))[1])
   predict_dir = squad["tmp"] / "pred"
-  metrics = run_squad.run(squad["flags"]("--do_predict",
+  metrics = api.run_squad(**squad["flags"]("--do_predict",
                                          f"--predict_dir={predict_dir}",
                                          "--target_eval_key=has_ans_f1"))
   assert rules == [dict(answer_on_last_piece=False, skip_empty_answers=False)]
@@ -266,20 +278,20 @@ def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch,
     assert key in metrics
   assert metrics["total"] == len(contexts)
   assert not glob.glob(str(predict_dir / "*.tmp-*"))
-  run_squad.run(squad["flags"]("--do_predict", f"--predict_dir={predict_dir}",
+  api.run_squad(**squad["flags"]("--do_predict", f"--predict_dir={predict_dir}",
                                "--answer_on_last_piece",
                                "--skip_empty_answers"))
   assert rules[1] == dict(answer_on_last_piece=True, skip_empty_answers=True)
 
 
 def _stand_in_by_checkpoint(beams):
-  """A stand-in for `run_squad.predict` whose beams depend on the
+  """A stand-in for `squad_task.predict` whose beams depend on the
   checkpoint: `beams[checkpoint name][question word]` = (start, end,
   cls_logits), the question recognized by its first word's piece."""
   sp_model = spm.SentencePieceProcessor(model_file=train_tiny_spm())
 
-  def predict(FLAGS, input_fn, checkpoint):  # pylint: disable=invalid-name
-    del FLAGS
+  def predict(task, model, engine, input_fn, checkpoint):
+    del task, model, engine
     features = qa_fixtures.all_batches(input_fn)
     rows = []
     for i, uid in enumerate(features["unique_ids"]):
@@ -319,7 +331,7 @@ def test_every_checkpoint_is_rated_and_the_best_picked(squad, monkeypatch,
     (model_dir / f"model.ckpt-{step}.index").touch()
   (model_dir / "checkpoint").write_text(
       'model_checkpoint_path: "model.ckpt-2"\n')
-  monkeypatch.setattr(run_squad, "predict", _stand_in_by_checkpoint({
+  monkeypatch.setattr(squad_task, "predict", _stand_in_by_checkpoint({
       "model.ckpt-1": {"who": (1, 4, 5.0), "what": (1, 4, -5.0)},
       "model.ckpt-2": {"who": (1, 5, -5.0), "what": (1, 5, 5.0)}}))
   caplog.set_level("INFO")
@@ -328,7 +340,7 @@ def test_every_checkpoint_is_rated_and_the_best_picked(squad, monkeypatch,
   for key, best in (("has_ans_f1", "model.ckpt-1"),
                     ("best_f1", "model.ckpt-2")):
     predict_dir = squad["tmp"] / key
-    metrics = run_squad.run(squad["flags"](
+    metrics = api.run_squad(**squad["flags"](
         "--do_predict", f"--predict_file={dev}", "--eval_all_ckpt",
         f"--predict_dir={predict_dir}", f"--target_eval_key={key}"))
     # The prediction files are the latest checkpoint's.
@@ -353,7 +365,7 @@ def test_every_checkpoint_is_rated_and_the_best_picked(squad, monkeypatch,
             f"{model_dir / best}") in caplog.text
   # Without --eval_all_ckpt only the latest is evaluated.
   predict_dir = squad["tmp"] / "latest"
-  run_squad.run(squad["flags"]("--do_predict", f"--predict_file={dev}",
+  api.run_squad(**squad["flags"]("--do_predict", f"--predict_file={dev}",
                                f"--predict_dir={predict_dir}"))
   lines = (predict_dir / "eval_results.txt").read_text().splitlines()
   assert [(line.split("\t")[0], f"checkpoint={model_dir / 'model.ckpt-2'}"
@@ -381,7 +393,7 @@ def test_every_checkpoint_is_rated_and_the_best_picked(squad, monkeypatch,
 ])
 def test_bad_flags_name_the_flag(squad, extra, match):
   with pytest.raises(ValueError, match=match):
-    run_squad.run(squad["flags"](*extra))
+    api.run_squad(**squad["flags"](*extra))
 
 
 def test_command_line_errors_are_one_line(squad, tmp_path):

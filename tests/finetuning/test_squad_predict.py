@@ -6,6 +6,8 @@ import sentencepiece as spm
 from tests import qa_fixtures
 from tests.data_helpers import train_tiny_spm
 from xlnet.finetuning import squad_eval
+from xlnet.finetuning import squad_alignment
+from xlnet.finetuning import squad_predictions
 from xlnet.finetuning import squad_utils
 
 
@@ -24,11 +26,11 @@ def _hand_made_converter():
   converter = squad_utils.FeatureConverter(None, texts, 0, 0, 0, False,
                                            is_training=False)
   converter.tokenized = {
-      0: squad_utils.TokenizedParagraph(np.arange(5), np.array(
+      0: squad_alignment.TokenizedParagraph(np.arange(5), np.array(
           [0, 6, 11, 17, 23]), np.array([5, 10, 16, 22, 30])),
-      1: squad_utils.TokenizedParagraph(np.arange(3), np.array([0, 2, 2]),
+      1: squad_alignment.TokenizedParagraph(np.arange(3), np.array([0, 2, 2]),
                                         np.array([1, 2, 3])),
-      2: squad_utils.TokenizedParagraph(np.arange(1), np.array([0]),
+      2: squad_alignment.TokenizedParagraph(np.arange(1), np.array([0]),
                                         np.array([7]))}
   W = squad_utils.Window  # noqa: N806
   converter.windows = [
@@ -60,7 +62,7 @@ def test_nbest_hand_worked_with_our_earlier_rules():
       _result(3, -4.0, [0], [-0.1], [5], [-0.1]),
   ]
   # Our earlier rules (--answer_on_last_piece --skip_empty_answers).
-  preds, nbest, null = squad_utils.get_predictions(
+  preds, nbest, null = squad_predictions.get_predictions(
       examples, texts, converter, reversed(results), n_best_size=3,
       max_answer_length=2, answer_on_last_piece=True,
       skip_empty_answers=True)
@@ -85,7 +87,8 @@ def test_nbest_hand_worked_with_our_earlier_rules():
                               end_log_prob=-1e6, start_char=-1, end_char=-1,
                               probability=1.0)]
   with pytest.raises(ValueError, match="no result for 1 of 4 features"):
-    squad_utils.get_predictions(examples, texts, converter, results[:3], 3, 2)
+    squad_predictions.get_predictions(examples, texts, converter,
+                                      results[:3], 3, 2)
 
 
 @pytest.mark.parametrize("last_piece", [False, True])
@@ -109,7 +112,7 @@ def test_oracle_beam_gives_back_the_original_answers(tmp_path, last_piece):
     example = gold[examples[window.example_index].qas_id]
     span = None
     if not example.is_impossible:
-      span = squad_utils.char_span_to_pieces(
+      span = squad_alignment.char_span_to_pieces(
           converter.paragraph(example.paragraph_index), example.start_char,
           example.end_char)
     s, e = (-1, -1) if span is None else (span[0] - window.doc_start,
@@ -123,7 +126,7 @@ def test_oracle_beam_gives_back_the_original_answers(tmp_path, last_piece):
     results.append(_result(window.unique_id,
                            3.0 if example.is_impossible else -3.0, starts,
                            start_lps, ends, [0.0, -9.0, -9.0, -9.0]))
-  preds, _, null_odds = squad_utils.get_predictions(
+  preds, _, null_odds = squad_predictions.get_predictions(
       examples, paragraphs, converter, results, n_best_size=2,
       max_answer_length=30, answer_on_last_piece=last_piece)
   answerable = [q for q, e in gold.items() if not e.is_impossible]
@@ -170,7 +173,7 @@ def _release_rule_results():
 def test_nbest_hand_worked_with_the_releases_rules(last_piece, skip_empty,
                                                    want):
   texts, examples, converter = _hand_made_converter()
-  preds, nbest, _ = squad_utils.get_predictions(
+  preds, nbest, _ = squad_predictions.get_predictions(
       examples, texts, converter, _release_rule_results(), n_best_size=3,
       max_answer_length=2, answer_on_last_piece=last_piece,
       skip_empty_answers=skip_empty)
@@ -204,7 +207,7 @@ def test_questions_of_an_unaligned_paragraph_get_the_releases_answer(keep):
   # Every window: pieces 1..4, "ﬁﬁﬁﬁ" (▁ f if if if) and "river" (▁ r ive r).
   results = [_result(w.unique_id, 2.5, [1, 0], [-1.0, -2.0], [4] * 4,
                      [-1.0] * 4) for w in converter.windows]
-  preds, nbest, null_odds = squad_utils.get_predictions(
+  preds, nbest, null_odds = squad_predictions.get_predictions(
       examples, texts, converter, results, n_best_size=3,
       max_answer_length=5)
   answer = {"q0": "ﬁﬁﬁﬁ", "q1": "ﬁﬁﬁﬁ", "q2": "river"}

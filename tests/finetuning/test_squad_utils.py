@@ -13,6 +13,7 @@ import sentencepiece as spm
 from tests import qa_fixtures
 from tests.data_helpers import train_tiny_spm
 from xlnet.data import prepro_utils
+from xlnet.finetuning import squad_alignment
 from xlnet.finetuning import squad_utils
 
 U = prepro_utils.SPIECE_UNDERLINE
@@ -45,7 +46,7 @@ def _as_sp_text(text, lower):
 ])
 def test_every_piece_maps_to_the_characters_it_spells(sp_model, text, lower):
   pieces = _pieces(sp_model, text, lower)
-  starts, ends = squad_utils.align_pieces(text, pieces, lower)
+  starts, ends = squad_alignment.align_pieces(text, pieces, lower)
   assert len(starts) == len(pieces)
   assert all(np.diff(starts) >= 0) and all(ends >= starts)
   for piece, start, end in zip(pieces, starts, ends):
@@ -71,7 +72,7 @@ def test_normalized_view_is_what_sentencepiece_spells(sp_model, lower):
   ordinary text aligns in one pass (mismatches only take a slower path)."""
   text = ("  Café\tnaïve ``Zoë's'' e\u0301cole 東京タワー 😀  ﬁsh ① "
           "1999, 2,000\u00a0(note) \n Straße İstanbul x\u200dy ")
-  key, src_start, src_end = squad_utils._char_keys(text, lower)  # pylint: disable=protected-access
+  key, src_start, src_end = squad_alignment._char_keys(text, lower)  # pylint: disable=protected-access
   spelled = "".join(_pieces(sp_model, text, lower)).replace(U, " ").strip()
   assert key == spelled
   for k, c in enumerate(key):
@@ -81,17 +82,17 @@ def test_normalized_view_is_what_sentencepiece_spells(sp_model, lower):
 
 def test_char_span_to_pieces_and_back(sp_model):
   text = "Tokyo  (東京) hosted the 1964, Olympics."
-  paragraph = squad_utils.tokenize_paragraph(
-      sp_model, squad_utils.piece_vocab(sp_model), text, False)
+  paragraph = squad_alignment.tokenize_paragraph(
+      sp_model, squad_alignment.piece_vocab(sp_model), text, False)
   pieces = _pieces(sp_model, text, False)
   for answer in ["(東京)", "the 1964, Olympics", "Tokyo", "Olympics."]:
     start = text.index(answer)
-    first, last = squad_utils.char_span_to_pieces(paragraph, start,
+    first, last = squad_alignment.char_span_to_pieces(paragraph, start,
                                                   start + len(answer))
     assert "".join(pieces[first:last + 1]).replace(U, " ").strip() == answer
-    got, s, e = squad_utils.piece_span_text(text, paragraph, first, last)
+    got, s, e = squad_alignment.piece_span_text(text, paragraph, first, last)
     assert (got, s, e) == (answer, start, start + len(answer))
-  assert squad_utils.char_span_to_pieces(paragraph, 5, 7) is None  # spaces
+  assert squad_alignment.char_span_to_pieces(paragraph, 5, 7) is None  # spaces
 
 
 def test_doc_windows_and_max_context_hand_worked():
@@ -111,7 +112,7 @@ def test_doc_windows_and_max_context_hand_worked():
 
 
 def test_window_features_layout_hand_worked():
-  paragraph = squad_utils.TokenizedParagraph(
+  paragraph = squad_alignment.TokenizedParagraph(
       np.array([11, 12, 13, 14, 15], np.int32), None, None)
   feats = squad_utils.window_features(paragraph, [21, 22], [(1, 3)], 10)
   sep, cls = prepro_utils.SEP_ID, prepro_utils.CLS_ID
@@ -181,7 +182,7 @@ def test_features_of_a_tricky_set(sp_model, tmp_path, uncased):
       spelled = "".join(pieces[s + start:s + end + 1]).replace(U, " ").strip()
       assert spelled == _as_sp_text(answer, uncased)
       paragraph = train.paragraph(example.paragraph_index)
-      assert squad_utils.piece_span_text(text, paragraph, s + start,
+      assert squad_alignment.piece_span_text(text, paragraph, s + start,
                                          s + end)[0] == answer
       global_span.add((s + start, s + end))
     assert covered == set(range(len(pieces))) or not pieces
@@ -258,7 +259,7 @@ def test_missing_file_names_the_flag(tmp_path):
 def _hand_paragraph(spans):
   """TokenizedParagraph of hand-made pieces: spans = [(start, end)]."""
   starts, ends = zip(*spans)
-  return squad_utils.TokenizedParagraph(np.arange(len(spans)),
+  return squad_alignment.TokenizedParagraph(np.arange(len(spans)),
                                         np.array(starts), np.array(ends))
 
 
@@ -285,8 +286,8 @@ def test_gold_end_of_an_answer_ending_in_whitespace(spans, answer,
 
 
 def test_lcs_length_against_dynamic_programming():
-  assert squad_utils.lcs_length("ABCBDAB", "BDCABA") == 4
-  assert squad_utils.lcs_length("", "abc") == 0
+  assert squad_alignment.lcs_length("ABCBDAB", "BDCABA") == 4
+  assert squad_alignment.lcs_length("", "abc") == 0
   rng = np.random.default_rng(0)
   for _ in range(200):
     a = "".join(rng.choice(list("abc "), int(rng.integers(0, 12))))
@@ -296,7 +297,7 @@ def test_lcs_length_against_dynamic_programming():
       for j, y in enumerate(b):
         table[i + 1, j + 1] = (table[i, j] + 1 if x == y else
                                max(table[i, j + 1], table[i + 1, j]))
-    assert squad_utils.lcs_length(a, b) == table[-1, -1], (a, b)
+    assert squad_alignment.lcs_length(a, b) == table[-1, -1], (a, b)
 
 
 @pytest.mark.parametrize("text,pieces,aligned", [
@@ -310,7 +311,7 @@ def test_lcs_length_against_dynamic_programming():
     ("", [], False),
 ])
 def test_release_alignment_check_hand_worked(text, pieces, aligned):
-  assert squad_utils.release_aligns(text, pieces, lower=False) == aligned
+  assert squad_alignment.release_aligns(text, pieces, lower=False) == aligned
 
 
 def test_unaligned_paragraphs_are_dropped_unless_kept(sp_model, tmp_path):

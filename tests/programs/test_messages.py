@@ -5,7 +5,6 @@ import hashlib
 import glob
 import os
 import threading
-import types
 
 import numpy as np
 import pytest
@@ -14,7 +13,9 @@ from tests import classifier_fixtures
 from tests import data_helpers
 from xlnet.training import checkpoint_io
 from xlnet.data import record_writer
+from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import finetune
+from xlnet.training import config as train_config
 
 
 @pytest.mark.parametrize("make_dir", [False, True])
@@ -25,10 +26,10 @@ def test_predicting_before_training_says_train_first(tmp_path, make_dir):
   model_dir = tmp_path / "model"
   if make_dir:
     model_dir.mkdir()
-  flags = types.SimpleNamespace(model_dir=str(model_dir), use_tpu=False,
-                                num_core_per_host=1)
+  run = finetune_config.EngineConfig(
+      checkpoint=train_config.CheckpointConfig(model_dir=str(model_dir)))
   with pytest.raises(ValueError) as info:
-    finetune.predict_records(flags, None, None, 8)
+    finetune.predict_records(run, None, None, 8)
   assert str(info.value) == (
       f"checkpoint={model_dir}: directory {model_dir} holds no checkpoint; "
       "train first, or give a checkpoint prefix" if make_dir else

@@ -22,8 +22,7 @@ from tests.finetuning.test_run_race import race  # noqa: F401 (fixture)
 from tests.finetuning.test_run_squad import squad  # noqa: F401 (fixture)
 from tests import train_fixtures as fx
 from xlnet.training import run_lock
-from xlnet.finetuning import run_race
-from xlnet.finetuning import run_squad
+from xlnet.finetuning import api
 
 pytestmark = [pytest.mark.eager, pytest.mark.slow]
 
@@ -194,13 +193,13 @@ def test_qa_training_resumed_from_a_checkpoint_gives_the_same_bits(
   --seed)."""
   make_flags = (request.getfixturevalue("squad")["flags"] if task == "squad"
                 else request.getfixturevalue("race"))
-  run = run_squad.run if task == "squad" else run_race.run
+  run = api.run_squad if task == "squad" else api.run_race
   common = ["--do_train", "--train_steps=4", "--save_steps=2",
             "--dropout=0.1", "--dropatt=0.1",
             "--warmup_steps=1", "--learning_rate=1e-3"]
-  run(make_flags(*common, f"--model_dir={tmp_path / 'full'}"))
+  run(**make_flags(*common, f"--model_dir={tmp_path / 'full'}"))
   _as_killed_after(tmp_path / "full", tmp_path / "cut", 2)
-  run(make_flags(*common, f"--model_dir={tmp_path / 'cut'}"))
+  run(**make_flags(*common, f"--model_dir={tmp_path / 'cut'}"))
   _assert_same_bits(_checkpoint(tmp_path / "cut"),
                     _checkpoint(tmp_path / "full"))
   assert tf.train.latest_checkpoint(str(tmp_path / "cut")).endswith("-4")
@@ -213,11 +212,11 @@ def test_qa_same_command_twice_gives_the_same_bits(tmp_path, task, request):
   for bit; another --seed gives other weights."""
   make_flags = (request.getfixturevalue("squad")["flags"] if task == "squad"
                 else request.getfixturevalue("race"))
-  run = run_squad.run if task == "squad" else run_race.run
+  run = api.run_squad if task == "squad" else api.run_race
   common = ["--do_train", "--train_steps=2", "--dropout=0.1",
             "--dropatt=0.1", "--warmup_steps=1", "--learning_rate=1e-3"]
   for name, extra in (("a", []), ("b", []), ("other", ["--seed=11"])):
-    run(make_flags(*common, *extra, f"--model_dir={tmp_path / name}"))
+    run(**make_flags(*common, *extra, f"--model_dir={tmp_path / name}"))
   _assert_same_bits(_checkpoint(tmp_path / "b"), _checkpoint(tmp_path / "a"))
   other = _checkpoint(tmp_path / "other")
   first = _checkpoint(tmp_path / "a")

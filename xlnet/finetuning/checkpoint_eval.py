@@ -1,44 +1,30 @@
 """Evaluating the checkpoints of a fine-tuning run: which checkpoints
 (`--eval_all_ckpt`), and the results file that keeps every checkpoint's
 metrics and the best one (`run_classifier.py`, `run_squad.py`)."""
-import os
-import re
-
 import numpy as np
 import tensorflow as tf
 
 from xlnet import io_utils
+from xlnet.training import checkpoint_io
 
 
-def checkpoint_step(prefix):
-  """The global step in a checkpoint prefix (`.../model.ckpt-1200` -> 1200),
-  or None."""
-  match = re.search(r"-(\d+)$", prefix)
-  return int(match.group(1)) if match else None
+def checkpoints_to_evaluate(model_dir, eval_all_ckpt=False):
+  """Every checkpoint of `model_dir` (oldest first) with `eval_all_ckpt`,
+  else the latest.
 
-
-def list_checkpoints(model_dir):
-  """Every checkpoint prefix in `model_dir` (those with an `.index` file),
-  sorted by step (prefixes without a step first)."""
-  pattern = os.path.join(io_utils.glob_escape(model_dir), "*.index")
-  prefixes = [p[:-len(".index")] for p in tf.io.gfile.glob(pattern)]
-  return sorted(prefixes, key=lambda p: (checkpoint_step(p) is not None,
-                                         checkpoint_step(p) or 0, p))
-
-
-def checkpoints_to_evaluate(FLAGS):  # pylint: disable=invalid-name
-  """All checkpoints of model_dir with --eval_all_ckpt, else the latest.
+  Returns:
+    list of checkpoint prefixes.
 
   Raises:
     ValueError: when model_dir holds none.
   """
-  if FLAGS.eval_all_ckpt:
-    prefixes = list_checkpoints(FLAGS.model_dir)
+  if eval_all_ckpt:
+    prefixes = [p for _, p in checkpoint_io.list_checkpoints(model_dir)]
   else:
-    latest = tf.train.latest_checkpoint(FLAGS.model_dir)
+    latest = tf.train.latest_checkpoint(model_dir)
     prefixes = [latest] if latest else []
   if not prefixes:
-    raise ValueError(f"--model_dir={FLAGS.model_dir} holds no checkpoint to "
+    raise ValueError(f"--model_dir={model_dir} holds no checkpoint to "
                      "evaluate (train first with --do_train)")
   return prefixes
 
@@ -99,7 +85,7 @@ def update_eval_results(path, task, split, checkpoint, results,
           others.append(line.rstrip("\n"))
         elif entry["kind"] == "eval" and entry.get("checkpoint") != checkpoint:
           group.append(entry)
-  step = checkpoint_step(checkpoint)
+  step = checkpoint_io.step_of(checkpoint)
   group.append(dict(
       {"kind": "eval", "task": task, "split": split,
        "step": "" if step is None else str(step), "checkpoint": checkpoint},

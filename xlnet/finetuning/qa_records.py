@@ -22,17 +22,14 @@ from xlnet import io_utils
 # Examples serialized per `serialize_examples` call: large enough to amortize
 # the NumPy work, small enough to keep memory flat.
 _CHUNK = 256
-# Seed of the training order when --seed is None (the fixed seed of earlier
-# versions).
-_DEFAULT_ORDER_SEED = 100
 
 
 def order_seed(seed):
-  """The seed of the training examples' order: --seed, or a fixed one."""
-  if seed is not None and seed < 0:
+  """The seed of the training examples' order (--seed), checked."""
+  if seed < 0:
     raise ValueError(f"--seed={seed}: the order of the training examples "
                      "needs a seed >= 0")
-  return _DEFAULT_ORDER_SEED if seed is None else seed
+  return seed
 
 
 def shuffled(examples, seed, *stream):

@@ -36,8 +36,11 @@ from xlnet import cli
 from xlnet import io_utils
 from xlnet.finetuning import paper_settings
 from xlnet.finetuning import png_chart
+from xlnet.flags import finetuning as finetune_flags
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The repository: the programs live at its root.
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 RESULT_FILE = "result.json"
 # Flags that replace every task's setting (None: the task's own).
 OVERRIDES = ("train_steps", "max_seq_length", "train_batch_size",
@@ -107,41 +110,42 @@ def define_flags(flag_values=flags.FLAGS):
 
 
 ################################################################################
-# Commands.
+# Commands. `cfg` is a `ReproduceConfig` (xlnet/finetuning/config.py), its
+# fields named after the flags (`finetune_flags.resolve_reproduce`).
 ################################################################################
-def check_flags(FLAGS):  # pylint: disable=invalid-name
+def check_settings(cfg):
   """Raises a one-line ValueError naming a missing or bad flag."""
-  if not FLAGS.table:
+  if not cfg.table:
     raise ValueError("--table is required (one of "
                      f"{', '.join(paper_settings.TABLES)})")
   for name in ("init_checkpoint", "model_config_path", "spiece_model_file",
                "data_root", "work_dir"):
-    if not getattr(FLAGS, name):
+    if not getattr(cfg, name):
       raise ValueError(f"--{name} is required")
   integers = ("num_core_per_host", "num_hosts", "eval_batch_size") + tuple(
       n for n in OVERRIDES if n != "learning_rate")
   for name in integers:
-    value, low = getattr(FLAGS, name), 0 if name == "warmup_steps" else 1
+    value, low = getattr(cfg, name), 0 if name == "warmup_steps" else 1
     if value is not None and value < low:
       raise ValueError(f"--{name}={value} must be >= {low}")
-  if "://" in FLAGS.work_dir:
-    raise ValueError(f"--work_dir={FLAGS.work_dir} must be a local "
+  if "://" in cfg.work_dir:
+    raise ValueError(f"--work_dir={cfg.work_dir} must be a local "
                      "directory (logs and results); give Cloud Storage as "
                      "--gcs_dir")
-  if FLAGS.learning_rate is not None and FLAGS.learning_rate <= 0:
-    raise ValueError(f"--learning_rate={FLAGS.learning_rate} must be > 0")
+  if cfg.learning_rate is not None and cfg.learning_rate <= 0:
+    raise ValueError(f"--learning_rate={cfg.learning_rate} must be > 0")
 
 
-def effective_settings(task, FLAGS):  # pylint: disable=invalid-name
+def effective_settings(task, cfg):
   """The task's settings for --model_size with the override flags applied.
 
   Returns:
     dict with learning_rate, batch (global), steps, warmup, seq_len,
     save_steps, iterations, layer_decay.
   """
-  s = task.settings(FLAGS.model_size)
-  pick = lambda flag, own: own if getattr(FLAGS, flag) is None else getattr(
-      FLAGS, flag)
+  s = task.settings(cfg.model_size)
+  pick = lambda field, own: own if getattr(cfg, field) is None else getattr(
+      cfg, field)
   steps = pick("train_steps", s.steps)
   return dict(learning_rate=pick("learning_rate", s.learning_rate),
               batch=pick("train_batch_size", s.batch), steps=steps,
@@ -152,29 +156,29 @@ def effective_settings(task, FLAGS):  # pylint: disable=invalid-name
               layer_decay=s.layer_decay)
 
 
-def per_device_batch(task, batch, FLAGS):  # pylint: disable=invalid-name
+def per_device_batch(task, batch, cfg):
   """The programs' --train_batch_size for a global `batch`: per GPU without
   --use_tpu (as the release's programs read it), global with it.
 
   Raises:
     ValueError: when the GPUs do not divide the batch.
   """
-  if FLAGS.use_tpu:
+  if cfg.use_tpu:
     return batch
-  if batch % FLAGS.num_core_per_host:
+  if batch % cfg.num_core_per_host:
     raise ValueError(
-        f"--num_core_per_host={FLAGS.num_core_per_host} does not divide "
+        f"--num_core_per_host={cfg.num_core_per_host} does not divide "
         f"the global batch {batch} of {task.name}; use a divisor of it (or "
         "--train_batch_size)")
-  return batch // FLAGS.num_core_per_host
+  return batch // cfg.num_core_per_host
 
 
-def task_dirs(FLAGS, task):  # pylint: disable=invalid-name
+def task_dirs(cfg, task):
   """Paths of one task's outputs: `work_dir/{task}/` for the log and the
   result, `gcs_dir/{task}/` (default: the same) for what the program
   writes."""
-  root = os.path.join(FLAGS.work_dir, task.name)
-  data = os.path.join(FLAGS.gcs_dir or FLAGS.work_dir, task.name)
+  root = os.path.join(cfg.work_dir, task.name)
+  data = os.path.join(cfg.gcs_dir or cfg.work_dir, task.name)
   return dict(records=os.path.join(data, "records"),
               model=os.path.join(data, "model"),
               predictions=os.path.join(data, "predictions"),
@@ -203,9 +207,9 @@ def find_data(task, data_root, must_exist=True):
                    f"(expected {wanted})")
 
 
-def _program_flags(task, data_dir, dirs, FLAGS):  # pylint: disable=invalid-name
+def _program_flags(task, data_dir, dirs, cfg):
   """The program-specific flags of one task."""
-  eval_batch = FLAGS.eval_batch_size
+  eval_batch = cfg.eval_batch_size
   if task.program == paper_settings.CLASSIFIER:
     return dict(do_train=True, do_eval=True, eval_all_ckpt=True,
                 data_dir=data_dir, eval_batch_size=eval_batch, **task.flags)
@@ -215,34 +219,34 @@ def _program_flags(task, data_dir, dirs, FLAGS):  # pylint: disable=invalid-name
                 predict_file=os.path.join(data_dir,
                                           task.flags["predict_file"]),
                 predict_dir=dirs["predictions"], predict_batch_size=eval_batch,
-                max_query_length=(FLAGS.max_query_length or
+                max_query_length=(cfg.max_query_length or
                                   task.flags["max_query_length"]))
   return dict(do_train=True, do_eval=True, data_dir=data_dir,
               eval_batch_size=eval_batch, eval_split=task.flags["eval_split"],
-              max_qa_length=FLAGS.max_qa_length or task.flags["max_qa_length"])
+              max_qa_length=cfg.max_qa_length or task.flags["max_qa_length"])
 
 
-def task_command(task, data_dir, FLAGS):  # pylint: disable=invalid-name
+def task_command(task, data_dir, cfg):
   """The argv that runs `task` (python, program, --flag=value ...)."""
-  s = effective_settings(task, FLAGS)
-  dirs = task_dirs(FLAGS, task)
+  s = effective_settings(task, cfg)
+  dirs = task_dirs(cfg, task)
   values = dict(
-      model_config_path=FLAGS.model_config_path,
-      spiece_model_file=FLAGS.spiece_model_file,
-      init_checkpoint=FLAGS.init_checkpoint, uncased=FLAGS.uncased,
+      model_config_path=cfg.model_config_path,
+      spiece_model_file=cfg.spiece_model_file,
+      init_checkpoint=cfg.init_checkpoint, uncased=cfg.uncased,
       output_dir=dirs["records"], model_dir=dirs["model"],
       max_seq_length=s["seq_len"], learning_rate=s["learning_rate"],
-      train_batch_size=per_device_batch(task, s["batch"], FLAGS),
+      train_batch_size=per_device_batch(task, s["batch"], cfg),
       train_steps=s["steps"], warmup_steps=s["warmup"],
       save_steps=s["save_steps"], iterations=s["iterations"],
       lr_layer_decay_rate=s["layer_decay"], adam_epsilon=1e-6,
-      weight_decay=0.0, num_hosts=FLAGS.num_hosts,
-      num_core_per_host=FLAGS.num_core_per_host)
-  if FLAGS.use_tpu:
-    values.update(use_tpu=True, tpu=FLAGS.tpu, use_bfloat16=True)
-  if FLAGS.seed is not None:
-    values["seed"] = FLAGS.seed
-  values.update(_program_flags(task, data_dir, dirs, FLAGS))
+      weight_decay=0.0, num_hosts=cfg.num_hosts,
+      num_core_per_host=cfg.num_core_per_host)
+  if cfg.use_tpu:
+    values.update(use_tpu=True, tpu=cfg.tpu, use_bfloat16=True)
+  if cfg.seed is not None:
+    values["seed"] = cfg.seed
+  values.update(_program_flags(task, data_dir, dirs, cfg))
   return ([sys.executable, os.path.join(REPO_ROOT, task.program)] +
           [f"--{k}={v}" for k, v in values.items() if v is not None])
 
@@ -316,24 +320,24 @@ def read_metric(task, dirs):
   return float(entry[task.metric.key])
 
 
-def make_row(task, FLAGS, status, ours=None, wall_time=None):  # pylint: disable=invalid-name
+def make_row(task, cfg, status, ours=None, wall_time=None):
   """One row of results.json (numbers in the paper's units)."""
-  paper = task.paper(FLAGS.model_size)
+  paper = task.paper(cfg.model_size)
   diff = None if ours is None or paper is None else round(ours - paper, 4)
   return dict(task=task.name, label=task.label, metric=task.metric.name,
               ours=None if ours is None else round(ours, 4), paper=paper,
-              diff=diff, steps=effective_settings(task, FLAGS)["steps"],
+              diff=diff, steps=effective_settings(task, cfg)["steps"],
               wall_time_s=None if wall_time is None else round(wall_time, 1),
               status=status)
 
 
-def run_task(task, command, FLAGS):  # pylint: disable=invalid-name
+def run_task(task, command, cfg):
   """Runs one task and writes its result.json when it succeeds.
 
   Returns:
     (row, failure reason or None).
   """
-  dirs = task_dirs(FLAGS, task)
+  dirs = task_dirs(cfg, task)
   start = time.time()
   reason = run_command(command, dirs["log"])
   if reason is None:
@@ -342,21 +346,21 @@ def run_task(task, command, FLAGS):  # pylint: disable=invalid-name
     except (OSError, ValueError, tf.errors.OpError) as e:
       reason = cli.error_text(e)
   if reason is not None:
-    return make_row(task, FLAGS, "failed"), reason
-  row = make_row(task, FLAGS, "done", ours, time.time() - start)
+    return make_row(task, cfg, "failed"), reason
+  row = make_row(task, cfg, "done", ours, time.time() - start)
   io_utils.atomic_write(dirs["result"], json.dumps(
       dict(row=row, command=command), indent=1) + "\n")
   return row, None
 
 
-def finished_row(task, command, FLAGS):  # pylint: disable=invalid-name
+def finished_row(task, command, cfg):
   """The row of a task finished by an earlier run, or None.
 
   Raises:
     ValueError: when it was made by a different command (settings), whose
       checkpoints a rerun would mix with.
   """
-  path = task_dirs(FLAGS, task)["result"]
+  path = task_dirs(cfg, task)["result"]
   if not os.path.exists(path):
     return None
   with open(path) as f:
@@ -419,14 +423,14 @@ def markdown_report(title, rows):
   return "\n".join(lines)
 
 
-def write_reports(FLAGS, rows):  # pylint: disable=invalid-name
+def write_reports(cfg, rows):
   """Writes results.md, results.json and results.png into --work_dir."""
-  size = "XLNet-Large" if FLAGS.model_size == "large" else "XLNet-Base"
-  title = f"{size}, {paper_settings.TITLES[FLAGS.table]}"
-  out = lambda name: os.path.join(FLAGS.work_dir, name)
+  size = "XLNet-Large" if cfg.model_size == "large" else "XLNet-Base"
+  title = f"{size}, {paper_settings.TITLES[cfg.table]}"
+  out = lambda name: os.path.join(cfg.work_dir, name)
   io_utils.atomic_write(out("results.md"), markdown_report(title, rows))
   io_utils.atomic_write(out("results.json"), json.dumps(
-      dict(table=FLAGS.table, model_size=FLAGS.model_size, rows=rows),
+      dict(table=cfg.table, model_size=cfg.model_size, rows=rows),
       indent=1) + "\n")
   png_chart.write_bar_chart(out("results.png"),
                             [(r["ours"], r["paper"]) for r in rows])
@@ -439,24 +443,24 @@ class TasksFailed(cli.Stop):
   """Some tasks failed (each said why); exit code 1."""
 
 
-def commands_of(tasks, FLAGS):  # pylint: disable=invalid-name
+def commands_of(tasks, cfg):
   """{task name: argv}; checks every task's data first unless --dry_run."""
   return {t.name: task_command(
-      t, find_data(t, FLAGS.data_root, not FLAGS.dry_run), FLAGS)
+      t, find_data(t, cfg.data_root, not cfg.dry_run), cfg)
           for t in tasks}
 
 
-def run(FLAGS):  # pylint: disable=invalid-name
+def run(cfg):
   """Runs (or with --dry_run prints) the table; returns the rows."""
-  check_flags(FLAGS)
-  tasks = paper_settings.select(FLAGS.table, FLAGS.tasks)
-  commands = commands_of(tasks, FLAGS)
-  if FLAGS.dry_run:
+  check_settings(cfg)
+  tasks = paper_settings.select(cfg.table, cfg.tasks)
+  commands = commands_of(tasks, cfg)
+  if cfg.dry_run:
     for task in tasks:
       print(shlex.join(commands[task.name]), flush=True)
     return None
-  rows = {t.name: finished_row(t, commands[t.name], FLAGS) or
-          make_row(t, FLAGS, "pending") for t in tasks}
+  rows = {t.name: finished_row(t, commands[t.name], cfg) or
+          make_row(t, cfg, "pending") for t in tasks}
   start, durations, failed = time.time(), [], []
   for index, task in enumerate(tasks, 1):
     if rows[task.name]["status"] == "done":
@@ -465,17 +469,17 @@ def run(FLAGS):  # pylint: disable=invalid-name
       continue
     print(progress_line(index, len(tasks), task.label, time.time() - start,
                         durations), flush=True)
-    rows[task.name], reason = run_task(task, commands[task.name], FLAGS)
+    rows[task.name], reason = run_task(task, commands[task.name], cfg)
     if reason is None:
       durations.append(rows[task.name]["wall_time_s"])
     else:
       failed.append(task.name)
       print(f"{cli.program_name()}: {task.name} failed: {reason} (log: "
-            f"{task_dirs(FLAGS, task)['log']})", file=sys.stderr,
+            f"{task_dirs(cfg, task)['log']})", file=sys.stderr,
             flush=True)
-    write_reports(FLAGS, list(rows.values()))
-  write_reports(FLAGS, list(rows.values()))
-  print(f"Results: {os.path.join(FLAGS.work_dir, 'results.md')}", flush=True)
+    write_reports(cfg, list(rows.values()))
+  write_reports(cfg, list(rows.values()))
+  print(f"Results: {os.path.join(cfg.work_dir, 'results.md')}", flush=True)
   if failed:
     raise TasksFailed(f"{len(failed)} of {len(tasks)} task(s) failed: "
                       f"{', '.join(failed)} (see each task's log.txt)")
@@ -483,8 +487,8 @@ def run(FLAGS):  # pylint: disable=invalid-name
 
 
 def main(unused_argv):
-  """absl main: runs the program on the parsed global flags."""
-  run(flags.FLAGS)
+  """absl main: resolves the parsed flags once and runs the table."""
+  run(finetune_flags.resolve_reproduce(flags.FLAGS))
 
 
 def entry_point():

@@ -1,16 +1,18 @@
-"""SQuAD 2.0 / 1.1 data for XLNet: questions, piece alignment, windows,
-feature records and answer spans.
+"""SQuAD 2.0 / 1.1 data for XLNet: questions, windows and feature records
+(piece alignment: `squad_alignment.py`; answers from the model's beams:
+`squad_predictions.py`).
 
 The steps, in order:
   * `read_squad_examples`: the SQuAD JSON -> paragraphs (original text) and
     questions (training answers as character spans of the original text).
-  * `tokenize_paragraph`: a paragraph -> SentencePiece ids plus, for every
-    piece, the span of original characters it stands for (`align_pieces`).
-    Each paragraph is tokenized once however many questions it has.
+  * `squad_alignment.tokenize_paragraph`: a paragraph -> SentencePiece
+    ids plus, for every piece, the span of original characters it stands
+    for. Each paragraph is tokenized once however many questions it has.
   * `FeatureConverter`: question + paragraph -> one feature per doc-stride
     window, in the fine-tuning layout `P <sep> Q <sep> <cls>` + padding.
-  * `get_predictions`: the model's beam over each window -> n-best answer
-    texts cut from the original paragraph, and the null score.
+  * `squad_predictions.get_predictions`: the model's beam over each
+    window -> n-best answer texts cut from the original paragraph, and the
+    null score.
 
 The layout of one feature (`max_seq_length` positions, right padding):
 
@@ -27,8 +29,6 @@ rest int64.
 """
 import collections
 import json
-import re
-import unicodedata
 
 from absl import logging
 import numpy as np
@@ -36,6 +36,7 @@ import tensorflow as tf
 
 from xlnet.data import prepro_utils
 from xlnet.finetuning import qa_records
+from xlnet.finetuning import squad_alignment
 
 SEG_PARAGRAPH, SEG_QUESTION, SEG_CLS, SEG_PAD = 0, 1, 2, 3
 
@@ -49,11 +50,6 @@ SquadExample = collections.namedtuple("SquadExample", [
     "raw_end_char",     # int or None: end_char before trimming whitespace
 ], defaults=(None,))
 
-TokenizedParagraph = collections.namedtuple("TokenizedParagraph", [
-    "ids",     # int32 [n]: piece ids
-    "starts",  # int64 [n]: first original character of each piece
-    "ends",    # int64 [n]: one past its last character (== start if empty)
-])
 
 # Where one window of a paragraph sits in a feature; kept in memory at
 # prediction time to map the model's positions back to the paragraph.
@@ -184,304 +180,6 @@ def read_squad_examples(path, is_training, flag_name="train_file"):
         "answer_start in the context (first ids: %s)", path, len(skipped),
         len(skipped) + len(examples), ", ".join(skipped[:5]))
   return paragraphs, examples, skipped
-
-
-# ----------------------------------------------------------------------------
-# Character alignment of pieces and the original text.
-# ----------------------------------------------------------------------------
-# Units of the original text, in order of preference: printable ASCII words
-# with single spaces (left unchanged by the normalization), whitespace runs
-# (one space inside the text, nothing at its ends), the quote pairs `` and ''
-# (one '"'), and any other single character.
-_UNIT_RE = re.compile(r"([!-&(-_a-~]+(?: [!-&(-_a-~]+)*)|(\s+)|(``|'')|(.)",
-                      re.DOTALL)
-_IDENTITY, _SPACE = 1, 2
-# Characters that must agree after a mismatch before the alignment trusts
-# the two texts to be in step again, and how far it looks for that.
-_ANCHOR = 3
-_MAX_RESYNC = 256
-
-
-def _char_keys(text, lower):
-  """The text as SentencePiece sees it, with each character's origin.
-
-  Each unit of `text` is normalized on its own, the way `preprocess_text`
-  and SentencePiece's NFKC normalize the whole text (accents dropped,
-  compatibility forms and quote pairs rewritten, whitespace collapsed).
-
-  Returns:
-    key: str, the normalized text.
-    src_start, src_end: int64 `[len(key)]`, the span of original characters
-      each key character comes from.
-  """
-  keys, starts, ends, identity = [], [], [], []
-  for m in _UNIT_RE.finditer(text):
-    start, end = m.span()
-    unit = m.group()
-    if m.lastindex == _IDENTITY:
-      key = unit.lower() if lower else unit
-    elif m.lastindex == _SPACE:
-      key = " " if 0 < start and end < len(text) else ""
-    else:
-      key = unicodedata.normalize(
-          "NFKC", prepro_utils.preprocess_text(unit, lower=lower))
-    keys.append(key)
-    starts.append(start)
-    ends.append(end)
-    identity.append(m.lastindex == _IDENTITY)
-  lens = np.array([len(k) for k in keys], np.int64)
-  within = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens)
-  is_identity = np.repeat(np.array(identity, bool), lens)
-  src_start = np.repeat(np.array(starts, np.int64), lens)
-  src_start = np.where(is_identity, src_start + within, src_start)
-  src_end = np.where(is_identity, src_start + 1,
-                     np.repeat(np.array(ends, np.int64), lens))
-  return "".join(keys), src_start, src_end
-
-
-def _common_prefix_len(a, i, b, j):
-  """Length of the common prefix of a[i:] and b[j:] (binary search)."""
-  hi = min(len(a) - i, len(b) - j)
-  if a[i:i + hi] == b[j:j + hi]:
-    return hi
-  lo = 0  # a[i:i+lo] == b[j:j+lo] and the first hi characters differ
-  while hi - lo > 1:
-    mid = (lo + hi) // 2
-    if a[i:i + mid] == b[j:j + mid]:
-      lo = mid
-    else:
-      hi = mid
-  return lo
-
-
-def _anchored(a, i, b, j):
-  """True if a[i:] and b[j:] agree on their next `_ANCHOR` characters (or
-  on everything left, near the ends)."""
-  rest_a, rest_b = len(a) - i, len(b) - j
-  if rest_a < _ANCHOR or rest_b < _ANCHOR:
-    return rest_a == rest_b and a[i:] == b[j:]
-  return a[i:i + _ANCHOR] == b[j:j + _ANCHOR]
-
-
-def _resync(a, i, b, j):
-  """Smallest skip (di, dj), di + dj >= 1, after which a and b agree again.
-
-  Returns everything that is left when no agreement is found within
-  `_MAX_RESYNC` characters.
-  """
-  rest_a, rest_b = len(a) - i, len(b) - j
-  for total in range(1, min(rest_a + rest_b, _MAX_RESYNC) + 1):
-    for di in range(max(0, total - rest_b), min(total, rest_a) + 1):
-      if _anchored(a, i + di, b, j + total - di):
-        return di, total - di
-  return rest_a, rest_b
-
-
-def _align(src, dst):
-  """Monotonic character alignment of two nearly equal strings.
-
-  Equal stretches map one to one; a stretch where they differ maps its dst
-  characters proportionally onto the differing src characters (an empty
-  range when dst has extra characters there).
-
-  Returns:
-    lo, hi: int64 `[len(dst)]`; dst[k] stands for src[lo[k]:hi[k]].
-  """
-  lo = np.zeros(len(dst), np.int64)
-  hi = np.zeros(len(dst), np.int64)
-  i = j = 0
-  while True:
-    n = _common_prefix_len(src, i, dst, j)
-    lo[j:j + n] = np.arange(i, i + n)
-    hi[j:j + n] = lo[j:j + n] + 1
-    i, j = i + n, j + n
-    if i == len(src) and j == len(dst):
-      return lo, hi
-    di, dj = _resync(src, i, dst, j)
-    k = np.arange(dj)
-    lo[j:j + dj] = i + (k * di) // dj if dj else 0
-    hi[j:j + dj] = i - (-(k + 1) * di // dj) if dj else 0
-    i, j = i + di, j + dj
-
-
-def align_pieces(text, pieces, lower):
-  """The span of original characters behind every piece.
-
-  SentencePiece sees `preprocess_text(text)`: whitespace collapsed, accents
-  and combining marks dropped, `` and '' turned into ", compatibility
-  characters rewritten, maybe lower-cased; its pieces mark spaces with '▁'.
-  The pieces' text is aligned character by character with that normalized
-  view of `text`, whose characters remember where they came from.
-
-  Args:
-    text: the original paragraph.
-    pieces: its pieces (`encode_pieces(preprocess_text(text, lower))`).
-    lower: whether the text was lower-cased.
-
-  Returns:
-    starts, ends: int64 `[len(pieces)]`. A piece that covers no original
-    character (e.g. a lone '▁') gets the empty span at the start of the next
-    piece that does.
-  """
-  num = len(pieces)
-  key, src_start, src_end = _char_keys(text, lower)
-  dst = "".join(pieces).replace(prepro_utils.SPIECE_UNDERLINE, " ")
-  if not num or not key:
-    return np.zeros(num, np.int64), np.zeros(num, np.int64)
-  lo, hi = _align(key, dst)
-  is_space = np.frombuffer(dst.encode("utf-32-le"), np.uint32) == ord(" ")
-  mapped = (hi > lo) & ~is_space
-  char_start = np.where(mapped, src_start[np.minimum(lo, len(key) - 1)],
-                        len(text) + 1)
-  char_end = np.where(mapped, src_end[np.maximum(hi - 1, 0)], -1)
-  offsets = np.cumsum([0] + [len(p) for p in pieces[:-1]])
-  starts = np.minimum.reduceat(char_start, offsets)
-  ends = np.maximum.reduceat(char_end, offsets)
-  real = np.flatnonzero(ends >= 0)
-  if not len(real):
-    return np.zeros(num, np.int64), np.zeros(num, np.int64)
-  # Empty pieces sit where the next real piece starts (or after the last).
-  nxt = np.searchsorted(real, np.arange(num))
-  fill = np.where(nxt < len(real), starts[real[np.minimum(nxt, len(real) - 1)]],
-                  ends[real[-1]])
-  empty = ends < 0
-  starts = np.where(empty, fill, starts)
-  ends = np.where(empty, fill, ends)
-  return starts.astype(np.int64), ends.astype(np.int64)
-
-
-def lcs_length(a, b):
-  """Length of the longest common subsequence of two sequences.
-
-  Bit-parallel (Allison and Dix): bit j of `v` is 0 where b[j] is the last
-  element of a longest common subsequence found so far; each element of `a`
-  updates all of b at once with integer arithmetic.
-
-  Args:
-    a, b: sequences of hashable items (e.g. str).
-
-  Returns:
-    int.
-  """
-  masks = {}
-  for j, item in enumerate(b):
-    masks[item] = masks.get(item, 0) | (1 << j)
-  full = (1 << len(b)) - 1
-  v = full
-  for item in a:
-    u = v & masks.get(item, 0)
-    v = ((v + u) | (v - u)) & full
-  return len(b) - bin(v).count("1")
-
-
-# Share of a paragraph's characters the release had to match in the pieces.
-_RELEASE_MIN_MATCH = 0.8
-
-
-def release_aligns(text, pieces, lower):
-  """Whether the release's preprocessing could align a paragraph.
-
-  The release matched the original characters, each normalized alone
-  (`preprocess_text(c, remove_space=False)`), against the pieces' text
-  ('▁' as a space) with a banded longest common subsequence and dropped the
-  paragraph's training questions ("MISMATCH DETECTED") when fewer than 80%
-  of the characters matched. This is the same test with the exact LCS
-  (which the band can only lower).
-
-  Args:
-    text: the original paragraph.
-    pieces: its pieces.
-    lower: whether the text was lower-cased.
-
-  Returns:
-    bool.
-  """
-  norm = {c: prepro_utils.preprocess_text(c, lower=lower, remove_space=False)
-          for c in set(text)}
-  dst = "".join(pieces).replace(prepro_utils.SPIECE_UNDERLINE, " ")
-  matched = lcs_length([norm[c] for c in text], dst)
-  return matched > 0 and matched >= _RELEASE_MIN_MATCH * len(text)
-
-
-def piece_vocab(sp_model):
-  """Dict piece -> id of the whole vocabulary.
-
-  Looking pieces up in a dict is many times cheaper than one SentencePiece
-  call per piece; pieces outside the vocabulary get `<unk>`, as in
-  SentencePiece.
-  """
-  return {sp_model.id_to_piece(i): i for i in range(sp_model.get_piece_size())}
-
-
-def encode(sp_model, vocab, text, uncased):
-  """Pieces and ids of `text`, normalized as for pretraining.
-
-  Args:
-    sp_model: sentencepiece.SentencePieceProcessor.
-    vocab: its `piece_vocab`.
-    text: str.
-    uncased: lower-case (uncased models).
-
-  Returns:
-    (list of str pieces, list of int ids).
-  """
-  pieces = prepro_utils.encode_pieces(
-      sp_model, prepro_utils.preprocess_text(text, lower=uncased))
-  return pieces, [vocab.get(p, prepro_utils.UNK_ID) for p in pieces]
-
-
-def tokenize_paragraph(sp_model, vocab, text, uncased):
-  """Piece ids of a paragraph and the original span of every piece.
-
-  Args:
-    sp_model: sentencepiece.SentencePieceProcessor.
-    vocab: its `piece_vocab`.
-    text: original paragraph text.
-    uncased: lower-case (uncased models).
-
-  Returns:
-    TokenizedParagraph.
-  """
-  return _tokenize(sp_model, vocab, text, uncased)[1]
-
-
-def _tokenize(sp_model, vocab, text, uncased):
-  """(pieces, TokenizedParagraph) of a paragraph (see tokenize_paragraph)."""
-  pieces, ids = encode(sp_model, vocab, text, uncased)
-  starts, ends = align_pieces(text, pieces, uncased)
-  return pieces, TokenizedParagraph(np.array(ids, np.int32), starts, ends)
-
-
-def char_span_to_pieces(paragraph, start_char, end_char):
-  """First and last piece overlapping original characters [start, end).
-
-  Args:
-    paragraph: TokenizedParagraph.
-    start_char, end_char: int character span.
-
-  Returns:
-    (first, last) piece indices, or None if no piece covers the span.
-  """
-  real = np.flatnonzero(paragraph.ends > paragraph.starts)
-  first = np.searchsorted(paragraph.ends[real], start_char, side="right")
-  last = np.searchsorted(paragraph.starts[real], end_char, side="left") - 1
-  if first >= len(real) or last < first:
-    return None
-  return int(real[first]), int(real[last])
-
-
-def piece_span_text(text, paragraph, first, last):
-  """The original text of pieces first..last.
-
-  A span ending on an empty piece (which sits at the next piece's start)
-  would end in whitespace: it is trimmed.
-
-  Returns:
-    (answer text, start char, end char).
-  """
-  start, end = int(paragraph.starts[first]), int(paragraph.ends[last])
-  end = start + len(text[start:end].rstrip())
-  return text[start:end], start, end
 
 
 # ----------------------------------------------------------------------------
@@ -632,7 +330,7 @@ class FeatureConverter:
   def _vocab(self):
     """The `piece_vocab`, built on first use."""
     if self.vocab is None:
-      self.vocab = piece_vocab(self.sp_model)
+      self.vocab = squad_alignment.piece_vocab(self.sp_model)
     return self.vocab
 
   def paragraph(self, index):
@@ -640,17 +338,18 @@ class FeatureConverter:
     `keep_unaligned`, also whether the release could align it)."""
     if index not in self.tokenized:
       text = self.paragraphs[index]
-      pieces, self.tokenized[index] = _tokenize(
+      pieces, self.tokenized[index] = squad_alignment.tokenize_with_pieces(
           self.sp_model, self._vocab(), text, self.uncased)
       if not self.keep_unaligned:
-        self.aligned[index] = release_aligns(text, pieces, self.uncased)
+        self.aligned[index] = squad_alignment.release_aligns(
+            text, pieces, self.uncased)
     return self.tokenized[index]
 
   def gold_pieces(self, paragraph, example):
     """(first, last) piece of a training answer, or None if it covers no
     piece; the last is the piece after the answer when its text ends in
     whitespace (unless `trim_answer_whitespace`)."""
-    answer = char_span_to_pieces(paragraph, example.start_char,
+    answer = squad_alignment.char_span_to_pieces(paragraph, example.start_char,
                                  example.end_char)
     raw_end = example.raw_end_char or example.end_char
     if answer is None or self.trim_answer_whitespace or (
@@ -673,7 +372,7 @@ class FeatureConverter:
       if answer is None:
         self.unmappable.append(example.qas_id)
         return None
-    _, question_ids = encode(self.sp_model, self._vocab(),
+    _, question_ids = squad_alignment.encode(self.sp_model, self._vocab(),
                              example.question_text, self.uncased)
     question_ids = question_ids[:self.max_query_length]
     windows = doc_windows(len(paragraph.ids),
@@ -714,117 +413,3 @@ class FeatureConverter:
           "align, as it did (--keep_unaligned keeps them; first ids: %s)",
           len(self.unaligned), "training" if self.is_training else
           "prediction", ", ".join(self.unaligned[:5]))
-
-
-# ----------------------------------------------------------------------------
-# Predictions.
-# ----------------------------------------------------------------------------
-# The release's null score of a question without windows: "large and
-# positive", so that the best threshold takes it as unanswerable.
-NULL_SCORE_WITHOUT_WINDOWS = 1e6
-
-
-def _window_candidates(window, result, answer_on_last_piece):
-  """(score, start log-prob, end log-prob, first, last) of a window's beam.
-
-  Keeps spans inside the paragraph, start <= end, starting at a piece whose
-  best context is this window; positions are made paragraph-relative. As in
-  the release, the window's last paragraph piece is neither a start nor an
-  end, unless `answer_on_last_piece`.
-  """
-  doc_end = window.doc_len if answer_on_last_piece else window.doc_len - 1
-  start_index = np.asarray(result["start_top_index"])
-  start_log = np.asarray(result["start_top_log_probs"])
-  end_index = np.asarray(result["end_top_index"]).reshape(len(start_index),
-                                                          -1)
-  end_log = np.asarray(result["end_top_log_probs"]).reshape(end_index.shape)
-  out = []
-  for i, start in enumerate(start_index.tolist()):
-    if start >= doc_end or not window.max_context[start]:
-      continue
-    for end, end_lp in zip(end_index[i].tolist(), end_log[i].tolist()):
-      if start <= end < doc_end:
-        out.append((float(start_log[i]) + end_lp, float(start_log[i]),
-                    end_lp, window.doc_start + start, window.doc_start + end))
-  return out
-
-
-def get_predictions(examples, paragraphs, converter, results, n_best_size,
-                    max_answer_length, answer_on_last_piece=False,
-                    skip_empty_answers=False):
-  """n-best answers, best answer and null score of every question.
-
-  Args:
-    examples: list of SquadExample (prediction set).
-    paragraphs: list of original paragraph texts.
-    converter: the FeatureConverter that made the prediction features (its
-      `windows` and tokenized paragraphs).
-    results: iterable of dicts of NumPy values, one per feature:
-      `unique_ids`, `start_top_log_probs [K]`, `start_top_index [K]`,
-      `end_top_log_probs [K*E]`, `end_top_index [K*E]`, `cls_logits`.
-    n_best_size: answers kept per question.
-    max_answer_length: longest answer, in pieces.
-    answer_on_last_piece: let a window's last paragraph piece start or end
-      an answer (the release never does).
-    skip_empty_answers: skip spans whose text is empty (e.g. a lone '▁'
-      piece); the release keeps them, so its best answer can be "".
-
-  Returns:
-    predictions: qas_id -> the best answer's text ("" if none).
-    nbest: qas_id -> list of dicts (text, probability, start_log_prob,
-      end_log_prob, start_char, end_char), best first.
-    null_odds: qas_id -> the lowest `cls_logits` over the question's
-      windows; `NULL_SCORE_WITHOUT_WINDOWS` for a question without any (its
-      paragraph dropped by the alignment test), whose answer is then "".
-
-  Raises:
-    ValueError: if a feature has no result.
-  """
-  by_id = {int(np.asarray(r["unique_ids"]).reshape(())): r for r in results}
-  missing = [w.unique_id for w in converter.windows if w.unique_id not in by_id]
-  if missing:
-    raise ValueError(f"the model returned no result for {len(missing)} of "
-                     f"{len(converter.windows)} features (first unique id "
-                     f"{missing[0]})")
-  windows_of = collections.defaultdict(list)
-  for window in converter.windows:
-    windows_of[window.example_index].append(window)
-
-  predictions, nbest, null_odds = {}, {}, {}
-  for index, example in enumerate(examples):
-    text = paragraphs[example.paragraph_index]
-    paragraph = converter.paragraph(example.paragraph_index)
-    candidates = []
-    null_score = NULL_SCORE_WITHOUT_WINDOWS
-    for window in windows_of[index]:
-      result = by_id[window.unique_id]
-      null_score = min(null_score,
-                       float(np.asarray(result["cls_logits"]).reshape(())))
-      candidates.extend(_window_candidates(window, result,
-                                           answer_on_last_piece))
-    candidates.sort(key=lambda c: -c[0])
-    entries, seen = [], set()
-    for score, start_lp, end_lp, first, last in candidates:
-      if len(entries) >= n_best_size:
-        break
-      if last - first + 1 > max_answer_length:
-        continue
-      answer, start, end = piece_span_text(text, paragraph, first, last)
-      if (skip_empty_answers and not answer) or answer in seen:
-        continue
-      seen.add(answer)
-      entries.append(dict(text=answer, score=score, start_log_prob=start_lp,
-                          end_log_prob=end_lp, start_char=start,
-                          end_char=end))
-    if not entries:
-      entries.append(dict(text="", score=-1e6, start_log_prob=-1e6,
-                          end_log_prob=-1e6, start_char=-1, end_char=-1))
-    scores = np.array([e.pop("score") for e in entries])
-    probs = np.exp(scores - scores.max())
-    probs /= probs.sum()
-    for entry, prob in zip(entries, probs.tolist()):
-      entry["probability"] = prob
-    predictions[example.qas_id] = entries[0]["text"]
-    nbest[example.qas_id] = entries
-    null_odds[example.qas_id] = null_score
-  return predictions, nbest, null_odds

@@ -1,10 +1,28 @@
-"""Fine-tuning flags checked once, with one-line messages naming the flag;
-each program adds its task checks."""
+"""Fine-tuning flags checked and resolved once, with one-line messages
+naming the flag, into the typed settings of `xlnet/finetuning/config.py`:
+
+  resolve_classifier / resolve_squad / resolve_race (FLAGS) -> the keyword
+  arguments of `xlnet.finetuning.api.run_classifier / run_squad / run_race`.
+
+Batch sizes are resolved here, once: a batch flag is the global batch with
+--use_tpu and the batch of one GPU otherwise (as the release).
+"""
+import dataclasses
 import os
 
-from xlnet import model as model_lib
-from xlnet.flags import rules as flag_rules
+from absl import logging
+import tensorflow as tf
+
 from xlnet.training import checkpoint_io
+from xlnet import model as model_lib
+from xlnet.data import prepro_utils
+from xlnet.finetuning import classifier_datasets
+from xlnet.finetuning import classifier_utils
+from xlnet.finetuning import config as finetune_config
+from xlnet.finetuning import race_utils
+from xlnet.flags import configs as config_flags
+from xlnet.flags import rules as flag_rules
+from xlnet.training import config as train_config_lib
 
 
 def global_batch_size(FLAGS, per_device):  # pylint: disable=invalid-name
@@ -90,3 +108,238 @@ def check_positive(FLAGS, *names):  # pylint: disable=invalid-name
     value = getattr(FLAGS, name)
     if value is not None and value < 1:
       raise ValueError(f"--{name}={value} must be >= 1")
+
+
+################################################################################
+# Typed settings shared by the programs.
+################################################################################
+def batch_layout(FLAGS):  # pylint: disable=invalid-name
+  """The training `BatchLayout`: --train_batch_size is the global batch
+  with --use_tpu, else the batch of each of the num_hosts *
+  num_core_per_host replicas."""
+  per_step = FLAGS.train_batch_size
+  if not FLAGS.use_tpu:
+    per_step *= FLAGS.num_hosts * FLAGS.num_core_per_host
+  return train_config_lib.BatchLayout(
+      train_batch_size=per_step, num_hosts=FLAGS.num_hosts,
+      num_core_per_host=FLAGS.num_core_per_host,
+      accum_steps=FLAGS.accum_steps)
+
+
+def engine_config(FLAGS):  # pylint: disable=invalid-name
+  """The run's `EngineConfig` (checkpoints, optimizer, layout, loop,
+  devices)."""
+  return finetune_config.EngineConfig(
+      checkpoint=train_config_lib.CheckpointConfig(
+          model_dir=FLAGS.model_dir, init_checkpoint=FLAGS.init_checkpoint,
+          save_steps=FLAGS.save_steps, max_save=FLAGS.max_save),
+      optimizer=config_flags.optimizer_config(FLAGS),
+      layout=batch_layout(FLAGS),
+      train=config_flags.train_config(FLAGS),
+      device=train_config_lib.DeviceConfig(
+          use_tpu=FLAGS.use_tpu, tpu=FLAGS.tpu, tpu_zone=FLAGS.tpu_zone,
+          gcp_project=FLAGS.gcp_project, master=FLAGS.master,
+          tpu_job_name=FLAGS.tpu_job_name))
+
+
+def model_config(FLAGS, xlnet_config):  # pylint: disable=invalid-name
+  """The run's `ModelConfig` around the loaded `xlnet_config`."""
+  return finetune_config.ModelConfig(
+      xlnet_config=xlnet_config, dropout=FLAGS.dropout,
+      dropatt=FLAGS.dropatt, clamp_len=FLAGS.clamp_len, init=FLAGS.init,
+      init_std=FLAGS.init_std, init_range=FLAGS.init_range,
+      use_tpu=FLAGS.use_tpu, use_bfloat16=FLAGS.use_bfloat16,
+      use_fp16=FLAGS.use_fp16, summary_type=FLAGS.summary_type,
+      use_summ_proj=FLAGS.use_summ_proj)
+
+
+################################################################################
+# run_classifier.py
+################################################################################
+def check_classifier_flags(FLAGS):  # pylint: disable=invalid-name
+  """Validates the task flags; raises a one-line ValueError naming one."""
+  if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
+    raise ValueError("nothing to do: set --do_train, --do_eval and/or "
+                     "--do_predict")
+  if not FLAGS.task_name:
+    raise ValueError("--task_name is required (one of "
+                     f"{', '.join(classifier_datasets.TASK_NAMES)})")
+  for name, why in (("data_dir", "the task's data"),
+                    ("output_dir", "where the feature records are cached")):
+    _require(FLAGS, name, why)
+  if not tf.io.gfile.isdir(FLAGS.data_dir):
+    raise ValueError(f"--data_dir={FLAGS.data_dir} is not a directory")
+  if FLAGS.do_predict and not FLAGS.predict_dir:
+    raise ValueError("--predict_dir is required with --do_predict")
+  if FLAGS.max_seq_length < classifier_utils.MIN_SEQ_LENGTH:
+    raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} must be >= "
+                     f"{classifier_utils.MIN_SEQ_LENGTH} (one piece, <sep> "
+                     "and <cls>)")
+  if FLAGS.max_seq_length > classifier_utils.PRETRAIN_SEQ_LENGTH:
+    logging.warning(
+        "--max_seq_length=%d exceeds the released models' pretraining "
+        "length %d: relative distances beyond that were never trained",
+        FLAGS.max_seq_length, classifier_utils.PRETRAIN_SEQ_LENGTH)
+  for name in ("eval_batch_size", "predict_batch_size", "num_passes"):
+    if getattr(FLAGS, name) < 1:
+      raise ValueError(f"--{name}={getattr(FLAGS, name)} must be >= 1")
+
+
+def _check_vocabulary(FLAGS, xlnet_config):  # pylint: disable=invalid-name
+  """Raises unless the SentencePiece model fits the model's vocabulary."""
+  sp_model = prepro_utils.load_sp_model(FLAGS.spiece_model_file,
+                                        "spiece_model_file")
+  if sp_model.get_piece_size() > xlnet_config.n_token:
+    raise ValueError(
+        f"--spiece_model_file={FLAGS.spiece_model_file} has "
+        f"{sp_model.get_piece_size()} pieces but --model_config_path="
+        f"{FLAGS.model_config_path} has n_token={xlnet_config.n_token}: "
+        "they belong to different models")
+
+
+def resolve_classifier(FLAGS):  # pylint: disable=invalid-name
+  """run_classifier.py's flags, checked, as the keyword arguments of
+  `api.run_classifier`."""
+  check_classifier_flags(FLAGS)
+  xlnet_config = check_common_flags(FLAGS)
+  _check_vocabulary(FLAGS, xlnet_config)
+  task = finetune_config.ClassifierConfig(
+      task_name=FLAGS.task_name, data_dir=FLAGS.data_dir,
+      output_dir=FLAGS.output_dir, spiece_model_file=FLAGS.spiece_model_file,
+      max_seq_length=FLAGS.max_seq_length, uncased=FLAGS.uncased,
+      seed=FLAGS.seed, shuffle_buffer=FLAGS.shuffle_buffer,
+      overwrite_data=FLAGS.overwrite_data, eval_split=FLAGS.eval_split,
+      eval_batch_size=global_batch_size(FLAGS, FLAGS.eval_batch_size),
+      predict_batch_size=global_batch_size(FLAGS, FLAGS.predict_batch_size),
+      eval_all_ckpt=FLAGS.eval_all_ckpt, predict_ckpt=FLAGS.predict_ckpt,
+      predict_dir=FLAGS.predict_dir,
+      predict_threshold=FLAGS.predict_threshold,
+      is_regression=FLAGS.is_regression, cls_scope=FLAGS.cls_scope,
+      label_column=FLAGS.label_column, text_a_column=FLAGS.text_a_column,
+      text_b_column=FLAGS.text_b_column,
+      contains_header=FLAGS.contains_header,
+      label_list=None if FLAGS.label_list is None else tuple(
+          FLAGS.label_list))
+  return dict(task=task, model=model_config(FLAGS, xlnet_config),
+              engine=engine_config(FLAGS), do_train=FLAGS.do_train,
+              do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
+
+
+################################################################################
+# run_squad.py
+################################################################################
+def check_squad_flags(FLAGS):  # pylint: disable=invalid-name
+  """Raises ValueError (naming the flag) on a setting that cannot work."""
+  if not (FLAGS.do_prepro or FLAGS.do_train or FLAGS.do_predict):
+    raise ValueError("nothing to do: set --do_prepro, --do_train and/or "
+                     "--do_predict")
+  require(FLAGS, "spiece_model_file", "output_dir",
+          why="(the SentencePiece model and the records directory)")
+  if FLAGS.do_prepro or FLAGS.do_train:
+    require(FLAGS, "train_file", why="with --do_prepro/--do_train")
+  if FLAGS.do_train or FLAGS.do_predict:
+    require(FLAGS, "model_config_path", "model_dir",
+            why="with --do_train/--do_predict")
+  if FLAGS.do_predict:
+    require(FLAGS, "predict_file", why="with --do_predict")
+  check_positive(
+      FLAGS, "max_seq_length", "max_query_length", "doc_stride",
+      "max_answer_length", "start_n_top", "end_n_top", "n_best_size",
+      "num_proc", "train_batch_size", "predict_batch_size", "train_steps")
+  flag_rules.check_all(FLAGS)
+  if FLAGS.max_seq_length < FLAGS.max_query_length + 4:
+    raise ValueError(
+        f"--max_seq_length={FLAGS.max_seq_length} leaves no room for the "
+        f"paragraph: it must be at least --max_query_length + 4 = "
+        f"{FLAGS.max_query_length + 4}")
+  for name in ("start_n_top", "end_n_top"):
+    if getattr(FLAGS, name) > FLAGS.max_seq_length:
+      raise ValueError(f"--{name}={getattr(FLAGS, name)} exceeds "
+                       f"--max_seq_length={FLAGS.max_seq_length}")
+  if not 0 <= FLAGS.proc_id < FLAGS.num_proc:
+    raise ValueError(f"--proc_id={FLAGS.proc_id} must be in [0, "
+                     f"--num_proc={FLAGS.num_proc})")
+
+
+def resolve_squad(FLAGS):  # pylint: disable=invalid-name
+  """run_squad.py's flags, checked, as the keyword arguments of
+  `api.run_squad` (no model nor engine with --do_prepro alone)."""
+  check_squad_flags(FLAGS)
+  task = finetune_config.SquadConfig(
+      spiece_model_file=FLAGS.spiece_model_file, output_dir=FLAGS.output_dir,
+      train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,
+      predict_dir=FLAGS.predict_dir, max_seq_length=FLAGS.max_seq_length,
+      max_query_length=FLAGS.max_query_length, doc_stride=FLAGS.doc_stride,
+      max_answer_length=FLAGS.max_answer_length,
+      start_n_top=FLAGS.start_n_top, end_n_top=FLAGS.end_n_top,
+      n_best_size=FLAGS.n_best_size,
+      predict_batch_size=global_batch_size(FLAGS, FLAGS.predict_batch_size),
+      uncased=FLAGS.uncased, seed=FLAGS.seed,
+      shuffle_buffer=FLAGS.shuffle_buffer, num_proc=FLAGS.num_proc,
+      proc_id=FLAGS.proc_id, answer_on_last_piece=FLAGS.answer_on_last_piece,
+      skip_empty_answers=FLAGS.skip_empty_answers,
+      trim_answer_whitespace=FLAGS.trim_answer_whitespace,
+      keep_unaligned=FLAGS.keep_unaligned,
+      target_eval_key=FLAGS.target_eval_key,
+      eval_all_ckpt=FLAGS.eval_all_ckpt)
+  model = engine = None
+  if FLAGS.do_train or FLAGS.do_predict:
+    model = model_config(FLAGS, model_lib.XLNetConfig(
+        json_path=FLAGS.model_config_path))
+    engine = engine_config(FLAGS)
+  return dict(task=task, model=model, engine=engine,
+              do_prepro=FLAGS.do_prepro, do_train=FLAGS.do_train,
+              do_predict=FLAGS.do_predict)
+
+
+################################################################################
+# run_race.py
+################################################################################
+def check_race_flags(FLAGS):  # pylint: disable=invalid-name
+  """Raises ValueError (naming the flag) on a setting that cannot work."""
+  if not (FLAGS.do_train or FLAGS.do_eval):
+    raise ValueError("nothing to do: set --do_train and/or --do_eval")
+  require(FLAGS, "data_dir", "spiece_model_file", "output_dir",
+          "model_config_path", "model_dir",
+          why="(RACE data, SentencePiece model, records directory, "
+          "model config and checkpoint directory)")
+  race_utils.race_levels(FLAGS.high_only, FLAGS.middle_only)
+  check_positive(FLAGS, "max_seq_length", "max_qa_length",
+                 "train_batch_size", "eval_batch_size", "train_steps")
+  flag_rules.check_all(FLAGS)
+  if FLAGS.max_seq_length < FLAGS.max_qa_length + 4:
+    raise ValueError(
+        f"--max_seq_length={FLAGS.max_seq_length} leaves no room for the "
+        f"article: it must be at least --max_qa_length + 4 = "
+        f"{FLAGS.max_qa_length + 4}")
+
+
+def resolve_race(FLAGS):  # pylint: disable=invalid-name
+  """run_race.py's flags, checked, as the keyword arguments of
+  `api.run_race`."""
+  check_race_flags(FLAGS)
+  task = finetune_config.RaceConfig(
+      data_dir=FLAGS.data_dir, spiece_model_file=FLAGS.spiece_model_file,
+      output_dir=FLAGS.output_dir, max_seq_length=FLAGS.max_seq_length,
+      max_qa_length=FLAGS.max_qa_length, uncased=FLAGS.uncased,
+      high_only=FLAGS.high_only, middle_only=FLAGS.middle_only,
+      eval_split=FLAGS.eval_split,
+      eval_batch_size=global_batch_size(FLAGS, FLAGS.eval_batch_size),
+      seed=FLAGS.seed, shuffle_buffer=FLAGS.shuffle_buffer)
+  model = model_config(FLAGS, model_lib.XLNetConfig(
+      json_path=FLAGS.model_config_path))
+  return dict(task=task, model=model, engine=engine_config(FLAGS),
+              do_train=FLAGS.do_train, do_eval=FLAGS.do_eval)
+
+
+################################################################################
+# reproduce.py
+################################################################################
+def resolve_reproduce(FLAGS):  # pylint: disable=invalid-name
+  """reproduce.py's flags as a `ReproduceConfig` (each field from the flag
+  of its name; `reproduce.check_settings` checks them)."""
+  values = {field.name: getattr(FLAGS, field.name)
+            for field in dataclasses.fields(finetune_config.ReproduceConfig)}
+  if values["tasks"] is not None:
+    values["tasks"] = tuple(values["tasks"])
+  return finetune_config.ReproduceConfig(**values)

@@ -1,0 +1,157 @@
+"""Fine-tuning from Python: classification/regression, SQuAD and RACE with
+typed settings, no command-line flags (docs/python_api_finetuning.md).
+
+  run_classifier(task, model, engine, do_train, do_eval, do_predict)
+  run_squad(task, model, engine, do_prepro, do_train, do_predict)
+  run_race(task, model, engine, do_train, do_eval)
+
+`task` is a `ClassifierConfig`, `SquadConfig` or `RaceConfig`, `model` a
+`ModelConfig` and `engine` an `EngineConfig` (`xlnet/finetuning/config.py`;
+the optimizer, batch layout, checkpoints, loop and devices come from
+`xlnet/training/config.py`). The programs `run_classifier.py`,
+`run_squad.py` and `run_race.py` resolve their flags into these and call the
+same functions.
+"""
+import functools
+
+from xlnet.data import prepro_utils
+from xlnet.finetuning import classifier_task
+from xlnet.finetuning import classifier_utils
+from xlnet.finetuning import qa_records
+from xlnet.finetuning import race_task
+from xlnet.finetuning import race_utils
+from xlnet.finetuning import squad_task
+from xlnet.finetuning import squad_utils
+
+
+def run_classifier(task, model, engine, do_train=False, do_eval=False,
+                   do_predict=False):
+  """Prepares the records, then fine-tunes, evaluates and predicts.
+
+  Args:
+    task: a `ClassifierConfig`.
+    model: a `ModelConfig`.
+    engine: an `EngineConfig` (optimizer and layout needed with do_train).
+    do_train: fine-tune from init_checkpoint into model_dir.
+    do_eval: evaluate the latest (every, with eval_all_ckpt) checkpoint on
+      eval_split into model_dir/eval_results.txt.
+    do_predict: write the predictions of eval_split to predict_dir.
+
+  Returns:
+    dict with, as asked, `train`: list of (step, loss); `eval`: list of
+    (checkpoint, metrics dict); `predict`: the paths written.
+
+  Raises:
+    ValueError: one line naming the setting or file at fault.
+  """
+  sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
+                                        "spiece_model_file")
+  processor = classifier_task.make_task_processor(task)
+  labels = processor.get_labels()
+  n_class = None if labels is None else len(labels)
+  if do_eval:
+    classifier_task.check_eval_split(task, processor)
+  head = classifier_task.head_fn(task, model, n_class)
+  if do_train and engine.checkpoint.init_checkpoint:
+    classifier_task.check_init_checkpoint(
+        engine.checkpoint.init_checkpoint, task.max_seq_length, head,
+        processor.is_regression)
+  prepare = functools.partial(
+      classifier_utils.prepare_records, processor, task.data_dir,
+      output_dir=task.output_dir, max_seq_length=task.max_seq_length,
+      sp_model=sp_model, spiece_model_file=task.spiece_model_file,
+      uncased=task.uncased, overwrite=task.overwrite_data)
+  # Every split's records exist before the (long) training starts; the
+  # training examples in an order seeded by task.seed, so a rerun writes
+  # the same records.
+  if do_train:
+    train_file, _ = prepare("train", shuffle_seed=task.seed)
+  if do_eval or do_predict:
+    eval_records = prepare(task.eval_split)
+  out = {}
+  if do_train:
+    out["train"] = classifier_task.train(
+        engine, classifier_utils.input_fn_builder(
+            train_file, task.max_seq_length, True, processor.is_regression,
+            shuffle_buffer=task.shuffle_buffer, seed=task.seed), head)
+  if do_eval:
+    out["eval"] = classifier_task.evaluate(task, engine, processor,
+                                           *eval_records, head)
+  if do_predict:
+    out["predict"] = classifier_task.predict(task, engine, processor,
+                                             *eval_records, head)
+  return out
+
+
+def run_squad(task, model, engine, do_prepro=False, do_train=False,
+              do_predict=False):
+  """Writes the window records, fine-tunes, predicts and evaluates.
+
+  Args:
+    task: a `SquadConfig`.
+    model: a `ModelConfig` (None with do_prepro alone).
+    engine: an `EngineConfig` (None with do_prepro alone; optimizer and
+      layout needed with do_train).
+    do_prepro: write the training records of shard task.proc_id.
+    do_train: fine-tune on the training records (written here when
+      missing and task.num_proc is 1).
+    do_predict: predict task.predict_file with the latest (every, with
+      eval_all_ckpt) checkpoint and evaluate.
+
+  Returns:
+    the latest checkpoint's metrics with do_predict, else None.
+  """
+  sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
+                                        "spiece_model_file")
+  if do_prepro:
+    squad_task.prepro_train_shard(task, sp_model, task.proc_id,
+                                  task.num_proc)
+  if do_train:
+    input_fn = qa_records.make_input_fn(
+        squad_task.train_record_paths(task, sp_model),
+        squad_utils.feature_spec(task.max_seq_length, is_training=True),
+        is_training=True, drop_remainder=True,
+        shuffle_buffer=task.shuffle_buffer, seed=task.seed)
+    squad_task.train(model, engine, input_fn)
+  if not do_predict:
+    return None
+  paragraphs, examples, converter, path = squad_task.prepro_predict(
+      task, sp_model)
+  input_fn = qa_records.make_input_fn(
+      [path], squad_utils.feature_spec(task.max_seq_length,
+                                       is_training=False),
+      is_training=False, drop_remainder=False)
+  return squad_task.evaluate_checkpoints(
+      task, model, engine, (paragraphs, examples, converter), input_fn)
+
+
+def run_race(task, model, engine, do_train=False, do_eval=False):
+  """Fine-tunes on RACE and scores eval_split.
+
+  Args:
+    task: a `RaceConfig`.
+    model: a `ModelConfig`.
+    engine: an `EngineConfig` (optimizer and layout needed with do_train).
+    do_train: fine-tune on {data_dir}/train.
+    do_eval: score {data_dir}/{eval_split} with the latest checkpoint and
+      write model_dir/eval_results_{eval_split}.json.
+
+  Returns:
+    the accuracies (middle, high, all) with do_eval, else None.
+  """
+  sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
+                                        "spiece_model_file")
+  spec = race_utils.feature_spec(task.max_seq_length)
+  if do_train:
+    _, path = race_task.prepro(task, sp_model, "train")
+    race_task.train(model, engine, qa_records.make_input_fn(
+        [path], spec, is_training=True, drop_remainder=True,
+        shuffle_buffer=task.shuffle_buffer, seed=task.seed))
+  if not do_eval:
+    return None
+  examples, path = race_task.prepro(task, sp_model, task.eval_split)
+  results = race_task.predict(task, model, engine, qa_records.make_input_fn(
+      [path], spec, is_training=False, drop_remainder=False))
+  metrics = race_utils.accuracy_by_level(examples, results)
+  race_task.write_eval_results(task, engine.model_dir, metrics)
+  return metrics

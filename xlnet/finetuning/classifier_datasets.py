@@ -1,0 +1,415 @@
+"""The processor of each dataset, by family, and `make_processor`, which
+picks one by task name (the base classes: `classifier_processors.py`).
+
+  * GLUE (tab-separated, no quoting): cola, sst-2, mrpc, qqp, sts-b,
+    mnli_matched, mnli_mismatched, qnli, rte, wnli.
+  * The CSV datasets of Zhang et al. (2015): yelp5, yelp2, amazon5, amazon2,
+    dbpedia, ag_news.
+  * aclImdb: imdb.
+  * Your own files: tsv / csv.
+"""
+import hashlib
+import os
+
+from absl import logging
+import tensorflow as tf
+
+from xlnet.finetuning import classifier_processors
+
+
+################################################################################
+# GLUE.
+################################################################################
+def _glue_files(dev="dev.tsv", test="test.tsv"):
+  return {"train": "train.tsv", "dev": dev, "test": test}
+
+
+class GlueProcessor(classifier_processors.TableProcessor):
+  """GLUE tasks: tab-separated tables, no quoting; test ids in column 0."""
+
+  glue_task = True
+  files = _glue_files()
+
+  @classmethod
+  def same_layout(cls, text_a, text_b, label, test_a, test_b,
+                  train_header=True):
+    """classifier_processors.Columns of train/dev (one layout) and test (id in column 0, header
+    row, no label)."""
+    train = classifier_processors.Columns(text_a, text_b, label, header=train_header)
+    test = classifier_processors.Columns(test_a, test_b, None, guid=0, header=True)
+    return {"train": train, "dev": train, "test": test}
+
+
+class ColaProcessor(GlueProcessor):
+  name = "cola"
+  labels = ["0", "1"]
+  metrics = ("accuracy", "mcc")
+  primary_metric = "mcc"
+  layout = ("GLUE CoLA: train/dev without header: source, label, mark, "
+            "sentence; test: index, sentence")
+  columns = GlueProcessor.same_layout(3, None, 1, 1, None,
+                                      train_header=False)
+
+
+class Sst2Processor(GlueProcessor):
+  name = "sst-2"
+  labels = ["0", "1"]
+  layout = "GLUE SST-2: sentence, label; test: index, sentence"
+  columns = GlueProcessor.same_layout(0, None, 1, 1, None)
+
+
+class MrpcProcessor(GlueProcessor):
+  name = "mrpc"
+  labels = ["0", "1"]
+  metrics = ("accuracy", "f1")
+  layout = ("GLUE MRPC: Quality, #1 ID, #2 ID, #1 String, #2 String; test: "
+            "index, #1 ID, #2 ID, #1 String, #2 String")
+  columns = GlueProcessor.same_layout(3, 4, 0, 3, 4)
+
+
+class QqpProcessor(GlueProcessor):
+  name = "qqp"
+  labels = ["0", "1"]
+  metrics = ("accuracy", "f1")
+  layout = ("GLUE QQP: id, qid1, qid2, question1, question2, is_duplicate; "
+            "test: id, question1, question2")
+  columns = GlueProcessor.same_layout(3, 4, 5, 1, 2)
+  # The GLUE copy of QQP holds a few questions broken over two lines.
+  skip_bad_lines = True
+
+
+class StsbProcessor(GlueProcessor):
+  name = "sts-b"
+  labels = None
+  metrics = ("pearsonr", "spearmanr")
+  primary_metric = "pearsonr"
+  layout = ("GLUE STS-B: index, genre, filename, year, old_index, source1, "
+            "source2, sentence1, sentence2, score (test: no score)")
+  columns = GlueProcessor.same_layout(7, 8, 9, 7, 8)
+
+
+class MnliMatchedProcessor(GlueProcessor):
+  """MNLI with the matched dev/test sets; the label is the last column."""
+  name = "mnli_matched"
+  labels = ["contradiction", "entailment", "neutral"]
+  files = _glue_files("dev_matched.tsv", "test_matched.tsv")
+  layout = ("GLUE MNLI: sentence1 and sentence2 in columns 8 and 9, "
+            "gold_label last (12 columns in train, 16 in dev, 10 in test)")
+  columns = {"train": classifier_processors.Columns(8, 9, -1, header=True, min_columns=12),
+             "dev": classifier_processors.Columns(8, 9, -1, header=True, min_columns=16),
+             "test": classifier_processors.Columns(8, 9, None, guid=0, header=True,
+                             min_columns=10)}
+
+
+class MnliMismatchedProcessor(MnliMatchedProcessor):
+  name = "mnli_mismatched"
+  files = _glue_files("dev_mismatched.tsv", "test_mismatched.tsv")
+
+
+class QnliProcessor(GlueProcessor):
+  name = "qnli"
+  labels = ["entailment", "not_entailment"]
+  layout = "GLUE QNLI: index, question, sentence, label (test: no label)"
+  columns = GlueProcessor.same_layout(1, 2, 3, 1, 2)
+
+
+class RteProcessor(GlueProcessor):
+  name = "rte"
+  labels = ["entailment", "not_entailment"]
+  layout = "GLUE RTE: index, sentence1, sentence2, label (test: no label)"
+  columns = GlueProcessor.same_layout(1, 2, 3, 1, 2)
+
+
+class WnliProcessor(GlueProcessor):
+  name = "wnli"
+  labels = ["0", "1"]
+  layout = "GLUE WNLI: index, sentence1, sentence2, label (test: no label)"
+  columns = GlueProcessor.same_layout(1, 2, 3, 1, 2)
+
+
+################################################################################
+# The CSV datasets of Zhang et al. (2015): Yelp, Amazon, DBpedia, AG News.
+################################################################################
+class ZhangCsvProcessor(classifier_processors.TableProcessor):
+  """`train.csv` / `test.csv` with the class index (1-based) in column 0.
+
+  The dev split is the test file (these datasets have no dev set). Texts are
+  cleaned as the release cleaned Yelp-5 (see `clean_text`); the files'
+  `\\n` escapes stay literal. With a title column, the title and the body
+  form a pair (the body alone when the title is blank).
+  """
+
+  delimiter = ","
+  quoting = True
+  files = {"train": "train.csv", "dev": "test.csv", "test": "test.csv"}
+  n_class = None
+  has_title = False
+
+  def __init__(self):
+    self.labels = [str(i) for i in range(1, self.n_class + 1)]
+    cols = classifier_processors.Columns(1, 2, 0) if self.has_title else classifier_processors.Columns(1, None, 0)
+    self.columns = {split: cols for split in classifier_processors.SPLITS}
+    fields = "class, title, text" if self.has_title else "class, text"
+    self.layout = (f"{self.name}: CSV rows '{fields}' with class "
+                   f"1-{self.n_class}, in train.csv and test.csv")
+
+  def clean_text(self, text):
+    """The release's Yelp-5 cleaning of a parsed CSV field: `""` -> `"`,
+    then `\\"` -> `"`, in that order (so `\\""` becomes `"`)."""
+    return text.replace('""', '"').replace('\\"', '"')
+
+  def _make_example(self, fields, cols, index, where):
+    example = super()._make_example(fields, cols, index, where)
+    if example.text_b is not None and not example.text_a.strip():
+      example.text_a, example.text_b = example.text_b, None
+    return example
+
+
+class Yelp5Processor(ZhangCsvProcessor):
+  name = "yelp5"
+  n_class = 5
+
+
+class Yelp2Processor(ZhangCsvProcessor):
+  name = "yelp2"
+  n_class = 2
+
+
+class Amazon5Processor(ZhangCsvProcessor):
+  name = "amazon5"
+  n_class = 5
+  has_title = True
+
+
+class Amazon2Processor(ZhangCsvProcessor):
+  name = "amazon2"
+  n_class = 2
+  has_title = True
+
+
+class DbpediaProcessor(ZhangCsvProcessor):
+  name = "dbpedia"
+  n_class = 14
+  has_title = True
+
+
+class AgNewsProcessor(ZhangCsvProcessor):
+  name = "ag_news"
+  n_class = 4
+  has_title = True
+
+
+################################################################################
+# IMDB (aclImdb).
+################################################################################
+class ImdbProcessor(classifier_processors.DataProcessor):
+  """aclImdb: one review per file under `{train,test}/{neg,pos}/`.
+
+  The dev split (and test) is the `test` directory. `<br />` line breaks
+  become spaces. Ids are `{neg|pos}/{file name}`; files are read in sorted
+  order.
+  """
+
+  name = "imdb"
+  labels = ["neg", "pos"]
+  layout = "aclImdb: {train,test}/{neg,pos}/*.txt"
+  _dirs = {"train": "train", "dev": "test", "test": "test"}
+
+  def _label_dirs(self, data_dir, split):
+    """{label: directory} of `split`, checked to exist."""
+    classifier_processors.check_split(split)
+    dirs = {}
+    for label in self.labels:
+      path = os.path.join(data_dir, self._dirs[split], label)
+      if not tf.io.gfile.isdir(path):
+        raise ValueError(f"--data_dir={data_dir}: expected the directory "
+                         f"{path} ({self.layout}), not found")
+      dirs[label] = path
+    return dirs
+
+  def _files(self, data_dir, split):
+    """Sorted [(label, file name, path)] of `split`."""
+    out = []
+    for label, path in self._label_dirs(data_dir, split).items():
+      names = sorted(n for n in tf.io.gfile.listdir(path) if n.endswith(".txt"))
+      out.extend((label, n, os.path.join(path, n)) for n in names)
+    return out
+
+  def source_signature(self, data_dir, split):
+    """sha1 over every review's label, file name and bytes, in read order."""
+    files = self._files(data_dir, split)
+    hasher = hashlib.sha1()
+    for label, name, path in files:
+      hasher.update(f"{label}/{name}\0".encode())
+      classifier_processors.update_digest(hasher, path)
+      hasher.update(b"\0")
+    return f"{len(files)} files, sha1 {hasher.hexdigest()}"
+
+  def get_examples(self, data_dir, split):
+    files = self._files(data_dir, split)
+    examples = []
+    for label, name, path in files:
+      try:
+        with classifier_processors.open_text(path) as f:
+          text = f.read()
+      except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text") from None
+      text = text.strip().replace("<br />", " ")
+      examples.append(classifier_processors.InputExample(f"{label}/{name}", text, None, label))
+    return examples
+
+
+################################################################################
+# Your own TSV / CSV files.
+################################################################################
+def _parse_column(value, flag):
+  """A column flag: an int index or a header name (None stays None)."""
+  if value is None or value == "":
+    return None
+  value = str(value)
+  if value.lstrip("-").isdigit():
+    return int(value)
+  if not value.strip():
+    raise ValueError(f"--{flag}={value!r}: expected a column index or name")
+  return value
+
+
+def _natural_key(label):
+  """Sorts numeric labels by value ('2' < '10'), others by text after them."""
+  try:
+    return (0, float(label), label)
+  except ValueError:
+    return (1, 0.0, label)
+
+
+class UserTableProcessor(classifier_processors.TableProcessor):
+  """`{train,dev,test}.{tsv,csv}` with columns chosen by index or name.
+
+  classifier_processors.Columns given by name (the default: `label`, `text_a`, and `text_b` when
+  present) are looked up in the header row, which then must exist; columns
+  given by index count from 0 and the file has a header row only with
+  `contains_header`. TSV files are split at tabs literally; CSV files use
+  standard quoting. The label list is `label_list` or, when not given, the
+  sorted distinct labels of the train file. Test files need no label column.
+  """
+
+  def __init__(self, kind, label_column="label", text_a_column="text_a",
+               text_b_column=None, contains_header=None, label_list=None,
+               is_regression=False):
+    if kind not in ("tsv", "csv"):
+      raise ValueError(f"unknown table kind {kind!r}")
+    self.name = kind
+    self.delimiter = "\t" if kind == "tsv" else ","
+    self.quoting = kind == "csv"
+    self.files = {split: f"{split}.{kind}" for split in classifier_processors.SPLITS}
+    self.layout = (f"{kind} task: {{train,dev,test}}.{kind} with label "
+                   f"column {label_column!r}, text_a {text_a_column!r}, "
+                   f"text_b {text_b_column!r}")
+    self._spec = {"label": _parse_column(label_column, "label_column"),
+                  "text_a": _parse_column(text_a_column, "text_a_column"),
+                  "text_b": _parse_column(text_b_column, "text_b_column")}
+    if self._spec["text_a"] is None:
+      raise ValueError(f"--text_a_column is required for --task_name={kind}")
+    if self._spec["label"] is None:
+      raise ValueError(f"--label_column is required for --task_name={kind}")
+    by_name = any(isinstance(v, str) for v in self._spec.values())
+    if contains_header is False and by_name:
+      raise ValueError("--contains_header=False but columns are given by "
+                       f"name ({self._spec}); use column indices")
+    self.header = by_name or bool(contains_header)
+    self._label_list = label_list
+    self._is_regression = is_regression
+    self.metrics = (("pearsonr", "spearmanr") if is_regression
+                    else ("accuracy",))
+    self.primary_metric = self.metrics[0]
+    self.labels = None
+    self.columns = None
+
+  @property
+  def is_regression(self):
+    return self._is_regression
+
+  def options(self):
+    """The settings that shape the examples (part of the records' key)."""
+    return dict(self._spec, header=self.header, labels=self.labels)
+
+  def resolve(self, data_dir):
+    """Fixes the label list: `label_list`, or the sorted distinct labels of
+    the train file (numbers by value). Returns self."""
+    if self._is_regression or self.labels is not None:
+      return self
+    if self._label_list:
+      self.labels = list(self._label_list)
+      return self
+    path = self.path(data_dir, "train")
+    cols = self.table_columns(path, "train")
+    seen = {fields[cols.label].strip()
+            for _, fields in self._data_rows(path, cols)}
+    if not seen:
+      raise ValueError(f"{path} holds no examples to read the labels from; "
+                       "give --label_list")
+    self.labels = sorted(seen, key=_natural_key)
+    logging.info("Labels of %s (from %s): %s", self.name, path, self.labels)
+    return self
+
+  def get_labels(self):
+    if not self._is_regression and self.labels is None:
+      raise ValueError(f"task {self.name}: call resolve(data_dir) first")
+    return super().get_labels()
+
+  def _columns_for(self, path, with_label):
+    """classifier_processors.Columns of the table at `path`, names resolved against its header."""
+    spec = dict(self._spec)
+    if not with_label:
+      spec["label"] = None
+    if self.header and any(isinstance(v, str) for v in spec.values()):
+      first = next(classifier_processors.read_rows(path, self.delimiter, self.quoting), None)
+      header = [h.strip() for h in first[1]] if first else []
+      for key, value in spec.items():
+        if isinstance(value, str):
+          if value not in header:
+            raise ValueError(f"{path}: no column named {value!r} in the "
+                             f"header row {header} (--{key}_column)")
+          spec[key] = header.index(value)
+    return classifier_processors.Columns(spec["text_a"], spec["text_b"], spec["label"],
+                   header=self.header)
+
+  def table_columns(self, path, split):
+    return self._columns_for(path, with_label=split != "test")
+
+  def labelled(self, split):
+    classifier_processors.check_split(split)
+    return split != "test"
+
+
+################################################################################
+# Registry.
+################################################################################
+PROCESSORS = {p.name: p for p in (
+    ColaProcessor, Sst2Processor, MrpcProcessor, QqpProcessor, StsbProcessor,
+    MnliMatchedProcessor, MnliMismatchedProcessor, QnliProcessor, RteProcessor,
+    WnliProcessor, ImdbProcessor, Yelp5Processor, Yelp2Processor,
+    Amazon5Processor, Amazon2Processor, DbpediaProcessor, AgNewsProcessor)}
+USER_TASKS = ("tsv", "csv")
+TASK_NAMES = tuple(sorted(PROCESSORS)) + USER_TASKS
+
+
+def make_processor(task_name, **user_options):
+  """The processor of `task_name` (case-insensitive).
+
+  Args:
+    task_name: one of TASK_NAMES.
+    **user_options: for "tsv"/"csv" only, the `UserTableProcessor` options
+      (label_column, text_a_column, text_b_column, contains_header,
+      label_list, is_regression); ignored for the other tasks.
+
+  Raises:
+    ValueError: on an unknown task.
+  """
+  name = (task_name or "").lower()
+  if name in USER_TASKS:
+    return UserTableProcessor(name, **user_options)
+  if name not in PROCESSORS:
+    raise ValueError(f"--task_name={task_name}: unknown task; expected one "
+                     f"of {', '.join(TASK_NAMES)}")
+  return PROCESSORS[name]()

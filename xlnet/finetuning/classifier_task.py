@@ -1,0 +1,345 @@
+"""Sequence classification and regression: records, fine-tuning,
+evaluation and prediction with typed settings (`ClassifierConfig`,
+`ModelConfig`, `EngineConfig` of `xlnet/finetuning/config.py`).
+
+  make_task_processor  the task's examples and labels
+  train                fine-tunes from init_checkpoint into model_dir
+  evaluate             every (or the latest) checkpoint on eval_split ->
+                       model_dir/eval_results.txt and TensorBoard
+  predict              the release's {task}.tsv / .logits.json (+ .ids.tsv)
+
+`xlnet.finetuning.api.run_classifier` chains them as `run_classifier.py`
+does.
+"""
+import json
+import os
+import socket
+import time
+import uuid
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from xlnet.training import warm_start
+from xlnet import classifier_heads
+from xlnet import io_utils
+from xlnet.finetuning import checkpoint_eval
+from xlnet.finetuning import classifier_datasets
+from xlnet.finetuning import classifier_utils
+from xlnet.finetuning import finetune
+from xlnet.finetuning import metrics as metrics_lib
+from xlnet.training import checkpoint_io
+
+EVAL_RESULTS = "eval_results.txt"
+
+
+def make_task_processor(task):
+  """The task's processor, with its labels settled.
+
+  Args:
+    task: a `ClassifierConfig`.
+
+  Raises:
+    ValueError: on an unknown task or an is_regression that contradicts
+      the task.
+  """
+  user_options = dict(
+      label_column=task.label_column, text_a_column=task.text_a_column,
+      text_b_column=task.text_b_column,
+      contains_header=task.contains_header,
+      label_list=None if task.label_list is None else list(task.label_list),
+      is_regression=bool(task.is_regression))
+  processor = classifier_datasets.make_processor(task.task_name,
+                                                   **user_options)
+  if (task.is_regression is not None and
+      task.is_regression != processor.is_regression):
+    kind = "a regression" if processor.is_regression else "a classification"
+    raise ValueError(f"--is_regression={task.is_regression} but "
+                     f"--task_name={task.task_name} is {kind} task")
+  return processor.resolve(task.data_dir)
+
+
+def head_fn(task, model, n_class):
+  """The task's head as `head_fn(features, is_training)` -> dict of
+  `classifier_heads.get_head_outputs`.
+
+  Args:
+    task: a `ClassifierConfig` (task_name, cls_scope).
+    model: a `ModelConfig`.
+    n_class: int, or None for regression.
+  """
+  def fn(features, is_training):
+    return classifier_heads.get_head_outputs(
+        model.xlnet_config, model.run_config(is_training), features,
+        n_class, task.task_name, task.cls_scope, model.summary_type,
+        model.use_summ_proj)
+  return fn
+
+
+def check_init_checkpoint(init_checkpoint, max_seq_length, head,
+                          is_regression):
+  """Checks that `init_checkpoint` holds the whole backbone, by name and
+  shape, building the fine-tuning graph once in a scratch graph. Only the
+  pooler and the task head may be missing.
+
+  Args:
+    init_checkpoint: a checkpoint prefix, directory or DIR/latest.
+    max_seq_length: int, L.
+    head: `head_fn(task, model, n_class)`.
+    is_regression: bool, float labels.
+
+  Raises:
+    ValueError: naming the missing or mismatched variables.
+  """
+  prefix = checkpoint_io.resolve_checkpoint(init_checkpoint,
+                                          "--init_checkpoint")
+  with tf.Graph().as_default():
+    length = max_seq_length
+    features = {
+        "input_ids": tf.compat.v1.placeholder(tf.int32, [None, length]),
+        "segment_ids": tf.compat.v1.placeholder(tf.int32, [None, length]),
+        "input_mask": tf.compat.v1.placeholder(tf.float32, [None, length]),
+        "label_ids": tf.compat.v1.placeholder(
+            tf.float32 if is_regression else tf.int32, [None])}
+    head(features, False)
+    warm_start.get_assignment_map_from_checkpoint(
+        tf.compat.v1.trainable_variables(), prefix,
+        allow_missing=classifier_heads.NEW_VARIABLE_PATTERNS)
+
+
+################################################################################
+# Results: eval_results.txt, TensorBoard, predictions.
+################################################################################
+def write_scalar_summaries(logdir, step, scalars):
+  """Writes scalars at `step` as a TensorBoard event file in `logdir`.
+
+  One new, complete `events.out.tfevents.*` file per call (TensorBoard
+  reads every event file of a directory), written as TFRecords of Event
+  protos so that it works in graph and eager mode alike.
+  """
+  wall_time = time.time()
+  # Names sort in time order (to the microsecond), as TensorBoard reads them.
+  name = (f"events.out.tfevents.{wall_time:.6f}.{socket.gethostname()}."
+          f"{os.getpid()}.{uuid.uuid4().hex[:8]}")
+  summary = tf.compat.v1.Summary(value=[
+      tf.compat.v1.Summary.Value(tag=tag, simple_value=float(value))
+      for tag, value in scalars.items()])
+  events = [tf.compat.v1.Event(wall_time=wall_time,
+                               file_version="brain.Event:2"),
+            tf.compat.v1.Event(wall_time=wall_time, step=step,
+                               summary=summary)]
+  with io_utils.atomic_output(os.path.join(logdir, name)) as tmp:
+    with tf.io.TFRecordWriter(tmp) as writer:
+      for event in events:
+        writer.write(event.SerializeToString())
+
+
+def check_eval_split(task, processor):
+  """Raises a one-line ValueError when evaluation is asked on a split
+  without labels (GLUE test sets, the test file of a tsv/csv task)."""
+  if not processor.labelled(task.eval_split):
+    raise ValueError(
+        f"--do_eval with --eval_split={task.eval_split}: the "
+        f"{task.eval_split} split of --task_name={task.task_name} has no "
+        "labels to evaluate against (use --do_predict alone, or "
+        "--eval_split=dev)")
+
+
+def predicted_labels(logits, label_list, threshold=0.0):
+  """The prediction of each example.
+
+  Args:
+    logits: float array `[n, n_class]`, or `[n]` scores for regression.
+    label_list: list of label strings, or None for regression.
+    threshold: binary tasks: the second label wins when its logit minus the
+      first one's exceeds this (0: the larger logit, the first on ties).
+
+  Returns:
+    list of n label strings, or of n floats for regression.
+  """
+  logits = np.asarray(logits, dtype=np.float64)
+  if label_list is None:
+    return [float(x) for x in logits.reshape(len(logits))]
+  if len(label_list) == 2:
+    second = logits[:, 1] - logits[:, 0] > threshold
+    return [label_list[int(s)] for s in second]
+  return [label_list[i] for i in np.argmax(logits, axis=-1)]
+
+
+def write_predictions(predict_dir, task, guids, logits, label_list,
+                      threshold=0.0):
+  """Writes the release's prediction files, and the example ids, into
+  `predict_dir`.
+
+    * `{task}.tsv`: a header `index<TAB>prediction`, then one line per
+      example in input order: its running index from 0 and the predicted
+      label (regression: the score as Python prints the float).
+    * `{task}.logits.json`: a JSON list (indent 4) of per-example lists of
+      logits (regression: one value).
+    * `{task}.ids.tsv`: a header `index<TAB>id`, then each running index
+      with the example's id (GLUE test files: their `index` column; IMDB:
+      `pos/123_9.txt`; CSV and tsv/csv tasks: the row number).
+
+  Args:
+    predict_dir: str.
+    task: str, the file name stem (the lower-case task name).
+    guids: list of n example ids.
+    logits: float32 `[n, n_class]` or `[n]` (regression), real examples
+      only.
+    label_list: list of labels, or None for regression.
+    threshold: see `predicted_labels`.
+
+  Returns:
+    (tsv path, json path, ids path).
+  """
+  labels = predicted_labels(logits, label_list, threshold)
+  if len(labels) != len(guids):
+    raise ValueError(f"{len(labels)} predictions for {len(guids)} examples")
+  # float32 values as Python floats, as the release's `float(x)`.
+  rows = np.asarray(logits, np.float32).reshape(len(guids), -1).tolist()
+  paths = [os.path.join(predict_dir, f"{task}{suffix}")
+           for suffix in (".tsv", ".logits.json", ".ids.tsv")]
+  io_utils.atomic_write(paths[0], "index\tprediction\n" + "".join(
+      f"{i}\t{label}\n" for i, label in enumerate(labels)))
+  io_utils.atomic_write(paths[1], json.dumps(rows, indent=4))
+  io_utils.atomic_write(paths[2], "index\tid\n" + "".join(
+      f"{i}\t{guid}\n" for i, guid in enumerate(guids)))
+  return tuple(paths)
+
+
+################################################################################
+# The calls into the shared training engine.
+################################################################################
+def train(engine, input_fn, head):
+  """Fine-tunes the model into engine.model_dir (see `finetune.train`):
+  resumes from model_dir, else starts from init_checkpoint, whose lack of
+  the new head (`classifier_heads.NEW_VARIABLE_PATTERNS`) is expected.
+
+  Args:
+    engine: an `EngineConfig`.
+    input_fn: `input_fn(params)` of `classifier_utils.input_fn_builder`.
+    head: `head(features, is_training)` -> dict of
+      `classifier_heads.get_head_outputs` (see `head_fn`).
+  """
+  return finetune.train(
+      engine, input_fn, lambda f, is_training: head(f, is_training)[
+          "total_loss"], allow_missing=classifier_heads.NEW_VARIABLE_PATTERNS)
+
+
+def run_inference(engine, checkpoint, input_fn, head, batch_size):
+  """The head's outputs for every example of `input_fn` (`batch_size`
+  examples per step over all devices; the dataset is finite and padded).
+
+  Returns:
+    dict of NumPy arrays over every example produced (fakes included):
+    `logits` [n, n_class] (or [n] for regression), `per_example_loss` [n],
+    `label_ids` [n], `is_real_example` [n].
+  """
+  def outputs_fn(features, is_training):
+    out = dict(head(features, is_training))
+    del out["total_loss"]  # a scalar, not per example
+    return out
+
+  return finetune.predict(engine, checkpoint, input_fn, outputs_fn,
+                          batch_size)
+
+
+################################################################################
+# Evaluation and prediction.
+################################################################################
+def real_example_mask(outputs, num_examples, what):
+  """The bool mask of real examples in engine outputs, checked to count
+  exactly `num_examples` (each real example once)."""
+  real = np.asarray(outputs["is_real_example"]).reshape(-1) != 0
+  if int(real.sum()) != num_examples:
+    raise RuntimeError(f"{what}: the engine returned {int(real.sum())} real "
+                       f"examples, expected {num_examples}")
+  return real
+
+
+def evaluate(task, engine, processor, record_file, num_examples, head):
+  """Evaluates the checkpoints of model_dir; writes and returns results.
+
+  Args:
+    task: a `ClassifierConfig`.
+    engine: an `EngineConfig`.
+    processor: the task's processor (`make_task_processor`).
+    record_file, num_examples: the eval_split's records
+      (`classifier_utils.prepare_records`).
+    head: see `head_fn`.
+
+  Returns:
+    list of (checkpoint, results dict) in evaluation order.
+  """
+  is_regression = processor.is_regression
+  batch_size = task.eval_batch_size
+  input_fn = classifier_utils.input_fn_builder(
+      record_file, task.max_seq_length, False, is_regression,
+      num_examples=num_examples, pad_to_multiple=batch_size)
+  primary = f"eval_{processor.primary_metric}"
+  results_path = os.path.join(engine.model_dir, EVAL_RESULTS)
+  logdir = os.path.join(engine.model_dir,
+                        f"eval_{processor.name}_{task.eval_split}")
+  all_results = []
+  prefixes = checkpoint_eval.checkpoints_to_evaluate(engine.model_dir,
+                                                     task.eval_all_ckpt)
+  start = time.time()
+  for n, prefix in enumerate(prefixes):
+    outputs = run_inference(engine, prefix, input_fn, head, batch_size)
+    real_example_mask(outputs, num_examples, f"evaluating {prefix}")
+    results = metrics_lib.evaluation_metrics(
+        processor.metrics, outputs["logits"], outputs["label_ids"],
+        outputs["is_real_example"], outputs["per_example_loss"],
+        is_regression)
+    step = checkpoint_io.step_of(prefix)
+    elapsed = time.time() - start
+    logging.info("[%d/%d checkpoints, ETA %.0fs] %s: %s", n + 1,
+                 len(prefixes), elapsed / (n + 1) * (len(prefixes) - n - 1),
+                 prefix, results)
+    best = checkpoint_eval.update_eval_results(
+        results_path, processor.name, task.eval_split, prefix, results,
+        primary)
+    write_scalar_summaries(logdir, step or 0, {
+        k: v for k, v in results.items() if k.startswith("eval_")})
+    all_results.append((prefix, results))
+  if best is not None:
+    logging.info("Best of %s: %s = %s (%s)", processor.name, primary,
+                 best[primary], best["checkpoint"])
+  return all_results
+
+
+def predict(task, engine, processor, record_file, num_examples, head):
+  """Labels the eval_split examples (arguments as `evaluate`) with
+  task.predict_ckpt, else the latest checkpoint of model_dir.
+
+  Returns:
+    the paths written (see `write_predictions`).
+  """
+  checkpoint = (checkpoint_io.resolve_checkpoint(task.predict_ckpt,
+                                               "--predict_ckpt")
+                if task.predict_ckpt else
+                tf.train.latest_checkpoint(engine.model_dir))
+  if not checkpoint:
+    raise ValueError(f"--model_dir={engine.model_dir} holds no checkpoint to "
+                     "predict with (or give --predict_ckpt)")
+  examples = processor.get_examples(task.data_dir, task.eval_split)
+  if len(examples) != num_examples:
+    raise ValueError(f"the {task.eval_split} split has {len(examples)} "
+                     "examples but its "
+                     f"records {record_file} hold {num_examples}; rerun "
+                     "with --overwrite_data")
+  batch_size = task.predict_batch_size
+  input_fn = classifier_utils.input_fn_builder(
+      record_file, task.max_seq_length, False, processor.is_regression,
+      num_examples=num_examples, pad_to_multiple=batch_size)
+  outputs = run_inference(engine, checkpoint, input_fn, head, batch_size)
+  real = real_example_mask(outputs, num_examples, f"predicting with "
+                           f"{checkpoint}")
+  paths = write_predictions(
+      task.predict_dir, processor.name, [e.guid for e in examples],
+      np.asarray(outputs["logits"])[real], processor.get_labels(),
+      task.predict_threshold)
+  logging.info("Predictions of %s for %d examples: %s", checkpoint,
+               num_examples, ", ".join(paths))
+  return paths

@@ -1,0 +1,251 @@
+"""Typed settings of a fine-tuning run, resolved once by a program
+(`xlnet/flags/finetuning.py`) or built in Python, and passed down.
+
+  ModelConfig     the pretrained backbone and its run settings (dropout,
+                  initializer, precision) plus the sequence summary
+  EngineConfig    how training and inference run: model_dir and warm start,
+                  the optimizer, the batch layout, the loop, the devices
+
+Every field keeps the name of the flag it comes from. Batch sizes here are
+resolved: `BatchLayout.train_batch_size` and every `*_batch_size` of a task
+config count the examples of one step over all replicas (the flags count
+them per GPU unless --use_tpu, as the release).
+"""
+import dataclasses
+from typing import Optional, Tuple
+
+from xlnet import model as model_lib
+from xlnet.training import config as train_config_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+  """The backbone every head is built on, and how it pools a sequence.
+
+  Attributes:
+    xlnet_config: the pretrained model's `XLNetConfig`.
+    dropout, dropatt: dropout rates while training.
+    clamp_len: clamp of the relative distances (-1: none).
+    init, init_std, init_range: initializer of the new variables.
+    use_tpu: TPU computation (bfloat16-friendly ops).
+    use_bfloat16, use_fp16: activation precision (exclusive).
+    summary_type: "last", "first", "mean" or "attn" (`get_pooled_out`).
+    use_summ_proj: the tanh projection of the summary.
+  """
+  xlnet_config: model_lib.XLNetConfig
+  dropout: float = 0.1
+  dropatt: float = 0.1
+  clamp_len: int = -1
+  init: str = "normal"
+  init_std: float = 0.02
+  init_range: float = 0.1
+  use_tpu: bool = False
+  use_bfloat16: bool = False
+  use_fp16: bool = False
+  summary_type: str = "last"
+  use_summ_proj: bool = True
+
+  def run_config(self, is_training):
+    """The backbone's `RunConfig` (no memory, no permutation)."""
+    return model_lib.RunConfig(
+        is_training=is_training, use_tpu=self.use_tpu,
+        use_bfloat16=self.use_bfloat16, use_fp16=self.use_fp16,
+        dropout=self.dropout, dropatt=self.dropatt, init=self.init,
+        init_range=self.init_range, init_std=self.init_std,
+        clamp_len=self.clamp_len)
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineConfig:
+  """How a fine-tuning run trains and predicts.
+
+  Attributes:
+    checkpoint: model_dir (resume, results), init_checkpoint, saving.
+    optimizer: the schedule and the Adam step (training only).
+    layout: the training batch over all replicas (training only).
+    train: the loop (log interval, seed, XLA, float16).
+    device: GPUs/CPUs or a TPU.
+  """
+  checkpoint: train_config_lib.CheckpointConfig
+  optimizer: Optional[train_config_lib.OptimizerConfig] = None
+  layout: Optional[train_config_lib.BatchLayout] = None
+  train: train_config_lib.TrainConfig = train_config_lib.TrainConfig()
+  device: train_config_lib.DeviceConfig = train_config_lib.DeviceConfig()
+
+  @property
+  def model_dir(self):
+    """Where checkpoints and results live."""
+    return self.checkpoint.model_dir
+
+  @property
+  def seed(self):
+    """The run's seed (weights, data order, dropout)."""
+    return self.train.seed
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassifierConfig:
+  """A classification or regression task (`run_classifier.py`).
+
+  Attributes:
+    task_name: a GLUE task, imdb, yelp-2/5, dbpedia, amazon-2/5, ag, or
+      tsv/csv for your own data (case-insensitive).
+    data_dir: the task's data directory.
+    output_dir: where the feature records are cached.
+    spiece_model_file: the pretrained model's SentencePiece model.
+    max_seq_length: pieces per example.
+    uncased: lower-case the text.
+    seed: the order in which the training examples are written and the
+      training input's shuffle (the program passes --seed).
+    shuffle_buffer: the training input's shuffle buffer.
+    overwrite_data: rewrite the records even when valid.
+    eval_split: "dev", "test" or "train", for evaluation and prediction.
+    eval_batch_size, predict_batch_size: examples of one step over all
+      replicas.
+    eval_all_ckpt: evaluate every checkpoint of model_dir, not only the
+      latest.
+    predict_ckpt: checkpoint to predict with (None: the latest).
+    predict_dir: where the prediction files go.
+    predict_threshold: binary tasks: the second label's lead needed.
+    is_regression: None: the task's kind.
+    cls_scope: the classification head's name (None: the task's).
+    label_column, text_a_column, text_b_column, contains_header,
+      label_list: tsv/csv tasks' columns and labels.
+  """
+  task_name: str
+  data_dir: str
+  output_dir: str
+  spiece_model_file: str
+  max_seq_length: int = 128
+  uncased: bool = False
+  seed: int = train_config_lib.DEFAULT_SEED
+  shuffle_buffer: int = 2048
+  overwrite_data: bool = False
+  eval_split: str = "dev"
+  eval_batch_size: int = 128
+  predict_batch_size: int = 128
+  eval_all_ckpt: bool = False
+  predict_ckpt: Optional[str] = None
+  predict_dir: Optional[str] = None
+  predict_threshold: float = 0.0
+  is_regression: Optional[bool] = None
+  cls_scope: Optional[str] = None
+  label_column: str = "label"
+  text_a_column: str = "text_a"
+  text_b_column: Optional[str] = None
+  contains_header: Optional[bool] = None
+  label_list: Optional[Tuple[str, ...]] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadConfig:
+  """SQuAD 2.0 / 1.1 (`run_squad.py`).
+
+  Attributes:
+    spiece_model_file: the pretrained model's SentencePiece model.
+    output_dir: where the window records are written.
+    train_file, predict_file: SQuAD JSON files.
+    predict_dir: where the prediction files go (None: model_dir).
+    max_seq_length, max_query_length, doc_stride: the windows.
+    max_answer_length: longest predicted answer, in pieces.
+    start_n_top, end_n_top: the answer beam.
+    n_best_size: answers kept per question in nbest_predictions.json.
+    predict_batch_size: examples of one step over all replicas.
+    uncased: lower-case the text.
+    seed: the training records' order and the training input's shuffle.
+    shuffle_buffer: the training input's shuffle buffer.
+    num_proc, proc_id: preprocessing shards, and the one to write.
+    answer_on_last_piece, skip_empty_answers, trim_answer_whitespace,
+      keep_unaligned: our earlier behaviour where it differs from the
+      release's (docs/differences.md).
+    target_eval_key: the metric that rates a checkpoint.
+    eval_all_ckpt: evaluate every checkpoint, not only the latest.
+  """
+  spiece_model_file: str
+  output_dir: str
+  train_file: Optional[str] = None
+  predict_file: Optional[str] = None
+  predict_dir: Optional[str] = None
+  max_seq_length: int = 512
+  max_query_length: int = 64
+  doc_stride: int = 128
+  max_answer_length: int = 64
+  start_n_top: int = 5
+  end_n_top: int = 5
+  n_best_size: int = 5
+  predict_batch_size: int = 32
+  uncased: bool = False
+  seed: int = train_config_lib.DEFAULT_SEED
+  shuffle_buffer: int = 2048
+  num_proc: int = 1
+  proc_id: int = 0
+  answer_on_last_piece: bool = False
+  skip_empty_answers: bool = False
+  trim_answer_whitespace: bool = False
+  keep_unaligned: bool = False
+  target_eval_key: str = "best_f1"
+  eval_all_ckpt: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class RaceConfig:
+  """RACE (`run_race.py`).
+
+  Attributes:
+    data_dir: {train,dev,test}/{middle,high}/*.txt.
+    spiece_model_file: the pretrained model's SentencePiece model.
+    output_dir: where the records are cached.
+    max_seq_length: pieces per option's sequence.
+    max_qa_length: question+option pieces kept (the last ones).
+    uncased: lower-case the text.
+    high_only, middle_only: one level of RACE.
+    eval_split: "dev" or "test".
+    eval_batch_size: examples of one step over all replicas.
+    seed: the training records' order and the training input's shuffle.
+    shuffle_buffer: the training input's shuffle buffer.
+  """
+  data_dir: str
+  spiece_model_file: str
+  output_dir: str
+  max_seq_length: int = 512
+  max_qa_length: int = 128
+  uncased: bool = False
+  high_only: bool = False
+  middle_only: bool = False
+  eval_split: str = "dev"
+  eval_batch_size: int = 32
+  seed: int = train_config_lib.DEFAULT_SEED
+  shuffle_buffer: int = 2048
+
+
+@dataclasses.dataclass(frozen=True)
+class ReproduceConfig:
+  """What reproduce.py runs (`xlnet/finetuning/reproduce.py`); every field
+  is the flag of its name, the overrides (train_steps ... max_query_length)
+  None for each task's own setting."""
+  table: Optional[str] = None
+  model_size: str = "large"
+  tasks: Optional[Tuple[str, ...]] = None
+  init_checkpoint: Optional[str] = None
+  model_config_path: Optional[str] = None
+  spiece_model_file: Optional[str] = None
+  uncased: bool = False
+  data_root: Optional[str] = None
+  work_dir: Optional[str] = None
+  num_core_per_host: int = 1
+  use_tpu: bool = False
+  num_hosts: int = 1
+  tpu: Optional[str] = None
+  gcs_dir: Optional[str] = None
+  eval_batch_size: int = 8
+  seed: Optional[int] = None
+  dry_run: bool = False
+  train_steps: Optional[int] = None
+  max_seq_length: Optional[int] = None
+  train_batch_size: Optional[int] = None
+  learning_rate: Optional[float] = None
+  warmup_steps: Optional[int] = None
+  save_steps: Optional[int] = None
+  iterations: Optional[int] = None
+  max_qa_length: Optional[int] = None
+  max_query_length: Optional[int] = None

@@ -1,0 +1,131 @@
+"""RACE with typed settings (`RaceConfig`, `ModelConfig`, `EngineConfig`
+of `xlnet/finetuning/config.py`): records, fine-tuning and the accuracy on
+middle, high and all.
+
+`xlnet.finetuning.api.run_race` chains them as `run_race.py` does.
+"""
+import json
+import os
+
+from absl import logging
+import tensorflow as tf
+
+from xlnet import io_utils
+from xlnet import race_heads
+from xlnet.finetuning import finetune
+from xlnet.finetuning import qa_records
+from xlnet.finetuning import race_utils
+
+# Variables of the RACE head (and the pooler), which a pretrained
+# checkpoint lacks.
+NEW_VARIABLE_PATTERNS = (r"^logits/", r"^model/sequnece_summary/")
+
+
+def record_path(task, split):
+  """`{output_dir}/{spiece}.len-L.qa-Q[.uncased].{levels}.{split}.tf_record`,
+  with `.seed-S` before `.tf_record` for the (shuffled) training split."""
+  spiece = os.path.splitext(os.path.basename(task.spiece_model_file))[0]
+  case = ".uncased" if task.uncased else ""
+  levels = "-".join(race_utils.race_levels(task.high_only,
+                                           task.middle_only))
+  seed = (f".seed-{qa_records.order_seed(task.seed)}" if split == "train"
+          else "")
+  return os.path.join(
+      task.output_dir,
+      f"{spiece}.len-{task.max_seq_length}.qa-{task.max_qa_length}{case}."
+      f"{levels}.{split}{seed}.tf_record")
+
+
+def release_train_record(task):
+  """Where the release wrote its training records:
+  `{output_dir}/{spiece file name}.len-L.train.tf_record`."""
+  spiece = os.path.basename(task.spiece_model_file)
+  return os.path.join(task.output_dir,
+                      f"{spiece}.len-{task.max_seq_length}.train.tf_record")
+
+
+def prepro(task, sp_model, split):
+  """Reads one split and writes its records.
+
+  Training questions are shuffled once with `qa_records.order_seed(--seed)`
+  and their records (whose name holds that seed) are reused when they
+  exist; otherwise the release's training records are used when
+  --output_dir holds them (`release_train_record`). Evaluation records are
+  always rewritten, so they match the questions read now.
+
+  Returns:
+    (examples, records path).
+  """
+  levels = race_utils.race_levels(task.high_only, task.middle_only)
+  articles, examples = race_utils.read_race_examples(task.data_dir, split,
+                                                     levels)
+  if split == "train":
+    examples = qa_records.shuffled(examples,
+                                   qa_records.order_seed(task.seed))
+  path = record_path(task, split)
+  if split == "train" and tf.io.gfile.exists(path):
+    logging.info("Reusing %s (%d questions)", path, len(examples))
+    return examples, path
+  release = release_train_record(task)
+  if split == "train" and tf.io.gfile.exists(release):
+    logging.warning("Training on the release's records %s: their order, "
+                    "levels and max_qa_length are the release run's, and "
+                    "they keep its fault (when the article fitted, each "
+                    "option also holds the earlier options)", release)
+    return examples, release
+  converter = race_utils.FeatureConverter(
+      sp_model, articles, task.max_seq_length, task.max_qa_length,
+      task.uncased)
+  count = qa_records.write_records(path, converter.iter_features(examples))
+  logging.info("Wrote %d %s questions to %s", count, split, path)
+  return examples, path
+
+
+def write_eval_results(task, model_dir, metrics):
+  """Writes `eval_results_{eval_split}.json` to `model_dir` and logs it."""
+  path = os.path.join(model_dir,
+                      f"eval_results_{task.eval_split}.json")
+  io_utils.atomic_write(path, json.dumps(metrics, indent=4) + "\n")
+  for key, value in metrics.items():
+    logging.info("  %s = %s", key, value)
+
+
+def loss_fn(model):
+  """`loss_fn(features, is_training)` -> the RACE loss of a batch
+  (`race_heads.get_race_loss`): always the training graph (dropout on),
+  whatever `is_training` says."""
+  return lambda features, is_training: race_heads.get_race_loss(
+      model.xlnet_config, model.run_config(True), features,
+      model.summary_type, model.use_summ_proj)[0]
+
+
+def outputs_fn(model):
+  """`outputs_fn(features, is_training)` -> the option logits of a batch
+  (`race_heads.get_race_predictions`), always without dropout."""
+  return lambda features, is_training: race_heads.get_race_predictions(
+      model.xlnet_config, model.run_config(False), features,
+      model.summary_type, model.use_summ_proj)
+
+
+def train(model, engine, input_fn):
+  """Fine-tunes for train_steps steps into model_dir (see
+  `finetune.train`): the loss of a batch is `race_heads.get_race_loss`.
+
+  Args:
+    model: a `ModelConfig`.
+    engine: an `EngineConfig`.
+    input_fn: the training records' input function.
+  """
+  return finetune.train(engine, input_fn, loss_fn(model),
+                        allow_missing=NEW_VARIABLE_PATTERNS)
+
+
+def predict(task, model, engine, input_fn):
+  """Runs the latest checkpoint of model_dir over every record.
+
+  Returns:
+    list of dicts of NumPy values (`logits [4]`), one per question, in
+    record order.
+  """
+  return finetune.predict_records(engine, input_fn, outputs_fn(model),
+                                  task.eval_batch_size)
