@@ -1,4 +1,4 @@
-"""docs/python_api_finetuning.md: its example runs as written (on a tiny
+"""docs/python_api.md, section "Fine-tuning": its example runs as written (on a tiny
 random pretrained model and a tiny SST-2) and gives the same checkpoint,
 bit for bit, and the same eval_results.txt as the run_classifier.py command
 the page says it stands for."""
@@ -19,14 +19,15 @@ from tests import data_helpers
 pytestmark = pytest.mark.eager
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
-DOC = os.path.join(REPO, "docs", "python_api_finetuning.md")
+DOC = os.path.join(REPO, "docs", "python_api.md")
 CONFIG = dict(fx.TINY_CONFIG, n_token=1000)  # the tiny SentencePiece model's
 
 
-def _blocks(language):
-  """The page's fenced code blocks in `language`, in order."""
+def blocks(language):
+  """The fenced code blocks in `language` of the page's section
+  "Fine-tuning", in order."""
   with open(DOC) as f:
-    text = f.read()
+    text = f.read().split("\n## Fine-tuning\n", 1)[1]
   return re.findall(rf"```{language}\n(.*?)```", text, re.DOTALL)
 
 
@@ -37,6 +38,12 @@ def _write_inputs(root):
   fx.write_config(pretrained, CONFIG)
   fx.write_checkpoint(os.path.join(pretrained, "model.ckpt-100"),
                       fx.random_values(fx.pretrained_shapes(CONFIG)))
+  write_task(root)
+
+
+def write_task(root):
+  """Under `root`: spiece.model (the tests' tiny SentencePiece model, 1000
+  pieces) and a tiny SST-2 in the GLUE layout, glue/SST-2/{train,dev}.tsv."""
   shutil.copy(data_helpers.train_tiny_spm(), os.path.join(root,
                                                           "spiece.model"))
   data = os.path.join(root, "glue", "SST-2")
@@ -64,8 +71,8 @@ def _results(model_dir):
 
 
 def test_the_example_equals_the_command(tmp_path, monkeypatch, capsys):
-  (example,) = _blocks("python")
-  (command,) = _blocks("sh")
+  (example,) = blocks("python")
+  (command,) = blocks("sh")
   _write_inputs(str(tmp_path))
   monkeypatch.chdir(tmp_path)
   exec(compile(example, DOC, "exec"), {"__name__": "example"})  # pylint: disable=exec-used

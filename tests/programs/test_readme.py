@@ -62,28 +62,46 @@ def test_links_and_paths_exist(page):
       assert os.path.exists(os.path.join(REPO, path)), (page, path)
 
 
+def _layout_entries(layout):
+  """(directory, name) of every file or folder named in the layout block:
+  names at indent 2 are in xlnet/, at indent 4 in the package named above
+  them, unindented ones at the top."""
+  entries, package = [], ""
+  for line in layout.split("\n"):
+    indent = len(line) - len(line.lstrip(" "))
+    names = re.findall(r"(?<!\S)([\w*]+\.py|\w+/)(?!\S)", line)
+    if indent >= 4:
+      where = os.path.join("xlnet", package.rstrip("/"))
+    elif indent == 2:
+      where = "xlnet"
+      folders = [n for n in names if n.endswith("/")]
+      package = folders[0] if folders else package
+    else:
+      where = ""
+    entries += [(where, name) for name in names]
+  return entries
+
+
 def test_layout_section_matches_the_tree():
   layout = re.search(r"## Layout\n\n```\n(.*?)```", _read("README.md"),
                      re.S).group(1)
-  for line in layout.split("\n"):
-    directory = "xlnet/" if line.startswith("  ") else ""
-    for name in re.findall(r"(?<![\w/])([\w*]+\.py|\w+/)(?=[\s,]|$)",
-                           line.split("  ")[0] if line.startswith(" ")
-                           else line):
-      if "*" in name:
-        assert [n for n in os.listdir(os.path.join(REPO, directory))
-                if re.fullmatch(name.replace("*", r"\w*"), n)], line
-      else:
-        assert os.path.exists(os.path.join(REPO, directory, name)), (line,
-                                                                     name)
-  # Every module of the library is listed.
-  listed = set(re.findall(r"(\w+)\.py", layout))
-  stems = {re.fullmatch(r"(\w+)\*?", s).group(1) for s in re.findall(
-      r"([\w]+)\*\.py", layout)}
-  for name in os.listdir(os.path.join(REPO, "xlnet")):
-    if name.endswith(".py") and name != "__init__.py":
-      stem = name[:-3]
-      assert stem in listed or any(stem.startswith(s) for s in stems), name
+  entries = _layout_entries(layout)
+  for where, name in entries:
+    if "*" in name:
+      assert [n for n in os.listdir(os.path.join(REPO, where))
+              if re.fullmatch(name.replace("*", r"\w*"), n)], (where, name)
+    else:
+      assert os.path.exists(os.path.join(REPO, where, name)), (where, name)
+  # Every module of the library, in every package, is listed.
+  for root, _, files in os.walk(os.path.join(REPO, "xlnet")):
+    where = os.path.relpath(root, REPO)
+    if "__pycache__" in where:
+      continue
+    patterns = [re.escape(n).replace(r"\*", r"\w*") for w, n in entries
+                if w == where and n.endswith(".py")]
+    for name in files:
+      if name.endswith(".py") and name != "__init__.py":
+        assert any(re.fullmatch(p, name) for p in patterns), (where, name)
 
 
 def _defined_flags(program):

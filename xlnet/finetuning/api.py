@@ -1,5 +1,5 @@
 """Fine-tuning from Python: classification/regression, SQuAD and RACE with
-typed settings, no command-line flags (docs/python_api_finetuning.md).
+typed settings, no command-line flags (docs/python_api.md, "Fine-tuning").
 
   run_classifier(task, model, engine, do_train, do_eval, do_predict)
   run_squad(task, model, engine, do_prepro, do_train, do_predict)
