@@ -732,6 +732,7 @@ def test_create_run_config_finetune_and_pretrain():
   class Flags:
     use_tpu = False
     use_bfloat16 = True
+    use_fp16 = False
     dropout = 0.2
     dropatt = 0.3
     init = "uniform"

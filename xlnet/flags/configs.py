@@ -10,7 +10,7 @@ def optimizer_config(FLAGS, n_layer=None):  # pylint: disable=invalid-name
       warmup_steps=FLAGS.warmup_steps, decay_method=FLAGS.decay_method,
       min_lr_ratio=FLAGS.min_lr_ratio, adam_epsilon=FLAGS.adam_epsilon,
       weight_decay=FLAGS.weight_decay, clip=FLAGS.clip,
-      lr_layer_decay_rate=getattr(FLAGS, "lr_layer_decay_rate", 1.0),
+      lr_layer_decay_rate=FLAGS.lr_layer_decay_rate,
       n_layer=n_layer)
 
 
@@ -18,10 +18,8 @@ def train_config(FLAGS):  # pylint: disable=invalid-name
   """The run's `TrainConfig` from the loop flags."""
   return train_config_lib.TrainConfig(
       iterations=FLAGS.iterations, seed=FLAGS.seed,
-      use_xla=getattr(FLAGS, "use_xla", False),
-      use_fp16=getattr(FLAGS, "use_fp16", False),
-      loss_scale=getattr(FLAGS, "loss_scale",
-                         train_config_lib.INITIAL_LOSS_SCALE))
+      use_xla=FLAGS.use_xla, use_fp16=FLAGS.use_fp16,
+      loss_scale=FLAGS.loss_scale)
 
 
 def checkpoint_config(FLAGS):  # pylint: disable=invalid-name
@@ -45,33 +43,20 @@ def device_config(FLAGS):  # pylint: disable=invalid-name
 
 
 def run_config(is_training, is_finetune, FLAGS, **resolved):  # pylint: disable=invalid-name
-  """Builds a RunConfig from flags.
+  """Builds a RunConfig from the model flags every program defines.
 
   Fine-tuning leaves mem_len/reuse_len None and bi_data/same_length False;
   pretraining reads them from FLAGS, except the values in `resolved` (the
-  data flags resolved against the corpus info), which win. Flags that are
-  not defined take the RunConfig defaults (use_tpu/use_bfloat16/use_fp16
-  False, dropout/dropatt 0.1).
+  data flags resolved against the corpus info), which win.
   """
-  def flag(name, default):
-    return getattr(FLAGS, name, default)
-
   kwargs = dict(
-      is_training=is_training,
-      use_tpu=flag("use_tpu", False),
-      use_bfloat16=flag("use_bfloat16", False),
-      use_fp16=flag("use_fp16", False),
-      dropout=flag("dropout", 0.1),
-      dropatt=flag("dropatt", 0.1),
-      init=flag("init", "normal"),
-      init_range=flag("init_range", 0.1),
-      init_std=flag("init_std", 0.02),
-      clamp_len=flag("clamp_len", -1))
+      is_training=is_training, use_tpu=FLAGS.use_tpu,
+      use_bfloat16=FLAGS.use_bfloat16, use_fp16=FLAGS.use_fp16,
+      dropout=FLAGS.dropout, dropatt=FLAGS.dropatt, init=FLAGS.init,
+      init_range=FLAGS.init_range, init_std=FLAGS.init_std,
+      clamp_len=FLAGS.clamp_len)
   if not is_finetune:
-    kwargs.update(
-        mem_len=flag("mem_len", None),
-        reuse_len=flag("reuse_len", None),
-        bi_data=flag("bi_data", False),
-        same_length=flag("same_length", False))
+    kwargs.update(mem_len=FLAGS.mem_len, reuse_len=FLAGS.reuse_len,
+                  bi_data=FLAGS.bi_data, same_length=FLAGS.same_length)
   kwargs.update(resolved)
   return model_lib.RunConfig(**kwargs)
