@@ -184,14 +184,14 @@ def _check_classifier(tmp_path, extra):
 
 
 def _check_squad(tmp_path, extra):
-  run_squad.validate_flags(run_squad.parse_flags(
+  finetune_flags.check_squad_flags(run_squad.parse_flags(
       ["run_squad.py", "--do_train", "--spiece_model_file=sp.model",
        "--output_dir=o", "--train_file=t.json", "--model_config_path=c.json",
        f"--model_dir={tmp_path / 'm'}"] + extra))
 
 
 def _check_race(tmp_path, extra):
-  run_race.validate_flags(run_race.parse_flags(
+  finetune_flags.check_race_flags(run_race.parse_flags(
       ["run_race.py", "--do_train", "--data_dir=d", "--output_dir=o",
        "--spiece_model_file=sp.model", "--model_config_path=c.json",
        f"--model_dir={tmp_path / 'm'}"] + extra))
