@@ -12,6 +12,7 @@ from tests.finetuning.test_run_squad import _script_commands
 from xlnet.data import prepro_utils
 from xlnet.finetuning import qa_records
 from xlnet.finetuning import api
+from xlnet.finetuning import finetune
 from xlnet.finetuning import race_task
 from xlnet.finetuning import race_utils
 from xlnet.finetuning import run_race
@@ -65,12 +66,13 @@ def _session_predict(task, model, engine, input_fn):
 def test_train_input_and_eval_with_a_stand_in_engine(race, tmp_path,
                                                      monkeypatch):
   captured = {}
-  monkeypatch.setattr(race_task, "train",
-                      lambda model, engine, input_fn: captured.update(
-                          fn=input_fn))
+  monkeypatch.setattr(finetune, "train",
+                      lambda engine, input_fn, loss_fn, allow_missing:
+                      captured.update(fn=input_fn, allow_missing=allow_missing))
   monkeypatch.setattr(race_task, "predict", _session_predict)
   flags = race("--do_train", "--do_eval", "--seed=7")
   metrics = api.run_race(**flags)
+  assert captured["allow_missing"] == race_task.NEW_VARIABLE_PATTERNS
   assert metrics["num_middle"] == 4 and metrics["num_high"] == 6
   assert metrics["num_examples"] == 10
   assert 0 <= metrics["accuracy"] <= 1

@@ -17,6 +17,7 @@ from tests.data_helpers import REPO_ROOT
 from tests.data_helpers import train_tiny_spm
 from xlnet.data import prepro_utils
 from xlnet.finetuning import api
+from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
 from xlnet.finetuning import run_squad
 from xlnet.finetuning import squad_predictions
@@ -76,11 +77,12 @@ def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
   assert sum(_count_records(p) for p in paths) == want
 
   captured = {}
-  monkeypatch.setattr(squad_task, "train",
-                      lambda model, engine, input_fn: captured.update(
-                          fn=input_fn))
+  monkeypatch.setattr(finetune, "train",
+                      lambda engine, input_fn, loss_fn, allow_missing:
+                      captured.update(fn=input_fn, allow_missing=allow_missing))
   flags = squad["flags"]("--do_train", "--num_proc=2")
   api.run_squad(**flags)
+  assert captured["allow_missing"] == squad_task.NEW_VARIABLE_PATTERNS
   features, loss = qa_fixtures.first_batch(
       captured["fn"], 4, lambda f: squad_task.loss_fn(flags["model"])(
           f, True))
@@ -101,8 +103,7 @@ def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
 
 
 def test_training_writes_missing_records_itself(squad, monkeypatch):
-  monkeypatch.setattr(squad_task, "train",
-                      lambda model, engine, input_fn: None)
+  monkeypatch.setattr(finetune, "train", lambda *args, **kwargs: None)
   api.run_squad(**squad["flags"]("--do_train"))
   (path,) = glob.glob(str(squad["tmp"] / "proc" / "*.tf_record"))
   assert path.endswith(".train-0-of-1.seed-3.tf_record")

@@ -382,35 +382,10 @@ def test_help_texts_unchanged(defined, program):
   assert _help_digest(defined[program]) == HELP_DIGESTS[program], program
 
 
-# Flags defined outside the catalog: the fine-tuning programs' task flags
-# (xlnet/finetuning/run_*.py), reproduce.py's and model_utils.py's (their own
-# modules). run_classifier.py's num_passes and eval_split and run_race.py's
-# eval_split reuse names of catalog flags with another type or default.
-NOT_IN_CATALOG = {
-    "run_classifier.py": {
-        "cls_scope", "contains_header", "data_dir", "do_eval", "do_predict",
-        "eval_all_ckpt", "eval_batch_size", "eval_split", "is_regression",
-        "label_column", "label_list", "max_seq_length", "num_passes",
-        "predict_batch_size", "predict_ckpt", "predict_dir",
-        "predict_threshold", "task_name", "text_a_column", "text_b_column"},
-    "run_squad.py": {
-        "answer_on_last_piece", "do_predict", "do_prepro", "doc_stride",
-        "end_n_top", "eval_all_ckpt", "keep_unaligned", "max_answer_length",
-        "max_query_length", "max_seq_length", "n_best_size", "num_proc",
-        "predict_batch_size", "predict_dir", "predict_file", "proc_id",
-        "skip_empty_answers", "start_n_top", "target_eval_key", "train_file",
-        "trim_answer_whitespace"},
-    "run_race.py": {
-        "data_dir", "do_eval", "eval_batch_size", "eval_split", "high_only",
-        "max_qa_length", "max_seq_length", "middle_only"},
-    "reproduce.py": set(REPRODUCE),
-    "model_utils.py": set(MODEL_UTILS),
-}
+# Flags defined outside the catalog: model_utils.py's (its own module).
+NOT_IN_CATALOG = {"model_utils.py": set(MODEL_UTILS)}
 # The files holding those definitions (relative to the repository).
-DEFINING_FILES = {
-    "xlnet/flags/catalog.py", "xlnet/finetuning/run_classifier.py",
-    "xlnet/finetuning/run_squad.py", "xlnet/finetuning/run_race.py",
-    "xlnet/finetuning/reproduce.py", "model_utils.py"}
+DEFINING_FILES = {"xlnet/flags/catalog.py", "model_utils.py"}
 
 
 @pytest.mark.parametrize("program", sorted(PROGRAMS))

@@ -17,6 +17,7 @@ import functools
 from xlnet.data import prepro_utils
 from xlnet.finetuning import classifier_task
 from xlnet.finetuning import classifier_utils
+from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
 from xlnet.finetuning import race_task
 from xlnet.finetuning import race_utils
@@ -112,7 +113,8 @@ def run_squad(task, model, engine, do_prepro=False, do_train=False,
         squad_utils.feature_spec(task.max_seq_length, is_training=True),
         is_training=True, drop_remainder=True,
         shuffle_buffer=task.shuffle_buffer, seed=task.seed)
-    squad_task.train(model, engine, input_fn)
+    finetune.train(engine, input_fn, squad_task.loss_fn(model),
+                   allow_missing=squad_task.NEW_VARIABLE_PATTERNS)
   if not do_predict:
     return None
   paragraphs, examples, converter, path = squad_task.prepro_predict(
@@ -144,9 +146,11 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
   spec = race_utils.feature_spec(task.max_seq_length)
   if do_train:
     _, path = race_task.prepro(task, sp_model, "train")
-    race_task.train(model, engine, qa_records.make_input_fn(
+    input_fn = qa_records.make_input_fn(
         [path], spec, is_training=True, drop_remainder=True,
-        shuffle_buffer=task.shuffle_buffer, seed=task.seed))
+        shuffle_buffer=task.shuffle_buffer, seed=task.seed)
+    finetune.train(engine, input_fn, race_task.loss_fn(model),
+                   allow_missing=race_task.NEW_VARIABLE_PATTERNS)
   if not do_eval:
     return None
   examples, path = race_task.prepro(task, sp_model, task.eval_split)

@@ -107,19 +107,6 @@ def outputs_fn(model):
       model.summary_type, model.use_summ_proj)
 
 
-def train(model, engine, input_fn):
-  """Fine-tunes for train_steps steps into model_dir (see
-  `finetune.train`): the loss of a batch is `race_heads.get_race_loss`.
-
-  Args:
-    model: a `ModelConfig`.
-    engine: an `EngineConfig`.
-    input_fn: the training records' input function.
-  """
-  return finetune.train(engine, input_fn, loss_fn(model),
-                        allow_missing=NEW_VARIABLE_PATTERNS)
-
-
 def predict(task, model, engine, input_fn):
   """Runs the latest checkpoint of model_dir over every record.
 

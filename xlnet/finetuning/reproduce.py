@@ -36,6 +36,7 @@ from xlnet import cli
 from xlnet import io_utils
 from xlnet.finetuning import paper_settings
 from xlnet.finetuning import png_chart
+from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import finetuning as finetune_flags
 
 # The repository: the programs live at its root.
@@ -43,70 +44,14 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 RESULT_FILE = "result.json"
 # Flags that replace every task's setting (None: the task's own).
-OVERRIDES = ("train_steps", "max_seq_length", "train_batch_size",
-             "learning_rate", "warmup_steps", "save_steps", "iterations",
-             "max_qa_length", "max_query_length")
+OVERRIDES = tuple(name for name, _, _ in flag_catalog.REPRODUCE_OVERRIDES)
 
 
 def define_flags(flag_values=flags.FLAGS):
   """Defines the flags of reproduce.py (no-op if already there)."""
-  if "table" in flag_values:
-    return
-  fv = dict(flag_values=flag_values)
-  flags.DEFINE_enum("table", None, list(paper_settings.TABLES),
-                    "The paper's table to run.", **fv)
-  flags.DEFINE_enum("model_size", "large", ["large", "base"],
-                    "XLNet-Large or XLNet-Base: picks the settings and the "
-                    "paper's figures.", **fv)
-  flags.DEFINE_list("tasks", None, "Run only these tasks of the table "
-                    "(default: all), e.g. sts-b,rte.", **fv)
-  flags.DEFINE_string("init_checkpoint", None, "Pretrained checkpoint.",
-                      **fv)
-  flags.DEFINE_string("model_config_path", None,
-                      "xlnet_config.json of the pretrained model.", **fv)
-  flags.DEFINE_string("spiece_model_file", None,
-                      "SentencePiece model of the pretrained model.", **fv)
-  flags.DEFINE_bool("uncased", False, "Lower-case text (uncased models).",
-                    **fv)
-  flags.DEFINE_string("data_root", None,
-                      "Directory holding the public datasets in their "
-                      "layouts: SST-2/ ... (or glue_data/SST-2/), aclImdb/, "
-                      "yelp_review_full_csv/, ..., train-v2.0.json (or "
-                      "squad/...), RACE/.", **fv)
-  flags.DEFINE_string("work_dir", None, "Where every task's records, "
-                      "checkpoints, logs and the results go.", **fv)
-  flags.DEFINE_integer("num_core_per_host", 1,
-                       "GPUs (or TPU cores); the table's batch is global "
-                       "and is divided among the GPUs.", **fv)
-  flags.DEFINE_bool("use_tpu", False, "Run on a TPU (batches stay global).",
-                    **fv)
-  flags.DEFINE_integer("num_hosts", 1, "TPU hosts (e.g. 4 for a v3-32).",
-                       **fv)
-  flags.DEFINE_string("tpu", None, "TPU name (with --use_tpu).", **fv)
-  flags.DEFINE_string("gcs_dir", None,
-                      "A gs:// directory for every task's records, "
-                      "checkpoints and predictions (a TPU reads and writes "
-                      "only Cloud Storage); logs and results stay in "
-                      "--work_dir. Default: --work_dir.", **fv)
-  flags.DEFINE_integer("eval_batch_size", 8,
-                       "Evaluation/prediction batch per GPU (global with "
-                       "--use_tpu).", **fv)
-  flags.DEFINE_integer("seed", None, "Passed to every program.", **fv)
-  flags.DEFINE_bool("dry_run", False, "Print every command, run nothing.",
-                    **fv)
-  for name, kind, text in (
-      ("train_steps", "integer", "training steps"),
-      ("max_seq_length", "integer", "sequence length"),
-      ("train_batch_size", "integer", "GLOBAL training batch"),
-      ("learning_rate", "float", "peak learning rate"),
-      ("warmup_steps", "integer", "warmup steps"),
-      ("save_steps", "integer", "steps between checkpoints"),
-      ("iterations", "integer", "steps between log lines"),
-      ("max_qa_length", "integer", "RACE question+option pieces"),
-      ("max_query_length", "integer", "SQuAD question pieces")):
-    getattr(flags, f"DEFINE_{kind}")(
-        name, None, f"Override every task's {text} (e.g. a smoke run with "
-        "a small model).", **fv)
+  if "table" not in flag_values:
+    flag_catalog.define_reproduce_flags(
+        flag_values, tables=list(paper_settings.TABLES))
 
 
 ################################################################################

@@ -264,19 +264,6 @@ def outputs_fn(task, model):
       task.start_n_top, task.end_n_top)
 
 
-def train(model, engine, input_fn):
-  """Fine-tunes for train_steps steps into model_dir (see
-  `finetune.train`): the loss of a batch is `squad_heads.get_qa_loss`.
-
-  Args:
-    model: a `ModelConfig`.
-    engine: an `EngineConfig`.
-    input_fn: the training records' input function.
-  """
-  return finetune.train(engine, input_fn, loss_fn(model),
-                        allow_missing=NEW_VARIABLE_PATTERNS)
-
-
 def predict(task, model, engine, input_fn, checkpoint):
   """Runs a checkpoint over every prediction record.
 

@@ -110,6 +110,16 @@ def check_positive(FLAGS, *names):  # pylint: disable=invalid-name
       raise ValueError(f"--{name}={value} must be >= 1")
 
 
+def _check_room(FLAGS, kept, what):  # pylint: disable=invalid-name
+  """Raises unless --max_seq_length holds the --`kept` pieces, the four
+  special ones and at least one piece of `what` (e.g. "paragraph")."""
+  least = getattr(FLAGS, kept) + 4
+  if FLAGS.max_seq_length < least:
+    raise ValueError(
+        f"--max_seq_length={FLAGS.max_seq_length} leaves no room for the "
+        f"{what}: it must be at least --{kept} + 4 = {least}")
+
+
 ################################################################################
 # Typed settings shared by the programs.
 ################################################################################
@@ -142,15 +152,20 @@ def engine_config(FLAGS):  # pylint: disable=invalid-name
           tpu_job_name=FLAGS.tpu_job_name))
 
 
+def from_flags(config_class, FLAGS, **resolved):  # pylint: disable=invalid-name
+  """A `config_class` (a dataclass of `xlnet/finetuning/config.py`) whose
+  fields are the flags of their names, but for those given in `resolved`
+  (field name -> value: batch sizes made global, loaded configs, ...)."""
+  values = {field.name: getattr(FLAGS, field.name)
+            for field in dataclasses.fields(config_class)
+            if field.name not in resolved}
+  return config_class(**values, **resolved)
+
+
 def model_config(FLAGS, xlnet_config):  # pylint: disable=invalid-name
   """The run's `ModelConfig` around the loaded `xlnet_config`."""
-  return finetune_config.ModelConfig(
-      xlnet_config=xlnet_config, dropout=FLAGS.dropout,
-      dropatt=FLAGS.dropatt, clamp_len=FLAGS.clamp_len, init=FLAGS.init,
-      init_std=FLAGS.init_std, init_range=FLAGS.init_range,
-      use_tpu=FLAGS.use_tpu, use_bfloat16=FLAGS.use_bfloat16,
-      use_fp16=FLAGS.use_fp16, summary_type=FLAGS.summary_type,
-      use_summ_proj=FLAGS.use_summ_proj)
+  return from_flags(finetune_config.ModelConfig, FLAGS,
+                    xlnet_config=xlnet_config)
 
 
 ################################################################################
@@ -203,21 +218,10 @@ def resolve_classifier(FLAGS):  # pylint: disable=invalid-name
   check_classifier_flags(FLAGS)
   xlnet_config = check_common_flags(FLAGS)
   _check_vocabulary(FLAGS, xlnet_config)
-  task = finetune_config.ClassifierConfig(
-      task_name=FLAGS.task_name, data_dir=FLAGS.data_dir,
-      output_dir=FLAGS.output_dir, spiece_model_file=FLAGS.spiece_model_file,
-      max_seq_length=FLAGS.max_seq_length, uncased=FLAGS.uncased,
-      seed=FLAGS.seed, shuffle_buffer=FLAGS.shuffle_buffer,
-      overwrite_data=FLAGS.overwrite_data, eval_split=FLAGS.eval_split,
+  task = from_flags(
+      finetune_config.ClassifierConfig, FLAGS,
       eval_batch_size=global_batch_size(FLAGS, FLAGS.eval_batch_size),
       predict_batch_size=global_batch_size(FLAGS, FLAGS.predict_batch_size),
-      eval_all_ckpt=FLAGS.eval_all_ckpt, predict_ckpt=FLAGS.predict_ckpt,
-      predict_dir=FLAGS.predict_dir,
-      predict_threshold=FLAGS.predict_threshold,
-      is_regression=FLAGS.is_regression, cls_scope=FLAGS.cls_scope,
-      label_column=FLAGS.label_column, text_a_column=FLAGS.text_a_column,
-      text_b_column=FLAGS.text_b_column,
-      contains_header=FLAGS.contains_header,
       label_list=None if FLAGS.label_list is None else tuple(
           FLAGS.label_list))
   return dict(task=task, model=model_config(FLAGS, xlnet_config),
@@ -247,11 +251,7 @@ def check_squad_flags(FLAGS):  # pylint: disable=invalid-name
       "max_answer_length", "start_n_top", "end_n_top", "n_best_size",
       "num_proc", "train_batch_size", "predict_batch_size", "train_steps")
   flag_rules.check_all(FLAGS)
-  if FLAGS.max_seq_length < FLAGS.max_query_length + 4:
-    raise ValueError(
-        f"--max_seq_length={FLAGS.max_seq_length} leaves no room for the "
-        f"paragraph: it must be at least --max_query_length + 4 = "
-        f"{FLAGS.max_query_length + 4}")
+  _check_room(FLAGS, "max_query_length", "paragraph")
   for name in ("start_n_top", "end_n_top"):
     if getattr(FLAGS, name) > FLAGS.max_seq_length:
       raise ValueError(f"--{name}={getattr(FLAGS, name)} exceeds "
@@ -265,23 +265,9 @@ def resolve_squad(FLAGS):  # pylint: disable=invalid-name
   """run_squad.py's flags, checked, as the keyword arguments of
   `api.run_squad` (no model nor engine with --do_prepro alone)."""
   check_squad_flags(FLAGS)
-  task = finetune_config.SquadConfig(
-      spiece_model_file=FLAGS.spiece_model_file, output_dir=FLAGS.output_dir,
-      train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,
-      predict_dir=FLAGS.predict_dir, max_seq_length=FLAGS.max_seq_length,
-      max_query_length=FLAGS.max_query_length, doc_stride=FLAGS.doc_stride,
-      max_answer_length=FLAGS.max_answer_length,
-      start_n_top=FLAGS.start_n_top, end_n_top=FLAGS.end_n_top,
-      n_best_size=FLAGS.n_best_size,
-      predict_batch_size=global_batch_size(FLAGS, FLAGS.predict_batch_size),
-      uncased=FLAGS.uncased, seed=FLAGS.seed,
-      shuffle_buffer=FLAGS.shuffle_buffer, num_proc=FLAGS.num_proc,
-      proc_id=FLAGS.proc_id, answer_on_last_piece=FLAGS.answer_on_last_piece,
-      skip_empty_answers=FLAGS.skip_empty_answers,
-      trim_answer_whitespace=FLAGS.trim_answer_whitespace,
-      keep_unaligned=FLAGS.keep_unaligned,
-      target_eval_key=FLAGS.target_eval_key,
-      eval_all_ckpt=FLAGS.eval_all_ckpt)
+  task = from_flags(
+      finetune_config.SquadConfig, FLAGS,
+      predict_batch_size=global_batch_size(FLAGS, FLAGS.predict_batch_size))
   model = engine = None
   if FLAGS.do_train or FLAGS.do_predict:
     model = model_config(FLAGS, model_lib.XLNetConfig(
@@ -307,25 +293,16 @@ def check_race_flags(FLAGS):  # pylint: disable=invalid-name
   check_positive(FLAGS, "max_seq_length", "max_qa_length",
                  "train_batch_size", "eval_batch_size", "train_steps")
   flag_rules.check_all(FLAGS)
-  if FLAGS.max_seq_length < FLAGS.max_qa_length + 4:
-    raise ValueError(
-        f"--max_seq_length={FLAGS.max_seq_length} leaves no room for the "
-        f"article: it must be at least --max_qa_length + 4 = "
-        f"{FLAGS.max_qa_length + 4}")
+  _check_room(FLAGS, "max_qa_length", "article")
 
 
 def resolve_race(FLAGS):  # pylint: disable=invalid-name
   """run_race.py's flags, checked, as the keyword arguments of
   `api.run_race`."""
   check_race_flags(FLAGS)
-  task = finetune_config.RaceConfig(
-      data_dir=FLAGS.data_dir, spiece_model_file=FLAGS.spiece_model_file,
-      output_dir=FLAGS.output_dir, max_seq_length=FLAGS.max_seq_length,
-      max_qa_length=FLAGS.max_qa_length, uncased=FLAGS.uncased,
-      high_only=FLAGS.high_only, middle_only=FLAGS.middle_only,
-      eval_split=FLAGS.eval_split,
-      eval_batch_size=global_batch_size(FLAGS, FLAGS.eval_batch_size),
-      seed=FLAGS.seed, shuffle_buffer=FLAGS.shuffle_buffer)
+  task = from_flags(
+      finetune_config.RaceConfig, FLAGS,
+      eval_batch_size=global_batch_size(FLAGS, FLAGS.eval_batch_size))
   model = model_config(FLAGS, model_lib.XLNetConfig(
       json_path=FLAGS.model_config_path))
   return dict(task=task, model=model, engine=engine_config(FLAGS),
@@ -338,8 +315,6 @@ def resolve_race(FLAGS):  # pylint: disable=invalid-name
 def resolve_reproduce(FLAGS):  # pylint: disable=invalid-name
   """reproduce.py's flags as a `ReproduceConfig` (each field from the flag
   of its name; `reproduce.check_settings` checks them)."""
-  values = {field.name: getattr(FLAGS, field.name)
-            for field in dataclasses.fields(finetune_config.ReproduceConfig)}
-  if values["tasks"] is not None:
-    values["tasks"] = tuple(values["tasks"])
-  return finetune_config.ReproduceConfig(**values)
+  return from_flags(
+      finetune_config.ReproduceConfig, FLAGS,
+      tasks=None if FLAGS.tasks is None else tuple(FLAGS.tasks))
