@@ -36,7 +36,7 @@ from xlnet import cli
 from xlnet import io_utils
 from xlnet.finetuning import paper_settings
 from xlnet.finetuning import png_chart
-from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import task_catalog
 from xlnet.flags import finetuning as finetune_flags
 
 # The repository: the programs live at its root.
@@ -44,13 +44,13 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 RESULT_FILE = "result.json"
 # Flags that replace every task's setting (None: the task's own).
-OVERRIDES = tuple(name for name, _, _ in flag_catalog.REPRODUCE_OVERRIDES)
+OVERRIDES = tuple(name for name, _, _ in task_catalog.REPRODUCE_OVERRIDES)
 
 
 def define_flags(flag_values=flags.FLAGS):
   """Defines the flags of reproduce.py (no-op if already there)."""
   if "table" not in flag_values:
-    flag_catalog.define_reproduce_flags(
+    task_catalog.define_reproduce_flags(
         flag_values, tables=list(paper_settings.TABLES))
 
 

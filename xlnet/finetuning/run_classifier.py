@@ -22,7 +22,7 @@ The training examples are written in a random order seeded by `--seed`
 
 The flags are resolved once (`xlnet/flags/finetuning.py`) into typed
 settings for `xlnet.finetuning.api.run_classifier`, which Python code can
-call directly (docs/python_api_finetuning.md).
+call directly (docs/python_api.md, "Fine-tuning").
 """
 from absl import flags
 
@@ -31,6 +31,7 @@ from xlnet.finetuning import api
 from xlnet.finetuning import classifier_datasets
 from xlnet.finetuning import classifier_utils
 from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import task_catalog
 from xlnet.flags import finetuning as finetune_flags
 
 
@@ -39,7 +40,7 @@ def define_flags(flag_values=flags.FLAGS):
   flag_catalog.define_common_flags(flag_values)
   if "task_name" in flag_values:
     return
-  flag_catalog.define_classifier_flags(
+  task_catalog.define_classifier_flags(
       flag_values, task_names=classifier_datasets.TASK_NAMES,
       min_seq_length=classifier_utils.MIN_SEQ_LENGTH,
       pretrain_seq_length=classifier_utils.PRETRAIN_SEQ_LENGTH)

@@ -16,6 +16,7 @@ from absl import flags
 from xlnet import cli
 from xlnet.finetuning import api
 from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import task_catalog
 from xlnet.flags import finetuning as finetune_flags
 
 
@@ -24,7 +25,7 @@ def define_flags(flag_values=flags.FLAGS):
   if "max_qa_length" in flag_values:
     return
   flag_catalog.define_common_flags(flag_values)
-  flag_catalog.define_race_flags(flag_values)
+  task_catalog.define_race_flags(flag_values)
 
 
 def parse_flags(argv):

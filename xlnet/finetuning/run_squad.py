@@ -24,6 +24,7 @@ from xlnet import cli
 from xlnet.finetuning import api
 from xlnet.finetuning import squad_task
 from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import task_catalog
 from xlnet.flags import finetuning as finetune_flags
 
 
@@ -32,7 +33,7 @@ def define_flags(flag_values=flags.FLAGS):
   if "train_file" in flag_values:
     return
   flag_catalog.define_common_flags(flag_values)
-  flag_catalog.define_squad_flags(
+  task_catalog.define_squad_flags(
       flag_values, target_eval_keys=squad_task.TARGET_EVAL_KEYS)
 
 

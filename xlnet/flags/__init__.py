@@ -2,10 +2,14 @@
 resolution into the typed configs the library takes (the library itself
 never reads flags).
 
-  catalog      the flag definitions: one function per group (each flag
-               defined once), composed per program
-  rules        one rule and one message per flag name
-  configs      flags -> OptimizerConfig, TrainConfig, RunConfig
-  pretraining  pretraining flags resolved against the data
-  finetuning   fine-tuning flags checked
+  catalog       the flag definitions: one function per group (each flag
+                defined once), composed per program
+  task_catalog  the fine-tuning programs' and reproduce.py's task groups
+  rules         one rule and one message per flag name
+  configs       flags -> OptimizerConfig, TrainConfig, CheckpointConfig,
+                DeviceConfig, RunConfig
+  pretraining   pretraining flags resolved against the data into
+                PretrainConfigs
+  finetuning    fine-tuning flags checked and resolved into the task,
+                model and engine configs
 """

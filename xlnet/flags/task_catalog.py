@@ -1,0 +1,268 @@
+"""The task flags of the fine-tuning programs and reproduce.py, in groups
+(the flags every fine-tuning program shares are in `catalog.py`:
+`define_common_flags`).
+
+  define_task_flags       the task flags two or more programs share, each
+                          program giving its default and help
+  define_classifier_flags run_classifier.py
+  define_squad_flags      run_squad.py
+  define_race_flags       run_race.py
+  define_reproduce_flags  reproduce.py
+"""
+from absl import flags
+
+from xlnet.flags import catalog
+
+
+# The task flags that more than one fine-tuning program has, each program
+# giving its default and help: name -> definer.
+_TASK_FLAGS = {
+    "data_dir": flags.DEFINE_string,
+    "max_seq_length": flags.DEFINE_integer,
+    "do_eval": flags.DEFINE_bool,
+    "do_predict": flags.DEFINE_bool,
+    "eval_batch_size": flags.DEFINE_integer,
+    "predict_batch_size": flags.DEFINE_integer,
+    "eval_all_ckpt": flags.DEFINE_bool,
+    "predict_dir": flags.DEFINE_string,
+}
+
+
+def define_task_flags(flag_values, **settings):
+  """The shared task flags (`_TASK_FLAGS`) a fine-tuning program has.
+
+  Args:
+    flag_values: an `absl.flags.FlagValues`.
+    **settings: flag name -> (default, help text), one per flag of
+      `_TASK_FLAGS` the program defines.
+  """
+  for name, (default, help_text) in settings.items():
+    _TASK_FLAGS[name](name, default, help_text, flag_values=flag_values)
+
+
+def define_classifier_flags(flag_values, *, task_names, min_seq_length,
+                            pretrain_seq_length):
+  """run_classifier.py's task flags.
+
+  Args:
+    flag_values: an `absl.flags.FlagValues`.
+    task_names: list of str, the tasks --task_name accepts.
+    min_seq_length: int, the smallest --max_seq_length.
+    pretrain_seq_length: int, the released models' pretraining length.
+  """
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_string("task_name", None, "Task: " + ", ".join(task_names)
+                      + " (case-insensitive).", **fv)
+  define_task_flags(
+      flag_values,
+      data_dir=(None, "The task's data directory."),
+      max_seq_length=(
+          128, f"Pieces per example, >= {min_seq_length}. XLNet's positions "
+          "are relative, so there is no hard upper limit, but the released "
+          f"models were pretrained on sequences of {pretrain_seq_length}: "
+          "longer inputs use relative distances they never saw (a warning "
+          "is logged)."),
+      do_eval=(False, "Evaluate on --eval_split."),
+      do_predict=(False, "Label the --eval_split examples."),
+      eval_batch_size=(128, "Eval batch size (per GPU without --use_tpu, "
+                       "as train_batch_size)."),
+      predict_batch_size=(128, "Predict batch size (per GPU without "
+                          "--use_tpu, as train_batch_size)."),
+      eval_all_ckpt=(False, "Evaluate every checkpoint in model_dir, not "
+                     "only the latest."),
+      predict_dir=(None, "Where {task}.tsv, {task}.logits.json and "
+                   "{task}.ids.tsv go."))
+  catalog.define_eval_split_flag(
+      flag_values, "Split for --do_eval and --do_predict (GLUE test sets "
+      "have no labels: predict only).", choices=["dev", "test", "train"])
+  flags.DEFINE_string("predict_ckpt", None,
+                      "Checkpoint to predict with (default: the latest in "
+                      "model_dir).", **fv)
+  flags.DEFINE_float("predict_threshold", 0.0,
+                     "Binary tasks: predict the second label when its logit "
+                     "exceeds the first one's by more than this.", **fv)
+  flags.DEFINE_bool("is_regression", None,
+                    "Regression (one output, squared error); default: the "
+                    "task's kind (sts-b: True). Required for tsv/csv "
+                    "regression.", **fv)
+  flags.DEFINE_string("cls_scope", None,
+                      "Name of the classification head "
+                      "(model/classification_{cls_scope}); default: the task "
+                      "name. E.g. evaluate mnli_mismatched with the head "
+                      "trained as mnli_matched.", **fv)
+  flags.DEFINE_integer("num_passes", 1,
+                       "Accepted for the released commands; training "
+                       "repeats its examples indefinitely, so it changes "
+                       "nothing.", **fv)
+  # Your own data (--task_name=tsv or csv).
+  flags.DEFINE_string("label_column", "label",
+                      "tsv/csv tasks: label column, a 0-based index or a "
+                      "header name.", **fv)
+  flags.DEFINE_string("text_a_column", "text_a",
+                      "tsv/csv tasks: first text column (index or name).",
+                      **fv)
+  flags.DEFINE_string("text_b_column", None,
+                      "tsv/csv tasks: second text column (index or name), "
+                      "for text pairs.", **fv)
+  flags.DEFINE_bool("contains_header", None,
+                    "tsv/csv tasks: the first row is a header (implied when "
+                    "a column is given by name).", **fv)
+  flags.DEFINE_list("label_list", None,
+                    "tsv/csv tasks: the labels, comma-separated (default: "
+                    "the sorted labels found in train.{tsv,csv}).", **fv)
+
+
+def define_squad_flags(flag_values, *, target_eval_keys):
+  """run_squad.py's task flags, with the paper's XLNet-Large settings as
+  defaults.
+
+  Args:
+    flag_values: an `absl.flags.FlagValues` holding the common flags.
+    target_eval_keys: list of str, the metrics --target_eval_key accepts.
+  """
+  fv = dict(flag_values=flag_values)
+  define_task_flags(
+      flag_values,
+      max_seq_length=(512, "Pieces per sequence, padding included."),
+      do_predict=(False, "Predict --predict_file and evaluate."),
+      predict_dir=(None, "Where the prediction files go (default: "
+                   "--model_dir)."),
+      predict_batch_size=(32, "Prediction batch size."),
+      eval_all_ckpt=(False, "Predict with and evaluate every checkpoint of "
+                     "--model_dir, not only the latest."))
+  flags.DEFINE_bool("do_prepro", False,
+                    "Write the training records of shard --proc_id.", **fv)
+  flags.DEFINE_string("train_file", None,
+                      "SQuAD JSON for training, e.g. train-v2.0.json.", **fv)
+  flags.DEFINE_string("predict_file", None,
+                      "SQuAD JSON to predict, e.g. dev-v2.0.json.", **fv)
+  flags.DEFINE_integer("num_proc", 1,
+                       "Number of preprocessing shards.", **fv)
+  flags.DEFINE_integer("proc_id", 0,
+                       "Shard written by this --do_prepro run.", **fv)
+  flags.DEFINE_integer("max_query_length", 64,
+                       "Question pieces kept (the first ones).", **fv)
+  flags.DEFINE_integer("doc_stride", 128,
+                       "Pieces between the starts of two windows.", **fv)
+  flags.DEFINE_integer("max_answer_length", 64,
+                       "Longest predicted answer, in pieces.", **fv)
+  flags.DEFINE_integer("start_n_top", 5, "Beam size of answer starts.", **fv)
+  flags.DEFINE_integer("end_n_top", 5, "Answer ends kept per start.", **fv)
+  flags.DEFINE_integer("n_best_size", 5,
+                       "Answers kept per question in "
+                       "nbest_predictions.json.", **fv)
+  # Our earlier behaviour where it differs from the release's (which is the
+  # default); see docs/differences.md.
+  flags.DEFINE_bool("answer_on_last_piece", False,
+                    "Let a window's last paragraph piece start or end a "
+                    "predicted answer (the release never does).", **fv)
+  flags.DEFINE_bool("skip_empty_answers", False,
+                    "Skip predicted spans whose text is empty (the release "
+                    "keeps them and can predict \"\").", **fv)
+  flags.DEFINE_bool("trim_answer_whitespace", False,
+                    "End a training answer whose text ends in whitespace on "
+                    "its last word (the release ends it on the next "
+                    "piece).", **fv)
+  flags.DEFINE_bool("keep_unaligned", False,
+                    "Train on and predict the questions of paragraphs the "
+                    "release's character alignment fails on (it drops "
+                    "them: no training features, the prediction \"\").",
+                    **fv)
+  flags.DEFINE_enum("target_eval_key", "best_f1", target_eval_keys,
+                    "Metric of eval_results.json that rates a checkpoint "
+                    "and picks the best in eval_results.txt (has_ans_f1 "
+                    "for the paper's Model I).", **fv)
+  catalog.set_defaults(flag_values, learning_rate=3e-5, train_batch_size=48,
+               train_steps=8000, warmup_steps=1000, lr_layer_decay_rate=0.75,
+               save_steps=1000)
+
+
+def define_race_flags(flag_values):
+  """run_race.py's task flags, with the paper's XLNet-Large settings as
+  defaults (`flag_values` holds the common flags)."""
+  fv = dict(flag_values=flag_values)
+  define_task_flags(
+      flag_values,
+      max_seq_length=(512, "Pieces per sequence, padding included."),
+      data_dir=(None, "RACE directory: {train,dev,test}/{middle,high}/"
+                "*.txt."),
+      do_eval=(False, "Evaluate --eval_split."),
+      eval_batch_size=(32, "Evaluation batch size."))
+  catalog.define_eval_split_flag(flag_values, "Split scored by --do_eval.",
+                                 choices=["dev", "test"])
+  flags.DEFINE_integer("max_qa_length", 128,
+                       "Question+option pieces kept (the last ones).", **fv)
+  flags.DEFINE_bool("high_only", False, "Use only RACE-H.", **fv)
+  flags.DEFINE_bool("middle_only", False, "Use only RACE-M.", **fv)
+  catalog.set_defaults(flag_values, learning_rate=2e-5, train_batch_size=32,
+               train_steps=12000, warmup_steps=1000, save_steps=1000)
+
+
+# reproduce.py's flags that replace every task's setting: (name, type, what).
+REPRODUCE_OVERRIDES = (
+    ("train_steps", "integer", "training steps"),
+    ("max_seq_length", "integer", "sequence length"),
+    ("train_batch_size", "integer", "GLOBAL training batch"),
+    ("learning_rate", "float", "peak learning rate"),
+    ("warmup_steps", "integer", "warmup steps"),
+    ("save_steps", "integer", "steps between checkpoints"),
+    ("iterations", "integer", "steps between log lines"),
+    ("max_qa_length", "integer", "RACE question+option pieces"),
+    ("max_query_length", "integer", "SQuAD question pieces"),
+)
+
+
+def define_reproduce_flags(flag_values, *, tables):
+  """reproduce.py's flags: the table, the pretrained model, the data and
+  work directories, the devices and the override flags (default None: the
+  task's own setting).
+
+  Args:
+    flag_values: an `absl.flags.FlagValues`.
+    tables: list of str, the tables --table accepts.
+  """
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_enum("table", None, tables, "The paper's table to run.", **fv)
+  flags.DEFINE_enum("model_size", "large", ["large", "base"],
+                    "XLNet-Large or XLNet-Base: picks the settings and the "
+                    "paper's figures.", **fv)
+  flags.DEFINE_list("tasks", None, "Run only these tasks of the table "
+                    "(default: all), e.g. sts-b,rte.", **fv)
+  flags.DEFINE_string("init_checkpoint", None, "Pretrained checkpoint.",
+                      **fv)
+  flags.DEFINE_string("model_config_path", None,
+                      "xlnet_config.json of the pretrained model.", **fv)
+  flags.DEFINE_string("spiece_model_file", None,
+                      "SentencePiece model of the pretrained model.", **fv)
+  catalog.define_uncased_flag(flag_values, False,
+                              "Lower-case text (uncased models).")
+  flags.DEFINE_string("data_root", None,
+                      "Directory holding the public datasets in their "
+                      "layouts: SST-2/ ... (or glue_data/SST-2/), aclImdb/, "
+                      "yelp_review_full_csv/, ..., train-v2.0.json (or "
+                      "squad/...), RACE/.", **fv)
+  flags.DEFINE_string("work_dir", None, "Where every task's records, "
+                      "checkpoints, logs and the results go.", **fv)
+  catalog.define_core_flags(
+      flag_values, use_tpu=False,
+      use_tpu_help="Run on a TPU (batches stay global).",
+      num_core_per_host=1, num_core_per_host_help="GPUs (or TPU cores); the "
+      "table's batch is global and is divided among the GPUs.")
+  flags.DEFINE_integer("num_hosts", 1, "TPU hosts (e.g. 4 for a v3-32).",
+                       **fv)
+  flags.DEFINE_string("tpu", None, "TPU name (with --use_tpu).", **fv)
+  flags.DEFINE_string("gcs_dir", None,
+                      "A gs:// directory for every task's records, "
+                      "checkpoints and predictions (a TPU reads and writes "
+                      "only Cloud Storage); logs and results stay in "
+                      "--work_dir. Default: --work_dir.", **fv)
+  define_task_flags(
+      flag_values, eval_batch_size=(8, "Evaluation/prediction batch per GPU "
+                                    "(global with --use_tpu)."))
+  catalog.define_seed_flag(flag_values, None, "Passed to every program.")
+  flags.DEFINE_bool("dry_run", False, "Print every command, run nothing.",
+                    **fv)
+  for name, kind, text in REPRODUCE_OVERRIDES:
+    getattr(flags, f"DEFINE_{kind}")(
+        name, None, f"Override every task's {text} (e.g. a smoke run with "
+        "a small model).", **fv)
