@@ -131,3 +131,16 @@ def take_batches(input_fn, n, **params):
     nxt = tf.compat.v1.data.make_one_shot_iterator(input_fn(params)).get_next()
     with tf.compat.v1.Session() as sess:
       return [sess.run(nxt) for _ in range(n)]
+
+
+def batches_of(dataset):
+  """Every batch of a finite dataset, in order, read in the current graph
+  (graph mode): a list of dicts name -> array."""
+  batch = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+  out = []
+  with tf.compat.v1.Session() as sess:
+    while True:
+      try:
+        out.append(sess.run(batch))
+      except tf.errors.OutOfRangeError:
+        return out

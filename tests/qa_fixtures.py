@@ -6,6 +6,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from tests import data_helpers
 from tests import np_reference
 from xlnet import model as model_lib
 from xlnet.finetuning import config as finetune_config
@@ -238,13 +239,5 @@ def read_records(path):
 def all_batches(input_fn, batch_size=4):
   """Every batch of a finite `input_fn`, concatenated: dict name -> array."""
   with tf.Graph().as_default():
-    dataset = input_fn({"batch_size": batch_size})
-    features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
-    parts = []
-    with tf.compat.v1.Session() as sess:
-      while True:
-        try:
-          parts.append(sess.run(features))
-        except tf.errors.OutOfRangeError:
-          break
+    parts = data_helpers.batches_of(input_fn({"batch_size": batch_size}))
   return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

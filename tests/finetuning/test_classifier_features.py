@@ -111,24 +111,12 @@ def write(tmp_path, examples=EXAMPLES, label_list=("0", "1"), length=6):
   return path
 
 
-def collect(dataset):
-  """All batches of a finite dataset (graph mode)."""
-  batch = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
-  out = []
-  with tf.compat.v1.Session() as sess:
-    while True:
-      try:
-        out.append(sess.run(batch))
-      except tf.errors.OutOfRangeError:
-        return out
-
-
 def test_eval_input_every_real_example_once_then_marked_fakes(tmp_path):
   path = write(tmp_path)
   with tf.Graph().as_default():
     input_fn = cu.input_fn_builder(path, 6, False, False, num_examples=5,
                                    pad_to_multiple=4)
-    batches = collect(input_fn({"batch_size": 2}))
+    batches = data_helpers.batches_of(input_fn({"batch_size": 2}))
   assert len(batches) == 4  # 5 real + 3 fake = 8 = 4 batches of 2
   got = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
   assert got["is_real_example"].tolist() == [1] * 5 + [0] * 3
@@ -150,7 +138,7 @@ def test_eval_input_every_real_example_once_then_marked_fakes(tmp_path):
 def test_eval_input_pads_to_the_batch_by_default(tmp_path):
   path = write(tmp_path)
   with tf.Graph().as_default():
-    batches = collect(cu.input_fn_builder(path, 6, False, False,
+    batches = data_helpers.batches_of(cu.input_fn_builder(path, 6, False, False,
                                           num_examples=5)({"batch_size": 5}))
   assert [b["is_real_example"].tolist() for b in batches] == [[1] * 5]
   with tf.Graph().as_default(), pytest.raises(ValueError, match="multiple"):
@@ -163,7 +151,7 @@ def test_regression_labels_are_float(tmp_path):
               cp.InputExample("1", "12", "13", "0.5")]
   path = write(tmp_path, examples, label_list=None)
   with tf.Graph().as_default():
-    (batch,) = collect(cu.input_fn_builder(path, 6, False, True,
+    (batch,) = data_helpers.batches_of(cu.input_fn_builder(path, 6, False, True,
                                            num_examples=2)({"batch_size": 2}))
   assert batch["label_ids"].dtype == np.float32
   assert batch["label_ids"].tolist() == [3.25, 0.5]

@@ -127,15 +127,7 @@ class FakeEngine:
   def run_inference(self, engine, checkpoint, input_fn, head_fn, batch_size):
     del engine, head_fn
     with tf.Graph().as_default():
-      batch = tf.compat.v1.data.make_one_shot_iterator(
-          input_fn({"batch_size": batch_size})).get_next()
-      rows = []
-      with tf.compat.v1.Session() as sess:
-        while True:
-          try:
-            rows.append(sess.run(batch))
-          except tf.errors.OutOfRangeError:
-            break
+      rows = data_helpers.batches_of(input_fn({"batch_size": batch_size}))
     got = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
     assert all(len(r["input_ids"]) == batch_size for r in rows)
     labels = got["label_ids"]
