@@ -212,6 +212,11 @@ def _replicas_per_host(run):
 # TPUEstimator (TensorFlow 2.15, --use_tpu).
 ################################################################################
 def _estimator(run, model_fn, **batches):
+  """The TPUEstimator of `run` (an `EngineConfig`; its layout gives the TPU
+  cores, so it is required here even to predict)."""
+  if run.layout is None:
+    raise ValueError("EngineConfig.layout is required with use_tpu: its "
+                     "num_hosts * num_core_per_host are the TPU cores")
   tpu = tpu_estimator.tpu_estimator()
   return tpu.TPUEstimator(
       model_fn=model_fn,
