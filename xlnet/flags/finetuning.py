@@ -140,9 +140,7 @@ def engine_config(FLAGS):  # pylint: disable=invalid-name
   """The run's `EngineConfig` (checkpoints, optimizer, layout, loop,
   devices)."""
   return finetune_config.EngineConfig(
-      checkpoint=train_config_lib.CheckpointConfig(
-          model_dir=FLAGS.model_dir, init_checkpoint=FLAGS.init_checkpoint,
-          save_steps=FLAGS.save_steps, max_save=FLAGS.max_save),
+      checkpoint=config_flags.checkpoint_config(FLAGS),
       optimizer=config_flags.optimizer_config(FLAGS),
       layout=batch_layout(FLAGS),
       train=config_flags.train_config(FLAGS),
