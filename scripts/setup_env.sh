@@ -4,6 +4,7 @@
 #   NAME = reference  -> Python 3.11 + TensorFlow 2.15 (TPUEstimator available)
 #   NAME = latest     -> the newest TensorFlow 2.x
 #   NAME = plot       -> matplotlib only (the demo's loss-curve picture)
+#   NAME = interop    -> the newest TensorFlow + PyTorch (CPU) + transformers (the converter checks)
 # Re-running is cheap: the environment is rebuilt only when its requirements
 # file changed (a stamp file records the file's checksum).
 set -euo pipefail
@@ -11,7 +12,7 @@ name="${1:-reference}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 req="$root/requirements/$name.txt"
 venv="$root/.venvs/$name"
-[ -f "$req" ] || { echo "setup_env.sh: no requirements file $req (expected 'reference', 'latest' or 'plot')" >&2; exit 2; }
+[ -f "$req" ] || { echo "setup_env.sh: no requirements file $req (expected 'reference', 'latest', 'interop' or 'plot')" >&2; exit 2; }
 # TensorFlow 2.15 has wheels for Python 3.9-3.11: prefer python3.11 when present.
 py="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 want="$(sha256sum "$req" | cut -d' ' -f1)"

@@ -17,7 +17,10 @@ def _one_option_per_row(features, name):
   """features[name] `[B, 4 L]` -> `[4 B, L]` (row 4 b + j = option j of
   question b)."""
   value = features[name]
-  return tf.reshape(value, [-1, value.shape[-1] // race_utils.NUM_CHOICES])
+  width = value.shape[-1]
+  if width is None:  # a serving signature's free length
+    width = tf.shape(value)[-1]
+  return tf.reshape(value, [-1, width // race_utils.NUM_CHOICES])
 
 
 def get_race_logits(xlnet_config, run_config, features, summary_type="last",

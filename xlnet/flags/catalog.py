@@ -14,6 +14,7 @@ takes them as arguments, so each flag keeps one definition:
   define_reproduce_flags  reproduce.py
   define_record_flags   data_utils.py
   define_spm_flags      spm_train.py
+  define_convert_flags  convert_checkpoint.py
   define_demo_report_flags, define_demo_corpus_flags   the demo's scripts
 
 Pretraining defaults follow the paper's XLNet-Large recipe (docs/training.md)
@@ -65,6 +66,17 @@ def define_uncased_flag(flag_values, default, help_text):
   flags.DEFINE_bool("uncased", default, help_text, flag_values=flag_values)
 
 
+def define_model_config_path_flag(flag_values, help_text):
+  flags.DEFINE_string("model_config_path", None, help_text,
+                      flag_values=flag_values)
+
+
+def define_spiece_model_file_flag(flag_values):
+  flags.DEFINE_string("spiece_model_file", None,
+                      "SentencePiece model of the pretrained checkpoint.",
+                      flag_values=flag_values)
+
+
 # ----------------------------------------------------------------------------
 # Groups.
 # ----------------------------------------------------------------------------
@@ -97,8 +109,7 @@ def define_model_flags(flag_values, *, model_config_path_help,
   """The model's config file, regularization, sequence summary and
   initializer (RunConfig), shared by pretraining and fine-tuning."""
   fv = dict(flag_values=flag_values)
-  flags.DEFINE_string("model_config_path", None, model_config_path_help,
-                      **fv)
+  define_model_config_path_flag(flag_values, model_config_path_help)
   flags.DEFINE_float("dropout", 0.1, "Dropout rate.", **fv)
   flags.DEFINE_float("dropatt", 0.1, "Attention dropout rate.", **fv)
   flags.DEFINE_integer("clamp_len", -1, clamp_len_help, **fv)
@@ -304,9 +315,7 @@ def define_finetuning_flags(flag_values):
   flags.DEFINE_bool("use_summ_proj", True,
                     "Apply the tanh projection sequnece_summary/summary to "
                     "the pooled vector.", **fv)
-  flags.DEFINE_string("spiece_model_file", None,
-                      "SentencePiece model of the pretrained checkpoint.",
-                      **fv)
+  define_spiece_model_file_flag(flag_values)
   define_uncased_flag(flag_values, False,
                       "Lower-case the text (for uncased models).")
   flags.DEFINE_string("output_dir", None,
@@ -517,6 +526,41 @@ def define_spm_flags(flag_values=flags.FLAGS):
   flags.DEFINE_float("character_coverage", 0.99995, "Character coverage.",
                      **fv)
   flags.DEFINE_integer("num_threads", None, "Trainer threads.", **fv)
+
+
+def define_convert_flags(flag_values=flags.FLAGS):
+  """Defines the flags of convert_checkpoint.py."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_enum("to", None, ["hf", "tf", "saved_model"],
+                    "hf: a checkpoint -> a HuggingFace transformers "
+                    "directory; tf: a HuggingFace directory -> a checkpoint; "
+                    "saved_model: a checkpoint -> a SavedModel for serving.",
+                    **fv)
+  flags.DEFINE_string("checkpoint", None,
+                      "The input: a checkpoint (prefix, directory or "
+                      "DIR/latest) for --to=hf and saved_model; a "
+                      "HuggingFace directory for --to=tf.", **fv)
+  define_model_config_path_flag(
+      flag_values, "xlnet_config.json of the checkpoint (--to=hf, "
+      "saved_model).")
+  define_spiece_model_file_flag(flag_values)
+  define_uncased_flag(flag_values, False,
+                      "The model lower-cases its text (the HF tokenizer's "
+                      "do_lower_case).")
+  flags.DEFINE_string("output_dir", None,
+                      "A new (or empty) directory for the result; written "
+                      "whole or not at all.", **fv)
+  flags.DEFINE_string("task_name", None,
+                      "The head to convert: a classification or regression "
+                      "task (its head classification_TASK or "
+                      "regression_TASK), squad or race; by default the only "
+                      "head of the checkpoint, or none (the backbone and "
+                      "its LM). --to=tf: the scope of a sequence "
+                      "classification head (default: the HF config's "
+                      "finetuning_task).", **fv)
+  flags.DEFINE_bool("is_regression", None,
+                    "With --task_name: take the regression (true) or the "
+                    "classification (false) head.", **fv)
 
 
 def define_demo_report_flags(flag_values=flags.FLAGS):

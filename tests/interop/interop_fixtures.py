@@ -1,0 +1,136 @@
+"""Random tiny checkpoints with each head, built from the graph builders'
+own variables (so the names are the ones the programs write), and our
+model's outputs on them (the side HF's outputs are compared with)."""
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from xlnet import classifier_heads
+from xlnet import model as model_lib
+from xlnet import modeling
+from xlnet import race_heads
+from xlnet import squad_heads
+from xlnet.training import checkpoint_io
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+SPIECE = os.path.join(REPO, "tests", "testdata", "golden-spiece.model")
+CONFIG = dict(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16,
+              ff_activation="gelu", untie_r=True, n_token=400)
+HEADS = ("lm", "classification", "regression", "race", "squad")
+TASK = "sts-b"
+N_CLASS = 3
+RUN = model_lib.RunConfig(is_training=False, use_tpu=False,
+                          use_bfloat16=False, dropout=0.0, dropatt=0.0)
+
+
+def write_config(directory, **overrides):
+  """xlnet_config.json of CONFIG (with overrides); returns (path, config)."""
+  os.makedirs(directory, exist_ok=True)
+  path = os.path.join(directory, "xlnet_config.json")
+  values = dict(CONFIG, **overrides)
+  with open(path, "w") as f:
+    json.dump(values, f)
+  return path, model_lib.XLNetConfig(json_path=path)
+
+
+def features(kind, bsz=2, seq_len=7, seed=0):
+  """Batch-major numpy features for `kind`'s head: padding on the left of
+  the second row, two segments, `<cls>` last."""
+  rng = np.random.RandomState(seed)
+  rows = bsz * 4 if kind == "race" else bsz
+  ids = rng.randint(9, CONFIG["n_token"], size=(rows, seq_len))
+  seg = np.zeros((rows, seq_len), np.int32)
+  seg[:, seq_len // 2:] = 1
+  seg[:, -1] = 2
+  mask = np.zeros((rows, seq_len), np.float32)
+  mask[1::2, :2] = 1.0  # padding in front, as the fine-tuning records
+  ids[1::2, :2] = 5
+  ids[:, -1] = 3
+  out = {"input_ids": ids.astype(np.int32), "segment_ids": seg,
+         "input_mask": mask}
+  if kind == "race":
+    out = {k: v.reshape(bsz, 4 * seq_len) for k, v in out.items()}
+  if kind == "squad":
+    p_mask = np.zeros((bsz, seq_len), np.float32)
+    p_mask[:, seq_len // 2:-1] = 1.0  # the question and <sep> cannot answer
+    p_mask[1, :2] = 1.0
+    out.update(p_mask=p_mask,
+               cls_index=np.full([bsz], seq_len - 1, np.int32))
+  return out
+
+
+def build(kind, xlnet_config, feats):
+  """Our outputs of `kind`'s head on numpy `feats` (a dict of tensors):
+  the programs' graph builders with dropout off."""
+  t = {k: tf.constant(v) for k, v in feats.items()}
+  if kind in ("classification", "regression"):
+    n_class = N_CLASS if kind == "classification" else None
+    label = tf.zeros(tf.shape(t["input_ids"])[:1],
+                     tf.int32 if n_class else tf.float32)
+    out = classifier_heads.get_head_outputs(
+        xlnet_config, RUN, dict(t, label_ids=label), n_class, TASK)
+    return {"logits": out["logits"]}
+  if kind == "race":
+    return {"logits": race_heads.get_race_logits(xlnet_config, RUN, t)}
+  if kind == "squad":
+    return squad_heads.get_qa_outputs(xlnet_config, RUN, t)
+  return lm_outputs(xlnet_config, feats)
+
+
+def lm_outputs(xlnet_config, feats, mems=None, mem_len=None):
+  """Backbone (with a query stream, to create `mask_emb`) hidden states
+  [B, L, D], tied-LM logits [B, L, V] and new memories (time-major)."""
+  run = model_lib.RunConfig(is_training=False, use_tpu=False,
+                            use_bfloat16=False, dropout=0.0, dropatt=0.0,
+                            mem_len=mem_len)
+  ids = tf.transpose(tf.constant(feats["input_ids"]))
+  seg = tf.transpose(tf.constant(feats["segment_ids"]))
+  mask = tf.transpose(tf.constant(feats["input_mask"]))
+  model = model_lib.XLNetModel(xlnet_config, run, ids, seg, mask, mems=mems)
+  # A query stream builds `mask_emb`, which pretraining checkpoints hold.
+  model_lib.XLNetModel(xlnet_config, run, ids, seg, mask,
+                       inp_q=tf.zeros_like(mask))
+  hidden = model.get_sequence_output()
+  with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
+    _, logits = modeling.lm_loss(
+        hidden, ids, xlnet_config.n_token, xlnet_config.d_model,
+        model.get_initializer(), lookup_table=model.get_embedding_table(),
+        tie_weight=True, return_logits=True)
+  out = {"hidden": tf.transpose(hidden, [1, 0, 2]),
+         "logits": tf.transpose(logits, [1, 0, 2])}
+  if mem_len:
+    out["mems"] = model.get_new_memory()
+  return out
+
+
+def random_checkpoint(directory, kind, seed=0, **overrides):
+  """A checkpoint of `kind`'s model with random weights.
+
+  Returns:
+    (prefix, config path, XLNetConfig, {name: value}).
+  """
+  config_path, xlnet_config = write_config(directory, **overrides)
+  with tf.Graph().as_default():
+    build(kind, xlnet_config, features(kind))
+    shapes = {v.op.name: v.shape.as_list()
+              for v in tf.compat.v1.global_variables()}
+  rng = np.random.RandomState(seed)
+  values = {n: (rng.randn(*s) * 0.5).astype(np.float32)
+            for n, s in sorted(shapes.items())}
+  prefix = checkpoint_io.write_checkpoint(
+      os.path.join(directory, "model.ckpt"), values)
+  return prefix, config_path, xlnet_config, values
+
+
+def run_ours(prefix, fetches_fn):
+  """Builds `fetches_fn()` in a fresh graph, restores `prefix` and returns
+  the fetched numpy values."""
+  with tf.Graph().as_default():
+    fetches = fetches_fn()
+    saver = tf.compat.v1.train.Saver()
+    with tf.compat.v1.Session() as sess:
+      saver.restore(sess, prefix)
+      return sess.run(fetches)

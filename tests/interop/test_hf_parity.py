@@ -1,0 +1,173 @@
+"""HF transformers' XLNet loaded from our export computes what our model
+computes (<= 1e-4): hidden states, LM logits with memories, and each head's
+logits; HF's tokenizer from the export gives our ids. Needs PyTorch and
+transformers (the `interop` environment); skipped elsewhere."""
+import os
+
+import numpy as np
+import pytest
+
+from tests.interop import interop_fixtures as fx
+from xlnet.data import prepro_utils
+from xlnet.interop import hf_export
+
+torch = pytest.importorskip(
+    "torch", reason="needs PyTorch (the interop environment: "
+    "XLNET_TEST_ENVS=interop bash scripts/test.sh)")
+transformers = pytest.importorskip(
+    "transformers", reason="needs HF transformers (the interop environment)")
+
+pytestmark = pytest.mark.interop
+TOL = 1e-4
+
+
+def _export(tmp_path, kind, **overrides):
+  """A random checkpoint of `kind` exported; returns (HF dir, prefix,
+  XLNetConfig)."""
+  prefix, _, xlnet_config, _ = fx.random_checkpoint(
+      str(tmp_path / "ckpt"), kind, **overrides)
+  out = str(tmp_path / "hf")
+  hf_export.export_hf(prefix, xlnet_config, fx.SPIECE, out,
+                      task_name=fx.TASK if kind in (
+                          "classification", "regression") else None)
+  return out, prefix, xlnet_config
+
+
+def _torch(feats):
+  """HF's keyword arguments of our batch-major features."""
+  out = {"input_ids": torch.tensor(feats["input_ids"], dtype=torch.long),
+         "token_type_ids": torch.tensor(feats["segment_ids"],
+                                        dtype=torch.long),
+         "input_mask": torch.tensor(feats["input_mask"])}
+  if "p_mask" in feats:
+    out["p_mask"] = torch.tensor(feats["p_mask"])
+    out["cls_index"] = torch.tensor(feats["cls_index"], dtype=torch.long)
+  return out
+
+
+def _close(ours, theirs):
+  theirs = theirs.detach().numpy() if hasattr(theirs, "detach") else theirs
+  assert ours.shape == theirs.shape
+  diff = float(np.max(np.abs(ours - theirs)))
+  assert diff <= TOL, diff
+  return diff
+
+
+@pytest.mark.parametrize("untie_r", [True, False])
+def test_lm_hidden_states_and_logits_with_memories(tmp_path, untie_r):
+  hf_dir, prefix, config = _export(tmp_path, "lm", untie_r=untie_r)
+  first, second = fx.features("lm", seed=1), fx.features("lm", seed=2)
+  mem_len = 5
+
+  def ours():
+    seg1 = fx.lm_outputs(config, first, mem_len=mem_len)
+    seg2 = fx.lm_outputs(config, second, mems=seg1["mems"], mem_len=mem_len)
+    return seg1, seg2
+
+  seg1, seg2 = fx.run_ours(prefix, ours)
+  model = transformers.XLNetLMHeadModel.from_pretrained(hf_dir, mem_len=mem_len)
+  model.eval()
+  assert model.config.architectures == ["XLNetLMHeadModel"]
+  with torch.no_grad():
+    out1 = model(**_torch(first), use_mems=True, output_hidden_states=True)
+    out2 = model(**_torch(second), mems=out1.mems, use_mems=True,
+                 output_hidden_states=True)
+  for ours_seg, theirs in ((seg1, out1), (seg2, out2)):
+    _close(ours_seg["hidden"], theirs.hidden_states[-1])
+    _close(ours_seg["logits"], theirs.logits)
+  for ours_mem, theirs_mem in zip(seg2["mems"], out2.mems):
+    _close(ours_mem, theirs_mem)
+
+
+@pytest.mark.parametrize("kind", ["classification", "regression", "race"])
+def test_summary_heads(tmp_path, kind):
+  hf_dir, prefix, config = _export(tmp_path, kind)
+  feats = fx.features(kind)
+  ours = fx.run_ours(prefix, lambda: fx.build(kind, config, feats))["logits"]
+  if kind == "race":
+    model = transformers.XLNetForMultipleChoice.from_pretrained(hf_dir)
+    theirs_in = {k: v.reshape(v.shape[0], 4, -1)
+                 for k, v in _torch(feats).items()}
+  else:
+    model = transformers.XLNetForSequenceClassification.from_pretrained(
+        hf_dir)
+    theirs_in = _torch(feats)
+    assert model.config.num_labels == (
+        fx.N_CLASS if kind == "classification" else 1)
+  model.eval()
+  with torch.no_grad():
+    theirs = model(**theirs_in).logits
+  if kind == "regression":
+    theirs = theirs[:, 0]
+  _close(ours, theirs)
+
+
+def test_squad_beam_and_answer_class(tmp_path):
+  """HF's XLNetForQuestionAnswering at inference runs the release's beam:
+  the same top starts, top ends per start and answerability logits. HF
+  returns probabilities under the names `*_log_probs` (ours are log
+  probabilities) and orders the ends end-major (e * K + k; ours k * E + e).
+  Positions closed by p_mask tie at probability 0 and the two frameworks
+  break the tie differently: only the open ones are compared."""
+  hf_dir, prefix, config = _export(tmp_path, "squad")
+  feats = fx.features("squad")
+  ours = fx.run_ours(prefix, lambda: fx.build("squad", config, feats))
+  model = transformers.XLNetForQuestionAnswering.from_pretrained(hf_dir)
+  model.eval()
+  with torch.no_grad():
+    theirs = model(**_torch(feats))
+  k = e = hf_export.BEAM
+
+  def start_major(x):
+    return x.numpy().reshape(-1, e, k).transpose(0, 2, 1).reshape(-1, k * e)
+
+  _close(ours["cls_logits"], theirs.cls_logits)
+  start_open = np.exp(ours["start_top_log_probs"]) > 0
+  assert start_open.sum(1).tolist() == [4, 2]  # 4 and 2 open positions
+  _close(np.exp(ours["start_top_log_probs"]),
+         theirs.start_top_log_probs.numpy())
+  np.testing.assert_array_equal(
+      ours["start_top_index"][start_open],
+      theirs.start_top_index.numpy()[start_open])
+  end_probs = np.exp(ours["end_top_log_probs"])
+  end_open = (end_probs > 0) & np.repeat(start_open, e, axis=1)
+  _close(end_probs * end_open,
+         start_major(theirs.end_top_log_probs) * end_open)
+  np.testing.assert_array_equal(
+      ours["end_top_index"][end_open],
+      start_major(theirs.end_top_index)[end_open])
+
+
+# Real text: accents, curly and TeX quotes, runs of spaces, tabs.
+TEXTS = [
+    "Ce café naïve près de l'hôtel — “Zoë”   sang ``Ångström'' à 9 h.",
+    "  The   quick\tbrown fox, 'jumped' over   \"the\" lazy dog…  ",
+    "In 1999 the price rose to 1,250 dollars, then fell.",
+]
+
+
+def test_tokenizer_gives_our_ids(tmp_path):
+  """Single texts end `<sep> <cls>`, pairs `a <sep> b <sep> <cls>`, as our
+  fine-tuning features; HF has no digit-comma rule, so the texts here have
+  no digit right before a comma (its rate is measured in
+  test_digit_comma_rate)."""
+  hf_dir, _, _ = _export(tmp_path, "lm")
+  tok = transformers.AutoTokenizer.from_pretrained(hf_dir)
+  sp = _sp()
+  assert tok.padding_side == "left"
+
+  def ours(text):
+    return prepro_utils.encode_ids(sp, prepro_utils.preprocess_text(text))
+
+  sep, cls = prepro_utils.SEP_ID, prepro_utils.CLS_ID
+  for text in TEXTS[:2]:
+    assert tok(text)["input_ids"] == ours(text) + [sep, cls], text
+  a, b = TEXTS[:2]
+  assert tok(a, b)["input_ids"] == ours(a) + [sep] + ours(b) + [sep, cls]
+
+
+def _sp():
+  import sentencepiece as spm  # pylint: disable=g-import-not-at-top
+  sp = spm.SentencePieceProcessor()
+  sp.Load(fx.SPIECE)
+  return sp

@@ -1,0 +1,47 @@
+"""`python convert_checkpoint.py --to=hf|tf|saved_model ...`: the flags
+checked, then `hf_export.export_hf`, `hf_import.import_hf` or
+`saved_model.export_saved_model` (docs/interop.md)."""
+from absl import logging
+
+from xlnet import cli
+from xlnet import model as model_lib
+from xlnet.flags import catalog as flag_catalog
+from xlnet.interop import hf_export
+from xlnet.interop import hf_import
+from xlnet.interop import saved_model
+
+
+def _require(flag_values, *names):
+  """Raises ValueError naming the unset flags among `names`."""
+  unset = [n for n in names if flag_values[n].value is None]
+  if unset:
+    raise ValueError(f"--to={flag_values.to} needs "
+                     + ", ".join(f"--{n}" for n in unset))
+
+
+def main(unused_argv):
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  f = flags.FLAGS
+  _require(f, "to", "checkpoint", "output_dir")
+  if f.to == "tf":
+    prefix = hf_import.import_hf(f.checkpoint, f.output_dir, f.task_name)
+    logging.info("wrote %s (with xlnet_config.json and spiece.model)", prefix)
+    return
+  _require(f, "model_config_path")
+  xlnet_config = model_lib.XLNetConfig(json_path=f.model_config_path)
+  if f.to == "hf":
+    _require(f, "spiece_model_file")
+    arch = hf_export.export_hf(
+        f.checkpoint, xlnet_config, f.spiece_model_file, f.output_dir,
+        f.task_name, f.is_regression, f.uncased)
+    logging.info("wrote %s as %s", f.output_dir, arch)
+  else:
+    kind = saved_model.export_saved_model(
+        f.checkpoint, xlnet_config, f.output_dir, f.task_name,
+        f.is_regression)
+    logging.info("wrote the %s SavedModel %s", kind, f.output_dir)
+
+
+def entry_point():
+  """`python convert_checkpoint.py ...`."""
+  cli.run(main, flag_catalog.define_convert_flags)

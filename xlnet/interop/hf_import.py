@@ -1,0 +1,156 @@
+"""A HuggingFace transformers XLNet directory -> a TensorFlow checkpoint
+under the release's names, with `xlnet_config.json` and `spiece.model`
+beside it: usable as `--init_checkpoint` by every program."""
+import json
+import os
+import shutil
+
+from safetensors import numpy as safetensors_numpy
+
+from xlnet import model as model_lib
+from xlnet.interop import hf_names
+from xlnet.interop import output_dir as output_dir_lib
+from xlnet.training import checkpoint_io
+
+# Our activation of each HF activation name that computes exactly the same.
+TF_ACTIVATION = {"gelu_new": "gelu", "relu": "relu"}
+# HF's architecture -> our head kind (a regression head is a sequence
+# classifier with problem_type "regression" or one label).
+_KIND = {arch: kind for kind, (arch, _) in hf_names.HEADS.items()
+         if kind != "regression"}
+_KIND["XLNetModel"] = "lm"
+
+
+def read_hf_config(hf_dir):
+  """config.json of an HF directory (a dict); one line when it is missing
+  or not an XLNet config."""
+  path = os.path.join(hf_dir, "config.json")
+  if not os.path.isfile(path):
+    raise ValueError(f"--checkpoint={hf_dir}: no config.json (expected a "
+                     "HuggingFace model directory)")
+  try:
+    with open(path, encoding="utf-8") as f:
+      config = json.load(f)
+  except json.JSONDecodeError as e:
+    raise ValueError(f"{path} is not valid JSON: {e}") from None
+  if config.get("model_type") != "xlnet":
+    raise ValueError(f"{path}: model_type is {config.get('model_type')!r}, "
+                     "expected 'xlnet'")
+  return config
+
+
+def xlnet_config_of(config, path):
+  """Our `XLNetConfig` of an HF XLNet config dict (`path` for messages)."""
+  activation = config.get("ff_activation", "gelu")
+  if activation not in TF_ACTIVATION:
+    raise ValueError(f"{path}: ff_activation {activation!r} has no "
+                     f"equivalent here (expected one of "
+                     f"{sorted(TF_ACTIVATION)})")
+  d_model, n_head = config["d_model"], config["n_head"]
+  return model_lib.XLNetConfig.from_dict(dict(
+      n_layer=config["n_layer"], d_model=d_model, n_head=n_head,
+      d_head=config.get("d_head", d_model // n_head),
+      d_inner=config["d_inner"], ff_activation=TF_ACTIVATION[activation],
+      untie_r=bool(config.get("untie_r", True)),
+      n_token=config["vocab_size"]), path)
+
+
+def head_of(config, task_name, path):
+  """(kind, scope) of the HF model's head: its first architecture;
+  a sequence classifier's TF scope is named by `task_name` or the config's
+  `finetuning_task`."""
+  arch = (config.get("architectures") or ["XLNetLMHeadModel"])[0]
+  if arch not in _KIND:
+    raise ValueError(f"{path}: architecture {arch} has no equivalent here "
+                     f"(expected one of {sorted(_KIND)})")
+  kind = _KIND[arch]
+  if kind != "classification":
+    return kind, None
+  if (config.get("problem_type") == "regression"
+      or config.get("num_labels", len(config.get("id2label", {}))) == 1):
+    kind = "regression"
+  task = task_name or config.get("finetuning_task")
+  if not task:
+    raise ValueError(f"{path}: a sequence classifier without "
+                     "finetuning_task: name its task with --task_name")
+  return kind, f"{kind}_{task.lower()}"
+
+
+def read_hf_weights(hf_dir):
+  """{HF name: np.ndarray} of `model.safetensors` (or its shards), else of
+  `pytorch_model.bin` when PyTorch is installed."""
+  single = os.path.join(hf_dir, "model.safetensors")
+  index = single + ".index.json"
+  if os.path.isfile(single):
+    return dict(safetensors_numpy.load_file(single))
+  if os.path.isfile(index):
+    with open(index, encoding="utf-8") as f:
+      files = sorted(set(json.load(f)["weight_map"].values()))
+    tensors = {}
+    for name in files:
+      tensors.update(safetensors_numpy.load_file(os.path.join(hf_dir, name)))
+    return tensors
+  return _read_torch_bin(hf_dir)
+
+
+def _read_torch_bin(hf_dir):
+  path = os.path.join(hf_dir, "pytorch_model.bin")
+  if not os.path.isfile(path):
+    raise ValueError(f"--checkpoint={hf_dir}: no model.safetensors (nor "
+                     "pytorch_model.bin)")
+  try:
+    import torch  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise ValueError(f"{path}: reading a PyTorch .bin needs PyTorch (pip "
+                     "install torch), or save the model as safetensors") from None
+  state = torch.load(path, map_location="cpu", weights_only=True)
+  return {k: v.float().numpy() for k, v in state.items()}
+
+
+def _strip_base_prefix(tensors):
+  """Names of a bare `XLNetModel` (no `transformer.` prefix) as a headed
+  model's."""
+  if any(k.startswith("transformer.") for k in tensors):
+    return tensors
+  return {f"transformer.{k}": v for k, v in tensors.items()}
+
+
+def import_hf(hf_dir, output_dir, task_name=None):
+  """Writes an HF XLNet directory as a checkpoint directory.
+
+  Args:
+    hf_dir: a directory with config.json, model.safetensors (or
+      pytorch_model.bin) and spiece.model.
+    output_dir: a new (or empty) directory; it receives `model.ckpt`,
+      `xlnet_config.json` and `spiece.model`, whole or not at all.
+    task_name: the TF scope of a sequence classification head (default:
+      the config's `finetuning_task`).
+
+  Returns:
+    the checkpoint prefix written.
+
+  Raises:
+    ValueError: one line naming the file or flag at fault.
+  """
+  output_dir_lib.check_output_dir(output_dir)
+  config_path = os.path.join(hf_dir, "config.json")
+  config = read_hf_config(hf_dir)
+  xlnet_config = xlnet_config_of(config, config_path)
+  kind, scope = head_of(config, task_name, config_path)
+  spiece = os.path.join(hf_dir, "spiece.model")
+  if not os.path.isfile(spiece):
+    raise ValueError(f"--checkpoint={hf_dir}: no spiece.model")
+  tensors = _strip_base_prefix(read_hf_weights(hf_dir))
+  untie_r = xlnet_config.untie_r or not hf_names.relative_biases_shared(
+      tensors, xlnet_config.n_layer)
+  if untie_r != xlnet_config.untie_r:
+    xlnet_config = model_lib.XLNetConfig.from_dict(
+        dict(xlnet_config.to_dict(), untie_r=True), config_path)
+  values = hf_names.hf_to_tf(tensors, kind, scope, xlnet_config.n_layer,
+                             untie_r)
+  with output_dir_lib.staged(output_dir) as tmp:
+    prefix = checkpoint_io.write_checkpoint(
+        os.path.join(tmp, checkpoint_io.CKPT_BASENAME), values)
+    xlnet_config.to_json(os.path.join(tmp, "xlnet_config.json"))
+    shutil.copyfile(spiece, os.path.join(tmp, "spiece.model"))
+  return os.path.join(output_dir, os.path.basename(prefix))

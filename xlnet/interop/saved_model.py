@@ -1,0 +1,149 @@
+"""A checkpoint -> a SavedModel with a `serving_default` signature, for
+`tf.saved_model.load` and TF Serving.
+
+Inputs are batch-major with the batch size and length free: `input_ids`
+int32 [B, L], `segment_ids` int32 [B, L], `input_mask` float32 [B, L]
+(1 = padding), as the fine-tuning records hold them (RACE: the four options
+side by side, [B, 4 L]; SQuAD adds `p_mask` float32 [B, L] and `cls_index`
+int32 [B]). Outputs are the head's, computed by the same graph builders as
+the fine-tuning programs' predictions (dropout off):
+
+  classification  logits [B, n_class], probabilities [B, n_class]
+  regression      logits [B] (the predicted scores)
+  race            logits [B, 4]
+  squad           cls_logits [B], start_top_log_probs, start_top_index
+                  [B, 5], end_top_log_probs, end_top_index [B, 25]
+  lm (backbone)   sequence_output [B, L, d_model], and lm_logits
+                  [B, L, n_token] when the checkpoint holds `lm_loss/bias`
+"""
+import tensorflow as tf
+
+from xlnet import classifier_heads
+from xlnet import finetune_backbone
+from xlnet import model as model_lib
+from xlnet import modeling
+from xlnet import race_heads
+from xlnet import squad_heads
+from xlnet.interop import hf_export
+from xlnet.interop import hf_names
+from xlnet.interop import output_dir as output_dir_lib
+from xlnet.training import checkpoint_io
+
+_SERVING_RUN = model_lib.RunConfig(is_training=False, use_tpu=False,
+                                   use_bfloat16=False, dropout=0.0,
+                                   dropatt=0.0)
+
+
+def _placeholders(kind):
+  """The signature's inputs: {name: placeholder}."""
+  def ph(dtype, shape, name):
+    return tf.compat.v1.placeholder(dtype, shape, name=name)
+  inputs = {"input_ids": ph(tf.int32, [None, None], "input_ids"),
+            "segment_ids": ph(tf.int32, [None, None], "segment_ids"),
+            "input_mask": ph(tf.float32, [None, None], "input_mask")}
+  if kind == "squad":
+    inputs["p_mask"] = ph(tf.float32, [None, None], "p_mask")
+    inputs["cls_index"] = ph(tf.int32, [None], "cls_index")
+  return inputs
+
+
+def _outputs(kind, scope, n_class, xlnet_config, inputs, has_lm_bias):
+  """The head's output tensors (a dict) on `inputs`."""
+  if kind in ("classification", "regression"):
+    label_dtype = tf.int32 if kind == "classification" else tf.float32
+    features = dict(inputs, label_ids=tf.zeros(
+        tf.shape(inputs["input_ids"])[:1], label_dtype))
+    task = scope.split("_", 1)[1]
+    out = classifier_heads.get_head_outputs(
+        xlnet_config, _SERVING_RUN, features, n_class, task,
+        cls_scope=task if kind == "classification" else None)
+    logits = out["logits"]
+    if kind == "regression":
+      return {"logits": logits}
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits)}
+  if kind == "race":
+    return {"logits": race_heads.get_race_logits(xlnet_config, _SERVING_RUN,
+                                                 inputs)}
+  if kind == "squad":
+    return squad_heads.get_qa_outputs(xlnet_config, _SERVING_RUN, inputs)
+  return _backbone_outputs(xlnet_config, inputs, has_lm_bias)
+
+
+def _backbone_outputs(xlnet_config, inputs, has_lm_bias):
+  """The backbone's hidden states, and its LM logits (tied softmax)."""
+  xlnet_model = finetune_backbone.finetune_model(
+      xlnet_config, _SERVING_RUN, inputs["input_ids"], inputs["segment_ids"],
+      inputs["input_mask"])
+  hidden = xlnet_model.get_sequence_output()  # [L, B, D]
+  outputs = {"sequence_output": tf.transpose(hidden, [1, 0, 2])}
+  if has_lm_bias:
+    with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
+      _, logits = modeling.lm_loss(
+          hidden, tf.zeros(tf.shape(hidden)[:2], tf.int32),
+          xlnet_config.n_token, xlnet_config.d_model,
+          xlnet_model.get_initializer(),
+          lookup_table=xlnet_model.get_embedding_table(), tie_weight=True,
+          return_logits=True)
+    outputs["lm_logits"] = tf.transpose(logits, [1, 0, 2])
+  return outputs
+
+
+def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
+                       is_regression=None):
+  """Writes a checkpoint's model (one head, or the backbone) as a SavedModel.
+
+  Args:
+    checkpoint: checkpoint prefix, directory or DIR/latest.
+    xlnet_config: its `XLNetConfig`.
+    output_dir: a new (or empty) directory: the SavedModel (for TF Serving,
+      a version folder such as `models/xlnet/1`); whole or not at all.
+    task_name, is_regression: which head (`hf_export.choose_head`).
+
+  Returns:
+    the head's kind ("classification", "regression", "race", "squad",
+    "lm").
+
+  Raises:
+    ValueError: one line naming the flag or file at fault.
+  """
+  output_dir_lib.check_output_dir(output_dir)
+  prefix = checkpoint_io.resolve_checkpoint(checkpoint, "--checkpoint")
+  shapes = dict(tf.train.list_variables(prefix))
+  kind, scope = hf_export.choose_head(hf_names.find_heads(shapes), task_name,
+                                      is_regression)
+  n_class = shapes[f"model/{scope}/logit/kernel"][1] if scope else None
+  with tf.Graph().as_default():
+    inputs = _placeholders(kind)
+    outputs = _outputs(kind, scope, n_class, xlnet_config, inputs,
+                       "model/lm_loss/bias" in shapes)
+    variables = tf.compat.v1.global_variables()
+    missing = [v.op.name for v in variables if v.op.name not in shapes]
+    if missing:
+      raise ValueError(f"--checkpoint={prefix} lacks {len(missing)} "
+                       f"variable(s) of the {kind} model, e.g. {missing[:3]} "
+                       "(does --model_config_path match it?)")
+    _check_shapes(variables, shapes, prefix)
+    saver = tf.compat.v1.train.Saver(variables)
+    with tf.compat.v1.Session() as sess, output_dir_lib.staged(
+        output_dir) as tmp:
+      saver.restore(sess, prefix)
+      builder = tf.compat.v1.saved_model.Builder(tmp)
+      signature = tf.compat.v1.saved_model.predict_signature_def(
+          inputs=inputs, outputs=outputs)
+      builder.add_meta_graph_and_variables(
+          sess, [tf.saved_model.SERVING],
+          signature_def_map={"serving_default": signature},
+          strip_default_attrs=True)
+      builder.save()
+  return kind
+
+
+def _check_shapes(variables, shapes, prefix):
+  """One line for the first variable whose shape differs from the
+  checkpoint's (a config that does not match the checkpoint)."""
+  for var in variables:
+    want = var.shape.as_list()
+    if list(shapes[var.op.name]) != want:
+      raise ValueError(f"--checkpoint={prefix}: {var.op.name} has shape "
+                       f"{shapes[var.op.name]}, the config gives {want} "
+                       "(does --model_config_path match it?)")
