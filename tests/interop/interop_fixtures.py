@@ -56,7 +56,7 @@ def features(kind, bsz=2, seq_len=7, seed=0):
   if kind == "squad":
     p_mask = np.zeros((bsz, seq_len), np.float32)
     p_mask[:, seq_len // 2:-1] = 1.0  # the question and <sep> cannot answer
-    p_mask[1, :2] = 1.0
+    p_mask[1::2, :2] = 1.0
     out.update(p_mask=p_mask,
                cls_index=np.full([bsz], seq_len - 1, np.int32))
   return out

@@ -111,7 +111,8 @@ def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
   shapes = dict(tf.train.list_variables(prefix))
   kind, scope = hf_export.choose_head(hf_names.find_heads(shapes), task_name,
                                       is_regression)
-  n_class = shapes[f"model/{scope}/logit/kernel"][1] if scope else None
+  n_class = (shapes[f"model/{scope}/logit/kernel"][1]
+             if kind == "classification" else None)
   with tf.Graph().as_default():
     inputs = _placeholders(kind)
     outputs = _outputs(kind, scope, n_class, xlnet_config, inputs,

@@ -1,0 +1,190 @@
+"""convert_checkpoint.py without PyTorch: the HF directory it writes, the
+round trips TF -> HF -> TF and HF -> TF -> HF (bit for bit), the SavedModel
+and the one-line refusals of bad input (nothing half-written)."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from safetensors import numpy as safetensors_numpy
+import tensorflow as tf
+
+from tests.interop import interop_fixtures as fx
+from xlnet.interop import hf_export
+from xlnet.interop import hf_import
+from xlnet.interop import saved_model
+from xlnet.training import checkpoint_io
+
+
+def _task(kind):
+  return fx.TASK if kind in ("classification", "regression") else None
+
+
+def _read(prefix):
+  return checkpoint_io.read_tensors(prefix)
+
+
+@pytest.mark.parametrize("kind,untie_r", [
+    ("lm", True), ("lm", False), ("classification", True),
+    ("regression", False), ("race", True), ("squad", True)])
+def test_tf_hf_tf_and_hf_tf_hf_are_bit_identical(tmp_path, kind, untie_r):
+  prefix, _, config, values = fx.random_checkpoint(
+      str(tmp_path / "ckpt"), kind, untie_r=untie_r)
+  hf1, tf_dir, hf2 = (str(tmp_path / n) for n in ("hf1", "tf", "hf2"))
+  arch = hf_export.export_hf(prefix, config, fx.SPIECE, hf1, _task(kind))
+  assert arch == {"lm": "XLNetLMHeadModel",
+                  "classification": "XLNetForSequenceClassification",
+                  "regression": "XLNetForSequenceClassification",
+                  "race": "XLNetForMultipleChoice",
+                  "squad": "XLNetForQuestionAnswering"}[kind]
+  back = _read(hf_import.import_hf(hf1, tf_dir))
+  assert sorted(back) == sorted(values)
+  for name, value in values.items():
+    assert back[name].dtype == value.dtype and back[name].tobytes() == (
+        value.tobytes()), name
+  with open(os.path.join(tf_dir, "xlnet_config.json")) as f:
+    assert json.load(f) == config.to_dict()
+  hf_export.export_hf(os.path.join(tf_dir, "model.ckpt"), config,
+                      os.path.join(tf_dir, "spiece.model"), hf2)
+  for name in ("config.json", "spiece.model", "tokenizer_config.json"):
+    with open(os.path.join(hf1, name), "rb") as a, open(
+        os.path.join(hf2, name), "rb") as b:
+      assert a.read() == b.read(), name
+  first = safetensors_numpy.load_file(os.path.join(hf1, "model.safetensors"))
+  second = safetensors_numpy.load_file(os.path.join(hf2, "model.safetensors"))
+  assert sorted(first) == sorted(second)
+  for name, value in first.items():
+    assert second[name].tobytes() == value.tobytes(), name
+
+
+def test_export_layout(tmp_path):
+  """Hand-checked names and layouts: a dense kernel is transposed, a shared
+  relative bias is copied into every layer, the LM softmax is tied (not
+  stored), the config names HF's tanh GELU and the vocabulary's ids."""
+  prefix, _, config, values = fx.random_checkpoint(
+      str(tmp_path / "ckpt"), "lm", untie_r=False)
+  out = str(tmp_path / "hf")
+  hf_export.export_hf(prefix, config, fx.SPIECE, out)
+  tensors = safetensors_numpy.load_file(os.path.join(out, "model.safetensors"))
+  kernel = values["model/transformer/layer_1/ff/layer_1/kernel"]
+  assert kernel.shape == (8, 16)
+  assert np.array_equal(tensors["transformer.layer.1.ff.layer_1.weight"],
+                        kernel.T)
+  for i in range(2):
+    assert np.array_equal(tensors[f"transformer.layer.{i}.rel_attn.r_w_bias"],
+                          values["model/transformer/r_w_bias"])
+    assert np.array_equal(
+        tensors[f"transformer.layer.{i}.rel_attn.seg_embed"],
+        values["model/transformer/seg_embed"][i])
+  assert "lm_loss.weight" not in tensors and "lm_loss.bias" in tensors
+  with open(os.path.join(out, "config.json")) as f:
+    hf = json.load(f)
+  assert (hf["model_type"], hf["ff_activation"], hf["d_head"]) == (
+      "xlnet", "gelu_new", 4)
+  assert (hf["pad_token_id"], hf["bos_token_id"], hf["eos_token_id"]) == (
+      5, 1, 2)
+  assert sorted(os.listdir(out)) == [
+      "config.json", "model.safetensors", "special_tokens_map.json",
+      "spiece.model", "tokenizer_config.json"]
+
+
+@pytest.mark.eager
+@pytest.mark.parametrize("kind", ["classification", "regression", "race",
+                                  "squad", "lm"])
+def test_saved_model_equals_the_heads_predictions(tmp_path, kind):
+  """The SavedModel's serving signature (batch 2, then batch 1 and another
+  length: both free) gives what the programs' graph builders give on the
+  same features."""
+  prefix, _, config, _ = fx.random_checkpoint(str(tmp_path / "ckpt"), kind)
+  out = str(tmp_path / "serving" / "1")
+  assert saved_model.export_saved_model(prefix, config, out,
+                                        _task(kind)) == kind
+  serve = tf.saved_model.load(out).signatures["serving_default"]
+  for bsz, seq_len in ((2, 7), (1, 9)):
+    feats = fx.features(kind, bsz=bsz, seq_len=seq_len)
+    ours = fx.run_ours(prefix, lambda f=feats: fx.build(kind, config, f))
+    got = serve(**{k: tf.constant(v) for k, v in feats.items()})
+    if kind == "lm":
+      ours = {"sequence_output": ours["hidden"], "lm_logits": ours["logits"]}
+    for name, value in ours.items():
+      np.testing.assert_allclose(got[name].numpy(), value, atol=1e-5,
+                                 err_msg=name)
+
+
+def _program(*args):
+  proc = subprocess.run(
+      [sys.executable, os.path.join(fx.REPO, "convert_checkpoint.py"),
+       *args], capture_output=True, text=True, timeout=300, cwd=fx.REPO,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  return proc.returncode, proc.stderr.strip().splitlines()
+
+
+def test_program_round_trip_and_bad_input_one_line(tmp_path):
+  prefix, config_path, _, values = fx.random_checkpoint(
+      str(tmp_path / "ckpt"), "squad")
+  hf_dir, tf_dir = str(tmp_path / "hf"), str(tmp_path / "tf")
+  code, _ = _program("--to=hf", f"--checkpoint={tmp_path / 'ckpt'}",
+                     f"--model_config_path={config_path}",
+                     f"--spiece_model_file={fx.SPIECE}",
+                     f"--output_dir={hf_dir}")
+  assert code == 0
+  code, _ = _program("--to=tf", f"--checkpoint={hf_dir}",
+                     f"--output_dir={tf_dir}")
+  assert code == 0
+  back = _read(os.path.join(tf_dir, "model.ckpt"))
+  assert all(back[n].tobytes() == v.tobytes() for n, v in values.items())
+  code, err = _program("--to=tf", f"--checkpoint={hf_dir}",
+                       f"--output_dir={tf_dir}")
+  assert code == 2 and len(err) == 1, err
+  assert "exists and is not an empty directory" in err[0]
+
+
+def _refused(fn, *args, match, output, **kwargs):
+  """`fn` raises one line matching `match` and leaves no `output` and no
+  temporary directory beside it."""
+  with pytest.raises(ValueError, match=match) as info:
+    fn(*args, output, **kwargs)
+  assert "\n" not in str(info.value)
+  parent = os.path.dirname(output)
+  assert not [n for n in os.listdir(parent)
+              if n.startswith(os.path.basename(output))]
+
+
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
+  prefix, _, config, _ = fx.random_checkpoint(str(tmp_path / "ckpt"),
+                                              "classification")
+  out = str(tmp_path / "out")
+  _refused(hf_export.export_hf, prefix, config, fx.SPIECE, output=out,
+           task_name="mnli", match="--task_name=mnli: the checkpoint has no "
+           "classification_mnli or regression_mnli head")
+  _refused(hf_export.export_hf, prefix, config, fx.SPIECE, output=out,
+           task_name=fx.TASK, is_regression=True,
+           match="no regression_sts-b head")
+  _, odd = fx.write_config(str(tmp_path / "odd"), d_head=3)
+  _refused(hf_export.export_hf, prefix, odd, fx.SPIECE, output=out,
+           match=r"d_head \* n_head == d_model, got d_head=3")
+  _refused(saved_model.export_saved_model, prefix, odd, output=out,
+           match="has shape")
+
+  hf_dir = str(tmp_path / "hf")
+  hf_export.export_hf(prefix, config, fx.SPIECE, hf_dir, fx.TASK)
+  bert = str(tmp_path / "bert")
+  os.makedirs(bert)
+  with open(os.path.join(bert, "config.json"), "w") as f:
+    json.dump({"model_type": "bert"}, f)
+  _refused(hf_import.import_hf, bert, output=out,
+           match="model_type is 'bert', expected 'xlnet'")
+  _refused(hf_import.import_hf, str(tmp_path / "nowhere"), output=out,
+           match="no config.json")
+  os.remove(os.path.join(hf_dir, "model.safetensors"))
+  _refused(hf_import.import_hf, hf_dir, output=out,
+           match="no model.safetensors")
+
+  os.makedirs(out)
+  with open(os.path.join(out, "keep.txt"), "w") as f:
+    f.write("mine")
+  with pytest.raises(ValueError, match="exists and is not an empty"):
+    hf_export.export_hf(prefix, config, fx.SPIECE, out, fx.TASK)
+  assert os.listdir(out) == ["keep.txt"]
