@@ -137,8 +137,10 @@ def test_program_round_trip_and_bad_input_one_line(tmp_path):
   assert all(back[n].tobytes() == v.tobytes() for n, v in values.items())
   code, err = _program("--to=tf", f"--checkpoint={hf_dir}",
                        f"--output_dir={tf_dir}")
-  assert code == 2 and len(err) == 1, err
-  assert "exists and is not an empty directory" in err[0]
+  assert code == 2 and "Traceback" not in "\n".join(err), err
+  assert err[-1].startswith("convert_checkpoint.py: error: --output_dir="), err
+  assert err[-1].endswith("exists and is not an empty directory; choose a "
+                          "new one (nothing is overwritten)"), err
 
 
 def _refused(fn, *args, match, output, **kwargs):

@@ -34,7 +34,7 @@ def preprocess_text(inputs, lower=False, remove_space=True, keep_accents=False):
   return outputs
 
 
-def _ends_with_digit_comma(piece):
+def ends_with_digit_comma(piece):
   """True for pieces such as '▁1999,' that the digit-comma rule splits."""
   return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
 
@@ -63,7 +63,7 @@ def encode_pieces(sp_model, text, return_unicode=True, sample=False):
     pieces = sp_model.encode_as_pieces(text)
   new_pieces = []
   for piece in pieces:
-    if not _ends_with_digit_comma(piece):
+    if not ends_with_digit_comma(piece):
       new_pieces.append(piece)
       continue
     cur_pieces = sp_model.encode_as_pieces(
@@ -100,7 +100,7 @@ def digit_comma_table(sp_model):
   Returns:
     list of bool of length vocab size.
   """
-  return [_ends_with_digit_comma(sp_model.id_to_piece(i))
+  return [ends_with_digit_comma(sp_model.id_to_piece(i))
           for i in range(sp_model.get_piece_size())]
 
 

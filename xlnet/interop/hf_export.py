@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 
+from absl import logging
 import sentencepiece as spm
 from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
@@ -95,6 +96,16 @@ def special_ids(spiece_model_file):
     raise ValueError(f"--spiece_model_file={spiece_model_file}: lacks the "
                      f"special symbol(s) {missing}")
   return ids
+
+
+def digit_comma_pieces(spiece_model_file):
+  """The vocabulary's pieces ending in a digit and ',': text that
+  SentencePiece cuts into one of them is where our tokenizer (which splits
+  the comma off, as the release) and HF's (which has no such step) differ."""
+  sp = spm.SentencePieceProcessor()
+  sp.Load(spiece_model_file)
+  return [p for p in (sp.IdToPiece(i) for i in range(sp.GetPieceSize()))
+          if prepro_utils.ends_with_digit_comma(p)]
 
 
 def hf_config(xlnet_config, kind, scope, n_class, ids, use_summ_proj):
@@ -191,6 +202,12 @@ def export_hf(checkpoint, xlnet_config, spiece_model_file, output_dir,
              if kind == "classification" else None)
   config = hf_config(xlnet_config, kind, scope, n_class, ids,
                      "sequence_summary.summary.weight" in tensors)
+  digit_comma = digit_comma_pieces(spiece_model_file)
+  if digit_comma:
+    logging.warning(
+        "%d pieces of %s end in a digit and ',' (e.g. %s): HF's tokenizer "
+        "keeps them where ours splits the comma off (docs/interop.md)",
+        len(digit_comma), spiece_model_file, digit_comma[:3])
   with output_dir_lib.staged(output_dir) as tmp:
     _write_json(os.path.join(tmp, "config.json"), config)
     safetensors_numpy.save_file(tensors,
