@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Converts a model: `python convert_checkpoint.py --to=hf` (a checkpoint ->
 a HuggingFace transformers directory), `--to=tf` (back) or
 `--to=saved_model` (for TF Serving); see `xlnet/interop/` and

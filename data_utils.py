@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Creates XLNet pretraining TFRecords: `python data_utils.py --help`.
 
 `python data_utils.py --verify --save_dir=DIR` checks written records.

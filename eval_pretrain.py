@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Held-out evaluation of a pretraining checkpoint:
 `python eval_pretrain.py --record_info_dir=... --model_dir=...` (see
 `xlnet/pretraining/pretrain_eval.py` and `--helpfull`).

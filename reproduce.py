@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Runs one of the paper's tables: `python reproduce.py --table=glue ...`.
 
 See `xlnet/finetuning/reproduce.py`, `docs/reproducing.md` and

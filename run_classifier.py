@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Fine-tuning XLNet for sequence classification and regression.
 
 `python run_classifier.py --task_name=sts-b --do_train --do_eval ...`; see

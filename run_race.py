@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """XLNet on RACE: `python run_race.py --do_train --do_eval ...`.
 
 See `xlnet/finetuning/run_race.py`, `docs/squad_race.md` and

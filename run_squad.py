@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """XLNet on SQuAD 2.0 / 1.1: `python run_squad.py --do_train --do_predict ...`.
 
 See `xlnet/finetuning/run_squad.py`, `docs/squad_race.md` and

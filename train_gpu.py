@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """XLNet pretraining on GPUs/CPUs: `python train_gpu.py --record_info_dir=...`.
 
 See `xlnet/pretraining/train_gpu.py` and `python train_gpu.py --helpfull`.

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """XLNet pretraining with TPUEstimator: `python train_tpu.py --use_tpu=True ...`.
 
 Needs TensorFlow <= 2.15 (the reference environment); see

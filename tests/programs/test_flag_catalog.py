@@ -312,6 +312,17 @@ GET_DEMO_CORPUS = {
     "split_dir": ("string", None),
 }
 
+CONVERT_CHECKPOINT = {
+    "checkpoint": ("string", None),
+    "is_regression": ("bool", None),
+    "model_config_path": ("string", None),
+    "output_dir": ("string", None),
+    "spiece_model_file": ("string", None),
+    "task_name": ("string", None),
+    "to": ("string enum", None),
+    "uncased": ("bool", False),
+}
+
 PROGRAMS = {
     "train_gpu.py": PRETRAINING,
     "train_tpu.py": TRAIN_TPU,
@@ -324,6 +335,7 @@ PROGRAMS = {
     "spm_train.py": SPM_TRAIN,
     "reproduce.py": REPRODUCE,
     "model_utils.py": MODEL_UTILS,
+    "convert_checkpoint.py": CONVERT_CHECKPOINT,
     "scripts/demo_report.py": DEMO_REPORT,
     "scripts/get_demo_corpus.py": GET_DEMO_CORPUS,
 }
@@ -342,6 +354,7 @@ HELP_DIGESTS = {
     "spm_train.py": "5a7a05bafc11bef9",
     "reproduce.py": "c479c35b5251ef56",
     "model_utils.py": "581c583b41329fda",
+    "convert_checkpoint.py": "d010cb0f4ce29fde",
     "scripts/demo_report.py": "fa3b202534fe40c9",
     "scripts/get_demo_corpus.py": "eb098fd9a4b6bc31",
 }
