@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# Run the test suite on both supported TensorFlow versions:
+# Run the test suite on both supported TensorFlow versions, then the
+# converter's checks against HuggingFace transformers:
 #   reference  (TensorFlow 2.15, TPUEstimator tests included)
 #   latest     (newest TensorFlow 2.x; TPUEstimator tests skip with a reason)
-# Extra arguments go to pytest (e.g. `-m "not slow"`, `-k rel_shift`).
-# Exits non-zero if either run fails; the last line sums up both runs.
+#   interop    (newest TensorFlow + PyTorch CPU + transformers: tests/interop)
+# Extra arguments go to pytest (e.g. `-m "not slow"`, `-k rel_shift`);
+# XLNET_TEST_ENVS picks environments (e.g. `XLNET_TEST_ENVS=reference`).
+# Exits non-zero if any run fails; the last line sums up all runs.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 export TF_CPP_MIN_LOG_LEVEL=2 PYTHONDONTWRITEBYTECODE=1
 status=0
 summary=""
-for env in ${XLNET_TEST_ENVS:-reference latest}; do
+for env in ${XLNET_TEST_ENVS:-reference latest interop}; do
+  tests=tests
+  [ "$env" = interop ] && tests=tests/interop  # the rest ran on 'latest'
   py="$(bash scripts/setup_env.sh "$env" | tail -n 1)" || { echo "[test] could not set up the '$env' environment" >&2; status=1; continue; }
   echo "=== tests on '$env': $("$py" -c 'import tensorflow as tf; print("TensorFlow", tf.__version__)' 2>/dev/null) ==="
   report="$(mktemp)"
-  "$py" -m pytest -p no:cacheprovider -q --junitxml="$report" "$@" tests
+  "$py" -m pytest -p no:cacheprovider -q --junitxml="$report" "$@" "$tests"
   rc=$?
   [ $rc -eq 0 ] || status=1
   line="$("$py" - "$report" "$env" <<'PY'
