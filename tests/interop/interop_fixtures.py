@@ -68,16 +68,21 @@ def build(kind, xlnet_config, feats):
   t = {k: tf.constant(v) for k, v in feats.items()}
   if kind in ("classification", "regression"):
     n_class = N_CLASS if kind == "classification" else None
-    label = tf.zeros(tf.shape(t["input_ids"])[:1],
-                     tf.int32 if n_class else tf.float32)
-    out = classifier_heads.get_head_outputs(
-        xlnet_config, RUN, dict(t, label_ids=label), n_class, TASK)
-    return {"logits": out["logits"]}
+    return {"logits": classifier_logits(xlnet_config, feats, n_class, TASK)}
   if kind == "race":
     return {"logits": race_heads.get_race_logits(xlnet_config, RUN, t)}
   if kind == "squad":
     return squad_heads.get_qa_outputs(xlnet_config, RUN, t)
   return lm_outputs(xlnet_config, feats)
+
+
+def classifier_logits(xlnet_config, feats, n_class, task):
+  """The classification (`n_class`) or regression (None) head's logits."""
+  t = {k: tf.constant(v) for k, v in feats.items()}
+  label = tf.zeros(tf.shape(t["input_ids"])[:1],
+                   tf.int32 if n_class else tf.float32)
+  return classifier_heads.get_head_outputs(
+      xlnet_config, RUN, dict(t, label_ids=label), n_class, task)["logits"]
 
 
 def lm_outputs(xlnet_config, feats, mems=None, mem_len=None):

@@ -223,3 +223,62 @@ def test_ids_equal_on_every_line_of_a_novel():
   for line in lines:
     assert tok(line, add_special_tokens=False)["input_ids"] == (
         prepro_utils.encode_ids(sp, prepro_utils.preprocess_text(line))), line
+
+
+def _program(args, cwd):
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  proc = subprocess.run([sys.executable, os.path.join(fx.REPO, args[0]),
+                         *args[1:]], cwd=cwd, capture_output=True, text=True,
+                        timeout=600,
+                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_a_pretrained_then_fine_tuned_model(tmp_path):
+  """A model the programs trained (train_gpu.py, then run_classifier.py
+  from its checkpoint): the exported LM and classifier match HF's."""
+  from tests import train_fixtures  # pylint: disable=g-import-not-at-top
+  from tests.finetuning import test_python_api  # pylint: disable=g-import-not-at-top
+  from xlnet import model as model_lib  # pylint: disable=g-import-not-at-top
+  config_path = os.path.join(fx.REPO, "configs", "xlnet_tiny.json")
+  config = model_lib.XLNetConfig(json_path=config_path)
+  records = train_fixtures.program_records(tmp_path / "data",
+                                           num_core_per_host=1)
+  _program(train_fixtures.program_command(
+      "train_gpu.py", records, tmp_path / "pretrained", "--train_steps=3",
+      "--num_core_per_host=1", f"--model_config_path={config_path}")[1:],
+           cwd=fx.REPO)
+  test_python_api.write_task(str(tmp_path))
+  spiece = str(tmp_path / "spiece.model")
+  _program(["run_classifier.py", "--task_name=sst-2",
+            "--data_dir=glue/SST-2", "--output_dir=sst-2/records",
+            "--spiece_model_file=spiece.model",
+            f"--model_config_path={config_path}",
+            f"--init_checkpoint={tmp_path / 'pretrained'}",
+            "--model_dir=sst-2/model", "--max_seq_length=32",
+            "--train_batch_size=4", "--train_steps=3", "--warmup_steps=1",
+            "--iterations=1", "--learning_rate=1e-3", "--do_train"],
+           cwd=str(tmp_path))
+  feats = fx.features("lm")
+  feats["input_ids"] %= 1000  # the vocabulary of the records
+  for ckpt, kind in ((tmp_path / "pretrained", "lm"),
+                     (tmp_path / "sst-2" / "model", "classification")):
+    out = str(tmp_path / f"hf-{kind}")
+    hf_export.export_hf(str(ckpt), config, spiece, out)
+    prefix = hf_export.checkpoint_io.resolve_checkpoint(str(ckpt))
+    if kind == "lm":
+      ours = fx.run_ours(prefix, lambda: fx.lm_outputs(config, feats))
+      model = transformers.XLNetLMHeadModel.from_pretrained(out).eval()
+      with torch.no_grad():
+        theirs = model(**_torch(feats), output_hidden_states=True)
+      _close(ours["hidden"], theirs.hidden_states[-1])
+      _close(ours["logits"], theirs.logits)
+    else:
+      ours = fx.run_ours(prefix, lambda: fx.classifier_logits(
+          config, feats, 2, "sst-2"))
+      model = transformers.XLNetForSequenceClassification.from_pretrained(
+          out).eval()
+      with torch.no_grad():
+        _close(ours, model(**_torch(feats)).logits)
