@@ -190,3 +190,53 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
   with pytest.raises(ValueError, match="exists and is not an empty"):
     hf_export.export_hf(prefix, config, fx.SPIECE, out, fx.TASK)
   assert os.listdir(out) == ["keep.txt"]
+
+
+@pytest.mark.slow
+@pytest.mark.eager
+def test_saved_model_equals_run_classifier_predictions(tmp_path):
+  """run_classifier.py fine-tunes a tiny random model and labels SST-2's dev
+  set (--do_predict); the SavedModel of its checkpoint gives the logits of
+  {task}.logits.json on the same feature records."""
+  from tests import classifier_fixtures  # pylint: disable=g-import-not-at-top
+  from tests.finetuning import test_python_api  # pylint: disable=g-import-not-at-top
+  from xlnet.finetuning import classifier_utils  # pylint: disable=g-import-not-at-top
+  from xlnet import model as model_lib  # pylint: disable=g-import-not-at-top
+  config = dict(classifier_fixtures.TINY_CONFIG, n_token=1000)
+  classifier_fixtures.write_config(str(tmp_path / "pretrained"), config)
+  classifier_fixtures.write_checkpoint(
+      str(tmp_path / "pretrained" / "model.ckpt-100"),
+      classifier_fixtures.random_values(
+          classifier_fixtures.pretrained_shapes(config)))
+  test_python_api.write_task(str(tmp_path))
+  config_path = str(tmp_path / "pretrained" / "xlnet_config.json")
+  proc = subprocess.run(
+      [sys.executable, os.path.join(fx.REPO, "run_classifier.py"),
+       "--task_name=sst-2", "--data_dir=glue/SST-2",
+       "--output_dir=records", "--spiece_model_file=spiece.model",
+       f"--model_config_path={config_path}", "--init_checkpoint=pretrained",
+       "--model_dir=model", "--max_seq_length=32", "--train_batch_size=4",
+       "--eval_batch_size=4", "--train_steps=3", "--warmup_steps=1",
+       "--iterations=1", "--do_train", "--do_predict",
+       "--predict_dir=predict"], cwd=str(tmp_path), capture_output=True,
+      text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  with open(tmp_path / "predict" / "sst-2.logits.json") as f:
+    expected = np.array(json.load(f), np.float32)
+
+  out = str(tmp_path / "serving" / "1")
+  saved_model.export_saved_model(
+      str(tmp_path / "model"), model_lib.XLNetConfig(json_path=config_path),
+      out)
+  serve = tf.saved_model.load(out).signatures["serving_default"]
+  (records,) = tf.io.gfile.glob(str(tmp_path / "records" /
+                                    "sst-2.dev.len-32.*.tf_record"))
+  parse = classifier_utils.make_parser(32, False)
+  got = []
+  for batch in tf.data.TFRecordDataset(records).map(parse).batch(4):
+    got.append(serve(input_ids=batch["input_ids"],
+                     segment_ids=batch["segment_ids"],
+                     input_mask=batch["input_mask"])["logits"].numpy())
+  got = np.concatenate(got)
+  assert got.shape == expected.shape == (6, 2)
+  np.testing.assert_allclose(got, expected, atol=1e-5)
