@@ -180,6 +180,10 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
            match="model_type is 'bert', expected 'xlnet'")
   _refused(hf_import.import_hf, str(tmp_path / "nowhere"), output=out,
            match="no config.json")
+  with open(os.path.join(bert, "config.json"), "w") as f:
+    json.dump({"model_type": "xlnet", "d_model": 8}, f)
+  _refused(hf_import.import_hf, bert, output=out,
+           match=r"lacks \['vocab_size', 'n_layer', 'n_head', 'd_inner'\]")
   os.remove(os.path.join(hf_dir, "model.safetensors"))
   _refused(hf_import.import_hf, hf_dir, output=out,
            match="no model.safetensors")

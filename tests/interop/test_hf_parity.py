@@ -10,6 +10,8 @@ import pytest
 from tests.interop import interop_fixtures as fx
 from xlnet.data import prepro_utils
 from xlnet.interop import hf_export
+from xlnet.interop import hf_names
+from xlnet.training import checkpoint_io
 
 torch = pytest.importorskip(
     "torch", reason="needs PyTorch (the interop environment: "
@@ -177,7 +179,7 @@ def _sp():
 def test_hf_written_model_round_trips_bit_for_bit(tmp_path, kind):
   """HF -> TF -> HF on files HF itself wrote (`save_pretrained`)."""
   hf_dir, _, _ = _export(tmp_path, kind)
-  arch = getattr(transformers, hf_export.hf_names.HEADS[kind][0])
+  arch = getattr(transformers, hf_names.HEADS[kind][0])
   saved = str(tmp_path / "saved")
   arch.from_pretrained(hf_dir).save_pretrained(saved)
   import shutil  # pylint: disable=g-import-not-at-top
@@ -267,7 +269,7 @@ def test_a_pretrained_then_fine_tuned_model(tmp_path):
                      (tmp_path / "sst-2" / "model", "classification")):
     out = str(tmp_path / f"hf-{kind}")
     hf_export.export_hf(str(ckpt), config, spiece, out)
-    prefix = hf_export.checkpoint_io.resolve_checkpoint(str(ckpt))
+    prefix = checkpoint_io.resolve_checkpoint(str(ckpt))
     if kind == "lm":
       ours = fx.run_ours(prefix, lambda: fx.lm_outputs(config, feats))
       model = transformers.XLNetLMHeadModel.from_pretrained(out).eval()

@@ -14,6 +14,8 @@ from xlnet.training import checkpoint_io
 
 # Our activation of each HF activation name that computes exactly the same.
 TF_ACTIVATION = {"gelu_new": "gelu", "relu": "relu"}
+# The sizes an HF XLNet config must state (the rest have HF's defaults).
+_REQUIRED = ("vocab_size", "d_model", "n_layer", "n_head", "d_inner")
 # HF's architecture -> our head kind (a regression head is a sequence
 # classifier with problem_type "regression" or one label).
 _KIND = {arch: kind for kind, (arch, _) in hf_names.HEADS.items()
@@ -41,6 +43,10 @@ def read_hf_config(hf_dir):
 
 def xlnet_config_of(config, path):
   """Our `XLNetConfig` of an HF XLNet config dict (`path` for messages)."""
+  missing = [k for k in _REQUIRED if k not in config]
+  if missing:
+    raise ValueError(f"{path} lacks {missing} (an XLNet config holds "
+                     f"{list(_REQUIRED)})")
   activation = config.get("ff_activation", "gelu")
   if activation not in TF_ACTIVATION:
     raise ValueError(f"{path}: ff_activation {activation!r} has no "
