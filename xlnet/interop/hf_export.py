@@ -157,8 +157,7 @@ def tokenizer_files(uncased):
               "additional_special_tokens": ["<eop>", "<eod>"]}
   config = dict(specials, tokenizer_class="XLNetTokenizer",
                 do_lower_case=bool(uncased), remove_space=True,
-                keep_accents=False, padding_side="left",
-                model_max_length=1000000000000000019884624838656)
+                keep_accents=False, padding_side="left")
   return {"tokenizer_config.json": config,
           "special_tokens_map.json": specials}
 
