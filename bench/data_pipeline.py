@@ -57,6 +57,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_enum("corpus", "mixed", ["mixed", "novel"], "The corpus: text "
                   "of several sources, or the demo novel repeated.")
 flags.DEFINE_float("mb", 6.0, "Corpus size in MB.")
+flags.DEFINE_integer("files", 0, "Files of the mixed corpus (0: 10 per MB).")
 flags.DEFINE_integer("vocab_size", 8000, "SentencePiece vocabulary size "
                      "(trained on the corpus, or on the novel for "
                      "--corpus=novel).")
@@ -183,7 +184,7 @@ def make_corpus(work_dir, kind, mb):
   if kind == "novel":
     return novel_corpus(work_dir, mb)
   return _write_corpus(work_dir, mixed_sources(), mb,
-                       num_files=max(1, int(mb * 10)))
+                       num_files=FLAGS.files or max(1, int(mb * 10)))
 
 
 # ----------------------------------------------------------------------------
@@ -333,8 +334,9 @@ def encode_floor(sp, lines, threads):
 
 def time_writer(paths, sp_path, save_dir, num_workers):
   """Wall seconds of one create_data run into a fresh save_dir."""
+  corpus_glob = os.path.join(os.path.dirname(paths[0]), "corpus-*.txt")
   start = time.time()
-  record_writer.create_data(",".join(paths), sp_path, save_dir,
+  record_writer.create_data(corpus_glob, sp_path, save_dir,
                             num_workers=num_workers, **README)
   return time.time() - start
 
