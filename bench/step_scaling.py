@@ -67,13 +67,14 @@ def main(_):
     print(f"round {r + 1}/{FLAGS.rounds}: {time.time() - start:.0f}s",
           flush=True)
   print(f"{FLAGS.variant}, batch {BSZ}, base width: | layers | seq | mem | "
-        "median ms/step (min-max) | tokens/s (batch x seq) | GFLOP/step "
-        "(matmuls, fwd+bwd est.) | GFLOP/s |")
+        "median ms/step (min-max) | process CPU ms/step | tokens/s (batch x "
+        "seq) | GFLOP/step (matmuls, fwd+bwd est.) | GFLOP/s |")
   for (n_layer, seq_len, mem_len), (variant, flops) in points.items():
     times = np.array(variant.times)
     med = float(np.median(times))
     print(f"| {n_layer} | {seq_len} | {mem_len} | {med * 1e3:.0f} "
           f"({times.min() * 1e3:.0f}-{times.max() * 1e3:.0f}) | "
+          f"{np.median(variant.cpu_times) * 1e3:.0f} | "
           f"{BSZ * seq_len / med:,.0f} | {flops / 1e9:.1f} | "
           f"{flops / med / 1e9:.1f} |")
   for variant, _ in points.values():
