@@ -353,26 +353,15 @@ def build_stream(paths, workers, use_eod, rng):
   Returns:
     (ids np.int32 [n], sent_ids np.bool_ [n]).
   """
-  order = rng.permutation(len(paths))
-  files = []  # (path, is_text) in reading order
-  jobs, job, job_size = [], [], 0
-  for j in order:
-    texts, is_text = token_stream.text_lines(_read_lines(paths[j]))
-    if not texts:
+  files, texts = [], []  # (path, is_text) and text lines, in reading order
+  for j in rng.permutation(len(paths)):
+    lines, is_text = token_stream.text_lines(_read_lines(paths[j]))
+    if not lines:
       raise ValueError(f"--input_glob: {paths[j]} holds no text (it is empty "
                        "or has only blank lines)")
     files.append((paths[j], is_text))
-    k = 0
-    while k < len(texts):
-      take = min(len(texts) - k, _LINES_PER_TASK - job_size)
-      job.append((texts[k:k + take], paths[j]))
-      job_size += take
-      k += take
-      if job_size == _LINES_PER_TASK:
-        jobs.append(job)
-        job, job_size = [], 0
-  if job:
-    jobs.append(job)
+    texts.append(lines)
+  jobs = _encoding_jobs([path for path, _ in files], texts)
   encoded = _with_progress(
       workers.imap(_encode_job, jobs),
       [sum(len(lines) for lines, _ in job) for job in jobs], "encoding",
@@ -391,6 +380,31 @@ def build_stream(paths, workers, use_eod, rng):
     logging.info("[%d/%d files] %s: %d tokens", n + 1, len(files), path,
                  len(streams[-1][0]))
   return token_stream.join_streams(streams)
+
+
+def _encoding_jobs(paths, texts):
+  """Cuts the files' text lines, in order, into jobs of `_LINES_PER_TASK`
+  lines (the last may be shorter); a job may span files.
+
+  Args:
+    paths: the files, in reading order.
+    texts: per file, its list of text lines.
+
+  Returns:
+    list of jobs, each a list of (lines, path) (see `_encode_job`).
+  """
+  jobs, job, job_size = [], [], 0
+  for path, lines in zip(paths, texts):
+    k = 0
+    while k < len(lines):
+      take = min(len(lines) - k, _LINES_PER_TASK - job_size)
+      job.append((lines[k:k + take], path))
+      job_size += take
+      k += take
+      if job_size == _LINES_PER_TASK:
+        jobs.append(job)
+        job, job_size = [], 0
+  return jobs + [job] if job else jobs
 
 
 def _with_progress(results, sizes, what, unit):
