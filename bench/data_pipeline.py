@@ -30,6 +30,7 @@ import collections
 import glob
 import os
 import random
+import resource
 import statistics
 import sys
 import sysconfig
@@ -325,20 +326,27 @@ def corpus_lines(paths):
           if line.strip()]
 
 
+def _cpu_seconds():
+  """CPU seconds of this process and of its ended worker processes."""
+  children = resource.getrusage(resource.RUSAGE_CHILDREN)
+  return time.process_time() + children.ru_utime + children.ru_stime
+
+
 def encode_floor(sp, lines, threads):
-  """Seconds SentencePiece alone needs for the lines on `threads` threads."""
-  start = time.time()
+  """(wall, CPU) seconds SentencePiece alone needs for the lines on
+  `threads` threads."""
+  start, cpu = time.time(), _cpu_seconds()
   sp.encode(lines, out_type=int, num_threads=threads)
-  return time.time() - start
+  return time.time() - start, _cpu_seconds() - cpu
 
 
 def time_writer(paths, sp_path, save_dir, num_workers):
-  """Wall seconds of one create_data run into a fresh save_dir."""
+  """(wall, CPU) seconds of one create_data run into a fresh save_dir."""
   corpus_glob = os.path.join(os.path.dirname(paths[0]), "corpus-*.txt")
-  start = time.time()
+  start, cpu = time.time(), _cpu_seconds()
   record_writer.create_data(corpus_glob, sp_path, save_dir,
                             num_workers=num_workers, **README)
-  return time.time() - start
+  return time.time() - start, _cpu_seconds() - cpu
 
 
 def _spread(times):
@@ -436,7 +444,7 @@ def main(_):
         f"settings {README}", *composition, sep="\n", flush=True)
 
   # 1-2. Encoding floor and record writing, interleaved run by run.
-  times = collections.defaultdict(list)
+  times = collections.defaultdict(list)  # name -> [(wall, CPU) seconds]
   for k in range(FLAGS.repeats):
     times["floor1"].append(encode_floor(sp, lines, 1))
     times["writer1"].append(time_writer(
@@ -444,17 +452,24 @@ def main(_):
     times["floor"].append(encode_floor(sp, lines, cpus))
     save_dir = os.path.join(work, f"records-default-{k}")
     times["writer"].append(time_writer(paths, sp_path, save_dir, None))
-  med = {key: statistics.median(t) for key, t in times.items()}
-  print(f"median (min-max) of {FLAGS.repeats} interleaved runs each:")
+  wall = {key: [w for w, _ in t] for key, t in times.items()}
+  cpu = {key: statistics.median(c for _, c in t) for key, t in times.items()}
+  med = {key: statistics.median(t) for key, t in wall.items()}
+  print(f"median (min-max) of {FLAGS.repeats} interleaved runs each; CPU: "
+        "seconds of all the run's processes (steadier on a shared machine):")
   for key, what in (("floor1", "encode floor, 1 thread"),
                     ("floor", f"encode floor, {cpus} threads"),
                     ("writer1", "record writing, --num_workers=1"),
                     ("writer", f"record writing, default workers ({cpus})")):
-    print(f"  {what}: {_spread(times[key])} = "
-          f"{num_tokens / med[key] / 1e3:,.0f}k tokens/s")
-  print(f"  --num_workers=1: {med['writer1'] / med['floor1']:.2f}x the "
-        f"one-thread floor; default workers: "
+    print(f"  {what}: {_spread(wall[key])} = "
+          f"{num_tokens / med[key] / 1e3:,.0f}k tokens/s; CPU "
+          f"{cpu[key]:.2f}s")
+  print(f"  wall: --num_workers=1 {med['writer1'] / med['floor1']:.2f}x the "
+        f"one-thread floor; default workers "
         f"{med['writer'] / med['floor']:.2f}x the {cpus}-thread floor")
+  print(f"  CPU: --num_workers=1 {cpu['writer1'] / cpu['floor1']:.2f}x the "
+        f"one-thread floor; default workers {cpu['writer'] / cpu['floor']:.2f}x"
+        f" the {cpus}-thread floor")
   written = {open(f, "rb").read() for f in glob.glob(
       os.path.join(work, "records-*", "tfrecords", "*.tfrecords"))}
   print(f"  record files of all runs identical: {len(written) == 1}")
