@@ -165,7 +165,7 @@ def _composition(texts, num_files):
   for source, text in texts:
     row = rows[source]
     row[0] += 1
-    row[1] += 1 + sum(1 for d in text.split("\n\n") if d.strip())
+    row[1] += sum(1 for d in text.split("\n\n") if d.strip())
     text_lines = [line for line in text.split("\n") if line.strip()]
     row[2] += len(text_lines)
     row[3] += len(text.encode())
