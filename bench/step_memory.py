@@ -22,7 +22,6 @@ Adam's two slots are added from the parameter count.
 Usage (from the repository root):
   .venvs/reference/bin/python bench/step_memory.py --widths=base,large
 """
-import collections
 import os
 import sys
 
@@ -30,7 +29,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model_step  # noqa: E402  (its flags: --dropout, --bi_data, ...)
