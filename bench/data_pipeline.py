@@ -1,25 +1,39 @@
 """Benchmark of the XLNet data pipeline: record writing and the input function.
 
-On a multi-MB corpus (the demo novel, documents shuffled and repeated) with
-the released README's settings (bsz_per_host 32, 16 cores, seq 512, reuse
-256, bi_data, 85 targets), in one run it prints:
+On a multi-MB corpus with the released README's settings (bsz_per_host 32,
+16 cores, seq 512, reuse 256, bi_data, 85 targets), in one run it prints:
   1. the encoding floor: bare SentencePiece encoding of the same lines
-     (batch API, all cores), no normalization, no examples;
-  2. record writing (`create_data`) with --num_workers=1 and with one
-     worker per CPU, and their ratio to the floor; the stages of the
-     one-worker run (encode, examples, serialize+write);
+     (batch API, on one thread and on all cores), no normalization, no
+     examples;
+  2. record writing (`create_data`) with --num_workers=1 and with the
+     default workers (one per CPU), each run interleaved with the floor's,
+     medians and spread, and their ratio to the floor (one worker: to the
+     one-thread floor); the stages of the one-worker run (encode,
+     examples, serialize+write);
   3. the released tool's per-token Python loops (re-written here from the
      data format) against our example code on the same rows;
   4. the input function's examples/s at the paper's settings (perm_size
      256, per-core batch --bsz_per_core), and, given the step times of a
      model (--step_s), the examples/s that model's training consumes.
 
-Usage: python bench/data_pipeline.py [--mb=5] [--vocab_size=4000]
-           [--step_s=base:0.5,large:1.2] [--bsz_per_core=16]
+The corpus (--corpus): `mixed` (default) is text from several sources, many
+files of short lines and documents: the licenses and copyright files that
+Debian packages ship, the docstrings of Python's standard library and the
+demo novel, with a vocabulary trained on it; `novel` is the demo novel
+alone, documents shuffled and repeated. Its composition is printed.
+
+Usage: python bench/data_pipeline.py [--corpus=mixed] [--mb=6]
+           [--vocab_size=8000] [--step_s=base:0.5,large:1.2]
 """
+import ast
+import collections
+import glob
 import os
 import random
+import resource
+import statistics
 import sys
+import sysconfig
 import tempfile
 import time
 
@@ -41,10 +55,15 @@ from xlnet.data.prepro_utils import CLS_ID, SEP_ID  # noqa: E402
 from xlnet.training import config as train_config  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_float("mb", 5.0, "Corpus size in MB.")
-flags.DEFINE_integer("vocab_size", 4000, "SentencePiece vocabulary size.")
-flags.DEFINE_integer("repeats", 2, "Timed runs of each writer setting; the "
-                     "best is printed.")
+flags.DEFINE_enum("corpus", "mixed", ["mixed", "novel"], "The corpus: text "
+                  "of several sources, or the demo novel repeated.")
+flags.DEFINE_float("mb", 6.0, "Corpus size in MB.")
+flags.DEFINE_integer("files", 0, "Files of the mixed corpus (0: 10 per MB).")
+flags.DEFINE_integer("vocab_size", 8000, "SentencePiece vocabulary size "
+                     "(trained on the corpus, or on the novel for "
+                     "--corpus=novel).")
+flags.DEFINE_integer("repeats", 3, "Timed runs of each writer setting and of "
+                     "the floor, interleaved; medians and spread printed.")
 flags.DEFINE_integer("baseline_offsets", 6, "Row offsets run by the loop "
                      "baseline (each is bsz_per_host examples).")
 flags.DEFINE_integer("input_batches", 30, "Per-core batches timed in the "
@@ -57,6 +76,8 @@ flags.DEFINE_string("step_s", "", "Seconds per training step of the models "
                     "taking --bsz_per_core examples per step.")
 flags.DEFINE_integer("cores_per_host", 8, "Cores (GPUs/TPU cores) one host "
                      "feeds, for the consumption estimate.")
+flags.DEFINE_bool("extras", True, "Also the stages, the release's loops "
+                  "and the input function.")
 flags.DEFINE_string("work_dir", None, "Scratch dir (default: a temp dir).")
 
 README = dict(bsz_per_host=32, num_core_per_host=16, seq_len=512,
@@ -64,24 +85,107 @@ README = dict(bsz_per_host=32, num_core_per_host=16, seq_len=512,
               num_predict=85)
 
 
-def make_corpus(work_dir, mb, num_files=4):
-  """Writes ~mb MB of shuffled demo-corpus documents into num_files files."""
+def novel_corpus(work_dir, mb, num_files=4):
+  """Writes ~mb MB of shuffled demo-novel documents into num_files files."""
   text = open(demo_corpus.get_demo_corpus(), encoding="utf-8").read()
-  docs = [d for d in text.split("\n\n") if d.strip()]
+  return _write_corpus(work_dir, {"novel": demo_corpus.documents(text)}, mb,
+                       num_files)
+
+
+def mixed_sources():
+  """The texts of the mixed corpus by source, each text once.
+
+  Each text (a license, a package's copyright file, a docstring, a part of
+  the novel) keeps its lines; its blank lines end documents.
+
+  Returns:
+    dict source -> list of str.
+  """
+  seen, out = set(), {}
+
+  def add(source, text):
+    text = text.strip("\n")
+    if text.strip() and text not in seen:
+      seen.add(text)
+      out.setdefault(source, []).append(text)
+
+  for pattern, source in (("/usr/share/common-licenses/*", "licenses"),
+                          ("/usr/share/doc/*/copyright", "copyright files")):
+    for path in sorted(glob.glob(pattern)):
+      if os.path.isfile(path):
+        with open(path, encoding="utf-8", errors="replace") as f:
+          add(source, f.read())
+  for path in sorted(glob.glob(os.path.join(sysconfig.get_paths()["stdlib"],
+                                            "*.py"))):
+    with open(path, encoding="utf-8", errors="replace") as f:
+      try:
+        tree = ast.parse(f.read())
+      except (SyntaxError, ValueError):
+        continue
+    for node in ast.walk(tree):
+      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                           ast.AsyncFunctionDef)):
+        add("python docstrings", ast.get_docstring(node) or "")
+  text = open(demo_corpus.get_demo_corpus(), encoding="utf-8").read()
+  for doc in demo_corpus.documents(text):
+    add("novel", doc)
+  return out
+
+
+def _write_corpus(work_dir, sources, mb, num_files):
+  """Writes ~mb MB of the sources' texts, shuffled together and repeated
+  as needed, round-robin into num_files files, a blank line between texts.
+
+  Returns:
+    (paths, bytes written, composition: printable lines).
+  """
+  texts = [(source, t) for source, ts in sources.items() for t in ts]
   rnd = random.Random(0)
   out, size = [], 0
   while size < mb * 1e6:
-    rnd.shuffle(docs)
-    for d in docs:
-      out.append(d)
-      size += len(d.encode()) + 2
+    rnd.shuffle(texts)
+    for item in texts:
+      out.append(item)
+      size += len(item[1].encode()) + 2
+      if size >= mb * 1e6:
+        break
   paths = []
   for k in range(num_files):
-    path = os.path.join(work_dir, f"corpus-{k}.txt")
+    path = os.path.join(work_dir, f"corpus-{k:03d}.txt")
     with open(path, "w", encoding="utf-8") as f:
-      f.write("\n\n".join(out[k::num_files]) + "\n")
+      f.write("\n\n".join(t for _, t in out[k::num_files]) + "\n")
     paths.append(path)
-  return paths, size
+  return paths, size, _composition(out, num_files)
+
+
+def _composition(texts, num_files):
+  """Printable lines: documents, lines and MB of each source, line shapes."""
+  rows = collections.defaultdict(lambda: [0, 0, 0, 0])
+  lines = []
+  for source, text in texts:
+    row = rows[source]
+    row[0] += 1
+    row[1] += sum(1 for d in text.split("\n\n") if d.strip())
+    text_lines = [line for line in text.split("\n") if line.strip()]
+    row[2] += len(text_lines)
+    row[3] += len(text.encode())
+    lines += text_lines
+  out = [f"  {source}: {n} texts ({docs} documents), {nl:,} lines, "
+         f"{b / 1e6:.2f} MB" for source, (n, docs, nl, b) in rows.items()]
+  lens = np.array([len(line) for line in lines])
+  out.append(f"  {num_files} files, {len(lines):,} text lines: characters "
+             f"per line median {np.median(lens):.0f}, mean {lens.mean():.0f};"
+             f" {sum(not line.isascii() for line in lines) / len(lines):.1%}"
+             " of lines not ASCII")
+  return out
+
+
+def make_corpus(work_dir, kind, mb):
+  """(paths, bytes, composition lines) of the `--corpus` kind."""
+  if kind == "novel":
+    return novel_corpus(work_dir, mb)
+  return _write_corpus(work_dir, mixed_sources(), mb,
+                       num_files=FLAGS.files or max(1, int(mb * 10)))
 
 
 # ----------------------------------------------------------------------------
@@ -215,26 +319,40 @@ def loop_write(path, sp, rows, sent_rows, cfg, num_offsets):
 # ----------------------------------------------------------------------------
 # Benchmarks.
 # ----------------------------------------------------------------------------
-def encode_floor(sp, paths):
-  """Seconds SentencePiece alone needs for the corpus' non-blank lines."""
-  lines = [line for p in paths
-           for line in open(p, encoding="utf-8").read().split("\n")
-           if line.strip()]
-  start = time.time()
-  sp.encode(lines, out_type=int, num_threads=os.cpu_count())
-  return time.time() - start
+def corpus_lines(paths):
+  """The corpus' non-blank lines, as the floor encodes them."""
+  return [line for p in paths
+          for line in open(p, encoding="utf-8").read().split("\n")
+          if line.strip()]
 
 
-def time_writer(paths, sp_path, work, num_workers):
-  """Best wall seconds of create_data over --repeats runs."""
-  best = float("inf")
-  for k in range(FLAGS.repeats):
-    save_dir = os.path.join(work, f"records-{num_workers}-{k}")
-    start = time.time()
-    record_writer.create_data(",".join(paths), sp_path, save_dir,
-                           num_workers=num_workers, **README)
-    best = min(best, time.time() - start)
-  return best, save_dir
+def _cpu_seconds():
+  """CPU seconds of this process and of its ended worker processes."""
+  children = resource.getrusage(resource.RUSAGE_CHILDREN)
+  return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def encode_floor(sp, lines, threads):
+  """(wall, CPU) seconds SentencePiece alone needs for the lines on
+  `threads` threads."""
+  start, cpu = time.time(), _cpu_seconds()
+  sp.encode(lines, out_type=int, num_threads=threads)
+  return time.time() - start, _cpu_seconds() - cpu
+
+
+def time_writer(paths, sp_path, save_dir, num_workers):
+  """(wall, CPU) seconds of one create_data run into a fresh save_dir."""
+  corpus_glob = os.path.join(os.path.dirname(paths[0]), "corpus-*.txt")
+  start, cpu = time.time(), _cpu_seconds()
+  record_writer.create_data(corpus_glob, sp_path, save_dir,
+                            num_workers=num_workers, **README)
+  return time.time() - start, _cpu_seconds() - cpu
+
+
+def _spread(times):
+  """'median s (min-max)' of a list of seconds."""
+  return (f"{statistics.median(times):.2f}s ({min(times):.2f}-"
+          f"{max(times):.2f})")
 
 
 def writer_stages(paths, sp_path):
@@ -311,29 +429,52 @@ def main(_):
   tf.compat.v1.disable_eager_execution()
   work = FLAGS.work_dir or tempfile.mkdtemp(prefix="xlnet-bench-")
   os.makedirs(work, exist_ok=True)
-  paths, size = make_corpus(work, FLAGS.mb)
-  sp_path = spm_train.train_spm(demo_corpus.get_demo_corpus(),
-                                os.path.join(work, "spiece"),
-                                vocab_size=FLAGS.vocab_size)
+  paths, size, composition = make_corpus(work, FLAGS.corpus, FLAGS.mb)
+  sp_path = spm_train.train_spm(
+      demo_corpus.get_demo_corpus() if FLAGS.corpus == "novel"
+      else ",".join(paths), os.path.join(work, "spiece"),
+      vocab_size=FLAGS.vocab_size)
   sp = spm.SentencePieceProcessor(model_file=sp_path)
   cpus = os.cpu_count()
-  print(f"corpus: {size / 1e6:.1f} MB in {len(paths)} files, vocab "
-        f"{sp.get_piece_size()}, {cpus} CPUs, settings {README}", flush=True)
+  lines = corpus_lines(paths)
+  num_tokens = sum(map(len, sp.encode(lines, out_type=int,
+                                      num_threads=cpus)))
+  print(f"corpus {FLAGS.corpus}: {size / 1e6:.1f} MB, {num_tokens:,} "
+        f"tokens (vocab {sp.get_piece_size()} trained on it), {cpus} CPUs, "
+        f"settings {README}", *composition, sep="\n", flush=True)
 
-  # 1-2. Encoding floor and record writing, interleaved.
-  floors, writes = [], {1: [], cpus: []}
-  for _ in range(FLAGS.repeats):
-    floors.append(encode_floor(sp, paths))
-    for num_workers in writes:
-      t, save_dir = time_writer(paths, sp_path, work, num_workers)
-      writes[num_workers].append(t)
-  floor = min(floors)
-  print(f"encode floor (SentencePiece alone, {cpus} threads): {floor:.2f}s "
-        f"= {size / 1e6 / floor:.1f} MB/s")
-  for num_workers, times in writes.items():
-    print(f"record writing, --num_workers={num_workers}: {min(times):.2f}s "
-          f"= {size / 1e6 / min(times):.1f} MB/s, {min(times) / floor:.1f}x "
-          "the encode floor")
+  # 1-2. Encoding floor and record writing, interleaved run by run.
+  times = collections.defaultdict(list)  # name -> [(wall, CPU) seconds]
+  for k in range(FLAGS.repeats):
+    times["floor1"].append(encode_floor(sp, lines, 1))
+    times["writer1"].append(time_writer(
+        paths, sp_path, os.path.join(work, f"records-1-{k}"), 1))
+    times["floor"].append(encode_floor(sp, lines, cpus))
+    save_dir = os.path.join(work, f"records-default-{k}")
+    times["writer"].append(time_writer(paths, sp_path, save_dir, None))
+  wall = {key: [w for w, _ in t] for key, t in times.items()}
+  cpu = {key: statistics.median(c for _, c in t) for key, t in times.items()}
+  med = {key: statistics.median(t) for key, t in wall.items()}
+  print(f"median (min-max) of {FLAGS.repeats} interleaved runs each; CPU: "
+        "seconds of all the run's processes (steadier on a shared machine):")
+  for key, what in (("floor1", "encode floor, 1 thread"),
+                    ("floor", f"encode floor, {cpus} threads"),
+                    ("writer1", "record writing, --num_workers=1"),
+                    ("writer", f"record writing, default workers ({cpus})")):
+    print(f"  {what}: {_spread(wall[key])} = "
+          f"{num_tokens / med[key] / 1e3:,.0f}k tokens/s; CPU "
+          f"{cpu[key]:.2f}s")
+  print(f"  wall: --num_workers=1 {med['writer1'] / med['floor1']:.2f}x the "
+        f"one-thread floor; default workers "
+        f"{med['writer'] / med['floor']:.2f}x the {cpus}-thread floor")
+  print(f"  CPU: --num_workers=1 {cpu['writer1'] / cpu['floor1']:.2f}x the "
+        f"one-thread floor; default workers {cpu['writer'] / cpu['floor']:.2f}x"
+        f" the {cpus}-thread floor")
+  written = {open(f, "rb").read() for f in glob.glob(
+      os.path.join(work, "records-*", "tfrecords", "*.tfrecords"))}
+  print(f"  record files of all runs identical: {len(written) == 1}")
+  if not FLAGS.extras:
+    return
   stages, rows, sent_rows, is_start = writer_stages(paths, sp_path)
   print("one-process stages: " + ", ".join(
       f"{k} {v:.2f}s" for k, v in stages.items() if k != "batches") +

@@ -93,6 +93,31 @@ def test_output_does_not_depend_on_workers(tmp_path, demo_corpus):
     assert sha256(record) == digest, num_workers
 
 
+def test_many_small_files_do_not_depend_on_workers(tmp_path, demo_corpus,
+                                                   monkeypatch):
+  """Files of several kinds of text, smaller than an encoding job: the
+  default workers write the bytes of one process."""
+  monkeypatch.setattr(record_writer, "_LINES_PER_TASK", 64)
+  lines = open(demo_corpus, encoding="utf-8").read().split("\n")[:1200]
+  src = tmp_path / "src"
+  src.mkdir()
+  for k in range(40):
+    extra = [f"(c) {1990 + k}, {2000 + k}, Jos\u00e9 M\u00fcller", "",
+             "  short  line ``quoted''"]
+    (src / f"doc{k:02d}.txt").write_text(
+        "\n".join(lines[k * 30:(k + 1) * 30] + extra) + "\n",
+        encoding="utf-8")
+  cfg, _, _ = GOLDEN_CONFIGS["bi"]
+  digests = set()
+  for num_workers in (1, None):
+    save_dir = str(tmp_path / f"out{num_workers}")
+    record_writer.create_data(str(src / "*.txt"), GOLDEN_SP, save_dir,
+                              num_workers=num_workers, **cfg)
+    (record,) = glob.glob(os.path.join(save_dir, "tfrecords", "*.tfrecords"))
+    digests.add(sha256(record))
+  assert len(digests) == 1
+
+
 def test_tasks_and_passes(tmp_path, tiny_spm, demo_corpus):
   lines = open(demo_corpus, encoding="utf-8").read().splitlines()
   src = tmp_path / "src"

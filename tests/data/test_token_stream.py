@@ -141,6 +141,54 @@ def test_files_are_joined_in_a_seeded_order(tmp_path, tiny_spm, demo_corpus,
   assert sum((list(ids), list(sids)) == o for o in others) == 1
 
 
+def small_mixed_files(tmp_path, demo_corpus, count=9):
+  """`count` small files of several kinds of text: prose, short lines with
+  years and commas, accents, blank-line runs; sizes 1 to 40 lines."""
+  prose = open(demo_corpus, encoding="utf-8").read().split("\n")
+  kinds = [lambda k: prose[k * 13:k * 13 + 1 + 4 * k],
+           lambda k: [f"Copyright {1990 + k}, {2001 + k}, Ann Caf\u00e9"] * k
+           + ["", "License: GPL-2+", "", ""],
+           lambda k: ["  Fran\u00e7ois  --  na\u00efve ``quote''", ""] * k
+           + ["x"]]
+  paths = []
+  for k in range(count):
+    path = tmp_path / f"f{k}.txt"
+    path.write_text("\n".join(kinds[k % 3](k)) + "\n", encoding="utf-8")
+    paths.append(str(path))
+  return paths
+
+
+@pytest.mark.parametrize("num_workers", [1, 2])
+def test_jobs_that_span_files_give_each_file_its_tokens(
+    tmp_path, tiny_spm, demo_corpus, monkeypatch, num_workers):
+  # Jobs of 7 lines: most jobs hold the end of one file and the start of
+  # the next (or several whole files).
+  monkeypatch.setattr(record_writer, "_LINES_PER_TASK", 7)
+  paths = small_mixed_files(tmp_path, demo_corpus)
+  sp = spm.SentencePieceProcessor(model_file=tiny_spm)
+  with record_writer.worker_processes(num_workers,
+                                      encoder_for(tiny_spm)) as workers:
+    ids, sids = record_writer.build_stream(
+        paths, workers, True, np.random.RandomState(3))
+  order = np.random.RandomState(3).permutation(len(paths))
+  assert (list(ids), list(sids)) == ref_stream([paths[i] for i in order], sp)
+
+
+def test_bad_id_in_a_job_spanning_files_names_its_file(tmp_path, tiny_spm,
+                                                        monkeypatch):
+  monkeypatch.setattr(record_writer, "_LINES_PER_TASK", 50)
+  paths = []
+  for k, text in enumerate(["5 6\n7\n", "8 9\n", "10\n2000 3\n", "4\n"]):
+    paths.append(str(tmp_path / f"ids{k}.txt"))
+    with open(paths[-1], "w") as f:
+      f.write(text)
+  with record_writer.worker_processes(1, encoder_for(
+      tiny_spm, from_raw_text=False)) as workers:
+    with pytest.raises(ValueError, match=r"ids2.txt holds id 2000"):
+      record_writer.build_stream(paths, workers, True,
+                                 np.random.RandomState(0))
+
+
 @pytest.mark.parametrize("bsz,ncore,bi_data", [
     (8, 2, True), (4, 1, True), (6, 3, False), (12, 3, True)])
 def test_batchify_rows(bsz, ncore, bi_data):

@@ -33,7 +33,10 @@ from xlnet.data import record_format
 from xlnet.data import token_stream
 
 _SEED_MARK = 0x584C4E  # "XLN": part of every (task, pass_id) seed
-_LINES_PER_TASK = 2000  # lines per encoding job of a worker process
+# Lines per encoding job of a worker process; a job spans files, so that
+# many small files do not cost one job (a pipe round trip and a
+# SentencePiece call) each.
+_LINES_PER_TASK = 2000
 _LOG_SECONDS = 10
 _PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
 # corpus_info.json entries a later run into the same save_dir must match.
@@ -162,9 +165,21 @@ _WORKER = {}  # the line encoder of this process, for `_encode_job`
 
 
 def _encode_job(job):
-  """Encodes (lines, path); returns (ids, lengths)."""
-  lines, path = job
-  return _WORKER["encoder"](lines, path)
+  """Encodes the text lines of one job.
+
+  Args:
+    job: list of (lines, path): consecutive runs of lines, each from one
+      file (named in messages).
+
+  Returns:
+    (ids np.int32 [total], lengths np.int64 [number of lines]).
+  """
+  encoder = _WORKER["encoder"]
+  if encoder.from_raw_text:  # one SentencePiece call for the whole job
+    return encoder([line for lines, _ in job for line in lines], job[0][1])
+  parts = [encoder(lines, path) for lines, path in job]
+  return (np.concatenate([ids for ids, _ in parts]),
+          np.concatenate([lengths for _, lengths in parts]))
 
 
 def _worker_main(conn, encoder, parent_ends, parent_pid):
@@ -338,27 +353,58 @@ def build_stream(paths, workers, use_eod, rng):
   Returns:
     (ids np.int32 [n], sent_ids np.bool_ [n]).
   """
-  order = rng.permutation(len(paths))
-  files, jobs = [], []
-  for j in order:
-    texts, is_text = token_stream.text_lines(_read_lines(paths[j]))
-    if not texts:
+  files, texts = [], []  # (path, is_text) and text lines, in reading order
+  for j in rng.permutation(len(paths)):
+    lines, is_text = token_stream.text_lines(_read_lines(paths[j]))
+    if not lines:
       raise ValueError(f"--input_glob: {paths[j]} holds no text (it is empty "
                        "or has only blank lines)")
-    files.append((paths[j], is_text, len(jobs)))
-    jobs += [(texts[k:k + _LINES_PER_TASK], paths[j])
-             for k in range(0, len(texts), _LINES_PER_TASK)]
-  encoded = _with_progress(workers.imap(_encode_job, jobs),
-                           [len(job[0]) for job in jobs], "encoding", "lines")
+    files.append((paths[j], is_text))
+    texts.append(lines)
+  jobs = _encoding_jobs([path for path, _ in files], texts)
+  encoded = _with_progress(
+      workers.imap(_encode_job, jobs),
+      [sum(len(lines) for lines, _ in job) for job in jobs], "encoding",
+      "lines")
+  ids = np.concatenate([e[0] for e in encoded])
+  lengths = np.concatenate([e[1] for e in encoded])
+  line_end = np.cumsum([np.count_nonzero(t) for _, t in files])
+  id_end = np.concatenate([[0], np.cumsum(lengths)])[line_end]
   streams = []
-  for n, (path, is_text, first) in enumerate(files):
-    last = files[n + 1][2] if n + 1 < len(files) else len(jobs)
-    ids = np.concatenate([encoded[k][0] for k in range(first, last)])
-    lengths = np.concatenate([encoded[k][1] for k in range(first, last)])
-    streams.append(token_stream.file_stream(is_text, ids, lengths, use_eod))
+  for n, (path, is_text) in enumerate(files):
+    line_begin = line_end[n - 1] if n else 0
+    id_begin = id_end[n - 1] if n else 0
+    streams.append(token_stream.file_stream(
+        is_text, ids[id_begin:id_end[n]], lengths[line_begin:line_end[n]],
+        use_eod))
     logging.info("[%d/%d files] %s: %d tokens", n + 1, len(files), path,
                  len(streams[-1][0]))
   return token_stream.join_streams(streams)
+
+
+def _encoding_jobs(paths, texts):
+  """Cuts the files' text lines, in order, into jobs of `_LINES_PER_TASK`
+  lines (the last may be shorter); a job may span files.
+
+  Args:
+    paths: the files, in reading order.
+    texts: per file, its list of text lines.
+
+  Returns:
+    list of jobs, each a list of (lines, path) (see `_encode_job`).
+  """
+  jobs, job, job_size = [], [], 0
+  for path, lines in zip(paths, texts):
+    k = 0
+    while k < len(lines):
+      take = min(len(lines) - k, _LINES_PER_TASK - job_size)
+      job.append((lines[k:k + take], path))
+      job_size += take
+      k += take
+      if job_size == _LINES_PER_TASK:
+        jobs.append(job)
+        job, job_size = [], 0
+  return jobs + [job] if job else jobs
 
 
 def _with_progress(results, sizes, what, unit):
