@@ -50,9 +50,12 @@ def race(tmp_path):
           f"--model_config_path={qa_fixtures.write_tiny_config(tmp_path)}",
           "--max_seq_length=24", "--max_qa_length=8", "--dropout=0",
           "--dropatt=0"]
-  # The keyword arguments of api.run_race for these flags.
-  return lambda *extra: finetune_flags.resolve_race(
-      run_race.parse_flags(base + list(extra)))
+  def flags(*extra):
+    """The keyword arguments of api.run_race for these flags."""
+    return finetune_flags.resolve_race(run_race.parse_flags(base + list(extra)))
+
+  flags.argv = base  # the command line (tests/programs runs it)
+  return flags
 
 
 def _session_predict(task, model, engine, input_fn):
