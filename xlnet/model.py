@@ -238,6 +238,21 @@ class XLNetModel:
           is_training=run_config.is_training, initializer=self.initializer,
           use_proj=use_summ_proj)
 
+  def get_lm_logits(self):
+    """float32 `[len, bsz, n_token]` logits of the tied LM softmax over the
+    sequence output (variables `model/lm_loss/bias`, weights tied to the
+    embedding), for prediction without targets."""
+    with tf.compat.v1.variable_scope("model",
+                                     reuse=tf.compat.v1.AUTO_REUSE):
+      # lm_loss owns the softmax variables; its loss against a dummy target
+      # is unused.
+      _, logits = modeling.lm_loss(
+          self.output, tf.zeros(tf.shape(self.output)[:2], tf.int32),
+          self.xlnet_config.n_token, self.xlnet_config.d_model,
+          self.initializer, lookup_table=self.lookup_table, tie_weight=True,
+          return_logits=True)
+    return logits
+
   def get_sequence_output(self):
     """float32 `[len, bsz, d_model]` (query stream if inp_q was given)."""
     return self.output

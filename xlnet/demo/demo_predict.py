@@ -22,7 +22,6 @@ import tensorflow as tf
 
 from xlnet.training import checkpoint_io
 from xlnet import model as model_lib
-from xlnet import modeling
 from xlnet.data.prepro_utils import CLS_ID, MASK_ID, SEP_ID
 
 CLS_SEG_ID = 2
@@ -123,16 +122,7 @@ def masked_probabilities(xlnet_config, features):
       seg_ids=features["seg_id"], input_mask=None,
       perm_mask=features["perm_mask"],
       target_mapping=features["target_mapping"], inp_q=features["input_q"])
-  hidden = xlnet_model.get_sequence_output()
-  with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
-    # The loss against a dummy target is unused; lm_loss owns the softmax
-    # variables (`model/lm_loss/bias`, weights tied to the embedding).
-    _, logits = modeling.lm_loss(
-        hidden, tf.zeros(tf.shape(hidden)[:2], tf.int32),
-        xlnet_config.n_token, xlnet_config.d_model,
-        xlnet_model.get_initializer(),
-        lookup_table=xlnet_model.get_embedding_table(), tie_weight=True,
-        return_logits=True)
+  logits = xlnet_model.get_lm_logits()
   return tf.nn.softmax(logits)
 
 

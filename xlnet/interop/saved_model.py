@@ -21,7 +21,6 @@ import tensorflow as tf
 from xlnet import classifier_heads
 from xlnet import finetune_backbone
 from xlnet import model as model_lib
-from xlnet import modeling
 from xlnet import race_heads
 from xlnet import squad_heads
 from xlnet.interop import hf_export
@@ -77,14 +76,8 @@ def _backbone_outputs(xlnet_config, inputs, has_lm_bias):
   hidden = xlnet_model.get_sequence_output()  # [L, B, D]
   outputs = {"sequence_output": tf.transpose(hidden, [1, 0, 2])}
   if has_lm_bias:
-    with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
-      _, logits = modeling.lm_loss(
-          hidden, tf.zeros(tf.shape(hidden)[:2], tf.int32),
-          xlnet_config.n_token, xlnet_config.d_model,
-          xlnet_model.get_initializer(),
-          lookup_table=xlnet_model.get_embedding_table(), tie_weight=True,
-          return_logits=True)
-    outputs["lm_logits"] = tf.transpose(logits, [1, 0, 2])
+    outputs["lm_logits"] = tf.transpose(xlnet_model.get_lm_logits(),
+                                        [1, 0, 2])
   return outputs
 
 
