@@ -463,6 +463,30 @@ def _segment_scores(q_s, seg_embed, seg_mat):
   return tf.cast(seg_mat, delta.dtype) * delta[..., None]
 
 
+def _biased_queries(q_head, biases, scale):
+  """`(q_head + b) * scale` for each bias b, computed by one broadcast add.
+
+  Scaling the queries ([rows, d_head] per head) instead of the scores
+  ([rows, klen]) saves a pass over the largest tensors. One add instead of
+  one per bias gives q_head a single consumer, so its gradient is a sum
+  over the bias axis in a fixed order. With one add per bias it was an
+  AddN of three gradients, and TensorFlow's CPU AddN starts its sum from
+  whichever input buffer it can reuse at run time (the one no pending op
+  still reads): the order, and so the last bits of the query kernel's
+  gradient, changed from run to run.
+
+  Args:
+    q_head: Tensor `[rows, bsz, n_head, d_head]`.
+    biases: list of Tensors `[n_head, d_head]` of q_head's dtype.
+    scale: float.
+
+  Returns:
+    list of len(biases) Tensors of q_head's shape and dtype.
+  """
+  stacked = (q_head[:, :, None] + tf.stack(biases)) * scale
+  return tf.unstack(stacked, axis=2)
+
+
 def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, seg_embed, seg_mat,
                   r_w_bias, r_r_bias, r_s_bias, attn_mask, dropatt,
                   is_training, scale, q_key_pos=None):
@@ -495,16 +519,15 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, seg_embed, seg_mat,
     Tensor `[rows, bsz, n_head, d_head]` of q_head's dtype.
   """
   klen = tf.shape(k_head_h)[0]
-  # Scaling the queries ([rows, d_head] per head) instead of the scores
-  # ([rows, klen]) saves a pass over the largest tensors.
-  ac = tf.einsum("ibnd,jbnd->bnij", (q_head + r_w_bias) * scale, k_head_h)
-  bd = _positional_scores((q_head + r_r_bias) * scale, k_head_r, klen,
-                          q_key_pos)
+  biases = [r_w_bias, r_r_bias] + ([r_s_bias] if seg_mat is not None else [])
+  q_w, q_r, *q_s = _biased_queries(q_head, biases, scale)
+  ac = tf.einsum("ibnd,jbnd->bnij", q_w, k_head_h)
+  bd = _positional_scores(q_r, k_head_r, klen, q_key_pos)
   # The terms are summed (and masked) in the compute dtype: one rounding,
   # and one cast of the sum instead of one per term.
   score = ac + bd
   if seg_mat is not None:
-    score += _segment_scores((q_head + r_s_bias) * scale, seg_embed, seg_mat)
+    score += _segment_scores(q_s[0], seg_embed, seg_mat)
   prob = _masked_softmax(score, attn_mask, dropatt, is_training)
   return tf.einsum("bnij,jbnd->ibnd", tf.cast(prob, v_head_h.dtype), v_head_h)
 

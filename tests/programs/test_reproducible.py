@@ -190,8 +190,7 @@ def test_qa_training_resumed_from_a_checkpoint_gives_the_same_bits(
   same model.ckpt-4 (every variable, bit for bit): the heads' initial
   weights, the data position and dropout are functions of the seed and
   the step, and so is the input's shuffle (the default buffer, seeded by
-  --seed). Each run is a command, as a resumed run is: in one long-lived
-  process the two runs can differ in the last bits (docs/reliability.md)."""
+  --seed). Each run is a command, as a resumed run is."""
   argv = (request.getfixturevalue("squad")["argv"] if task == "squad"
           else request.getfixturevalue("race").argv)
   common = ["--do_train", "--train_steps=4", "--save_steps=2",
