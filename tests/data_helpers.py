@@ -13,6 +13,8 @@ import atexit
 import glob
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import numpy as np
@@ -31,6 +33,14 @@ TINY_CONFIG = dict(bsz_per_host=4, num_core_per_host=1, seq_len=64,
 # default of its own).
 INPUT_SEED = 0x584C4E
 _CACHE = {}
+
+
+def dead_pid():
+  """The pid of a process that has exited: the owner of a temporary file a
+  killed run left (`io_utils.remove_stale_tmp` keeps a live writer's)."""
+  proc = subprocess.Popen([sys.executable, "-c", ""])
+  proc.wait()
+  return proc.pid
 
 
 def _cache_dir():

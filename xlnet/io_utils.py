@@ -3,7 +3,10 @@
 A file appears under its final name only when it is complete: writers put
 their bytes into a temporary sibling (`{path}.tmp-{pid}-{random}`) and rename
 it over `path` at the end. A crash or a kill leaves at most a temporary file,
-which the next run writing the same `path` removes (`remove_stale_tmp`).
+which the next run writing the same `path` removes (`remove_stale_tmp`),
+unless the process that wrote it is still running: two runs may write the
+same file at once (a shared feature cache, the demo corpus), and the last
+rename wins with the same bytes.
 Works for local paths and every `tf.io.gfile` URL (e.g. gs://).
 """
 import contextlib
@@ -77,16 +80,35 @@ def remove_quietly(path):
 def remove_stale_tmp(path):
   """Removes temporary files a killed run left for the final file `path`.
 
-  Only `{path}.tmp-*` is touched: a temporary file of exactly the output this
-  run is about to write cannot belong to a live, correct run.
+  Only `{path}.tmp-{pid}-*` is touched, and only where process `pid` is not
+  running on this host: a live writer of the same file (another run sharing
+  a feature cache) keeps its temporary file. On a remote file system the
+  pid names a process of another machine, so there every such file counts
+  as stale.
 
   Returns:
     list of the removed paths.
   """
-  stale = tf.io.gfile.glob(glob_escape(path) + TMP_MARK + "*")
+  stale = [name for name in tf.io.gfile.glob(glob_escape(path) + TMP_MARK + "*")
+           if not _writer_is_running(name)]
   for name in stale:
     remove_quietly(name)
   return stale
+
+
+def _writer_is_running(tmp):
+  """Whether the local temporary file `tmp` (`{path}.tmp-{pid}-...`) was
+  made by a process that is still running."""
+  pid = tmp.rsplit(TMP_MARK, 1)[1].split("-", 1)[0]
+  if "://" in tmp or not pid.isdigit():
+    return False
+  try:
+    os.kill(int(pid), 0)
+  except PermissionError:
+    return True  # it runs, as another user
+  except (OSError, OverflowError):
+    return False
+  return True
 
 
 def glob_escape(path):

@@ -178,12 +178,17 @@ def test_stale_temporary_files_are_removed(tmp_path):
   record_dir = data_helpers.make_records(str(tmp_path), num_lines=300)
   outputs = glob.glob(os.path.join(record_dir, "*")) + [
       str(tmp_path / "corpus_info.json")]
-  stale = [f"{path}.tmp-4242-deadbeef" for path in outputs]
-  for path in stale:
+  stale = [f"{path}.tmp-{data_helpers.dead_pid()}-deadbeef"
+           for path in outputs]
+  # A run writing the same files at this moment keeps its own.
+  live = f"{outputs[0]}.tmp-{os.getpid()}-0a1b2c3d"
+  for path in stale + [live]:
     with open(path, "w") as f:
       f.write("half-written by a killed run")
   data_helpers.make_records(str(tmp_path), num_lines=300)
   assert not [p for p in stale if os.path.exists(p)]
+  assert os.path.exists(live)
+  os.remove(live)
   assert sorted(glob.glob(os.path.join(record_dir, "*")) +
                 [str(tmp_path / "corpus_info.json")]) == sorted(outputs)
 

@@ -205,7 +205,7 @@ def test_records_written_once_then_reused(tmp_path, monkeypatch):
   assert meta["key"]["options"] == {"labels": ["0", "1"]}
 
   # A killed run's temporary file is cleaned up, and nothing is rewritten.
-  stale = path + ".tmp-1-deadbeef"
+  stale = f"{path}.tmp-{data_helpers.dead_pid()}-deadbeef"
   open(stale, "w").close()
   monkeypatch.setattr(cu, "write_records", lambda *a: pytest.fail("rewrote"))
   assert prepare(tmp_path, data_dir) == (path, 2)
