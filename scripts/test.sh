@@ -6,6 +6,8 @@
 #   interop    (newest TensorFlow + PyTorch CPU + transformers: tests/interop)
 # Extra arguments go to pytest (e.g. `-m "not slow"`, `-k rel_shift`);
 # XLNET_TEST_ENVS picks environments (e.g. `XLNET_TEST_ENVS=reference`).
+# The tests of each file run in one of XLNET_TEST_WORKERS pytest processes
+# (default: the CPU count, at most 4; 0 runs them all in this process).
 # Exits non-zero if any run fails; the last line sums up all runs.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,13 +15,16 @@ cd "$root"
 export TF_CPP_MIN_LOG_LEVEL=2 PYTHONDONTWRITEBYTECODE=1
 status=0
 summary=""
+workers="${XLNET_TEST_WORKERS:-$(nproc 2>/dev/null || echo 2)}"
+[ "$workers" -gt 4 ] && workers=4
 for env in ${XLNET_TEST_ENVS:-reference latest interop}; do
   tests=tests
   [ "$env" = interop ] && tests=tests/interop  # the rest ran on 'latest'
   py="$(bash scripts/setup_env.sh "$env" | tail -n 1)" || { echo "[test] could not set up the '$env' environment" >&2; status=1; continue; }
   echo "=== tests on '$env': $("$py" -c 'import tensorflow as tf; print("TensorFlow", tf.__version__)' 2>/dev/null) ==="
   report="$(mktemp)"
-  "$py" -m pytest -p no:cacheprovider -q --junitxml="$report" "$@" "$tests"
+  "$py" -m pytest -p no:cacheprovider -q --junitxml="$report" \
+    -n "$workers" --dist loadfile "$@" "$tests"
   rc=$?
   [ $rc -eq 0 ] || status=1
   line="$("$py" - "$report" "$env" <<'PY'
