@@ -483,8 +483,9 @@ def _biased_queries(q_head, biases, scale):
   Returns:
     list of len(biases) Tensors of q_head's shape and dtype.
   """
-  stacked = (q_head[:, :, None] + tf.stack(biases)) * scale
-  return tf.unstack(stacked, axis=2)
+  # The bias axis leads, so each term is one contiguous block.
+  stacked = (q_head[None] + tf.stack(biases)[:, None, None]) * scale
+  return tf.unstack(stacked)
 
 
 def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, seg_embed, seg_mat,
