@@ -16,6 +16,7 @@ export TF_CPP_MIN_LOG_LEVEL=2 PYTHONDONTWRITEBYTECODE=1
 status=0
 summary=""
 workers="${XLNET_TEST_WORKERS:-$(nproc 2>/dev/null || echo 2)}"
+[[ "$workers" =~ ^[0-9]+$ ]] || { echo "[test] XLNET_TEST_WORKERS=$workers must be a number of processes (0: one process)" >&2; exit 2; }
 [ "$workers" -gt 4 ] && workers=4
 for env in ${XLNET_TEST_ENVS:-reference latest interop}; do
   tests=tests

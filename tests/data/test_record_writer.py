@@ -182,9 +182,11 @@ def test_stale_temporary_files_are_removed(tmp_path):
            for path in outputs]
   # A run writing the same files at this moment keeps its own.
   live = f"{outputs[0]}.tmp-{os.getpid()}-0a1b2c3d"
-  for path in stale + [live]:
+  for path in stale:
     with open(path, "w") as f:
       f.write("half-written by a killed run")
+  with open(live, "w") as f:
+    f.write("being written by a live run")
   data_helpers.make_records(str(tmp_path), num_lines=300)
   assert not [p for p in stale if os.path.exists(p)]
   assert os.path.exists(live)

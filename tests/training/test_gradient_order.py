@@ -44,9 +44,9 @@ def _buffer_readers(tensor):
   return readers
 
 
-def _ancestor_ops(op):
-  """Every op `op` depends on (data and control inputs)."""
-  seen, todo = set(), [op]
+def _ancestor_ops(*ops):
+  """Every op that one of `ops` depends on (data and control inputs)."""
+  seen, todo = set(), list(ops)
   while todo:
     current = todo.pop()
     for parent in [t.op for t in current.inputs] + list(
@@ -63,9 +63,8 @@ def timing_dependent_sums(gradients):
   `gradients`, not among the AddN's ancestors, reads. (Ops computing
   nothing fetched, e.g. the gradient of a dropout's zero branch, do not run
   in a tf.function.)"""
-  live = set()
-  for gradient in gradients:
-    live |= _ancestor_ops(gradient.op) | {gradient.op}
+  ops = {gradient.op for gradient in gradients}
+  live = _ancestor_ops(*ops) | ops
   found = {}
   for op in sorted(live, key=lambda o: o.name):
     if op.type != "AddN" or len(op.inputs) < 3:
