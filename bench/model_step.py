@@ -19,6 +19,17 @@ jobs share the cores). Variants (comma-separated in `--variants`):
              CPU it needs TF_XLA_FLAGS=--tf_xla_cpu_global_jit, set here)
   fp32+jit   the whole step in `tf.function(jit_compile=True)`
   bf16+xla, bf16+jit, ...  the combinations
+  release    with `--release_dir` (a clone of github.com/zihangdai/xlnet):
+             the release's own modeling.py, unchanged, run through the
+             TF 1 stand-ins of bench/release_compat.py: the same step (same
+             inputs, sizes, dropout, loss and SGD update) as a plain fp32
+             graph, timed in the same rounds; every variant's line then also
+             gives its tokens/s relative to it ("x1.52 vs release").
+             First, with dropout 0, our variables' values (perturbed off
+             their initial values) are loaded into the release's graph by
+             name and the per-target losses of the two compared: the run
+             stops with exit status 1 if they differ by more than 1e-4
+             relative.
 Also prints the analytic matmul/einsum FLOP count (forward x 3 for forward +
 backward) and the achieved FLOP/s against this machine's float32 matmul peak
 measured in the same run.
@@ -33,6 +44,9 @@ Usage (from the repository root):
   .venvs/reference/bin/python bench/model_step.py   # base2 and tiny
   .venvs/reference/bin/python bench/model_step.py --configs base2 \
       --variants fp32,bf16 --rounds 5 --steps 2 --profile
+  git clone https://github.com/zihangdai/xlnet /tmp/xlnet-release
+  .venvs/reference/bin/python bench/model_step.py --configs base2 \
+      --variants fp32 --release_dir /tmp/xlnet-release
 
 Configs (each with its own default input sizes; `--seq_len` etc. override):
   base2: XLNet-Base width (d_model 768, 12 heads of 64, d_inner 3072, 32000
@@ -57,6 +71,7 @@ from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
+from bench import release_compat  # noqa: E402
 from xlnet import cli  # noqa: E402
 from xlnet import io_utils  # noqa: E402
 from xlnet import modeling  # noqa: E402
@@ -72,6 +87,12 @@ CONFIGS = {
 }
 PRECISIONS = ("fp32", "bf16", "fp16")
 COMPILERS = ("", "xla", "jit")
+# The two graphs round differently (einsum vs tensordot, other sum orders):
+# about 2e-7 relative on the tiny config. Faults put into the release's
+# graph moved its losses far more: its relative shift off by one 1e-2, the
+# dense biases or the LayerNorm offsets dropped 7e-2 to 8e-2, a LayerNorm
+# epsilon of 1e-3 for 1e-12 2e-3.
+RELEASE_RTOL = 1e-4
 
 flags.DEFINE_list("configs", ["base2", "tiny"], "Configs to run, in order.")
 flags.DEFINE_list("variants", None,
@@ -97,6 +118,10 @@ flags.DEFINE_string("timeline_dir", None, "With --profile, also write Chrome "
                     "traces here.")
 flags.DEFINE_integer("intra_op_threads", 0, "0 = TensorFlow's default.")
 flags.DEFINE_integer("inter_op_threads", 0, "0 = TensorFlow's default.")
+flags.DEFINE_string("release_dir", None, "A checkout of the release "
+                    "(github.com/zihangdai/xlnet): adds the variant "
+                    "'release', its modeling.py's fp32 step, after checking "
+                    "it computes our losses.")
 FLAGS = flags.FLAGS
 
 
@@ -177,43 +202,70 @@ def random_inputs(rng, qlen, bsz, num_predict, n_token, d_model, n_layer,
               labels=labels)
 
 
-def build_step(sizes, inputs, precision, jit):
+def model_loss(model, sizes, feeds, mems, initializer, dropout, **precision):
+  """Per-target tied-weight LM losses of `model` in variable scope "model".
+
+  Args:
+    model: our `xlnet.modeling` or the release's modeling module (both name
+      their variables as the released checkpoints: model/transformer/...,
+      model/lm_loss/bias).
+    sizes: dict of model sizes.
+    feeds: dict of time-major Tensors (inp_k, seg_id, inp_q, perm_mask,
+      target_mapping, labels), as from `random_inputs`.
+    mems: list of n_layer float32 Tensors `[mlen, bsz, d_model]`.
+    initializer: initializer of the kernels, embeddings and biases.
+    dropout: float, dropout and dropatt rate (training mode either way).
+    **precision: `use_bfloat16` / `use_fp16` for our model; none (float32)
+      for the release's.
+
+  Returns:
+    float32 Tensor `[num_predict, bsz]`.
+  """
+  with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
+    output, _, table = model.transformer_xl(
+        inp_k=feeds["inp_k"], seg_id=feeds["seg_id"], inp_q=feeds["inp_q"],
+        perm_mask=feeds["perm_mask"], target_mapping=feeds["target_mapping"],
+        mems=mems, mem_len=mems[0].shape[0], n_token=sizes["n_token"],
+        n_layer=sizes["n_layer"], d_model=sizes["d_model"],
+        n_head=sizes["n_head"], d_head=sizes["d_head"],
+        d_inner=sizes["d_inner"], ff_activation="gelu", untie_r=True,
+        dropout=dropout, dropatt=dropout, attn_type="bi",
+        bi_data=FLAGS.bi_data, initializer=initializer, is_training=True,
+        use_tpu=False, **precision)
+    return model.lm_loss(output, feeds["labels"], sizes["n_token"],
+                         sizes["d_model"], initializer, lookup_table=table,
+                         tie_weight=True, **precision)
+
+
+def input_tensors(inputs):
+  """(feeds dict, mems list): `random_inputs`' arrays as graph constants."""
+  feeds = {k: tf.constant(v) for k, v in inputs.items() if k != "mems"}
+  return feeds, [tf.constant(m) for m in inputs["mems"]]
+
+
+def build_step(sizes, inputs, precision, jit, model=modeling):
   """One forward + backward + SGD step in the default graph.
 
   Args:
     sizes: dict of model sizes.
     inputs: dict from `random_inputs`.
-    precision: "fp32", "bf16" or "fp16".
+    precision: "fp32", "bf16" or "fp16" ("fp32" for the release's model).
     jit: if True, the step runs in `tf.function(jit_compile=True)`.
+    model: our `xlnet.modeling` or the release's modeling module.
 
   Returns:
     (step op or tensor to run, scalar float32 loss).
   """
   initializer = tf.compat.v1.initializers.random_normal(stddev=0.02)
-  feeds = {k: tf.constant(v) for k, v in inputs.items() if k != "mems"}
-  mems = [tf.constant(m) for m in inputs["mems"]]
+  feeds, mems = input_tensors(inputs)
   optimizer = tf.compat.v1.train.GradientDescentOptimizer(1e-6)
+  # fp32 passes no precision argument: the release's functions take none.
+  precision_args = {"bf16": {"use_bfloat16": True},
+                    "fp16": {"use_fp16": True}}.get(precision, {})
 
   def loss_fn():
-    with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
-      output, _, table = modeling.transformer_xl(
-          inp_k=feeds["inp_k"], seg_id=feeds["seg_id"], inp_q=feeds["inp_q"],
-          perm_mask=feeds["perm_mask"],
-          target_mapping=feeds["target_mapping"], mems=mems,
-          mem_len=inputs["mems"][0].shape[0], n_token=sizes["n_token"],
-          n_layer=sizes["n_layer"], d_model=sizes["d_model"],
-          n_head=sizes["n_head"], d_head=sizes["d_head"],
-          d_inner=sizes["d_inner"], ff_activation="gelu", untie_r=True,
-          dropout=FLAGS.dropout, dropatt=FLAGS.dropout, attn_type="bi",
-          bi_data=FLAGS.bi_data, initializer=initializer, is_training=True,
-          use_tpu=False, use_bfloat16=precision == "bf16",
-          use_fp16=precision == "fp16")
-      loss = modeling.lm_loss(output, feeds["labels"], sizes["n_token"],
-                              sizes["d_model"], initializer,
-                              lookup_table=table, tie_weight=True,
-                              use_bfloat16=precision == "bf16",
-                              use_fp16=precision == "fp16")
-    return tf.reduce_mean(loss)
+    return tf.reduce_mean(model_loss(model, sizes, feeds, mems, initializer,
+                                     FLAGS.dropout, **precision_args))
 
   def step_fn():
     loss = loss_fn()
@@ -262,15 +314,23 @@ def matmul_peak(dtype=tf.float32, n=2048, reps=10):
 
 
 class Variant:
-  """One built variant: its own graph and session."""
+  """One built variant: its own graph and session.
 
-  def __init__(self, name, sizes, inputs):
+  "release" is the release's modeling module (`release`) in a plain fp32
+  graph; every other name is ours, as `parse_variant` reads it.
+  """
+
+  def __init__(self, name, sizes, inputs, release=None):
     self.name = name
-    precision, compiler = parse_variant(name)
+    if name == "release":
+      model, (precision, compiler) = release, ("fp32", "")
+    else:
+      model, (precision, compiler) = modeling, parse_variant(name)
     self.graph = tf.Graph()
     with self.graph.as_default():
       tf.compat.v1.set_random_seed(0)
-      self.step, _ = build_step(sizes, inputs, precision, compiler == "jit")
+      self.step, _ = build_step(sizes, inputs, precision, compiler == "jit",
+                                model)
       init = tf.compat.v1.global_variables_initializer()
     self.sess = tf.compat.v1.Session(
         graph=self.graph, config=session_config(compiler))
@@ -297,6 +357,99 @@ class Variant:
       traces.append(tf.compat.v1.RunMetadata())
       self.sess.run(self.step, options=options, run_metadata=traces[-1])
     return traces
+
+
+def no_dropout_losses(model, sizes, inputs, choose_values):
+  """Per-target losses of `model` with dropout 0, in a graph of its own.
+
+  Args:
+    model: our `xlnet.modeling` or the release's modeling module.
+    sizes: dict of model sizes.
+    inputs: dict from `random_inputs`.
+    choose_values: function from the variables' (seeded) initial values to
+      the values loaded into them, both dicts of variable name -> array.
+
+  Returns:
+    (float32 array `[num_predict, bsz]`, the dict of values loaded).
+  """
+  with tf.Graph().as_default():
+    tf.compat.v1.set_random_seed(0)
+    feeds, mems = input_tensors(inputs)
+    loss = model_loss(model, sizes, feeds, mems,
+                      tf.compat.v1.initializers.random_normal(stddev=0.02),
+                      dropout=0.0)
+    variables = {v.op.name: v for v in tf.compat.v1.global_variables()}
+    init = tf.compat.v1.global_variables_initializer()
+    with tf.compat.v1.Session(config=session_config()) as sess:
+      sess.run(init)
+      values = choose_values(sess.run(variables))
+      sess.run(*values_loader(variables, values))
+      return sess.run(loss), values
+
+
+def perturbed(values, scale, rng):
+  """`values` (dict of name -> float32 array) plus N(0, scale^2) noise."""
+  return {name: (value + rng.normal(0, scale, value.shape)).astype(
+      value.dtype) for name, value in values.items()}
+
+
+def values_loader(variables, values):
+  """What loads `values` into `variables` (same names and shapes).
+
+  Args:
+    variables: dict of variable name -> variable of the default graph.
+    values: dict of variable name -> array.
+
+  Returns:
+    (list of assign ops, feed dict of their placeholders) for `Session.run`.
+
+  Exits with status 1 if the names or shapes differ: the two models would
+  not hold the same parameters.
+  """
+  shapes = {n: tuple(v.shape.as_list()) for n, v in variables.items()}
+  wanted = {n: a.shape for n, a in values.items()}
+  if shapes != wanted:
+    differ = sorted(set(shapes.items()) ^ set(wanted.items()))
+    cli.fail("the release's variables differ from ours (name, shape): "
+             f"{differ}", code=1)
+  assigns, feed = [], {}
+  for name, var in variables.items():
+    value = tf.compat.v1.placeholder(var.dtype.base_dtype, var.shape)
+    assigns.append(var.assign(value))
+    feed[value] = values[name]
+  return assigns, feed
+
+
+def check_release(release, sizes, inputs):
+  """Loads our variables' values into the release's model and compares the
+  per-target losses (dropout 0) on the same inputs; exits with status 1
+  unless they agree within RELEASE_RTOL (relative).
+
+  Args:
+    release: the release's modeling module.
+    sizes: dict of model sizes.
+    inputs: dict from `random_inputs`.
+  """
+  # At the training init attention is near uniform and the logits near 0
+  # (every loss about ln(n_token) whatever the model computes), and the
+  # biases, LayerNorm offsets and gains sit at 0 and 1, where a stand-in
+  # that dropped them would go unseen. Noise of scale 1/sqrt(d_model) on
+  # every variable moves them all and puts the attention scores, the
+  # feed-forward and the logits in their non-linear range.
+  rng = np.random.default_rng(0)
+  ours, values = no_dropout_losses(
+      modeling, sizes, inputs,
+      lambda start: perturbed(start, sizes["d_model"] ** -0.5, rng))
+  theirs, _ = no_dropout_losses(release, sizes, inputs, lambda _: values)
+  diff = np.abs(ours - theirs)
+  rel = float(np.max(diff / np.abs(theirs)))
+  print(f"  release check (dropout 0, our variables in the release's "
+        f"graph): mean loss ours {ours.mean():.6f} release "
+        f"{theirs.mean():.6f}; per-target max abs diff {diff.max():.2e} "
+        f"(relative {rel:.2e})", flush=True)
+  if not rel <= RELEASE_RTOL:  # also when NaN
+    cli.fail(f"the release's losses differ from ours by {rel:.2e} "
+             f"relative (> {RELEASE_RTOL:g})", code=1)
 
 
 def op_type_times(traces):
@@ -345,8 +498,22 @@ def print_profile(config, variant, traces):
     print(f"    timeline of the last traced step written to {path}")
 
 
-def run_config(config, peak):
-  """Builds, times (round-robin) and reports every variant of `config`."""
+def vs_release(variants, sec, cpu):
+  """The report's column " xA vs release (cpu xB)", or "" without a release.
+
+  A and B are the tokens/s ratios, wall and process CPU time, of a variant
+  taking `sec` and `cpu` seconds per step to the release's step.
+  """
+  release = [v for v in variants if v.name == "release"]
+  if not release:
+    return ""
+  return (f" x{np.median(release[0].times) / sec:.2f} vs release (cpu "
+          f"x{np.median(release[0].cpu_times) / cpu:.2f})")
+
+
+def run_config(config, peak, release=None):
+  """Builds, times (round-robin) and reports every variant of `config`
+  (and the release's step after checking it, when `release` is given)."""
   cfg = CONFIGS[config]
   sizes = cfg["sizes"]
   shape = {k: getattr(FLAGS, k) if getattr(FLAGS, k) is not None else v
@@ -365,10 +532,13 @@ def run_config(config, peak):
                          sizes["d_model"], sizes["n_layer"], shape["mem_len"])
   names = FLAGS.variants or default_variants(
       config, bool(tf.config.list_physical_devices("GPU")))
+  if release is not None:
+    check_release(release, sizes, inputs)
+    names = names + ["release"]
   variants = []
   for name in names:
     start = time.time()
-    variant = Variant(name, sizes, inputs)
+    variant = Variant(name, sizes, inputs, release)
     losses = [variant.run(timed=False) for _ in range(FLAGS.warmup)]
     print(f"  built {name} in {time.time() - start:.1f}s (first loss "
           f"{losses[0] if losses else float('nan'):.4f})", flush=True)
@@ -399,9 +569,11 @@ def run_config(config, peak):
     cpu = float(np.median(variant.cpu_times))
     print(f"  {config:>5s} {variant.name:<9s} {sec * 1000:8.1f} ms/step "
           f"(cpu {cpu * 1000:7.1f} ms) {tokens / sec:8,.0f} tokens/s "
-          f"{flops / sec / 1e9:6.1f} GFLOP/s ({100 * flops / sec / peak:5.1f}% "
-          f"of fp32 peak) x{base / sec:.2f} vs {variants[0].name} "
-          f"(cpu x{base_cpu / cpu:.2f})", flush=True)
+          f"{flops / sec / 1e9:6.1f} GFLOP/s "
+          f"({100 * flops / sec / peak:5.1f}% of fp32 peak) "
+          f"x{base / sec:.2f} vs {variants[0].name} "
+          f"(cpu x{base_cpu / cpu:.2f}){vs_release(variants, sec, cpu)}",
+          flush=True)
   if FLAGS.profile:
     for variant in variants:
       print_profile(config, variant, variant.trace(FLAGS.profile_steps))
@@ -420,11 +592,13 @@ def main(_):
   device = "GPU" if tf.config.list_physical_devices("GPU") else "CPU"
   print(f"TensorFlow {tf.__version__} on {device}; {FLAGS.rounds} rounds x "
         f"{FLAGS.steps} steps per variant", flush=True)
+  release = (release_compat.load_release_modeling(FLAGS.release_dir)
+             if FLAGS.release_dir else None)
   peak = matmul_peak()
   print(f"matmul peak (2048^3): fp32 {peak / 1e9:.1f} GFLOP/s, bf16 "
         f"{matmul_peak(tf.bfloat16) / 1e9:.1f} GFLOP/s", flush=True)
   for config in FLAGS.configs:
-    run_config(config, peak)
+    run_config(config, peak, release)
 
 
 if __name__ == "__main__":
