@@ -97,7 +97,8 @@ def engine_config(model_dir, init_checkpoint, train_steps):
 def cross_replica_sums():
   """CrossReplicaSum over one shard (the identity) on the CPU; yields the
   list of tensors summed."""
-  from tensorflow.python.tpu.ops import tpu_ops  # pylint: disable=g-direct-tensorflow-import,import-outside-toplevel
+  # pylint: disable-next=g-direct-tensorflow-import,import-outside-toplevel
+  from tensorflow.python.tpu.ops import tpu_ops
   summed = []
 
   def one_shard(x, group_assignment, name=None):
