@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import checkpoint_fixtures
 from tests import classifier_fixtures as fx
 from xlnet import classifier_heads
 from xlnet.finetuning import classifier_task
@@ -139,13 +140,16 @@ def setup(tmp_path_factory, cross_replica_sums):
               outputs_fn=outputs_fn)
 
 
-def ckpt(setup, step):
-  return os.path.join(setup["run"].model_dir, f"model.ckpt-{step}")
+def ckpt(model_dir, step):
+  return os.path.join(model_dir, f"model.ckpt-{step}")
 
 
-def values(prefix):
-  reader = tf.train.load_checkpoint(prefix)
-  return {n: reader.get_tensor(n) for n, _ in tf.train.list_variables(prefix)}
+def trained(setup, step):
+  """The fixture's checkpoint of `step`."""
+  return ckpt(setup["run"].model_dir, step)
+
+
+values = checkpoint_fixtures.read_checkpoint
 
 
 def engine_logits(setup, prefix):
@@ -156,7 +160,7 @@ def engine_logits(setup, prefix):
 
 def test_warm_start_loads_the_backbone_and_adds_the_head(setup):
   pretrained = values(setup["pretrained"])
-  first = values(ckpt(setup, 0))
+  first = values(trained(setup, 0))
   assert first["global_step"] == 0
   backbone = [n for n in pretrained if n.startswith("model/transformer/")
               and n != "model/transformer/mask_emb/mask_emb"]
@@ -179,30 +183,30 @@ def test_two_steps_are_adam_on_the_head_bias(setup):
   """tf.compat.v1 Adam (bias-corrected, eps 1e-8) on the gradient of the
   head's bias, with lr(step) = LR * (1 - step / 2), in NumPy."""
   b1, b2, eps = optimizer_lib.BETA_1, optimizer_lib.BETA_2, 1e-8
-  bias = values(ckpt(setup, 0))[BIAS].astype(np.float64)
+  bias = values(trained(setup, 0))[BIAS].astype(np.float64)
   m = v = np.zeros_like(bias)
   for step in (0, 1):
-    g = _bias_gradient(engine_logits(setup, ckpt(setup, step)).astype(
+    g = _bias_gradient(engine_logits(setup, trained(setup, step)).astype(
         np.float64))
     m = b1 * m + (1 - b1) * g
     v = b2 * v + (1 - b2) * g * g
     t = step + 1
     lr = LR * (1 - step / 2) * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
     bias = bias - lr * m / (np.sqrt(v) + eps)
-    got = values(ckpt(setup, step + 1))
+    got = values(trained(setup, step + 1))
     assert got["global_step"] == step + 1
     np.testing.assert_allclose(got[BIAS], bias, rtol=1e-5, atol=1e-7)
   # Not a no-op: the first step alone moves each bias by about LR.
   np.testing.assert_allclose(
-      np.abs(values(ckpt(setup, 1))[BIAS] - values(ckpt(setup, 0))[BIAS]),
-      LR, rtol=1e-4)
+      np.abs(values(trained(setup, 1))[BIAS]
+             - values(trained(setup, 0))[BIAS]), LR, rtol=1e-4)
 
 
 def test_predict_returns_every_example_once_in_order(setup):
   """7 examples in static batches of 4 (one padded): 7 rows, in order,
   equal to the engine's predict of the same checkpoint."""
   rows = examples(7, seed=2)
-  prefix = ckpt(setup, 2)
+  prefix = trained(setup, 2)
   got = finetune._estimator_predict(  # pylint: disable=protected-access
       setup["run"], prefix, finite_input_fn(rows), setup["outputs_fn"], 4)
   want = finetune.predict(setup["run"], prefix, finite_input_fn(rows),
@@ -241,8 +245,7 @@ def test_a_second_run_resumes_from_the_saved_step(setup, tmp_path):
   # 2's weights, not from the warm start.
   assert {name: os.stat(os.path.join(model_dir, name)).st_mtime_ns
           for name in saved} == saved
-  np.testing.assert_array_equal(values(os.path.join(model_dir,
-                                                    "model.ckpt-2"))[BIAS],
-                                values(ckpt(setup, 2))[BIAS])
-  assert np.abs(values(os.path.join(model_dir, "model.ckpt-3"))[BIAS] -
-                values(ckpt(setup, 2))[BIAS]).max() < 2 * LR
+  np.testing.assert_array_equal(values(ckpt(model_dir, 2))[BIAS],
+                                values(trained(setup, 2))[BIAS])
+  assert np.abs(values(ckpt(model_dir, 3))[BIAS] -
+                values(trained(setup, 2))[BIAS]).max() < 2 * LR

@@ -30,12 +30,12 @@ except ValueError:
 
 
 def _probe(**env):
-  """What the probe prints in a fresh interpreter with `env` added (a value
-  None removes the variable)."""
+  """What the probe prints in a fresh interpreter whose only allocator
+  variables are `env`."""
   full = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
   for name in ("TF_CPU_ALLOCATOR_USE_BFC", "TF_CPU_BFC_MEM_LIMIT_IN_MB"):
     full.pop(name, None)
-  full.update({k: v for k, v in env.items() if v is not None})
+  full.update(env)
   proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True,
                         text=True, env=full, cwd=ROOT, check=False,
                         timeout=300)
