@@ -1009,6 +1009,29 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
             lookup_table)
 
 
+def _vocab_logits(hidden, softmax_w):
+  """Logits of every vocabulary entry: `hidden . softmax_w^T`.
+
+  Args:
+    hidden: Tensor `[len, bsz, d_model]`.
+    softmax_w: Tensor `[n_token, d_model]` of hidden's dtype.
+
+  Returns:
+    Tensor `[len, bsz, n_token]` of hidden's dtype.
+  """
+  d_model, n_token = hidden.shape[-1], tf.shape(softmax_w)[0]
+  # The transposed product `softmax_w . hidden^T`, with the vocabulary as its
+  # long first side, then a transpose of the result: on the CPU this runs
+  # 2.5x faster than `hidden . softmax_w^T` (and its einsum), whose few
+  # rows and 32000 columns oneDNN splits poorly (docs/performance.md).
+  logits_t = tf.matmul(softmax_w, tf.reshape(hidden, [-1, d_model]),
+                       transpose_b=True)
+  logits = tf.reshape(tf.transpose(logits_t),
+                      tf.concat([tf.shape(hidden)[:-1], [n_token]], 0))
+  logits.set_shape(hidden.shape[:-1].concatenate(softmax_w.shape[:1]))
+  return logits
+
+
 def lm_loss(hidden, target, n_token, d_model, initializer, lookup_table=None,
             tie_weight=False, bi_data=True, use_tpu=False, use_bfloat16=False,
             use_fp16=False, return_logits=False):
@@ -1043,8 +1066,8 @@ def lm_loss(hidden, target, n_token, d_model, initializer, lookup_table=None,
       softmax_w = _variable("weight", [n_token, d_model], dtype, initializer)
     softmax_b = _variable("bias", [n_token], tf.float32,
                           tf.compat.v1.zeros_initializer())
-    logits = tf.einsum("ibd,nd->ibn", tf.cast(hidden, dtype), softmax_w)
-    logits = tf.cast(logits, tf.float32) + softmax_b
+    logits = tf.cast(_vocab_logits(tf.cast(hidden, dtype), softmax_w),
+                     tf.float32) + softmax_b
     if use_tpu:
       one_hot_target = tf.one_hot(target, n_token, dtype=logits.dtype)
       loss = -tf.reduce_sum(tf.nn.log_softmax(logits) * one_hot_target, -1)

@@ -570,7 +570,7 @@ def test_mixed_precision_keeps_softmax_layernorm_and_loss_in_float32(
 
   assert dtypes(["Einsum", "MatMul", "BatchMatMulV2"],
                 "transformer/layer_") == {low}
-  assert dtypes(["Einsum"], "lm_loss") == {low}
+  assert dtypes(["Einsum", "MatMul"], "lm_loss") == {low}
   assert dtypes(["Softmax"]) == {tf.float32}
   assert dtypes(["Mean", "SquaredDifference"], "moments") == {tf.float32}
   loss_ops = [op for op in ops
