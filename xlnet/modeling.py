@@ -102,17 +102,38 @@ def stateless_dropout_seed(seed):
     stack.pop()
 
 
-def _dropout(x, rate, is_training):
-  """Dropout with drop probability `rate`, only when training (stateless
-  inside `stateless_dropout_seed`)."""
-  if not is_training or not rate:
-    return x
+def _keep_mask(x, rate):
+  """Which entries of x dropout keeps: True with probability `1 - rate`.
+
+  The uniform numbers are drawn in x's dtype, as `tf.nn.dropout` draws them;
+  inside `stateless_dropout_seed` they are a pure function of its seed.
+
+  Args:
+    x: float Tensor of any shape.
+    rate: float in (0, 1), the drop probability.
+
+  Returns:
+    bool Tensor of x's shape.
+  """
   stack = getattr(_DROPOUT_SEEDS, "stack", None)
   if not stack:
-    return tf.nn.dropout(x, rate=rate)
-  stack[-1][1] += 1
-  seed = tf.random.experimental.stateless_fold_in(stack[-1][0], stack[-1][1])
-  return tf.nn.experimental.stateless_dropout(x, rate=rate, seed=seed)
+    uniform = tf.random.uniform(tf.shape(x), dtype=x.dtype)
+  else:
+    stack[-1][1] += 1
+    seed = tf.random.experimental.stateless_fold_in(stack[-1][0],
+                                                    stack[-1][1])
+    uniform = tf.random.stateless_uniform(tf.shape(x), seed, dtype=x.dtype)
+  return uniform >= rate
+
+
+def _dropout(x, rate, is_training):
+  """Dropout with drop probability `rate`, only when training (stateless
+  inside `stateless_dropout_seed`): the kept entries are scaled by
+  `1 / (1 - rate)` in x's dtype, as `tf.nn.dropout` does."""
+  if not is_training or not rate:
+    return x
+  scaled = x * tf.constant(1.0 / (1.0 - rate), x.dtype)
+  return tf.where(_keep_mask(x, rate), scaled, tf.zeros([], x.dtype))
 
 
 def _dense(x, units, kernel_initializer, name, activation=None):
@@ -348,17 +369,21 @@ def head_projection(h, d_model, n_head, d_head, kernel_initializer, name):
   d_head]` (no bias).
 
   Args:
-    h: Tensor `[len, bsz, d_model]`.
+    h: Tensor `[len, bsz, d_model]`, or a list of such Tensors: each is
+      projected with the one kernel and the results are concatenated on the
+      time axis.
 
   Returns:
-    Tensor `[len, bsz, n_head, d_head]`.
+    Tensor `[len, bsz, n_head, d_head]` (len summed over a list).
   """
-  kernel = _variable(f"{name}/kernel", [d_model, n_head, d_head], h.dtype,
-                     kernel_initializer)
-  return tf.einsum("ibh,hnd->ibnd", h, kernel)
+  parts = h if isinstance(h, (list, tuple)) else [h]
+  kernel = _variable(f"{name}/kernel", [d_model, n_head, d_head],
+                     parts[0].dtype, kernel_initializer)
+  heads = [tf.einsum("ibh,hnd->ibnd", x, kernel) for x in parts]
+  return heads[0] if len(heads) == 1 else tf.concat(heads, 0)
 
 
-def _masked_softmax(score, attn_mask, dropatt, is_training):
+def _masked_softmax(score, attn_mask):
   """Softmax over the key axis after pushing masked scores far down.
 
   The mask is applied in the scores' dtype, the softmax runs in float32.
@@ -366,16 +391,43 @@ def _masked_softmax(score, attn_mask, dropatt, is_training):
   Args:
     score: float Tensor `[..., qlen, klen]` (any float dtype).
     attn_mask: Tensor broadcastable to `score` (1 = may not attend) or None.
+
+  Returns:
+    float32 attention probabilities of `score`'s shape.
+  """
+  if attn_mask is not None:
+    score -= _mask_value(score.dtype) * tf.cast(attn_mask, score.dtype)
+  return tf.nn.softmax(tf.cast(score, tf.float32), axis=-1)
+
+
+def _attend(prob, v_head, dropatt, is_training):
+  """The attention output: dropout of the probabilities, then their
+  weighted sum of the values.
+
+  In float32, dropout's `1 / (1 - dropatt)` scale multiplies the output
+  instead of the probabilities: a tensor klen / d_head times smaller, so one
+  pass less over the largest tensor of the layer forward and one backward.
+  In a lower precision the probabilities are scaled in float32 before their
+  cast, as the scale itself would round (1/0.9 is 1.109 in bfloat16).
+
+  Args:
+    prob: float32 Tensor `[bsz, n_head, rows, klen]`.
+    v_head: Tensor `[klen, bsz, n_head, d_head]`.
     dropatt: dropout rate of the probabilities.
     is_training: bool.
 
   Returns:
-    float32 attention probabilities of `score`'s shape, after dropout.
+    Tensor `[rows, bsz, n_head, d_head]` of v_head's dtype.
   """
-  if attn_mask is not None:
-    score -= _mask_value(score.dtype) * tf.cast(attn_mask, score.dtype)
-  prob = tf.nn.softmax(tf.cast(score, tf.float32), axis=-1)
-  return _dropout(prob, dropatt, is_training)
+  fold_scale = bool(is_training and dropatt) and v_head.dtype == tf.float32
+  if fold_scale:
+    prob = tf.where(_keep_mask(prob, dropatt), prob, tf.zeros([], prob.dtype))
+  else:
+    prob = _dropout(prob, dropatt, is_training)
+  attn_vec = tf.einsum("bnij,jbnd->ibnd", tf.cast(prob, v_head.dtype), v_head)
+  if fold_scale:
+    attn_vec *= 1.0 / (1.0 - dropatt)
+  return attn_vec
 
 
 def _mask_value(dtype):
@@ -529,8 +581,8 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, seg_embed, seg_mat,
   score = ac + bd
   if seg_mat is not None:
     score += _segment_scores(q_s[0], seg_embed, seg_mat)
-  prob = _masked_softmax(score, attn_mask, dropatt, is_training)
-  return tf.einsum("bnij,jbnd->ibnd", tf.cast(prob, v_head_h.dtype), v_head_h)
+  return _attend(_masked_softmax(score, attn_mask), v_head_h, dropatt,
+                 is_training)
 
 
 def post_attention(h, attn_vec, d_model, n_head, d_head, dropout, is_training,
@@ -569,12 +621,17 @@ def _key_heads(h, r, mems, d_model, n_head, d_head, kernel_initializer):
     (k `[klen, bsz, n_head, d_head]`, v `[klen, bsz, n_head, d_head]`,
      k_r `[rlen, nb, n_head, d_head]`).
   """
-  cat = h
+  # The memory rows are projected apart from h's rather than concatenated
+  # before the projection: they get no gradient, and the projection of a
+  # concatenation would compute the input gradient of every memory row too
+  # (3/7 of that product at mem 384, seq 512).
+  rows = [h]
   if mems is not None:
-    cat = tf.concat([tf.stop_gradient(tf.cast(mems, h.dtype)), h], 0)
+    rows.insert(0, tf.stop_gradient(tf.cast(mems, h.dtype)))
+
   return tuple(
       head_projection(x, d_model, n_head, d_head, kernel_initializer, name)
-      for x, name in ((cat, "k"), (cat, "v"), (r, "r")))
+      for x, name in ((rows, "k"), (rows, "v"), (r, "r")))
 
 
 def rel_multihead_attn(h, r, r_w_bias, r_r_bias, seg_mat, r_s_bias,
@@ -1103,9 +1160,8 @@ def multihead_attn(q, k, v, attn_mask, d_model, n_head, d_head, dropout,
     score = tf.einsum("ibnd,jbnd->bnij", q_head * scale, k_head)
     if attn_mask is not None:
       attn_mask = tf.transpose(attn_mask, [2, 3, 0, 1])
-    prob = _masked_softmax(score, attn_mask, dropatt, is_training)
-    attn_vec = tf.einsum("bnij,jbnd->ibnd", tf.cast(prob, v_head.dtype),
-                         v_head)
+    attn_vec = _attend(_masked_softmax(score, attn_mask), v_head, dropatt,
+                       is_training)
     return post_attention(q, attn_vec, d_model, n_head, d_head, dropout,
                           is_training, kernel_initializer, residual=residual)
 

@@ -764,6 +764,59 @@ def test_create_run_config_finetune_and_pretrain():
   assert evaluation.for_training(True) == resolved
 
 
+# ------------------------------------------------------------- dropout
+
+
+def _drop_fraction_ok(kept, rate):
+  """Whether the dropped share of `kept` is within 4.5 sigma of `rate`."""
+  sigma = np.sqrt(rate * (1 - rate) / kept.size)
+  return abs((1 - kept.mean()) - rate) < 4.5 * sigma
+
+
+@pytest.mark.parametrize("seeded", [False, True])
+def test_dropout_zeroes_at_rate_and_scales_the_rest(seeded):
+  """Each entry is dropped with probability `rate`; the others are divided
+  by 1 - rate, stateless inside stateless_dropout_seed or not."""
+  rate = 0.3
+  x = np.random.default_rng(4).normal(size=[40, 50, 6]).astype(np.float32)
+  with tf.Graph().as_default():
+    tf.compat.v1.set_random_seed(1)
+    if seeded:
+      with modeling.stateless_dropout_seed(tf.constant([5, 6])):
+        out = modeling._dropout(tf.constant(x), rate, True)
+    else:
+      out = modeling._dropout(tf.constant(x), rate, True)
+    with tf.compat.v1.Session() as sess:
+      got = sess.run(out)
+  kept = got != 0
+  np.testing.assert_allclose(got[kept], x[kept] / (1 - rate), rtol=1e-6)
+  assert _drop_fraction_ok(kept, rate), 1 - kept.mean()
+
+
+@pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])
+def test_attention_dropout_scales_the_kept_probabilities(dtype):
+  """With values that are one-hot rows (v[j] = e_j), the attention output
+  is the dropped-out probability matrix itself: each entry is 0 or
+  prob / (1 - dropatt), whether the scale is folded into the output
+  (float32) or applied to the probabilities (bfloat16)."""
+  rate, bsz, n_head, rows, klen = 0.25, 2, 3, 50, 40
+  logits = np.random.default_rng(5).normal(size=[bsz, n_head, rows, klen])
+  prob = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+  prob = prob.astype(np.float32)
+  one_hot = np.broadcast_to(np.eye(klen, dtype=np.float32)[:, None, None],
+                            [klen, bsz, n_head, klen])
+  with tf.Graph().as_default():
+    with modeling.stateless_dropout_seed(tf.constant([7, 8])):
+      out = modeling._attend(tf.constant(prob),
+                             tf.cast(tf.constant(one_hot), dtype), rate, True)
+    with tf.compat.v1.Session() as sess:
+      got = sess.run(tf.cast(out, tf.float32)).transpose(1, 2, 0, 3)
+  kept = got != 0
+  rtol = 1e-6 if dtype == tf.float32 else 2.0 ** -8
+  np.testing.assert_allclose(got[kept], prob[kept] / (1 - rate), rtol=rtol)
+  assert _drop_fraction_ok(kept, rate), 1 - kept.mean()
+
+
 # ------------------------------------------------------------- heads
 
 
