@@ -243,8 +243,14 @@ def input_tensors(inputs):
   return feeds, [tf.constant(m) for m in inputs["mems"]]
 
 
-def build_step(sizes, inputs, precision, jit, model=modeling):
+def build_step(sizes, inputs, precision, jit, model=modeling,
+               byte_masks=False):
   """One forward + backward + SGD step in the default graph.
+
+  Our model draws its dropout masks as the trainer does: stateless, from a
+  seed that changes every step (drawn here by a stateful op, which also
+  keeps grappler from folding the masks into constants), with
+  `byte_masks` as the trainer sets it on the CPU without XLA.
 
   Args:
     sizes: dict of model sizes.
@@ -252,6 +258,7 @@ def build_step(sizes, inputs, precision, jit, model=modeling):
     precision: "fp32", "bf16" or "fp16" ("fp32" for the release's model).
     jit: if True, the step runs in `tf.function(jit_compile=True)`.
     model: our `xlnet.modeling` or the release's modeling module.
+    byte_masks: passed to `modeling.stateless_dropout_seed` (ours only).
 
   Returns:
     (step op or tensor to run, scalar float32 loss).
@@ -264,8 +271,13 @@ def build_step(sizes, inputs, precision, jit, model=modeling):
                     "fp16": {"use_fp16": True}}.get(precision, {})
 
   def loss_fn():
-    return tf.reduce_mean(model_loss(model, sizes, feeds, mems, initializer,
-                                     FLAGS.dropout, **precision_args))
+    if model is not modeling:
+      return tf.reduce_mean(model_loss(model, sizes, feeds, mems,
+                                       initializer, FLAGS.dropout))
+    seed = tf.random.uniform([2], maxval=2 ** 31 - 1, dtype=tf.int32)
+    with modeling.stateless_dropout_seed(seed, byte_masks=byte_masks):
+      return tf.reduce_mean(model_loss(model, sizes, feeds, mems, initializer,
+                                       FLAGS.dropout, **precision_args))
 
   def step_fn():
     loss = loss_fn()
@@ -329,8 +341,10 @@ class Variant:
     self.graph = tf.Graph()
     with self.graph.as_default():
       tf.compat.v1.set_random_seed(0)
+      # The trainer's choice on the CPU: byte masks unless XLA compiles.
+      byte_masks = not compiler and not tf.config.list_physical_devices("GPU")
       self.step, _ = build_step(sizes, inputs, precision, compiler == "jit",
-                                model)
+                                model, byte_masks)
       init = tf.compat.v1.global_variables_initializer()
     self.sess = tf.compat.v1.Session(
         graph=self.graph, config=session_config(compiler))

@@ -773,24 +773,65 @@ def _drop_fraction_ok(kept, rate):
   return abs((1 - kept.mean()) - rate) < 4.5 * sigma
 
 
-@pytest.mark.parametrize("seeded", [False, True])
-def test_dropout_zeroes_at_rate_and_scales_the_rest(seeded):
+@pytest.mark.parametrize("masks", ["stateful", "stateless", "bytes"])
+def test_dropout_zeroes_at_rate_and_scales_the_rest(masks):
   """Each entry is dropped with probability `rate`; the others are divided
-  by 1 - rate, stateless inside stateless_dropout_seed or not."""
+  by 1 - rate, stateless inside stateless_dropout_seed or not, with byte
+  masks or uniform ones."""
   rate = 0.3
   x = np.random.default_rng(4).normal(size=[40, 50, 6]).astype(np.float32)
   with tf.Graph().as_default():
     tf.compat.v1.set_random_seed(1)
-    if seeded:
-      with modeling.stateless_dropout_seed(tf.constant([5, 6])):
-        out = modeling._dropout(tf.constant(x), rate, True)
-    else:
+    if masks == "stateful":
       out = modeling._dropout(tf.constant(x), rate, True)
+    else:
+      with modeling.stateless_dropout_seed(tf.constant([5, 6]),
+                                           byte_masks=masks == "bytes"):
+        out = modeling._dropout(tf.constant(x), rate, True)
     with tf.compat.v1.Session() as sess:
       got = sess.run(out)
   kept = got != 0
   np.testing.assert_allclose(got[kept], x[kept] / (1 - rate), rtol=1e-6)
   assert _drop_fraction_ok(kept, rate), 1 - kept.mean()
+
+
+def _byte_mask_draws(rate, shape, seeds):
+  """Keep masks of `_keep_mask` with byte masks, one per seed."""
+  with tf.Graph().as_default():
+    x = tf.zeros(shape)
+    masks = []
+    for seed in seeds:
+      with modeling.stateless_dropout_seed(tf.constant(seed),
+                                           byte_masks=True):
+        masks.append(modeling._keep_mask(x, rate))
+    with tf.compat.v1.Session() as sess:
+      return sess.run(masks)
+
+
+def test_byte_masks_drop_with_the_uniform_draws_probability():
+  """A float32 uniform u (23 random bits) drops when u < rate. The byte
+  masks must drop with the same probability, which for this rate is
+  1.5 / 256: 1/256 from entries whose first 8 bits decide, 0.5/256 from the
+  entries their 15 extra bits decide (wrong handling of those shifts the
+  count by 50 sigma). Independent: adjacent entries drop together with
+  probability p^2 (one 32-bit word feeds four entries)."""
+  rate = 1.5 / 256  # exactly representable: threshold 2^15 + 2^14
+  p = rate
+  n = 2 ** 22
+  (keep,) = _byte_mask_draws(rate, [n], [[3, 4]])
+  drop = ~keep
+  sigma = np.sqrt(n * p * (1 - p))
+  assert abs(drop.sum() - n * p) < 4.5 * sigma, (drop.sum(), n * p)
+  pairs = drop[:-1] & drop[1:]
+  assert abs(pairs.sum() - (n - 1) * p * p) < 4.5 * np.sqrt(n * p * p) + 1
+
+
+def test_byte_masks_are_a_function_of_the_seed():
+  """The same seed gives the same mask, another seed another one."""
+  first, again, other = _byte_mask_draws(0.1, [64, 300],
+                                         [[1, 2], [1, 2], [1, 3]])
+  np.testing.assert_array_equal(first, again)
+  assert (first != other).mean() > 0.1
 
 
 @pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])

@@ -116,6 +116,14 @@ def ensure_cpu_devices(n):
                      "running any TensorFlow op") from None
 
 
+def runs_on_cpu(strategy):
+  """Whether the strategy's replicas compute on the CPU: not a TPU strategy
+  and no GPU visible to this process."""
+  on_tpu = (isinstance(strategy, tf.distribute.TPUStrategy) or
+            "TPU" in type(strategy).__name__)
+  return not on_tpu and not tf.config.list_physical_devices("GPU")
+
+
 def is_chief(strategy):
   """Whether this process writes checkpoints, logs and summaries."""
   resolver = getattr(strategy, "cluster_resolver", None)

@@ -86,6 +86,10 @@ class Trainer:
     # on the seed alone, not on what the process did before.
     tf.random.set_seed(self.seed)
     self.use_xla = train.use_xla
+    # Dropout masks from fewer random bits (modeling._byte_keep_mask): same
+    # distribution, faster on the CPU; their shapes depend on the data, which
+    # XLA and TPUs do not allow, and on a GPU the random numbers are cheap.
+    self.byte_masks = not self.use_xla and strategies.runs_on_cpu(strategy)
     self.adam = optimizer_lib.AdamState(optimizer, train)
     self.chief = strategies.is_chief(strategy)
     self.worker = strategies.worker_index(strategy)
@@ -175,7 +179,8 @@ class Trainer:
     the float32 gradients are divided by it again.
     """
     with tf.GradientTape() as tape:
-      with modeling.stateless_dropout_seed(self._dropout_seed(step, micro)):
+      with modeling.stateless_dropout_seed(self._dropout_seed(step, micro),
+                                           byte_masks=self.byte_masks):
         loss, new_mems, _ = self._template(features, mems, True)
       scaling = self.adam.loss_scaling
       scale = self.adam.loss_scale.read_value() if scaling else None
