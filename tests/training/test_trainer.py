@@ -131,6 +131,17 @@ def test_xla_step_equals_the_plain_step(tmp_path):
   _weights_close(xla.state_values(), plain.state_values())
 
 
+@pytest.mark.skipif(bool(tf.config.list_physical_devices("GPU")),
+                    reason="the CPU's choice")
+def test_cpu_trainer_draws_byte_dropout_masks_unless_xla(tmp_path):
+  """On the CPU the trainer draws dropout masks from bytes
+  (modeling._byte_keep_mask), except under XLA, which needs static shapes."""
+  FL = fx.tiny_flags()
+  assert fx.make_trainer(FL, 1, tmp_path / "plain").byte_masks
+  assert fx.make_trainer(FL, 2, tmp_path / "mirrored").byte_masks
+  assert not fx.make_trainer(FL, 1, tmp_path / "xla", use_xla=True).byte_masks
+
+
 def _graph_loss(FL, weights, batch, mems):
   """Loss and new memories of `batch` with explicit `mems`, in a graph-mode
   model loaded with `weights` (an independent build of the same model)."""
