@@ -109,8 +109,10 @@ def stateless_dropout_seed(seed, byte_masks=False):
 def _keep_mask(x, rate):
   """Which entries of x dropout keeps: True with probability `1 - rate`.
 
-  The uniform numbers are drawn in x's dtype, as `tf.nn.dropout` draws them;
-  inside `stateless_dropout_seed` they are a pure function of its seed.
+  An entry is kept when a uniform number drawn in x's dtype is `>= rate`,
+  as in `tf.nn.dropout`. Inside `stateless_dropout_seed` the draws are a pure
+  function of its seed, and with its `byte_masks` a float32 mask comes from
+  `_byte_keep_mask`, which has the same distribution.
 
   Args:
     x: float Tensor of any shape.
