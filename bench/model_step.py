@@ -54,6 +54,7 @@ Configs (each with its own default input sizes; `--seq_len` etc. override):
   tiny:  configs/xlnet_tiny.json sizes; seq 128, mem 64, batch 8, 20 targets.
 """
 import collections
+import contextlib
 import os
 import sys
 import time
@@ -75,6 +76,7 @@ from bench import release_compat  # noqa: E402
 from xlnet import cli  # noqa: E402
 from xlnet import io_utils  # noqa: E402
 from xlnet import modeling  # noqa: E402
+from xlnet.training import strategies  # noqa: E402
 
 CONFIGS = {
     "base2": dict(sizes=dict(n_layer=2, d_model=768, n_head=12, d_head=64,
@@ -271,11 +273,11 @@ def build_step(sizes, inputs, precision, jit, model=modeling,
                     "fp16": {"use_fp16": True}}.get(precision, {})
 
   def loss_fn():
-    if model is not modeling:
-      return tf.reduce_mean(model_loss(model, sizes, feeds, mems,
-                                       initializer, FLAGS.dropout))
-    seed = tf.random.uniform([2], maxval=2 ** 31 - 1, dtype=tf.int32)
-    with modeling.stateless_dropout_seed(seed, byte_masks=byte_masks):
+    masks = contextlib.nullcontext()
+    if model is modeling:
+      seed = tf.random.uniform([2], maxval=2 ** 31 - 1, dtype=tf.int32)
+      masks = modeling.stateless_dropout_seed(seed, byte_masks=byte_masks)
+    with masks:
       return tf.reduce_mean(model_loss(model, sizes, feeds, mems, initializer,
                                        FLAGS.dropout, **precision_args))
 
@@ -342,7 +344,8 @@ class Variant:
     with self.graph.as_default():
       tf.compat.v1.set_random_seed(0)
       # The trainer's choice on the CPU: byte masks unless XLA compiles.
-      byte_masks = not compiler and not tf.config.list_physical_devices("GPU")
+      byte_masks = not compiler and strategies.runs_on_cpu(
+          tf.distribute.get_strategy())
       self.step, _ = build_step(sizes, inputs, precision, compiler == "jit",
                                 model, byte_masks)
       init = tf.compat.v1.global_variables_initializer()

@@ -181,8 +181,13 @@ def _dropout(x, rate, is_training):
   `1 / (1 - rate)` in x's dtype, as `tf.nn.dropout` does."""
   if not is_training or not rate:
     return x
-  scaled = x * tf.constant(1.0 / (1.0 - rate), x.dtype)
-  return tf.where(_keep_mask(x, rate), scaled, tf.zeros([], x.dtype))
+  return _zero_dropped(x * tf.constant(1.0 / (1.0 - rate), x.dtype), rate)
+
+
+def _zero_dropped(x, rate):
+  """x with the entries dropout drops (probability `rate`) set to 0, the
+  others unchanged."""
+  return tf.where(_keep_mask(x, rate), x, tf.zeros([], x.dtype))
 
 
 def _dense(x, units, kernel_initializer, name, activation=None):
@@ -470,7 +475,7 @@ def _attend(prob, v_head, dropatt, is_training):
   """
   fold_scale = bool(is_training and dropatt) and v_head.dtype == tf.float32
   if fold_scale:
-    prob = tf.where(_keep_mask(prob, dropatt), prob, tf.zeros([], prob.dtype))
+    prob = _zero_dropped(prob, dropatt)
   else:
     prob = _dropout(prob, dropatt, is_training)
   attn_vec = tf.einsum("bnij,jbnd->ibnd", tf.cast(prob, v_head.dtype), v_head)
