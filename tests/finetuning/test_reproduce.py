@@ -367,10 +367,13 @@ def test_glue_table_resumes_after_a_kill(tmp_path, model):
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
       env=ENV)
   second_model = os.path.join(work, "sts-b", "model")
+  # A published checkpoint, not the `.tmp-` bundle a save writes first (a
+  # kill then leaves nothing to resume from: the rerun starts afresh).
+  published = re.compile(r"^model\.ckpt-\d+\.index$")
   deadline = time.time() + 300
   while time.time() < deadline and not (
       os.path.isdir(second_model) and
-      any(n.endswith(".index") for n in os.listdir(second_model))):
+      any(published.match(n) for n in os.listdir(second_model))):
     time.sleep(0.05)
   proc.send_signal(signal.SIGKILL)
   seen = proc.communicate(timeout=60)[0]
