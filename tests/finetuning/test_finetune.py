@@ -125,6 +125,49 @@ def test_regression_learns_a_counting_score(tmp_path, pretrained):
   assert float(results["eval_pearsonr"]) > 0.6, results
 
 
+def test_a_model_dir_keeps_the_summary_its_head_was_trained_with(
+    tmp_path, pretrained):
+  """Fine-tuning records how its head pools (head.json, read by the
+  export); resuming, evaluating or predicting with another --summary_type
+  is a one-line error naming the flag, not a silently different model."""
+  data = tmp_path / "data"
+  data.mkdir()
+  rows = [(i % 2, " ".join(WORDS[i % 5:i % 5 + 4])) for i in range(16)]
+  for split in ("train", "dev"):
+    _tsv(data / f"{split}.tsv", rows)
+  args = _classifier_args(pretrained, tmp_path, data, "--label_list=0,1")
+  short = [a for a in args if not a.startswith(("--train_steps",
+                                                "--iterations"))]
+  _run(short + ["--train_steps=2", "--iterations=1", "--summary_type=mean"])
+  model_dir = tmp_path / "finetuned"
+  assert json.loads((model_dir / "head.json").read_text()) == {
+      "summary_type": "mean", "use_summ_proj": True}
+
+  def refused(args):
+    proc = subprocess.run([sys.executable, *args],
+                          capture_output=True, text=True, cwd=REPO,
+                          timeout=600,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert proc.returncode != 0
+    return proc.stderr.strip().splitlines()[-1]
+
+  resumed = refused(short + ["--train_steps=4", "--iterations=1"])  # "last"
+  assert resumed.startswith(
+      f"run_classifier.py: error: --summary_type=last but {model_dir} was "
+      "trained "
+      f"with --summary_type=mean ({model_dir / 'head.json'}): its head pools "
+      "the sequence that way; rerun with --summary_type=mean"), resumed
+  evaluated = [a for a in short if a != "--do_train"]
+  for extra, flag in ((["--summary_type=first"], "--summary_type=first"),
+                      (["--summary_type=mean", "--use_summ_proj=false"],
+                       "--use_summ_proj=False")):
+    line = refused(evaluated + extra)
+    assert line.startswith(f"run_classifier.py: error: {flag} but "
+                           f"{model_dir} was trained with "), line
+  _run(evaluated + ["--summary_type=mean"])
+  assert "eval_accuracy" in _results(tmp_path)
+
+
 def _scale_fn(features, is_training):
   """outputs = x * w for a variable w (to be read from a checkpoint)."""
   del is_training

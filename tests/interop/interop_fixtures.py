@@ -62,27 +62,33 @@ def features(kind, bsz=2, seq_len=7, seed=0):
   return out
 
 
-def build(kind, xlnet_config, feats):
+def build(kind, xlnet_config, feats, summary=("last", True)):
   """Our outputs of `kind`'s head on numpy `feats` (a dict of tensors):
-  the programs' graph builders with dropout off."""
+  the programs' graph builders with dropout off; `summary` is the
+  (summary_type, use_summ_proj) of a classification, regression or RACE
+  head."""
   t = {k: tf.constant(v) for k, v in feats.items()}
   if kind in ("classification", "regression"):
     n_class = N_CLASS if kind == "classification" else None
-    return {"logits": classifier_logits(xlnet_config, feats, n_class, TASK)}
+    return {"logits": classifier_logits(xlnet_config, feats, n_class, TASK,
+                                        summary)}
   if kind == "race":
-    return {"logits": race_heads.get_race_logits(xlnet_config, RUN, t)}
+    return {"logits": race_heads.get_race_logits(xlnet_config, RUN, t,
+                                                 *summary)}
   if kind == "squad":
     return squad_heads.get_qa_outputs(xlnet_config, RUN, t)
   return lm_outputs(xlnet_config, feats)
 
 
-def classifier_logits(xlnet_config, feats, n_class, task):
+def classifier_logits(xlnet_config, feats, n_class, task,
+                      summary=("last", True)):
   """The classification (`n_class`) or regression (None) head's logits."""
   t = {k: tf.constant(v) for k, v in feats.items()}
   label = tf.zeros(tf.shape(t["input_ids"])[:1],
                    tf.int32 if n_class else tf.float32)
   return classifier_heads.get_head_outputs(
-      xlnet_config, RUN, dict(t, label_ids=label), n_class, task)["logits"]
+      xlnet_config, RUN, dict(t, label_ids=label), n_class, task,
+      summary_type=summary[0], use_summ_proj=summary[1])["logits"]
 
 
 def lm_outputs(xlnet_config, feats, mems=None, mem_len=None):
@@ -111,15 +117,17 @@ def lm_outputs(xlnet_config, feats, mems=None, mem_len=None):
   return out
 
 
-def random_checkpoint(directory, kind, seed=0, **overrides):
-  """A checkpoint of `kind`'s model with random weights.
+def random_checkpoint(directory, kind, seed=0, summary=("last", True),
+                      **overrides):
+  """A checkpoint of `kind`'s model (its head pooling by `summary`, see
+  `build`) with random weights; `overrides` change the XLNetConfig.
 
   Returns:
     (prefix, config path, XLNetConfig, {name: value}).
   """
   config_path, xlnet_config = write_config(directory, **overrides)
   with tf.Graph().as_default():
-    build(kind, xlnet_config, features(kind))
+    build(kind, xlnet_config, features(kind), summary)
     shapes = {v.op.name: v.shape.as_list()
               for v in tf.compat.v1.global_variables()}
   rng = np.random.RandomState(seed)

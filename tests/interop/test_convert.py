@@ -113,6 +113,116 @@ def test_saved_model_equals_the_heads_predictions(tmp_path, kind):
                                  err_msg=name)
 
 
+def _record_head(prefix, summary_type, use_summ_proj=True):
+  """head.json beside `prefix`, as a fine-tuning run writes it
+  (docs/interop.md)."""
+  with open(os.path.join(os.path.dirname(prefix), "head.json"), "w") as f:
+    json.dump({"summary_type": summary_type,
+               "use_summ_proj": use_summ_proj}, f)
+
+
+@pytest.mark.eager
+@pytest.mark.parametrize("kind,summary", [
+    ("classification", ("mean", True)), ("regression", ("first", False)),
+    ("race", ("mean", False)), ("classification", ("attn", True))])
+def test_saved_model_pools_as_the_head_was_fine_tuned(tmp_path, kind,
+                                                      summary):
+  """The summary type comes from the head.json fine-tuning wrote beside
+  the checkpoint, the projection from the checkpoint's variables: the
+  SavedModel gives the graph builders' outputs with that summary, not
+  those of the default "last" with a projection."""
+  prefix, _, config, _ = fx.random_checkpoint(str(tmp_path / "ckpt"), kind,
+                                              summary=summary)
+  _record_head(prefix, *summary)
+  out = str(tmp_path / "serving")
+  saved_model.export_saved_model(prefix, config, out, _task(kind))
+  serve = tf.saved_model.load(out).signatures["serving_default"]
+  feats = fx.features(kind)
+  ours = fx.run_ours(prefix, lambda: fx.build(kind, config, feats, summary))
+  got = serve(**{k: tf.constant(v) for k, v in feats.items()})["logits"]
+  np.testing.assert_allclose(got.numpy(), ours["logits"], atol=1e-5)
+  with tf.Graph().as_default():  # what "last" would have given
+    last = fx.build(kind, config, feats)["logits"]
+    names = {v.op.name for v in tf.compat.v1.global_variables()}
+    if names <= set(dict(tf.train.list_variables(prefix))):
+      with tf.compat.v1.Session() as sess:
+        tf.compat.v1.train.Saver().restore(sess, prefix)
+        assert np.max(np.abs(sess.run(last) - ours["logits"])) > 1e-3
+
+
+def test_summary_type_from_the_record_the_flag_or_the_variables(tmp_path):
+  """HF's config.json says how the head pools; a --summary_type that
+  contradicts head.json or the checkpoint's variables is one line, and an
+  'attn' summary (which HF lacks) is refused for HF."""
+  prefix, _, config, _ = fx.random_checkpoint(
+      str(tmp_path / "mean"), "classification", summary=("mean", True))
+
+  def hf_summary(out, **kwargs):
+    hf_export.export_hf(prefix, config, fx.SPIECE, str(tmp_path / out),
+                        fx.TASK, **kwargs)
+    with open(tmp_path / out / "config.json") as f:
+      hf = json.load(f)
+    return hf["summary_type"], hf["summary_use_proj"]
+
+  assert hf_summary("no_record") == ("last", True)  # nothing says otherwise
+  assert hf_summary("flag", summary_type="mean") == ("mean", True)
+  _record_head(prefix, "mean")
+  assert hf_summary("recorded") == ("mean", True)
+  out = str(tmp_path / "out")
+  _refused(hf_export.export_hf, prefix, config, fx.SPIECE, output=out,
+           task_name=fx.TASK, summary_type="last",
+           match=r"^--summary_type=last but .*head.json records "
+           "summary_type=mean, the one the head was fine-tuned with$")
+
+  attn, _, config, _ = fx.random_checkpoint(
+      str(tmp_path / "attn"), "classification", summary=("attn", True))
+  _refused(saved_model.export_saved_model, attn, config, output=out,
+           match=r"summary_type=last but the checkpoint holds the 'attn' "
+           r"summary's model/sequnece_summary/summary_bias; pass "
+           r"--summary_type=attn$")
+  _refused(hf_export.export_hf, attn, config, fx.SPIECE, output=out,
+           summary_type="attn", match="HF's XLNet has no 'attn' sequence "
+           "summary .* export this head with --to=saved_model$")
+  _refused(saved_model.export_saved_model, prefix, config, output=out,
+           summary_type="attn", match=r"^--summary_type=attn but ")
+  os.remove(os.path.join(os.path.dirname(prefix), "head.json"))
+  _refused(saved_model.export_saved_model, prefix, config, output=out,
+           summary_type="attn", match="summary_type=attn but the checkpoint "
+           "lacks the 'attn' summary's model/sequnece_summary/summary_bias$")
+
+
+def test_hf_import_records_how_the_head_pools(tmp_path):
+  """An HF classifier pooling by "mean" comes back as a checkpoint whose
+  head.json says so, and goes to HF again as "mean"; HF's "cls_index" is
+  our "last"; a summary we lack is one line."""
+  prefix, _, config, _ = fx.random_checkpoint(
+      str(tmp_path / "ckpt"), "classification", summary=("mean", True))
+  _record_head(prefix, "mean")
+  hf_dir = str(tmp_path / "hf")
+  hf_export.export_hf(prefix, config, fx.SPIECE, hf_dir, fx.TASK)
+  back = hf_import.import_hf(hf_dir, str(tmp_path / "back"))
+  with open(os.path.join(os.path.dirname(back), "head.json")) as f:
+    assert json.load(f) == {"summary_type": "mean", "use_summ_proj": True}
+  again = str(tmp_path / "again")
+  hf_export.export_hf(back, config, fx.SPIECE, again, fx.TASK)
+  with open(os.path.join(again, "config.json")) as f:
+    assert json.load(f)["summary_type"] == "mean"
+
+  config_path = os.path.join(hf_dir, "config.json")
+  with open(config_path) as f:
+    hf = json.load(f)
+  for summary_type, expected in (("cls_index", "last"), ("first", "first")):
+    with open(config_path, "w") as f:
+      json.dump(dict(hf, summary_type=summary_type), f)
+    out = hf_import.import_hf(hf_dir, str(tmp_path / summary_type))
+    with open(os.path.join(os.path.dirname(out), "head.json")) as f:
+      assert json.load(f)["summary_type"] == expected
+  with open(config_path, "w") as f:
+    json.dump(dict(hf, summary_type="attn"), f)
+  _refused(hf_import.import_hf, hf_dir, output=str(tmp_path / "out"),
+           match="summary_type 'attn' has no equivalent here")
+
+
 def _program(*args):
   proc = subprocess.run(
       [sys.executable, os.path.join(fx.REPO, "convert_checkpoint.py"),

@@ -23,15 +23,16 @@ pytestmark = pytest.mark.interop
 TOL = 1e-4
 
 
-def _export(tmp_path, kind, **overrides):
-  """A random checkpoint of `kind` exported; returns (HF dir, prefix,
-  XLNetConfig)."""
+def _export(tmp_path, kind, summary=("last", True), **overrides):
+  """A random checkpoint of `kind` (its head pooling by `summary`, see
+  `fx.build`) exported; returns (HF dir, prefix, XLNetConfig)."""
   prefix, _, xlnet_config, _ = fx.random_checkpoint(
-      str(tmp_path / "ckpt"), kind, **overrides)
+      str(tmp_path / "ckpt"), kind, summary=summary, **overrides)
   out = str(tmp_path / "hf")
   hf_export.export_hf(prefix, xlnet_config, fx.SPIECE, out,
                       task_name=fx.TASK if kind in (
-                          "classification", "regression") else None)
+                          "classification", "regression") else None,
+                      summary_type=summary[0])
   return out, prefix, xlnet_config
 
 
@@ -81,11 +82,17 @@ def test_lm_hidden_states_and_logits_with_memories(tmp_path, untie_r):
     _close(ours_mem, theirs_mem)
 
 
-@pytest.mark.parametrize("kind", ["classification", "regression", "race"])
-def test_summary_heads(tmp_path, kind):
-  hf_dir, prefix, config = _export(tmp_path, kind)
+@pytest.mark.parametrize("kind,summary", [
+    ("classification", ("last", True)), ("regression", ("last", True)),
+    ("race", ("last", True)), ("classification", ("mean", True)),
+    ("classification", ("first", False)), ("race", ("mean", True))])
+def test_summary_heads(tmp_path, kind, summary):
+  """Each summary HF has (ours: "last", "first", "mean"), with and without
+  the projection."""
+  hf_dir, prefix, config = _export(tmp_path, kind, summary)
   feats = fx.features(kind)
-  ours = fx.run_ours(prefix, lambda: fx.build(kind, config, feats))["logits"]
+  ours = fx.run_ours(prefix, lambda: fx.build(kind, config, feats,
+                                              summary))["logits"]
   if kind == "race":
     model = transformers.XLNetForMultipleChoice.from_pretrained(hf_dir)
     theirs_in = {k: v.reshape(v.shape[0], 4, -1)

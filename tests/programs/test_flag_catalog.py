@@ -318,6 +318,7 @@ CONVERT_CHECKPOINT = {
     "model_config_path": ("string", None),
     "output_dir": ("string", None),
     "spiece_model_file": ("string", None),
+    "summary_type": ("string enum", None),
     "task_name": ("string", None),
     "to": ("string enum", None),
     "uncased": ("bool", False),
@@ -354,7 +355,7 @@ HELP_DIGESTS = {
     "spm_train.py": "5a7a05bafc11bef9",
     "reproduce.py": "c479c35b5251ef56",
     "model_utils.py": "581c583b41329fda",
-    "convert_checkpoint.py": "d010cb0f4ce29fde",
+    "convert_checkpoint.py": "0cf2fca7e02ba747",
     "scripts/demo_report.py": "fa3b202534fe40c9",
     "scripts/get_demo_corpus.py": "eb098fd9a4b6bc31",
 }

@@ -13,6 +13,7 @@ the optimizer, batch layout, checkpoints, loop and devices come from
 same functions.
 """
 import functools
+import os
 
 from xlnet.data import prepro_utils
 from xlnet.finetuning import classifier_task
@@ -23,6 +24,14 @@ from xlnet.finetuning import race_task
 from xlnet.finetuning import race_utils
 from xlnet.finetuning import squad_task
 from xlnet.finetuning import squad_utils
+from xlnet.training import checkpoint_io
+
+
+def _check_head(model, model_dirs):
+  """`finetune.check_head` of each directory whose checkpoints this run
+  evaluates or predicts with."""
+  for model_dir in model_dirs:
+    finetune.check_head(model_dir, model.head_record())
 
 
 def run_classifier(task, model, engine, do_train=False, do_eval=False,
@@ -74,7 +83,13 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
     out["train"] = classifier_task.train(
         engine, classifier_utils.input_fn_builder(
             train_file, task.max_seq_length, True, processor.is_regression,
-            shuffle_buffer=task.shuffle_buffer, seed=task.seed), head)
+            shuffle_buffer=task.shuffle_buffer, seed=task.seed), head,
+        model.head_record())
+  _check_head(model, [engine.model_dir] if do_eval else [])
+  if do_predict:
+    _check_head(model, [os.path.dirname(checkpoint_io.resolve_checkpoint(
+        task.predict_ckpt, "--predict_ckpt"))] if task.predict_ckpt else
+                [engine.model_dir])
   if do_eval:
     out["eval"] = classifier_task.evaluate(task, engine, processor,
                                            *eval_records, head)
@@ -150,9 +165,11 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
         [path], spec, is_training=True, drop_remainder=True,
         shuffle_buffer=task.shuffle_buffer, seed=task.seed)
     finetune.train(engine, input_fn, race_task.loss_fn(model),
-                   allow_missing=race_task.NEW_VARIABLE_PATTERNS)
+                   allow_missing=race_task.NEW_VARIABLE_PATTERNS,
+                   head=model.head_record())
   if not do_eval:
     return None
+  _check_head(model, [engine.model_dir])
   examples, path = race_task.prepro(task, sp_model, task.eval_split)
   results = race_task.predict(task, model, engine, qa_records.make_input_fn(
       [path], spec, is_training=False, drop_remainder=False))

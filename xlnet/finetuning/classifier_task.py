@@ -211,7 +211,7 @@ def write_predictions(predict_dir, task, guids, logits, label_list,
 ################################################################################
 # The calls into the shared training engine.
 ################################################################################
-def train(engine, input_fn, head):
+def train(engine, input_fn, head, head_record):
   """Fine-tunes the model into engine.model_dir (see `finetune.train`):
   resumes from model_dir, else starts from init_checkpoint, whose lack of
   the new head (`classifier_heads.NEW_VARIABLE_PATTERNS`) is expected.
@@ -221,10 +221,12 @@ def train(engine, input_fn, head):
     input_fn: `input_fn(params)` of `classifier_utils.input_fn_builder`.
     head: `head(features, is_training)` -> dict of
       `classifier_heads.get_head_outputs` (see `head_fn`).
+    head_record: `ModelConfig.head_record()`, recorded in model_dir.
   """
   return finetune.train(
       engine, input_fn, lambda f, is_training: head(f, is_training)[
-          "total_loss"], allow_missing=classifier_heads.NEW_VARIABLE_PATTERNS)
+          "total_loss"], allow_missing=classifier_heads.NEW_VARIABLE_PATTERNS,
+      head=head_record)
 
 
 def run_inference(engine, checkpoint, input_fn, head, batch_size):

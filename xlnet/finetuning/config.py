@@ -18,6 +18,12 @@ from xlnet import model as model_lib
 from xlnet.training import config as train_config_lib
 
 
+# What a fine-tuned model_dir records of its summary head
+# (`ModelConfig.head_record()`): kept by a resumed run, compared by
+# evaluation and prediction, read by the export (docs/interop.md).
+HEAD_FILE = "head.json"
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
   """The backbone every head is built on, and how it pools a sequence.
@@ -44,6 +50,12 @@ class ModelConfig:
   use_fp16: bool = False
   summary_type: str = "last"
   use_summ_proj: bool = True
+
+  def head_record(self):
+    """How a summary head pools a sequence (dict flag name -> value): what
+    a model_dir records in `HEAD_FILE`."""
+    return {"summary_type": self.summary_type,
+            "use_summ_proj": self.use_summ_proj}
 
   def run_config(self, is_training):
     """The backbone's `RunConfig` (no memory, no permutation)."""

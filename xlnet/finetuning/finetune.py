@@ -20,10 +20,13 @@ programs resolve the release's batch flags (global with `--use_tpu`, per
 GPU otherwise) into them once (`xlnet/flags/finetuning.py`).
 """
 
+import os
+
 from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from xlnet.finetuning import config as finetuning_config
 from xlnet.training import predictor as predictor_lib
 from xlnet.training import progress
 from xlnet.training import strategies
@@ -67,7 +70,36 @@ def log_line(step, mean_loss, out):
                                   "gnorm": out["gnorm"]})
 
 
-def train(run, input_fn, loss_fn, allow_missing=()):
+_HEAD_WHY = "its head pools the sequence that way"
+
+
+def check_head(model_dir, head):
+  """Refuses to evaluate or predict with a head that pools the sequence
+  otherwise than the one `model_dir` was trained with (its
+  `config.HEAD_FILE`).
+
+  Args:
+    model_dir: the fine-tuned run's directory.
+    head: `ModelConfig.head_record()` of this run, or None (no summary).
+
+  Raises:
+    ValueError: one line naming the flag whose value differs.
+  """
+  if head:
+    train_state.compare_run_record(
+        os.path.join(model_dir, finetuning_config.HEAD_FILE), head, model_dir,
+        _HEAD_WHY)
+
+
+def _record_head(model_dir, head, resuming):
+  """Records `head` in model_dir (see `check_head`); a resumed run must
+  keep it."""
+  if head:
+    train_state.check_run_record(model_dir, finetuning_config.HEAD_FILE, head,
+                                 resuming, _HEAD_WHY)
+
+
+def train(run, input_fn, loss_fn, allow_missing=(), head=None):
   """Fine-tunes until `run.optimizer.train_steps`, resuming from
   `run.model_dir`.
 
@@ -79,6 +111,8 @@ def train(run, input_fn, loss_fn, allow_missing=()):
     loss_fn: `loss_fn(features, is_training)` -> float32 scalar loss.
     allow_missing: regular expressions of variables `init_checkpoint` may
       lack (the task's new head).
+    head: `ModelConfig.head_record()` of a head that summarizes the
+      sequence (recorded in model_dir, kept by a resumed run), or None.
 
   Returns:
     list of (step, loss) of the steps this run made.
@@ -91,10 +125,13 @@ def train(run, input_fn, loss_fn, allow_missing=()):
   """
   if use_estimator(run.device):
     with run_lock.hold(run.model_dir):
+      _record_head(run.model_dir, head, bool(
+          checkpoint_io.list_checkpoints(run.model_dir)))
       return _estimator_train(run, input_fn, loss_fn, allow_missing)
   strategy = strategy_for(run.device, run.layout.num_core_per_host)
   with run_lock.hold(run.model_dir, strategies.is_chief(strategy)):
-    return _engine_train(run, strategy, input_fn, loss_fn, allow_missing)
+    return _engine_train(run, strategy, input_fn, loss_fn, allow_missing,
+                         head)
 
 
 def batch_layout_record(layout, use_tpu):
@@ -115,7 +152,7 @@ def _per_replica(layout, strategy, use_tpu):
   return layout.bsz_per_core
 
 
-def _engine_train(run, strategy, input_fn, loss_fn, allow_missing):
+def _engine_train(run, strategy, input_fn, loss_fn, allow_missing, head):
   """`train` on the engine, with the run lock held."""
   model_dir, layout = run.model_dir, run.layout
   resume = checkpoint_io.find_resume_checkpoint(model_dir)
@@ -131,6 +168,7 @@ def _engine_train(run, strategy, input_fn, loss_fn, allow_missing):
     train_state.check_batch_layout(
         model_dir, batch_layout_record(layout, run.device.use_tpu),
         resume is not None)
+    _record_head(model_dir, head, resume is not None)
 
   def dataset_fn(context):
     dataset = input_fn({"batch_size": per_replica, "input_context": context})

@@ -561,6 +561,12 @@ def define_convert_flags(flag_values=flags.FLAGS):
   flags.DEFINE_bool("is_regression", None,
                     "With --task_name: take the regression (true) or the "
                     "classification (false) head.", **fv)
+  flags.DEFINE_enum("summary_type", None, ["last", "first", "mean", "attn"],
+                    "--to=hf, saved_model: how the classification, "
+                    "regression or RACE head pools the sequence, as "
+                    "fine-tuned (default: what the checkpoint's directory "
+                    "records in head.json, else 'last'; HF has no 'attn').",
+                    **fv)
 
 
 def define_demo_report_flags(flag_values=flags.FLAGS):

@@ -33,12 +33,12 @@ def main(unused_argv):
     _require(f, "spiece_model_file")
     arch = hf_export.export_hf(
         f.checkpoint, xlnet_config, f.spiece_model_file, f.output_dir,
-        f.task_name, f.is_regression, f.uncased)
+        f.task_name, f.is_regression, f.uncased, f.summary_type)
     logging.info("wrote %s as %s", f.output_dir, arch)
   else:
     kind = saved_model.export_saved_model(
         f.checkpoint, xlnet_config, f.output_dir, f.task_name,
-        f.is_regression)
+        f.is_regression, f.summary_type)
     logging.info("wrote the %s SavedModel %s", kind, f.output_dir)
 
 

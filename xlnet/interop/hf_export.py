@@ -15,10 +15,12 @@ from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 
 from xlnet.data import prepro_utils
+from xlnet.finetuning import config as finetuning_config
 from xlnet.interop import hf_names
 from xlnet.interop import output_dir as output_dir_lib
 from xlnet.training import checkpoint_io
 from xlnet.training import checkpoint_tools
+from xlnet.training import train_state
 
 # HF's name of each of our activations: the release's GELU is the tanh form.
 HF_ACTIVATION = {"gelu": "gelu_new", "relu": "relu"}
@@ -35,6 +37,48 @@ def read_model_weights(checkpoint):
   names = [n for n, _ in tf.train.list_variables(prefix)
            if not checkpoint_tools.is_model_state(n)]
   return checkpoint_io.read_tensors(prefix, names)
+
+
+# The heads that pool the sequence (`modeling.summarize_sequence`).
+SUMMARY_KINDS = ("classification", "regression", "race")
+_ATTN_SUMMARY = "model/sequnece_summary/summary_bias"
+_SUMMARY_PROJ = "model/sequnece_summary/summary/kernel"
+
+
+def summary_settings(prefix, names, kind, summary_type=None):
+  """How the checkpoint's head pools the sequence.
+
+  Args:
+    prefix: the checkpoint prefix.
+    names: its variable names.
+    kind: the head (`choose_head`).
+    summary_type: --summary_type, or None: what the checkpoint's directory
+      records (`finetuning/config.HEAD_FILE`, written by fine-tuning), else
+      "last" (the fine-tuning programs' default).
+
+  Returns:
+    (summary_type, use_summ_proj), or None for a head without a summary.
+
+  Raises:
+    ValueError: one line when --summary_type contradicts the record or the
+      checkpoint's variables.
+  """
+  if kind not in SUMMARY_KINDS:
+    return None
+  path = os.path.join(os.path.dirname(prefix), finetuning_config.HEAD_FILE)
+  recorded = (train_state.read_run_record(path) or {}).get("summary_type")
+  if summary_type and recorded and summary_type != recorded:
+    raise ValueError(f"--summary_type={summary_type} but {path} records "
+                     f"summary_type={recorded}, the one the head was "
+                     "fine-tuned with")
+  chosen = summary_type or recorded or "last"
+  if (_ATTN_SUMMARY in names) != (chosen == "attn"):
+    raise ValueError(
+        f"--checkpoint={prefix}: summary_type={chosen} but the checkpoint "
+        + ("holds" if chosen != "attn" else "lacks")
+        + f" the 'attn' summary's {_ATTN_SUMMARY}"
+        + ("; pass --summary_type=attn" if chosen != "attn" else ""))
+  return chosen, _SUMMARY_PROJ in names
 
 
 def check_hf_sizes(xlnet_config):
@@ -108,7 +152,7 @@ def digit_comma_pieces(spiece_model_file):
           if prepro_utils.ends_with_digit_comma(p)]
 
 
-def hf_config(xlnet_config, kind, scope, n_class, ids, use_summ_proj):
+def hf_config(xlnet_config, kind, scope, n_class, ids, summary):
   """config.json of the exported model (a dict).
 
   Args:
@@ -116,8 +160,10 @@ def hf_config(xlnet_config, kind, scope, n_class, ids, use_summ_proj):
     kind, scope: the head (`choose_head`).
     n_class: classes of a classification head (else None).
     ids: `special_ids`.
-    use_summ_proj: whether the checkpoint holds the summary projection.
+    summary: `summary_settings`; None for a head without a summary
+      (written as "last" without a projection, which HF does not read).
   """
+  summary_type, use_summ_proj = summary or ("last", False)
   c = xlnet_config
   config = {
       "model_type": "xlnet", "architectures": [hf_names.HEADS[kind][0]],
@@ -128,8 +174,11 @@ def hf_config(xlnet_config, kind, scope, n_class, ids, use_summ_proj):
       "layer_norm_eps": LAYER_NORM_EPS, "dropout": 0.1, "mem_len": None,
       "reuse_len": None, "use_mems_eval": True, "use_mems_train": False,
       "bi_data": False, "clamp_len": -1, "same_length": False,
-      "summary_type": "last", "summary_use_proj": use_summ_proj,
-      "summary_activation": "tanh", "summary_last_dropout": 0.1,
+      "summary_type": summary_type, "summary_use_proj": use_summ_proj,
+      # HF applies the activation with or without the projection; ours is
+      # the projection's ("linear": none; HF's config refuses None).
+      "summary_activation": "tanh" if use_summ_proj else "linear",
+      "summary_last_dropout": 0.1,
       "start_n_top": BEAM, "end_n_top": BEAM, "tie_word_embeddings": True,
       "pad_token_id": ids["<pad>"], "bos_token_id": ids["<s>"],
       "eos_token_id": ids["</s>"],
@@ -168,7 +217,8 @@ def _write_json(path, value):
 
 
 def export_hf(checkpoint, xlnet_config, spiece_model_file, output_dir,
-              task_name=None, is_regression=None, uncased=False):
+              task_name=None, is_regression=None, uncased=False,
+              summary_type=None):
   """Writes a checkpoint as a HuggingFace XLNet directory.
 
   Args:
@@ -178,6 +228,7 @@ def export_hf(checkpoint, xlnet_config, spiece_model_file, output_dir,
     output_dir: a new (or empty) directory; written whole or not at all.
     task_name, is_regression: which head (`choose_head`).
     uncased: the model lower-cases its text.
+    summary_type: how a summary head pools (`summary_settings`).
 
   Returns:
     the HF architecture written (e.g. "XLNetForQuestionAnswering").
@@ -188,9 +239,16 @@ def export_hf(checkpoint, xlnet_config, spiece_model_file, output_dir,
   output_dir_lib.check_output_dir(output_dir)
   check_hf_sizes(xlnet_config)
   ids = special_ids(spiece_model_file)
-  values = read_model_weights(checkpoint)
+  prefix = checkpoint_io.resolve_checkpoint(checkpoint, "--checkpoint")
+  values = read_model_weights(prefix)
   kind, scope = choose_head(hf_names.find_heads(values), task_name,
                             is_regression)
+  summary = summary_settings(prefix, values, kind, summary_type)
+  if summary and summary[0] == "attn":
+    raise ValueError(
+        "HF's XLNet has no 'attn' sequence summary (its SequenceSummary "
+        "raises NotImplementedError for it): export this head with "
+        "--to=saved_model")
   tensors = hf_names.tf_to_hf(values, kind, scope, xlnet_config.n_layer)
   embedding = tensors["transformer.word_embedding.weight"]
   if embedding.shape[0] != xlnet_config.n_token:
@@ -199,8 +257,7 @@ def export_hf(checkpoint, xlnet_config, spiece_model_file, output_dir,
                      " rows")
   n_class = (tensors["logits_proj.weight"].shape[0]
              if kind == "classification" else None)
-  config = hf_config(xlnet_config, kind, scope, n_class, ids,
-                     "sequence_summary.summary.weight" in tensors)
+  config = hf_config(xlnet_config, kind, scope, n_class, ids, summary)
   digit_comma = digit_comma_pieces(spiece_model_file)
   if digit_comma:
     logging.warning(

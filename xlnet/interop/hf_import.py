@@ -5,9 +5,13 @@ import json
 import os
 import shutil
 
+from absl import logging
 from safetensors import numpy as safetensors_numpy
 
+from xlnet import io_utils
 from xlnet import model as model_lib
+from xlnet.finetuning import config as finetuning_config
+from xlnet.interop import hf_export
 from xlnet.interop import hf_names
 from xlnet.interop import output_dir as output_dir_lib
 from xlnet.training import checkpoint_io
@@ -82,6 +86,36 @@ def head_of(config, task_name, path):
   return kind, f"{kind}_{task.lower()}"
 
 
+# HF's sequence summaries and ours: "cls_index" without an index (as the
+# sequence classifier and multiple-choice models call it) takes the last
+# position, our "last".
+_SUMMARY_TYPE = {"last": "last", "cls_index": "last", "first": "first",
+                 "mean": "mean"}
+
+
+def head_record_of(config, kind, path):
+  """What a fine-tuned model_dir records of a summary head
+  (`ModelConfig.head_record()`) for the HF config's head, or None when the
+  head has no summary."""
+  if kind not in hf_export.SUMMARY_KINDS:
+    return None
+  summary_type = config.get("summary_type", "last")
+  if summary_type not in _SUMMARY_TYPE:
+    raise ValueError(f"{path}: summary_type {summary_type!r} has no "
+                     f"equivalent here (expected one of "
+                     f"{sorted(_SUMMARY_TYPE)})")
+  use_proj = bool(config.get("summary_use_proj", True))
+  activation = config.get("summary_activation", "tanh")
+  if (activation == "tanh") != use_proj or activation not in (
+      "tanh", "linear", "", None):
+    raise ValueError(
+        f"{path}: summary_activation {activation!r} with summary_use_proj "
+        f"{use_proj} has no equivalent here (ours: a tanh projection, or "
+        "neither)")
+  return {"summary_type": _SUMMARY_TYPE[summary_type],
+          "use_summ_proj": use_proj}
+
+
 def read_hf_weights(hf_dir):
   """{HF name: np.ndarray} of `model.safetensors` (or its shards), else of
   `pytorch_model.bin` when PyTorch is installed."""
@@ -143,6 +177,7 @@ def import_hf(hf_dir, output_dir, task_name=None):
   config = read_hf_config(hf_dir)
   xlnet_config = xlnet_config_of(config, config_path)
   kind, scope = head_of(config, task_name, config_path)
+  head = head_record_of(config, kind, config_path)
   spiece = os.path.join(hf_dir, "spiece.model")
   if not os.path.isfile(spiece):
     raise ValueError(f"--checkpoint={hf_dir}: no spiece.model")
@@ -159,4 +194,12 @@ def import_hf(hf_dir, output_dir, task_name=None):
         os.path.join(tmp, checkpoint_io.CKPT_BASENAME), values)
     xlnet_config.to_json(os.path.join(tmp, "xlnet_config.json"))
     shutil.copyfile(spiece, os.path.join(tmp, "spiece.model"))
+    if head:
+      io_utils.atomic_write(os.path.join(tmp, finetuning_config.HEAD_FILE),
+                            json.dumps(head, sort_keys=True) + "\n")
+  if head and head != {"summary_type": "last", "use_summ_proj": True}:
+    logging.warning(
+        "the head pools with --summary_type=%s --use_summ_proj=%s: give "
+        "those flags to the fine-tuning programs that load it",
+        head["summary_type"], head["use_summ_proj"])
   return os.path.join(output_dir, os.path.basename(prefix))

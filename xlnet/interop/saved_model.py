@@ -46,8 +46,10 @@ def _placeholders(kind):
   return inputs
 
 
-def _outputs(kind, scope, n_class, xlnet_config, inputs, has_lm_bias):
-  """The head's output tensors (a dict) on `inputs`."""
+def _outputs(kind, scope, n_class, xlnet_config, inputs, has_lm_bias,
+             summary):
+  """The head's output tensors (a dict) on `inputs`; `summary` is
+  `hf_export.summary_settings`."""
   if kind in ("classification", "regression"):
     label_dtype = tf.int32 if kind == "classification" else tf.float32
     features = dict(inputs, label_ids=tf.zeros(
@@ -55,14 +57,15 @@ def _outputs(kind, scope, n_class, xlnet_config, inputs, has_lm_bias):
     task = scope.split("_", 1)[1]
     out = classifier_heads.get_head_outputs(
         xlnet_config, _SERVING_RUN, features, n_class, task,
-        cls_scope=task if kind == "classification" else None)
+        cls_scope=task if kind == "classification" else None,
+        summary_type=summary[0], use_summ_proj=summary[1])
     logits = out["logits"]
     if kind == "regression":
       return {"logits": logits}
     return {"logits": logits, "probabilities": tf.nn.softmax(logits)}
   if kind == "race":
-    return {"logits": race_heads.get_race_logits(xlnet_config, _SERVING_RUN,
-                                                 inputs)}
+    return {"logits": race_heads.get_race_logits(
+        xlnet_config, _SERVING_RUN, inputs, *summary)}
   if kind == "squad":
     return squad_heads.get_qa_outputs(xlnet_config, _SERVING_RUN, inputs)
   return _backbone_outputs(xlnet_config, inputs, has_lm_bias)
@@ -82,7 +85,7 @@ def _backbone_outputs(xlnet_config, inputs, has_lm_bias):
 
 
 def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
-                       is_regression=None):
+                       is_regression=None, summary_type=None):
   """Writes a checkpoint's model (one head, or the backbone) as a SavedModel.
 
   Args:
@@ -91,6 +94,7 @@ def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
     output_dir: a new (or empty) directory: the SavedModel (for TF Serving,
       a version folder such as `models/xlnet/1`); whole or not at all.
     task_name, is_regression: which head (`hf_export.choose_head`).
+    summary_type: how a summary head pools (`hf_export.summary_settings`).
 
   Returns:
     the head's kind ("classification", "regression", "race", "squad",
@@ -106,10 +110,11 @@ def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
                                       is_regression)
   n_class = (shapes[f"model/{scope}/logit/kernel"][1]
              if kind == "classification" else None)
+  summary = hf_export.summary_settings(prefix, shapes, kind, summary_type)
   with tf.Graph().as_default():
     inputs = _placeholders(kind)
     outputs = _outputs(kind, scope, n_class, xlnet_config, inputs,
-                       "model/lm_loss/bias" in shapes)
+                       "model/lm_loss/bias" in shapes, summary)
     variables = tf.compat.v1.global_variables()
     missing = [v.op.name for v in variables if v.op.name not in shapes]
     if missing:

@@ -5,7 +5,7 @@ writes the memories of its replicas (`mems/replica_{r}/layer_{i}`), so a
 resumed run continues each replica's memories. Checkpoints are written by
 name and atomically (`checkpoint_io`), and only at step boundaries.
 `check_batch_layout` keeps a resumed run on the batch layout its data
-position was counted in.
+position was counted in (`check_run_record`: any such settings).
 """
 import json
 import os
@@ -22,6 +22,63 @@ MEM_NAME = "mems/replica_{replica}/layer_{layer}"
 
 
 LAYOUT_FILE = "batch_layout.json"
+_LAYOUT_WHY = ("a resumed run continues the data where it stopped only with "
+               "the same batch layout")
+
+
+def read_run_record(path):
+  """The settings dict recorded at `path`, or None when there is none.
+
+  Raises:
+    ValueError: one line when the file is not valid JSON.
+  """
+  if not tf.io.gfile.exists(path):
+    return None
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      return json.load(f)
+  except ValueError as e:
+    raise ValueError(f"{path} is not valid JSON ({e})") from None
+
+
+def compare_run_record(path, record, model_dir, why):
+  """Raises unless every setting of `record` that `path` also records has
+  the recorded value (nothing recorded: nothing to compare).
+
+  Args:
+    path: the record file in `model_dir`.
+    record: dict flag name -> value of this run.
+    model_dir: named in the message.
+    why: why the recorded value must be kept (ends the message).
+
+  Raises:
+    ValueError: one line naming the first flag whose value differs.
+  """
+  saved = read_run_record(path) or {}
+  for name, value in record.items():
+    if name in saved and saved[name] != value:
+      raise ValueError(
+          f"--{name}={value} but {model_dir} was trained with "
+          f"--{name}={saved[name]} ({path}): {why}; rerun with "
+          f"--{name}={saved[name]} or use another --model_dir")
+
+
+def check_run_record(model_dir, file_name, record, resuming, why):
+  """Records settings of a run in `model_dir/file_name`; refuses to resume
+  with other values of them.
+
+  Args:
+    model_dir: the run's directory (the caller holds its run lock).
+    file_name: the record's file.
+    record: dict flag name -> JSON value.
+    resuming: whether the run resumes from a checkpoint of `model_dir` (a
+      fresh start records its own settings).
+    why: see `compare_run_record`.
+  """
+  path = os.path.join(model_dir, file_name)
+  if resuming:
+    compare_run_record(path, record, model_dir, why)
+  io_utils.atomic_write(path, json.dumps(record, sort_keys=True) + "\n")
 
 
 def check_batch_layout(model_dir, layout, resuming):
@@ -39,21 +96,7 @@ def check_batch_layout(model_dir, layout, resuming):
     ValueError: one line naming the first flag whose value differs from
       the recorded one.
   """
-  path = os.path.join(model_dir, LAYOUT_FILE)
-  if resuming and tf.io.gfile.exists(path):
-    try:
-      with tf.io.gfile.GFile(path) as f:
-        saved = json.load(f)
-    except ValueError as e:
-      raise ValueError(f"{path} is not valid JSON ({e})") from None
-    for name, value in layout.items():
-      if name in saved and saved[name] != value:
-        raise ValueError(
-            f"--{name}={value} but {model_dir} was trained with "
-            f"--{name}={saved[name]} ({path}): a resumed run continues the "
-            f"data where it stopped only with the same batch layout; rerun "
-            f"with --{name}={saved[name]} or use another --model_dir")
-  io_utils.atomic_write(path, json.dumps(layout, sort_keys=True) + "\n")
+  check_run_record(model_dir, LAYOUT_FILE, layout, resuming, _LAYOUT_WHY)
 
 
 class ShardedState:
