@@ -168,6 +168,27 @@ def test_a_model_dir_keeps_the_summary_its_head_was_trained_with(
   assert "eval_accuracy" in _results(tmp_path)
 
 
+def test_a_warning_when_init_checkpoint_pooled_otherwise(tmp_path, caplog):
+  """Starting a fine-tuning from a checkpoint whose directory records
+  another summary (an HF model converted back, or another run) is allowed
+  for a new head, and said in one warning; the same summary says
+  nothing."""
+  prefix = checkpoint_io.write_checkpoint(
+      str(tmp_path / "model.ckpt-1"), {"w": np.zeros([2], np.float32)})
+  (tmp_path / "head.json").write_text(
+      '{"summary_type": "mean", "use_summ_proj": true}')
+  caplog.set_level("WARNING")
+  finetune.warn_if_init_head_differs(
+      prefix, {"summary_type": "mean", "use_summ_proj": True})
+  assert not caplog.records
+  finetune.warn_if_init_head_differs(
+      str(tmp_path), {"summary_type": "last", "use_summ_proj": True})
+  assert [r.levelname for r in caplog.records] == ["WARNING"]
+  message = caplog.records[0].getMessage()
+  assert "was fine-tuned with {'summary_type': 'mean'" in message
+  assert "this run pools with {'summary_type': 'last'" in message
+
+
 def _scale_fn(features, is_training):
   """outputs = x * w for a variable w (to be read from a checkpoint)."""
   del is_training

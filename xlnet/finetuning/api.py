@@ -66,6 +66,8 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
     classifier_task.check_init_checkpoint(
         engine.checkpoint.init_checkpoint, task.max_seq_length, head,
         processor.is_regression)
+    finetune.warn_if_init_head_differs(engine.checkpoint.init_checkpoint,
+                                       model.head_record())
   prepare = functools.partial(
       classifier_utils.prepare_records, processor, task.data_dir,
       output_dir=task.output_dir, max_seq_length=task.max_seq_length,
@@ -160,6 +162,9 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
                                         "spiece_model_file")
   spec = race_utils.feature_spec(task.max_seq_length)
   if do_train:
+    if engine.checkpoint.init_checkpoint:
+      finetune.warn_if_init_head_differs(engine.checkpoint.init_checkpoint,
+                                         model.head_record())
     _, path = race_task.prepro(task, sp_model, "train")
     input_fn = qa_records.make_input_fn(
         [path], spec, is_training=True, drop_remainder=True,

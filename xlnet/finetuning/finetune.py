@@ -91,6 +91,22 @@ def check_head(model_dir, head):
         _HEAD_WHY)
 
 
+def warn_if_init_head_differs(init_checkpoint, head):
+  """Logs one warning when `init_checkpoint` comes from a directory whose
+  head.json records another summary than `head` (e.g. an HF model
+  converted with `--to=tf` that pools by "mean"): legitimate for a new
+  head, a silent change of function for a loaded one."""
+  prefix = checkpoint_io.resolve_checkpoint(init_checkpoint,
+                                          "--init_checkpoint")
+  recorded = train_state.read_run_record(os.path.join(
+      os.path.dirname(prefix), finetuning_config.HEAD_FILE))
+  if head and recorded and recorded != head:
+    logging.warning(
+        "--init_checkpoint=%s was fine-tuned with %s (its %s) but this run "
+        "pools with %s", init_checkpoint, recorded,
+        finetuning_config.HEAD_FILE, head)
+
+
 def _record_head(model_dir, head, resuming):
   """Records `head` in model_dir (see `check_head`); a resumed run must
   keep it."""
