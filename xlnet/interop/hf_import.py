@@ -162,7 +162,8 @@ def import_hf(hf_dir, output_dir, task_name=None):
     hf_dir: a directory with config.json, model.safetensors (or
       pytorch_model.bin) and spiece.model.
     output_dir: a new (or empty) directory; it receives `model.ckpt`,
-      `xlnet_config.json` and `spiece.model`, whole or not at all.
+      `xlnet_config.json`, `spiece.model` and, for a summary head,
+      `head.json` (`head_record_of`), whole or not at all.
     task_name: the TF scope of a sequence classification head (default:
       the config's `finetuning_task`).
 
