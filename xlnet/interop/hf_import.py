@@ -8,13 +8,13 @@ import shutil
 from absl import logging
 from safetensors import numpy as safetensors_numpy
 
-from xlnet import io_utils
 from xlnet import model as model_lib
 from xlnet.finetuning import config as finetuning_config
 from xlnet.interop import hf_export
 from xlnet.interop import hf_names
 from xlnet.interop import output_dir as output_dir_lib
 from xlnet.training import checkpoint_io
+from xlnet.training import train_state
 
 # Our activation of each HF activation name that computes exactly the same.
 TF_ACTIVATION = {"gelu_new": "gelu", "relu": "relu"}
@@ -196,9 +196,10 @@ def import_hf(hf_dir, output_dir, task_name=None):
     xlnet_config.to_json(os.path.join(tmp, "xlnet_config.json"))
     shutil.copyfile(spiece, os.path.join(tmp, "spiece.model"))
     if head:
-      io_utils.atomic_write(os.path.join(tmp, finetuning_config.HEAD_FILE),
-                            json.dumps(head, sort_keys=True) + "\n")
-  if head and head != {"summary_type": "last", "use_summ_proj": True}:
+      train_state.write_run_record(
+          os.path.join(tmp, finetuning_config.HEAD_FILE), head)
+  default = finetuning_config.ModelConfig(xlnet_config).head_record()
+  if head and head != default:
     logging.warning(
         "the head pools with --summary_type=%s --use_summ_proj=%s: give "
         "those flags to the fine-tuning programs that load it",

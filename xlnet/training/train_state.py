@@ -41,6 +41,11 @@ def read_run_record(path):
     raise ValueError(f"{path} is not valid JSON ({e})") from None
 
 
+def write_run_record(path, record):
+  """Writes a settings dict where `read_run_record` reads it, atomically."""
+  io_utils.atomic_write(path, json.dumps(record, sort_keys=True) + "\n")
+
+
 def compare_run_record(path, record, model_dir, why):
   """Raises unless every setting of `record` that `path` also records has
   the recorded value (nothing recorded: nothing to compare).
@@ -78,7 +83,7 @@ def check_run_record(model_dir, file_name, record, resuming, why):
   path = os.path.join(model_dir, file_name)
   if resuming:
     compare_run_record(path, record, model_dir, why)
-  io_utils.atomic_write(path, json.dumps(record, sort_keys=True) + "\n")
+  write_run_record(path, record)
 
 
 def check_batch_layout(model_dir, layout, resuming):
