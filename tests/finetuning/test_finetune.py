@@ -160,7 +160,11 @@ def test_a_model_dir_keeps_the_summary_its_head_was_trained_with(
   evaluated = [a for a in short if a != "--do_train"]
   for extra, flag in ((["--summary_type=first"], "--summary_type=first"),
                       (["--summary_type=mean", "--use_summ_proj=false"],
-                       "--use_summ_proj=False")):
+                       "--use_summ_proj=False"),
+                      (["--nodo_eval", "--do_predict",
+                        f"--predict_dir={tmp_path / 'predictions'}",
+                        f"--predict_ckpt={model_dir / 'model.ckpt-2'}"],
+                       "--summary_type=last")):
     line = refused(evaluated + extra)
     assert line.startswith(f"run_classifier.py: error: {flag} but "
                            f"{model_dir} was trained with "), line

@@ -27,13 +27,6 @@ from xlnet.finetuning import squad_utils
 from xlnet.training import checkpoint_io
 
 
-def _check_head(model, model_dirs):
-  """`finetune.check_head` of each directory whose checkpoints this run
-  evaluates or predicts with."""
-  for model_dir in model_dirs:
-    finetune.check_head(model_dir, model.head_record())
-
-
 def run_classifier(task, model, engine, do_train=False, do_eval=False,
                    do_predict=False):
   """Prepares the records, then fine-tunes, evaluates and predicts.
@@ -87,11 +80,15 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
             train_file, task.max_seq_length, True, processor.is_regression,
             shuffle_buffer=task.shuffle_buffer, seed=task.seed), head,
         model.head_record())
-  _check_head(model, [engine.model_dir] if do_eval else [])
+  # The checkpoints evaluated, or predicted with, pool as this run's head.
+  if do_eval:
+    finetune.check_head(engine.model_dir, model.head_record())
   if do_predict:
-    _check_head(model, [os.path.dirname(checkpoint_io.resolve_checkpoint(
-        task.predict_ckpt, "--predict_ckpt"))] if task.predict_ckpt else
-                [engine.model_dir])
+    ckpt_dir = engine.model_dir
+    if task.predict_ckpt:
+      ckpt_dir = os.path.dirname(checkpoint_io.resolve_checkpoint(
+          task.predict_ckpt, "--predict_ckpt"))
+    finetune.check_head(ckpt_dir, model.head_record())
   if do_eval:
     out["eval"] = classifier_task.evaluate(task, engine, processor,
                                            *eval_records, head)
@@ -174,7 +171,7 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
                    head=model.head_record())
   if not do_eval:
     return None
-  _check_head(model, [engine.model_dir])
+  finetune.check_head(engine.model_dir, model.head_record())
   examples, path = race_task.prepro(task, sp_model, task.eval_split)
   results = race_task.predict(task, model, engine, qa_records.make_input_fn(
       [path], spec, is_training=False, drop_remainder=False))
