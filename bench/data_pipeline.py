@@ -34,7 +34,6 @@ import resource
 import statistics
 import sys
 import sysconfig
-import tempfile
 import time
 
 from absl import app
@@ -44,6 +43,7 @@ import sentencepiece as spm
 import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench import scratch  # noqa: E402
 from xlnet.demo import demo_corpus  # noqa: E402
 from xlnet.data import example_proto  # noqa: E402
 from xlnet.data import input_pipeline  # noqa: E402
@@ -78,7 +78,8 @@ flags.DEFINE_integer("cores_per_host", 8, "Cores (GPUs/TPU cores) one host "
                      "feeds, for the consumption estimate.")
 flags.DEFINE_bool("extras", True, "Also the stages, the release's loops "
                   "and the input function.")
-flags.DEFINE_string("work_dir", None, "Scratch dir (default: a temp dir).")
+flags.DEFINE_string("work_dir", None,
+                    "Scratch dir, kept (default: a temp dir, removed at exit).")
 
 README = dict(bsz_per_host=32, num_core_per_host=16, seq_len=512,
               reuse_len=256, bi_data=True, mask_alpha=6, mask_beta=1,
@@ -427,8 +428,7 @@ def bench_input_fn(record_dir, n_batches):
 
 def main(_):
   tf.compat.v1.disable_eager_execution()
-  work = FLAGS.work_dir or tempfile.mkdtemp(prefix="xlnet-bench-")
-  os.makedirs(work, exist_ok=True)
+  work = scratch.scratch_dir(FLAGS.work_dir, "xlnet-bench-")
   paths, size, composition = make_corpus(work, FLAGS.corpus, FLAGS.mb)
   sp_path = spm_train.train_spm(
       demo_corpus.get_demo_corpus() if FLAGS.corpus == "novel"

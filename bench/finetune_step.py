@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,6 +22,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from bench import scratch  # noqa: E402
 from xlnet import classifier_heads  # noqa: E402
 from xlnet import model as model_lib  # noqa: E402
 from xlnet.finetuning import config as finetune_config  # noqa: E402
@@ -115,7 +115,7 @@ def main():
   parser.add_argument("--tasks", default="cls128,cls512,squad512")
   parser.add_argument("--use_xla", action="store_true")
   args = parser.parse_args()
-  work = tempfile.mkdtemp(prefix="xlnet-bench-finetune-")
+  work = scratch.scratch_dir(None, "xlnet-bench-finetune-")
   config_path = os.path.join(work, "config.json")
   with open(config_path, "w") as f:
     json.dump(dict(n_layer=args.n_layer, d_model=768, n_head=12, d_head=64,

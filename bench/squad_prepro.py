@@ -23,7 +23,6 @@ import random
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
 from absl import app
@@ -31,6 +30,7 @@ from absl import flags
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench import scratch  # noqa: E402
 from xlnet.demo import demo_corpus  # noqa: E402
 from xlnet.data import prepro_utils  # noqa: E402
 from xlnet.data import spm_train  # noqa: E402
@@ -50,7 +50,8 @@ flags.DEFINE_integer("baseline_questions", 300,
 flags.DEFINE_integer("model_steps", 0, "Timed training steps (0: skip).")
 flags.DEFINE_integer("model_layers", 12, "Layers of the step benchmark.")
 flags.DEFINE_integer("model_batch", 2, "Batch of the step benchmark.")
-flags.DEFINE_string("work_dir", None, "Scratch dir (default: a temp dir).")
+flags.DEFINE_string("work_dir", None,
+                    "Scratch dir, kept (default: a temp dir, removed at exit).")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -257,8 +258,7 @@ def prepro_figures():
 
 
 def main(_):
-  FLAGS.work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="squad-bench-")
-  os.makedirs(FLAGS.work_dir, exist_ok=True)
+  FLAGS.work_dir = scratch.scratch_dir(FLAGS.work_dir, "squad-bench-")
   if FLAGS.num_questions:
     prepro_figures()
   if FLAGS.model_steps:

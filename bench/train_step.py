@@ -31,6 +31,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from bench import scratch  # noqa: E402
 
 CONFIGS = {
     "tiny": dict(data=dict(seq_len=128, reuse_len=64, num_predict=20, bsz=8),
@@ -129,11 +130,13 @@ def main():
                       help="steps per log interval (3 intervals per run)")
   parser.add_argument("--variants",
                       default="one,two_devices,two_workers,accum2,xla")
-  parser.add_argument("--work_dir", default="/tmp/xlnet_bench_train_step")
+  parser.add_argument("--work_dir", default=None,
+                      help="scratch dir, kept (default: a temp dir, removed "
+                      "at exit)")
   parser.add_argument("--python", default=sys.executable)
   args = parser.parse_args()
   config = CONFIGS[args.config]
-  os.makedirs(args.work_dir, exist_ok=True)
+  args.work_dir = scratch.scratch_dir(args.work_dir, "xlnet-bench-train-")
   bsz = config["data"]["bsz"]
   records = {"one": write_records(args.work_dir, config, bsz, 1),
              "two": write_records(args.work_dir, config, bsz // 2, 2)}

@@ -19,10 +19,23 @@ want="$(sha256sum "$req" | cut -d' ' -f1)"
 if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.stamp" 2>/dev/null)" = "$want" ]; then
   echo "$venv/bin/python"; exit 0
 fi
-echo "[setup] creating $venv from requirements/$name.txt (first time only; TensorFlow is a large download)" >&2
 rm -rf "$venv"
+# What each environment takes on disk once installed, plus room for pip to
+# unpack wheels (GB): checked first, so a full disk is one line, not pip's.
+case "$name" in interop) need=5 ;; plot) need=1 ;; *) need=3 ;; esac
+mkdir -p "$root/.venvs"
+free="$(df -Pk "$root/.venvs" | awk 'NR == 2 {print int($4 / 1048576)}')"
+if [ "$free" -lt "$need" ]; then
+  echo "setup_env.sh: ${free} GB free on the disk of $root/.venvs; the '$name' environment needs about ${need} GB: free some space and run again" >&2
+  exit 1
+fi
+echo "[setup] creating $venv from requirements/$name.txt (first time only; TensorFlow is a large download)" >&2
+# A failed install leaves no half-built environment behind.
+trap 'rm -rf "$venv"' ERR
 "$py" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2 2>/dev/null || true
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" >&2
+pip_install=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir)
+"${pip_install[@]}" --upgrade pip >&2 2>/dev/null || true
+"${pip_install[@]}" -r "$req" >&2
+trap - ERR
 echo "$want" > "$venv/.stamp"
 echo "$venv/bin/python"

@@ -206,7 +206,7 @@ def test_hf_written_model_round_trips_bit_for_bit(tmp_path, kind):
     assert ours[name].tobytes() == value.tobytes(), name
 
 
-def test_ids_equal_on_every_line_of_a_novel():
+def test_ids_equal_on_every_line_of_a_novel(tmp_path):
   """The release splits a piece ending in digit + ',' ("1999," -> "1999"
   ","); HF's tokenizer has no such step, so the two differ only where the
   vocabulary holds such pieces (`hf_export.digit_comma_pieces`). The tests'
@@ -215,12 +215,11 @@ def test_ids_equal_on_every_line_of_a_novel():
   from tests import data_helpers  # pylint: disable=g-import-not-at-top
   import shutil  # pylint: disable=g-import-not-at-top
   import sentencepiece as spm  # pylint: disable=g-import-not-at-top
-  import tempfile  # pylint: disable=g-import-not-at-top
   spiece = data_helpers.train_tiny_spm()
   sp = spm.SentencePieceProcessor()
   sp.Load(spiece)
   assert hf_export.digit_comma_pieces(spiece) == []
-  out = tempfile.mkdtemp()
+  out = str(tmp_path)
   for name, value in hf_export.tokenizer_files(False).items():
     hf_export._write_json(os.path.join(out, name), value)  # pylint: disable=protected-access
   shutil.copyfile(spiece, os.path.join(out, "spiece.model"))
