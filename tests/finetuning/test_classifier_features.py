@@ -5,6 +5,7 @@ text "11 12 13" to the ids [11, 12, 13], so every expected list below can
 be read off the layout `A <sep> [B <sep>] <cls>` (<sep> = 4, <cls> = 3),
 left padding with id 0 (segment 4, mask 1).
 """
+import hashlib
 import json
 import os
 
@@ -196,7 +197,8 @@ def prepare(tmp_path, data_dir, **kwargs):
 def test_records_written_once_then_reused(tmp_path, monkeypatch):
   data_dir = sst2_dir(tmp_path)
   path, n = prepare(tmp_path, data_dir)
-  digest = cu.spiece_digest(data_helpers.train_tiny_spm())
+  with open(data_helpers.train_tiny_spm(), "rb") as f:
+    digest = hashlib.sha1(f.read()).hexdigest()
   assert os.path.basename(path) == (
       f"sst-2.train.len-16.spiece-1000-{digest[:8]}.tf_record")
   assert n == 2 and os.path.exists(path)

@@ -13,6 +13,7 @@ import pytest
 
 from xlnet.finetuning import classifier_datasets as cd
 from xlnet.finetuning import classifier_processors as cp
+from xlnet.finetuning import record_cache
 
 
 def write(path, text):
@@ -353,11 +354,11 @@ def test_table_signature_is_the_content_digest(tmp_path):
 
 
 def test_large_file_digest_is_streamed(tmp_path, monkeypatch):
-  monkeypatch.setattr(cp, "_DIGEST_CHUNK", 7)
+  monkeypatch.setattr(record_cache, "_DIGEST_CHUNK", 7)
   data = bytes(range(256)) * 5
   (tmp_path / "f").write_bytes(data)
   hasher = hashlib.sha1()
-  cp.update_digest(hasher, str(tmp_path / "f"))
+  record_cache.update_digest(hasher, str(tmp_path / "f"))
   assert hasher.hexdigest() == hashlib.sha1(data).hexdigest()
 
 

@@ -2,6 +2,7 @@
 handed to the engine, and evaluation with a stand-in for the engine."""
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -97,8 +98,10 @@ def test_train_input_and_eval_with_a_stand_in_engine(race, tmp_path,
 
   # Training records are reused; evaluation records are written again.
   names = sorted(os.listdir(tmp_path / "proc"))
-  assert names == ["spiece-1000.len-24.qa-8.middle-high.dev.tf_record",
-                   "spiece-1000.len-24.qa-8.middle-high.train.seed-7.tf_record"]
+  assert names == [
+      "spiece-1000.len-24.qa-8.middle-high.dev.tf_record",
+      "spiece-1000.len-24.qa-8.middle-high.train.seed-7.tf_record",
+      "spiece-1000.len-24.qa-8.middle-high.train.seed-7.tf_record.json"]
   os.utime(tmp_path / "proc" / names[1], ns=(1, 1))
   os.utime(tmp_path / "proc" / names[0], ns=(1, 1))
   api.run_race(**flags)
@@ -186,6 +189,66 @@ def test_training_uses_the_releases_records_when_ours_are_missing(race):
   os.rename(ours, release)
   _, path = race_task.prepro(flags["task"], sp_model, "train")
   assert path == release and not os.path.exists(ours)
+
+
+def test_training_records_follow_the_data_and_vocabulary(race, tmp_path,
+                                                         monkeypatch, caplog):
+  """The cached training records are keyed by the bytes of the RACE files
+  and of the SentencePiece model, not their names: a corrected answer (same
+  file size) or another model under the same name rebuilds them (one log
+  line saying what differs); an unchanged rerun reuses them."""
+  writes = []
+  write_records = qa_records.write_records
+  monkeypatch.setattr(qa_records, "write_records", lambda *a: (
+      writes.append(a[0]), write_records(*a))[1])
+  caplog.set_level("INFO")
+  vocab = tmp_path / "vocab" / "spiece.model"
+  vocab.parent.mkdir()
+  shutil.copyfile(train_tiny_spm(), vocab)
+
+  def prepare(output_dir="proc"):
+    task = race("--do_train", f"--spiece_model_file={vocab}",
+                f"--output_dir={tmp_path / output_dir}")["task"]
+    sp_model = prepro_utils.load_sp_model(str(vocab), "spiece_model_file")
+    _, path = race_task.prepro(task, sp_model, "train")
+    return path
+
+  path = prepare()
+  before = qa_fixtures.read_records(path)
+  caplog.clear()
+  assert prepare() == path and len(writes) == 1
+  assert "Reusing" in caplog.text
+  # Records without their key (an earlier version's, a killed run's).
+  os.remove(path + ".json")
+  caplog.clear()
+  assert prepare() == path and len(writes) == 2
+  assert "has no key file" in caplog.text
+  writes.clear()
+
+  edited = tmp_path / "RACE" / "train" / "high" / "1.txt"
+  content = json.loads(edited.read_text())
+  content["answers"][0] = "ABCD"[("ABCD".index(content["answers"][0]) + 1) % 4]
+  size = edited.stat().st_size
+  qa_fixtures.write_json(edited, content)
+  assert edited.stat().st_size == size
+  caplog.clear()
+  prepare()
+  assert len(writes) == 1
+  assert [r.getMessage() for r in caplog.records
+          if "rewriting" in r.getMessage()] == [
+              f"{path} was made from other data or settings (differing: "
+              "source); rewriting it"]
+  after = qa_fixtures.read_records(path)
+  assert after != before and after == qa_fixtures.read_records(
+      prepare("fresh-data"))
+
+  shutil.copyfile(train_tiny_spm(vocab_size=800), vocab)
+  caplog.clear()
+  prepare()
+  assert len(writes) == 3  # ours and the fresh ones above
+  assert "(differing: spiece_sha1); rewriting it" in caplog.text
+  assert qa_fixtures.read_records(path) == qa_fixtures.read_records(
+      prepare("fresh-vocab"))
 
 
 def test_levels_select_the_files(race, monkeypatch):

@@ -1,9 +1,11 @@
 """run_squad.py: flags, the release's scripts, sharded preprocessing, the
 training input handed to the engine, and prediction end to end with a
 stand-in for the engine."""
+import copy
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -62,10 +64,13 @@ def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
     api.run_squad(**squad["flags"]("--do_prepro", "--num_proc=2",
                                  f"--proc_id={proc_id}"))
   proc = squad["tmp"] / "proc"
-  paths = sorted(glob.glob(str(proc / "*")))
+  paths = sorted(glob.glob(str(proc / "*.tf_record")))
   assert [os.path.basename(p) for p in paths] == [
       f"train-v2.0.spiece-1000.slen-48.qlen-8.stride-12.train-{i}-of-2"
       ".seed-3.tf_record" for i in range(2)]
+  # Beside each shard, the key of what made it (record_cache).
+  assert sorted(glob.glob(str(proc / "*"))) == sorted(
+      paths + [p + ".json" for p in paths])
   # Together the shards hold every window of every question, once.
   flags = squad["flags"]("--do_prepro")
   paragraphs, examples, _ = squad_utils.read_squad_examples(squad["train"],
@@ -98,7 +103,8 @@ def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
 
   os.remove(paths[1])
   with pytest.raises(ValueError, match=r"training records of shard\(s\) "
-                     r"\[1\] of --num_proc=2 are missing"):
+                     r"\[1\] of --num_proc=2 are not ready \(shard 1 is "
+                     r"missing; expected .*train-1-of-2.seed-3.tf_record"):
     api.run_squad(**flags)
 
 
@@ -114,6 +120,93 @@ def test_training_writes_missing_records_itself(squad, monkeypatch):
   assert os.path.exists(path.replace(".seed-3.",
                                      ".seed-3.trim.keep-unaligned."))
   monkeypatch.undo()
+
+
+def _edit_first_question(squad, text):
+  """Rewrites --train_file (same name) with question p0q0 asking `text`."""
+  data = copy.deepcopy(squad["data"])
+  data[0]["paragraphs"][0]["qas"][0]["question"] = text
+  qa_fixtures.write_json(squad["train"], {"data": data})
+
+
+def _fresh_records(squad, tmp_name, *extra):
+  """The training records the current files and flags make in an empty
+  --output_dir (what a first run trains on)."""
+  out = squad["tmp"] / tmp_name
+  api.run_squad(**squad["flags"]("--do_prepro", f"--output_dir={out}",
+                                 *extra))
+  (path,) = glob.glob(str(out / "*.tf_record"))
+  return qa_fixtures.read_records(path)
+
+
+def test_training_records_follow_the_data_and_vocabulary(squad, monkeypatch,
+                                                         caplog):
+  """The cached records are keyed by the bytes of --train_file and of the
+  SentencePiece model, not their names: an edited file or another model
+  under the same name rebuilds them (one log line saying what differs); an
+  unchanged rerun reuses them."""
+  monkeypatch.setattr(finetune, "train", lambda *args, **kwargs: None)
+  writes = []
+  write_records = qa_records.write_records
+  monkeypatch.setattr(qa_records, "write_records", lambda *a: (
+      writes.append(a[0]), write_records(*a))[1])
+  caplog.set_level("INFO")
+  vocab = squad["tmp"] / "vocab" / "spiece.model"
+  vocab.parent.mkdir()
+  shutil.copyfile(train_tiny_spm(), vocab)
+  args = ("--do_train", f"--spiece_model_file={vocab}")
+  api.run_squad(**squad["flags"](*args))
+  (path,) = glob.glob(str(squad["tmp"] / "proc" / "*.tf_record"))
+  before = qa_fixtures.read_records(path)
+  assert len(writes) == 1
+
+  caplog.clear()
+  api.run_squad(**squad["flags"](*args))
+  api.run_squad(**squad["flags"]("--do_prepro", *args[1:]))
+  assert len(writes) == 1 and "Reusing" in caplog.text
+
+  _edit_first_question(squad, "Which school went over the river?")
+  caplog.clear()
+  api.run_squad(**squad["flags"](*args))
+  assert len(writes) == 2
+  assert [r.getMessage() for r in caplog.records
+          if "rewriting" in r.getMessage()] == [
+              f"{path} was made from other data or settings (differing: "
+              "train_file_sha1); rewriting it"]
+  after = qa_fixtures.read_records(path)
+  assert after != before and after == _fresh_records(squad, "fresh-data",
+                                                     *args[1:])
+
+  shutil.copyfile(train_tiny_spm(vocab_size=800), vocab)
+  caplog.clear()
+  api.run_squad(**squad["flags"](*args))
+  assert len(writes) == 4  # ours and the fresh ones above
+  assert "(differing: spiece_sha1); rewriting it" in caplog.text
+  assert qa_fixtures.read_records(path) == _fresh_records(
+      squad, "fresh-vocab", *args[1:])
+
+
+def test_shards_made_from_other_data_are_refused(squad, monkeypatch):
+  """Each shard of a sharded preprocessing records the digest of the
+  --train_file it read: training refuses a shard made before the file was
+  edited, instead of mixing two versions of the data."""
+  for proc_id in (0, 1):
+    api.run_squad(**squad["flags"]("--do_prepro", "--num_proc=2",
+                                   f"--proc_id={proc_id}"))
+  _edit_first_question(squad, "Which school went over the river?")
+  api.run_squad(**squad["flags"]("--do_prepro", "--num_proc=2",
+                                 "--proc_id=0"))
+  trained = []
+  monkeypatch.setattr(finetune, "train", lambda *a, **k: trained.append(1))
+  with pytest.raises(ValueError, match=r"shard\(s\) \[1\] of --num_proc=2 are "
+                     r"not ready \(shard 1 was made from other data or "
+                     r"settings \(differing: train_file_sha1\);"):
+    api.run_squad(**squad["flags"]("--do_train", "--num_proc=2"))
+  assert not trained
+  api.run_squad(**squad["flags"]("--do_prepro", "--num_proc=2",
+                                 "--proc_id=1"))
+  api.run_squad(**squad["flags"]("--do_train", "--num_proc=2"))
+  assert trained == [1]
 
 
 # The release's SQuAD record types (its FeatureWriter).
@@ -478,4 +571,5 @@ def test_prepro_script_runs_on_the_official_layout(tmp_path):
                TF_CPP_MIN_LOG_LEVEL="3"))
   names = sorted(os.listdir(tmp_path / "proc"))
   assert names == [f"train-v2.0.spiece.slen-128.qlen-64.stride-128.train-"
-                   f"{i}-of-2.seed-5.tf_record" for i in range(2)]
+                   f"{i}-of-2.seed-5.tf_record{key}" for i in range(2)
+                   for key in ("", ".json")]

@@ -15,6 +15,7 @@ from absl import logging
 import tensorflow as tf
 
 from xlnet.finetuning import classifier_processors
+from xlnet.finetuning import record_cache
 
 
 ################################################################################
@@ -241,7 +242,7 @@ class ImdbProcessor(classifier_processors.DataProcessor):
     hasher = hashlib.sha1()
     for label, name, path in files:
       hasher.update(f"{label}/{name}\0".encode())
-      classifier_processors.update_digest(hasher, path)
+      record_cache.update_digest(hasher, path)
       hasher.update(b"\0")
     return f"{len(files)} files, sha1 {hasher.hexdigest()}"
 

@@ -19,11 +19,12 @@ Every error about the data is a one-line ValueError naming the file, the
 line and what was expected.
 """
 import csv
-import hashlib
 import os
 
 from absl import logging
 import tensorflow as tf
+
+from xlnet.finetuning import record_cache
 
 SPLITS = ("train", "dev", "test")
 _DELIMITER_NAMES = {"\t": "tab", ",": "comma"}
@@ -170,25 +171,9 @@ def _require_file(path, data_dir, layout):
                      "not found")
 
 
-_DIGEST_CHUNK = 1 << 20
-
-
-def update_digest(hasher, path):
-  """Feeds the bytes of the file at `path` to `hasher` (a hashlib object),
-  1 MiB at a time, so that large files are digested in constant memory."""
-  with tf.io.gfile.GFile(path, "rb") as f:
-    while True:
-      chunk = f.read(_DIGEST_CHUNK)
-      if not chunk:
-        return
-      hasher.update(chunk)
-
-
 def _file_signature(path):
   """The file name of `path` and the sha1 (hex) of its bytes (one line)."""
-  hasher = hashlib.sha1()
-  update_digest(hasher, path)
-  return f"{os.path.basename(path)}\tsha1 {hasher.hexdigest()}"
+  return f"{os.path.basename(path)}\tsha1 {record_cache.file_digest(path)}"
 
 
 def read_rows(path, delimiter, quoting):

@@ -22,8 +22,6 @@ and prediction append fake examples (ids 0, mask 1, segment 0, label 0,
 `is_real_example` 0) so that every batch is full; they must be left out of
 metrics and predictions.
 """
-import hashlib
-import json
 import os
 import time
 
@@ -34,6 +32,7 @@ import tensorflow as tf
 from xlnet import io_utils
 from xlnet.data import prepro_utils
 from xlnet.data.prepro_utils import CLS_ID, SEP_ID
+from xlnet.finetuning import record_cache
 
 SEG_ID_A = 0
 SEG_ID_B = 1
@@ -227,12 +226,6 @@ def write_records(examples, label_list, max_seq_length, tokenize_fn, path):
   return total
 
 
-def spiece_digest(spiece_model_file):
-  """sha1 (hex) of the SentencePiece model file's bytes."""
-  with tf.io.gfile.GFile(spiece_model_file, "rb") as f:
-    return hashlib.sha1(f.read()).hexdigest()
-
-
 def record_path(output_dir, task, split, max_seq_length, spiece_model_file,
                 digest, uncased, shuffled=False):
   """`{output_dir}/{task}.{split}.len-{L}.{spm name}-{sha1[:8]}[.uncased]
@@ -263,17 +256,6 @@ def shuffle_examples(examples, seed):
   return [examples[i] for i in order]
 
 
-def _read_json(path):
-  """The JSON object at `path`, or None when missing or unreadable."""
-  if not tf.io.gfile.exists(path):
-    return None
-  try:
-    with tf.io.gfile.GFile(path) as f:
-      return json.load(f)
-  except (json.JSONDecodeError, UnicodeDecodeError):
-    return None
-
-
 def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
                     sp_model, spiece_model_file, uncased, overwrite=False,
                     shuffle_seed=None):
@@ -283,7 +265,7 @@ def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
   key they were made with (task, split, max_seq_length, vocabulary digest,
   casing, the processor's options, the digest of the source files' bytes
   and the shuffle seed). The records are reused while that key is
-  unchanged, unless `overwrite`.
+  unchanged, unless `overwrite` (`record_cache.prepare`).
 
   Args:
     processor: a DataProcessor (resolved, see `resolve`).
@@ -302,41 +284,27 @@ def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
   Returns:
     (record path, number of examples).
   """
-  digest = spiece_digest(spiece_model_file)
+  digest = record_cache.file_digest(spiece_model_file)
   path = record_path(output_dir, processor.name, split, max_seq_length,
                      spiece_model_file, digest, uncased,
                      shuffled=shuffle_seed is not None)
-  meta_path = path + ".json"
   key = {"task": processor.name, "split": split,
          "max_seq_length": max_seq_length, "spiece_sha1": digest,
          "uncased": bool(uncased), "options": processor.options(),
          "source": processor.source_signature(data_dir, split),
          "shuffle_seed": shuffle_seed}
-  for stale in (path, meta_path):
-    io_utils.remove_stale_tmp(stale)
 
-  meta = _read_json(meta_path)
-  if meta is not None and not overwrite:
-    if meta.get("key") == key and tf.io.gfile.exists(path):
-      logging.info("Reusing %d %s examples in %s", meta["num_examples"],
-                   split, path)
-      return path, meta["num_examples"]
-    logging.info("%s was made from other data or settings; rewriting it",
-                 path)
-  # No metadata while the records are rewritten: a killed run is redone.
-  io_utils.remove_quietly(meta_path)
-  examples = processor.get_examples(data_dir, split)
-  if not examples:
-    raise ValueError(f"--data_dir={data_dir}: the {split} split of task "
-                     f"{processor.name} holds no examples")
-  if shuffle_seed is not None:
-    examples = shuffle_examples(examples, shuffle_seed)
-  num_examples = write_records(examples, processor.get_labels(),
-                               max_seq_length,
-                               make_tokenize_fn(sp_model, uncased), path)
-  io_utils.atomic_write(meta_path, json.dumps(
-      {"num_examples": num_examples, "key": key}, indent=2) + "\n")
-  return path, num_examples
+  def write(out):
+    examples = processor.get_examples(data_dir, split)
+    if not examples:
+      raise ValueError(f"--data_dir={data_dir}: the {split} split of task "
+                       f"{processor.name} holds no examples")
+    if shuffle_seed is not None:
+      examples = shuffle_examples(examples, shuffle_seed)
+    return write_records(examples, processor.get_labels(), max_seq_length,
+                         make_tokenize_fn(sp_model, uncased), out)
+
+  return path, record_cache.prepare(path, key, write, overwrite)
 
 
 ################################################################################

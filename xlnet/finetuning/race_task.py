@@ -15,6 +15,7 @@ from xlnet import race_heads
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
 from xlnet.finetuning import race_utils
+from xlnet.finetuning import record_cache
 
 # Variables of the RACE head (and the pooler), which a pretrained
 # checkpoint lacks.
@@ -44,14 +45,32 @@ def release_train_record(task):
                       f"{spiece}.len-{task.max_seq_length}.train.tf_record")
 
 
+def train_record_key(task):
+  """What the training records are made from (see `record_cache`): the
+  digests of the training files and of the SentencePiece model, and every
+  setting that changes the records or their order.
+
+  Returns:
+    dict (JSON-able).
+  """
+  levels = race_utils.race_levels(task.high_only, task.middle_only)
+  return {"source": race_utils.source_signature(task.data_dir, "train",
+                                                levels),
+          "spiece_sha1": record_cache.file_digest(task.spiece_model_file),
+          "levels": list(levels), "max_seq_length": task.max_seq_length,
+          "max_qa_length": task.max_qa_length, "uncased": bool(task.uncased),
+          "seed": qa_records.order_seed(task.seed)}
+
+
 def prepro(task, sp_model, split):
   """Reads one split and writes its records.
 
-  Training questions are shuffled once with `qa_records.order_seed(--seed)`
-  and their records (whose name holds that seed) are reused when they
-  exist; otherwise the release's training records are used when
-  --output_dir holds them (`release_train_record`). Evaluation records are
-  always rewritten, so they match the questions read now.
+  Training questions are shuffled once with `qa_records.order_seed(--seed)`;
+  their records are reused while made from the same files and settings
+  (`train_record_key`, `record_cache.prepare`). When none of ours exist, the
+  release's training records are used if --output_dir holds them
+  (`release_train_record`). Evaluation records are always rewritten, so
+  they match the questions read now.
 
   Returns:
     (examples, records path).
@@ -63,21 +82,27 @@ def prepro(task, sp_model, split):
     examples = qa_records.shuffled(examples,
                                    qa_records.order_seed(task.seed))
   path = record_path(task, split)
-  if split == "train" and tf.io.gfile.exists(path):
-    logging.info("Reusing %s (%d questions)", path, len(examples))
-    return examples, path
   release = release_train_record(task)
-  if split == "train" and tf.io.gfile.exists(release):
+  if (split == "train" and not tf.io.gfile.exists(path) and
+      tf.io.gfile.exists(release)):
     logging.warning("Training on the release's records %s: their order, "
                     "levels and max_qa_length are the release run's, and "
                     "they keep its fault (when the article fitted, each "
                     "option also holds the earlier options)", release)
     return examples, release
-  converter = race_utils.FeatureConverter(
-      sp_model, articles, task.max_seq_length, task.max_qa_length,
-      task.uncased)
-  count = qa_records.write_records(path, converter.iter_features(examples))
-  logging.info("Wrote %d %s questions to %s", count, split, path)
+
+  def write(out):
+    converter = race_utils.FeatureConverter(
+        sp_model, articles, task.max_seq_length, task.max_qa_length,
+        task.uncased)
+    count = qa_records.write_records(out, converter.iter_features(examples))
+    logging.info("Wrote %d %s questions to %s", count, split, out)
+    return count
+
+  if split == "train":
+    record_cache.prepare(path, train_record_key(task), write)
+  else:
+    write(path)
   return examples, path
 
 

@@ -17,6 +17,7 @@ its last `max_qa_length` pieces, the context its first
 the context (the released code let earlier options leak into later ones).
 """
 import collections
+import hashlib
 import json
 import os
 
@@ -25,6 +26,7 @@ import tensorflow as tf
 
 from xlnet.data import prepro_utils
 from xlnet.finetuning import qa_records
+from xlnet.finetuning import record_cache
 
 LEVELS = ("middle", "high")
 NUM_CHOICES = 4
@@ -117,6 +119,26 @@ def read_race_examples(data_dir, split, levels):
       (naming the file and the question number).
   """
   articles, examples = [], []
+  for level, path in split_files(data_dir, split, levels):
+    content = _read_file(path)
+    article_index = len(articles)
+    articles.append(content["article"])
+    name = os.path.basename(path)
+    for number in range(len(content["questions"])):
+      question, options, label = _question(path, content, number)
+      examples.append(RaceExample(f"{level}/{name}/{number}", article_index,
+                                  question, options, label, level))
+  return articles, examples
+
+
+def split_files(data_dir, split, levels):
+  """[(level, path)] of the files of one split, levels in the given order,
+  files sorted by name.
+
+  Raises:
+    ValueError: for a level directory without files.
+  """
+  files = []
   for level in levels:
     pattern = os.path.join(data_dir, split, level, "*.txt")
     paths = sorted(tf.io.gfile.glob(pattern))
@@ -124,17 +146,25 @@ def read_race_examples(data_dir, split, levels):
       raise ValueError(f"--data_dir={data_dir}: no files match {pattern} "
                        "(expected the RACE layout {train,dev,test}/"
                        "{middle,high}/*.txt)")
-    for path in paths:
-      content = _read_file(path)
-      article_index = len(articles)
-      articles.append(content["article"])
-      name = os.path.basename(path)
-      for number in range(len(content["questions"])):
-        question, options, label = _question(path, content, number)
-        examples.append(RaceExample(f"{level}/{name}/{number}",
-                                    article_index, question, options, label,
-                                    level))
-  return articles, examples
+    files.extend((level, path) for path in paths)
+  return files
+
+
+def source_signature(data_dir, split, levels):
+  """A digest of the files of one split: sha1 over every file's level, name
+  and bytes, in read order; any edit, even one that keeps a file's size,
+  changes it.
+
+  Returns:
+    str, `{n} files, sha1 {hex}`.
+  """
+  files = split_files(data_dir, split, levels)
+  hasher = hashlib.sha1()
+  for level, path in files:
+    hasher.update(f"{level}/{os.path.basename(path)}\0".encode())
+    record_cache.update_digest(hasher, path)
+    hasher.update(b"\0")
+  return f"{len(files)} files, sha1 {hasher.hexdigest()}"
 
 
 def option_qa_text(question, option):

@@ -16,6 +16,7 @@ from xlnet import squad_heads
 from xlnet.finetuning import checkpoint_eval
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
+from xlnet.finetuning import record_cache
 from xlnet.finetuning import squad_eval
 from xlnet.finetuning import squad_predictions
 from xlnet.finetuning import squad_utils
@@ -66,29 +67,63 @@ def _converter(task, sp_model, paragraphs, is_training):
       keep_unaligned=task.keep_unaligned)
 
 
-def prepro_train_shard(task, sp_model, proc_id, num_proc):
-  """Writes the training records of one shard.
+def train_record_key(task, num_proc):
+  """What the training records are made from (see `record_cache`): the
+  digests of --train_file and the SentencePiece model, and every setting
+  that changes the windows, their targets or their order. One key for
+  every shard (each adds its `proc_id`), so the shards of one
+  preprocessing match only when all read the same inputs.
+
+  Returns:
+    dict (JSON-able).
+  """
+  return {"train_file_sha1": record_cache.file_digest(task.train_file),
+          "spiece_sha1": record_cache.file_digest(task.spiece_model_file),
+          "max_seq_length": task.max_seq_length,
+          "max_query_length": task.max_query_length,
+          "doc_stride": task.doc_stride, "uncased": bool(task.uncased),
+          "trim_answer_whitespace": bool(task.trim_answer_whitespace),
+          "keep_unaligned": bool(task.keep_unaligned),
+          "seed": qa_records.order_seed(task.seed), "num_proc": num_proc}
+
+
+def _shard_key(key, proc_id):
+  return dict(key, proc_id=proc_id)
+
+
+def prepro_train_shard(task, sp_model, proc_id, num_proc, key=None):
+  """Writes the training records of one shard, unless they were made from
+  the same inputs and settings (`record_cache.prepare`).
 
   Shard `proc_id` holds the questions of every `num_proc`-th paragraph, in
   an order shuffled once with `qa_records.order_seed(--seed)` (and the
   shard).
 
+  Args:
+    key: `train_record_key(task, num_proc)` when known.
+
   Returns:
     the records' path.
   """
-  paragraphs, examples, _ = squad_utils.read_squad_examples(
-      task.train_file, is_training=True, flag_name="train_file")
-  shard = [e for e in examples if e.paragraph_index % num_proc == proc_id]
-  shard = qa_records.shuffled(shard, qa_records.order_seed(task.seed),
-                              proc_id)
   path = train_record_path(task, proc_id, num_proc)
-  converter = _converter(task, sp_model, paragraphs, is_training=True)
-  count = qa_records.write_records(path, converter.iter_features(shard))
-  logging.info("Wrote %d training features of %d questions to %s", count,
-               len(shard), path)
-  if not count:
-    logging.warning("%s holds no training feature (shard %d of %d has no "
-                    "usable question)", path, proc_id, num_proc)
+  key = key or train_record_key(task, num_proc)
+
+  def write(out):
+    paragraphs, examples, _ = squad_utils.read_squad_examples(
+        task.train_file, is_training=True, flag_name="train_file")
+    shard = [e for e in examples if e.paragraph_index % num_proc == proc_id]
+    shard = qa_records.shuffled(shard, qa_records.order_seed(task.seed),
+                                proc_id)
+    converter = _converter(task, sp_model, paragraphs, is_training=True)
+    count = qa_records.write_records(out, converter.iter_features(shard))
+    logging.info("Wrote %d training features of %d questions to %s", count,
+                 len(shard), out)
+    if not count:
+      logging.warning("%s holds no training feature (shard %d of %d has no "
+                      "usable question)", out, proc_id, num_proc)
+    return count
+
+  record_cache.prepare(path, _shard_key(key, proc_id), write)
   return path
 
 
@@ -102,31 +137,41 @@ def release_train_records(task):
 
 
 def train_record_paths(task, sp_model):
-  """Paths of every training shard: ours, else the release's (see
-  `release_train_records`), else written now when --num_proc=1.
+  """Paths of every training shard: ours when made from the current inputs
+  and settings; else, when none of ours exists, the release's (see
+  `release_train_records`); else written now when --num_proc=1.
 
   Raises:
-    ValueError: when shards of a sharded preprocessing are missing.
+    ValueError: when shards of a sharded preprocessing are missing or were
+      made from other inputs or settings.
   """
-  paths = [train_record_path(task, i, task.num_proc)
-           for i in range(task.num_proc)]
-  missing = [i for i, path in enumerate(paths)
-             if not tf.io.gfile.exists(path)]
-  release = release_train_records(task) if missing else []
+  n = task.num_proc
+  key = train_record_key(task, n)
+  paths = [train_record_path(task, i, n) for i in range(n)]
+  why = {i: record_cache.check(path, _shard_key(key, i))[1]
+         for i, path in enumerate(paths)}
+  unusable = [i for i in range(n) if why[i] is not None]
+  if not unusable:
+    logging.info("Reusing the training records %s (made from the same data "
+                 "and settings)", ", ".join(paths))
+    return paths
+  release = ([] if any(tf.io.gfile.exists(p) for p in paths) else
+             release_train_records(task))
   if release:
     logging.info("Training on the release's records: %s (their order, "
                  "doc stride and casing are the release run's)",
                  ", ".join(release))
     return release
-  if missing and task.num_proc == 1:
-    prepro_train_shard(task, sp_model, 0, 1)
-  elif missing:
-    raise ValueError(
-        f"--output_dir={task.output_dir}: training records of shard(s) "
-        f"{missing} of --num_proc={task.num_proc} are missing (expected "
-        f"{paths[missing[0]]}); run --do_prepro with those --proc_id values "
-        "first (scripts/prepro_squad.sh)")
-  return paths
+  if n == 1:
+    prepro_train_shard(task, sp_model, 0, 1, key)
+    return paths
+  problems = "; ".join(f"shard {i} {why[i]}" for i in unusable)
+  raise ValueError(
+      f"--output_dir={task.output_dir}: training records of shard(s) "
+      f"{unusable} of --num_proc={n} are not ready ({problems}; expected "
+      f"{paths[unusable[0]]} made from the current --train_file, "
+      "--spiece_model_file and settings); run --do_prepro with those "
+      "--proc_id values first (scripts/prepro_squad.sh)")
 
 
 def prepro_predict(task, sp_model):
