@@ -21,6 +21,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -164,6 +165,9 @@ def run_prepro(work_dir, sp_path, train_file, num_proc):
   """Runs num_proc `run_squad.py --do_prepro` processes; returns (seconds,
   number of features written)."""
   out_dir = os.path.join(work_dir, f"proc-{num_proc}")
+  # Records of an earlier run (a named --work_dir) would be reused: time a
+  # fresh preprocessing.
+  shutil.rmtree(out_dir, ignore_errors=True)
   start = time.time()
   procs = [subprocess.Popen(
       [sys.executable, os.path.join(ROOT, "run_squad.py"), "--do_prepro",
@@ -180,6 +184,7 @@ def run_prepro(work_dir, sp_path, train_file, num_proc):
   seconds = time.time() - start
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   count = sum(1 for name in os.listdir(out_dir)
+              if name.endswith(".tf_record")  # not their key files
               for _ in tf.compat.v1.io.tf_record_iterator(
                   os.path.join(out_dir, name)))
   return seconds, count

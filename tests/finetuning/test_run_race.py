@@ -222,7 +222,7 @@ def test_training_records_follow_the_data_and_vocabulary(race, tmp_path,
   os.remove(path + ".json")
   caplog.clear()
   assert prepare() == path and len(writes) == 2
-  assert "has no key file" in caplog.text
+  assert "has no valid key file" in caplog.text
   writes.clear()
 
   edited = tmp_path / "RACE" / "train" / "high" / "1.txt"

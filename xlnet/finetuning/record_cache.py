@@ -71,19 +71,21 @@ def check(path, key):
 
   Returns:
     (number of records, None) when they were; else (None, why they must be
-    written: "is missing", "has no key file (...)" or "was made from other
-    data or settings (differing: ...)").
+    written: "is missing", "has no valid key file (...)" or "was made from
+    other data or settings (differing: ...)").
   """
   if not tf.io.gfile.exists(path):
     return None, "is missing"
   meta = _read_json(key_path(path))
-  if meta is None or not isinstance(meta.get("key"), dict):
-    return None, ("has no key file (written by an earlier version or a "
-                  "killed run)")
+  if (meta is None or not isinstance(meta.get("key"), dict) or
+      not isinstance(meta.get("num_examples"), int)):
+    return None, ("has no valid key file (written by an earlier version or "
+                  "a killed run)")
+  key = json.loads(json.dumps(key))  # as stored (tuples become lists)
   if meta["key"] != key:
     return None, ("was made from other data or settings (differing: "
                   f"{', '.join(differing(meta['key'], key))})")
-  return meta.get("num_examples"), None
+  return meta["num_examples"], None
 
 
 def prepare(path, key, write_fn, overwrite=False):
