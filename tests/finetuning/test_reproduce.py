@@ -5,7 +5,9 @@ import dataclasses
 import json
 import os
 import re
+import resource
 import shlex
+import shutil
 import signal
 import struct
 import subprocess
@@ -16,6 +18,7 @@ import zlib
 from absl import flags
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests import classifier_fixtures as fx
 from tests import data_helpers
@@ -24,6 +27,7 @@ from xlnet.finetuning import paper_settings
 from xlnet.finetuning import png_chart
 from xlnet.finetuning import reproduce
 from xlnet.flags import finetuning as finetune_flags
+from xlnet.training import run_lock
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
@@ -134,23 +138,165 @@ def test_override_flags_replace_every_tasks_value(tmp_path, capsys):
             got["max_seq_length"]) == ("0.0001", "7", "7", "7", "4", "16")
 
 
-def test_a_result_of_other_settings_is_refused(tmp_path):
+def _settings(work_dir, *extra):
+  """reproduce.py's resolved settings for the GLUE table (paths absolute,
+  as `reproduce.run` makes them)."""
   flag_values = flags.FlagValues()
   reproduce.define_flags(flag_values)
   flag_values(["reproduce.py", "--table=glue", "--data_root=/data",
-               f"--work_dir={tmp_path}"] + _model_args("/m"))
-  settings = finetune_flags.resolve_reproduce(flag_values)
-  task = paper_settings.select("glue", ["rte"])[0]
-  command = reproduce.task_command(task, "/data/RTE", settings)
-  os.makedirs(tmp_path / "rte")
-  row = {"task": "rte", "status": "done"}
-  with open(tmp_path / "rte" / "result.json", "w") as f:
-    json.dump({"row": row, "command": command}, f)
-  assert reproduce.finished_row(task, command, settings) == row
-  settings = dataclasses.replace(settings, train_steps=5)
-  other = reproduce.task_command(task, "/data/RTE", settings)
-  with pytest.raises(ValueError, match="made with other settings"):
-    reproduce.finished_row(task, other, settings)
+               f"--work_dir={work_dir}"] + _model_args("/m") + list(extra))
+  return reproduce.absolute_paths(
+      finetune_flags.resolve_reproduce(flag_values))
+
+
+RTE = paper_settings.select("glue", ["rte"])[0]
+
+
+def _write_result(settings, legacy=False, data_dir="/data/RTE"):
+  """Writes rte's result.json in the documented layout (docs/reproducing.md;
+  without "work_dir" as earlier versions wrote it when `legacy`). Returns
+  (path, the row, the command)."""
+  command = reproduce.task_command(RTE, data_dir, settings)
+  row = reproduce.make_row(RTE, settings, "done", 71.5, 12.5)
+  content = {"row": row, "command": command}
+  if not legacy:
+    content["work_dir"] = settings.work_dir
+  path = os.path.join(settings.work_dir, "rte", "result.json")
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w") as f:
+    json.dump(content, f)
+  return path, row, command
+
+
+def test_a_result_of_other_settings_is_refused_naming_them(tmp_path):
+  settings = _settings(tmp_path)
+  path, row, command = _write_result(settings)
+  assert reproduce.finished_row(RTE, command, settings) == row
+  assert row["ours"] == 71.5 and row["wall_time_s"] == 12.5
+  settings = dataclasses.replace(settings, learning_rate=5e-5)
+  other = reproduce.task_command(RTE, "/data/RTE", settings)
+  with pytest.raises(ValueError) as e:
+    reproduce.finished_row(RTE, other, settings)
+  # RTE's own learning rate: 3e-5 (the paper's appendix, Table 8).
+  assert str(e.value) == (
+      f"{path} was made with other settings (--learning_rate was 3e-05, "
+      f"now 5e-05); use another --work_dir, or delete {tmp_path}/rte to "
+      "run rte again with these")
+
+
+def test_a_moved_work_dir_keeps_its_results(tmp_path):
+  """Paths under the work dir are compared below it: a moved work dir is
+  the same run; a result.json of an earlier version (no "work_dir") is
+  accepted where it was made, and a move of it is named."""
+  old = _settings(tmp_path / "old")
+  _, row, _ = _write_result(old)
+  shutil.move(str(tmp_path / "old"), str(tmp_path / "new"))
+  new = _settings(tmp_path / "new")
+  command = reproduce.task_command(RTE, "/data/RTE", new)
+  assert reproduce.finished_row(RTE, command, new) == row
+
+  path, row, command = _write_result(new, legacy=True)
+  assert reproduce.finished_row(RTE, command, new) == row
+  shutil.move(str(tmp_path / "new"), str(tmp_path / "moved"))
+  moved = _settings(tmp_path / "moved")
+  with pytest.raises(ValueError, match=re.escape(
+      f"(--output_dir was {tmp_path}/new/rte/records, now {tmp_path}/moved/"
+      f"rte/records; --model_dir was {tmp_path}/new/rte/model, now ")):
+    reproduce.finished_row(RTE, reproduce.task_command(
+        RTE, "/data/RTE", moved), moved)
+
+
+def test_relative_paths_are_made_absolute(tmp_path, capsys, monkeypatch):
+  # The programs run in the repository's directory, not in the caller's.
+  monkeypatch.chdir(tmp_path)
+  lines = _dry_run(capsys, ["--table=glue", "--tasks=rte", "--data_root=d",
+                            "--work_dir=w", "--init_checkpoint=m/x.ckpt",
+                            "--model_config_path=m/c.json",
+                            "--spiece_model_file=m/s.model"])
+  got = _flags_of(lines[0])
+  assert {k: got[k] for k in ("data_dir", "model_dir", "init_checkpoint",
+                              "model_config_path", "spiece_model_file")} == {
+      "data_dir": f"{tmp_path}/d/RTE", "model_dir": f"{tmp_path}/w/rte/model",
+      "init_checkpoint": f"{tmp_path}/m/x.ckpt",
+      "model_config_path": f"{tmp_path}/m/c.json",
+      "spiece_model_file": f"{tmp_path}/m/s.model"}
+
+
+REMEDY = "delete it to run rte again (it resumes from its checkpoints)"
+
+
+@pytest.mark.parametrize("content,cause", [
+    (b"", "is empty"),
+    (b'{"row": {"task": "rte", "status": "do', "is not valid JSON (truncated "
+     "or edited? Unterminated string starting at: line 1 column 35 (char "
+     "34))"),
+    (b"\xff\xfe\x00garbage", "is not valid JSON (truncated or edited? "),
+    (b"[1, 2]", "does not hold a finished task's result (not a JSON "
+     "object)"),
+    (b'{"row": {"status": "done", "ours": 1.0}, "command": "python x.py"}',
+     "does not hold a finished task's result (\"command\" is not a list of "
+     "strings)"),
+    (b'{"command": ["python", "x.py"]}', "does not hold a finished task's "
+     "result (\"row\" is not an object with \"status\": \"done\")"),
+    (b'{"row": {"status": "done", "ours": "71.5"}, "command": ["p", "x"]}',
+     "does not hold a finished task's result (\"row\" has \"ours\": "
+     "\"71.5\", not a number)"),
+    (b'{"row": {"status": "done", "ours": 7, "wall_time_s": -1}, '
+     b'"command": ["p", "x"]}', "does not hold a finished task's result "
+     "(\"row\" has \"wall_time_s\": -1, not a number >= 0)"),
+])
+def test_a_bad_result_file_is_one_line_naming_it(tmp_path, content, cause):
+  settings = _settings(tmp_path)
+  path, _, command = _write_result(settings)
+  with open(path, "wb") as f:
+    f.write(content)
+  with pytest.raises(ValueError) as e:
+    reproduce.finished_row(RTE, command, settings)
+  message = str(e.value)
+  assert message.startswith(f"{path} {cause}") and message.endswith(
+      REMEDY) and "\n" not in message
+
+
+def test_an_unreadable_result_file_is_one_line_naming_it(tmp_path):
+  settings = _settings(tmp_path)
+  path, _, command = _write_result(settings)
+  os.remove(path)
+  os.mkdir(path)
+  with pytest.raises(ValueError, match=re.escape(
+      f"cannot read {path} (Is a directory); {REMEDY}")):
+    reproduce.finished_row(RTE, command, settings)
+
+
+def test_a_result_file_of_the_wrong_shape_ends_the_program_in_one_line(
+    tmp_path):
+  data, work = glue_root(str(tmp_path / "glue")), tmp_path / "work"
+  args = ["--table=glue", "--tasks=rte", f"--data_root={data}",
+          f"--work_dir={work}"] + _model_args("/m")
+  (work / "rte").mkdir(parents=True)
+  (work / "rte" / "result.json").write_text('{"row": [], "command": []}')
+  proc = _run(args)
+  assert proc.returncode == 2 and "Traceback" not in proc.stderr
+  assert proc.stderr.strip().split("\n")[-1] == (
+      f"reproduce.py: error: {work}/rte/result.json does not hold a "
+      "finished task's result (\"command\" is not a list of strings); "
+      f"{REMEDY}")
+  assert not (work / "trainer.lock").exists()
+
+
+def test_a_second_run_on_one_work_dir_is_refused(tmp_path):
+  data, work = glue_root(str(tmp_path / "glue")), tmp_path / "work"
+  with run_lock.hold(str(work)):  # as a running reproduce.py holds it
+    proc = _run(["--table=glue", "--tasks=rte", f"--data_root={data}",
+                 f"--work_dir={work}"] + _model_args("/m"))
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    last = proc.stderr.strip().split("\n")[-1]
+    assert re.fullmatch(
+        f"reproduce.py: error: --work_dir={work} is in use by another "
+        f"reproduce.py run \\(pid {os.getpid()} on host .* since .*; "
+        f"{work}/trainer.lock\\); wait for it to finish or use another "
+        "--work_dir", last), last
+    assert sorted(os.listdir(work)) == ["trainer.lock"]  # nothing else
+  assert not os.listdir(work)
 
 
 def test_dry_run_lists_every_task_of_the_table(tmp_path):
@@ -352,6 +498,133 @@ def _check_reports(work_dir, names, steps=2):
     image = decode_png(f.read())
   assert _bar_pixels(image, png_chart.SERIES_COLORS[1]).any()  # the paper's
   return rows
+
+
+def _file_size_limit(limit):
+  """A preexec_fn: no file may grow beyond `limit` bytes (`ulimit -f`); with
+  SIGXFSZ ignored, a write beyond it fails with EFBIG as on a full disk."""
+  def preexec():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+  return preexec
+
+
+# Larger than the work dir's lock, smaller than a task log's first line
+# (the command) and results.md.
+SMALL_FILES = 300
+
+
+def _temporaries(root):
+  return [os.path.join(d, n) for d, _, names in os.walk(root) for n in names
+          if ".tmp-" in n]
+
+
+def test_a_task_log_beyond_a_file_size_limit_is_one_line(tmp_path):
+  data, work = glue_root(str(tmp_path / "glue")), tmp_path / "work"
+  proc = _run(["--table=glue", "--tasks=rte", f"--data_root={data}",
+               f"--work_dir={work}"] + _model_args("/m"),
+              preexec_fn=_file_size_limit(SMALL_FILES))
+  assert proc.returncode == 1, proc.stderr[-3000:]
+  assert "Traceback" not in proc.stderr
+  assert proc.stderr.strip().split("\n")[-1] == (
+      f"reproduce.py: error: cannot write {work}/rte/log.txt: file too "
+      "large; the task was not started; make room (or fix the permission) "
+      "and rerun the same command")
+  assert not (work / "trainer.lock").exists() and not _temporaries(work)
+
+
+def test_reports_beyond_a_file_size_limit_are_one_line(tmp_path):
+  data, work = glue_root(str(tmp_path / "glue")), tmp_path / "work"
+  args = [f"--data_root={data}", "--tasks=rte"]
+  _write_result(_settings(work, *args), data_dir=f"{data}/RTE")
+  proc = _run(["--table=glue", f"--work_dir={work}"] + _model_args("/m") +
+              args, preexec_fn=_file_size_limit(SMALL_FILES))
+  assert proc.returncode == 1, proc.stderr[-3000:]
+  assert "[1/1] RTE: done by an earlier run, skipped" in proc.stdout
+  assert "Traceback" not in proc.stderr
+  assert proc.stderr.strip().split("\n")[-1] == (
+      f"reproduce.py: error: cannot write {work}/results.md: file too "
+      "large; it is unchanged and no temporary file is left; make room (or "
+      "fix the permission) and rerun")
+  assert not (work / "trainer.lock").exists() and not _temporaries(work)
+  assert sorted(os.listdir(work)) == ["rte"]
+
+
+def _logged_steps(log_path):
+  """The training steps logged so far in a task's log.txt."""
+  try:
+    with open(log_path) as f:
+      text = f.read()
+  except FileNotFoundError:
+    return []
+  return [int(n) for n in re.findall(r"\] \[(\d+)\] \| loss", text)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_reaches_the_running_task_which_saves(tmp_path, model,
+                                                       signum):
+  """SIGTERM to reproduce.py (as a scheduler sends it), or SIGINT to its
+  process group (Ctrl-C at a terminal), reaches the running task once: it
+  saves a checkpoint of the step it is on and stops; reproduce.py waits for
+  it, exits with 128 + the signal's number and one line, and leaves no
+  lock. The same command, run from the work dir's new place after a move,
+  resumes from that step."""
+  data, work = glue_root(str(tmp_path / "glue")), str(tmp_path / "work")
+  args = (["--table=glue", "--tasks=rte", f"--data_root={data}"] +
+          _model_args(model) + SMOKE + ["--train_steps=400",
+                                        "--save_steps=400"])
+  proc = subprocess.Popen(
+      [sys.executable, os.path.join(REPO, "reproduce.py"),
+       f"--work_dir={work}"] + args, stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True, cwd=REPO, env=ENV,
+      start_new_session=True)
+  log = os.path.join(work, "rte", "log.txt")
+  deadline = time.time() + 300
+  while len(_logged_steps(log)) < 2 and time.time() < deadline:
+    assert proc.poll() is None, proc.communicate()
+    time.sleep(0.05)
+  if signum == signal.SIGTERM:
+    proc.send_signal(signum)
+  else:
+    os.killpg(proc.pid, signum)
+  out, err = proc.communicate(timeout=300)
+  name = signal.Signals(signum).name
+  assert proc.returncode == 128 + signum, err[-3000:]
+  assert "Traceback" not in err
+  last = err.strip().split("\n")[-1]
+  stopped = re.fullmatch(
+      f"reproduce.py: stopped by {name} \\(passed on to rte: "
+      f"run_classifier.py exited with code {128 + signum}: "
+      f"run_classifier.py: stopped by {name} after step (\\d+); checkpoint "
+      f"model.ckpt-(\\d+) saved in {work}/rte/model; rerun the same command "
+      "to resume\\); rerun the same command to go on", last)
+  assert stopped and stopped[1] == stopped[2], last
+  step = int(stopped[1])
+  assert 2 <= step < 400 and max(_logged_steps(log)) == step
+  assert f"{name} received: passed on to the running task" in out
+  with open(log) as f:
+    assert f.read().count("received: stopping after this step") == 1
+  model_dir = os.path.join(work, "rte", "model")
+  assert tf.train.latest_checkpoint(model_dir) == os.path.join(
+      model_dir, f"model.ckpt-{step}")
+  assert not os.path.exists(os.path.join(work, "trainer.lock"))
+  assert not os.path.exists(os.path.join(model_dir, "trainer.lock"))
+  assert not _processes_mentioning(work)
+  with open(os.path.join(work, "results.json")) as f:
+    assert json.load(f)["rows"][0]["status"] == "interrupted"
+
+  moved = str(tmp_path / "moved")
+  shutil.move(work, moved)
+  again = _run([f"--work_dir={moved}"] + args)
+  assert again.returncode == 0, (again.stdout, again.stderr[-3000:])
+  with open(os.path.join(moved, "rte", "log.txt")) as f:
+    second = f.read().split("\n$ ")[-1]
+  assert f"Resumed from {moved}/rte/model/model.ckpt-{step} at step {step}" \
+      in second
+  assert min(_logged_steps(os.path.join(moved, "rte", "log.txt"))[
+      -(400 - step):]) == step + 1
+  _check_reports(moved, ["rte"], steps=400)
 
 
 @pytest.mark.slow

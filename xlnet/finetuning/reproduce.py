@@ -17,11 +17,20 @@ as subprocesses:
 A task with a result.json is skipped; an interrupted one is run again with
 the same command, and the program resumes from its model_dir. A failing task
 prints one line, its row says "failed", and the table goes on with the next
-task; the program then exits with code 1. Settings and figures:
-`xlnet/finetuning/paper_settings.py`, docs/reproducing.md.
+task; the program then exits with code 1. SIGTERM and SIGINT (Ctrl-C) are
+passed on to the running task, which saves a checkpoint and stops; the
+program waits for it and exits with code 143 / 130. One run at a time per
+work dir: it holds `work_dir/trainer.lock` (`xlnet/training/run_lock.py`).
+Paths are made absolute, and the settings a result.json was made with are
+compared with the work dir's own path left out, so a work dir may be moved.
+Settings and figures: `xlnet/finetuning/paper_settings.py`,
+docs/reproducing.md.
 """
+import contextlib
 import ctypes
+import dataclasses
 import json
+import math
 import os
 import shlex
 import signal
@@ -38,6 +47,8 @@ from xlnet.finetuning import paper_settings
 from xlnet.finetuning import png_chart
 from xlnet.flags import task_catalog
 from xlnet.flags import finetuning as finetune_flags
+from xlnet.training import progress
+from xlnet.training import run_lock
 
 # The repository: the programs live at its root.
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -45,6 +56,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 RESULT_FILE = "result.json"
 # Flags that replace every task's setting (None: the task's own).
 OVERRIDES = tuple(name for name, _, _ in task_catalog.REPRODUCE_OVERRIDES)
+# Flags naming files or directories (local ones are made absolute).
+PATH_FLAGS = ("init_checkpoint", "model_config_path", "spiece_model_file",
+              "data_root", "work_dir")
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -63,8 +77,7 @@ def check_settings(cfg):
   if not cfg.table:
     raise ValueError("--table is required (one of "
                      f"{', '.join(paper_settings.TABLES)})")
-  for name in ("init_checkpoint", "model_config_path", "spiece_model_file",
-               "data_root", "work_dir"):
+  for name in PATH_FLAGS:
     if not getattr(cfg, name):
       raise ValueError(f"--{name} is required")
   integers = ("num_core_per_host", "num_hosts", "eval_batch_size") + tuple(
@@ -79,6 +92,14 @@ def check_settings(cfg):
                      "--gcs_dir")
   if cfg.learning_rate is not None and cfg.learning_rate <= 0:
     raise ValueError(f"--learning_rate={cfg.learning_rate} must be > 0")
+
+
+def absolute_paths(cfg):
+  """`cfg` with its local paths absolute: the programs run in the
+  repository's directory, not in the one reproduce.py was started in."""
+  return dataclasses.replace(cfg, **{
+      name: os.path.abspath(getattr(cfg, name)) for name in PATH_FLAGS
+      if "://" not in getattr(cfg, name)})
 
 
 def effective_settings(task, cfg):
@@ -199,9 +220,13 @@ def task_command(task, data_dir, cfg):
 ################################################################################
 # Running a task and reading its number.
 ################################################################################
-def _die_with_parent():
-  """In the child: ask Linux to kill it when reproduce.py dies (even by
-  SIGKILL), so no orphaned trainer writes beside a rerun."""
+def _child_setup():
+  """In the child, before the program starts: its own process group, so
+  that Ctrl-C at the terminal reaches only reproduce.py, which passes it on
+  once (a second SIGINT would stop the task without saving); and ask Linux
+  to kill it when reproduce.py dies (even by SIGKILL), so no orphaned
+  trainer writes beside a rerun."""
+  os.setpgid(0, 0)
   try:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
@@ -209,25 +234,101 @@ def _die_with_parent():
     pass
 
 
+class SignalRelay:
+  """While a task runs: SIGTERM and SIGINT to reproduce.py are passed on to
+  it (its trainer saves a checkpoint at the end of the step and exits),
+  and reproduce.py keeps waiting for it.
+
+  Attributes:
+    signum: the first signal received, or None.
+  """
+
+  def __init__(self):
+    self.signum = None
+    self._proc = None
+    self._pending = []
+    self._previous = {}
+
+  def __enter__(self):
+    for signum in (signal.SIGTERM, signal.SIGINT):
+      self._previous[signum] = signal.signal(signum, self._handle)
+    return self
+
+  def __exit__(self, *exc):
+    for signum, previous in self._previous.items():
+      signal.signal(signum, previous)
+    return False
+
+  def attach(self, proc):
+    """Passes on to `proc` (a Popen) the signals received so far and those
+    to come."""
+    self._proc = proc
+    while self._pending:
+      self._send(self._pending.pop(0))
+
+  def _handle(self, signum, frame):
+    del frame
+    if self.signum is None:
+      self.signum = signum
+      with contextlib.suppress(OSError):  # stdout may be gone
+        print(f"{signal.Signals(signum).name} received: passed on to the "
+              "running task; waiting for it to save and stop", flush=True)
+    if self._proc is None:
+      self._pending.append(signum)
+    else:
+      self._send(signum)
+
+  def _send(self, signum):
+    if self._proc.poll() is None:
+      self._proc.send_signal(signum)
+
+
+def open_log(log_path, command):
+  """Opens the task log `log_path` for appending and writes the command
+  line (flushed: the program's output follows it in the same file).
+
+  Raises:
+    ResourceError / ValueError: one line naming the log when it cannot be
+      written (a full disk, a file size limit, no permission).
+  """
+  log = None
+  try:
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    log = open(log_path, "ab")
+    log.write(f"\n$ {shlex.join(command)}\n".encode())
+    log.flush()
+    return log
+  except OSError as e:
+    if log is not None:
+      with contextlib.suppress(OSError):  # the unwritten rest again
+        log.close()
+    safe = ("the task was not started; make room (or fix the permission) "
+            "and rerun the same command")
+    raise io_utils.resource_error(log_path, e, safe) or ValueError(
+        f"cannot write {log_path}: {cli.error_text(e)}") from None
+
+
 def run_command(command, log_path):
-  """Runs `command`, appending its output to `log_path`.
+  """Runs `command`, appending its output to `log_path`; SIGTERM/SIGINT
+  meanwhile are passed on to it (`SignalRelay`) and it is waited for.
 
   Returns:
-    None on success, else a one-line reason (exit code and the log's last
-    line).
+    (None on success, else a one-line reason (exit code and the log's last
+    line); the signal received while it ran, or None).
   """
-  os.makedirs(os.path.dirname(log_path), exist_ok=True)
-  with open(log_path, "a") as log:
-    log.write(f"\n$ {shlex.join(command)}\n")
-    log.flush()
-    code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT,
-                           cwd=REPO_ROOT, preexec_fn=_die_with_parent)
+  with open_log(log_path, command) as log, SignalRelay() as relay:
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                            stderr=subprocess.STDOUT, cwd=REPO_ROOT,
+                            preexec_fn=_child_setup)
+    relay.attach(proc)
+    code = proc.wait()
   if code == 0:
-    return None
+    return None, relay.signum
   with open(log_path, errors="replace") as log:
     lines = [line.strip() for line in log if line.strip()]
   last = lines[-1] if lines else ""
-  return f"{os.path.basename(command[1])} exited with code {code}: {last}"
+  return (f"{os.path.basename(command[1])} exited with code {code}: {last}",
+          relay.signum)
 
 
 def _best_classifier_line(path, task_name):
@@ -280,40 +381,149 @@ def run_task(task, command, cfg):
   """Runs one task and writes its result.json when it succeeds.
 
   Returns:
-    (row, failure reason or None).
+    (row, failure reason or None, the signal received while it ran or
+    None).
   """
   dirs = task_dirs(cfg, task)
   start = time.time()
-  reason = run_command(command, dirs["log"])
+  reason, signum = run_command(command, dirs["log"])
   if reason is None:
     try:
       ours = task.metric.paper_units(read_metric(task, dirs))
     except (OSError, ValueError, tf.errors.OpError) as e:
       reason = cli.error_text(e)
   if reason is not None:
-    return make_row(task, cfg, "failed"), reason
+    status = "failed" if signum is None else "interrupted"
+    return make_row(task, cfg, status), reason, signum
   row = make_row(task, cfg, "done", ours, time.time() - start)
-  io_utils.atomic_write(dirs["result"], json.dumps(
-      dict(row=row, command=command), indent=1) + "\n")
-  return row, None
+  content = dict(row=row, command=command, work_dir=cfg.work_dir)
+  io_utils.atomic_write(
+      dirs["result"], json.dumps(content, indent=1) + "\n",
+      safe=(f"{task.name} finished and its checkpoints are intact; make "
+            "room and rerun the same command to evaluate and record it"))
+  return row, None, signum
+
+
+def _is_number(value):
+  return (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and math.isfinite(value))
+
+
+def result_problem(done):
+  """What is wrong with the content of a result.json (a parsed JSON
+  value), or None when it holds `{"row": {"status": "done", "ours": number,
+  "wall_time_s": number or null, ...}, "command": [str, ...],
+  "work_dir": str}` ("work_dir" is absent in those of earlier versions)."""
+  if not isinstance(done, dict):
+    return "not a JSON object"
+  command = done.get("command")
+  if not (isinstance(command, list) and len(command) >= 2 and
+          all(isinstance(arg, str) for arg in command)):
+    return '"command" is not a list of strings'
+  if not isinstance(done.get("work_dir", ""), str):
+    return '"work_dir" is not a string'
+  row = done.get("row")
+  if not isinstance(row, dict) or row.get("status") != "done":
+    return '"row" is not an object with "status": "done"'
+  if not _is_number(row.get("ours")):
+    return f'"row" has "ours": {json.dumps(row.get("ours"))}, not a number'
+  wall = row.get("wall_time_s")
+  if wall is not None and not (_is_number(wall) and wall >= 0):
+    return (f'"row" has "wall_time_s": {json.dumps(wall)}, not a number '
+            ">= 0")
+  return None
+
+
+def read_result(path, task):
+  """The content of a finished task's result.json, checked
+  (`result_problem`).
+
+  Raises:
+    ValueError: one line naming the file, what is wrong with it and the
+      remedy.
+  """
+  remedy = (f"delete it to run {task.name} again (it resumes from its "
+            "checkpoints)")
+  try:
+    with open(path, "rb") as f:
+      text = f.read()
+  except OSError as e:
+    raise ValueError(f"cannot read {path} ({e.strerror or e}); "
+                     f"{remedy}") from None
+  if not text.strip():
+    raise ValueError(f"{path} is empty; {remedy}")
+  try:
+    done = json.loads(text)
+  except ValueError as e:  # not JSON, or not UTF-8
+    raise ValueError(f"{path} is not valid JSON (truncated or edited? "
+                     f"{cli.error_text(e)}); {remedy}") from None
+  problem = result_problem(done)
+  if problem is not None:
+    raise ValueError(f"{path} does not hold a finished task's result "
+                     f"({problem}); {remedy}")
+  return done
+
+
+def command_flags(command):
+  """{name: value} of a task's argv: `program` (its file name) and every
+  `--flag`."""
+  flag_values = dict(arg.partition("=")[::2] for arg in command[2:])
+  return dict(program=os.path.basename(command[1]), **flag_values)
+
+
+def _in_work_dir(value, work_dir):
+  """`value` with a leading `work_dir` written `{work_dir}`."""
+  if value is not None and (value == work_dir or
+                            value.startswith(work_dir + os.sep)):
+    return "{work_dir}" + value[len(work_dir):]
+  return value
+
+
+def settings_differences(old, new, limit=3):
+  """`--flag was X, now Y; ...` for the flags of two runs of a task that
+  differ, at most `limit` of them named ("" when none does).
+
+  Args:
+    old, new: (argv, work dir) of each run; paths under each run's work dir
+      compare equal when they are equal below it (a moved work dir).
+  """
+  (old_flags, old_dir), (new_flags, new_dir) = [
+      (command_flags(command), work_dir) for command, work_dir in (old, new)]
+  names = [name for name in dict.fromkeys(list(old_flags) + list(new_flags))
+           if _in_work_dir(old_flags.get(name), old_dir) !=
+           _in_work_dir(new_flags.get(name), new_dir)]
+  shown = [f"{name} was {old_flags.get(name, 'not set')}, now "
+           f"{new_flags.get(name, 'not set')}" for name in names[:limit]]
+  more = [f"{len(names) - limit} more"] if len(names) > limit else []
+  return "; ".join(shown + more)
 
 
 def finished_row(task, command, cfg):
   """The row of a task finished by an earlier run, or None.
 
   Raises:
-    ValueError: when it was made by a different command (settings), whose
-      checkpoints a rerun would mix with.
+    ValueError: when its result.json is unreadable or of the wrong shape,
+      or was made by a different command (settings), whose checkpoints a
+      rerun would mix with; one line naming the file, the cause and the
+      remedy.
   """
-  path = task_dirs(cfg, task)["result"]
-  if not os.path.exists(path):
+  dirs = task_dirs(cfg, task)
+  path = dirs["result"]
+  if not os.path.lexists(path):
     return None
-  with open(path) as f:
-    done = json.load(f)
-  if done.get("command", [])[1:] != command[1:]:
-    raise ValueError(f"{path} was made with other settings; use another "
-                     "--work_dir or delete that task's directory")
-  return done["row"]
+  done = read_result(path, task)
+  differences = settings_differences(
+      (done["command"], done.get("work_dir", cfg.work_dir)),
+      (command, cfg.work_dir))
+  if differences:
+    outputs = sorted({os.path.dirname(path),
+                      os.path.dirname(dirs["model"])})
+    raise ValueError(
+        f"{path} was made with other settings ({differences}); use another "
+        f"--work_dir, or delete {' and '.join(outputs)} to run {task.name} "
+        "again with these")
+  row = done["row"]
+  return make_row(task, cfg, "done", row["ours"], row.get("wall_time_s"))
 
 
 ################################################################################
@@ -395,15 +605,75 @@ def commands_of(tasks, cfg):
           for t in tasks}
 
 
+def _in_use(work_dir):
+  """The one-line refusal of a work dir whose lock another run holds."""
+  path = run_lock.lock_path(work_dir)
+  found = run_lock.read_holder(path)
+  holder = (run_lock.describe(found[0]) if found else
+            "starting or stopping now")
+  return (f"--work_dir={work_dir} is in use by another reproduce.py run "
+          f"({holder}; {path}); wait for it to finish or use another "
+          "--work_dir")
+
+
+@contextlib.contextmanager
+def work_dir_lock(work_dir):
+  """Holds the lock of `work_dir` (`run_lock.hold`) for the `with` block,
+  so that two runs never write one work dir.
+
+  Raises:
+    run_lock.Locked: another reproduce.py run holds it (one line).
+    ValueError / ResourceError: the work dir cannot be written (one line).
+  """
+  io_utils.ensure_writable_dir(work_dir, "work_dir")
+  with contextlib.ExitStack() as stack:
+    try:
+      stack.enter_context(run_lock.hold(work_dir))
+    except run_lock.Locked:
+      raise run_lock.Locked(_in_use(work_dir)) from None
+    except (OSError, tf.errors.OpError) as e:
+      error = io_utils.resource_error(
+          run_lock.lock_path(work_dir), e, "nothing was run; make room (or "
+          "fix the permission) and rerun")
+      if error is None:
+        raise
+      raise error from None
+    yield
+
+
+def interrupted(signum, task, reason):
+  """The `progress.Interrupted` (exit code 128 + signum) of a run stopped
+  by `signum` while `task` ran (`reason`: why the task stopped, None when
+  it finished)."""
+  name = signal.Signals(signum).name
+  what = (f"after {task.name} finished" if reason is None else
+          f"(passed on to {task.name}: {reason})")
+  return progress.Interrupted(
+      f"stopped by {name} {what}; rerun the same command to go on", signum)
+
+
 def run(cfg):
   """Runs (or with --dry_run prints) the table; returns the rows."""
   check_settings(cfg)
+  cfg = absolute_paths(cfg)
   tasks = paper_settings.select(cfg.table, cfg.tasks)
   commands = commands_of(tasks, cfg)
   if cfg.dry_run:
     for task in tasks:
       print(shlex.join(commands[task.name]), flush=True)
     return None
+  with work_dir_lock(cfg.work_dir):
+    return run_tasks(tasks, commands, cfg)
+
+
+def run_tasks(tasks, commands, cfg):
+  """Runs the tasks not finished by an earlier run; returns the rows.
+
+  Raises:
+    TasksFailed: after the last task, when some failed.
+    progress.Interrupted: SIGTERM/SIGINT arrived while a task ran (passed
+      on to it, and waited for).
+  """
   rows = {t.name: finished_row(t, commands[t.name], cfg) or
           make_row(t, cfg, "pending") for t in tasks}
   start, durations, failed = time.time(), [], []
@@ -414,7 +684,11 @@ def run(cfg):
       continue
     print(progress_line(index, len(tasks), task.label, time.time() - start,
                         durations), flush=True)
-    rows[task.name], reason = run_task(task, commands[task.name], cfg)
+    rows[task.name], reason, signum = run_task(task, commands[task.name],
+                                               cfg)
+    if signum is not None:
+      write_reports(cfg, list(rows.values()))
+      raise interrupted(signum, task, reason)
     if reason is None:
       durations.append(rows[task.name]["wall_time_s"])
     else:
