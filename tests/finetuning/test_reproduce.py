@@ -212,11 +212,11 @@ def test_relative_paths_are_made_absolute(tmp_path, capsys, monkeypatch):
   lines = _dry_run(capsys, ["--table=glue", "--tasks=rte", "--data_root=d",
                             "--work_dir=w", "--init_checkpoint=m/x.ckpt",
                             "--model_config_path=m/c.json",
-                            "--spiece_model_file=m/s.model"])
+                            "--spiece_model_file=m/s.model", "--gcs_dir=g"])
   got = _flags_of(lines[0])
   assert {k: got[k] for k in ("data_dir", "model_dir", "init_checkpoint",
                               "model_config_path", "spiece_model_file")} == {
-      "data_dir": f"{tmp_path}/d/RTE", "model_dir": f"{tmp_path}/w/rte/model",
+      "data_dir": f"{tmp_path}/d/RTE", "model_dir": f"{tmp_path}/g/rte/model",
       "init_checkpoint": f"{tmp_path}/m/x.ckpt",
       "model_config_path": f"{tmp_path}/m/c.json",
       "spiece_model_file": f"{tmp_path}/m/s.model"}

@@ -98,8 +98,9 @@ def absolute_paths(cfg):
   """`cfg` with its local paths absolute: the programs run in the
   repository's directory, not in the one reproduce.py was started in."""
   return dataclasses.replace(cfg, **{
-      name: os.path.abspath(getattr(cfg, name)) for name in PATH_FLAGS
-      if "://" not in getattr(cfg, name)})
+      name: os.path.abspath(getattr(cfg, name))
+      for name in PATH_FLAGS + ("gcs_dir",)
+      if getattr(cfg, name) and "://" not in getattr(cfg, name)})
 
 
 def effective_settings(task, cfg):
