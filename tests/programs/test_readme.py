@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from xlnet import configs
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOCS = sorted(os.path.join("docs", n) for n in os.listdir(
     os.path.join(REPO, "docs")) if n.endswith(".md"))
@@ -58,7 +60,11 @@ def test_links_and_paths_exist(page):
       assert os.path.exists(os.path.join(REPO, base, target)), (page, target)
   for path in re.findall(r"`((?:xlnet|scripts|configs|bench|docs|tests|"
                          r"requirements)/[\w./-]+)`", text):
-    if "*" not in path and "{" not in path:
+    if re.fullmatch(r"[A-Z_]+", os.path.basename(path)):
+      continue  # a placeholder: configs/NAME
+    if path.startswith(configs.PREFIX):  # a shipped config's name
+      assert path[len(configs.PREFIX):] in configs.names(), (page, path)
+    elif "*" not in path and "{" not in path:
       assert os.path.exists(os.path.join(REPO, path)), (page, path)
 
 
