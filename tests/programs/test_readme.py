@@ -51,6 +51,12 @@ def test_readme_python_examples_run():
     assert proc.returncode == 0, (block, proc.stderr[-3000:])
 
 
+def test_readme_stays_a_front_door():
+  """Read in a minute: what it is, the two commands, one example per use,
+  links; the details live in docs/."""
+  assert len(_read("README.md").split("\n")) <= 160
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_links_and_paths_exist(page):
   text = _read(page)
@@ -89,7 +95,7 @@ def _layout_entries(layout):
 
 
 def test_layout_section_matches_the_tree():
-  layout = re.search(r"## Layout\n\n```\n(.*?)```", _read("README.md"),
+  layout = re.search(r"## Layout\n\n```\n(.*?)```", _read("docs/layout.md"),
                      re.S).group(1)
   entries = _layout_entries(layout)
   for where, name in entries:
