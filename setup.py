@@ -3,7 +3,9 @@
 `pip install .` (or `pip install -e .`) installs the library `xlnet` and
 puts every program on PATH under the release's names (`train_gpu.py
 --help`, `run_classifier.py ...`, `convert_checkpoint.py ...`): the
-top-level scripts themselves, installed as commands (docs/interop.md).
+top-level scripts themselves, installed as commands (docs/interop.md). The
+configs (`xlnet/configs/`: model sizes, flag files) ship as package data,
+found under their documented names `configs/NAME` from any directory.
 """
 from setuptools import find_packages, setup
 
@@ -21,6 +23,7 @@ setup(
                 "(tf.compat.v1, no Keras), checkpoint-compatible with the "
                 "released XLNet models and convertible to HuggingFace.",
     packages=find_packages(include=["xlnet", "xlnet.*"]),
+    package_data={"xlnet.configs": ["*.json", "*.flags"]},
     scripts=PROGRAMS,
     python_requires=">=3.9",
     # The ranges the tests run with (requirements/reference.txt: TensorFlow

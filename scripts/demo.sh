@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quick start: from a machine with only Python 3 to a small XLNet that has
-# learned from text, in about two minutes of CPU once set up:
+# learned from text, in 2 to 4 minutes of a 2-core CPU once set up:
 #   bash scripts/demo.sh
 # Set-up: creates (or reuses) .venvs/reference (TensorFlow 2.15) and
 # .venvs/plot (matplotlib, for the loss-curve picture only). Then
@@ -112,10 +112,13 @@ last_train="$(grep -oE '\] \| gnorm .*\| loss [0-9.]+' "$out/train.log" | tail -
 last_step="$(grep -oE '\[[0-9]+\] \| gnorm' "$out/train.log" | tail -n 1 | sed -E 's/^\[([0-9]+)\].*/\1/')"
 heldout="$(grep -oE '\] eval \| loss [0-9.]+' "$out/train.log" | tail -n 1 | awk '{print $NF}')"
 ckpt="$out/model/$(sed -n 's/^model_checkpoint_path: "\(.*\)"$/\1/p' "$out/model/checkpoint")"
+# What the figures depend on besides the code (docs/demo.md quotes its own).
+machine="$("$py" -m xlnet.demo.machine 2>/dev/null || echo "(not known)")"
 elapsed=$(( $(date +%s) - start ))
 say "done in $(( elapsed / 60 ))m $(( elapsed % 60 ))s"
 echo "  training loss  $last_train at step $last_step (mean since the previous log line)"
 awk -v h="$heldout" -v u="$unigram" 'BEGIN { printf "  held-out loss  %.2f nats per target vs unigram baseline %.2f (perplexity %.0f vs %.0f)\n", h, u, exp(h), exp(u) }'
+echo "  machine        $machine"
 echo "  checkpoint     $ckpt"
 echo "  loss curves    $png"
 echo "  TensorBoard:   $py -m tensorboard.main --logdir $out/model"

@@ -249,8 +249,9 @@ def test_a_pretrained_then_fine_tuned_model(tmp_path):
   from its checkpoint): the exported LM and classifier match HF's."""
   from tests import train_fixtures  # pylint: disable=g-import-not-at-top
   from tests.finetuning import test_python_api  # pylint: disable=g-import-not-at-top
+  from xlnet import configs  # pylint: disable=g-import-not-at-top
   from xlnet import model as model_lib  # pylint: disable=g-import-not-at-top
-  config_path = os.path.join(fx.REPO, "configs", "xlnet_tiny.json")
+  config_path = configs.path("xlnet_tiny.json")
   config = model_lib.XLNetConfig(json_path=config_path)
   records = train_fixtures.program_records(tmp_path / "data",
                                            num_core_per_host=1)

@@ -1,7 +1,9 @@
 """`pip install .` into a fresh virtual environment puts every program on
-PATH: each command's --help runs, and one pretraining step runs through the
-installed `train_gpu.py`, from a directory outside the checkout (so the
-installed package is the one imported).
+PATH and ships the configs: each command's --help runs, `python -m
+xlnet.configs` names the installed configs, and one pretraining step runs
+through the installed `train_gpu.py` with `--flagfile=configs/demo.flags`
+(which names `configs/xlnet_tiny.json`), from a directory outside the
+checkout (so the installed package and configs are the ones read).
 
 The environment is new but sees this test environment's packages (a `.pth`
 file naming its site-packages) and installs with `--no-deps
@@ -14,6 +16,7 @@ import sys
 import sysconfig
 
 import pytest
+import tensorflow as tf
 
 from tests import train_fixtures
 
@@ -74,14 +77,27 @@ def test_pip_install_puts_every_program_on_path(tmp_path):
     assert "Traceback" not in proc.stderr, (command, proc.stderr[-2000:])
     assert "--helpfull" in proc.stdout, (command, proc.stdout[-2000:])
 
+  # The configs, installed beside the library: the checkout's files.
+  where = _run([str(bin_dir / "python"), "-m", "xlnet.configs"],
+               cwd=str(work))
+  installed = where.stdout.strip()
+  assert installed.startswith(str(tmp_path / "venv")), where.stderr[-2000:]
+  shipped = sorted(n for n in os.listdir(os.path.join(REPO, "xlnet",
+                                                      "configs"))
+                   if n.endswith((".json", ".flags")))
+  assert shipped and sorted(n for n in os.listdir(installed)
+                            if n.endswith((".json", ".flags"))) == shipped
+
   records = train_fixtures.program_records(tmp_path / "data",
                                            num_core_per_host=1, num_lines=200)
-  config = os.path.join(REPO, "configs", "xlnet_tiny.json")
-  run = [f"--model_config_path={config}"] + [
-      f for f in train_fixtures.PROGRAM_RUN
-      if not f.startswith("--model_config_path")]
-  proc = _run([str(bin_dir / "train_gpu.py"), f"--record_info_dir={records}",
-               f"--model_dir={tmp_path / 'model'}", *run, "--train_steps=1",
+  assert not os.path.exists(work / "configs")
+  proc = _run([str(bin_dir / "train_gpu.py"), "--flagfile=configs/demo.flags",
+               f"--record_info_dir={records}",
+               f"--model_dir={tmp_path / 'model'}", "--perm_size=8",
+               "--iterations=1", "--eval_steps=0", "--train_steps=1",
                "--num_core_per_host=1"], cwd=str(work))
   assert proc.returncode == 0, proc.stderr[-3000:]
-  assert os.path.exists(tmp_path / "model" / "model.ckpt-1.index")
+  # The demo's model, configs/xlnet_tiny.json: 2,000 pieces of width 64.
+  ckpt = tf.train.load_checkpoint(str(tmp_path / "model" / "model.ckpt-1"))
+  assert ckpt.get_variable_to_shape_map()[
+      "model/transformer/word_embedding/lookup_table"] == [2000, 64]

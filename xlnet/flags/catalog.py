@@ -32,6 +32,7 @@ flag said 1e-8).
 """
 from absl import flags
 
+from xlnet import configs
 from xlnet.training import config as train_config
 
 
@@ -620,6 +621,10 @@ def set_defaults(flag_values, **defaults):
 def parse_command_line(argv):
   """Parses `argv` into the global FLAGS (the programs' flags).
 
+  `--flagfile=configs/NAME` and `--model_config_path=configs/NAME` name the
+  shipped configs when no such file is in the current directory
+  (`xlnet.configs.resolve`).
+
   Args:
     argv: list of str, the command line (flagfiles are read here).
 
@@ -629,4 +634,22 @@ def parse_command_line(argv):
   Raises:
     absl.flags.Error: a flag the parser refuses.
   """
-  return flags.FLAGS(argv)
+  rest = flags.FLAGS(_resolve_flagfiles(argv))
+  if "model_config_path" in flags.FLAGS and flags.FLAGS.model_config_path:
+    flags.FLAGS.model_config_path = configs.resolve(
+        flags.FLAGS.model_config_path)
+  return rest
+
+
+def _resolve_flagfiles(argv):
+  """`argv` with each `--flagfile` value (`=value` or the next argument)
+  passed through `configs.resolve`."""
+  out = list(argv[:1])
+  for arg in argv[1:]:
+    name, eq, value = arg.partition("=")
+    if eq and name in ("--flagfile", "-flagfile"):
+      arg = f"{name}={configs.resolve(value)}"
+    elif out[-1] in ("--flagfile", "-flagfile") and len(out) > 1:
+      arg = configs.resolve(arg)
+    out.append(arg)
+  return out
