@@ -120,3 +120,125 @@ def test_sigterm_while_reading_a_checkpoint_is_not_corruption(
       checkpoint_io.read_tensors(prefix)
   finally:
     signal.signal(signal.SIGTERM, previous)
+
+
+# ---- a killed run's temporary folder ---------------------------------------
+
+_INSIDE_STAGED = """
+import sys, time
+from xlnet.interop import output_dir
+with output_dir.staged(sys.argv[1]) as tmp:
+  with open(tmp + "/model.safetensors", "wb") as f:
+    f.write(b"half" * 1000)
+  print(tmp, flush=True)
+  time.sleep(600)
+"""
+
+
+def _converter_inside_staged(out):
+  """A process stopped in the middle of writing `out` (inside
+  `output_dir.staged`, as a conversion writes); returns (process, its
+  temporary folder)."""
+  proc = subprocess.Popen([sys.executable, "-c", _INSIDE_STAGED, out],
+                          cwd=fx.REPO, env=_env(), stdout=subprocess.PIPE,
+                          text=True)
+  return proc, proc.stdout.readline().strip()
+
+
+def test_a_killed_conversions_folder_is_swept_by_the_next(tmp_path):
+  """SIGKILL in the middle of writing leaves a temporary folder; the next
+  conversion to the same output removes it (a warning names it) and writes
+  the output. It keeps the folder of a conversion still running (two
+  converters on one output), one written on another host (a shared file
+  system, where the pid means nothing here) and names not of this form."""
+  prefix, _, config, _ = fx.random_checkpoint(str(tmp_path / "ckpt"),
+                                              "squad")
+  out = str(tmp_path / "hf")
+  killed, killed_tmp = _converter_inside_staged(out)
+  running, running_tmp = _converter_inside_staged(out)
+  try:
+    killed.kill()
+    killed.wait()
+    assert os.path.isdir(killed_tmp)
+    dead_pid = killed.pid
+    other_host = f"{out}.tmp-{dead_pid}-0123abcd-not-{socket.gethostname()}"
+    unrelated = f"{out}.tmp-notes"
+    for path in (other_host, unrelated):
+      os.makedirs(path)
+    code, stderr = _program("--to=hf", f"--checkpoint={prefix}",
+                            f"--model_config_path={tmp_path}/ckpt/"
+                            "xlnet_config.json",
+                            f"--spiece_model_file={fx.SPIECE}",
+                            f"--output_dir={out}")
+    assert code == 0, stderr[-3000:]
+    assert f"Removed {killed_tmp} (left by a killed conversion)" in stderr
+    assert not os.path.exists(killed_tmp)
+    assert sorted(_leftovers(out)) == sorted(
+        os.path.basename(p) for p in (running_tmp, other_host, unrelated))
+    assert "config.json" in os.listdir(out)
+  finally:
+    running.kill()
+    running.wait()
+
+
+# ---- full disks and file size limits ---------------------------------------
+
+
+def _no_room(out):
+  return (f"convert_checkpoint.py: error: cannot write {out}: file too "
+          "large; nothing was written (no output and no temporary folder is "
+          "left); make room (or fix the permission) and rerun")
+
+
+@pytest.mark.parametrize("to", ["hf", "saved_model", "tf"])
+def test_file_size_limit_is_one_line(tmp_path, to):
+  """A file size limit (`ulimit -f`: EFBIG, as a full disk's ENOSPC) while
+  writing --to=hf (safetensors), saved_model or tf (a checkpoint): one line
+  naming the output and the cause, exit code 1, nothing left; with room the
+  same command writes it."""
+  prefix, config_path, config, _ = fx.random_checkpoint(
+      str(tmp_path / "ckpt"), "classification")
+  source = prefix
+  if to == "tf":
+    source = str(tmp_path / "hf")
+    hf_export.export_hf(prefix, config, fx.SPIECE, source, fx.TASK)
+  out = str(tmp_path / "out")
+  args = [f"--to={to}", f"--checkpoint={source}", f"--output_dir={out}",
+          f"--spiece_model_file={fx.SPIECE}",
+          f"--model_config_path={config_path}"][:3 if to == "tf" else 5]
+  code, stderr = _program(*args, max_file_bytes=4096)
+  assert (code, _last_line(stderr)) == (1, _no_room(out))
+  assert not os.path.exists(out) and not _leftovers(out)
+  code, stderr = _program(*args)
+  assert code == 0, stderr[-3000:]
+
+
+@pytest.mark.parametrize("error", [
+    OSError(errno.ENOSPC, "No space left on device"),
+    safetensors.SafetensorError("Error while serializing: I/O error: No "
+                                "space left on device (os error 28)")],
+                         ids=["OSError", "SafetensorError"])
+def test_full_disk_during_the_export_is_one_line(tmp_path, monkeypatch,
+                                                 error):
+  """A full disk, faked: the safetensors writer fails as it does on a full
+  disk (an OSError, or the library's own error whose text carries the
+  cause; a file size limit above fails the same way for real). A
+  `ResourceError` names the output and 'no space left on device', nothing
+  is left."""
+  prefix, _, config, _ = fx.random_checkpoint(str(tmp_path / "ckpt"), "lm")
+
+  def full_disk(tensors, path, metadata=None):
+    del tensors, metadata
+    with open(path, "wb") as f:
+      f.write(b"partial")
+    raise error
+
+  monkeypatch.setattr(hf_export.safetensors_numpy, "save_file", full_disk)
+  out = str(tmp_path / "out")
+  with pytest.raises(io_utils.ResourceError) as info:
+    hf_export.export_hf(prefix, config, fx.SPIECE, out)
+  assert str(info.value) == (
+      f"cannot write {out}: no space left on device; nothing was written (no "
+      "output and no temporary folder is left); make room (or fix the "
+      "permission) and rerun")
+  assert not os.path.exists(out) and not _leftovers(out)
