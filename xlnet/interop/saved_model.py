@@ -31,6 +31,7 @@ from xlnet.training import checkpoint_io
 _SERVING_RUN = model_lib.RunConfig(is_training=False, use_tpu=False,
                                    use_bfloat16=False, dropout=0.0,
                                    dropatt=0.0)
+_LM_BIAS = "model/lm_loss/bias"
 
 
 def _placeholders(kind):
@@ -90,7 +91,8 @@ def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
 
   Args:
     checkpoint: checkpoint prefix, directory or DIR/latest.
-    xlnet_config: its `XLNetConfig`.
+    xlnet_config: its `XLNetConfig`, a JSON config's path, or None: the
+      checkpoint directory's (`hf_export.model_config`).
     output_dir: a new (or empty) directory: the SavedModel (for TF Serving,
       a version folder such as `models/xlnet/1`); whole or not at all.
     task_name, is_regression: which head (`hf_export.choose_head`).
@@ -105,44 +107,47 @@ def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
   """
   output_dir_lib.check_output_dir(output_dir)
   prefix = checkpoint_io.resolve_checkpoint(checkpoint, "--checkpoint")
+  xlnet_config, config_source = hf_export.model_config(prefix, xlnet_config)
   shapes = dict(tf.train.list_variables(prefix))
+  hf_names.check_tf_layers(shapes, xlnet_config.n_layer,
+                           f"--checkpoint={prefix}", config_source)
   kind, scope = hf_export.choose_head(hf_names.find_heads(shapes), task_name,
                                       is_regression)
-  n_class = (shapes[f"model/{scope}/logit/kernel"][1]
-             if kind == "classification" else None)
+  n_class = hf_export.n_class_of(shapes, kind, scope)
   summary = hf_export.summary_settings(prefix, shapes, kind, summary_type)
   with tf.Graph().as_default():
     inputs = _placeholders(kind)
-    outputs = _outputs(kind, scope, n_class, xlnet_config, inputs,
-                       "model/lm_loss/bias" in shapes, summary)
+    signatures = {"serving_default": (inputs, _outputs(
+        kind, scope, n_class, xlnet_config, inputs, _LM_BIAS in shapes,
+        summary))}
     variables = tf.compat.v1.global_variables()
     missing = [v.op.name for v in variables if v.op.name not in shapes]
     if missing:
       raise ValueError(f"--checkpoint={prefix} lacks {len(missing)} "
                        f"variable(s) of the {kind} model, e.g. {missing[:3]} "
-                       "(does --model_config_path match it?)")
-    _check_shapes(variables, shapes, prefix)
+                       f"(does {config_source} match it?)")
+    _check_shapes(variables, shapes, prefix, config_source)
     saver = tf.compat.v1.train.Saver(variables)
     with tf.compat.v1.Session() as sess, output_dir_lib.staged(
         output_dir) as tmp:
       saver.restore(sess, prefix)
       builder = tf.compat.v1.saved_model.Builder(tmp)
-      signature = tf.compat.v1.saved_model.predict_signature_def(
-          inputs=inputs, outputs=outputs)
       builder.add_meta_graph_and_variables(
-          sess, [tf.saved_model.SERVING],
-          signature_def_map={"serving_default": signature},
+          sess, [tf.saved_model.SERVING], signature_def_map={
+              name: tf.compat.v1.saved_model.predict_signature_def(
+                  inputs=ins, outputs=outs)
+              for name, (ins, outs) in signatures.items()},
           strip_default_attrs=True)
       builder.save()
   return kind
 
 
-def _check_shapes(variables, shapes, prefix):
+def _check_shapes(variables, shapes, prefix, config_source):
   """One line for the first variable whose shape differs from the
   checkpoint's (a config that does not match the checkpoint)."""
   for var in variables:
     want = var.shape.as_list()
     if list(shapes[var.op.name]) != want:
       raise ValueError(f"--checkpoint={prefix}: {var.op.name} has shape "
-                       f"{shapes[var.op.name]}, the config gives {want} "
-                       "(does --model_config_path match it?)")
+                       f"{shapes[var.op.name]}, {config_source} gives "
+                       f"{want}: is it the config of this checkpoint?")
