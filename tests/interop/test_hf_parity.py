@@ -111,6 +111,29 @@ def test_summary_heads(tmp_path, kind, summary):
   _close(ours, theirs)
 
 
+@pytest.mark.eager
+def test_saved_model_masked_lm_equals_hf_with_perm_mask(tmp_path):
+  """The SavedModel's `masked_lm` signature and HF's XLNetLMHeadModel given
+  the same `perm_mask` and `target_mapping` predict the hidden words
+  alike."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from xlnet.interop import saved_model  # pylint: disable=g-import-not-at-top
+  hf_dir, prefix, config = _export(tmp_path, "lm")
+  out = str(tmp_path / "serving")
+  saved_model.export_saved_model(prefix, config, out)
+  masked = tf.saved_model.load(out).signatures["masked_lm"]
+  feats = fx.features("lm", seed=3)
+  perm_mask, target_mapping = fx.masked_inputs(feats, [2, 3, 5])
+  ours = masked(**{k: tf.constant(v) for k, v in feats.items()},
+                perm_mask=tf.constant(perm_mask),
+                target_mapping=tf.constant(target_mapping))
+  model = transformers.XLNetLMHeadModel.from_pretrained(hf_dir).eval()
+  with torch.no_grad():
+    theirs = model(**_torch(feats), perm_mask=torch.tensor(perm_mask),
+                   target_mapping=torch.tensor(target_mapping))
+  _close(ours["lm_logits"].numpy(), theirs.logits)
+
+
 def test_squad_beam_and_answer_class(tmp_path):
   """HF's XLNetForQuestionAnswering at inference runs the release's beam:
   the same top starts, top ends per start and answerability logits. HF

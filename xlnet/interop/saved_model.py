@@ -1,5 +1,6 @@
-"""A checkpoint -> a SavedModel with a `serving_default` signature, for
-`tf.saved_model.load` and TF Serving.
+"""A checkpoint -> a SavedModel with a `serving_default` signature (and, for
+a pretrained backbone, `masked_lm`), for `tf.saved_model.load` and TF
+Serving.
 
 Inputs are batch-major with the batch size and length free: `input_ids`
 int32 [B, L], `segment_ids` int32 [B, L], `input_mask` float32 [B, L]
@@ -15,6 +16,17 @@ the fine-tuning programs' predictions (dropout off):
                   [B, 5], end_top_log_probs, end_top_index [B, 25]
   lm (backbone)   sequence_output [B, L, d_model], and lm_logits
                   [B, L, n_token] when the checkpoint holds `lm_loss/bias`
+                  (the content stream: position i sees its own token)
+
+A backbone whose checkpoint holds `mask_emb` and `lm_loss/bias` (a
+pretrained one) also gets the `masked_lm` signature, the pretraining
+model's two streams: the inputs above plus `perm_mask` float32 [B, L, L]
+(1 where position i may not see position j) and `target_mapping` float32
+[B, P, L] (row k one-hot at the k-th position to predict); outputs
+`lm_logits` [B, P, n_token] and `query_output` [B, P, d_model] of the query
+stream at those positions. Hiding position j from every position
+(`perm_mask[:, :, j] = 1`) and naming it in `target_mapping` predicts the
+word there without seeing it.
 """
 import tensorflow as tf
 
@@ -31,7 +43,9 @@ from xlnet.training import checkpoint_io
 _SERVING_RUN = model_lib.RunConfig(is_training=False, use_tpu=False,
                                    use_bfloat16=False, dropout=0.0,
                                    dropatt=0.0)
+_MASK_EMB = "model/transformer/mask_emb/mask_emb"
 _LM_BIAS = "model/lm_loss/bias"
+MASKED_LM = "masked_lm"
 
 
 def _placeholders(kind):
@@ -85,6 +99,37 @@ def _backbone_outputs(xlnet_config, inputs, has_lm_bias):
   return outputs
 
 
+def _masked_lm(xlnet_config, inputs):
+  """The `masked_lm` signature's extra inputs and its outputs: the query
+  stream at `target_mapping`'s positions, under `perm_mask`.
+
+  Returns:
+    ({name: placeholder} of perm_mask [B, L, L] and target_mapping
+    [B, P, L]), {"lm_logits": [B, P, n_token], "query_output":
+    [B, P, d_model]}.
+  """
+  extra = {"perm_mask": tf.compat.v1.placeholder(
+      tf.float32, [None, None, None], name="perm_mask"),
+           "target_mapping": tf.compat.v1.placeholder(
+               tf.float32, [None, None, None], name="target_mapping")}
+  target_mapping = tf.transpose(extra["target_mapping"], [1, 2, 0])
+  xlnet_model = model_lib.XLNetModel(
+      xlnet_config, _SERVING_RUN,
+      input_ids=tf.transpose(inputs["input_ids"]),
+      seg_ids=tf.transpose(inputs["segment_ids"]),
+      input_mask=tf.transpose(inputs["input_mask"]),
+      perm_mask=tf.transpose(extra["perm_mask"], [1, 2, 0]),
+      target_mapping=target_mapping,
+      # Which positions are predicted ([L, B]); with a target_mapping the
+      # query stream starts from mask_emb at each of them.
+      inp_q=tf.reduce_sum(target_mapping, axis=0))
+  outputs = {
+      "lm_logits": tf.transpose(xlnet_model.get_lm_logits(), [1, 0, 2]),
+      "query_output": tf.transpose(xlnet_model.get_sequence_output(),
+                                   [1, 0, 2])}
+  return extra, outputs
+
+
 def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
                        is_regression=None, summary_type=None):
   """Writes a checkpoint's model (one head, or the backbone) as a SavedModel.
@@ -120,6 +165,9 @@ def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
     signatures = {"serving_default": (inputs, _outputs(
         kind, scope, n_class, xlnet_config, inputs, _LM_BIAS in shapes,
         summary))}
+    if kind == "lm" and _MASK_EMB in shapes and _LM_BIAS in shapes:
+      extra, outputs = _masked_lm(xlnet_config, inputs)
+      signatures[MASKED_LM] = (dict(inputs, **extra), outputs)
     variables = tf.compat.v1.global_variables()
     missing = [v.op.name for v in variables if v.op.name not in shapes]
     if missing:
