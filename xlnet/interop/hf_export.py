@@ -299,17 +299,24 @@ def hf_config(xlnet_config, kind, scope, n_class, ids, summary):
   return config
 
 
+# What HF's tokenizer returns: XLNet's segments (`token_type_ids`: A and
+# its <sep> 0, B and its <sep> 1, <cls> 2, as our features) are not among
+# transformers 5's defaults (input_ids, attention_mask).
+MODEL_INPUT_NAMES = ("input_ids", "token_type_ids", "attention_mask")
+
+
 def tokenizer_files(uncased):
   """{file name: dict} of HF's XLNetTokenizer settings: our text
   normalization (spaces collapsed, accents stripped, lower-casing for
-  uncased models) and XLNet's left padding."""
+  uncased models), XLNet's left padding, and segment ids in the outputs."""
   specials = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
               "sep_token": "<sep>", "pad_token": "<pad>",
               "cls_token": "<cls>", "mask_token": "<mask>",
               "additional_special_tokens": ["<eop>", "<eod>"]}
   config = dict(specials, tokenizer_class="XLNetTokenizer",
                 do_lower_case=bool(uncased), remove_space=True,
-                keep_accents=False, padding_side="left")
+                keep_accents=False, padding_side="left",
+                model_input_names=list(MODEL_INPUT_NAMES))
   return {"tokenizer_config.json": config,
           "special_tokens_map.json": specials}
 
