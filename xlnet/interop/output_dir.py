@@ -42,7 +42,7 @@ def tmp_dir_for(output_dir):
 
 def stale_tmp_dirs(output_dir):
   """The temporary directories of `output_dir` that killed conversions of
-  this host left (their pid runs no more), oldest name first."""
+  this host left (their pid runs no more), in name order."""
   parent = os.path.dirname(output_dir) or "."
   prefix = os.path.basename(output_dir) + io_utils.TMP_MARK
   host = socket.gethostname()
