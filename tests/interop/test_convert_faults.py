@@ -354,6 +354,30 @@ def _hf_dir(tmp_path, kind="classification", **overrides):
   return hf_dir
 
 
+@pytest.mark.parametrize("damage", ["truncated", "a flipped byte"])
+def test_a_damaged_checkpoint_is_one_line(tmp_path, damage):
+  """--to=hf and saved_model on a checkpoint whose data file is truncated
+  or has a flipped byte (its checksum fails): one line naming the data
+  file, nothing written (saved_model's restore was a traceback)."""
+  prefix, _, config, _ = fx.random_checkpoint(str(tmp_path / "ckpt"),
+                                              "classification")
+  data_file = prefix + ".data-00000-of-00001"
+  with open(data_file, "rb") as f:
+    data = bytearray(f.read())
+  if damage == "truncated":
+    data = data[:len(data) // 2]
+  else:
+    data[100] ^= 0xFF
+  with open(data_file, "wb") as f:
+    f.write(bytes(data))
+  out = str(tmp_path / "out")
+  for export, extra in ((hf_export.export_hf, (fx.SPIECE,)),
+                        (saved_model.export_saved_model, ())):
+    message = _refused(export, prefix, config, *extra, output=out,
+                       task_name=fx.TASK, match=f"^{data_file}: cannot read")
+    assert "truncated or corrupt" in message
+
+
 def test_truncated_or_corrupt_safetensors_is_one_line(tmp_path):
   hf_dir = _hf_dir(tmp_path)
   weights = os.path.join(hf_dir, "model.safetensors")

@@ -31,6 +31,7 @@ word there without seeing it.
 import tensorflow as tf
 
 from xlnet import classifier_heads
+from xlnet import cli
 from xlnet import finetune_backbone
 from xlnet import model as model_lib
 from xlnet import race_heads
@@ -178,7 +179,7 @@ def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
     saver = tf.compat.v1.train.Saver(variables)
     with tf.compat.v1.Session() as sess, output_dir_lib.staged(
         output_dir) as tmp:
-      saver.restore(sess, prefix)
+      _restore(saver, sess, prefix)
       builder = tf.compat.v1.saved_model.Builder(tmp)
       builder.add_meta_graph_and_variables(
           sess, [tf.saved_model.SERVING], signature_def_map={
@@ -188,6 +189,23 @@ def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
           strip_default_attrs=True)
       builder.save()
   return kind
+
+
+def _restore(saver, sess, prefix):
+  """Restores `prefix`; one line naming its data file when that is
+  truncated (OutOfRange) or its bytes fail their checksum (DataLoss)."""
+  try:
+    saver.restore(sess, prefix)
+  except (tf.errors.OutOfRangeError, tf.errors.DataLossError) as e:
+    # The cause is the message's last line of its own (the graph's trace
+    # and the node come before and after it, indented).
+    cause = [line for line in e.message.splitlines()
+             if line.strip() and not line[0].isspace()][-1]
+    files = ", ".join(checkpoint_io.data_files(prefix))
+    raise checkpoint_io.CheckpointError(
+        f"{files}: cannot read the checkpoint's tensors "
+        f"({cli.error_text(ValueError(cause))[:200]})"
+        "; the data file is truncated or corrupt") from None
 
 
 def _check_shapes(variables, shapes, prefix, config_source):
