@@ -60,12 +60,31 @@ class Terminated(Stop):
   is_error = False
 
 
+_TERMINATED_TEXT = ("stopped by SIGTERM; no temporary file is left; rerun "
+                    "the same command to redo the work")
+# Set by `_raise_terminated`: SIGTERM arrived (see `raise_if_terminated`).
+_sigterm_received = False
+
+
 def _raise_terminated(signum, frame):
   """SIGTERM handler: a second SIGTERM (e.g. during the cleanup) kills."""
   del frame
+  global _sigterm_received
+  _sigterm_received = True
   signal.signal(signum, signal.SIG_DFL)
-  raise Terminated("stopped by SIGTERM; no temporary file is left; rerun "
-                   "the same command to redo the work")
+  raise Terminated(_TERMINATED_TEXT)
+
+
+def raise_if_terminated():
+  """Raises `Terminated` when SIGTERM arrived but its exception was lost.
+
+  The handler raises in whatever Python code runs next, and C++ code that
+  calls Python may swallow it there: TensorFlow's checkpoint reader runs
+  NumPy's version check inside every `get_tensor`. Loops over such calls
+  check here after each one.
+  """
+  if _sigterm_received:
+    raise Terminated(_TERMINATED_TEXT)
 
 
 def parse_flags(argv):

@@ -33,12 +33,23 @@ _RESOURCE_CAUSES = (
 
 class ResourceError(cli.Stop):
   """Writing failed for lack of a resource (space, size limit, permission);
-  the message names the path, the cause and what is safe. Exit code 1."""
+  the message names the path, the cause and what is safe. Exit code 1.
+
+  Attributes:
+    cause: the short cause ("no space left on device", ...).
+  """
+
+  def __init__(self, message, cause=None):
+    super().__init__(message)
+    self.cause = cause
 
 
 def resource_cause(err):
-  """The short cause ("no space left on device", ...) of an OSError or a
-  tf.errors.OpError that reports a resource failure, else None."""
+  """The short cause ("no space left on device", ...) of an OSError, a
+  tf.errors.OpError or another library's error (e.g. safetensors') whose
+  text reports a resource failure, or of a `ResourceError`; else None."""
+  if isinstance(err, ResourceError):
+    return err.cause
   number = getattr(err, "errno", None)
   text = cli.error_text(err)
   for code, marker, cause in _RESOURCE_CAUSES:
@@ -60,7 +71,7 @@ def resource_error(path, err, safe):
   cause = resource_cause(err)
   if cause is None:
     return None
-  return ResourceError(f"cannot write {path}: {cause}; {safe}")
+  return ResourceError(f"cannot write {path}: {cause}; {safe}", cause)
 
 
 def tmp_path_for(path):
@@ -102,8 +113,13 @@ def _writer_is_running(tmp):
   pid = tmp.rsplit(TMP_MARK, 1)[1].split("-", 1)[0]
   if "://" in tmp or not pid.isdigit():
     return False
+  return pid_is_running(int(pid))
+
+
+def pid_is_running(pid):
+  """Whether a process with id `pid` runs on this host."""
   try:
-    os.kill(int(pid), 0)
+    os.kill(pid, 0)
   except PermissionError:
     return True  # it runs, as another user
   except (OSError, OverflowError):

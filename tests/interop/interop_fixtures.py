@@ -62,6 +62,18 @@ def features(kind, bsz=2, seq_len=7, seed=0):
   return out
 
 
+def masked_inputs(feats, hidden):
+  """`perm_mask` [B, L, L] hiding the positions `hidden` from every
+  position, and `target_mapping` [B, P, L] naming them in order (the
+  SavedModel's `masked_lm` inputs, HF's `perm_mask`/`target_mapping`)."""
+  bsz, seq_len = feats["input_ids"].shape
+  perm_mask = np.zeros([bsz, seq_len, seq_len], np.float32)
+  perm_mask[:, :, hidden] = 1.0
+  target_mapping = np.zeros([bsz, len(hidden), seq_len], np.float32)
+  target_mapping[:, np.arange(len(hidden)), hidden] = 1.0
+  return perm_mask, target_mapping
+
+
 def build(kind, xlnet_config, feats, summary=("last", True)):
   """Our outputs of `kind`'s head on numpy `feats` (a dict of tensors):
   the programs' graph builders with dropout off; `summary` is the

@@ -113,6 +113,75 @@ def test_saved_model_equals_the_heads_predictions(tmp_path, kind):
                                  err_msg=name)
 
 
+def numpy_masked_lm(values, config, feats, perm_mask, target_mapping):
+  """The LM logits [B, P, n_token] of the two-stream model at the target
+  positions, by tests/np_reference.py (a literal NumPy forward pass)."""
+  from tests import np_reference  # pylint: disable=g-import-not-at-top
+  c = config.to_dict()
+  output, _ = np_reference.forward(
+      values, c["n_layer"], c["d_model"], c["n_head"], c["d_head"],
+      c["d_inner"], c["ff_activation"], c["untie_r"],
+      inp_k=feats["input_ids"].T, inp_q=target_mapping.sum(1).T,
+      seg_id=feats["segment_ids"].T, input_mask=feats["input_mask"].T,
+      perm_mask=perm_mask.transpose(1, 2, 0),
+      target_mapping=target_mapping.transpose(1, 2, 0))
+  table = values["model/transformer/word_embedding/lookup_table"]
+  logits = output @ table.T + values["model/lm_loss/bias"]  # [P, B, V]
+  return logits.transpose(1, 0, 2)
+
+
+@pytest.mark.eager
+def test_saved_model_masked_lm_predicts_hidden_words(tmp_path):
+  """A pretrained backbone's `masked_lm` signature computes the query
+  stream's LM logits at `target_mapping`'s positions under `perm_mask`, as
+  the literal NumPy model does (batch and lengths free); the hidden words
+  themselves do not move them, a visible word does."""
+  prefix, _, config, values = fx.random_checkpoint(str(tmp_path / "ckpt"),
+                                                   "lm")
+  out = str(tmp_path / "serving")
+  saved_model.export_saved_model(prefix, config, out)
+  loaded = tf.saved_model.load(out)
+  assert sorted(loaded.signatures) == ["masked_lm", "serving_default"]
+  masked = loaded.signatures["masked_lm"]
+  for bsz, seq_len, hidden in ((2, 7, [2, 4]), (1, 9, [6])):
+    feats = fx.features("lm", bsz=bsz, seq_len=seq_len, seed=seq_len)
+    perm_mask, target_mapping = fx.masked_inputs(feats, hidden)
+
+    def run(f):
+      got = masked(**{k: tf.constant(v) for k, v in f.items()},
+                   perm_mask=tf.constant(perm_mask),
+                   target_mapping=tf.constant(target_mapping))
+      assert got["query_output"].shape == (bsz, len(hidden), 8)
+      return got["lm_logits"].numpy()
+
+    got = run(feats)
+    expected = numpy_masked_lm(values, config, feats, perm_mask,
+                               target_mapping)
+    assert got.shape == (bsz, len(hidden), fx.CONFIG["n_token"])
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    other = dict(feats, input_ids=feats["input_ids"].copy())
+    other["input_ids"][:, hidden] = 7  # other hidden words: same logits
+    np.testing.assert_allclose(run(other), got, atol=1e-5)
+    other["input_ids"][:, 3] = 8  # another visible word: other logits
+    assert np.max(np.abs(run(other) - got)) > 1e-3
+
+
+def test_saved_model_of_a_fine_tuned_backbone_has_no_masked_lm(tmp_path):
+  """Without mask_emb (fine-tuning does not train it) there is no query
+  stream to serve: the SavedModel has serving_default only."""
+  prefix, _, config, values = fx.random_checkpoint(str(tmp_path / "ckpt"),
+                                                   "lm")
+  del values["model/transformer/mask_emb/mask_emb"]
+  bare = checkpoint_io.write_checkpoint(str(tmp_path / "bare" / "model.ckpt"),
+                                        values)
+  out = str(tmp_path / "serving")
+  saved_model.export_saved_model(bare, config, out)
+  with tf.Graph().as_default():
+    meta = tf.compat.v1.saved_model.load(
+        tf.compat.v1.Session(), [tf.saved_model.SERVING], out)
+  assert sorted(meta.signature_def) == ["serving_default"]
+
+
 def _record_head(prefix, summary_type, use_summ_proj=True):
   """head.json beside `prefix`, as a fine-tuning run writes it
   (docs/interop.md)."""

@@ -355,7 +355,7 @@ HELP_DIGESTS = {
     "spm_train.py": "5a7a05bafc11bef9",
     "reproduce.py": "c479c35b5251ef56",
     "model_utils.py": "581c583b41329fda",
-    "convert_checkpoint.py": "0cf2fca7e02ba747",
+    "convert_checkpoint.py": "c25d6785ee07cb6a",
     "scripts/demo_report.py": "fa3b202534fe40c9",
     "scripts/get_demo_corpus.py": "eb098fd9a4b6bc31",
 }

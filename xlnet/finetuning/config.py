@@ -22,6 +22,8 @@ from xlnet.training import config as train_config_lib
 # (`ModelConfig.head_record()`): kept by a resumed run, compared by
 # evaluation and prediction, read by the export (docs/interop.md).
 HEAD_FILE = "head.json"
+# The sequence summaries (`modeling.summarize_sequence`).
+SUMMARY_TYPES = ("last", "first", "mean", "attn")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -542,8 +542,8 @@ def define_convert_flags(flag_values=flags.FLAGS):
                       "DIR/latest) for --to=hf and saved_model; a "
                       "HuggingFace directory for --to=tf.", **fv)
   define_model_config_path_flag(
-      flag_values, "xlnet_config.json of the checkpoint (--to=hf, "
-      "saved_model).")
+      flag_values, "--to=hf, saved_model: the checkpoint's config (default: "
+      "config.json, else xlnet_config.json, in the checkpoint's directory).")
   define_spiece_model_file_flag(flag_values)
   define_uncased_flag(flag_values, False,
                       "The model lower-cases its text (the HF tokenizer's "

@@ -4,7 +4,6 @@ checked, then `hf_export.export_hf`, `hf_import.import_hf` or
 from absl import logging
 
 from xlnet import cli
-from xlnet import model as model_lib
 from xlnet.flags import catalog as flag_catalog
 from xlnet.interop import hf_export
 from xlnet.interop import hf_import
@@ -27,17 +26,17 @@ def main(unused_argv):
     prefix = hf_import.import_hf(f.checkpoint, f.output_dir, f.task_name)
     logging.info("wrote %s (with xlnet_config.json and spiece.model)", prefix)
     return
-  _require(f, "model_config_path")
-  xlnet_config = model_lib.XLNetConfig(json_path=f.model_config_path)
+  # --model_config_path and --spiece_model_file default to what the
+  # checkpoint's directory holds (hf_export.model_config, spiece_of).
   if f.to == "hf":
-    _require(f, "spiece_model_file")
     arch = hf_export.export_hf(
-        f.checkpoint, xlnet_config, f.spiece_model_file, f.output_dir,
-        f.task_name, f.is_regression, f.uncased, f.summary_type)
+        f.checkpoint, f.model_config_path, f.spiece_model_file,
+        f.output_dir, f.task_name, f.is_regression, f.uncased,
+        f.summary_type)
     logging.info("wrote %s as %s", f.output_dir, arch)
   else:
     kind = saved_model.export_saved_model(
-        f.checkpoint, xlnet_config, f.output_dir, f.task_name,
+        f.checkpoint, f.model_config_path, f.output_dir, f.task_name,
         f.is_regression, f.summary_type)
     logging.info("wrote the %s SavedModel %s", kind, f.output_dir)
 

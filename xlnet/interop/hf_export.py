@@ -14,6 +14,7 @@ import sentencepiece as spm
 from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 
+from xlnet import model as model_lib
 from xlnet.data import prepro_utils
 from xlnet.finetuning import config as finetuning_config
 from xlnet.interop import hf_names
@@ -28,6 +29,56 @@ HF_ACTIVATION = {"gelu": "gelu_new", "relu": "relu"}
 # --end_n_top defaults).
 BEAM = 5
 LAYER_NORM_EPS = 1e-12
+
+
+# What a checkpoint's directory may hold of its config: a run of ours
+# writes config.json, a release (and --to=tf) xlnet_config.json.
+CONFIG_FILES = ("config.json", "xlnet_config.json")
+SPIECE_FILE = "spiece.model"
+
+
+def model_config(prefix, xlnet_config=None):
+  """The `XLNetConfig` of a checkpoint, and what gave it (for messages).
+
+  Args:
+    prefix: the checkpoint prefix.
+    xlnet_config: an `XLNetConfig`, the path of a JSON config
+      (--model_config_path), or None: the first of `CONFIG_FILES` in the
+      checkpoint's directory.
+
+  Returns:
+    (XLNetConfig, str naming its source).
+
+  Raises:
+    ValueError: one line when None is given and the directory holds none.
+  """
+  if isinstance(xlnet_config, model_lib.XLNetConfig):
+    return xlnet_config, "--model_config_path"
+  if xlnet_config:
+    return (model_lib.XLNetConfig(json_path=xlnet_config),
+            f"--model_config_path={xlnet_config}")
+  directory = os.path.dirname(prefix)
+  for name in CONFIG_FILES:
+    path = os.path.join(directory, name)
+    if os.path.isfile(path):
+      logging.info("the model's sizes: %s", path)
+      return model_lib.XLNetConfig(json_path=path), path
+  raise ValueError(f"--checkpoint={prefix}: its directory holds no "
+                   f"{' or '.join(CONFIG_FILES)}; give the model's config "
+                   "with --model_config_path")
+
+
+def spiece_of(prefix, spiece_model_file=None):
+  """`spiece_model_file`, or the checkpoint directory's spiece.model (a
+  release's, or --to=tf's); one line when there is none."""
+  if spiece_model_file:
+    return spiece_model_file
+  path = os.path.join(os.path.dirname(prefix), SPIECE_FILE)
+  if os.path.isfile(path):
+    return path
+  raise ValueError(f"--checkpoint={prefix}: its directory holds no "
+                   f"{SPIECE_FILE}; give the model's SentencePiece model "
+                   "with --spiece_model_file")
 
 
 def read_model_weights(checkpoint):
@@ -45,6 +96,36 @@ _ATTN_SUMMARY = "model/sequnece_summary/summary_bias"
 _SUMMARY_PROJ = "model/sequnece_summary/summary/kernel"
 
 
+def read_head_record(path):
+  """The head record fine-tuning wrote (`finetuning/config.HEAD_FILE`), or
+  None when there is none.
+
+  Returns:
+    dict with `summary_type` (one of `SUMMARY_TYPES`) and, when recorded,
+    `use_summ_proj` (bool).
+
+  Raises:
+    ValueError: one line naming the file, the value and the allowed ones.
+  """
+  record = train_state.read_run_record(path)
+  if record is None:
+    return None
+  allowed = ", ".join(finetuning_config.SUMMARY_TYPES)
+  if not isinstance(record, dict):
+    raise ValueError(f"{path}: expected a JSON object such as "
+                     '{"summary_type": "last", "use_summ_proj": true}, got '
+                     f"{json.dumps(record)[:80]}")
+  summary_type = record.get("summary_type")
+  if summary_type not in finetuning_config.SUMMARY_TYPES:
+    raise ValueError(f"{path}: summary_type {json.dumps(summary_type)} is "
+                     f"not one of {allowed}")
+  if not isinstance(record.get("use_summ_proj", True), bool):
+    raise ValueError(f"{path}: use_summ_proj "
+                     f"{json.dumps(record['use_summ_proj'])} is not true or "
+                     "false")
+  return record
+
+
 def summary_settings(prefix, names, kind, summary_type=None):
   """How the checkpoint's head pools the sequence.
 
@@ -53,24 +134,37 @@ def summary_settings(prefix, names, kind, summary_type=None):
     names: its variable names.
     kind: the head (`choose_head`).
     summary_type: --summary_type, or None: what the checkpoint's directory
-      records (`finetuning/config.HEAD_FILE`, written by fine-tuning), else
-      "last" (the fine-tuning programs' default).
+      records (`read_head_record`), else "last" (the fine-tuning programs'
+      default, with a warning that nothing records it).
 
   Returns:
-    (summary_type, use_summ_proj), or None for a head without a summary.
+    (summary_type, use_summ_proj), or None for a head without a summary;
+    the projection is on when the checkpoint holds its variables.
 
   Raises:
-    ValueError: one line when --summary_type contradicts the record or the
-      checkpoint's variables.
+    ValueError: one line when --summary_type or the record contradicts the
+      other or the checkpoint's variables, or the record is malformed.
   """
   if kind not in SUMMARY_KINDS:
     return None
   path = os.path.join(os.path.dirname(prefix), finetuning_config.HEAD_FILE)
-  recorded = (train_state.read_run_record(path) or {}).get("summary_type")
+  record = read_head_record(path) or {}
+  recorded = record.get("summary_type")
   if summary_type and recorded and summary_type != recorded:
     raise ValueError(f"--summary_type={summary_type} but {path} records "
                      f"summary_type={recorded}, the one the head was "
                      "fine-tuned with")
+  if not summary_type and not recorded:
+    logging.warning(
+        "%s is missing: the %s head is exported pooling the sequence with "
+        "summary_type=last (the fine-tuning default); if it was fine-tuned "
+        "with another, give --summary_type", path, kind)
+  has_proj = _SUMMARY_PROJ in names
+  if record.get("use_summ_proj", has_proj) != has_proj:
+    raise ValueError(
+        f"{path} records use_summ_proj={str(not has_proj).lower()} but "
+        f"--checkpoint={prefix} {'holds' if has_proj else 'lacks'} "
+        f"{_SUMMARY_PROJ}: is it the record of this checkpoint?")
   chosen = summary_type or recorded or "last"
   if (_ATTN_SUMMARY in names) != (chosen == "attn"):
     raise ValueError(
@@ -78,14 +172,23 @@ def summary_settings(prefix, names, kind, summary_type=None):
         + ("holds" if chosen != "attn" else "lacks")
         + f" the 'attn' summary's {_ATTN_SUMMARY}"
         + ("; pass --summary_type=attn" if chosen != "attn" else ""))
-  return chosen, _SUMMARY_PROJ in names
+  return chosen, has_proj
 
 
-def check_hf_sizes(xlnet_config):
+def n_class_of(shapes, kind, scope):
+  """The classes of a classification head (its logit kernel's width in
+  `shapes`, a dict name -> shape or array), else None."""
+  kernel = shapes.get(f"model/{scope}/logit/kernel")
+  if kind != "classification" or kernel is None:
+    return None
+  return list(getattr(kernel, "shape", kernel))[-1]
+
+
+def check_hf_sizes(xlnet_config, config_source="--model_config_path"):
   """HF derives d_head = d_model / n_head: refuses sizes it cannot hold."""
   c = xlnet_config
   if c.d_head * c.n_head != c.d_model:
-    raise ValueError(f"--model_config_path: HF XLNet needs d_head * n_head "
+    raise ValueError(f"{config_source}: HF XLNet needs d_head * n_head "
                      f"== d_model, got d_head={c.d_head} * n_head={c.n_head} "
                      f"= {c.d_head * c.n_head} != d_model={c.d_model}")
 
@@ -196,17 +299,24 @@ def hf_config(xlnet_config, kind, scope, n_class, ids, summary):
   return config
 
 
+# What HF's tokenizer returns: XLNet's segments (`token_type_ids`: A and
+# its <sep> 0, B and its <sep> 1, <cls> 2, as our features) are not among
+# transformers 5's defaults (input_ids, attention_mask).
+MODEL_INPUT_NAMES = ("input_ids", "token_type_ids", "attention_mask")
+
+
 def tokenizer_files(uncased):
   """{file name: dict} of HF's XLNetTokenizer settings: our text
   normalization (spaces collapsed, accents stripped, lower-casing for
-  uncased models) and XLNet's left padding."""
+  uncased models), XLNet's left padding, and segment ids in the outputs."""
   specials = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
               "sep_token": "<sep>", "pad_token": "<pad>",
               "cls_token": "<cls>", "mask_token": "<mask>",
               "additional_special_tokens": ["<eop>", "<eod>"]}
   config = dict(specials, tokenizer_class="XLNetTokenizer",
                 do_lower_case=bool(uncased), remove_space=True,
-                keep_accents=False, padding_side="left")
+                keep_accents=False, padding_side="left",
+                model_input_names=list(MODEL_INPUT_NAMES))
   return {"tokenizer_config.json": config,
           "special_tokens_map.json": specials}
 
@@ -223,8 +333,10 @@ def export_hf(checkpoint, xlnet_config, spiece_model_file, output_dir,
 
   Args:
     checkpoint: checkpoint prefix, directory or DIR/latest.
-    xlnet_config: its `XLNetConfig`.
-    spiece_model_file: its SentencePiece model.
+    xlnet_config: its `XLNetConfig`, a JSON config's path, or None: the
+      checkpoint directory's (`model_config`).
+    spiece_model_file: its SentencePiece model, or None: the checkpoint
+      directory's spiece.model.
     output_dir: a new (or empty) directory; written whole or not at all.
     task_name, is_regression: which head (`choose_head`).
     uncased: the model lower-cases its text.
@@ -237,9 +349,11 @@ def export_hf(checkpoint, xlnet_config, spiece_model_file, output_dir,
     ValueError: one line naming the flag or file at fault.
   """
   output_dir_lib.check_output_dir(output_dir)
-  check_hf_sizes(xlnet_config)
-  ids = special_ids(spiece_model_file)
   prefix = checkpoint_io.resolve_checkpoint(checkpoint, "--checkpoint")
+  xlnet_config, config_source = model_config(prefix, xlnet_config)
+  check_hf_sizes(xlnet_config, config_source)
+  spiece_model_file = spiece_of(prefix, spiece_model_file)
+  ids = special_ids(spiece_model_file)
   values = read_model_weights(prefix)
   kind, scope = choose_head(hf_names.find_heads(values), task_name,
                             is_regression)
@@ -249,14 +363,10 @@ def export_hf(checkpoint, xlnet_config, spiece_model_file, output_dir,
         "HF's XLNet has no 'attn' sequence summary (its SequenceSummary "
         "raises NotImplementedError for it): export this head with "
         "--to=saved_model")
-  tensors = hf_names.tf_to_hf(values, kind, scope, xlnet_config.n_layer)
-  embedding = tensors["transformer.word_embedding.weight"]
-  if embedding.shape[0] != xlnet_config.n_token:
-    raise ValueError(f"--model_config_path: n_token={xlnet_config.n_token} "
-                     f"but the checkpoint's embedding has {embedding.shape[0]}"
-                     " rows")
-  n_class = (tensors["logits_proj.weight"].shape[0]
-             if kind == "classification" else None)
+  n_class = n_class_of(values, kind, scope)
+  tensors = hf_names.tf_to_hf(
+      values, kind, scope, hf_names.sizes_of(xlnet_config, n_class or 1),
+      f"--checkpoint={prefix}", config_source)
   config = hf_config(xlnet_config, kind, scope, n_class, ids, summary)
   digit_comma = digit_comma_pieces(spiece_model_file)
   if digit_comma:

@@ -3,9 +3,11 @@ under the release's names, with `xlnet_config.json` and `spiece.model`
 beside it: usable as `--init_checkpoint` by every program."""
 import json
 import os
+import pickle
 import shutil
 
 from absl import logging
+import safetensors
 from safetensors import numpy as safetensors_numpy
 
 from xlnet import model as model_lib
@@ -116,21 +118,46 @@ def head_record_of(config, kind, path):
           "use_summ_proj": use_proj}
 
 
+def n_class_of(config):
+  """The labels of an HF sequence classifier's config (HF's default: 2)."""
+  return len(config.get("id2label") or {}) or config.get("num_labels", 2)
+
+
 def read_hf_weights(hf_dir):
   """{HF name: np.ndarray} of `model.safetensors` (or its shards), else of
-  `pytorch_model.bin` when PyTorch is installed."""
+  `pytorch_model.bin` when PyTorch is installed; one line naming the file
+  when one is truncated or corrupt."""
   single = os.path.join(hf_dir, "model.safetensors")
   index = single + ".index.json"
   if os.path.isfile(single):
-    return dict(safetensors_numpy.load_file(single))
+    return _read_safetensors(single)
   if os.path.isfile(index):
-    with open(index, encoding="utf-8") as f:
-      files = sorted(set(json.load(f)["weight_map"].values()))
     tensors = {}
-    for name in files:
-      tensors.update(safetensors_numpy.load_file(os.path.join(hf_dir, name)))
+    for name in _shards(index):
+      tensors.update(_read_safetensors(os.path.join(hf_dir, name)))
     return tensors
   return _read_torch_bin(hf_dir)
+
+
+def _shards(index):
+  """The file names an `model.safetensors.index.json` lists."""
+  try:
+    with open(index, encoding="utf-8") as f:
+      weight_map = json.load(f)["weight_map"]
+    return sorted(set(weight_map.values()))
+  except (ValueError, KeyError, TypeError, AttributeError) as e:
+    raise ValueError(f"{index} is not a safetensors index (a JSON object "
+                     "with a 'weight_map' of tensor -> file): "
+                     f"{type(e).__name__} {e}") from None
+
+
+def _read_safetensors(path):
+  """The tensors of one safetensors file."""
+  try:
+    return dict(safetensors_numpy.load_file(path))
+  except safetensors.SafetensorError as e:
+    raise ValueError(f"{path} is truncated or corrupt ({e}); download or "
+                     "save it again") from None
 
 
 def _read_torch_bin(hf_dir):
@@ -143,7 +170,11 @@ def _read_torch_bin(hf_dir):
   except ImportError:
     raise ValueError(f"{path}: reading a PyTorch .bin needs PyTorch (pip "
                      "install torch), or save the model as safetensors") from None
-  state = torch.load(path, map_location="cpu", weights_only=True)
+  try:
+    state = torch.load(path, map_location="cpu", weights_only=True)
+  except (RuntimeError, EOFError, pickle.UnpicklingError) as e:
+    raise ValueError(f"{path} is truncated or corrupt ({e}); download or "
+                     "save it again") from None
   return {k: v.float().numpy() for k, v in state.items()}
 
 
@@ -153,6 +184,18 @@ def _strip_base_prefix(tensors):
   if any(k.startswith("transformer.") for k in tensors):
     return tensors
   return {f"transformer.{k}": v for k, v in tensors.items()}
+
+
+def _warn_unused(tensors, kind, scope, n_layer, hf_dir):
+  """One warning listing the HF tensors the checkpoint does not keep (e.g.
+  another head's, or an untied LM softmax)."""
+  used = set(hf_names.hf_names_of(kind, scope, n_layer))
+  unused = sorted(n for n in tensors if n not in used)
+  if unused:
+    logging.warning("%d tensor(s) of %s have no place in the %s checkpoint "
+                    "and are left out: %s", len(unused), hf_dir, kind,
+                    ", ".join(unused[:5]) + (", ..." if len(unused) > 5
+                                             else ""))
 
 
 def import_hf(hf_dir, output_dir, task_name=None):
@@ -188,8 +231,11 @@ def import_hf(hf_dir, output_dir, task_name=None):
   if untie_r != xlnet_config.untie_r:
     xlnet_config = model_lib.XLNetConfig.from_dict(
         dict(xlnet_config.to_dict(), untie_r=True), config_path)
-  values = hf_names.hf_to_tf(tensors, kind, scope, xlnet_config.n_layer,
-                             untie_r)
+  n_class = n_class_of(config) if kind == "classification" else 1
+  values = hf_names.hf_to_tf(
+      tensors, kind, scope, hf_names.sizes_of(xlnet_config, n_class),
+      untie_r, f"the model in {hf_dir}", config_path)
+  _warn_unused(tensors, kind, scope, xlnet_config.n_layer, hf_dir)
   with output_dir_lib.staged(output_dir) as tmp:
     prefix = checkpoint_io.write_checkpoint(
         os.path.join(tmp, checkpoint_io.CKPT_BASENAME), values)

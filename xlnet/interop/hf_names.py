@@ -18,6 +18,10 @@ The heads (`HEADS`): a fine-tuned checkpoint holds at most one of
 classification/regression (`XLNetForSequenceClassification`), RACE
 (`XLNetForMultipleChoice`) and SQuAD (`XLNetForQuestionAnswering`); a
 backbone alone is exported as `XLNetLMHeadModel`.
+
+Every entry also gives the variable's TF shape in the config's sizes
+(`sizes_of`), so both directions refuse, in one line, a tensor whose shape
+the config does not give and layers beyond the config's `n_layer`.
 """
 import re
 
@@ -26,51 +30,66 @@ import numpy as np
 _TRANSFORMER = "model/transformer/"
 _RELATIVE = ("r_w_bias", "r_r_bias", "r_s_bias")
 
+# Shapes are tuples of `sizes_of` keys (and constants), in TF's layout.
+_D = ("d_model",)
+_ATTN = ("d_model", "n_head", "d_head")
+
 # Per-layer backbone variables: TF suffix under `layer_{i}/`, HF suffix
-# under `transformer.layer.{i}.`, and whether the value is a dense kernel.
+# under `transformer.layer.{i}.`, whether the value is a dense kernel, and
+# its TF shape.
 _LAYER = (
-    ("rel_attn/q/kernel", "rel_attn.q", False),
-    ("rel_attn/k/kernel", "rel_attn.k", False),
-    ("rel_attn/v/kernel", "rel_attn.v", False),
-    ("rel_attn/r/kernel", "rel_attn.r", False),
-    ("rel_attn/o/kernel", "rel_attn.o", False),
-    ("rel_attn/LayerNorm/gamma", "rel_attn.layer_norm.weight", False),
-    ("rel_attn/LayerNorm/beta", "rel_attn.layer_norm.bias", False),
-    ("ff/layer_1/kernel", "ff.layer_1.weight", True),
-    ("ff/layer_1/bias", "ff.layer_1.bias", False),
-    ("ff/layer_2/kernel", "ff.layer_2.weight", True),
-    ("ff/layer_2/bias", "ff.layer_2.bias", False),
-    ("ff/LayerNorm/gamma", "ff.layer_norm.weight", False),
-    ("ff/LayerNorm/beta", "ff.layer_norm.bias", False),
+    ("rel_attn/q/kernel", "rel_attn.q", False, _ATTN),
+    ("rel_attn/k/kernel", "rel_attn.k", False, _ATTN),
+    ("rel_attn/v/kernel", "rel_attn.v", False, _ATTN),
+    ("rel_attn/r/kernel", "rel_attn.r", False, _ATTN),
+    ("rel_attn/o/kernel", "rel_attn.o", False, _ATTN),
+    ("rel_attn/LayerNorm/gamma", "rel_attn.layer_norm.weight", False, _D),
+    ("rel_attn/LayerNorm/beta", "rel_attn.layer_norm.bias", False, _D),
+    ("ff/layer_1/kernel", "ff.layer_1.weight", True, ("d_model", "d_inner")),
+    ("ff/layer_1/bias", "ff.layer_1.bias", False, ("d_inner",)),
+    ("ff/layer_2/kernel", "ff.layer_2.weight", True, ("d_inner", "d_model")),
+    ("ff/layer_2/bias", "ff.layer_2.bias", False, _D),
+    ("ff/LayerNorm/gamma", "ff.layer_norm.weight", False, _D),
+    ("ff/LayerNorm/beta", "ff.layer_norm.bias", False, _D),
 )
 
-# Whole-model variables outside the layers (TF name, HF name, is a kernel);
-# each is present when the checkpoint has it.
+# Whole-model variables outside the layers (TF name, HF name, is a kernel,
+# TF shape); each is present when the checkpoint has it.
 _GLOBAL = (
     (_TRANSFORMER + "word_embedding/lookup_table",
-     "transformer.word_embedding.weight", False),
-    (_TRANSFORMER + "mask_emb/mask_emb", "transformer.mask_emb", False),
+     "transformer.word_embedding.weight", False, ("n_token", "d_model")),
+    (_TRANSFORMER + "mask_emb/mask_emb", "transformer.mask_emb", False,
+     (1, 1, "d_model")),
 )
 
 _SUMMARY = (
     ("model/sequnece_summary/summary/kernel", "sequence_summary.summary.weight",
-     True),
+     True, ("d_model", "d_model")),
     ("model/sequnece_summary/summary/bias", "sequence_summary.summary.bias",
-     False),
+     False, _D),
 )
 
 
 def _logit_pair(scope):
   """A summary-based head's dense `logit` layer under TF `scope`."""
-  return ((f"{scope}/kernel", "logits_proj.weight", True),
-          (f"{scope}/bias", "logits_proj.bias", False))
+  return ((f"{scope}/kernel", "logits_proj.weight", True,
+           ("d_model", "n_class")),
+          (f"{scope}/bias", "logits_proj.bias", False, ("n_class",)))
 
 
-# Each head: the HF architecture, and its variables (TF, HF, is a kernel);
-# `{scope}` is the classification/regression head's TF scope.
+def _dense(tf_scope, hf_scope, d_in, d_out, bias=True):
+  """A dense layer's kernel (and bias)."""
+  kernel = (f"{tf_scope}/kernel", f"{hf_scope}.weight", True, (d_in, d_out))
+  if not bias:
+    return (kernel,)
+  return kernel, (f"{tf_scope}/bias", f"{hf_scope}.bias", False, (d_out,))
+
+
+# Each head: the HF architecture, and its variables (TF, HF, is a kernel,
+# TF shape); `{scope}` is the classification/regression head's TF scope.
 HEADS = {
     "lm": ("XLNetLMHeadModel",
-           (("model/lm_loss/bias", "lm_loss.bias", False),)),
+           (("model/lm_loss/bias", "lm_loss.bias", False, ("n_token",)),)),
     "classification": ("XLNetForSequenceClassification",
                        _SUMMARY + _logit_pair("model/{scope}/logit")),
     "regression": ("XLNetForSequenceClassification",
@@ -78,18 +97,18 @@ HEADS = {
     "race": ("XLNetForMultipleChoice",
              _SUMMARY + _logit_pair("logits/dense")),
     "squad": ("XLNetForQuestionAnswering", (
-        ("start_logits/dense/kernel", "start_logits.dense.weight", True),
-        ("start_logits/dense/bias", "start_logits.dense.bias", False),
-        ("end_logits/dense_0/kernel", "end_logits.dense_0.weight", True),
-        ("end_logits/dense_0/bias", "end_logits.dense_0.bias", False),
-        ("end_logits/LayerNorm/gamma", "end_logits.LayerNorm.weight", False),
-        ("end_logits/LayerNorm/beta", "end_logits.LayerNorm.bias", False),
-        ("end_logits/dense_1/kernel", "end_logits.dense_1.weight", True),
-        ("end_logits/dense_1/bias", "end_logits.dense_1.bias", False),
-        ("answer_class/dense_0/kernel", "answer_class.dense_0.weight", True),
-        ("answer_class/dense_0/bias", "answer_class.dense_0.bias", False),
-        ("answer_class/dense_1/kernel", "answer_class.dense_1.weight", True),
-    )),
+        _dense("start_logits/dense", "start_logits.dense", "d_model", 1)
+        + _dense("end_logits/dense_0", "end_logits.dense_0", "2*d_model",
+                 "d_model")
+        + (("end_logits/LayerNorm/gamma", "end_logits.LayerNorm.weight",
+            False, _D),
+           ("end_logits/LayerNorm/beta", "end_logits.LayerNorm.bias", False,
+            _D))
+        + _dense("end_logits/dense_1", "end_logits.dense_1", "d_model", 1)
+        + _dense("answer_class/dense_0", "answer_class.dense_0", "2*d_model",
+                 "d_model")
+        + _dense("answer_class/dense_1", "answer_class.dense_1", "d_model", 1,
+                 bias=False))),
 }
 
 # Variables a model may lack: `mask_emb` (only pretraining builds it), the
@@ -122,15 +141,28 @@ def find_heads(tf_names):
   return sorted(found, key=lambda h: (h[0], h[1] or ""))
 
 
+def sizes_of(xlnet_config, n_class=1):
+  """The sizes the table's shapes are made of: the config's, and the
+  classes of a classification head (1 for regression and RACE)."""
+  c = xlnet_config
+  return {"n_layer": c.n_layer, "d_model": c.d_model, "n_head": c.n_head,
+          "d_head": c.d_head, "d_inner": c.d_inner, "n_token": c.n_token,
+          "2*d_model": 2 * c.d_model, "n_class": n_class}
+
+
+def _shape(spec, sizes):
+  return tuple(d if isinstance(d, int) else sizes[d] for d in spec)
+
+
 def _pairs(kind, scope, n_layer):
-  """Every (TF name, HF name, is a kernel) of `kind`'s model, the relative
-  biases left out."""
+  """Every (TF name, HF name, is a kernel, TF shape spec) of `kind`'s
+  model, the relative biases left out."""
   pairs = list(_GLOBAL)
   for i in range(n_layer):
     pairs += [(f"{_TRANSFORMER}layer_{i}/{t}", f"transformer.layer.{i}.{h}",
-               kernel) for t, h, kernel in _LAYER]
-  pairs += [(t.format(scope=scope), h, kernel)
-            for t, h, kernel in HEADS[kind][1]]
+               kernel, shape) for t, h, kernel, shape in _LAYER]
+  pairs += [(t.format(scope=scope), h, kernel, shape)
+            for t, h, kernel, shape in HEADS[kind][1]]
   return pairs
 
 
@@ -138,14 +170,63 @@ def _hf_relative(name, i):
   return f"transformer.layer.{i}.rel_attn.{name}"
 
 
-def tf_to_hf(values, kind, scope, n_layer):
+def hf_names_of(kind, scope, n_layer):
+  """Every HF tensor name `hf_to_tf` reads for `kind`'s model."""
+  return [h for _, h, _, _ in _pairs(kind, scope, n_layer)] + [
+      _hf_relative(name, i) for name in _RELATIVE + ("seg_embed",)
+      for i in range(n_layer)]
+
+
+_TF_LAYER = re.compile(r"^model/transformer/layer_(\d+)/")
+_HF_LAYER = re.compile(r"^transformer\.layer\.(\d+)\.")
+
+
+def check_tf_layers(names, n_layer, source, config_source):
+  """Refuses checkpoint variables of layers beyond the config's `n_layer`
+  (one line)."""
+  _check_layers(names, _TF_LAYER, {"n_layer": n_layer}, source,
+                config_source)
+
+
+def _check_layers(names, pattern, sizes, source, config_source):
+  """Refuses variables of layers beyond the config's `n_layer`."""
+  n_layer = sizes["n_layer"]
+  beyond = sorted({int(m.group(1)) for m in map(pattern.match, names)
+                   if m and int(m.group(1)) >= n_layer})
+  if beyond:
+    raise ValueError(f"{source} holds layer(s) {beyond} but {config_source} "
+                     f"gives n_layer={n_layer} (layers 0-{n_layer - 1}): is "
+                     "it the config of these weights?")
+
+
+def _check_shape(name, value, want, source, config_source):
+  """Refuses a tensor whose shape is not the one the config gives."""
+  if tuple(value.shape) != tuple(want):
+    raise ValueError(f"{source}: {name} has shape {list(value.shape)} but "
+                     f"{config_source} gives {list(want)}: is it the config "
+                     "of these weights?")
+
+
+def _missing(name, kind, pattern, sizes, source, config_source):
+  """The error for a required variable `name` that `source` lacks."""
+  match = pattern.match(name)
+  if match:
+    return ValueError(f"{source} lacks {name}: layer {match.group(1)} of the "
+                      f"n_layer={sizes['n_layer']} {config_source} gives")
+  return ValueError(f"{source} lacks {name} (needed for {HEADS[kind][0]})")
+
+
+def tf_to_hf(values, kind, scope, sizes, source="the checkpoint",
+             config_source="the config"):
   """The HF tensors of a checkpoint's model (one head).
 
   Args:
     values: dict TF name -> np.ndarray (the checkpoint's weights).
     kind: a key of `HEADS`.
     scope: the classification/regression head's TF scope, else None.
-    n_layer: number of layers.
+    sizes: `sizes_of` the model's config.
+    source, config_source: what holds the values and the config, for
+      messages.
 
   Returns:
     dict HF name -> np.ndarray (contiguous). Variables the checkpoint lacks
@@ -153,35 +234,42 @@ def tf_to_hf(values, kind, scope, n_layer):
     backbone) are left out; the backbone's layers and the head are required.
 
   Raises:
-    ValueError: naming the first missing required variable.
+    ValueError: one line naming the first missing variable, a variable
+      whose shape is not the config's, or layers beyond its n_layer.
   """
+  _check_layers(values, _TF_LAYER, sizes, source, config_source)
   optional = {p[0] for p in _OPTIONAL}
   tensors = {}
-  for tf_name, hf_name, kernel in _pairs(kind, scope, n_layer):
+  for tf_name, hf_name, kernel, spec in _pairs(kind, scope, sizes["n_layer"]):
     if tf_name not in values:
       if tf_name in optional:
         continue
-      raise ValueError(f"the checkpoint lacks {tf_name} (needed for "
-                       f"{HEADS[kind][0]})")
+      raise _missing(tf_name, kind, _TF_LAYER, sizes, source, config_source)
     value = values[tf_name]
+    _check_shape(tf_name, value, _shape(spec, sizes), source, config_source)
     tensors[hf_name] = np.ascontiguousarray(value.T if kernel else value)
+  n_layer, head = sizes["n_layer"], (sizes["n_head"], sizes["d_head"])
   for name in _RELATIVE + ("seg_embed",):
     value = values.get(_TRANSFORMER + name)
     if value is None:
-      raise ValueError(f"the checkpoint lacks {_TRANSFORMER + name}")
+      raise ValueError(f"{source} lacks {_TRANSFORMER + name}")
     per_layer = name == "seg_embed" or value.ndim == 3
+    want = ((n_layer, 2) + head if name == "seg_embed" else
+            (n_layer,) + head if per_layer else head)
+    _check_shape(_TRANSFORMER + name, value, want, source, config_source)
     for i in range(n_layer):
       tensors[_hf_relative(name, i)] = np.ascontiguousarray(
           value[i] if per_layer else value)
   return tensors
 
 
-def hf_to_tf(tensors, kind, scope, n_layer, untie_r):
+def hf_to_tf(tensors, kind, scope, sizes, untie_r, source="the model",
+             config_source="the config"):
   """The checkpoint weights of HF tensors (the inverse of `tf_to_hf`).
 
   Args:
     tensors: dict HF name -> np.ndarray.
-    kind, scope, n_layer: as `tf_to_hf`.
+    kind, scope, sizes, source, config_source: as `tf_to_hf`.
     untie_r: write per-layer relative biases (else the layers' copies must
       be equal and one shared copy is written).
 
@@ -189,23 +277,31 @@ def hf_to_tf(tensors, kind, scope, n_layer, untie_r):
     dict TF name -> np.ndarray.
 
   Raises:
-    ValueError: naming the first missing HF tensor.
+    ValueError: one line naming the first missing HF tensor, a tensor
+      whose shape is not the config's, or layers beyond its n_layer.
   """
+  _check_layers(tensors, _HF_LAYER, sizes, source, config_source)
   optional = {p[1] for p in _OPTIONAL}
   values = {}
-  for tf_name, hf_name, kernel in _pairs(kind, scope, n_layer):
+  for tf_name, hf_name, kernel, spec in _pairs(kind, scope, sizes["n_layer"]):
     if hf_name not in tensors:
       if hf_name in optional:
         continue
-      raise ValueError(f"the weights lack {hf_name} (needed for "
-                       f"{HEADS[kind][0]})")
+      raise _missing(hf_name, kind, _HF_LAYER, sizes, source, config_source)
     value = tensors[hf_name]
+    shape = _shape(spec, sizes)
+    _check_shape(hf_name, value, shape[::-1] if kernel else shape, source,
+                 config_source)
     values[tf_name] = np.ascontiguousarray(value.T if kernel else value)
+  head = (sizes["n_head"], sizes["d_head"])
   for name in _RELATIVE + ("seg_embed",):
-    layers = [_hf_relative(name, i) for i in range(n_layer)]
-    missing = [n for n in layers if n not in tensors]
-    if missing:
-      raise ValueError(f"the weights lack {missing[0]}")
+    layers = [_hf_relative(name, i) for i in range(sizes["n_layer"])]
+    for layer in layers:
+      if layer not in tensors:
+        raise _missing(layer, kind, _HF_LAYER, sizes, source, config_source)
+      _check_shape(layer, tensors[layer],
+                   (2,) + head if name == "seg_embed" else head, source,
+                   config_source)
     stacked = np.stack([tensors[n] for n in layers])
     values[_TRANSFORMER + name] = (
         stacked if untie_r or name == "seg_embed" else stacked[0])

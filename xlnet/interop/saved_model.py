@@ -1,5 +1,6 @@
-"""A checkpoint -> a SavedModel with a `serving_default` signature, for
-`tf.saved_model.load` and TF Serving.
+"""A checkpoint -> a SavedModel with a `serving_default` signature (and, for
+a pretrained backbone, `masked_lm`), for `tf.saved_model.load` and TF
+Serving.
 
 Inputs are batch-major with the batch size and length free: `input_ids`
 int32 [B, L], `segment_ids` int32 [B, L], `input_mask` float32 [B, L]
@@ -15,10 +16,22 @@ the fine-tuning programs' predictions (dropout off):
                   [B, 5], end_top_log_probs, end_top_index [B, 25]
   lm (backbone)   sequence_output [B, L, d_model], and lm_logits
                   [B, L, n_token] when the checkpoint holds `lm_loss/bias`
+                  (the content stream: position i sees its own token)
+
+A backbone whose checkpoint holds `mask_emb` and `lm_loss/bias` (a
+pretrained one) also gets the `masked_lm` signature, the pretraining
+model's two streams: the inputs above plus `perm_mask` float32 [B, L, L]
+(1 where position i may not see position j) and `target_mapping` float32
+[B, P, L] (row k one-hot at the k-th position to predict); outputs
+`lm_logits` [B, P, n_token] and `query_output` [B, P, d_model] of the query
+stream at those positions. Hiding position j from every position
+(`perm_mask[:, :, j] = 1`) and naming it in `target_mapping` predicts the
+word there without seeing it.
 """
 import tensorflow as tf
 
 from xlnet import classifier_heads
+from xlnet import cli
 from xlnet import finetune_backbone
 from xlnet import model as model_lib
 from xlnet import race_heads
@@ -31,6 +44,9 @@ from xlnet.training import checkpoint_io
 _SERVING_RUN = model_lib.RunConfig(is_training=False, use_tpu=False,
                                    use_bfloat16=False, dropout=0.0,
                                    dropatt=0.0)
+_MASK_EMB = "model/transformer/mask_emb/mask_emb"
+_LM_BIAS = "model/lm_loss/bias"
+MASKED_LM = "masked_lm"
 
 
 def _placeholders(kind):
@@ -84,13 +100,45 @@ def _backbone_outputs(xlnet_config, inputs, has_lm_bias):
   return outputs
 
 
+def _masked_lm(xlnet_config, inputs):
+  """The `masked_lm` signature's extra inputs and its outputs: the query
+  stream at `target_mapping`'s positions, under `perm_mask`.
+
+  Returns:
+    ({name: placeholder} of perm_mask [B, L, L] and target_mapping
+    [B, P, L]), {"lm_logits": [B, P, n_token], "query_output":
+    [B, P, d_model]}.
+  """
+  extra = {"perm_mask": tf.compat.v1.placeholder(
+      tf.float32, [None, None, None], name="perm_mask"),
+           "target_mapping": tf.compat.v1.placeholder(
+               tf.float32, [None, None, None], name="target_mapping")}
+  target_mapping = tf.transpose(extra["target_mapping"], [1, 2, 0])
+  xlnet_model = model_lib.XLNetModel(
+      xlnet_config, _SERVING_RUN,
+      input_ids=tf.transpose(inputs["input_ids"]),
+      seg_ids=tf.transpose(inputs["segment_ids"]),
+      input_mask=tf.transpose(inputs["input_mask"]),
+      perm_mask=tf.transpose(extra["perm_mask"], [1, 2, 0]),
+      target_mapping=target_mapping,
+      # Which positions are predicted ([L, B]); with a target_mapping the
+      # query stream starts from mask_emb at each of them.
+      inp_q=tf.reduce_sum(target_mapping, axis=0))
+  outputs = {
+      "lm_logits": tf.transpose(xlnet_model.get_lm_logits(), [1, 0, 2]),
+      "query_output": tf.transpose(xlnet_model.get_sequence_output(),
+                                   [1, 0, 2])}
+  return extra, outputs
+
+
 def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
                        is_regression=None, summary_type=None):
   """Writes a checkpoint's model (one head, or the backbone) as a SavedModel.
 
   Args:
     checkpoint: checkpoint prefix, directory or DIR/latest.
-    xlnet_config: its `XLNetConfig`.
+    xlnet_config: its `XLNetConfig`, a JSON config's path, or None: the
+      checkpoint directory's (`hf_export.model_config`).
     output_dir: a new (or empty) directory: the SavedModel (for TF Serving,
       a version folder such as `models/xlnet/1`); whole or not at all.
     task_name, is_regression: which head (`hf_export.choose_head`).
@@ -105,44 +153,67 @@ def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
   """
   output_dir_lib.check_output_dir(output_dir)
   prefix = checkpoint_io.resolve_checkpoint(checkpoint, "--checkpoint")
+  xlnet_config, config_source = hf_export.model_config(prefix, xlnet_config)
   shapes = dict(tf.train.list_variables(prefix))
+  hf_names.check_tf_layers(shapes, xlnet_config.n_layer,
+                           f"--checkpoint={prefix}", config_source)
   kind, scope = hf_export.choose_head(hf_names.find_heads(shapes), task_name,
                                       is_regression)
-  n_class = (shapes[f"model/{scope}/logit/kernel"][1]
-             if kind == "classification" else None)
+  n_class = hf_export.n_class_of(shapes, kind, scope)
   summary = hf_export.summary_settings(prefix, shapes, kind, summary_type)
   with tf.Graph().as_default():
     inputs = _placeholders(kind)
-    outputs = _outputs(kind, scope, n_class, xlnet_config, inputs,
-                       "model/lm_loss/bias" in shapes, summary)
+    signatures = {"serving_default": (inputs, _outputs(
+        kind, scope, n_class, xlnet_config, inputs, _LM_BIAS in shapes,
+        summary))}
+    if kind == "lm" and _MASK_EMB in shapes and _LM_BIAS in shapes:
+      extra, outputs = _masked_lm(xlnet_config, inputs)
+      signatures[MASKED_LM] = (dict(inputs, **extra), outputs)
     variables = tf.compat.v1.global_variables()
     missing = [v.op.name for v in variables if v.op.name not in shapes]
     if missing:
       raise ValueError(f"--checkpoint={prefix} lacks {len(missing)} "
                        f"variable(s) of the {kind} model, e.g. {missing[:3]} "
-                       "(does --model_config_path match it?)")
-    _check_shapes(variables, shapes, prefix)
+                       f"(does {config_source} match it?)")
+    _check_shapes(variables, shapes, prefix, config_source)
     saver = tf.compat.v1.train.Saver(variables)
     with tf.compat.v1.Session() as sess, output_dir_lib.staged(
         output_dir) as tmp:
-      saver.restore(sess, prefix)
+      _restore(saver, sess, prefix)
       builder = tf.compat.v1.saved_model.Builder(tmp)
-      signature = tf.compat.v1.saved_model.predict_signature_def(
-          inputs=inputs, outputs=outputs)
       builder.add_meta_graph_and_variables(
-          sess, [tf.saved_model.SERVING],
-          signature_def_map={"serving_default": signature},
+          sess, [tf.saved_model.SERVING], signature_def_map={
+              name: tf.compat.v1.saved_model.predict_signature_def(
+                  inputs=ins, outputs=outs)
+              for name, (ins, outs) in signatures.items()},
           strip_default_attrs=True)
       builder.save()
   return kind
 
 
-def _check_shapes(variables, shapes, prefix):
+def _restore(saver, sess, prefix):
+  """Restores `prefix`; one line naming its data file when that is
+  truncated (OutOfRange) or its bytes fail their checksum (DataLoss)."""
+  try:
+    saver.restore(sess, prefix)
+  except (tf.errors.OutOfRangeError, tf.errors.DataLossError) as e:
+    # The cause is the message's last line of its own (the graph's trace
+    # and the node come before and after it, indented).
+    cause = [line for line in e.message.splitlines()
+             if line.strip() and not line[0].isspace()][-1]
+    files = ", ".join(checkpoint_io.data_files(prefix))
+    raise checkpoint_io.CheckpointError(
+        f"{files}: cannot read the checkpoint's tensors "
+        f"({cli.error_text(ValueError(cause))[:200]})"
+        "; the data file is truncated or corrupt") from None
+
+
+def _check_shapes(variables, shapes, prefix, config_source):
   """One line for the first variable whose shape differs from the
   checkpoint's (a config that does not match the checkpoint)."""
   for var in variables:
     want = var.shape.as_list()
     if list(shapes[var.op.name]) != want:
       raise ValueError(f"--checkpoint={prefix}: {var.op.name} has shape "
-                       f"{shapes[var.op.name]}, the config gives {want} "
-                       "(does --model_config_path match it?)")
+                       f"{shapes[var.op.name]}, {config_source} gives "
+                       f"{want}: is it the config of this checkpoint?")

@@ -93,6 +93,8 @@ def read_state_file(model_dir):
     return None, []
   try:
     state = tf.train.get_checkpoint_state(model_dir)
+  except cli.Stop:
+    raise  # SIGTERM (cli.Terminated) arrived while reading: not a bad file
   except Exception as e:  # text_format.ParseError and friends
     raise CheckpointError(f"{path} is not a valid checkpoint state file "
                           f"({' '.join(str(e).split())})") from None
@@ -134,6 +136,8 @@ def read_tensors(prefix, names=None):
   try:
     reader = tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
+  except cli.Stop:
+    raise  # SIGTERM (cli.Terminated) arrived while reading: not a bad file
   except Exception as e:  # OpError, or a damaged index file
     raise CheckpointError(f"{index} cannot be read "
                           f"({cli.error_text(e)[:300]})") from None
@@ -146,6 +150,9 @@ def read_tensors(prefix, names=None):
   for name in wanted:
     try:
       values[name] = reader.get_tensor(name)
+      cli.raise_if_terminated()  # a SIGTERM get_tensor's C++ swallowed
+    except cli.Stop:
+      raise  # SIGTERM (cli.Terminated) arrived while reading: not a bad file
     except Exception as e:  # OpError, or IndexError for a short data file
       files = data_files(prefix) or [prefix + ".data-*"]
       raise CheckpointError(
