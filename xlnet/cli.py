@@ -84,8 +84,7 @@ class _HelpFlag(app.HelpFlag):
     if self._parse(arg):
       print(program_help(self.own_flags))
       print()
-      print("--flagfile=FILE reads more flags from FILE (one --name=value a "
-            "line).")
+      print("--flagfile=FILE reads more flags from FILE, one a line.")
       print("Try --helpfull to get a list of all flags.")
       sys.exit(1)  # as absl's --help
 

@@ -531,8 +531,8 @@ def define_common_flags(flag_values=flags.FLAGS):
       "such as xlnet_model.ckpt, a directory or DIR/latest); ignored when "
       "model_dir already holds a fine-tuning checkpoint.",
       save_steps_help="Steps between checkpoints; None: only at the end.",
-      max_save=0, max_save_help="Checkpoints to keep; 0 keeps all (needed "
-      "by --eval_all_ckpt).")
+      max_save=0, max_save_help="Checkpoints to keep; 0 keeps all (to "
+      "evaluate every one later).")
   define_optimizer_flags(
       flag_values, learning_rate=1e-5, warmup_steps=0, weight_decay=0.0,
       lr_layer_decay_rate_help="Layer l's gradients are scaled by "
