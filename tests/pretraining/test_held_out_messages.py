@@ -4,7 +4,6 @@ records (no --eval_record_info_dir) said "differs in --split=valid", a flag
 of data_utils.py only."""
 import os
 import subprocess
-import sys
 
 import pytest
 

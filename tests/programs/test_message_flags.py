@@ -12,10 +12,13 @@ per program, over the code it can reach:
   `--name` must name a flag of the program, or of a program the same string
   names ("data_utils.py --split");
 * computed names: `f"--{x}"` where `x` is a loop variable over literal
-  names (a tuple, a dict's keys, a module constant) or a parameter given
-  literal names at the calls the program reaches; the names must be flags
-  of the program. A site that cannot be resolved, or whose names a run-time
-  guard filters, is listed in SITES_CHECKED_AT_RUN_TIME with its reason;
+  names (a tuple, a dict's keys, a module constant, what a function or
+  method returns) or a parameter given such names at the calls the program
+  reaches; the names must be flags of the program. A site that cannot be
+  resolved is an error;
+* code that names another program's flags (a command it runs) is listed
+  in OTHER_PROGRAMS, and code the reach counts but whose run-time guard
+  keeps a program away from it in GUARDED, each with its reason;
 * help texts: the help of each flag a program defines names only flags of
   that program (or of a program it names).
 
