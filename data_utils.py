@@ -47,6 +47,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  flag_catalog.define_record_flags()
-  flags.adopt_module_key_flags(flag_catalog)  # list them under --help
-  cli.run(main)
+  cli.run(main, flag_catalog.define_record_flags)

@@ -2,7 +2,7 @@
 """XLNet on RACE: `python run_race.py --do_train --do_eval ...`.
 
 See `xlnet/finetuning/run_race.py`, `docs/squad_race.md` and
-`python run_race.py --helpfull`.
+`python run_race.py --help`.
 """
 from xlnet.finetuning import run_race
 

@@ -2,7 +2,7 @@
 """XLNet on SQuAD 2.0 / 1.1: `python run_squad.py --do_train --do_predict ...`.
 
 See `xlnet/finetuning/run_squad.py`, `docs/squad_race.md` and
-`python run_squad.py --helpfull`.
+`python run_squad.py --help`.
 """
 from xlnet.finetuning import run_squad
 

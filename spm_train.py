@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Trains an XLNet SentencePiece model with the release's options:
 `python spm_train.py --input=FILES --model_prefix=PREFIX --vocab_size=N`
-(see `xlnet/data/spm_train.py` and `--helpfull`).
+(see `xlnet/data/spm_train.py` and `--help`).
 """
 from absl import flags
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """XLNet pretraining on GPUs/CPUs: `python train_gpu.py --record_info_dir=...`.
 
-See `xlnet/pretraining/train_gpu.py` and `python train_gpu.py --helpfull`.
+See `xlnet/pretraining/train_gpu.py`; `python train_gpu.py --help` lists the
+flags.
 """
 from xlnet.pretraining import train_gpu
 

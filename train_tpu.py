@@ -2,7 +2,7 @@
 """XLNet pretraining with TPUEstimator: `python train_tpu.py --use_tpu=True ...`.
 
 Needs TensorFlow <= 2.15 (the reference environment); see
-`xlnet/pretraining/train_tpu.py` and `python train_tpu.py --helpfull`.
+`xlnet/pretraining/train_tpu.py` and `python train_tpu.py --help`.
 """
 from xlnet.pretraining import train_tpu
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Quick start: from a machine with only Python 3 to a small XLNet that has
 # learned from text, in 2 to 4 minutes of a 2-core CPU once set up:
-#   bash scripts/demo.sh
+#   bash scripts/demo.sh           (--help: this text; it takes no argument)
 # Set-up: creates (or reuses) .venvs/reference (TensorFlow 2.15) and
 # .venvs/plot (matplotlib, for the loss-curve picture only). Then
 # 1. fetches the demo corpus (Botchan) into data/demo/ and holds out its last
@@ -20,6 +20,10 @@
 # Env (for tests): PYTHON_BIN (skip the venv, use this python), DEMO_OUT
 # (output dir), DEMO_STEPS (training steps instead of configs/demo.flags').
 set -euo pipefail
+case "${1-}" in
+  -h|--help) sed -n '2,/^set -euo/{/^#/{s/^# \{0,1\}//;p}}' "${BASH_SOURCE[0]}"; exit 0 ;;
+esac
+[ $# -eq 0 ] || { echo "demo: error: unknown argument '$1': the demo takes none (see --help)" >&2; exit 2; }
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-3}"

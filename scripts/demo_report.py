@@ -4,7 +4,7 @@ Usage (scripts/demo.sh runs it):
   python scripts/demo_report.py --model_dir=demo_out/model \
     --record_info_dir=demo_out/data/valid/tfrecords \
     --train_text=demo_out/text/train.txt --heldout_text=demo_out/text/valid.txt
-See xlnet/demo/demo_report.py and --helpfull.
+See xlnet/demo/demo_report.py and --help.
 """
 import os
 import sys

@@ -21,9 +21,8 @@ from xlnet.flags import catalog as flag_catalog  # noqa: E402
 
 
 def define_flags():
-  """The script's flags (listed under --help)."""
+  """The script's flags."""
   flag_catalog.define_demo_corpus_flags(dest_dir=demo_corpus.DEFAULT_DEST)
-  flags.adopt_module_key_flags(flag_catalog)
 
 
 def main(unused_argv):

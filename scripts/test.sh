@@ -1,65 +1,144 @@
 #!/usr/bin/env bash
-# Run the test suite on both supported TensorFlow versions, then the
+# Runs the test suite on both supported TensorFlow versions, then the
 # converter's checks against HuggingFace transformers:
-#   reference  (TensorFlow 2.15, TPUEstimator tests included)
-#   latest     (newest TensorFlow 2.x; TPUEstimator tests skip with a reason)
-#   interop    (newest TensorFlow + PyTorch CPU + transformers: tests/interop)
-# Extra arguments go to pytest (e.g. `-m "not slow"`, `-k rel_shift`);
-# XLNET_TEST_ENVS picks environments (e.g. `XLNET_TEST_ENVS=reference`).
-# The tests of each file run in one of XLNET_TEST_WORKERS pytest processes
-# (default: the CPU count, at most 4; 0 runs them all in this process).
-# Exits non-zero if any run fails; the last line sums up all runs.
+#   reference  TensorFlow 2.15, TPUEstimator tests included
+#   latest     the newest TensorFlow 2.x (TPUEstimator tests skip, saying why)
+#   interop    the newest TensorFlow + PyTorch CPU + transformers: tests/interop
+#
+# Usage: bash scripts/test.sh [PYTEST OPTIONS] [TEST PATHS]
+#   bash scripts/test.sh                          everything
+#   bash scripts/test.sh tests/core               one folder (or file, or
+#                                                 file::test) on each environment
+#   bash scripts/test.sh -m "not slow" -k rel_shift
+#   XLNET_TEST_ENVS=reference bash scripts/test.sh tests/data
+# Test paths narrow the run: without one, reference and latest run tests/ and
+# interop runs tests/interop; with some, each environment runs the named
+# paths that belong to it (interop: those in tests/interop) and an
+# environment left without one is not run (it says so). Other arguments go
+# to pytest. Environments are built (or reused) by scripts/setup_env.sh.
+# Env: XLNET_TEST_ENVS (default "reference latest interop"),
+# XLNET_TEST_WORKERS (pytest processes, each running whole files; default
+# the CPU count, at most 4; 0 runs all tests in one process).
+# The last line sums up every environment: "total: P passed, F failed, S
+# skipped". Exit status: 1 if F > 0 (a failed or erroring test, a crashed
+# run, an environment that could not be built), 5 if no test matched the
+# selection anywhere, 2 for a bad argument, else 0.
 set -uo pipefail
+usage() { sed -n '2,/^set -uo/{/^#/{s/^# \{0,1\}//;p}}' "${BASH_SOURCE[0]}"; }
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# pytest options whose value is the next argument (the rest are flags, or
+# --name=value).
+takes_value=" -k -m -p -n -o -c -W -r --dist --deselect --ignore --ignore-glob \
+--maxfail --junitxml --junit-xml --basetemp --rootdir --durations --tb \
+--confcutdir --log-level --import-mode --capture --color --timeout "
+options=() paths=() value_next=0
+for arg in "$@"; do
+  if [ "$value_next" = 1 ]; then options+=("$arg"); value_next=0; continue; fi
+  case "$arg" in
+    -h|--help) usage; exit 0 ;;
+    -*) options+=("$arg")
+        [[ "$takes_value" == *" $arg "* ]] && value_next=1 ;;
+    *) file="${arg%%::*}"
+       [ -e "$file" ] || { echo "test.sh: no such test path '$arg' (see --help)" >&2; exit 2; }
+       rel="$(realpath --relative-to="$root" "$file")"
+       [[ "$rel" == ..* ]] && { echo "test.sh: '$arg' is outside the repository $root" >&2; exit 2; }
+       paths+=("$rel${arg:${#file}}") ;;
+  esac
+done
 cd "$root"
 export TF_CPP_MIN_LOG_LEVEL=2 PYTHONDONTWRITEBYTECODE=1
-status=0
-summary=""
 workers="${XLNET_TEST_WORKERS:-$(nproc 2>/dev/null || echo 2)}"
-[[ "$workers" =~ ^[0-9]+$ ]] || { echo "[test] XLNET_TEST_WORKERS=$workers must be a number of processes (0: one process)" >&2; exit 2; }
+[[ "$workers" =~ ^[0-9]+$ ]] || { echo "test.sh: XLNET_TEST_WORKERS=$workers must be a number of processes (0: one process)" >&2; exit 2; }
 [ "$workers" -gt 4 ] && workers=4
-for env in ${XLNET_TEST_ENVS:-reference latest interop}; do
-  tests=tests
-  [ "$env" = interop ] && tests=tests/interop  # the rest ran on 'latest'
-  py="$(bash scripts/setup_env.sh "$env" | tail -n 1)" || { echo "[test] could not set up the '$env' environment" >&2; status=1; continue; }
-  echo "=== tests on '$env': $("$py" -c 'import tensorflow as tf; print("TensorFlow", tf.__version__)' 2>/dev/null) ==="
-  report="$(mktemp)"
-  "$py" -m pytest -p no:cacheprovider -q --junitxml="$report" \
-    -n "$workers" --dist loadfile "$@" "$tests"
-  rc=$?
-  [ $rc -eq 0 ] || status=1
-  line="$("$py" - "$report" "$env" <<'PY'
+
+# The part of the suite each environment runs.
+suite() { if [ "$1" = interop ]; then echo tests/interop; else echo tests; fi; }
+
+# env_paths ENV: the test paths ENV runs, one a line.
+env_paths() {
+  local only p file
+  only="$(suite "$1")"
+  [ ${#paths[@]} -eq 0 ] && { echo "$only"; return; }
+  for p in "${paths[@]}"; do
+    file="${p%%::*}"
+    file="${file%/}"
+    if [ "$file" = "$only" ] || [[ "$file" == "$only"/* ]]; then
+      echo "$p"                           # inside: runs as named
+    elif [ "$file" = . ] || [[ "$only/" == "$file"/* ]]; then
+      echo "$only"                        # a folder above: its part
+    fi
+  done
+}
+
+# A junit report -> "P passed, F failed, S skipped" (empty if unreadable).
+counts() {
+  "$py" - "$1" <<'PY'
 import sys, xml.etree.ElementTree as ET
 try:
-    root = ET.parse(sys.argv[1]).getroot()
+  root = ET.parse(sys.argv[1]).getroot()
 except Exception:
-    print(f"{sys.argv[2]}: 0 passed, 1 failed"); sys.exit()
+  sys.exit()
 suites = [root] if root.tag == "testsuite" else list(root)
-n = sum(int(s.get("tests", 0)) for s in suites)
-f = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
-sk = sum(int(s.get("skipped", 0)) for s in suites)
-print(f"{sys.argv[2]}: {n - f - sk} passed, {f} failed, {sk} skipped")
+total = lambda key: sum(int(s.get(key, 0)) for s in suites)
+failed, skipped = total("failures") + total("errors"), total("skipped")
+print(f"{total('tests') - failed - skipped} passed, {failed} failed, "
+      f"{skipped} skipped")
 PY
-)"
-  if [ $rc -eq 5 ]; then
-    line="$env: no test matched the selection ($*): nothing ran (pytest exit code 5)"
-  elif [ $rc -ne 0 ] && [ $rc -ne 1 ]; then
-    line="$env: 0 passed, 1 failed (pytest exit code $rc)"
+}
+
+summary=()
+for env in ${XLNET_TEST_ENVS:-reference latest interop}; do
+  mapfile -t run_paths < <(env_paths "$env")
+  if [ ${#run_paths[@]} -eq 0 ]; then
+    note="none of the named paths is in $(suite "$env")"
+    echo "=== '$env' not run: $note ==="
+    summary+=("$env: not run ($note)")
+    continue
   fi
+  py="$(bash scripts/setup_env.sh "$env" | tail -n 1)" \
+    || { echo "test.sh: could not set up the '$env' environment" >&2
+         summary+=("$env: 0 passed, 1 failed, 0 skipped (the environment could not be set up)")
+         continue; }
+  echo "=== tests on '$env': TensorFlow $("$py" -c 'from importlib import metadata; print(metadata.version("tensorflow"))' 2>/dev/null || echo '(none)'): ${run_paths[*]} ==="
+  report="$(mktemp)"
+  "$py" -m pytest -p no:cacheprovider -q --junitxml="$report" \
+    -n "$workers" --dist loadfile ${options[@]+"${options[@]}"} "${run_paths[@]}"
+  rc=$?
+  line="$(counts "$report")"
   rm -f "$report"
-  summary+="$line"$'\n'
+  if [ $rc -eq 5 ]; then
+    line="0 passed, 0 failed, 0 skipped (no test matched the selection: nothing ran)"
+  elif [ $rc -ne 0 ] || [ -z "$line" ]; then
+    # A run that failed (or wrote no report) with no failed test in its
+    # report (a crash, a collection or usage error) counts as one failure.
+    note="pytest exit code $rc"
+    if [[ "$line" =~ ^([0-9]+)\ passed,\ 0\ failed,\ ([0-9]+)\ skipped$ ]]; then
+      line="${BASH_REMATCH[1]} passed, 1 failed, ${BASH_REMATCH[2]} skipped"
+    elif [ -z "$line" ]; then
+      line="0 passed, 1 failed, 0 skipped" note+=", no report"
+    fi
+    [ $rc -eq 1 ] || line+=" ($note)"
+  fi
+  summary+=("$env: $line")
 done
+
+passed=0 failed=0 skipped=0 ran=0 none=0
 echo "=== summary ==="
-printf '%s' "$summary"
-"${PYTHON:-python3}" - "$summary" <<'PY'
-import re, sys
-p = f = s = 0
-for m in re.finditer(r"(\d+) passed, (\d+) failed, (\d+) skipped", sys.argv[1]):
-    p += int(m[1]); f += int(m[2]); s += int(m[3])
-f += len(re.findall(r"exit code [^5]", sys.argv[1]))
-none = len(re.findall(r"no test matched", sys.argv[1]))
-print(f"total: {p} passed, {f} failed, {s} skipped" +
-      (f"; in {none} environment(s) no test matched the selection" if none
-       else ""))
-PY
-exit $status
+for line in "${summary[@]}"; do
+  echo "$line"
+  if [[ "$line" =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped ]]; then
+    passed=$(( passed + BASH_REMATCH[1] )) failed=$(( failed + BASH_REMATCH[2] ))
+    skipped=$(( skipped + BASH_REMATCH[3] )) ran=$(( ran + 1 ))
+    [[ "$line" == *"nothing ran"* ]] && none=$(( none + 1 ))
+  fi
+done
+total="total: $passed passed, $failed failed, $skipped skipped"
+if [ "$failed" -gt 0 ]; then
+  echo "$total"; exit 1
+elif [ "$none" -eq "$ran" ]; then
+  echo "$total; no test matched the selection in any environment"; exit 5
+fi
+[ "$none" -gt 0 ] && total+="; in $none environment(s) no test matched the selection"
+echo "$total"
+exit 0

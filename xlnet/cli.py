@@ -8,6 +8,12 @@ one line and exit code 130, SIGTERM with one line and exit code 143 (after
 the usual cleanup, e.g. `io_utils.atomic_output` removing its temporary
 file). A flag the parser refuses (misspelled, on the command line or in a
 `--flagfile`, or of the wrong type) is bad input too: exit code 2.
+
+`--help` lists the program's own flags (those its `define_flags` defines,
+and any its main module defines), under the titles of their catalog groups
+(`xlnet/flags/catalog.py`), with their defaults, and exits as absl's
+`--help` does (status 1); `--helpfull` lists absl's and TensorFlow's flags
+as well.
 """
 import os
 import signal
@@ -87,15 +93,90 @@ def raise_if_terminated():
     raise Terminated(_TERMINATED_TEXT)
 
 
-def parse_flags(argv):
-  """absl's flag parser, with its errors as `prog: error: ...`, exit 2.
+class _HelpFlag(app.HelpFlag):
+  """absl's --help (-?), listing `own_flags` by group instead of the flags
+  the main module defines (ours are defined in `xlnet/flags/`)."""
+
+  own_flags = ()
+
+  def parse(self, arg):
+    if self._parse(arg):
+      print(program_help(self.own_flags))
+      print()
+      print("--flagfile=FILE reads more flags from FILE, one a line.")
+      print("Try --helpfull to get a list of all flags.")
+      sys.exit(1)  # as absl's --help
+
+
+class _HelpshortFlag(_HelpFlag):
+  """absl's --helpshort, an alias of --help."""
+  NAME = "helpshort"
+  SHORT_NAME = None
+
+
+def _flag_entry(flag):
+  """The help of one flag: `--name: help` and `(default: ...; type)`."""
+  prefix = "[no]" if flag.boolean else ""
+  lines = [flags.text_wrap(f"--{prefix}{flag.name}: {flag.help}",
+                           indent="      ", firstline_indent="  ")]
+  notes = [f"default: {flag.default_as_str}"] if flag.default_as_str else []
+  notes += [flag.parser.syntactic_help] if flag.parser.syntactic_help else []
+  if notes:
+    lines.append(flags.text_wrap(f"({'; '.join(notes)})", indent="      "))
+  return "\n".join(lines)
+
+
+def program_help(own_flags):
+  """The main module's docstring, then `own_flags` (absl Flags, in their
+  definition order) under their catalog groups' titles."""
+  groups = {}
+  for flag in own_flags:
+    title = flag_catalog.group_title(flag) or program_name()
+    groups.setdefault(title, []).append(_flag_entry(flag))
+  doc = (sys.modules["__main__"].__doc__ or "").strip()
+  sections = [f"{title}:\n" + "\n".join(entries)
+              for title, entries in groups.items()]
+  return "\n\n".join([doc or f"USAGE: {program_name()} [flags]"] + sections)
+
+
+def _use_program_help(own_flags):
+  """Replaces absl's --help, -? and --helpshort (app.run has defined them)
+  with ones listing `own_flags`."""
+  for help_flag in (_HelpFlag(), _HelpshortFlag()):
+    for name in (help_flag.name, help_flag.short_name):
+      if name and name in flags.FLAGS:
+        delattr(flags.FLAGS, name)
+    help_flag.own_flags = own_flags
+    flags.DEFINE_flag(help_flag, module_name=app.__name__)
+
+
+def _defined_flags(define_flags):
+  """Runs `define_flags` and returns the program's own flags: those it
+  defined and those the main module defined, in definition order."""
+  before = set(flags.FLAGS)
+  if define_flags is not None:
+    define_flags()
+  main = set(flags.FLAGS.get_key_flags_for_module(sys.argv[0]))
+  own = {}
+  for name in flags.FLAGS:
+    flag = flags.FLAGS[name]
+    if name not in before or flag in main:
+      own[flag.name] = flag
+  return list(own.values())
+
+
+def parse_flags(argv, own_flags=()):
+  """absl's flag parser, with its errors as `prog: error: ...`, exit 2, and
+  a `--help` listing `own_flags`.
 
   Args:
     argv: list of str, the command line (flagfiles are read here).
+    own_flags: the program's absl Flags, for --help.
 
   Returns:
     the arguments left after the flags.
   """
+  _use_program_help(own_flags)
   try:
     return flag_catalog.parse_command_line(argv)
   except flags.Error as e:
@@ -139,8 +220,8 @@ def run(main, define_flags=None):
   SIGTERM raises `Terminated` in the main thread (trainers replace this
   with their own stop-after-the-step handling while they train).
   """
-  if define_flags is not None:
-    define_flags()
+  own_flags = _defined_flags(define_flags)
   logging.set_verbosity(logging.INFO)
   signal.signal(signal.SIGTERM, _raise_terminated)
-  app.run(guarded(main), flags_parser=parse_flags)
+  app.run(guarded(main),
+          flags_parser=lambda argv: parse_flags(argv, own_flags))

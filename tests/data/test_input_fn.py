@@ -11,6 +11,7 @@ import tensorflow as tf
 from tests import data_helpers
 from xlnet.data import record_format
 from xlnet.data import input_pipeline
+from xlnet.pretraining import inputs
 
 # The input pipeline's seed (every random draw of the features).
 SEED = data_helpers.INPUT_SEED
@@ -88,8 +89,8 @@ def test_corpus_info_argument_decides_the_core_layout(tmp_path):
   shutil.move(save_dir / "corpus_info.json", moved)
   args = (record_dir, "train", 8, 32, 16, True)
   with pytest.raises(ValueError, match=(
-      r"--bi_data: the core layout of the records in .*tfrecords is unknown "
-      r".*; give --corpus_info_path")) as e:
+      r"bi_data: the core layout of the records in .*tfrecords is unknown "
+      r".*; give corpus_info_path")) as e:
     input_pipeline.get_input_fn(*args, perm_size=16, seed=SEED)
   assert "\n" not in str(e.value)
   info = record_format.load_corpus_info(str(moved))
@@ -113,7 +114,7 @@ def test_corpus_info_argument_decides_the_core_layout(tmp_path):
   uni = data_helpers.make_records(str(tmp_path / "uni"), num_lines=200,
                                   **dict(SMALL, bi_data=False))
   os.remove(tmp_path / "uni" / "corpus_info.json")
-  with pytest.raises(ValueError, match=r"--num_predict is not set and no "
+  with pytest.raises(ValueError, match=r"num_predict is not set and no "
                      r"corpus_info.json was found for .*uni/tfrecords"):
     input_pipeline.get_input_fn(uni, "train", 4, 32, 16, False, perm_size=16,
                             mask_alpha=6, mask_beta=1, seed=SEED)
@@ -131,21 +132,30 @@ def test_input_fn_errors(tiny_data):
       input_pipeline.get_input_fn(*args, seed=seed, **kw)
     assert "\n" not in str(e.value)
 
-  err(r"--perm_size=64 must be <= and divide both --reuse_len=32",
+  # Messages name the arguments, or the flags a program passes for them.
+  err(r"^perm_size=64 must be <= and divide both reuse_len=32",
       perm_size=64)
-  err(r"--perm_size=12 must be <= and divide", perm_size=12)
-  err(r"--bsz_per_host=4 must be a multiple of --num_core_per_host=3",
+  err(r"^perm_size=12 must be <= and divide", perm_size=12)
+  err(r"^bsz_per_host=4 must be a multiple of num_core_per_host=3",
       num_core_per_host=3)
-  err(r"--bi_data needs an even per-core batch", num_core_per_host=4)
-  err(r"--seed=-1 must be in \[0, 2\*\*63\)", seed=-1)
-  err(r"--record_info_dir is empty", args=("",) + base[1:])
+  err(r"^--train_batch_size/--num_hosts=4 must be a multiple of "
+      r"--num_core_per_host=3", num_core_per_host=3,
+      flag_names=inputs.FLAG_NAMES)
+  err(r"^bi_data needs an even per-core batch", num_core_per_host=4)
+  err(r"^seed=-1 must be in \[0, 2\*\*63\)", seed=-1)
+  err(r"^record_info_dir is empty", args=("",) + base[1:])
+  err(r"^--eval_record_info_dir is empty", args=("",) + base[1:],
+      flag_names={"record_info_dir": "--eval_record_info_dir"})
   err(r"No record info matches.*record_info-train-0-0\..*differs in "
-      r"--num_predict=13 \(data: 12\)", num_predict=13)
-  err(r"differs in --bsz_per_host=8 \(data: 4\), --uncased=True",
+      r"num_predict=13 \(data: 12\)", num_predict=13)
+  err(r"differs in bsz_per_host=8 \(data: 4\), uncased=True",
       args=(tiny_data.record_dir, "train", 8, 64, 32, True), uncased=True)
-  err(r"differs in --split=dev \(data: train\)",
+  err(r"differs in split=dev \(data: train\)",
       args=(tiny_data.record_dir, "dev") + base[2:])
-  err(r"differs in pass_id 0 >= --num_passes=0", num_passes=0)
+  err(r"differs in --eval_split=dev \(data: train\)",
+      args=(tiny_data.record_dir, "dev") + base[2:],
+      flag_names={"split": "--eval_split"})
+  err(r"differs in pass_id 0 >= num_passes=0", num_passes=0)
 
 
 def test_missing_or_truncated_record_file_is_named(tmp_path, tiny_data):
@@ -178,8 +188,8 @@ def test_per_core_batch_size_must_match(tiny_data):
   with tf.Graph().as_default():
     for batch_size in (2, 8):
       with pytest.raises(ValueError, match=(
-          rf"params\['batch_size'\]={batch_size} must be --bsz_per_host / "
-          r"--num_core_per_host = 4")):
+          rf"params\['batch_size'\]={batch_size} must be bsz_per_host / "
+          r"num_core_per_host = 4")):
         fn({"batch_size": batch_size})
     fn({"batch_size": 4})
     fn({})
@@ -274,14 +284,14 @@ def test_resumed_pipeline_continues_exactly(tmp_path, reader_cores):
     np.testing.assert_array_equal(batches[0][name], full[0][name])
   np.testing.assert_array_equal(batches[1]["input_k"], full[0]["input_k"])
   assert not np.array_equal(batches[1]["perm_mask"], full[0]["perm_mask"])
-  with pytest.raises(ValueError, match=r"host 2 is not below --num_hosts=2"):
+  with pytest.raises(ValueError, match=r"host 2 is not below num_hosts=2"):
     two_hosts({"batch_size": per_core, "context": Context(2)})
   # The engine names the host with params["host"]: the same stream.
   (by_host,) = data_helpers.take_batches(two_hosts, 1, batch_size=per_core,
                                          host=1)
   for name in full[0]:
     np.testing.assert_array_equal(by_host[name], batches[1][name])
-  with pytest.raises(ValueError, match=r"host 2 is not below --num_hosts=2"):
+  with pytest.raises(ValueError, match=r"host 2 is not below num_hosts=2"):
     two_hosts({"batch_size": per_core, "host": 2})
 
 

@@ -75,7 +75,8 @@ def test_model_without_special_symbols_is_rejected(tmp_path, demo_corpus):
                                  vocab_size=300, minloglevel=2)
   with pytest.raises(ValueError, match=r"--sp_path=.*plain.model is not an "
                      r"XLNet SentencePiece model: id 3 is .*expected '<cls>'"):
-    prepro_utils.load_sp_model(prefix + ".model")
+    prepro_utils.load_sp_model(prefix + ".model", "--sp_path")
   with pytest.raises(ValueError, match=r"--sp_path=.*missing.model: "
                      "SentencePiece model not found"):
-    prepro_utils.load_sp_model(str(tmp_path / "missing.model"))
+    prepro_utils.load_sp_model(str(tmp_path / "missing.model"),
+                               "--sp_path")

@@ -89,7 +89,8 @@ def test_padding_example():
 
 
 def test_real_tokenizer_normalizes_like_pretraining():
-  sp = prepro_utils.load_sp_model(data_helpers.train_tiny_spm())
+  sp = prepro_utils.load_sp_model(data_helpers.train_tiny_spm(),
+                                  "--spiece_model_file")
   text = "  The  ``Botchan''   story, 1906,  é "
   want = prepro_utils.encode_ids(
       sp, prepro_utils.preprocess_text(text, lower=True))
@@ -187,7 +188,8 @@ def sst2_dir(tmp_path, rows=("a good movie\t1", "a bad movie\t0")):
 def prepare(tmp_path, data_dir, **kwargs):
   sp_path = data_helpers.train_tiny_spm()
   args = dict(output_dir=str(tmp_path / "records"), max_seq_length=16,
-              sp_model=prepro_utils.load_sp_model(sp_path),
+              sp_model=prepro_utils.load_sp_model(
+                  sp_path, "--spiece_model_file"),
               spiece_model_file=sp_path, uncased=False)
   args.update(kwargs)
   return cu.prepare_records(cd.make_processor("sst-2"), data_dir, "train",

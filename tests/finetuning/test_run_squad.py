@@ -76,7 +76,8 @@ def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
   paragraphs, examples, _ = squad_utils.read_squad_examples(squad["train"],
                                                             True)
   converter = squad_utils.FeatureConverter(
-      prepro_utils.load_sp_model(flags["task"].spiece_model_file),
+      prepro_utils.load_sp_model(flags["task"].spiece_model_file,
+                                 "--spiece_model_file"),
       paragraphs, 48, 8, 12, False, is_training=True)
   want = sum(len(f["input_ids"]) for f in converter.iter_features(examples))
   assert sum(_count_records(p) for p in paths) == want
@@ -217,7 +218,8 @@ RELEASE_INTS = ("unique_ids", "input_ids", "segment_ids", "cls_index",
 
 def test_training_order_follows_the_seed(squad):
   flags = squad["flags"]("--do_prepro")
-  sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file)
+  sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file,
+                                        "--spiece_model_file")
   paragraphs, examples, _ = squad_utils.read_squad_examples(squad["train"],
                                                             True)
   converter = squad_utils.FeatureConverter(sp_model, paragraphs, 48, 8, 12,
@@ -250,7 +252,8 @@ def test_training_order_follows_the_seed(squad):
 
 def test_records_have_the_release_format_and_old_ones_still_read(squad):
   flags = squad["flags"]("--do_prepro")
-  sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file)
+  sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file,
+                                        "--spiece_model_file")
   path = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1)
   records = qa_fixtures.read_records(path)
   for record in records:
@@ -279,7 +282,8 @@ def test_records_have_the_release_format_and_old_ones_still_read(squad):
 
 def test_training_uses_the_releases_records_when_ours_are_missing(squad):
   flags = squad["flags"]("--do_train")
-  sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file)
+  sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file,
+                                        "--spiece_model_file")
   ours = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1)
   values = [{k: v for k, (_, v) in r.items()}
             for r in qa_fixtures.read_records(ours)]

@@ -12,6 +12,10 @@ example in the host's stream, counting across epochs): the same example
 index always gets the same factorization order, whatever happened before,
 so a resumed run that skips the batches it already consumed continues
 exactly like an uninterrupted one. See docs/data.md.
+
+Messages name each setting as the calling program's user sets it: the
+`flag_names` a program passes (e.g. `{"split": "--eval_split"}`), else the
+argument's own name (`bsz_per_host`).
 """
 import os
 
@@ -26,25 +30,36 @@ from xlnet.data.prepro_utils import CLS_ID, SEP_ID
 # ----------------------------------------------------------------------------
 # Finding the records.
 # ----------------------------------------------------------------------------
-def _describe_mismatch(record_dir, wanted, split, num_passes):
-  """One-line description of the record infos in a dir vs the wanted ones."""
+def namer(flag_names=None):
+  """How messages name a setting: `namer(names)("split")` is
+  `names["split"]` when given (the caller's flag, e.g. "--eval_split"),
+  else "split"."""
+  names = dict(flag_names or {})
+  return lambda key: names.get(key, key)
+
+
+def _describe_mismatch(record_dir, wanted, num_passes, name):
+  """One-line description of the record infos in a dir vs the wanted ones
+  (`name`: a `namer`)."""
   infos = record_format.find_record_infos(record_dir)
   if not infos:
     return (f"{record_dir} holds no record_info-*.json that data_utils.py "
             "writes")
   seen = {}
   for path, got in infos:
-    diffs = [f"--{key}={wanted[key]} (data: {got[key]})"
+    diffs = [f"{name(key)}={wanted[key]} (data: {got[key]})"
              for key in ("split",) + record_format.SETTING_KEYS
              if not record_format.same_setting(key, wanted[key], got[key])]
     if not diffs and num_passes is not None and got["pass_id"] >= num_passes:
-      diffs = [f"pass_id {got['pass_id']} >= --num_passes={num_passes}"]
+      diffs = [f"pass_id {got['pass_id']} >= {name('num_passes')}="
+               f"{num_passes}"]
     seen.setdefault(", ".join(diffs), os.path.basename(path))
   return f"{record_dir}: " + "; ".join(f"{name} differs in {d}"
                                         for d, name in seen.items())
 
 
-def find_record_files(record_dirs, split, settings, num_passes=None):
+def find_record_files(record_dirs, split, settings, num_passes=None,
+                      flag_names=None):
   """The record files of some directories that match the settings.
 
   Args:
@@ -52,6 +67,7 @@ def find_record_files(record_dirs, split, settings, num_passes=None):
     split: split name of the records.
     settings: dict with every record_format.SETTING_KEYS entry.
     num_passes: use only passes with pass_id < num_passes (None: all).
+    flag_names: how messages name the settings (see `namer`).
 
   Returns:
     (list of record file paths in directory and name order, total number of
@@ -85,8 +101,8 @@ def find_record_files(record_dirs, split, settings, num_passes=None):
       matched += 1
     if not matched:
       raise ValueError("No record info matches the flags. " +
-                       _describe_mismatch(record_dir, wanted, split,
-                                          num_passes))
+                       _describe_mismatch(record_dir, wanted, num_passes,
+                                          namer(flag_names)))
   return filenames, num_batch, file_batches
 
 
@@ -256,24 +272,27 @@ def _regroup_perm(bsz_per_host, data_cores, reader_cores):
 
 
 def _check_settings(bsz_per_host, seq_len, reuse_len, bi_data,
-                    num_core_per_host, perm_size, seed):
-  """Validates the reader's settings; ValueError names the flag."""
+                    num_core_per_host, perm_size, seed, name):
+  """Validates the reader's settings; ValueError names the setting as
+  `name` (a `namer`) does."""
   rest_len = seq_len - reuse_len
   if not 0 < perm_size <= min(reuse_len, rest_len) or reuse_len % perm_size \
       or rest_len % perm_size:
     raise ValueError(
-        f"--perm_size={perm_size} must be <= and divide both --reuse_len="
-        f"{reuse_len} and --seq_len - --reuse_len = {rest_len}")
+        f"{name('perm_size')}={perm_size} must be <= and divide both "
+        f"{name('reuse_len')}={reuse_len} and {name('seq_len')} - "
+        f"{name('reuse_len')} = {rest_len}")
+  bsz, cores = name("bsz_per_host"), name("num_core_per_host")
   if num_core_per_host < 1 or bsz_per_host % num_core_per_host:
-    raise ValueError(f"--bsz_per_host={bsz_per_host} must be a multiple of "
-                     f"--num_core_per_host={num_core_per_host}")
+    raise ValueError(f"{bsz}={bsz_per_host} must be a multiple of "
+                     f"{cores}={num_core_per_host}")
   bsz_per_core = bsz_per_host // num_core_per_host
   if bi_data and bsz_per_core % 2:
-    raise ValueError(f"--bi_data needs an even per-core batch: --bsz_per_host"
-                     f"={bsz_per_host} / --num_core_per_host="
-                     f"{num_core_per_host} = {bsz_per_core}")
+    raise ValueError(f"{name('bi_data')} needs an even per-core batch: "
+                     f"{bsz}={bsz_per_host} / {cores}={num_core_per_host} = "
+                     f"{bsz_per_core}")
   if not 0 <= seed < 2**63:
-    raise ValueError(f"--seed={seed} must be in [0, 2**63)")
+    raise ValueError(f"{name('seed')}={seed} must be in [0, 2**63)")
 
 
 def _corpus_infos(record_dirs, corpus_info):
@@ -292,13 +311,14 @@ def _corpus_infos(record_dirs, corpus_info):
   return [record_format.load_corpus_info(d) for d in record_dirs]
 
 
-def _fill_settings(settings, infos, tfrecord_dir):
+def _fill_settings(settings, infos, tfrecord_dir, name):
   """Takes unset mask_alpha/mask_beta/num_predict from the corpus info.
 
   Args:
     settings: dict of the record settings (record_format.SETTING_KEYS).
     infos: from `_corpus_infos`.
-    tfrecord_dir: the flag, for messages.
+    tfrecord_dir: the record dirs, for messages.
+    name: a `namer`, for messages.
 
   Returns:
     the settings, completed.
@@ -308,15 +328,15 @@ def _fill_settings(settings, infos, tfrecord_dir):
   for key in ("mask_alpha", "mask_beta", "num_predict"):
     if settings[key] is None:
       if not known:
-        raise ValueError(f"--{key} is not set and no corpus_info.json was "
-                         f"found for {tfrecord_dir}: give --{key} or "
-                         "--corpus_info_path")
+        raise ValueError(f"{name(key)} is not set and no corpus_info.json "
+                         f"was found for {tfrecord_dir}: give {name(key)} "
+                         f"or {name('corpus_info_path')}")
       settings[key] = known[0][key]
   return settings
 
 
 def _data_core_count(record_dirs, infos, bi_data, bsz_per_host,
-                     num_core_per_host):
+                     num_core_per_host, name):
   """The num_core_per_host the records were written for.
 
   Only bi_data records depend on it (each core's rows are forward then
@@ -329,18 +349,20 @@ def _data_core_count(record_dirs, infos, bi_data, bsz_per_host,
   if bi_data and None in cores:
     unknown = record_dirs[cores.index(None)]
     raise ValueError(
-        f"--bi_data: the core layout of the records in {unknown} is unknown "
-        "(no corpus_info.json with num_core_per_host for them), so forward "
-        "and backward rows cannot be told apart; give --corpus_info_path")
+        f"{name('bi_data')}: the core layout of the records in {unknown} is "
+        "unknown (no corpus_info.json with num_core_per_host for them), so "
+        "forward and backward rows cannot be told apart; give "
+        f"{name('corpus_info_path')}")
   data_cores = sorted({c for c in cores if c is not None})
   if len(data_cores) > 1:
     raise ValueError(f"{','.join(record_dirs)}: the record dirs were written "
-                     f"with different --num_core_per_host {data_cores}")
+                     f"with different num_core_per_host {data_cores} "
+                     "(data_utils.py --num_core_per_host)")
   data_core = data_cores[0] if data_cores else num_core_per_host
   if bi_data and bsz_per_host % (2 * data_core):
     raise ValueError(f"the corpus info says num_core_per_host={data_core}, "
-                     f"which does not divide --bsz_per_host={bsz_per_host} "
-                     "into forward/backward halves")
+                     f"which does not divide {name('bsz_per_host')}="
+                     f"{bsz_per_host} into forward/backward halves")
   return data_core
 
 
@@ -348,7 +370,7 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                  bi_data, num_hosts=1, num_core_per_host=1, perm_size=None,
                  mask_alpha=None, mask_beta=None, uncased=False,
                  num_passes=None, use_bfloat16=False, num_predict=None,
-                 corpus_info=None, *, seed):
+                 corpus_info=None, *, seed, flag_names=None):
   """Builds the pretraining input function.
 
   Args:
@@ -368,6 +390,9 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
       read the corpus_info.json next to each record dir.
     seed: non-negative int keying every random draw (the trainers pass
       their --seed).
+    flag_names: how messages name the arguments (`tfrecord_dir` as
+      "record_info_dir"): argument -> the calling program's flag, e.g.
+      {"split": "--eval_split"}; an argument left out is named as itself.
 
   Returns:
     (input_fn, record_info). input_fn(params) -> tf.data.Dataset of per-core
@@ -380,23 +405,25 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
     "filenames": all files, "host_filenames": per host, its files in the
     order it reads them}.
   """
+  name = namer(flag_names)
   perm_size = reuse_len if perm_size is None else perm_size
   _check_settings(bsz_per_host, seq_len, reuse_len, bi_data,
-                  num_core_per_host, perm_size, seed)
+                  num_core_per_host, perm_size, seed, name)
   bsz_per_core = bsz_per_host // num_core_per_host
   record_dirs = [d for d in tfrecord_dir.split(",") if d]
   if not record_dirs:
-    raise ValueError("--record_info_dir is empty")
+    raise ValueError(f"{name('record_info_dir')} is empty")
   infos = _corpus_infos(record_dirs, corpus_info)
   data_core = _data_core_count(record_dirs, infos, bi_data, bsz_per_host,
-                               num_core_per_host)
+                               num_core_per_host, name)
   settings = _fill_settings(
       dict(bsz_per_host=bsz_per_host, seq_len=seq_len, reuse_len=reuse_len,
            uncased=uncased, bi_data=bi_data, mask_alpha=mask_alpha,
-           mask_beta=mask_beta, num_predict=num_predict), infos, tfrecord_dir)
+           mask_beta=mask_beta, num_predict=num_predict), infos, tfrecord_dir,
+      name)
   regroup = bi_data and data_core != num_core_per_host
   filenames, num_batch, file_batches = find_record_files(
-      record_dirs, split, settings, num_passes)
+      record_dirs, split, settings, num_passes, flag_names)
   logging.info("Input: %d files, %d batches%s", len(filenames), num_batch,
                f", rows regrouped from {data_core} to {num_core_per_host} "
                "cores" if regroup else "")
@@ -410,11 +437,13 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
     batch_size = params.get("batch_size", bsz_per_core)
     if batch_size != bsz_per_core:  # rows must reach the same core
       raise ValueError(f"params['batch_size']={batch_size} must be "
-                       f"--bsz_per_host / --num_core_per_host = {bsz_per_core}")
+                       f"{name('bsz_per_host')} / {name('num_core_per_host')}"
+                       f" = {bsz_per_core}")
     host_id = (params["host"] if "host" in params else
                params["context"].current_host if "context" in params else 0)
     if not 0 <= host_id < num_hosts:
-      raise ValueError(f"host {host_id} is not below --num_hosts={num_hosts}")
+      raise ValueError(f"host {host_id} is not below {name('num_hosts')}="
+                       f"{num_hosts}")
     files = host_file_order(filenames, host_id, num_hosts, seed)
     dataset = tf.data.TFRecordDataset(files)
     if regroup_perm is not None:

@@ -120,12 +120,13 @@ def check_special_symbols(sp_model, sp_path):
           f"{got!r}, expected {symbol!r} (train it with spm_train.py)")
 
 
-def load_sp_model(sp_path, flag_name="sp_path"):
+def load_sp_model(sp_path, name):
   """Loads a SentencePiece model and checks the XLNet special ids.
 
   Args:
     sp_path: local path or gs:// URL of a `.model` file.
-    flag_name: flag named in error messages.
+    name: how messages name the path: the flag that gave it ("--sp_path")
+      or where it comes from.
 
   Returns:
     sentencepiece.SentencePieceProcessor.
@@ -133,14 +134,14 @@ def load_sp_model(sp_path, flag_name="sp_path"):
   import sentencepiece as spm  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if not sp_path or not tf.io.gfile.exists(sp_path):
-    raise ValueError(f"--{flag_name}={sp_path}: SentencePiece model not found")
+    raise ValueError(f"{name}={sp_path}: SentencePiece model not found")
   with tf.io.gfile.GFile(sp_path, "rb") as f:
     proto = f.read()
   sp_model = spm.SentencePieceProcessor()
   try:
     sp_model.load_from_serialized_proto(proto)
   except (RuntimeError, OSError) as e:
-    raise ValueError(f"--{flag_name}={sp_path}: not a SentencePiece model "
+    raise ValueError(f"{name}={sp_path}: not a SentencePiece model "
                      f"({str(e).splitlines()[0]})") from None
-  check_special_symbols(sp_model, f"--{flag_name}={sp_path}")
+  check_special_symbols(sp_model, f"{name}={sp_path}")
   return sp_model

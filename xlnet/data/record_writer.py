@@ -39,8 +39,9 @@ _SEED_MARK = 0x584C4E  # "XLN": part of every (task, pass_id) seed
 _LINES_PER_TASK = 2000
 _LOG_SECONDS = 10
 _PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
-# corpus_info.json entries a later run into the same save_dir must match.
-_LAYOUT_KEYS = record_format.CORPUS_INFO_KEYS + ("use_eod", "vocab_size")
+# corpus_info.json entries a later run into the same save_dir must match:
+# flags, and the vocabulary size of the --sp_path model.
+_LAYOUT_FLAGS = record_format.CORPUS_INFO_KEYS + ("use_eod",)
 
 
 # ----------------------------------------------------------------------------
@@ -139,9 +140,12 @@ def _check_save_dir(save_dir, info):
       os.path.join(save_dir, record_format.CORPUS_INFO))
   if old is not None:
     diffs = [f"--{key}={info[key]} (it has {old.get(key)})"
-             for key in _LAYOUT_KEYS
+             for key in _LAYOUT_FLAGS
              if key in old and not record_format.same_setting(
                  key, old[key], info[key])]
+    if old.get("vocab_size", info["vocab_size"]) != info["vocab_size"]:
+      diffs.append(f"a --sp_path of {info['vocab_size']} pieces (it has "
+                   f"{old['vocab_size']})")
     if diffs:
       raise ValueError(
           f"--save_dir={save_dir} holds records written with other settings "
@@ -525,7 +529,7 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
   if num_workers < 1:
     raise ValueError(f"--num_workers={num_workers} must be >= 1")
   paths = _task_files(input_glob, task, num_task)
-  sp_model = prepro_utils.load_sp_model(sp_path)
+  sp_model = prepro_utils.load_sp_model(sp_path, "--sp_path")
   info = dict(vocab_size=sp_model.get_piece_size(), **{
       k: cfg[k] for k in ("bsz_per_host", "num_core_per_host", "seq_len",
                           "reuse_len", "uncased", "bi_data", "mask_alpha",

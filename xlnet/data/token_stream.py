@@ -38,7 +38,7 @@ def split_lines(raw, path):
     text = raw.decode("utf-8")
   except UnicodeDecodeError as e:
     line = raw[:e.start].count(b"\n") + 1
-    raise ValueError(f"--input_glob: {path} line {line} is not UTF-8 text "
+    raise ValueError(f"{path} line {line} is not UTF-8 text "
                      f"(byte {raw[e.start]:#x} at offset {e.start})") from None
   lines = text.split("\n")
   if lines[-1] == "":  # the file's final newline starts no line

@@ -162,7 +162,8 @@ def run_report(*, model_dir, record_info_dir, eval_split, train_text,
   if info is None:
     raise ValueError(f"--record_info_dir={record_info_dir}: no "
                      "corpus_info.json beside it")
-  sp_model = prepro_utils.load_sp_model(info["sp_path"])
+  sp_model = prepro_utils.load_sp_model(
+      info["sp_path"], f"the sp_path of {record_info_dir}'s corpus info")
   if sp_model.get_piece_size() != config.n_token:
     raise ValueError(f"{info['sp_path']} has {sp_model.get_piece_size()} "
                      f"pieces but the checkpoint's n_token is {config.n_token}")

@@ -72,7 +72,9 @@ def heldout_targets(record_dir, split="valid"):
       num_predict=info["num_predict"], corpus_info=info,
       # Which targets are scored does not depend on the seed (only the
       # order the files are read in does).
-      seed=train_config.DEFAULT_SEED)
+      seed=train_config.DEFAULT_SEED,
+      flag_names={"record_info_dir": "--record_info_dir",
+                  "split": "--eval_split"})
   dataset = input_fn({"batch_size": info["bsz_per_host"]})
   found = []
   for batch in dataset.take(record_info["num_batch"]):

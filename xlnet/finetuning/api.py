@@ -48,7 +48,7 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
     ValueError: one line naming the setting or file at fault.
   """
   sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
-                                        "spiece_model_file")
+                                        "--spiece_model_file")
   processor = classifier_task.make_task_processor(task)
   labels = processor.get_labels()
   n_class = None if labels is None else len(labels)
@@ -117,7 +117,7 @@ def run_squad(task, model, engine, do_prepro=False, do_train=False,
     the latest checkpoint's metrics with do_predict, else None.
   """
   sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
-                                        "spiece_model_file")
+                                        "--spiece_model_file")
   if do_prepro:
     squad_task.prepro_train_shard(task, sp_model, task.proc_id,
                                   task.num_proc)
@@ -156,7 +156,7 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
     the accuracies (middle, high, all) with do_eval, else None.
   """
   sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
-                                        "spiece_model_file")
+                                        "--spiece_model_file")
   spec = race_utils.feature_spec(task.max_seq_length)
   if do_train:
     if engine.checkpoint.init_checkpoint:

@@ -1,7 +1,7 @@
 """Fine-tuning XLNet for sequence classification and regression.
 
 `python run_classifier.py --task_name=... --do_train --do_eval ...` (see
-`--helpfull`). The steps:
+`--help`). The steps:
 
   1. Validate the flags and paths; read the task's labels.
   2. Write (or reuse) the feature records of the needed splits under

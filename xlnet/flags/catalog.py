@@ -29,11 +29,50 @@ they are checked against it (`xlnet/flags/pretraining.py`).
 Fine-tuning defaults are the released scripts' defaults, except
 `adam_epsilon`, which is the paper's fine-tuning value 1e-6 (the release's
 flag said 1e-8).
+
+Each group carries a title (`@group`): a program's `--help` lists its flags
+under their groups' titles (`xlnet/cli.py`).
 """
+import functools
+import weakref
+
 from absl import flags
 
 from xlnet import configs
 from xlnet.training import config as train_config
+
+
+# The title of the group that defined each flag: absl Flag -> str.
+_GROUP_TITLES = weakref.WeakKeyDictionary()
+
+
+def group(title):
+  """Marks a function defining flags as the group `title`.
+
+  The flags the function defines on its `flag_values` (the first argument,
+  or the global FLAGS by default) get this title, unless a group it calls
+  gave them one (the innermost group wins).
+  """
+
+  def mark(define):
+
+    @functools.wraps(define)
+    def define_group(*args, **kwargs):
+      flag_values = args[0] if args else kwargs.get("flag_values",
+                                                     flags.FLAGS)
+      before = set(flag_values)
+      define(*args, **kwargs)
+      for name in set(flag_values) - before:
+        _GROUP_TITLES.setdefault(flag_values[name], title)
+
+    return define_group
+
+  return mark
+
+
+def group_title(flag):
+  """The title of the group that defined `flag` (an absl Flag), or None."""
+  return _GROUP_TITLES.get(flag)
 
 
 # ----------------------------------------------------------------------------
@@ -81,6 +120,7 @@ def define_spiece_model_file_flag(flag_values):
 # ----------------------------------------------------------------------------
 # Groups.
 # ----------------------------------------------------------------------------
+@group("Model size")
 def define_model_size_flags(flag_values):
   """The model's sizes and attention span, from which pretraining builds its
   XLNetConfig (fine-tuning reads them from --model_config_path)."""
@@ -105,6 +145,7 @@ def define_model_size_flags(flag_values):
   flags.DEFINE_bool("same_length", False, "Same length attention.", **fv)
 
 
+@group("Model")
 def define_model_flags(flag_values, *, model_config_path_help,
                        clamp_len_help, summary_type_help, init_help):
   """The model's config file, regularization, sequence summary and
@@ -123,6 +164,7 @@ def define_model_flags(flag_values, *, model_config_path_help,
                      **fv)
 
 
+@group("Precision")
 def define_precision_flags(flag_values, *, use_bfloat16_help):
   """Activation precision: bfloat16, or float16 with dynamic loss
   scaling."""
@@ -138,6 +180,7 @@ def define_precision_flags(flag_values, *, use_bfloat16_help):
                      "skipped) and doubles after 2000 finite steps.", **fv)
 
 
+@group("Records")
 def define_pretraining_data_flags(flag_values):
   """Where the pretraining records are, and the factorization block."""
   fv = dict(flag_values=flag_values)
@@ -179,6 +222,7 @@ _RECORD_LAYOUT = (
 )
 
 
+@group("Data settings")
 def define_record_layout_flags(flag_values, *, writing):
   """The records' settings (`_RECORD_LAYOUT`) and --uncased.
 
@@ -195,6 +239,7 @@ def define_record_layout_flags(flag_values, *, writing):
                       "Lowercase the text." if writing else "Uncased data.")
 
 
+@group("Optimizer")
 def define_optimizer_flags(flag_values, *, learning_rate, warmup_steps,
                            weight_decay, lr_layer_decay_rate_help):
   """AdamW with warmup and decay (OptimizerConfig)."""
@@ -215,6 +260,7 @@ def define_optimizer_flags(flag_values, *, learning_rate, warmup_steps,
                      **fv)
 
 
+@group("Training loop")
 def define_training_flags(flag_values, *, train_batch_size,
                           train_batch_size_help, train_steps,
                           iterations_help, seed_help, accum_steps_help):
@@ -232,6 +278,7 @@ def define_training_flags(flag_values, *, train_batch_size,
                     "Jit-compile the training step with XLA.", **fv)
 
 
+@group("Checkpoints")
 def define_checkpoint_flags(flag_values, *, model_dir_help,
                             init_checkpoint_help, save_steps_help, max_save,
                             max_save_help):
@@ -244,6 +291,7 @@ def define_checkpoint_flags(flag_values, *, model_dir_help,
   flags.DEFINE_integer("max_save", max_save, max_save_help, **fv)
 
 
+@group("Held-out evaluation")
 def define_heldout_eval_flags(flag_values):
   """Held-out evaluation of pretraining (train_gpu.py --eval_steps,
   eval_pretrain.py)."""
@@ -264,6 +312,7 @@ def define_heldout_eval_flags(flag_values):
                       "(default: the latest in --model_dir).", **fv)
 
 
+@group("Devices")
 def define_core_flags(flag_values, *, use_tpu, use_tpu_help,
                       num_core_per_host, num_core_per_host_help):
   """TPU or not, and the cores (GPUs) of each host (DeviceConfig)."""
@@ -273,6 +322,7 @@ def define_core_flags(flag_values, *, use_tpu, use_tpu_help,
                        num_core_per_host_help, **fv)
 
 
+@group("TPU")
 def define_tpu_flags(flag_values, *, num_hosts_help):
   """The TPU to run on: hosts, name, zone, project, job, master."""
   fv = dict(flag_values=flag_values)
@@ -284,6 +334,7 @@ def define_tpu_flags(flag_values, *, num_hosts_help):
   flags.DEFINE_string("tpu_job_name", None, "TPU worker job name.", **fv)
 
 
+@group("Several hosts, TPU engine")
 def define_pretraining_device_flags(flag_values):
   """Multi-worker GPU training and the TPU trainer's engine."""
   fv = dict(flag_values=flag_values)
@@ -302,6 +353,7 @@ def define_pretraining_device_flags(flag_values):
                     "exists.", **fv)
 
 
+@group("Accepted for the release's commands")
 def define_unused_release_flags(flag_values):
   """Flags of the release's train.py commands that change nothing here."""
   flags.DEFINE_bool("track_mean", False,
@@ -309,6 +361,7 @@ def define_unused_release_flags(flag_values):
                     "unused.", flag_values=flag_values)
 
 
+@group("Fine-tuning input")
 def define_finetuning_flags(flag_values):
   """Fine-tuning's own: the summary projection, the text, the feature
   records' cache, --do_train and the shuffle buffer."""
@@ -329,6 +382,7 @@ def define_finetuning_flags(flag_values):
                        "Training examples in the shuffle buffer.", **fv)
 
 
+@group("Text in, records out")
 def define_record_writing_flags(flag_values):
   """data_utils.py: the text read, the records written, the workers."""
   fv = dict(flag_values=flag_values)
@@ -371,7 +425,6 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
   """
   if "record_info_dir" in flag_values:
     return
-  define_model_size_flags(flag_values)
   define_model_flags(
       flag_values,
       model_config_path_help="XLNetConfig json; when given it overrides the "
@@ -380,6 +433,7 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
       summary_type_help="Sequence summary for fine-tuning heads; accepted "
       "for the original commands, unused in pretraining.",
       init_help="Initialization method.")
+  define_model_size_flags(flag_values)
   define_precision_flags(flag_values,
                          use_bfloat16_help="Use bfloat16 activations.")
   define_pretraining_data_flags(flag_values)
@@ -478,8 +532,8 @@ def define_common_flags(flag_values=flags.FLAGS):
       "such as xlnet_model.ckpt, a directory or DIR/latest); ignored when "
       "model_dir already holds a fine-tuning checkpoint.",
       save_steps_help="Steps between checkpoints; None: only at the end.",
-      max_save=0, max_save_help="Checkpoints to keep; 0 keeps all (needed "
-      "by --eval_all_ckpt).")
+      max_save=0, max_save_help="Checkpoints to keep; 0 keeps all (to "
+      "evaluate every one later).")
   define_optimizer_flags(
       flag_values, learning_rate=1e-5, warmup_steps=0, weight_decay=0.0,
       lr_layer_decay_rate_help="Layer l's gradients are scaled by "
@@ -514,6 +568,7 @@ def define_record_flags(flag_values=flags.FLAGS):
   define_record_writing_flags(flag_values)
 
 
+@group("SentencePiece training")
 def define_spm_flags(flag_values=flags.FLAGS):
   """Defines the flags of spm_train.py."""
   fv = dict(flag_values=flag_values)
@@ -529,6 +584,7 @@ def define_spm_flags(flag_values=flags.FLAGS):
   flags.DEFINE_integer("num_threads", None, "Trainer threads.", **fv)
 
 
+@group("Conversion")
 def define_convert_flags(flag_values=flags.FLAGS):
   """Defines the flags of convert_checkpoint.py."""
   fv = dict(flag_values=flag_values)
@@ -570,6 +626,7 @@ def define_convert_flags(flag_values=flags.FLAGS):
                     **fv)
 
 
+@group("Demo report")
 def define_demo_report_flags(flag_values=flags.FLAGS):
   """Defines the flags of scripts/demo_report.py."""
   fv = dict(flag_values=flag_values)
@@ -594,6 +651,7 @@ def define_demo_report_flags(flag_values=flags.FLAGS):
   define_seed_flag(flag_values, 0, "Seed of the choice of hidden words.")
 
 
+@group("Demo corpus")
 def define_demo_corpus_flags(flag_values=flags.FLAGS, *, dest_dir):
   """Defines the flags of scripts/get_demo_corpus.py.
 

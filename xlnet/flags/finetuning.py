@@ -201,7 +201,7 @@ def check_classifier_flags(FLAGS):  # pylint: disable=invalid-name
 def _check_vocabulary(FLAGS, xlnet_config):  # pylint: disable=invalid-name
   """Raises unless the SentencePiece model fits the model's vocabulary."""
   sp_model = prepro_utils.load_sp_model(FLAGS.spiece_model_file,
-                                        "spiece_model_file")
+                                        "--spiece_model_file")
   if sp_model.get_piece_size() > xlnet_config.n_token:
     raise ValueError(
         f"--spiece_model_file={FLAGS.spiece_model_file} has "

@@ -40,6 +40,7 @@ def define_task_flags(flag_values, **settings):
     _TASK_FLAGS[name](name, default, help_text, flag_values=flag_values)
 
 
+@catalog.group("Task")
 def define_classifier_flags(flag_values, *, task_names, min_seq_length,
                             pretrain_seq_length):
   """run_classifier.py's task flags.
@@ -112,6 +113,7 @@ def define_classifier_flags(flag_values, *, task_names, min_seq_length,
                     "the sorted labels found in train.{tsv,csv}).", **fv)
 
 
+@catalog.group("Task: SQuAD")
 def define_squad_flags(flag_values, *, target_eval_keys):
   """run_squad.py's task flags, with the paper's XLNet-Large settings as
   defaults.
@@ -177,6 +179,7 @@ def define_squad_flags(flag_values, *, target_eval_keys):
                save_steps=1000)
 
 
+@catalog.group("Task: RACE")
 def define_race_flags(flag_values):
   """run_race.py's task flags, with the paper's XLNet-Large settings as
   defaults (`flag_values` holds the common flags)."""
@@ -212,6 +215,7 @@ REPRODUCE_OVERRIDES = (
 )
 
 
+@catalog.group("Reproduction")
 def define_reproduce_flags(flag_values, *, tables):
   """reproduce.py's flags: the table, the pretrained model, the data and
   work directories, the devices and the override flags (default None: the

@@ -2,10 +2,25 @@
 core reads its per-core batch) and held-out evaluation (one device reads
 whole host batches)."""
 from xlnet.data import input_pipeline
+from xlnet.data import record_format
+
+# How the pretraining programs' flags set the input function's arguments,
+# for its messages (the training split, "train", is no flag).
+FLAG_NAMES = {
+    "record_info_dir": "--record_info_dir",
+    "bsz_per_host": "--train_batch_size/--num_hosts",
+    "seq_len": "--seq_len", "reuse_len": "--reuse_len",
+    "perm_size": "--perm_size", "bi_data": "--bi_data",
+    "mask_alpha": "--mask_alpha", "mask_beta": "--mask_beta",
+    "num_predict": "--num_predict", "uncased": "--uncased",
+    "num_passes": "--num_passes", "num_core_per_host": "--num_core_per_host",
+    "num_hosts": "--num_hosts", "seed": "--seed",
+    "corpus_info_path": "--corpus_info_path",
+}
 
 
 def input_fn(configs, layout, split="train", record_dir=None,
-             corpus_info=None):
+             corpus_info=None, flag_names=None):
   """The pretraining input function of `configs` read with `layout`.
 
   Args:
@@ -19,6 +34,7 @@ def input_fn(configs, layout, split="train", record_dir=None,
     record_dir: the record infos' directory (None: `data.record_info_dir`).
     corpus_info: the corpus info the sizes were checked against (None: the
       one next to the records).
+    flag_names: how messages name the arguments (default `FLAG_NAMES`).
 
   Returns:
     (input_fn, record_info) as `input_pipeline.get_input_fn`.
@@ -41,7 +57,8 @@ def input_fn(configs, layout, split="train", record_dir=None,
       use_bfloat16=configs.run.use_bfloat16,
       num_predict=data.num_predict,
       corpus_info=corpus_info,
-      seed=configs.train.seed)
+      seed=configs.train.seed,
+      flag_names=flag_names or FLAG_NAMES)
 
 
 def training_input_fn(configs):
@@ -65,9 +82,16 @@ class HeldOutInput:
   def __init__(self, configs):
     held_out = configs.held_out
     layout = configs.batch.on_one_device()
+    record_dir = held_out.eval_record_info_dir or configs.data.record_info_dir
+    # The evaluation's one-device layout is set by no flag.
+    names = dict(FLAG_NAMES, split="--eval_split", bsz_per_host="bsz_per_host",
+                 num_core_per_host="num_core_per_host")
+    if held_out.eval_record_info_dir:
+      names["record_info_dir"] = "--eval_record_info_dir"
+    check_split(record_dir, held_out.eval_split, names["record_info_dir"])
     self.input_fn, info = input_fn(
-        configs, layout, split=held_out.eval_split,
-        record_dir=held_out.eval_record_info_dir)
+        configs, layout, split=held_out.eval_split, record_dir=record_dir,
+        flag_names=names)
     self.num_batches = held_out.eval_batches or info["num_batch"]
     self.batch_size = layout.bsz_per_core
     self.mem_shape = layout.memory_shape(configs.model.d_model)
@@ -75,3 +99,21 @@ class HeldOutInput:
   def dataset(self):
     """The dataset of held-out batches, from the first."""
     return self.input_fn({"batch_size": self.batch_size})
+
+
+def check_split(record_dir, split, dir_flag):
+  """Raises a one-line ValueError unless the record dirs `record_dir`
+  (comma-separated, named by the flag `dir_flag`) hold records of the
+  held-out split `split` (--eval_split)."""
+  found = {name["split"] for d in record_dir.split(",") if d
+           for _, name in record_format.find_record_infos(d)}
+  if split in found:
+    return
+  where = f"{dir_flag}={record_dir}"
+  if dir_flag == "--record_info_dir":
+    where += " (the training records: --eval_record_info_dir is unset)"
+  raise ValueError(
+      f"--eval_split={split}: {where} holds no records of split {split} "
+      f"(only {', '.join(sorted(found)) or 'none'}); give "
+      "--eval_record_info_dir the tfrecords directory of the held-out "
+      f"records (data_utils.py --split={split})")

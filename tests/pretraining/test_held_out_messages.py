@@ -1,0 +1,45 @@
+"""Held-out evaluation without held-out records names the pretraining
+programs' own flags: `train_gpu.py --eval_steps=N` reading the training
+records (no --eval_record_info_dir) said "differs in --split=valid", a flag
+of data_utils.py only."""
+import os
+import subprocess
+
+import pytest
+
+from tests import train_fixtures as fx
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+
+@pytest.fixture(scope="module")
+def train_records(tmp_path_factory):
+  return fx.program_records(tmp_path_factory.mktemp("data"),
+                            num_core_per_host=1, num_lines=200)
+
+
+def _train_gpu(tmp_path, records, *flags):
+  cmd = fx.program_command("train_gpu.py", records, tmp_path / "model",
+                           "--num_core_per_host=1", "--train_steps=1",
+                           "--eval_steps=1", *flags)
+  return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
+                        timeout=300,
+                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_no_held_out_split_names_eval_split_and_the_directory_flag(
+    tmp_path, train_records, given):
+  flags = [f"--eval_record_info_dir={train_records}"] if given else []
+  proc = _train_gpu(tmp_path, train_records, *flags)
+  assert proc.returncode == 2, proc.stderr[-3000:]
+  last = proc.stderr.strip().splitlines()[-1]
+  where = (f"--eval_record_info_dir={train_records}" if given else
+           f"--record_info_dir={train_records} (the training records: "
+           "--eval_record_info_dir is unset)")
+  assert last == (
+      f"train_gpu.py: error: --eval_split=valid: {where} holds no records of "
+      "split valid (only train); give --eval_record_info_dir the tfrecords "
+      "directory of the held-out records (data_utils.py --split=valid)")
+  assert not os.path.exists(tmp_path / "model" / "model.ckpt-1.index")
