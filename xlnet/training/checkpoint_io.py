@@ -492,13 +492,20 @@ def rollback(model_dir, step=None):
   listed_latest, _ = read_state_file(model_dir)
   newer = [p for s, p in found if s > keep_step]
   if listed_latest and step_of(listed_latest) and \
-      step_of(listed_latest) > keep_step and listed_latest not in newer:
-    newer.append(listed_latest)
-  for prefix in newer:  # index, data and any .meta of the release's Saver
-    for path in tf.io.gfile.glob(io_utils.glob_escape(prefix) + ".*"):
-      target = os.path.join(quarantine, os.path.basename(path))
-      tf.io.gfile.rename(path, target, overwrite=True)
-      moved.append(target)
-  kept = [p for s, p in list_checkpoints(model_dir)]
-  write_state_file(model_dir, keep, kept)
+      step_of(listed_latest) > keep_step:
+    # What is left of it here (a state file written with absolute paths
+    # names the directory the checkpoints were first saved in: a copy's
+    # rollback must not move the original's files).
+    here = os.path.join(model_dir, os.path.basename(listed_latest))
+    if here not in newer:
+      newer.append(here)
+  cli.raise_if_terminated()
+  with cli.deferred_signals():  # a signal moves all or nothing
+    for prefix in newer:  # index, data and any .meta of the release's Saver
+      for path in tf.io.gfile.glob(io_utils.glob_escape(prefix) + ".*"):
+        target = os.path.join(quarantine, os.path.basename(path))
+        tf.io.gfile.rename(path, target, overwrite=True)
+        moved.append(target)
+    kept = [p for s, p in list_checkpoints(model_dir)]
+    write_state_file(model_dir, keep, kept)
   return keep, moved
