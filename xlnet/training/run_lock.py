@@ -263,9 +263,9 @@ def _take_over(path, token, lease):
   try:
     removed = _remove_if(path, lambda f: not stale_reason(f, lease))
     if removed is not None:
-      logging.warning("Taking over the stale lock %s of %s: %s", path,
-                      describe(removed.holder or {}),
-                      stale_reason(removed, lease))
+      logging.warning("Taking over the stale lock %s (%s): %s", path,
+                      describe(removed.holder) if removed.holder else
+                      "no holder named", stale_reason(removed, lease))
   finally:
     _remove_if(claim, lambda c: c.token() != token)
 
