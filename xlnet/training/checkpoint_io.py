@@ -531,7 +531,6 @@ def rollback(model_dir, step=None):
     raise CheckpointError(f"{model_dir} holds no intact checkpoint")
   keep_step = step_of(keep)
   quarantine = os.path.join(model_dir, "quarantine")
-  tf.io.gfile.makedirs(quarantine)
   moved = []
   listed_latest, _ = read_state_file(model_dir)
   newer = [p for s, p in found if s > keep_step]
@@ -545,6 +544,7 @@ def rollback(model_dir, step=None):
       newer.append(here)
   cli.raise_if_terminated()
   with cli.deferred_signals():  # a signal moves all or nothing
+    tf.io.gfile.makedirs(quarantine)
     for prefix in newer:  # index, data and any .meta of the release's Saver
       for path in tf.io.gfile.glob(io_utils.glob_escape(prefix) + ".*"):
         target = os.path.join(quarantine, os.path.basename(path))
