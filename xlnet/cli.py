@@ -6,8 +6,11 @@ the flag or path) ends with one line `prog: error: message` on stderr and exit
 code 2, never a traceback; Ctrl-C outside a trainer's own handling ends with
 one line and exit code 130, SIGTERM with one line and exit code 143 (after
 the usual cleanup, e.g. `io_utils.atomic_output` removing its temporary
-file). A flag the parser refuses (misspelled, on the command line or in a
-`--flagfile`, or of the wrong type) is bad input too: exit code 2.
+file). SIGTERM's exception, `Terminated`, is no `Exception` (as Ctrl-C's
+is not), so no handler takes it for bad data, and one that Python or C
+code dropped is raised again (`raise_if_terminated`). A flag the parser
+refuses (misspelled, on the command line or in a `--flagfile`, or of the
+wrong type) is bad input too: exit code 2.
 
 `--help` lists the program's own flags (those its `define_flags` defines,
 and any its main module defines), under the titles of their catalog groups
@@ -15,9 +18,11 @@ and any its main module defines), under the titles of their catalog groups
 `--help` does (status 1); `--helpfull` lists absl's and TensorFlow's flags
 as well.
 """
+import contextlib
 import os
 import signal
 import sys
+import threading
 
 from absl import app
 from absl import flags
@@ -60,37 +65,96 @@ class Stop(Exception):
   is_error = True
 
 
-class Terminated(Stop):
-  """SIGTERM, turned into an exception so that cleanup code runs."""
+class Terminated(BaseException):
+  """SIGTERM, turned into an exception so that cleanup code runs.
+
+  Like KeyboardInterrupt (Ctrl-C), it is no `Exception`: the handlers that
+  take any `Exception` for bad data (ours around a checkpoint read, the
+  libraries', e.g. TensorFlow's, which re-raises one while tracing a
+  function as a TypeError) let it pass, so a signal is never reported, or
+  acted upon, as damaged data. `guarded` ends the program with its one
+  line, as for a `Stop`.
+  """
   exit_code = 128 + signal.SIGTERM
   is_error = False
 
 
-_TERMINATED_TEXT = ("stopped by SIGTERM; no temporary file is left; rerun "
-                    "the same command to redo the work")
-# Set by `_raise_terminated`: SIGTERM arrived (see `raise_if_terminated`).
-_sigterm_received = False
+_STOPPED = ("stopped by SIGTERM; no temporary file is left; rerun the same "
+            "command to redo the work")
+# Set by the SIGTERM handler (see `raise_if_terminated`).
+_TERMINATED = threading.Event()
+# The hook `_drop_terminated` hands every other dropped exception to.
+_UNRAISABLE_HOOK = []
+
+
+@contextlib.contextmanager
+def sigterm_raises():
+  """SIGTERM raises `Terminated` in the main thread during the block (a
+  program's whole run, see `run`); the previous handler afterwards."""
+  _TERMINATED.clear()
+  previous = signal.signal(signal.SIGTERM, _raise_terminated)
+  if sys.unraisablehook is not _drop_terminated:
+    _UNRAISABLE_HOOK.append(sys.unraisablehook)
+    sys.unraisablehook = _drop_terminated
+  try:
+    yield
+  finally:
+    signal.signal(signal.SIGTERM, previous)
+    _TERMINATED.clear()
+
+
+def raise_if_terminated():
+  """Raises `Terminated` again if SIGTERM arrived.
+
+  The handler raises it wherever the main thread is, and there it can be
+  lost: Python drops an exception raised while a destructor runs (e.g.
+  TensorFlow's, as a function is freed), and C code calling back into
+  Python may discard one (e.g. TensorFlow building an error it then
+  catches). Long operations call this between their steps and before they
+  publish a file (`io_utils.atomic_output`); `guarded` calls it when `main`
+  returns, so a lost signal still ends the program with exit code 143.
+  """
+  if _TERMINATED.is_set():
+    raise Terminated(_STOPPED)
+
+
+def _drop_terminated(unraisable):
+  """sys.unraisablehook: Python drops an exception raised in a destructor
+  and prints it with a traceback; SIGTERM's `Terminated` is dropped quietly
+  (`raise_if_terminated` raises it again)."""
+  if not isinstance(unraisable.exc_value, Terminated):
+    _UNRAISABLE_HOOK[-1](unraisable)
+
+
+@contextlib.contextmanager
+def deferred_signals():
+  """Holds SIGTERM and SIGINT back during the block (file operations that
+  must happen all or not at all, e.g. a checkpoint moved to quarantine with
+  the state file rewritten): one that arrives meanwhile takes effect as
+  the block ends. Outside the main thread it does nothing (signals reach
+  only the main thread)."""
+  caught, previous = [], {}
+  try:
+    for signum in (signal.SIGTERM, signal.SIGINT):
+      previous[signum] = signal.signal(
+          signum, lambda received, frame: caught.append(received))
+  except ValueError:  # not the main thread
+    pass
+  try:
+    yield
+  finally:
+    for signum, handler in previous.items():
+      signal.signal(signum, handler)
+    if caught:
+      signal.raise_signal(caught[0])
 
 
 def _raise_terminated(signum, frame):
   """SIGTERM handler: a second SIGTERM (e.g. during the cleanup) kills."""
   del frame
-  global _sigterm_received
-  _sigterm_received = True
   signal.signal(signum, signal.SIG_DFL)
-  raise Terminated(_TERMINATED_TEXT)
-
-
-def raise_if_terminated():
-  """Raises `Terminated` when SIGTERM arrived but its exception was lost.
-
-  The handler raises in whatever Python code runs next, and C++ code that
-  calls Python may swallow it there: TensorFlow's checkpoint reader runs
-  NumPy's version check inside every `get_tensor`. Loops over such calls
-  check here after each one.
-  """
-  if _sigterm_received:
-    raise Terminated(_TERMINATED_TEXT)
+  _TERMINATED.set()
+  raise Terminated(_STOPPED)
 
 
 class _HelpFlag(app.HelpFlag):
@@ -195,17 +259,24 @@ def _flag_error_text(err, argv):
   return text
 
 
+def end(stop):
+  """Ends the program with the one line of a `Stop` or `Terminated`,
+  `prog: [error: ]message`, and its exit code."""
+  print(f"{program_name()}: {'error: ' if stop.is_error else ''}"
+        f"{error_text(stop)}", file=sys.stderr, flush=True)
+  sys.exit(stop.exit_code)
+
+
 def guarded(main):
   """Wraps `main(argv)` so user errors and Ctrl-C end with one line."""
 
   def wrapper(argv):
     try:
-      return main(argv)
-    except Stop as e:
-      text = error_text(e)
-      print(f"{program_name()}: {'error: ' if e.is_error else ''}{text}",
-            file=sys.stderr, flush=True)
-      sys.exit(e.exit_code)
+      result = main(argv)
+      raise_if_terminated()
+      return result
+    except (Stop, Terminated) as e:
+      end(e)
     except USER_ERRORS as e:
       fail(error_text(e))
     except KeyboardInterrupt:
@@ -218,10 +289,15 @@ def run(main, define_flags=None):
   """Defines the flags, parses argv with absl and runs the guarded `main`.
 
   SIGTERM raises `Terminated` in the main thread (trainers replace this
-  with their own stop-after-the-step handling while they train).
+  with their own stop-after-the-step handling while they train); one that
+  arrives outside `main` (while absl parses the flags or exits) ends the
+  program with the same line.
   """
   own_flags = _defined_flags(define_flags)
   logging.set_verbosity(logging.INFO)
-  signal.signal(signal.SIGTERM, _raise_terminated)
-  app.run(guarded(main),
-          flags_parser=lambda argv: parse_flags(argv, own_flags))
+  with sigterm_raises():
+    try:
+      app.run(guarded(main),
+              flags_parser=lambda argv: parse_flags(argv, own_flags))
+    except Terminated as e:
+      end(e)

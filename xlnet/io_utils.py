@@ -157,6 +157,7 @@ def atomic_output(path, safe=None):
     if parent:
       tf.io.gfile.makedirs(parent)
     yield tmp
+    cli.raise_if_terminated()  # never publish after SIGTERM
     tf.io.gfile.rename(tmp, path, overwrite=True)
   except BaseException as e:
     remove_quietly(tmp)

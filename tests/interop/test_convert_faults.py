@@ -113,13 +113,8 @@ def test_sigterm_while_reading_a_checkpoint_is_not_corruption(
       return self.reader.get_tensor(name)
 
   monkeypatch.setattr(tf.train, "load_checkpoint", SignalledReader)
-  monkeypatch.setattr(cli, "_sigterm_received", False)
-  previous = signal.signal(signal.SIGTERM, cli._raise_terminated)  # pylint: disable=protected-access
-  try:
-    with pytest.raises(cli.Terminated):
-      checkpoint_io.read_tensors(prefix)
-  finally:
-    signal.signal(signal.SIGTERM, previous)
+  with cli.sigterm_raises(), pytest.raises(cli.Terminated):
+    checkpoint_io.read_tensors(prefix)
 
 
 def _big_checkpoint(directory):

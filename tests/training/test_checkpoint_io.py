@@ -57,3 +57,77 @@ def test_pruning_keeps_max_save_and_deletes_whole_checkpoints(tmp_path):
   assert sorted(os.listdir(tmp_path)) == sorted(
       ["checkpoint"] + [f"model.ckpt-{s}.{ext}" for s in (3, 4) for ext in
                         ("index", "data-00000-of-00001")])
+
+
+def _damage(model_dir, how, name="model.ckpt-3"):
+  """Damages checkpoint `name` of `model_dir` as a user may find it."""
+  prefix = os.path.join(model_dir, name)
+  data = f"{prefix}.data-00000-of-00001"
+  if how == "index missing":
+    os.remove(prefix + ".index")
+  elif how == "deleted, still named":
+    os.remove(prefix + ".index")
+    os.remove(data)
+  else:  # "data truncated"
+    with open(data, "r+b") as f:
+      f.truncate(10)
+  return {"index missing": f"{prefix}.index is missing",
+          "deleted, still named": f"{prefix}.index is missing",
+          "data truncated": f"{data}: cannot read model/w"}[how]
+
+
+def _files(directory):
+  return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+@pytest.mark.parametrize("how", ["index missing", "deleted, still named",
+                                 "data truncated"])
+def test_readers_take_the_newest_intact_checkpoint_and_say_why(
+    tmp_path, how, caplog):
+  """A directory whose newest checkpoint is missing, or named by the state
+  file but deleted, or damaged: evaluation, prediction and conversion read
+  the newest intact one and say which and why (they said "holds no
+  checkpoint", or refused); training still refuses to resume; nothing is
+  changed."""
+  for step in (1, 2, 3):
+    _write(tmp_path, step)
+  why = _damage(str(tmp_path), how)
+  before = _files(tmp_path)
+  assert checkpoint_io.resolve_checkpoint(str(tmp_path), "--eval_ckpt") == (
+      str(tmp_path / "model.ckpt-2"))
+  assert (f"--eval_ckpt={tmp_path}: reading model.ckpt-2, the newest intact "
+          f"checkpoint of {tmp_path} (skipped: {why}") in caplog.text
+  assert _files(tmp_path) == before
+  with pytest.raises(checkpoint_io.CheckpointError, match="rollback_ckpt"):
+    checkpoint_io.find_resume_checkpoint(str(tmp_path))
+
+
+def test_readers_take_the_newest_intact_of_other_names(tmp_path, caplog):
+  """Checkpoints of other names that only the state file lists (as the
+  release's Saver writes it): its latest lacks its index, the one before is
+  read (it said "holds no checkpoint")."""
+  for step in (1, 2):
+    checkpoint_io.write_checkpoint(str(tmp_path / f"xl.ckpt-{step}"),
+                                   _values(step))
+  (tmp_path / "checkpoint").write_text(
+      f'model_checkpoint_path: "{tmp_path}/xl.ckpt-2"\n'
+      f'all_model_checkpoint_paths: "{tmp_path}/xl.ckpt-1"\n'
+      f'all_model_checkpoint_paths: "{tmp_path}/xl.ckpt-2"\n')
+  why = _damage(str(tmp_path), "index missing", "xl.ckpt-2")
+  assert checkpoint_io.resolve_checkpoint(
+      str(tmp_path / "latest"), "--checkpoint") == str(tmp_path / "xl.ckpt-1")
+  assert f"reading xl.ckpt-1, the newest intact checkpoint of {tmp_path} " \
+      f"(skipped: {why})" in caplog.text
+
+
+def test_a_directory_without_an_intact_checkpoint_names_each_problem(
+    tmp_path):
+  for step in (1, 2):
+    _write(tmp_path, step)
+  first = _damage(str(tmp_path), "data truncated", "model.ckpt-1")
+  second = _damage(str(tmp_path), "index missing", "model.ckpt-2")
+  with pytest.raises(checkpoint_io.CheckpointError) as caught:
+    checkpoint_io.resolve_checkpoint(str(tmp_path), "--eval_ckpt")
+  message = str(caught.value)
+  assert message.startswith(f"--eval_ckpt={tmp_path}: {tmp_path} holds no "
+                            f"intact checkpoint ({second}; {first}")

@@ -1,6 +1,7 @@
 """Tests for xlnet/training/checkpoint_tools.py and the `model_utils.py`
 program: clean_ckpt, avg_checkpoints, rollback_ckpt, their one-line errors."""
 import os
+import shutil
 import subprocess
 import sys
 
@@ -142,3 +143,23 @@ def test_rollback_moves_damaged_newer_checkpoints_to_quarantine(tmp_path):
   assert not tf.io.gfile.glob(prefixes[2] + ".*")
   bad = run_cli("rollback_ckpt", f"--model_dir={model_dir}", "--step=7")
   assert bad.returncode == 2 and "no intact model.ckpt-7" in bad.stderr
+
+
+def test_rollback_in_a_copy_moves_nothing_of_the_original(tmp_path):
+  """The release's Saver writes absolute paths into the state file, so a
+  copied model_dir's state file names the original's checkpoints: the
+  copy's rollback moves the copy's damaged files only (it used to move the
+  original's newest checkpoint into the copy's quarantine)."""
+  original = tmp_path / "train"
+  prefixes = ckpt_fx.save_checkpoints(str(original), [
+      ckpt_fx.random_values(s) for s in range(3)])
+  ckpt_fx.truncate_data(prefixes[2])
+  assert str(original) in (original / "checkpoint").read_text()
+  shutil.copytree(original, tmp_path / "copy")
+  before = sorted(os.listdir(original))
+  assert checkpoint_tools.rollback_ckpt(str(tmp_path / "copy")) == str(
+      tmp_path / "copy" / "model.ckpt-2")
+  assert sorted(os.listdir(original)) == before
+  assert sorted(os.listdir(tmp_path / "copy" / "quarantine")) == [
+      "model.ckpt-3.data-00000-of-00001", "model.ckpt-3.index",
+      "model.ckpt-3.meta"]

@@ -148,3 +148,37 @@ def test_loss_scale_below_one_is_refused_as_a_flag_and_lifted_on_restore(
   checkpoint_io.write_checkpoint(prefix, values)
   trainer.restore(prefix)
   assert trainer.adam.loss_scale.numpy() == 1.0
+
+
+@pytest.mark.parametrize("flag", ["inf", "1e39", "nan", "-inf"])
+def test_a_loss_scale_that_is_not_finite_is_refused(flag):
+  """--loss_scale=inf (or 1e39, infinite as the float32 scale) used to be
+  accepted: every step overflowed, none was applied, the run exited 0 and
+  saved an infinite scale."""
+  FL = fx.tiny_flags(use_fp16=True, loss_scale=flag)
+  with pytest.raises(ValueError) as caught:
+    config_flags.train_config(FL)
+  want = ("must be >= 1: a smaller scale cannot keep float16 gradients "
+          "from overflowing" if flag in ("nan", "-inf") else
+          "must be finite, at most 3.40282e+38 (float32's largest; the "
+          "default is 2**15 = 32768): an infinite scale makes every step's "
+          "gradients overflow, so that no update is ever applied")
+  assert str(caught.value) == f"--loss_scale={float(flag)} {want}"
+  assert config_flags.train_config(fx.tiny_flags(
+      use_fp16=True, loss_scale=3.4e38)).loss_scale == 3.4e38
+
+
+def test_an_infinite_saved_loss_scale_resumes_with_the_first_scale(
+    tmp_path):
+  """A checkpoint an older version saved with --loss_scale=inf resumes with
+  the run's --loss_scale, with a warning (it would apply no update)."""
+  trainer = _boom_trainer(tmp_path, loss_scale=8.0)
+  trainer.build(_boom_dataset([0]).element_spec)
+  values = dict(trainer.state_values(), loss_scale=np.float32(np.inf))
+  prefix = str(tmp_path / "model.ckpt-3")
+  checkpoint_io.write_checkpoint(prefix, values)
+  trainer.restore(prefix)
+  assert trainer.adam.loss_scale.numpy() == 8.0
+  trainer.train(trainer.distribute(lambda ctx: _boom_dataset([0])), 4)
+  assert trainer.adam.loss_scale.numpy() == 8.0  # applied, no overflow
+  assert _saved_state(tmp_path)["loss_scale"] == 8.0

@@ -1,7 +1,10 @@
 """The run lock of a model directory (xlnet/training/run_lock.py): one holder, stale
 locks (dead pid, expired lease) taken over, the heartbeat, the release."""
+import contextlib
+import io
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -9,7 +12,12 @@ import time
 
 import pytest
 
+from xlnet import cli
+from xlnet.training import checkpoint_io
 from xlnet.training import run_lock
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 
 
 def _write_lock(model_dir, age=0.0, **holder):
@@ -97,3 +105,272 @@ def test_inactive_hold_takes_no_lock(tmp_path):
   with run_lock.hold(str(tmp_path), active=False):
     pass
   run_lock.release(str(tmp_path), token)
+
+
+
+def _stale_lock(model_dir, kind, dead_pid):
+  """The lock of a trainer that is gone, known as such by `kind`."""
+  if kind == "dead pid here":
+    return _write_lock(model_dir, host=socket.gethostname(), pid=dead_pid)
+  if kind == "lease expired":
+    return _write_lock(model_dir, age=700.0, host="elsewhere", pid=1)
+  path = os.path.join(model_dir, run_lock.LOCK_NAME)
+  open(path, "wb").close()  # its writer died between create and write
+  os.utime(path, (time.time() - 60.0,) * 2)
+  return path
+
+
+# Takes the lock of the directories it reads, one per line `DIR START`, at
+# the time START (so that every racer calls acquire at the same moment),
+# and answers `won TOKEN` or `locked`.
+_RACER = r"""
+import sys, time
+from xlnet.training import run_lock
+for line in sys.stdin:
+  model_dir, start = line.split()
+  while time.time() < float(start):
+    pass
+  try:
+    print("won", run_lock.acquire(model_dir), flush=True)
+  except run_lock.Locked:
+    print("locked", flush=True)
+"""
+
+
+def test_racers_on_a_stale_lock_take_it_over_exactly_once(tmp_path):
+  """Three processes that find a dead trainer's lock at the same moment:
+  exactly one takes it over, every round, and nothing but its lock is left
+  (each used to remove the fresh lock another had just made: two or three
+  won about one round in four)."""
+  dead_pid = _dead_pid()
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
+  racers = [subprocess.Popen([sys.executable, "-c", _RACER], env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True) for _ in range(3)]
+  kinds = ["dead pid here", "lease expired", "empty, written 60 s ago"]
+  try:
+    for r in range(150):
+      model_dir = tmp_path / f"round{r}"
+      model_dir.mkdir()
+      path = _stale_lock(str(model_dir), kinds[r % 3], dead_pid)
+      start = time.time() + (10.0 if r == 0 else 0.05)  # imports first
+      for racer in racers:
+        racer.stdin.write(f"{model_dir} {start}\n")
+        racer.stdin.flush()
+      answers = [racer.stdout.readline().split() for racer in racers]
+      winners = [a[1] for a in answers if a[0] == "won"]
+      assert len(winners) == 1, (r, kinds[r % 3], answers)
+      with open(path) as f:
+        assert json.load(f)["token"] == winners[0]
+      assert os.listdir(model_dir) == [run_lock.LOCK_NAME], r
+  finally:
+    for racer in racers:
+      racer.stdin.close()
+      racer.wait(timeout=60)
+
+
+def _guarded(main):
+  """Runs `main` as a program's main runs (`cli.guarded`): (exit code,
+  stderr)."""
+  err = io.StringIO()
+  with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as done:
+    cli.guarded(lambda argv: main())(["train_gpu.py"])
+  return done.value.code, err.getvalue()
+
+
+def test_a_lock_that_is_a_directory_is_one_line_naming_it(tmp_path):
+  """It used to end any trainer with a traceback."""
+  path = tmp_path / run_lock.LOCK_NAME
+  path.mkdir()
+
+  def main():
+    with run_lock.hold(str(tmp_path)):
+      pass
+
+  code, err = _guarded(main)
+  assert code == 2
+  assert err == (f"{cli.program_name()}: error: {path} is a directory, not "
+                 "a trainer's lock file; nothing of this program made it: "
+                 f"remove it (`rm -r {path}`) and rerun\n")
+  assert path.is_dir()
+
+
+UNREADABLE = {
+    "empty": b"",
+    "binary": b"\x89PNG\r\n\x1a\n\xff\xfe\x00garbage",
+    "pid not a number": json.dumps({"host": socket.gethostname(),
+                                    "pid": "12ab", "token": "x"}).encode(),
+    "no host": b'{"pid": 12}',
+    "a JSON list": b"[1, 2]",
+}
+
+
+@pytest.mark.parametrize("content", sorted(UNREADABLE))
+def test_a_fresh_lock_without_a_record_names_the_file_cause_and_remedy(
+    tmp_path, content):
+  """Written a moment ago, it may be a starting trainer's (created, not yet
+  written): refused, naming the file, what is wrong and what to do (it
+  used to say `pid ? on host ?`, or a UTF-8 error without the file, and
+  block the directory for 10 minutes)."""
+  path = tmp_path / run_lock.LOCK_NAME
+  path.write_bytes(UNREADABLE[content])
+  with pytest.raises(run_lock.Locked) as caught:
+    run_lock.acquire(str(tmp_path))
+  size = len(UNREADABLE[content])
+  what = "empty" if not size else f"{size} bytes, not a lock record"
+  assert str(caught.value) == (
+      f"--model_dir={tmp_path}: {path} holds no lock record ({what}, "
+      "written 0 s ago): a trainer may be creating it right now; if none "
+      f"runs on this directory, remove {path} or rerun in 10 s (it is then "
+      "taken over)")
+  assert path.read_bytes() == UNREADABLE[content]
+
+
+@pytest.mark.parametrize("content", sorted(UNREADABLE))
+def test_an_old_lock_without_a_record_is_taken_over(tmp_path, content,
+                                                    caplog):
+  """Seconds after it was written, a lock that holds no record was left by
+  a writer that died between creating and writing it (or lost to a
+  crash): taken over with a warning naming the file and why."""
+  path = tmp_path / run_lock.LOCK_NAME
+  path.write_bytes(UNREADABLE[content])
+  os.utime(path, (time.time() - 30,) * 2)
+  token = run_lock.acquire(str(tmp_path))
+  assert json.loads(path.read_text())["token"] == token
+  assert f"Taking over the stale lock {path}" in caplog.text
+  assert "its writer died before writing it" in caplog.text
+
+
+def _take_over_by_another(model_dir):
+  """What another trainer does to this one's lock once its lease expired:
+  removes it and makes its own."""
+  os.remove(os.path.join(model_dir, run_lock.LOCK_NAME))
+  return _write_lock(model_dir, host="elsewhere", pid=1)
+
+
+def test_a_holder_whose_lock_is_taken_over_or_removed_is_stopped(tmp_path):
+  """`check_held` reads the lock (before a save); with read=False it
+  relies on what the heartbeat found (every step). The lock another trainer
+  took over stays with it."""
+  model_dir = str(tmp_path)
+  with pytest.raises(run_lock.LockLost) as caught:
+    with run_lock.hold(model_dir, heartbeat=0.05):
+      run_lock.check_held(model_dir)
+      path = _take_over_by_another(model_dir)
+      run_lock.check_held(model_dir, read=False)  # not noticed yet
+      run_lock.check_held(model_dir)
+  assert str(caught.value) == (
+      f"--model_dir={model_dir}: {path} was taken over by another trainer "
+      "(pid 1 on host elsewhere since 2020-01-01T00:00:00Z) after this "
+      "one's lease of 600 s expired (a stall, or clocks apart on a shared "
+      "file system); this trainer stopped and saves nothing more, so that "
+      "two trainers never write one directory. Once no other trainer runs "
+      "there, rerun the same command to resume from the newest checkpoint")
+  with open(path) as f:
+    assert json.load(f)["token"] == "theirs"
+
+  os.remove(path)
+  with pytest.raises(run_lock.LockLost, match=f"{path} was removed while "
+                     "this trainer ran"):
+    with run_lock.hold(model_dir, heartbeat=0.05):
+      os.remove(path)
+      time.sleep(1.0)
+      run_lock.check_held(model_dir, read=False)  # the heartbeat noticed
+  assert not os.path.exists(path)
+  run_lock.check_held(model_dir)  # held by nobody in this process
+
+
+@pytest.mark.eager
+@pytest.mark.parametrize("noticed_by", ["the save", "the heartbeat"])
+def test_a_trainer_whose_lock_is_taken_over_saves_nothing_more(tmp_path,
+                                                               noticed_by):
+  """After step 2 another trainer takes the lock over: the trainer stops
+  before its next save (it reads the lock) or, between saves, before its
+  next step once the heartbeat noticed; no checkpoint is written after."""
+  from tests import train_fixtures as fx  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  model_dir = str(tmp_path)
+  trainer = fx.make_trainer(fx.tiny_flags(), 1, model_dir)
+  rng = np.random.RandomState(0)
+  batches = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(2)]
+  trainer.build(fx.batches_dataset(batches[:1]).element_spec)
+  steps = []
+
+  def on_step(step, out):
+    del out
+    steps.append(step)
+    if step == 2:
+      _take_over_by_another(model_dir)
+      if noticed_by == "the heartbeat":
+        time.sleep(1.0)
+
+  save_steps = 1 if noticed_by == "the save" else None
+  with pytest.raises(run_lock.LockLost, match="was taken over by another "
+                     "trainer"):
+    with run_lock.hold(model_dir, heartbeat=0.05):
+      trainer.train(trainer.distribute(lambda _: fx.batches_dataset(batches)),
+                    10, save_steps=save_steps, on_step=on_step)
+  assert steps == [1, 2]
+  saved = [step for step, _ in checkpoint_io.list_checkpoints(model_dir)]
+  assert saved == ([1] if noticed_by == "the save" else [])
+  assert sorted(os.listdir(model_dir)) == sorted(
+      [run_lock.LOCK_NAME] + [
+          name for name in ("checkpoint", "model.ckpt-1.index",
+                            "model.ckpt-1.data-00000-of-00001")
+          if save_steps])
+
+
+def test_estimator_runs_stop_before_a_step_or_save_without_their_lock(
+    tmp_path):
+  """TPUEstimator's trainers (train_tpu.py, fine-tuning on TPUs) check
+  their lock after every loop (the heartbeat's finding) and before every
+  save (read), the final one included."""
+  from xlnet.training import tpu_estimator  # pylint: disable=g-import-not-at-top
+  model_dir = str(tmp_path)
+  hook, listener = tpu_estimator.lock_guards(model_dir)
+  with pytest.raises(run_lock.LockLost):
+    with run_lock.hold(model_dir, heartbeat=0.05):
+      hook.after_run(None, None)
+      listener.before_save(None, 0)
+      _take_over_by_another(model_dir)
+      with pytest.raises(run_lock.LockLost):
+        listener.before_save(None, 0)
+      time.sleep(1.0)
+      hook.after_run(None, None)
+
+
+@pytest.mark.slow
+def test_train_gpu_stalled_past_its_lease_stops_with_one_line(tmp_path):
+  """train_gpu.py stalls (SIGSTOP) while another trainer takes its lock
+  over; resumed, it stops at its next save with one line and exit code 1,
+  writing no checkpoint."""
+  from tests import train_fixtures as fx  # pylint: disable=g-import-not-at-top
+  records = fx.program_records(tmp_path / "records")
+  model_dir = tmp_path / "m"
+  proc = subprocess.Popen(
+      fx.program_command("train_gpu.py", records, model_dir,
+                         "--train_steps=300", "--save_steps=50"),
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  out, path = [], None
+  for line in proc.stdout:
+    out.append(line)
+    if path is None and "] [3] | gnorm" in line:
+      proc.send_signal(signal.SIGSTOP)
+      path = _take_over_by_another(str(model_dir))
+      proc.send_signal(signal.SIGCONT)
+  code = proc.wait(timeout=300)
+  text = "".join(out)
+  assert code == 1, text[-3000:]
+  assert "Traceback" not in text
+  assert text.strip().splitlines()[-1] == (
+      f"train_gpu.py: error: --model_dir={model_dir}: {path} was taken over "
+      "by another trainer (pid 1 on host elsewhere since "
+      "2020-01-01T00:00:00Z) after this one's lease of 600 s expired (a "
+      "stall, or clocks apart on a shared file system); this trainer "
+      "stopped and saves nothing more, so that two trainers never write one "
+      "directory. Once no other trainer runs there, rerun the same command "
+      "to resume from the newest checkpoint")
+  assert checkpoint_io.list_checkpoints(str(model_dir)) == []
+  with open(path) as f:
+    assert json.load(f)["token"] == "theirs"

@@ -422,6 +422,7 @@ def _with_progress(results, sizes, what, unit):
   out, done, start, last = [], 0, time.time(), time.time()
   size_total = sum(sizes)
   for result in results:
+    cli.raise_if_terminated()
     done += sizes[len(out)]
     out.append(result)
     now = time.time()
@@ -478,6 +479,7 @@ def write_records(record_path, rows, sent_rows, cfg, is_start, rng,
     with tf.io.TFRecordWriter(tmp) as writer:
       batches = _batches(rows, sent_rows, cfg, is_start, rng)
       for records in workers.imap(example_proto.serialize_examples, batches):
+        cli.raise_if_terminated()
         for record in records:
           writer.write(record)
         num_batch += 1

@@ -303,10 +303,12 @@ def _estimator_train(run, input_fn, loss_fn, allow_missing):
   def estimator_input_fn(params):
     return input_fn({"batch_size": params["batch_size"]})
 
+  lock_hook, lock_listener = tpu_estimator.lock_guards(run.model_dir)
   with progress.SignalCatcher() as signals:
     _estimator(run, model_fn, train_batch_size=run.layout.train_batch_size
                ).train(estimator_input_fn,
-                       max_steps=run.optimizer.train_steps)
+                       max_steps=run.optimizer.train_steps,
+                       hooks=[lock_hook], saving_listeners=[lock_listener])
   if signals.signum is not None:
     raise progress.Interrupted("stopped by a signal; rerun to resume",
                              signals.signum)

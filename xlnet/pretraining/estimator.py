@@ -252,12 +252,14 @@ def run_estimator(configs):
           configs.train.seed),
       use_tpu=configs.device.use_tpu,
       train_batch_size=configs.batch.train_batch_size)
+  lock_hook, lock_listener = tpu_estimator.lock_guards(model_dir)
   with progress.SignalCatcher() as signals:
     try:
       estimator.train(input_fn=input_fn,
                       max_steps=configs.optimizer.train_steps,
-                      hooks=[_StopHook(signals)],
-                      saving_listeners=[_PruneListener(model_dir, max_save)])
+                      hooks=[_StopHook(signals), lock_hook],
+                      saving_listeners=[lock_listener,
+                                        _PruneListener(model_dir, max_save)])
     except tf.compat.v1.train.NanLossDuringTrainingError:
       # The estimator's own NaN check on the reported loss came first.
       raise diverged(None) from None

@@ -432,11 +432,17 @@ def resolve_checkpoint(path, flag_name="checkpoint"):
       path ending in `latest` (both meaning the directory's latest checkpoint).
     flag_name: str, the flag the path came from, for error messages.
 
+  A directory gives its newest intact checkpoint (see `_newest_readable`):
+  readers evaluate, predict or convert what is there, saying so when a
+  newer checkpoint is missing or damaged (training instead refuses to
+  resume, `find_resume_checkpoint`).
+
   Returns:
     str, an existing checkpoint prefix.
 
   Raises:
-    ValueError: when no checkpoint exists there.
+    ValueError: when no checkpoint exists there (CheckpointError: none of
+      those a directory names is intact).
   """
   ckpt_dir = None
   if os.path.basename(path.rstrip("/")) == "latest":
@@ -444,7 +450,7 @@ def resolve_checkpoint(path, flag_name="checkpoint"):
   elif tf.io.gfile.isdir(path):
     ckpt_dir = path
   if ckpt_dir is not None:
-    prefix = _latest_in_directory(ckpt_dir)
+    prefix = _newest_readable(ckpt_dir, f"{flag_name}={path}")
     if prefix is None:
       what = ("holds no checkpoint" if tf.io.gfile.isdir(ckpt_dir) else
               "does not exist")
@@ -462,14 +468,52 @@ def resolve_checkpoint(path, flag_name="checkpoint"):
   return path
 
 
-def _latest_in_directory(ckpt_dir):
-  """The checkpoint a training run in `ckpt_dir` would resume from (the
-  newest intact `model.ckpt-N`, whatever the `checkpoint` state file says;
-  CheckpointError if the newest is damaged), else the one the state file
-  names (other names, e.g. a converted release), else None. Reads only."""
-  if list_checkpoints(ckpt_dir):
-    return find_resume_checkpoint(ckpt_dir)
-  return tf.train.latest_checkpoint(ckpt_dir)
+def _newest_readable(ckpt_dir, what):
+  """The newest intact checkpoint of `ckpt_dir` for a reader, or None when
+  the directory names none; a newer one that is missing or damaged is
+  skipped with a warning (`what`: the flag and value, for it). Reads only.
+
+  Raises:
+    CheckpointError: it names checkpoints but none is intact.
+  """
+  skipped = []
+  for prefix in _named_checkpoints(ckpt_dir):
+    problem = (verify(prefix) if tf.io.gfile.exists(prefix + ".index") else
+               f"{prefix}.index is missing")
+    if problem is None:
+      if skipped:
+        logging.warning("%s: reading %s, the newest intact checkpoint of %s "
+                        "(skipped: %s)", what, os.path.basename(prefix),
+                        ckpt_dir, "; ".join(skipped))
+      return prefix
+    skipped.append(problem)
+  if skipped:
+    raise CheckpointError(f"{what}: {ckpt_dir} holds no intact checkpoint "
+                          f"({'; '.join(skipped)})")
+  return None
+
+
+def _named_checkpoints(ckpt_dir):
+  """The checkpoints `ckpt_dir` names, newest first: its `model.ckpt-N` (an
+  index file, or the state file's latest) by step, then the others its
+  state file lists (other names, e.g. a converted release): its latest,
+  then the rest, newest first."""
+  found = list_checkpoints(ckpt_dir)
+  try:
+    latest, listed = read_state_file(ckpt_dir)
+  except CheckpointError:
+    if not found:
+      raise
+    latest, listed = None, []  # model.ckpt-N files say enough
+  stepped = dict(found)
+  others = []
+  for prefix in [latest] + listed[::-1]:
+    step = step_of(prefix) if prefix else None
+    if step is not None:
+      stepped.setdefault(step, prefix)
+    elif prefix and prefix not in others:
+      others.append(prefix)
+  return [stepped[s] for s in sorted(stepped, reverse=True)] + others
 
 
 def rollback(model_dir, step=None):
@@ -494,18 +538,25 @@ def rollback(model_dir, step=None):
     raise CheckpointError(f"{model_dir} holds no intact checkpoint")
   keep_step = step_of(keep)
   quarantine = os.path.join(model_dir, "quarantine")
-  tf.io.gfile.makedirs(quarantine)
   moved = []
   listed_latest, _ = read_state_file(model_dir)
   newer = [p for s, p in found if s > keep_step]
   if listed_latest and step_of(listed_latest) and \
-      step_of(listed_latest) > keep_step and listed_latest not in newer:
-    newer.append(listed_latest)
-  for prefix in newer:  # index, data and any .meta of the release's Saver
-    for path in tf.io.gfile.glob(io_utils.glob_escape(prefix) + ".*"):
-      target = os.path.join(quarantine, os.path.basename(path))
-      tf.io.gfile.rename(path, target, overwrite=True)
-      moved.append(target)
-  kept = [p for s, p in list_checkpoints(model_dir)]
-  write_state_file(model_dir, keep, kept)
+      step_of(listed_latest) > keep_step:
+    # What is left of it here (a state file written with absolute paths
+    # names the directory the checkpoints were first saved in: a copy's
+    # rollback must not move the original's files).
+    here = os.path.join(model_dir, os.path.basename(listed_latest))
+    if here not in newer:
+      newer.append(here)
+  cli.raise_if_terminated()
+  with cli.deferred_signals():  # a signal moves all or nothing
+    tf.io.gfile.makedirs(quarantine)
+    for prefix in newer:  # index, data and any .meta of the release's Saver
+      for path in tf.io.gfile.glob(io_utils.glob_escape(prefix) + ".*"):
+        target = os.path.join(quarantine, os.path.basename(path))
+        tf.io.gfile.rename(path, target, overwrite=True)
+        moved.append(target)
+    kept = [p for s, p in list_checkpoints(model_dir)]
+    write_state_file(model_dir, keep, kept)
   return keep, moved

@@ -17,6 +17,10 @@ from typing import Optional
 DEFAULT_SEED = 1
 # --use_fp16: the first loss scale (as tf.keras' dynamic loss scale).
 INITIAL_LOSS_SCALE = 2.0 ** 15
+# Below 1 a loss scale no longer protects float16 gradients.
+MIN_LOSS_SCALE = 1.0
+# The loss scale is a float32 variable: above this it is infinite.
+MAX_LOSS_SCALE = 3.4028234663852886e38
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,7 +193,8 @@ class TrainConfig:
     seed: seeds the initial weights, the data order and dropout.
     use_xla: jit-compile the training step.
     use_fp16: float16 activations with dynamic loss scaling.
-    loss_scale: the first loss scale with use_fp16.
+    loss_scale: the first loss scale with use_fp16 (see
+      `check_loss_scale`).
   """
   iterations: int = 1000
   seed: int = DEFAULT_SEED
@@ -200,3 +205,21 @@ class TrainConfig:
   def __post_init__(self):
     if self.iterations < 1:
       raise ValueError(f"--iterations={self.iterations} must be >= 1")
+    check_loss_scale(self.loss_scale)
+
+
+def check_loss_scale(scale):
+  """Raises ValueError unless `scale` can be a first loss scale: >= 1 (a
+  smaller one cannot keep float16 gradients from overflowing) and finite
+  as a float32 (an infinite one makes every step overflow: no update would
+  ever be applied)."""
+  if not scale >= MIN_LOSS_SCALE:  # NaN too
+    raise ValueError(f"--loss_scale={scale} must be >= {MIN_LOSS_SCALE:g}: "
+                     "a smaller scale cannot keep float16 gradients from "
+                     "overflowing")
+  if not scale <= MAX_LOSS_SCALE:
+    raise ValueError(
+        f"--loss_scale={scale} must be finite, at most {MAX_LOSS_SCALE:.6g} "
+        "(float32's largest; the default is 2**15 = 32768): an infinite "
+        "scale makes every step's gradients overflow, so that no update is "
+        "ever applied")

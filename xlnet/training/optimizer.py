@@ -11,6 +11,8 @@ import re
 from absl import logging
 import tensorflow as tf
 
+from xlnet.training import config as config_lib
+
 _DECAY_METHODS = ("poly", "cos")
 
 # Variables whose name matches one of these are not weight-decayed ...
@@ -240,9 +242,9 @@ def decay_rate_of(var_name, weight_decay):
 # Dynamic loss scaling (float16): the finite steps in a row after which the
 # scale doubles (the first scale: `TrainConfig.loss_scale`).
 LOSS_SCALE_GROWTH_STEPS = 2000
-# Below 1 a loss scale no longer protects float16 gradients: an overflow at
-# scale 1 ends the run (Diverged) instead of lowering it further.
-MIN_LOSS_SCALE = 1.0
+# An overflow at the lowest scale ends the run (Diverged) instead of
+# lowering it further.
+MIN_LOSS_SCALE = config_lib.MIN_LOSS_SCALE
 
 
 class AdamState:
@@ -258,17 +260,16 @@ class AdamState:
     train: a `TrainConfig` (its `use_fp16` and `loss_scale`).
 
   Raises:
-    ValueError: with use_fp16, a `loss_scale` below `MIN_LOSS_SCALE`.
+    ValueError: with use_fp16, a `loss_scale` below `MIN_LOSS_SCALE` or
+      not finite (`config.check_loss_scale`).
   """
 
   def __init__(self, config, train):
     self.config = config
     self.loss_scaling = train.use_fp16
-    self.initial_loss_scale = scale = train.loss_scale
-    if self.loss_scaling and not scale >= MIN_LOSS_SCALE:
-      raise ValueError(f"--loss_scale={scale} must be >= {MIN_LOSS_SCALE:g}: "
-                       "a smaller scale cannot keep float16 gradients from "
-                       "overflowing")
+    self.initial_loss_scale = train.loss_scale
+    if self.loss_scaling:
+      config_lib.check_loss_scale(train.loss_scale)
     self.trainable, self.names, self.slots, self.powers = [], [], [], []
     self.loss_scale = self.good_steps = None
 
@@ -395,9 +396,16 @@ class AdamState:
     strategy.extended.update(self.good_steps, new_good, args=(applied, ok))
 
   def lift_loss_scale(self, source):
-    """After a restore: a loss scale below `MIN_LOSS_SCALE` (saved by an
-    older run) is raised to it, with a warning naming `source`."""
-    if self.loss_scaling and self.loss_scale.numpy() < MIN_LOSS_SCALE:
-      logging.warning("%s holds a loss scale of %g; training resumes with "
-                      "%g", source, self.loss_scale.numpy(), MIN_LOSS_SCALE)
-      self.loss_scale.assign(MIN_LOSS_SCALE)
+    """After a restore: a loss scale that older runs could save, below
+    `MIN_LOSS_SCALE` or not finite (with which no update is ever applied),
+    is replaced (by the lowest, or by the run's first scale), with a warning
+    naming `source`."""
+    if not self.loss_scaling:
+      return
+    saved = float(self.loss_scale.numpy())
+    if math.isfinite(saved) and saved >= MIN_LOSS_SCALE:
+      return
+    scale = MIN_LOSS_SCALE if math.isfinite(saved) else self.initial_loss_scale
+    logging.warning("%s holds a loss scale of %g; training resumes with %g",
+                    source, saved, scale)
+    self.loss_scale.assign(scale)

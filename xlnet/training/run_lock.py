@@ -2,24 +2,41 @@
 
 A trainer (the chief of a multi-host run; the other workers never write
 outside their checkpoint shards) holds `{model_dir}/trainer.lock` while it
-runs. The file holds JSON `{"host", "pid", "start", "token"}` and is
-rewritten every `HEARTBEAT_SECONDS` by a daemon thread, so its modification
+runs. The file holds JSON `{"host", "pid", "start", "token"}`; a daemon
+thread refreshes its modification time every `HEARTBEAT_SECONDS`, so the
 time says the holder is alive, on local disks, shared file systems and
 gs:// alike.
 
 A second trainer on the same directory stops at once (`Locked`, exit code
-1) with one line naming the directory and the holder. A lock is stale, and
-is taken over with a warning, when its holder ran on this host and its pid
-is gone (a SIGKILLed trainer), or when it was not refreshed for longer than
-`LEASE_SECONDS` (a holder on another host that died). Creation is atomic
-where the file system allows it (O_EXCL on local paths); on gs:// a trainer
-writes its token, waits, and checks that the token it reads back is its
-own. Readers (evaluation, prediction) take no lock.
+1) with one line naming the directory and the holder. A lock is stale when
+its holder ran on this host and its pid is gone (a SIGKILLed trainer), when
+it was not refreshed for longer than `LEASE_SECONDS` (a holder on another
+host that died), or when it is no lock record (empty, binary) and older
+than `_WRITE_GRACE_SECONDS` (a writer that died between creating and
+writing it, or a crash of the machine).
+
+Taking a stale lock over is atomic: a process first creates the claim
+`trainer.lock.takeover` exclusively (only one process takes over at a
+time), then renames the stale lock away, checks that what it moved is
+still stale (else puts it back) and deletes it; the lock itself is only
+ever made by an exclusive create, so of several processes that found the
+same stale lock exactly one holds it afterwards. Creation is exclusive
+where the file system allows it (O_EXCL, atomic rename on local and
+shared POSIX file systems); on gs:// a writer writes its token, waits, and
+checks that the token it reads back is its own.
+
+A trainer whose lock is gone or holds another token (it was taken over
+after this trainer's lease expired: a stall, clocks apart on a shared file
+system) stops without saving anything more: the heartbeat notices it,
+`check_held` raises `LockLost`, and the trainers call it at every step and
+before every save. Readers (evaluation, prediction) take no lock.
 """
 import contextlib
 import json
 import os
+import random
 import socket
+import stat
 import threading
 import time
 import uuid
@@ -36,10 +53,23 @@ LEASE_SECONDS = 600
 # gs:// has no exclusive create: how long a writer waits before checking that
 # the lock it wrote is still its own.
 _SETTLE_SECONDS = 2.0
+# A lock file that holds no lock record may be one that a trainer created
+# and is writing right now; older than this, its writer died in between (or
+# the machine crashed and lost the bytes).
+_WRITE_GRACE_SECONDS = 10.0
+# A takeover is a few file operations; a claim older than this was left by
+# a process that died during one.
+_CLAIM_SECONDS = 30.0
+_CLAIM_SUFFIX = ".takeover"
+_ATTEMPTS = 50
 
 
 class Locked(cli.Stop):
   """Another live trainer holds the model directory. Exit code 1."""
+
+
+class LockLost(cli.Stop):
+  """This trainer's lock was removed or taken over. Exit code 1."""
 
 
 def lock_path(model_dir):
@@ -59,41 +89,92 @@ def _record(token):
                      "token": token})
 
 
-def read_holder(path):
-  """(holder dict or {} when unreadable, seconds since the last refresh),
-  or None when there is no lock file."""
+class Found:
+  """A lock file as read: `holder` (the record: a dict with a str `host`
+  and an int `pid`, or None when the bytes are no lock record), `size`
+  (bytes) and `age` (seconds since its last refresh)."""
+
+  def __init__(self, holder, size, age):
+    self.holder, self.size, self.age = holder, size, age
+
+  def token(self):
+    return (self.holder or {}).get("token")
+
+
+def _parse(data):
+  """The holder record in the bytes of a lock file, or None."""
   try:
-    with tf.io.gfile.GFile(path, "r") as f:
-      text = f.read()
-    age = time.time() - tf.io.gfile.stat(path).mtime_nsec / 1e9
-  except tf.errors.NotFoundError:
+    holder = json.loads(data.decode("utf-8"))
+  except ValueError:  # not UTF-8 (UnicodeDecodeError) or not JSON
     return None
+  if (not isinstance(holder, dict) or not isinstance(holder.get("host"), str)
+      or type(holder.get("pid")) is not int or holder["pid"] <= 0):
+    return None
+  return holder
+
+
+def read_lock(path):
+  """The lock file `path` as a `Found`, or None when there is none.
+
+  Raises:
+    ValueError: `path` is a directory or another non-regular file (one
+      line naming it and the remedy).
+  """
   try:
-    holder = json.loads(text)
-  except ValueError:
-    holder = {}
-  return (holder if isinstance(holder, dict) else {}), age
+    if _is_local(path):
+      info = os.stat(path)
+      if not stat.S_ISREG(info.st_mode):
+        raise _not_a_file(path, stat.S_ISDIR(info.st_mode))
+      with open(path, "rb") as f:
+        data = f.read()
+      mtime = info.st_mtime
+    else:
+      if tf.io.gfile.isdir(path):
+        raise _not_a_file(path, True)
+      with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
+      mtime = tf.io.gfile.stat(path).mtime_nsec / 1e9
+  except (FileNotFoundError, tf.errors.NotFoundError):
+    return None
+  return Found(_parse(data), len(data), time.time() - mtime)
+
+
+def _not_a_file(path, is_dir):
+  what = "a directory" if is_dir else "not a regular file"
+  return ValueError(
+      f"{path} is {what}, not a trainer's lock file; nothing of this "
+      f"program made it: remove it (`rm -r {path}`) and rerun")
 
 
 def _pid_alive(pid):
   try:
-    os.kill(int(pid), 0)
+    os.kill(pid, 0)
   except ProcessLookupError:
     return False
-  except (PermissionError, ValueError, TypeError, OverflowError):
+  except (PermissionError, OverflowError):
     return True
   return True
 
 
-def stale_reason(holder, age, lease=LEASE_SECONDS):
-  """Why a lock is stale ("pid 12 is gone", ...), or None when its holder
-  may still run."""
-  if age > lease:
-    return f"not refreshed for {age:.0f} s (lease {lease} s)"
-  if (holder.get("host") == socket.gethostname() and "pid" in holder and
-      not _pid_alive(holder["pid"])):
-    return f"pid {holder['pid']} is gone"
+def stale_reason(found, lease=LEASE_SECONDS):
+  """Why the lock `found` (a `Found`) is stale ("pid 12 is gone", ...), or
+  None when its holder may still run."""
+  if found.holder is None:
+    if found.age > _WRITE_GRACE_SECONDS:
+      return (f"it holds no lock record ({_contents(found)}, written "
+              f"{found.age:.0f} s ago): its writer died before writing it")
+    return None
+  if found.age > lease:
+    return f"not refreshed for {found.age:.0f} s (lease {lease} s)"
+  if (found.holder["host"] == socket.gethostname() and
+      not _pid_alive(found.holder["pid"])):
+    return f"pid {found.holder['pid']} is gone"
   return None
+
+
+def _contents(found):
+  return ("empty" if not found.size else
+          f"{found.size} bytes, not a lock record")
 
 
 def describe(holder):
@@ -103,7 +184,7 @@ def describe(holder):
 
 
 def _create(path, content):
-  """Creates the lock file with `content`; False when it already exists."""
+  """Creates `path` holding `content`; False when it already exists."""
   if _is_local(path):
     try:
       fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -116,9 +197,91 @@ def _create(path, content):
     return False
   io_utils.atomic_write(path, content)
   time.sleep(_SETTLE_SECONDS)
-  got = read_holder(path)
-  return got is not None and got[0].get("token") == json.loads(
-      content)["token"]
+  return _holds(path, json.loads(content)["token"])
+
+
+def _holds(path, token):
+  """Whether the lock file `path` holds `token`."""
+  found = read_lock(path)
+  return found is not None and found.token() == token
+
+
+def _remove_if(path, keep):
+  """Removes the lock file `path` unless `keep(Found)`: on local file
+  systems by renaming it away first, so that the file judged is the file
+  removed (one put there meanwhile is put back).
+
+  Returns:
+    the removed `Found`, or None.
+  """
+  if not _is_local(path):
+    found = read_lock(path)
+    if found is None or keep(found):
+      return None
+    io_utils.remove_quietly(path)
+    return found
+  moved = io_utils.tmp_path_for(path)
+  try:
+    os.rename(path, moved)
+  except FileNotFoundError:
+    return None
+  try:
+    found = read_lock(moved)
+  except ValueError:  # not a file: put back as it was
+    os.rename(moved, path)
+    return None
+  if keep(found):
+    _put_back(moved, path)
+    return None
+  os.remove(moved)
+  return found
+
+
+def _put_back(moved, path):
+  """Renames the lock file `moved` back to `path`, never over a lock made
+  meanwhile (where the file system has hard links)."""
+  try:
+    os.link(moved, path)
+  except FileExistsError:
+    pass  # its holder finds its lock gone and stops (`check_held`)
+  except OSError:  # no hard links here
+    os.rename(moved, path)
+    return
+  os.remove(moved)
+
+
+def _take_over(path, token, lease):
+  """Removes the stale lock `path` if this process wins the takeover claim
+  (else waits a moment: another process is taking it over)."""
+  claim = path + _CLAIM_SUFFIX
+  if not _create(claim, _record(token)):
+    other = read_lock(claim)
+    if other is not None and stale_reason(other, _CLAIM_SECONDS):
+      _remove_if(claim, lambda c: not stale_reason(c, _CLAIM_SECONDS))
+    time.sleep(random.uniform(0.01, 0.05))
+    return
+  try:
+    removed = _remove_if(path, lambda f: not stale_reason(f, lease))
+    if removed is not None:
+      logging.warning("Taking over the stale lock %s (%s): %s", path,
+                      describe(removed.holder) if removed.holder else
+                      "no holder named", stale_reason(removed, lease))
+  finally:
+    _remove_if(claim, lambda c: c.token() != token)
+
+
+def _locked(model_dir, path, found):
+  """The `Locked` of a lock `found` that is not stale."""
+  if found.holder is None:
+    return Locked(
+        f"--model_dir={model_dir}: {path} holds no lock record "
+        f"({_contents(found)}, written {found.age:.0f} s ago): a trainer "
+        "may be creating it right now; if none runs on this directory, "
+        f"remove {path} or rerun in {_WRITE_GRACE_SECONDS:.0f} s (it is "
+        "then taken over)")
+  return Locked(f"--model_dir={model_dir} is in use by another trainer "
+                f"({describe(found.holder)}; {path}); wait for it to finish "
+                "or use another --model_dir")
 
 
 def acquire(model_dir, lease=LEASE_SECONDS):
@@ -129,61 +292,107 @@ def acquire(model_dir, lease=LEASE_SECONDS):
 
   Raises:
     Locked: another trainer holds it and is alive.
-    ValueError: `model_dir` is not a writable directory.
+    ValueError: `model_dir` is not a writable directory, or its lock is
+      not a file.
   """
   path = lock_path(model_dir)
   io_utils.ensure_writable_dir(model_dir, "model_dir")
   token = uuid.uuid4().hex
-  for _ in range(3):
-    if _create(path, _record(token)):
-      io_utils.remove_stale_tmp(path)  # of a heartbeat cut by a kill
+  for _ in range(_ATTEMPTS):
+    if _create(path, _record(token)) and _holds(path, token):
+      io_utils.remove_stale_tmp(path)  # of a takeover or heartbeat cut short
       return token
-    found = read_holder(path)
+    found = read_lock(path)
     if found is None:
       continue  # released meanwhile
-    holder, age = found
-    reason = stale_reason(holder, age, lease)
-    if reason is None:
-      raise Locked(f"--model_dir={model_dir} is in use by another trainer "
-                   f"({describe(holder)}; {path}); wait for it to finish or "
-                   "use another --model_dir")
-    logging.warning("Taking over the stale lock %s of %s: %s", path,
-                    describe(holder), reason)
-    io_utils.remove_quietly(path)
+    if stale_reason(found, lease) is None:
+      raise _locked(model_dir, path, found)
+    _take_over(path, token, lease)
   raise Locked(f"--model_dir={model_dir}: could not take {path} (other "
                "trainers are starting on it)")
 
 
 def release(model_dir, token):
   """Removes the lock of `model_dir` if it still holds `token`."""
-  path = lock_path(model_dir)
-  found = read_holder(path)
-  if found is not None and found[0].get("token") == token:
-    io_utils.remove_quietly(path)
+  _remove_if(lock_path(model_dir), lambda found: found.token() != token)
+
+
+def lost_reason(path, token, lease=LEASE_SECONDS):
+  """Why the lock file `path` no longer holds `token`, or None."""
+  try:
+    found = read_lock(path)
+  except ValueError as e:
+    return str(e)
+  if found is None:
+    return (f"{path} was removed while this trainer ran (by hand, or by "
+            f"another trainer after this one's lease of {lease} s "
+            "expired)")
+  if found.token() != token:
+    return (f"{path} was taken over by another trainer "
+            f"({describe(found.holder or {})}) after this one's lease of "
+            f"{lease} s expired (a stall, or clocks apart on a shared file "
+            "system)")
+  return None
 
 
 class _Heartbeat(threading.Thread):
-  """Rewrites the lock every `period` seconds while it holds `token`."""
+  """Refreshes the lock every `period` seconds while it holds `token`;
+  `lost` says why it stopped holding it (None while it does)."""
 
-  def __init__(self, model_dir, token, period):
+  def __init__(self, model_dir, token, period, lease):
     super().__init__(daemon=True, name="run-lock-heartbeat")
-    self.path, self.token, self.period = (lock_path(model_dir), token,
-                                          period)
+    self.path, self.token, self.period, self.lease = (
+        lock_path(model_dir), token, period, lease)
+    self.lost = None
     self.stopped = threading.Event()
 
   def run(self):
     while not self.stopped.wait(self.period):
-      found = read_holder(self.path)
-      if found is None or found[0].get("token") != self.token:
-        logging.error("%s no longer holds this trainer's token (taken over "
-                      "by %s?)", self.path, describe(found[0]) if found
-                      else "nobody")
-        return
       try:
-        io_utils.atomic_write(self.path, json.dumps(found[0]))
-      except (tf.errors.OpError, OSError) as e:
+        self.lost = lost_reason(self.path, self.token, self.lease)
+        if self.lost:
+          return
+        self._refresh()
+      except (tf.errors.OpError, OSError) as e:  # e.g. a network hiccup
         logging.warning("Cannot refresh %s: %s", self.path,
                         cli.error_text(e))
+
+  def _refresh(self):
+    """Marks the lock as alive: a new modification time (local file
+    systems: the file stays the same, so a lock that another trainer made
+    meanwhile is never replaced), or the record rewritten (gs://)."""
+    if _is_local(self.path):
+      os.utime(self.path)
+      return
+    found = read_lock(self.path)
+    if found is not None and found.token() == self.token:
+      io_utils.atomic_write(self.path, json.dumps(found.holder))
+
+
+# lock path -> the `_Heartbeat` of a lock this process holds.
+_HELD = {}
+
+
+def check_held(model_dir, read=True):
+  """Raises `LockLost` when this process holds the lock of `model_dir` (in
+  `hold`) and it was removed or taken over meanwhile.
+
+  Args:
+    model_dir: the directory about to be written.
+    read: read the lock file now (before a save); False relies on what
+      the heartbeat last found (cheap enough for every step).
+  """
+  beat = _HELD.get(lock_path(model_dir))
+  if beat is None:
+    return
+  problem = beat.lost or (read and lost_reason(beat.path, beat.token,
+                                               beat.lease))
+  if problem:
+    raise LockLost(
+        f"--model_dir={model_dir}: {problem}; this trainer stopped and "
+        "saves nothing more, so that two trainers never write one "
+        "directory. Once no other trainer runs there, rerun the same "
+        "command to resume from the newest checkpoint")
 
 
 @contextlib.contextmanager
@@ -199,11 +408,13 @@ def hold(model_dir, active=True, lease=LEASE_SECONDS,
     yield
     return
   token = acquire(model_dir, lease)
-  beat = _Heartbeat(model_dir, token, heartbeat)
+  beat = _Heartbeat(model_dir, token, heartbeat, lease)
+  _HELD[beat.path] = beat
   beat.start()
   try:
     yield
   finally:
     beat.stopped.set()
     beat.join()
+    del _HELD[beat.path]
     release(model_dir, token)

@@ -6,11 +6,13 @@ TensorFlow has it).
     decoupled weight decay, global-norm clipping, optional layer-wise decay,
     all from an `OptimizerConfig` (the math of `optimizer.py`).
   * `configure_tpu`: the TPUEstimator `RunConfig`.
+  * `lock_guards`: stop a run whose run lock was lost, saving nothing more.
 """
 import tensorflow as tf
 
 from xlnet.training import checkpoint_io
 from xlnet.training import optimizer as optimizer_lib
+from xlnet.training import run_lock
 from xlnet.training import strategies
 
 _BETAS = (optimizer_lib.BETA_1, optimizer_lib.BETA_2)
@@ -248,3 +250,36 @@ def configure_tpu(device, checkpoint, num_shards, iterations, train_steps,
       save_checkpoints_secs=None,
       save_checkpoints_steps=checkpoint.save_steps or train_steps,
       tf_random_seed=seed)
+
+
+class _LockHook(tf.compat.v1.train.SessionRunHook):
+  """Stops after a loop whose run lock the heartbeat found lost."""
+
+  def __init__(self, model_dir):
+    self.model_dir = model_dir
+
+  def after_run(self, run_context, run_values):
+    del run_context, run_values
+    run_lock.check_held(self.model_dir, read=False)
+
+
+class _LockListener(tf.compat.v1.train.CheckpointSaverListener):
+  """Reads the run lock before every save (the final one included)."""
+
+  def __init__(self, model_dir):
+    self.model_dir = model_dir
+
+  def before_save(self, session, global_step_value):
+    del session, global_step_value
+    run_lock.check_held(self.model_dir)
+
+
+def lock_guards(model_dir):
+  """The hook and the saving listener that end a TPUEstimator run with
+  `run_lock.LockLost`, saving nothing more, once the run lock of
+  `model_dir` was removed or taken over.
+
+  Returns:
+    (SessionRunHook, CheckpointSaverListener).
+  """
+  return _LockHook(model_dir), _LockListener(model_dir)

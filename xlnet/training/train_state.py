@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from xlnet import io_utils
 from xlnet.training import checkpoint_io
+from xlnet.training import run_lock
 from xlnet.training import strategies
 
 MEM_NAME = "mems/replica_{replica}/layer_{layer}"
@@ -148,7 +149,11 @@ class ShardedState:
     Raises:
       io_utils.ResourceError: no space, file too large, read-only,
         permission (the failed save's files removed first).
+      run_lock.LockLost: the chief's run lock of model_dir was removed or
+        taken over (nothing is written).
     """
+    if self.chief:
+      run_lock.check_held(self.model_dir)
     final = checkpoint_io.checkpoint_prefix(self.model_dir, step)
     values = {}
     if self.chief:

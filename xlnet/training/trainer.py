@@ -24,7 +24,9 @@ Checkpoints are written only at step boundaries: on `save_steps`, at the
 end, after SIGTERM/SIGINT (`Interrupted`), after a corrupted input record
 (`DataCorrupted`) and before `Diverged`. A save that meets a resource
 failure (no space, file too large, ...) ends the run with one line
-(`io_utils.ResourceError`).
+(`io_utils.ResourceError`). A trainer whose run lock was removed or taken
+over (`run_lock.check_held`, before every step and every save) stops with
+one line and saves nothing more (`run_lock.LockLost`).
 """
 from absl import logging
 import numpy as np
@@ -34,6 +36,7 @@ from xlnet import modeling
 from xlnet.training import config
 from xlnet.training import optimizer as optimizer_lib
 from xlnet.training import progress
+from xlnet.training import run_lock
 from xlnet.training import strategies
 from xlnet.training import template as template_lib
 from xlnet.training import train_state
@@ -339,6 +342,7 @@ class Trainer:
     saved = step
     with progress.SignalCatcher() as signals:
       while step < train_steps:
+        run_lock.check_held(self.model_dir, read=False)
         try:
           out = step_fn(iterator, signals.signum is not None)
         except tf.errors.DataLossError as e:
