@@ -606,17 +606,6 @@ def commands_of(tasks, cfg):
           for t in tasks}
 
 
-def _in_use(work_dir):
-  """The one-line refusal of a work dir whose lock another run holds."""
-  path = run_lock.lock_path(work_dir)
-  found = run_lock.read_holder(path)
-  holder = (run_lock.describe(found[0]) if found else
-            "starting or stopping now")
-  return (f"--work_dir={work_dir} is in use by another reproduce.py run "
-          f"({holder}; {path}); wait for it to finish or use another "
-          "--work_dir")
-
-
 @contextlib.contextmanager
 def work_dir_lock(work_dir):
   """Holds the lock of `work_dir` (`run_lock.hold`) for the `with` block,
@@ -626,12 +615,10 @@ def work_dir_lock(work_dir):
     run_lock.Locked: another reproduce.py run holds it (one line).
     ValueError / ResourceError: the work dir cannot be written (one line).
   """
-  io_utils.ensure_writable_dir(work_dir, "work_dir")
   with contextlib.ExitStack() as stack:
     try:
-      stack.enter_context(run_lock.hold(work_dir))
-    except run_lock.Locked:
-      raise run_lock.Locked(_in_use(work_dir)) from None
+      stack.enter_context(run_lock.hold(work_dir, flag="work_dir",
+                                        user="reproduce.py run"))
     except (OSError, tf.errors.OpError) as e:
       error = io_utils.resource_error(
           run_lock.lock_path(work_dir), e, "nothing was run; make room (or "

@@ -270,22 +270,30 @@ def _take_over(path, token, lease):
     _remove_if(claim, lambda c: c.token() != token)
 
 
-def _locked(model_dir, path, found):
+def _locked(model_dir, path, found, flag, user):
   """The `Locked` of a lock `found` that is not stale."""
   if found.holder is None:
     return Locked(
-        f"--model_dir={model_dir}: {path} holds no lock record "
-        f"({_contents(found)}, written {found.age:.0f} s ago): a trainer "
+        f"--{flag}={model_dir}: {path} holds no lock record "
+        f"({_contents(found)}, written {found.age:.0f} s ago): a {user} "
         "may be creating it right now; if none runs on this directory, "
         f"remove {path} or rerun in {_WRITE_GRACE_SECONDS:.0f} s (it is "
         "then taken over)")
-  return Locked(f"--model_dir={model_dir} is in use by another trainer "
+  return Locked(f"--{flag}={model_dir} is in use by another {user} "
                 f"({describe(found.holder)}; {path}); wait for it to finish "
-                "or use another --model_dir")
+                f"or use another --{flag}")
 
 
-def acquire(model_dir, lease=LEASE_SECONDS):
+def acquire(model_dir, lease=LEASE_SECONDS, flag="model_dir",
+            user="trainer"):
   """Takes the lock of `model_dir`, taking over a stale one.
+
+  Args:
+    model_dir: str, the directory to lock.
+    lease: seconds after which a lock not refreshed is stale.
+    flag: the flag that named `model_dir`, for messages.
+    user: what holds such locks ("trainer", "reproduce.py run"), for
+      messages.
 
   Returns:
     the token (str) written into the lock.
@@ -296,7 +304,7 @@ def acquire(model_dir, lease=LEASE_SECONDS):
       not a file.
   """
   path = lock_path(model_dir)
-  io_utils.ensure_writable_dir(model_dir, "model_dir")
+  io_utils.ensure_writable_dir(model_dir, flag)
   token = uuid.uuid4().hex
   for _ in range(_ATTEMPTS):
     if _create(path, _record(token)) and _holds(path, token):
@@ -306,10 +314,10 @@ def acquire(model_dir, lease=LEASE_SECONDS):
     if found is None:
       continue  # released meanwhile
     if stale_reason(found, lease) is None:
-      raise _locked(model_dir, path, found)
+      raise _locked(model_dir, path, found, flag, user)
     _take_over(path, token, lease)
-  raise Locked(f"--model_dir={model_dir}: could not take {path} (other "
-               "trainers are starting on it)")
+  raise Locked(f"--{flag}={model_dir}: could not take {path} (others "
+               "are starting on it)")
 
 
 def release(model_dir, token):
@@ -397,9 +405,10 @@ def check_held(model_dir, read=True):
 
 @contextlib.contextmanager
 def hold(model_dir, active=True, lease=LEASE_SECONDS,
-         heartbeat=HEARTBEAT_SECONDS):
+         heartbeat=HEARTBEAT_SECONDS, flag="model_dir", user="trainer"):
   """Holds the lock of `model_dir` for the `with` block (nothing when not
-  `active`: the non-chief workers of a multi-host run).
+  `active`: the non-chief workers of a multi-host run); `flag` and `user`
+  as in `acquire`.
 
   Released on every exit of the block: normal, an exception, a signal
   turned into an exception; a SIGKILL leaves it, to be taken over.
@@ -407,7 +416,7 @@ def hold(model_dir, active=True, lease=LEASE_SECONDS,
   if not active:
     yield
     return
-  token = acquire(model_dir, lease)
+  token = acquire(model_dir, lease, flag, user)
   beat = _Heartbeat(model_dir, token, heartbeat, lease)
   _HELD[beat.path] = beat
   beat.start()
