@@ -284,6 +284,17 @@ REPRODUCE = {
     "work_dir": ("string", None),
 }
 
+DOWNLOAD = {
+    "data_root": ("string", None),
+    "dry_run": ("bool", False),
+    "keep_archives": ("bool", False),
+    "mirror": ("string", None),
+    "model_root": ("string", None),
+    "only": ("comma separated list of strings", None),
+    "retries": ("int", 5),
+    "timeout": ("float", 60.0),
+}
+
 MODEL_UTILS = {
     "avg_model_dir": ("string", None),
     "avg_num": ("int", 5),
@@ -335,6 +346,7 @@ PROGRAMS = {
     "data_utils.py": DATA_UTILS,
     "spm_train.py": SPM_TRAIN,
     "reproduce.py": REPRODUCE,
+    "download.py": DOWNLOAD,
     "model_utils.py": MODEL_UTILS,
     "convert_checkpoint.py": CONVERT_CHECKPOINT,
     "scripts/demo_report.py": DEMO_REPORT,
@@ -354,6 +366,7 @@ HELP_DIGESTS = {
     "data_utils.py": "ea772c2b2a54b56c",
     "spm_train.py": "5a7a05bafc11bef9",
     "reproduce.py": "c479c35b5251ef56",
+    "download.py": "f54d5bb3e5abfb80",
     "model_utils.py": "581c583b41329fda",
     "convert_checkpoint.py": "c25d6785ee07cb6a",
     "scripts/demo_report.py": "fa3b202534fe40c9",

@@ -14,6 +14,7 @@ takes them as arguments, so each flag keeps one definition:
   define_reproduce_flags  reproduce.py
   define_record_flags   data_utils.py
   define_spm_flags      spm_train.py
+  define_download_flags download.py
   define_convert_flags  convert_checkpoint.py
   define_demo_report_flags, define_demo_corpus_flags   the demo's scripts
 
@@ -582,6 +583,40 @@ def define_spm_flags(flag_values=flags.FLAGS):
   flags.DEFINE_float("character_coverage", 0.99995, "Character coverage.",
                      **fv)
   flags.DEFINE_integer("num_threads", None, "Trainer threads.", **fv)
+
+
+@group("Downloads")
+def define_download_flags(flag_values=flags.FLAGS):
+  """Defines the flags of download.py."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_string("data_root", None,
+                      "Where the data sets land, in the layout reproduce.py "
+                      "reads (pass the same --data_root to it).", **fv)
+  flags.DEFINE_string("model_root", None,
+                      "Where the released checkpoints' directories land "
+                      "(default: --data_root).", **fv)
+  flags.DEFINE_list("only", None,
+                    "Download only these (any case): models, glue, "
+                    "classification, squad, race, or single names "
+                    "(xlnet-large, xlnet-base, mnli, sts-b, imdb, yelp5, "
+                    "squad2.0, ...); default: everything.", **fv)
+  flags.DEFINE_string("mirror", None,
+                      "Fetch every URL from this base instead: "
+                      "https://host/path becomes MIRROR/host/path (a copy "
+                      "of the same files, or a test server).", **fv)
+  flags.DEFINE_float("timeout", 60.0,
+                     "Seconds to wait for a connection and for each read "
+                     "before the try counts as failed.", **fv)
+  flags.DEFINE_integer("retries", 5,
+                       "Retries of a transient failure (timeout, broken "
+                       "connection, HTTP 5xx) per file, waiting 2, 4, 8 ... "
+                       "seconds.", **fv)
+  flags.DEFINE_bool("keep_archives", False,
+                    "Keep the downloaded archives in ROOT/downloads/ after "
+                    "unpacking them.", **fv)
+  flags.DEFINE_bool("dry_run", False,
+                    "List what would be fetched and where it would land; "
+                    "fetch nothing.", **fv)
 
 
 @group("Conversion")

@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Downloads the released XLNet checkpoints and the paper's data sets into
+the layout reproduce.py reads:
+`python download.py --data_root=DIR [--only=models,glue,...] [--dry_run]`.
+
+Resumable (rerun the same command), checked (size, format, layout, a
+checksum where one is known; SHA-256 recorded in
+DIR/download_manifest.json) and atomic; at the end it prints the flags to
+pass. Sources, terms and manual steps: docs/reproducing.md ("Getting the
+models and data") and `xlnet/finetuning/downloads.py`.
+"""
+import sys
+
+from absl import flags
+
+from xlnet import cli
+from xlnet.finetuning import downloads
+from xlnet.finetuning import http_fetch
+from xlnet.flags import catalog as flag_catalog
+
+
+def main(argv):
+  """Downloads what the flags select; exit code 1 if any entry failed."""
+  del argv
+  f = flags.FLAGS
+  if not f.data_root:
+    raise ValueError("--data_root is required (where the data sets land; "
+                     "the checkpoints too unless --model_root is given)")
+  if f.timeout <= 0 or f.retries < 0:
+    raise ValueError(f"--timeout must be > 0 and --retries >= 0 (got "
+                     f"{f.timeout:g} and {f.retries})")
+  config = downloads.Config(
+      data_root=f.data_root, model_root=f.model_root, only=f.only,
+      options=http_fetch.Options(timeout=f.timeout, retries=f.retries,
+                                 mirror=f.mirror),
+      keep_archives=f.keep_archives, dry_run=f.dry_run)
+  failed = downloads.run(config)
+  for line in failed[:-1]:
+    print(f"{cli.program_name()}: error: {line}", file=sys.stderr,
+          flush=True)
+  if failed:
+    raise downloads.Failed(failed[-1])
+
+
+if __name__ == "__main__":
+  cli.run(main, flag_catalog.define_download_flags)

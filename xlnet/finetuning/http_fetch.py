@@ -1,0 +1,545 @@
+"""Resumable, checked HTTP downloads with the standard library (urllib).
+
+`fetch(url, path, options)` downloads `url` so that `path` appears only
+complete:
+
+* The bytes go to `{path}.part`; beside it `{path}.part.json` remembers the
+  URL, the server's validator (ETag or Last-Modified), the announced size
+  and a published MD5. A rerun asks for the rest (`Range: bytes=N-`, with
+  `If-Range` so that a changed file is sent whole); a server that ignores
+  the Range (answers 200) restarts the file from byte 0, cleanly.
+* The size is checked: a connection closed before the announced length
+  (Content-Length, or the total of Content-Range) is a truncated download,
+  retried from where it stopped. `path` appears (a rename) only when every
+  announced byte is there.
+* A checksum is checked where the server publishes one: Google Cloud
+  Storage's `x-goog-hash: md5=...` (the whole object's MD5; the released
+  checkpoints come from there) or `Content-MD5` on a whole-file answer. A
+  mismatch removes the download.
+* Timeouts: `options.timeout` seconds for the connection and for every
+  read, so a stalled server is noticed. Transient failures (timeouts,
+  refused or reset connections, truncation, HTTP 5xx and 429) are retried
+  `options.retries` times, waiting `options.backoff` seconds, doubling;
+  then one line (`FetchError`, exit code 1) names the URL, what happened
+  and the remedy. HTTP 4xx and an HTML page where a file was expected fail
+  at once.
+* Google Drive: a large file's link answers with a confirmation page; its
+  download form is followed once (`drive=True`). Where Drive still answers
+  with a page (quota, permissions, a new page layout) the error says so and
+  carries the caller's `hint` (the manual step).
+* `options.mirror` maps every URL to `{mirror}/{host}/{path}?{query}`: the
+  tests serve files from a loopback server, and users may point at a copy
+  of the same files.
+
+Progress (bytes, rate, ETA) goes to `options.out` every
+`options.progress_every` seconds and at the end.
+"""
+import base64
+import dataclasses
+import hashlib
+import html.parser
+import http.client
+import json
+import os
+import socket
+import sys
+import time
+from typing import Optional
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from xlnet import cli
+from xlnet import io_utils
+from xlnet.training import progress
+
+USER_AGENT = "xlnet-tf-download (Python urllib)"
+CHUNK_BYTES = 1 << 20
+MAX_BACKOFF_SECONDS = 60.0
+# HTTP statuses worth retrying: the server is busy or failing for a while.
+_TRANSIENT_STATUS = (408, 425, 429, 500, 502, 503, 504)
+# The most of a confirmation page read to find Google Drive's form.
+_PAGE_BYTES = 2 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+  """How `fetch` talks to servers.
+
+  Attributes:
+    timeout: seconds to wait for a connection and for each read.
+    retries: how often a transient failure is retried (per file).
+    backoff: seconds before the first retry; doubles (at most 60 s).
+    mirror: None, or a base URL every URL is mapped under (`mirrored`).
+    progress_every: seconds between progress lines.
+    out: where progress lines go (default: stderr).
+  """
+  timeout: float = 60.0
+  retries: int = 5
+  backoff: float = 2.0
+  mirror: Optional[str] = None
+  progress_every: float = 10.0
+  out: object = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Fetched:
+  """A complete download: `size` bytes, their `sha256` and `md5` (hex), and
+  `published` (the server's MD5 that matched, hex, or None)."""
+  size: int
+  sha256: str
+  md5: str
+  published: Optional[str]
+
+
+class FetchError(cli.Stop):
+  """A download failed for good (after the retries): one line naming the
+  URL, the cause and the remedy. Exit code 1."""
+
+
+class _Transient(Exception):
+  """A failure worth retrying; `str()` says what happened."""
+
+
+def mirrored(url, mirror):
+  """`url` under `mirror`: `{mirror}/{host}/{path}?{query}` (unchanged
+  without a mirror or when it is under the mirror already)."""
+  if not mirror or url.startswith(mirror.rstrip("/") + "/"):
+    return url
+  parts = urllib.parse.urlsplit(url)
+  query = f"?{parts.query}" if parts.query else ""
+  return f"{mirror.rstrip('/')}/{parts.netloc}{parts.path}{query}"
+
+
+def format_bytes(count):
+  """`count` bytes as e.g. `1.34 GB`, `512 B`."""
+  for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+    if count >= size:
+      return f"{count / size:.2f} {unit}"
+  return f"{count} B"
+
+
+################################################################################
+# The partial download and what is known about it.
+################################################################################
+@dataclasses.dataclass
+class _State:
+  """What `{path}.part.json` records: the URL, the server's validator
+  (strong ETag or Last-Modified, for If-Range), the total size announced
+  and the MD5 the server published (base64, as sent), each or None."""
+  url: str
+  validator: Optional[str] = None
+  total: Optional[int] = None
+  md5: Optional[str] = None
+
+
+def _state_path(part):
+  return part + ".json"
+
+
+def _read_state(part, url):
+  """The state of `part` if it belongs to `url`, else None."""
+  try:
+    with open(_state_path(part), encoding="utf-8") as f:
+      state = _State(**json.load(f))
+  except (OSError, ValueError, TypeError):
+    return None
+  return state if state.url == url else None
+
+
+def _write_state(part, state):
+  io_utils.atomic_write(_state_path(part), json.dumps(dataclasses.asdict(
+      state)))
+
+
+def _discard(part):
+  """Removes the partial download and its state."""
+  for path in (part, _state_path(part)):
+    if os.path.exists(path):
+      os.remove(path)
+
+
+def part_size(path):
+  """Bytes of `path`'s partial download (0 when there is none)."""
+  part = path + ".part"
+  return os.path.getsize(part) if os.path.isfile(part) else 0
+
+
+################################################################################
+# Requests.
+################################################################################
+def _request(url, start, validator, timeout):
+  """Opens `url` (from byte `start` when > 0). Returns the response.
+
+  Raises:
+    _Transient: a timeout, a connection failure, HTTP 5xx/429.
+    FetchError: another HTTP error (404, 403, ...).
+    urllib.error.HTTPError: 416 (the caller decides).
+  """
+  headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
+  if start:
+    headers["Range"] = f"bytes={start}-"
+    if validator:
+      headers["If-Range"] = validator
+  try:
+    return urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                  timeout=timeout)
+  except urllib.error.HTTPError as e:
+    if e.code == 416:
+      raise
+    status = f"HTTP {e.code} {e.reason}"
+    e.close()
+    if e.code in _TRANSIENT_STATUS:
+      raise _Transient(status) from None
+    raise FetchError(f"{url}: {status}; the file is not there (moved, or "
+                     "missing on the mirror): check the URL") from None
+  except (TimeoutError, socket.timeout):
+    raise _Transient(f"no answer within {timeout:g} s (connect timeout)"
+                     ) from None
+  except urllib.error.URLError as e:
+    reason = e.reason
+    if isinstance(reason, (TimeoutError, socket.timeout)):
+      raise _Transient(f"no answer within {timeout:g} s (connect timeout)"
+                       ) from None
+    raise _Transient(f"cannot connect ({reason})") from None
+  except (ConnectionError, http.client.HTTPException) as e:
+    raise _Transient(f"connection failed ({cli.error_text(e)})") from None
+
+
+def _is_html(response):
+  return response.headers.get_content_type() == "text/html"
+
+
+class _DriveForm(html.parser.HTMLParser):
+  """Reads Google Drive's confirmation page: the action and hidden inputs
+  of its `download-form`, and its error caption, if any."""
+
+  def __init__(self):
+    super().__init__()
+    self.action, self.inputs, self.error = None, {}, None
+    self._in_form = self._in_error = False
+
+  def handle_starttag(self, tag, attrs):
+    attrs = dict(attrs)
+    if tag == "form" and attrs.get("id") == "download-form":
+      self._in_form, self.action = True, attrs.get("action")
+    elif tag == "input" and self._in_form and attrs.get("name"):
+      if (attrs.get("type") or "").lower() == "hidden":
+        self.inputs[attrs["name"]] = attrs.get("value") or ""
+    elif "uc-error-subcaption" in (attrs.get("class") or "").split():
+      self._in_error = True
+
+  def handle_endtag(self, tag):
+    if tag == "form":
+      self._in_form = False
+    elif tag == "p":
+      self._in_error = False
+
+  def handle_data(self, data):
+    if self._in_error and data.strip():
+      self.error = (self.error or "") + data.strip()
+
+
+def drive_confirmed_url(page, page_url):
+  """The URL Google Drive's confirmation `page` (str, fetched from
+  `page_url`) submits to download the file, or None.
+
+  Raises:
+    _DriveRefused: the page states an error (quota exceeded, ...).
+  """
+  form = _DriveForm()
+  form.feed(page)
+  if form.error:
+    raise _DriveRefused(f"Google Drive says: {form.error}")
+  if not form.action:
+    return None
+  action = urllib.parse.urljoin(page_url, form.action)
+  parts = urllib.parse.urlsplit(action)
+  query = urllib.parse.parse_qsl(parts.query) + list(form.inputs.items())
+  return urllib.parse.urlunsplit(parts._replace(
+      query=urllib.parse.urlencode(query)))
+
+
+class _DriveRefused(Exception):
+  """Google Drive answered with a page instead of the file."""
+
+
+def _open(url, start, validator, options, drive):
+  """The response carrying the file (Google Drive's confirmation followed
+  when `drive`).
+
+  Raises:
+    _Transient, FetchError: as `_request`; FetchError also for an HTML page
+      where the file was expected.
+    _DriveRefused: Google Drive kept answering with a page.
+  """
+  response = _request(mirrored(url, options.mirror), start, validator,
+                      options.timeout)
+  if not _is_html(response):
+    return response
+  if not drive:
+    response.close()
+    raise FetchError(
+        f"{mirrored(url, options.mirror)}: the server sent an HTML page (Content-Type text/html), "
+        "not the file: an error or sign-in page; check the URL (and "
+        "--mirror)")
+  with response:
+    page = response.read(_PAGE_BYTES).decode("utf-8", "replace")
+    confirmed = drive_confirmed_url(page, response.geturl())
+  if confirmed is None:
+    raise _DriveRefused("Google Drive sent a page without its download form")
+  response = _request(mirrored(confirmed, options.mirror), start, validator,
+                      options.timeout)
+  if _is_html(response):
+    response.close()
+    raise _DriveRefused("Google Drive sent a page again after the "
+                        "confirmation")
+  return response
+
+
+################################################################################
+# One attempt.
+################################################################################
+def _content_range(header):
+  """(first byte, total or None) of a `Content-Range: bytes a-b/N`."""
+  try:
+    unit, spec = header.split(" ", 1)
+    span, total = spec.split("/", 1)
+    first = int(span.split("-", 1)[0])
+    return first, (None if total.strip() == "*" else int(total))
+  except (AttributeError, ValueError):
+    return None, None
+
+
+def _validator(headers):
+  """A validator for If-Range: a strong ETag, else Last-Modified."""
+  etag = headers.get("ETag")
+  if etag and not etag.startswith("W/"):
+    return etag
+  return headers.get("Last-Modified")
+
+
+def published_md5(headers, whole):
+  """The MD5 (base64) a server publishes for the whole file: GCS's
+  `x-goog-hash: md5=...` (always of the whole object), or `Content-MD5`
+  when the answer is the whole file (`whole`); else None."""
+  for item in (headers.get("x-goog-hash") or "").split(","):
+    key, _, value = item.strip().partition("=")
+    if key == "md5" and value:
+      return value
+  return headers.get("Content-MD5") if whole else None
+
+
+class _Progress:
+  """Progress lines: bytes, percent, rate and ETA every `every` seconds."""
+
+  def __init__(self, label, have, total, every, out):
+    self.label, self.have, self.total = label, have, total
+    self.every, self.out = every, out
+    self.start = self.last = time.monotonic()
+    self.first = have
+
+  def update(self, have):
+    self.have = have
+    now = time.monotonic()
+    if now - self.last >= self.every:
+      self.last = now
+      self._print(self._line(now))
+
+  def _line(self, now):
+    rate = (self.have - self.first) / max(now - self.start, 1e-9)
+    text = f"{self.label}: {format_bytes(self.have)}"
+    if self.total:
+      text += (f" of {format_bytes(self.total)} "
+               f"({100.0 * self.have / self.total:.1f}%)")
+    text += f", {format_bytes(rate)}/s"
+    if self.total and rate > 0:
+      text += f", ETA {progress.format_duration((self.total - self.have) / rate)}"
+    return text
+
+  def done(self):
+    seconds = time.monotonic() - self.start
+    self._print(f"{self.label}: {format_bytes(self.have)} complete "
+                f"({format_bytes(self.have - self.first)} in "
+                f"{progress.format_duration(seconds)})")
+
+  def _print(self, text):
+    print(text, file=self.out or sys.stderr, flush=True)
+
+
+def _copy(response, part, have, progress_line, timeout):
+  """Appends the response body to `part` (holding `have` bytes). Returns
+  the bytes `part` holds when the body ends.
+
+  Raises:
+    _Transient: the server stalled or the connection broke.
+    io_utils.ResourceError: writing failed (disk full, ...).
+  """
+  try:
+    with open(part, "ab") as f:
+      while True:
+        try:
+          chunk = response.read1(CHUNK_BYTES)  # what has arrived
+        except (TimeoutError, socket.timeout):
+          raise _Transient(f"no data for {timeout:g} s (read timeout: the "
+                           "server stalled)") from None
+        except (ConnectionError, http.client.HTTPException) as e:
+          raise _Transient(f"connection broken ({cli.error_text(e)})"
+                           ) from None
+        if not chunk:
+          return have
+        f.write(chunk)
+        have += len(chunk)
+        progress_line.update(have)
+  except OSError as e:
+    error = io_utils.resource_error(part, e, (
+        f"{os.path.basename(part)} keeps the bytes written so far: make "
+        "room and rerun to resume"))
+    if error is None:
+      raise
+    raise error from None
+
+
+def _attempt(url, path, part, options, drive, label):
+  """One try at completing `part`. Returns the published MD5 (base64) or
+  None.
+
+  Raises:
+    _Transient: retry (the part keeps what arrived).
+    FetchError, _DriveRefused, io_utils.ResourceError: give up.
+  """
+  state = _read_state(part, url)
+  if state is None or not os.path.isfile(part):
+    _discard(part)
+    state = _State(url)
+  have = os.path.getsize(part) if os.path.isfile(part) else 0
+  try:
+    response = _open(url, have, state.validator, options, drive)
+  except urllib.error.HTTPError as e:  # 416: nothing left, or a mismatch
+    _, total = _content_range(e.headers.get("Content-Range"))
+    e.close()
+    if have and total == have and state.total in (None, have):
+      return state.md5
+    _discard(part)
+    raise _Transient("the server refused the range asked for (the file "
+                     "changed); starting again") from None
+  with response:
+    if response.status == 206:
+      first, total = _content_range(response.headers.get("Content-Range"))
+      if first != have:
+        _discard(part)
+        raise _Transient(f"the server resumed at byte {first}, not {have}; "
+                         "starting again")
+    else:  # 200: the whole file, whatever was asked
+      if have:
+        print(f"{label}: the server sent the whole file instead of the "
+              f"rest (no Range support, or the file changed); restarting "
+              "from byte 0", file=options.out or sys.stderr, flush=True)
+        _discard(part)
+        have = 0
+      length = response.headers.get("Content-Length")
+      total = int(length) if length and length.isdigit() else None
+    state = _State(url, _validator(response.headers), total,
+                   published_md5(response.headers, response.status == 200)
+                   or state.md5)
+    _write_state(part, state)
+    line = _Progress(label, have, total, options.progress_every, options.out)
+    have = _copy(response, part, have, line, options.timeout)
+  if total is not None and have < total:
+    raise _Transient(f"the connection closed after {have} of {total} bytes "
+                     "(truncated)")
+  if total is not None and have > total:
+    _discard(part)
+    raise _Transient(f"received {have} bytes, more than the {total} "
+                     "announced; starting again")
+  line.done()
+  return state.md5
+
+
+def _digests(path):
+  """(size, sha256 hex, md5 hex) of the file `path`."""
+  sha256, md5, size = hashlib.sha256(), hashlib.md5(), 0
+  with open(path, "rb") as f:
+    for chunk in iter(lambda: f.read(CHUNK_BYTES), b""):
+      sha256.update(chunk)
+      md5.update(chunk)
+      size += len(chunk)
+  return size, sha256.hexdigest(), md5.hexdigest()
+
+
+def digests(path):
+  """A `Fetched` for a file already here (nothing published)."""
+  return Fetched(*_digests(path), published=None)
+
+
+def _finish(part, path, url, md5_b64):
+  """Checks `part` against the published MD5 and renames it to `path`.
+  Returns its `Fetched`."""
+  size, sha256, md5 = _digests(part)
+  published = None
+  if md5_b64:
+    try:
+      published = base64.b64decode(md5_b64, validate=True).hex()
+    except ValueError:
+      published = None
+    if published != md5:
+      _discard(part)
+      raise FetchError(
+          f"{url}: MD5 {md5} of the {size} bytes received differs from the "
+          f"MD5 the server publishes ({published or md5_b64}); the download "
+          "was removed: rerun to fetch it again")
+  cli.raise_if_terminated()
+  os.replace(part, path)
+  if os.path.exists(_state_path(part)):
+    os.remove(_state_path(part))
+  return Fetched(size, sha256, md5, published)
+
+
+def fetch(url, path, options, drive=False, label=None, hint=None):
+  """Downloads `url` to `path` (resuming `{path}.part`). Returns `Fetched`.
+
+  Args:
+    url: str, the file's URL (mapped under `options.mirror`).
+    path: str, the local file; it appears only complete.
+    options: `Options`.
+    drive: follow Google Drive's confirmation page.
+    label: the name in progress lines (default: the file's name).
+    hint: what the user can do instead (added to a final error).
+
+  Raises:
+    FetchError: one line naming the URL, the cause and the remedy.
+    io_utils.ResourceError: the disk is full (the part is kept).
+  """
+  label = label or os.path.basename(path)
+  where = mirrored(url, options.mirror)
+  part = path + ".part"
+  os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+  hint = f"; {hint}" if hint else ""
+  for attempt in range(options.retries + 1):
+    try:
+      md5_b64 = _attempt(url, path, part, options, drive, label)
+      return _finish(part, path, where, md5_b64)
+    except _DriveRefused as e:
+      raise FetchError(f"{where}: {str(e).rstrip('.')}{hint}") from None
+    except FetchError as e:
+      raise FetchError(f"{cli.error_text(e)}{hint}") from None
+    except _Transient as e:
+      if attempt == options.retries:
+        raise FetchError(_gave_up(where, e, options, part, hint)) from None
+      wait = min(options.backoff * 2 ** attempt, MAX_BACKOFF_SECONDS)
+      print(f"{label}: {e}; retry {attempt + 1} of {options.retries} in "
+            f"{wait:g} s", file=options.out or sys.stderr, flush=True)
+      time.sleep(wait)
+
+
+def _gave_up(url, problem, options, part, hint):
+  """The one line after the last retry: what happened, what is kept, what
+  to do."""
+  tries = options.retries + 1
+  kept = os.path.getsize(part) if os.path.isfile(part) else 0
+  keeps = (f"{part} keeps {kept} bytes: rerun the same command to resume"
+           if kept else "rerun the same command to try again")
+  remedy = ("raise --timeout or try later" if "timeout" in str(problem) or
+            "stalled" in str(problem) else "try later")
+  return (f"{url}: {problem}, {tries} attempt{'s' if tries > 1 else ''} "
+          f"failed; {keeps} ({remedy}){hint}")
