@@ -523,3 +523,36 @@ def test_program_full_disk_keeps_the_part_and_a_rerun_resumes(server,
   assert proc.returncode == 0, proc.stderr[-2000:]
   assert server.ranges(path)[-1] == f"bytes={kept}-"
   assert "--init_checkpoint=" in proc.stdout
+
+
+def test_program_sigterm_while_unpacking_leaves_nothing_half_unpacked(
+    server, tmp_path):
+  (file,) = files_of(["imdb"])
+  path = fx.mirror_path(file.url)
+  files = fx.imdb_files()
+  for i in range(10000):  # enough files for the unpacking to take a while
+    files[f"aclImdb/train/unsup/{i}_0.txt"] = f"review {i}"
+  server.routes[path] = fx.Route(fx.tar_gz_bytes(files))
+  args = [f"--data_root={tmp_path}", "--only=imdb", f"--mirror={server.url}"]
+  proc = subprocess.Popen(
+      [sys.executable, os.path.join(REPO, "download.py")] + args, cwd=REPO,
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  deadline = time.monotonic() + 120
+  while not glob.glob(str(tmp_path / "downloads" / "aclImdb.unpack-*" /
+                          "aclImdb")):
+    assert time.monotonic() < deadline and proc.poll() is None
+    time.sleep(0.01)
+  proc.send_signal(signal.SIGTERM)
+  _, stderr = proc.communicate(timeout=60)
+  assert proc.returncode == 143, stderr[-2000:]
+  assert error_lines(stderr)[0].startswith(
+      "download.py: stopped by SIGTERM during imdb;")
+  assert not (tmp_path / "aclImdb").exists()
+  assert os.listdir(tmp_path / "downloads") == ["aclImdb_v1.tar.gz"]
+  # The rerun unpacks the complete archive; nothing is fetched again.
+  requests = len(server.requests)
+  proc = run_program(args)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert len(server.requests) == requests
+  assert len(os.listdir(tmp_path / "aclImdb" / "train" / "unsup")) == 10000

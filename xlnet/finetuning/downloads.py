@@ -138,11 +138,11 @@ def _model(name, zip_name, directory):
 
 _GLUE = "https://dl.fbaipublicfiles.com/glue/data/"
 _GLUE_SOURCE = (
-    "the GLUE download script the release README links "
-    "(gist W4ngatang/60c2bdb54d156a41194446737ce03e2e) in its revision since "
-    "December 2020, when the original firebasestorage links were retired "
-    "(nyu-mll/GLUE-baselines#21); the same URLs as HuggingFace datasets' "
-    "glue.py")
+    "the GLUE download script the release README links (gist "
+    "W4ngatang/60c2bdb54d156a41194446737ce03e2e); its author moved it to "
+    "these copies when the 2019 firebasestorage links were retired "
+    "(nyu-mll/GLUE-baselines#21, commit b1c8239 of 2020-12-10); HuggingFace "
+    "datasets' glue.py fetches the same files")
 _GLUE_TERMS = ("each GLUE task keeps its own licence "
                "(https://gluebenchmark.com/tasks)")
 _TSV = ("train.tsv", "dev.tsv")
@@ -165,8 +165,11 @@ _MRPC = Entry("mrpc", "glue", DATA, (Part(
      File(_GLUE + "mrpc_dev_ids.tsv", "mrpc_dev_ids.tsv")),
     "mrpc", "MRPC", "glue_data/MRPC", ("train.tsv", "dev.tsv", "test.tsv"),
     places=("MRPC",)),),
-              _GLUE_SOURCE + "; GLUE does not host MRPC: the script splits "
-              "SentEval's copy of the corpus by mrpc_dev_ids.tsv, as here",
+              "the GLUE download script (above): GLUE does not host MRPC; "
+              "the script splits SentEval's copy of the corpus by GLUE's "
+              "mrpc_dev_ids.tsv, as here (its 2020 revision no longer fetches "
+              "that file; the URL is the one HuggingFace datasets' glue.py "
+              "uses)",
               "Microsoft Research Paraphrase Corpus: Microsoft's licence "
               "(the GLUE script notes it cannot host MRPC for legal "
               "reasons)")
