@@ -200,8 +200,8 @@ def test_truncated_download_resumes_with_range(server, tmp_path):
   path = fx.mirror_path(file.url)
   server.routes[path] = fx.Route(body, mode="truncate", cut=100, times=1)
   assert failure(config(tmp_path, server, ["rte"])) == (
-      f"rte: {server.url}{path}: the connection closed after 100 of {len(body)} "
-      f"bytes (truncated), 1 attempt failed; {tmp_path}/downloads/RTE.zip"
+      f"rte: {server.url}{path}: the connection closed after 100 of "
+      f"{len(body)} bytes (truncated), 1 attempt failed; {tmp_path}/downloads/RTE.zip"
       ".part keeps 100 bytes: rerun the same command to resume (try later)")
   assert not (tmp_path / "glue_data").exists()
   # The rerun asks for the rest only.
@@ -344,6 +344,12 @@ def test_the_md5_a_server_publishes_is_checked(server, tmp_path):
   (record,) = manifest["xlnet-base"]["files"]
   assert record["check"].startswith("MD5 matches the one the server "
                                     "published")
+  # Resumed after a truncation: the whole file's MD5 is still checked.
+  server.routes[path] = fx.Route(body, mode="truncate", cut=100, times=1,
+                                 headers=goog_hash(body))
+  assert downloads.run(config(tmp_path / "again", server, ["xlnet-base"],
+                              retries=1)) == []
+  assert server.ranges(path)[-2:] == [None, "bytes=100-"]
 
 
 def test_a_file_put_there_by_hand_is_checked_against_the_known_md5(
@@ -382,6 +388,19 @@ def test_google_drive_refusing_names_the_manual_step(server, tmp_path):
       f"{file.url}, save it as "
       f"{tmp_path}/downloads/amazon_review_full_csv.tar.gz and rerun (it is "
       "then checked and unpacked)")
+
+
+def test_google_drive_pages_old_and_new_lead_to_the_file():
+  link = "https://drive.google.com/uc?export=download&id=F1"
+  assert http_fetch.drive_confirmed_url(fx.drive_page("F1").decode(), link) == (
+      "https://drive.usercontent.google.com/download?id=F1&export=download&"
+      "confirm=t&uuid=0a1b2c")
+  old_page = ('<html><a id="uc-download-link" class="goog-inline-block" '
+              'href="/uc?export=download&amp;confirm=Ab1_&amp;id=F1">'
+              'Download anyway</a></html>')
+  assert http_fetch.drive_confirmed_url(old_page, link) == (
+      "https://drive.google.com/uc?export=download&confirm=Ab1_&id=F1")
+  assert http_fetch.drive_confirmed_url("<html>nothing</html>", link) is None
 
 
 def test_something_in_the_way_is_never_overwritten(server, tmp_path):

@@ -320,42 +320,6 @@ def _downloads_dir(root):
   return os.path.join(root, DOWNLOADS)
 
 
-def _build(part, fetched, dest):
-  """Makes the part's `member` inside the empty directory `dest` from the
-  `Fetched` files (one per file of the part)."""
-  paths, urls = [f.path for f in fetched], [f.url for f in fetched]
-  if part.build == "archive":
-    extract = (unpack.unpack_zip if paths[0].endswith(".zip") else
-               unpack.unpack_tar)
-    extract(paths[0], dest, urls[0])
-  elif part.build == "json":
-    unpack.check_squad_json(paths[0], dest, urls[0])
-  elif part.build == "mrpc":
-    unpack.build_mrpc(*paths, dest, urls)
-  else:
-    raise AssertionError(part.build)
-  _check_layout(part, paths, urls[0], dest)
-
-
-def _check_layout(part, paths, url, dest):
-  """Checks that `dest/member` holds the part's layout; else the download
-  was the wrong file (`BadDownload`, the files removed)."""
-  member = os.path.join(dest, part.member)
-  missing = unpack.missing(member, part.layout)
-  if not missing:
-    return
-  found = sorted(os.listdir(dest))[:5]
-  expected = ", ".join(f"{part.member}/{m}" for m in missing) if (
-      part.layout) else part.member
-  for path in paths:
-    if os.path.exists(path):
-      os.remove(path)
-  raise unpack.BadDownload(
-      f"{', '.join(os.path.basename(p) for p in paths)} from {url} lacks {expected} (it holds "
-      f"{', '.join(found) or 'nothing'}): not the expected archive; it was "
-      "removed: check the URL (or --mirror) and rerun")
-
-
 ################################################################################
 # Fetching, checking, installing.
 ################################################################################
@@ -404,10 +368,47 @@ def _check_known(file, path, digests, config):
     return "MD5 matches the one the server published (x-goog-hash)"
   if file.md5 and not config.options.mirror:
     if digests.md5 != file.md5:
-      raise unpack.bad(path, file.url, f"has MD5 {digests.md5}, not {file.md5} "
-                 f"({_TORCHTEXT})")
+      raise unpack.bad(path, file.url, f"has MD5 {digests.md5}, not "
+                       f"{file.md5} ({_TORCHTEXT})")
     return f"MD5 matches {_TORCHTEXT}"
   return "no checksum published; SHA-256 recorded"
+
+
+def _build(part, fetched, dest):
+  """Makes the part's `member` inside the empty directory `dest` from the
+  `Fetched` files (one per file of the part)."""
+  paths, urls = [f.path for f in fetched], [f.url for f in fetched]
+  if part.build == "archive":
+    extract = (unpack.unpack_zip if paths[0].endswith(".zip") else
+               unpack.unpack_tar)
+    extract(paths[0], dest, urls[0])
+  elif part.build == "json":
+    unpack.check_squad_json(paths[0], dest, urls[0])
+  elif part.build == "mrpc":
+    unpack.build_mrpc(*paths, dest, urls)
+  else:
+    raise AssertionError(part.build)
+  _check_layout(part, paths, urls[0], dest)
+
+
+def _check_layout(part, paths, url, dest):
+  """Checks that `dest/member` holds the part's layout; else the download
+  was the wrong file (`BadDownload`, the files removed)."""
+  member = os.path.join(dest, part.member)
+  missing = unpack.missing(member, part.layout)
+  if not missing:
+    return
+  found = sorted(os.listdir(dest))[:5]
+  expected = ", ".join(f"{part.member}/{m}" for m in missing) if (
+      part.layout) else part.member
+  for path in paths:
+    if os.path.exists(path):
+      os.remove(path)
+  names = ", ".join(os.path.basename(p) for p in paths)
+  raise unpack.BadDownload(
+      f"{names} from {url} lacks {expected} (it holds "
+      f"{', '.join(found) or 'nothing'}): not the expected archive; it was "
+      "removed: check the URL (or --mirror) and rerun")
 
 
 def _read_manifest(root):
@@ -437,9 +438,9 @@ def _record(manifest, entry, part, fetched):
       "%Y-%m-%dT%H:%M:%SZ")
   record["files"] = files + [
       {"name": x.file.name, "url": x.file.url, "fetched_from": x.url,
-       "bytes": x.digests.size,
-       "sha256": x.digests.sha256, "md5": x.digests.md5, "check": x.check,
-       "date": stamp} for x in fetched]
+       "bytes": x.digests.size, "sha256": x.digests.sha256,
+       "md5": x.digests.md5, "check": x.check, "date": stamp}
+      for x in fetched]
 
 
 def _install_part(entry, part, root, config):

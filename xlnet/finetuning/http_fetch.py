@@ -212,11 +212,12 @@ def _is_html(response):
 
 class _DriveForm(html.parser.HTMLParser):
   """Reads Google Drive's confirmation page: the action and hidden inputs
-  of its `download-form`, and its error caption, if any."""
+  of its `download-form`, or on older pages the href of its
+  `uc-download-link`, and its error caption, if any."""
 
   def __init__(self):
     super().__init__()
-    self.action, self.inputs, self.error = None, {}, None
+    self.action, self.inputs, self.link, self.error = None, {}, None, None
     self._in_form = self._in_error = False
 
   def handle_starttag(self, tag, attrs):
@@ -226,6 +227,8 @@ class _DriveForm(html.parser.HTMLParser):
     elif tag == "input" and self._in_form and attrs.get("name"):
       if (attrs.get("type") or "").lower() == "hidden":
         self.inputs[attrs["name"]] = attrs.get("value") or ""
+    elif tag == "a" and attrs.get("id") == "uc-download-link":
+      self.link = attrs.get("href")
     elif "uc-error-subcaption" in (attrs.get("class") or "").split():
       self._in_error = True
 
@@ -241,8 +244,8 @@ class _DriveForm(html.parser.HTMLParser):
 
 
 def drive_confirmed_url(page, page_url):
-  """The URL Google Drive's confirmation `page` (str, fetched from
-  `page_url`) submits to download the file, or None.
+  """The URL Google Drive's confirmation `page` (str) leads to, resolved
+  against `page_url` (the link asked for, not a mirror's), or None.
 
   Raises:
     _DriveRefused: the page states an error (quota exceeded, ...).
@@ -251,13 +254,15 @@ def drive_confirmed_url(page, page_url):
   form.feed(page)
   if form.error:
     raise _DriveRefused(f"Google Drive says: {form.error}")
-  if not form.action:
-    return None
-  action = urllib.parse.urljoin(page_url, form.action)
-  parts = urllib.parse.urlsplit(action)
-  query = urllib.parse.parse_qsl(parts.query) + list(form.inputs.items())
-  return urllib.parse.urlunsplit(parts._replace(
-      query=urllib.parse.urlencode(query)))
+  if form.action:
+    action = urllib.parse.urljoin(page_url, form.action)
+    parts = urllib.parse.urlsplit(action)
+    query = urllib.parse.parse_qsl(parts.query) + list(form.inputs.items())
+    return urllib.parse.urlunsplit(parts._replace(
+        query=urllib.parse.urlencode(query)))
+  if form.link:
+    return urllib.parse.urljoin(page_url, form.link)
+  return None
 
 
 class _DriveRefused(Exception):
@@ -273,19 +278,19 @@ def _open(url, start, validator, options, drive):
       where the file was expected.
     _DriveRefused: Google Drive kept answering with a page.
   """
-  response = _request(mirrored(url, options.mirror), start, validator,
-                      options.timeout)
+  where = mirrored(url, options.mirror)
+  response = _request(where, start, validator, options.timeout)
   if not _is_html(response):
     return response
   if not drive:
     response.close()
     raise FetchError(
-        f"{mirrored(url, options.mirror)}: the server sent an HTML page (Content-Type text/html), "
+        f"{where}: the server sent an HTML page (Content-Type text/html), "
         "not the file: an error or sign-in page; check the URL (and "
         "--mirror)")
   with response:
     page = response.read(_PAGE_BYTES).decode("utf-8", "replace")
-    confirmed = drive_confirmed_url(page, response.geturl())
+    confirmed = drive_confirmed_url(page, url)
   if confirmed is None:
     raise _DriveRefused("Google Drive sent a page without its download form")
   response = _request(mirrored(confirmed, options.mirror), start, validator,
@@ -309,6 +314,18 @@ def _content_range(header):
     return first, (None if total.strip() == "*" else int(total))
   except (AttributeError, ValueError):
     return None, None
+
+
+def _next_state(state, response, total):
+  """The `_State` after `response` (a 200 starts afresh; a 206 keeps what
+  the first answer said where this one is silent)."""
+  headers, whole = response.headers, response.status == 200
+  if whole:
+    return _State(state.url, _validator(headers), total,
+                  published_md5(headers, True))
+  return _State(state.url, _validator(headers) or state.validator,
+                total if total is not None else state.total,
+                published_md5(headers, False) or state.md5)
 
 
 def _validator(headers):
@@ -354,7 +371,8 @@ class _Progress:
                f"({100.0 * self.have / self.total:.1f}%)")
     text += f", {format_bytes(rate)}/s"
     if self.total and rate > 0:
-      text += f", ETA {progress.format_duration((self.total - self.have) / rate)}"
+      eta = (self.total - self.have) / rate
+      text += f", ETA {progress.format_duration(eta)}"
     return text
 
   def done(self):
@@ -439,9 +457,7 @@ def _attempt(url, path, part, options, drive, label):
         have = 0
       length = response.headers.get("Content-Length")
       total = int(length) if length and length.isdigit() else None
-    state = _State(url, _validator(response.headers), total,
-                   published_md5(response.headers, response.status == 200)
-                   or state.md5)
+    state = _next_state(state, response, total)
     _write_state(part, state)
     line = _Progress(label, have, total, options.progress_every, options.out)
     have = _copy(response, part, have, line, options.timeout)
