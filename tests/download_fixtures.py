@@ -31,7 +31,8 @@ class Route:
       `times` times, then "ok"), "stall" (sends `cut` bytes then nothing
       until the server stops), "drip" (sends in 1 kB pieces, `delay`
       seconds apart), "status" (answers `status` `times` times, then "ok";
-      times=None: always), "html" (a 200 HTML page).
+      times=None: always), "html" (a 200 HTML page), "silent" (accepts the
+      request and answers nothing until the server stops).
     content_type: the file's Content-Type.
     headers: extra headers (e.g. x-goog-hash).
   """
@@ -92,6 +93,9 @@ class Server:
       if route.times is not None:
         route.times -= 1
       return _send(h, route.status, b"<html>error</html>", "text/html")
+    if route.mode == "silent":
+      self.stop.wait(30)
+      return
     if route.mode == "html":
       return _send(h, 200, b"<!DOCTYPE html><html>sign in</html>",
                    "text/html")

@@ -304,6 +304,16 @@ def test_a_stalled_server_is_one_line_naming_the_url_and_remedy(
   assert server.ranges(path) == [None, "bytes=30-"]
 
 
+def test_a_server_that_never_answers_times_out(server, tmp_path):
+  (file,) = files_of(["cola"])
+  path = fx.mirror_path(file.url)
+  server.routes[path] = fx.Route(b"", mode="silent")
+  assert failure(config(tmp_path, server, ["cola"], timeout=0.3)) == (
+      f"cola: {server.url}{path}: no answer within 0.3 s (timeout), 1 "
+      "attempt failed; rerun the same command to try again (raise --timeout "
+      "or try later)")
+
+
 def test_http_errors_fail_at_once_or_are_retried(server, tmp_path):
   (file,) = files_of(["mnli"])
   path = fx.mirror_path(file.url)
@@ -474,8 +484,11 @@ def test_program_stalled_server_exits_1_with_one_line(server, tmp_path):
       "--timeout or try later)"]
 
 
-def test_program_sigterm_keeps_the_part_and_a_rerun_resumes(server,
-                                                            tmp_path):
+@pytest.mark.parametrize("signum, code, words", [
+    (signal.SIGTERM, 143, "stopped by SIGTERM"),
+    (signal.SIGINT, 130, "interrupted (Ctrl-C)")])
+def test_program_signal_keeps_the_part_and_a_rerun_resumes(
+    server, tmp_path, signum, code, words):
   (file,) = files_of(["sts-b"])
   path = fx.mirror_path(file.url)
   files = fx.glue_files("STS-B")
@@ -492,11 +505,11 @@ def test_program_sigterm_keeps_the_part_and_a_rerun_resumes(server,
   while not (part.exists() and part.stat().st_size >= 1000):
     assert time.monotonic() < deadline and proc.poll() is None
     time.sleep(0.05)
-  proc.send_signal(signal.SIGTERM)
+  proc.send_signal(signum)
   _, stderr = proc.communicate(timeout=60)
-  assert proc.returncode == 143, stderr[-2000:]
+  assert proc.returncode == code, stderr[-2000:]
   assert error_lines(stderr) == [
-      f"download.py: stopped by SIGTERM during sts-b; partial downloads are "
+      f"download.py: {words} during sts-b; partial downloads are "
       f"kept in {tmp_path}/downloads and nothing half-unpacked is left: "
       "rerun the same command to resume"]
   kept = part.stat().st_size

@@ -194,13 +194,11 @@ def _request(url, start, validator, timeout):
     raise FetchError(f"{url}: {status}; the file is not there (moved, or "
                      "missing on the mirror): check the URL") from None
   except (TimeoutError, socket.timeout):
-    raise _Transient(f"no answer within {timeout:g} s (connect timeout)"
-                     ) from None
+    raise _Transient(f"no answer within {timeout:g} s (timeout)") from None
   except urllib.error.URLError as e:
     reason = e.reason
     if isinstance(reason, (TimeoutError, socket.timeout)):
-      raise _Transient(f"no answer within {timeout:g} s (connect timeout)"
-                       ) from None
+      raise _Transient(f"no answer within {timeout:g} s (timeout)") from None
     raise _Transient(f"cannot connect ({reason})") from None
   except (ConnectionError, http.client.HTTPException) as e:
     raise _Transient(f"connection failed ({cli.error_text(e)})") from None
