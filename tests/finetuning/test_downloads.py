@@ -237,6 +237,23 @@ def test_a_server_ignoring_range_restarts_the_file_cleanly(server, tmp_path):
   assert read(tmp_path / "downloads" / "CoLA.zip") == body
 
 
+def test_a_file_changed_on_the_server_is_fetched_again_whole(
+    server, tmp_path):
+  """A server that ignores If-Range and resumes another version of the
+  file (another total size): the part is dropped, not spliced."""
+  (file,) = files_of(["cola"])
+  path = fx.mirror_path(file.url)
+  server.routes[path] = fx.Route(fx.fake_body(file.name), mode="truncate",
+                                 cut=80, times=1)
+  assert failure(config(tmp_path, server, ["cola"]))
+  newer = fx.zip_bytes(dict(fx.glue_files("CoLA"), **{"CoLA/new.txt": "x"}))
+  server.routes[path] = fx.Route(newer)
+  assert downloads.run(config(tmp_path, server, ["cola"], retries=1,
+                              keep_archives=True)) == []
+  assert server.ranges(path) == [None, "bytes=80-", None]
+  assert read(tmp_path / "downloads" / "CoLA.zip") == newer
+
+
 def test_an_html_page_instead_of_the_file_is_refused(server, tmp_path):
   (file,) = files_of(["sst-2"])
   path = fx.mirror_path(file.url)

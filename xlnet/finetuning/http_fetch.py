@@ -442,10 +442,11 @@ def _attempt(url, path, part, options, drive, label):
   with response:
     if response.status == 206:
       first, total = _content_range(response.headers.get("Content-Range"))
-      if first != have:
+      if first != have or None not in (total, state.total) and (
+          total != state.total):
         _discard(part)
-        raise _Transient(f"the server resumed at byte {first}, not {have}; "
-                         "starting again")
+        raise _Transient(f"the server resumed at byte {first} of {total}, "
+                         f"not {have} of {state.total}; starting again")
     else:  # 200: the whole file, whatever was asked
       if have:
         print(f"{label}: the server sent the whole file instead of the "
