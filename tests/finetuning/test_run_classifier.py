@@ -501,7 +501,7 @@ def test_help_says_train_batch_size_is_per_gpu():
   text = " ".join(proc.stdout.split())
   assert "--train_batch_size: Training batch size: PER GPU without --use_tpu" \
       in text
-  assert "--max_seq_length" in text and "--eval_all_ckpt" in text
+  assert "--max_seq_length" in text and "--[no]eval_all_ckpt:" in text
 
 
 ################################################################################
