@@ -256,6 +256,7 @@ SPM_TRAIN = {
 
 # reproduce.py: None = each task's own setting.
 REPRODUCE = {
+    "accum_steps": ("int", None),
     "data_root": ("string", None),
     "dry_run": ("bool", False),
     "eval_batch_size": ("int", 8),
@@ -270,6 +271,8 @@ REPRODUCE = {
     "model_size": ("string enum", 'large'),
     "num_core_per_host": ("int", 1),
     "num_hosts": ("int", 1),
+    "num_proc": ("int", 8),
+    "num_seeds": ("int", None),
     "save_steps": ("int", None),
     "seed": ("int", None),
     "spiece_model_file": ("string", None),
@@ -279,6 +282,8 @@ REPRODUCE = {
     "train_batch_size": ("int", None),
     "train_steps": ("int", None),
     "uncased": ("bool", False),
+    "use_bfloat16": ("bool", False),
+    "use_fp16": ("bool", False),
     "use_tpu": ("bool", False),
     "warmup_steps": ("int", None),
     "work_dir": ("string", None),
@@ -353,7 +358,7 @@ HELP_DIGESTS = {
     "run_race.py": "cbdee209671714f8",
     "data_utils.py": "ea772c2b2a54b56c",
     "spm_train.py": "5a7a05bafc11bef9",
-    "reproduce.py": "c479c35b5251ef56",
+    "reproduce.py": "43d7d578c3985de8",
     "model_utils.py": "581c583b41329fda",
     "convert_checkpoint.py": "c25d6785ee07cb6a",
     "scripts/demo_report.py": "fa3b202534fe40c9",
