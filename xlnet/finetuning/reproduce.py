@@ -544,7 +544,11 @@ def run_commands(commands, log_paths, parallel=1):
       while (waiting and len(running) < parallel and not failures and
              relay.signum is None):
         command, log_path = waiting.pop(0)
-        log = stack.enter_context(open_log(log_path, command))
+        try:
+          log = stack.enter_context(open_log(log_path, command))
+        except BaseException:
+          _stop(running)
+          raise
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT,
                                 cwd=REPO_ROOT, preexec_fn=_child_setup)
@@ -562,6 +566,16 @@ def run_commands(commands, log_paths, parallel=1):
   command, code, log_path = failures[0]
   return (f"{os.path.basename(command[1])} exited with code {code}: "
           f"{_last_line(log_path)}", relay.signum)
+
+
+def _stop(running):
+  """SIGTERM to the (proc, command, log) of `running`, and waits for them:
+  none is left writing when reproduce.py stops on an error."""
+  for proc, _, _ in running:
+    if proc.poll() is None:
+      proc.terminate()
+  for proc, _, _ in running:
+    proc.wait()
 
 
 def run_command(command, log_path):

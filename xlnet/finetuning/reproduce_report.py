@@ -12,10 +12,6 @@ import statistics
 from xlnet import io_utils
 from xlnet.finetuning import png_chart
 
-# A task row's status, from those of its runs: the first that applies.
-STATUSES = ("interrupted", "failed", "done", "partial", "pending")
-
-
 def run_row(task, seed, status, ours=None, wall_time=None):
   """One run (a task with one seed): status "done", "failed",
   "interrupted" or "pending", our number (paper units) and the seconds the
@@ -26,7 +22,8 @@ def run_row(task, seed, status, ours=None, wall_time=None):
 
 
 def _status(runs):
-  """The task's status (`STATUSES`) from its runs'."""
+  """The task's status from its runs': "interrupted" or "failed" if one
+  is, "done" if all are, "partial" if some are, else "pending"."""
   kinds = {r["status"] for r in runs}
   for kind in ("interrupted", "failed"):
     if kind in kinds:
@@ -55,7 +52,7 @@ def task_row(task, model_size, steps, runs):
     an even number, the mean of the middle two), ours_min, ours_max,
     runs_done, num_seeds, runs, target and target_source, diff (ours -
     target), paper_v1(_source), paper_v2(_source), steps, wall_time_s (the
-    finished runs' sum), status (`STATUSES`).
+    finished runs' sum), status (`_status`).
   """
   values = [r["ours"] for r in runs if r["status"] == "done"]
   ours = round(statistics.median(values), 4) if values else None
