@@ -247,8 +247,8 @@ def test_the_plan_keeps_the_global_batch_and_is_passed_to_the_programs(
                        _model_args("/m"))
   plan, command = text.strip().split("\n")
   assert plan.startswith("# race (seed 1): global batch 32 = 1 per device x "
-                         "8 devices x 4 accumulation steps; bf16; target "
-                         "81.75 (release README")
+                         "8 devices x 4 accumulation steps; bf16 (questions, "
+                         "4 sequences each); target 81.75 (release README")
   got = _flags_of(command)
   assert (got["train_batch_size"], got["accum_steps"], got["use_bfloat16"]
           ) == ("8", "4", "True")

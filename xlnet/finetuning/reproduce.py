@@ -424,7 +424,9 @@ def plan_line(run, cfg):
   target = run.task.target(cfg.model_size)
   aim = ("no published target" if target is None else
          f"target {target.value} ({target.source})")
-  return f"# {run.name}: {run.plan.describe()}; {aim}"
+  unit = (" (questions, 4 sequences each)" if run.task.kind == "race"
+          else "")
+  return f"# {run.name}: {run.plan.describe()}{unit}; {aim}"
 
 
 ################################################################################
