@@ -25,6 +25,7 @@ from tests import classifier_fixtures as fx
 from tests import data_helpers
 from tests import qa_fixtures
 from xlnet.finetuning import paper_settings
+from xlnet.finetuning import memory_plan
 from xlnet.finetuning import png_chart
 from xlnet.finetuning import reproduce
 from xlnet.finetuning import reproduce_report
@@ -218,6 +219,67 @@ def test_dry_run_on_a_tpu_keeps_the_batch_global(tmp_path, capsys):
 
 
 # ---- batch plans: devices, accumulation, precision ---------------------------
+# XLNet-Large's sizes (the release's xlnet_config.json of
+# cased_L-24_H-1024_A-16: 24 layers, d_model 1024, 16 heads of 64, d_inner
+# 4096, 32000 pieces).
+LARGE = dict(n_layer=24, d_model=1024, n_head=16, d_head=64, d_inner=4096,
+             ff_activation="gelu", untie_r=True, n_token=32000)
+
+
+def test_device_memory_picks_the_memory_models_accumulation(tmp_path,
+                                                              capsys):
+  """--device_memory_gb passes, per task, the accumulation and micro-batch
+  of `memory_plan.plan_accumulation` (the memory model, tested in
+  test_memory_plan.py), keeping the global batch, and prints the plan."""
+  config = fx.write_config(str(tmp_path / "large"), LARGE)
+  base = ["--data_root=/data", f"--work_dir={tmp_path}", "--num_seeds=1",
+          "--init_checkpoint=/m/x", "--spiece_model_file=/m/s",
+          f"--model_config_path={config}", "--num_core_per_host=8"]
+  common = base + ["--device_memory_gb=16", "--use_fp16"]
+  for table, tasks in (("glue", "mnli,rte"), ("squad", "squad2.0"),
+                       ("race", "race")):
+    text = _dry_run_text(capsys, [f"--table={table}", f"--tasks={tasks}"] +
+                         common)
+    lines = text.strip().split("\n")
+    plans = [line for line in lines if line.startswith("#")]
+    commands = [line for line in lines
+                if line.startswith("/") and not line.endswith(" &")]
+    assert len(plans) == len(commands) == len(tasks.split(","))
+    for plan, command in zip(plans, commands):
+      name = plan[2:].split(" ")[0]
+      task = paper_settings.select(table, [name])[0]
+      batch = task.large.batch
+      expected = memory_plan.plan_accumulation(
+          LARGE, task.kind, task.large.seq_len, batch, 8, "fp16", 16)
+      got = _flags_of(command)
+      micro, accum = int(got["train_batch_size"]), int(got["accum_steps"])
+      assert (micro, accum) == (expected.micro_batch, expected.accum_steps)
+      assert micro * 8 * accum == batch
+      assert (f"global batch {batch} = {micro} per device x 8 devices x "
+              f"{accum} accumulation step") in plan
+      assert f"; fp16; about {expected.estimated_gb:.1f} of 16 GiB per " \
+          "device (memory model)" in plan
+  # A two-layer model of width 8 fits 80 GB whole: no accumulation.
+  tiny = fx.write_config(str(tmp_path / "tiny"))
+  text = _dry_run_text(capsys, ["--table=race", "--data_root=/data",
+                                f"--work_dir={tmp_path}", "--num_seeds=1",
+                                "--device_memory_gb=80",
+                                f"--model_config_path={tiny}",
+                                "--init_checkpoint=/m/x",
+                                "--spiece_model_file=/m/s"])
+  got = _flags_of(text.strip().split("\n")[1])
+  assert (got["train_batch_size"], got["accum_steps"]) == ("32", "1")
+  # One RACE question (4 sequences of 512) of XLNet-Large in fp32 does not
+  # fit 8 GiB: one line naming the task and the ways out.
+  with pytest.raises(ValueError, match=
+                     r"^--device_memory_gb=8: race: race at 512 tokens in "
+                     r"fp32: even 1 example per micro-step needs about .* "
+                     r"GiB.*; use --use_fp16 or --use_bfloat16, larger "
+                     r"devices, or a shorter --max_seq_length$"):
+    _dry_run_text(capsys, ["--table=race", "--device_memory_gb=8"] + base)
+
+
+
 def test_the_plan_keeps_the_global_batch_and_is_passed_to_the_programs(
     tmp_path, capsys):
   """global = per-device micro-batch x devices x accum_steps; the programs
@@ -564,6 +626,14 @@ def test_a_warmup_above_the_steps_is_warned_as_the_programs_do(tmp_path):
      "--use_tpu needs --tpu (got t) and a gs:// --gcs_dir (got /local)"),
     (["--table=race", "--use_fp16", "--use_bfloat16"], "--use_fp16 is for "
      "GPUs and excludes --use_bfloat16"),
+    (["--table=race", "--device_memory_gb=16", "--accum_steps=2"],
+     "--accum_steps and --device_memory_gb exclude each other"),
+    (["--table=race", "--device_memory_gb=0"], "--device_memory_gb=0.0 "
+     "must be > 0"),
+    (["--table=race", "--device_memory_gb=16", "--dry_run"],
+     "--model_config_path=/m/xlnet_config.json: XLNetConfig: config file "
+     "/m/xlnet_config.json not found (--device_memory_gb plans with the "
+     "model's sizes)"),
 ])
 def test_bad_settings_are_one_line_errors(tmp_path, extra, message):
   proc = _run(["--data_root=/nonexistent", f"--work_dir={tmp_path}"]

@@ -258,6 +258,7 @@ SPM_TRAIN = {
 REPRODUCE = {
     "accum_steps": ("int", None),
     "data_root": ("string", None),
+    "device_memory_gb": ("float", None),
     "dry_run": ("bool", False),
     "eval_batch_size": ("int", 8),
     "gcs_dir": ("string", None),
@@ -358,7 +359,7 @@ HELP_DIGESTS = {
     "run_race.py": "cbdee209671714f8",
     "data_utils.py": "ea772c2b2a54b56c",
     "spm_train.py": "5a7a05bafc11bef9",
-    "reproduce.py": "43d7d578c3985de8",
+    "reproduce.py": "0efc9255d1ab9c51",
     "model_utils.py": "581c583b41329fda",
     "convert_checkpoint.py": "c25d6785ee07cb6a",
     "scripts/demo_report.py": "fa3b202534fe40c9",

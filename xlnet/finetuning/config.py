@@ -255,6 +255,7 @@ class ReproduceConfig:
   seed: Optional[int] = None
   num_seeds: Optional[int] = None
   accum_steps: Optional[int] = None
+  device_memory_gb: Optional[float] = None
   use_fp16: bool = False
   use_bfloat16: bool = False
   num_proc: int = 8

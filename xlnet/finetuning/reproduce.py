@@ -45,12 +45,15 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Optional
 
 from absl import flags
 import tensorflow as tf
 
 from xlnet import cli
 from xlnet import io_utils
+from xlnet import model as model_lib
+from xlnet.finetuning import memory_plan
 from xlnet.finetuning import paper_settings
 from xlnet.finetuning import reproduce_report as report
 from xlnet.flags import finetuning as finetune_flags
@@ -128,6 +131,14 @@ def check_settings(cfg):
   if cfg.use_bfloat16 and cfg.use_tpu:
     raise ValueError("--use_bfloat16 is implied by --use_tpu (TPUs compute "
                      "in bfloat16); drop it")
+  if cfg.device_memory_gb is not None:
+    if not cfg.device_memory_gb > 0:
+      raise ValueError(f"--device_memory_gb={cfg.device_memory_gb} must be "
+                       "> 0")
+    if cfg.accum_steps is not None:
+      raise ValueError("--accum_steps and --device_memory_gb exclude each "
+                       "other: give the accumulation, or the memory to "
+                       "plan it from")
 
 
 def absolute_paths(cfg):
@@ -195,6 +206,8 @@ class BatchPlan:
     precision: "fp32", "fp16" or "bf16".
     use_tpu: the programs' --train_batch_size is then the global
       micro-batch (over all cores), else the per-replica one.
+    estimated_gb, device_memory_gb: with --device_memory_gb, the memory
+      model's estimate of a device's peak (`memory_plan`) and the memory.
   """
   global_batch: int
   replicas: int
@@ -202,6 +215,8 @@ class BatchPlan:
   micro_batch: int
   precision: str
   use_tpu: bool = False
+  estimated_gb: Optional[float] = None
+  device_memory_gb: Optional[float] = None
 
   @property
   def train_batch_size(self):
@@ -213,9 +228,12 @@ class BatchPlan:
     accumulation step; fp32`."""
     steps = "step" if self.accum_steps == 1 else "steps"
     devices = "device" if self.replicas == 1 else "devices"
+    fit = ("" if self.estimated_gb is None else
+           f"; about {self.estimated_gb:.1f} of {self.device_memory_gb:g} "
+           "GiB per device (memory model)")
     return (f"global batch {self.global_batch} = {self.micro_batch} per "
             f"device x {self.replicas} {devices} x {self.accum_steps} "
-            f"accumulation {steps}; {self.precision}")
+            f"accumulation {steps}; {self.precision}{fit}")
 
 
 def precision(cfg):
@@ -223,6 +241,47 @@ def precision(cfg):
   if cfg.use_bfloat16 or cfg.use_tpu:
     return "bf16"
   return "fp16" if cfg.use_fp16 else "fp32"
+
+
+def model_config(cfg):
+  """The pretrained model's XLNetConfig (--model_config_path), which
+  --device_memory_gb plans with; None without that flag.
+
+  Raises:
+    ValueError: one line naming the flag when it cannot be read.
+  """
+  if cfg.device_memory_gb is None:
+    return None
+  try:
+    return model_lib.XLNetConfig(json_path=cfg.model_config_path)
+  except (ValueError, OSError, tf.errors.OpError) as e:
+    raise ValueError(f"--model_config_path={cfg.model_config_path}: "
+                     f"{cli.error_text(e)} (--device_memory_gb plans with "
+                     "the model's sizes)") from None
+
+
+def memory_batch_plan(task, batch, seq_len, cfg, xlnet_config):
+  """The `BatchPlan` whose accumulation is the smallest that fits
+  --device_memory_gb per device (`memory_plan.plan_accumulation`).
+
+  Raises:
+    ValueError: one line naming the task when even one example per device
+      does not fit, or the devices do not divide the batch.
+  """
+  replicas = cfg.num_core_per_host * cfg.num_hosts
+  try:
+    plan = memory_plan.plan_accumulation(
+        xlnet_config, task.kind, seq_len, batch, replicas, precision(cfg),
+        cfg.device_memory_gb)
+  except ValueError as e:
+    raise ValueError(
+        f"--device_memory_gb={cfg.device_memory_gb:g}: {task.name}: {e}; "
+        "use --use_fp16 or --use_bfloat16, larger devices, or a shorter "
+        "--max_seq_length") from None
+  return BatchPlan(batch, replicas, plan.accum_steps, plan.micro_batch,
+                   precision(cfg), use_tpu=cfg.use_tpu,
+                   estimated_gb=plan.estimated_gb,
+                   device_memory_gb=cfg.device_memory_gb)
 
 
 def batch_plan(task, batch, cfg):
@@ -402,11 +461,15 @@ def plan_runs(tasks, cfg):
       devices do not divide.
   """
   data = find_all_data(tasks, cfg)
+  xlnet_config = model_config(cfg)
   plans = {}
   for task in tasks:
     settings = effective_settings(task, cfg)
     warn_long_warmup(task, settings)
-    plans[task.name] = batch_plan(task, settings["batch"], cfg)
+    plans[task.name] = (
+        batch_plan(task, settings["batch"], cfg) if xlnet_config is None
+        else memory_batch_plan(task, settings["batch"], settings["seq_len"],
+                               cfg, xlnet_config))
   runs = []
   for seed in seeds(cfg):
     for task in tasks:

@@ -267,6 +267,12 @@ def define_reproduce_flags(flag_values, *, tables):
                        "every task (default 1): each device trains on "
                        "global batch / (devices x accum_steps) examples at "
                        "a time, the update is the same.", **fv)
+  flags.DEFINE_float("device_memory_gb", None,
+                     "Memory of one device in GiB (e.g. 16, 24, 40, 80): "
+                     "each task's --accum_steps is the smallest whose "
+                     "micro-batch fits, by the fine-tuning memory model "
+                     "(xlnet/finetuning/memory_plan.py); needs "
+                     "--model_config_path readable.", **fv)
   flags.DEFINE_bool("use_fp16", False, "Passed to every program: float16 "
                     "activations with dynamic loss scaling (GPUs).", **fv)
   flags.DEFINE_bool("use_bfloat16", False, "Passed to every program: "
