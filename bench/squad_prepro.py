@@ -2,9 +2,10 @@
 
 1. Builds a SQuAD-2.0-sized synthetic file (default 130k questions over 20k
    paragraphs of about 120 words, a third impossible) from the demo novel.
-2. Runs `run_squad.py --do_prepro` as --num_proc processes in parallel (the
-   way scripts/prepro_squad.sh does) and prints questions/s and features/s
-   of the whole command, process start-up and JSON reading included.
+2. Runs the preprocessing as reproduce.py does before a SQuAD task (its
+   `run_squad.py --do_prepro` shards, at most one process per core) with 1,
+   --num_proc and 8 shards, and prints questions/s and features/s of the
+   whole step, process start-up and JSON reading included.
 3. A/B on the same questions, in this process: our conversion (each
    paragraph tokenized and aligned once) against a per-question baseline in
    the release's style (the paragraph re-tokenized for every question and
@@ -21,8 +22,8 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
-import subprocess
 import sys
 import time
 
@@ -35,13 +36,18 @@ from bench import scratch  # noqa: E402
 from xlnet.demo import demo_corpus  # noqa: E402
 from xlnet.data import prepro_utils  # noqa: E402
 from xlnet.data import spm_train  # noqa: E402
+from xlnet.finetuning import paper_settings  # noqa: E402
+from xlnet.finetuning import reproduce  # noqa: E402
 from xlnet.finetuning import squad_utils  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("num_questions", 130000,
                      "Questions in the file (0: skip the preprocessing).")
 flags.DEFINE_integer("num_paragraphs", 20000, "Paragraphs in the file.")
-flags.DEFINE_integer("num_proc", 2, "Parallel --do_prepro processes.")
+flags.DEFINE_integer("num_proc", 2,
+                     "Shards besides 1 and reproduce.py's default "
+                     "--num_proc (8), each timed as reproduce.py runs them: "
+                     "at most one process per core.")
 flags.DEFINE_integer("vocab_size", 4000,
                      "SentencePiece vocabulary size (the demo novel allows "
                      "at most about 4600).")
@@ -162,32 +168,42 @@ def ab_conversion(sp_model, path):
 # The whole command.
 # ----------------------------------------------------------------------------
 def run_prepro(work_dir, sp_path, train_file, num_proc):
-  """Runs num_proc `run_squad.py --do_prepro` processes; returns (seconds,
-  number of features written)."""
+  """Runs the preprocessing as reproduce.py does before a SQuAD task: the
+  `run_squad.py --do_prepro` shards of `reproduce.prepro_commands` (one
+  process with --proc_id=0 for a single shard), at most one process per
+  core (`reproduce.run_commands`). Returns (seconds, features written)."""
   out_dir = os.path.join(work_dir, f"proc-{num_proc}")
   # Records of an earlier run (a named --work_dir) would be reused: time a
   # fresh preprocessing.
   shutil.rmtree(out_dir, ignore_errors=True)
-  start = time.time()
-  procs = [subprocess.Popen(
-      [sys.executable, os.path.join(ROOT, "run_squad.py"), "--do_prepro",
-       f"--spiece_model_file={sp_path}", f"--train_file={train_file}",
-       f"--output_dir={out_dir}", f"--max_seq_length={FLAGS.max_seq_length}",
-       f"--num_proc={num_proc}", f"--proc_id={i}"],
-      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-           for i in range(num_proc)]
-  for proc in procs:
-    _, err = proc.communicate()
-    if proc.returncode:
-      raise RuntimeError(f"run_squad.py failed: {err[-2000:]}")
-  seconds = time.time() - start
+  training = [sys.executable, os.path.join(ROOT, "run_squad.py"),
+              f"--spiece_model_file={sp_path}", f"--train_file={train_file}",
+              f"--output_dir={out_dir}", "--uncased=False",
+              f"--max_seq_length={FLAGS.max_seq_length}",
+              "--max_query_length=64", "--seed=1", f"--num_proc={num_proc}"]
+  squad = paper_settings.select("squad", ["squad2.0"])[0]
+  commands = reproduce.prepro_commands(squad, training) or [
+      training[:2] + ["--do_prepro=True"] + training[2:] + ["--proc_id=0"]]
+  logs = [os.path.join(work_dir, f"logs-{num_proc}", f"prepro-{i}.log")
+          for i in range(len(commands))]
+  start, cpu = time.time(), _children_cpu()
+  reason, _ = reproduce.run_commands(commands, logs,
+                                     parallel=len(os.sched_getaffinity(0)))
+  if reason:
+    raise RuntimeError(f"run_squad.py failed: {reason}")
+  seconds, cpu = time.time() - start, _children_cpu() - cpu
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   count = sum(1 for name in os.listdir(out_dir)
               if name.endswith(".tf_record")  # not their key files
               for _ in tf.compat.v1.io.tf_record_iterator(
                   os.path.join(out_dir, name)))
-  return seconds, count
+  return seconds, cpu, count
+
+
+def _children_cpu():
+  """User + system CPU seconds of this process' finished children."""
+  usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+  return usage.ru_utime + usage.ru_stime
 
 
 def model_step_rate():
@@ -247,19 +263,22 @@ def prepro_figures():
         f"{FLAGS.num_questions} questions, {FLAGS.num_paragraphs} "
         f"paragraphs), vocab {FLAGS.vocab_size}, seq {FLAGS.max_seq_length}")
 
-  sp_model = prepro_utils.load_sp_model(sp_path)
+  sp_model = prepro_utils.load_sp_model(sp_path, "the bench's SentencePiece model")
   rates = ab_conversion(sp_model, train_file)
   print(f"A/B conversion, {FLAGS.baseline_questions} questions, best of 2 "
         f"interleaved rounds: ours {rates['ours']:.0f} q/s, per-question "
         f"tokenize + banded LCS {rates['baseline']:.1f} q/s "
         f"({rates['ours'] / rates['baseline']:.0f}x)")
 
-  for num_proc in sorted({1, FLAGS.num_proc}):
-    seconds, count = run_prepro(FLAGS.work_dir, sp_path, train_file,
-                                num_proc)
-    print(f"run_squad.py --do_prepro, {num_proc} process(es): {seconds:.1f} "
-          f"s, {FLAGS.num_questions / seconds:.0f} questions/s, "
-          f"{count / seconds:.0f} features/s ({count} features)")
+  cores = len(os.sched_getaffinity(0))
+  for num_proc in sorted({1, FLAGS.num_proc, 8}):
+    seconds, cpu, count = run_prepro(FLAGS.work_dir, sp_path, train_file,
+                                     num_proc)
+    print(f"reproduce.py's preprocessing, --num_proc={num_proc} on {cores} "
+          f"cores (load average {os.getloadavg()[0]:.1f}): {seconds:.1f} s "
+          f"wall, {cpu:.1f} CPU s, {FLAGS.num_questions / seconds:.0f} "
+          f"questions/s, {count / seconds:.0f} features/s ({count} "
+          "features)")
 
 
 def main(_):

@@ -1,6 +1,7 @@
-"""reproduce.py: the paper's settings in its commands, the PNG chart, the
-progress text, and whole tables on tiny stand-in data (resumed after a
-SIGKILL)."""
+"""reproduce.py: the targets and settings with their sources, the commands
+(batch plans, seeds, SQuAD preprocessing shards), medians over seeds, the
+PNG chart, the progress text, the earlier layout's migration, and whole
+tables on tiny stand-in data (resumed after a SIGKILL)."""
 import dataclasses
 import json
 import os
@@ -24,8 +25,10 @@ from tests import classifier_fixtures as fx
 from tests import data_helpers
 from tests import qa_fixtures
 from xlnet.finetuning import paper_settings
+from xlnet.finetuning import memory_plan
 from xlnet.finetuning import png_chart
 from xlnet.finetuning import reproduce
+from xlnet.finetuning import reproduce_report
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.training import run_lock
 
@@ -51,23 +54,101 @@ def _flags_of(command):
               for arg in shlex.split(command) if arg.startswith("--"))
 
 
-# ---- --dry_run against the paper's and the release's settings -------------
-# Written out by hand from the release's README commands (STS-B on 4 GPUs x 8,
-# IMDB on a TPU v3-8 with batch 32) and scripts (tpu_squad_large.sh,
-# gpu_squad_base.sh: 8 per GPU on 3 GPUs, tpu_race_large_bsz32.sh), and the
-# paper's appendix (MNLI: batch 128, lr 2e-5, 10K steps, length 128).
+# ---- the targets, against the sources ---------------------------------------
+# Written out by hand from the sources (docs/reproducing.md names them):
+# README: the release's README (zihangdai/xlnet at bbaa3a6), "Results"
+#   section: "Results on GLUE" (the XLNet-Large row; the XLNet-Base row
+#   added in commit 7230e1e), "Results on Text Classification" (XLNet-Large
+#   row, error rates), "Results on Reading Comprehension" (XLNet-Large row:
+#   RACE accuracy, SQuAD1.1 EM, SQuAD2.0 EM; XLNet-Base row: SQuAD2.0 EM).
+# V2: the paper's results as Papers with Code lists them (the arXiv tables
+#   were not readable here), those that differ from the README: AG News
+#   error 4.45, Amazon-2 2.11, Amazon-5 31.67, MultiNLI matched 90.8, MRPC
+#   90.8, CoLA 69, SQuAD1.1 dev EM 89.7, SQuAD2.0 dev EM 87.9.
+# V1: SQuAD 1.1 dev EM 88.95, "in the paper", quoted in zihangdai/xlnet#193.
+# {task: (Large target, Base target, paper v1, paper v2)}
+TARGETS = {
+    "mnli": (89.8, 86.8, None, 90.8), "qnli": (93.9, 91.7, None, None),
+    "qqp": (91.8, 91.4, None, None), "rte": (83.8, 74.0, None, None),
+    "sst-2": (95.6, 94.7, None, None), "mrpc": (89.2, 88.2, None, 90.8),
+    "cola": (63.6, 60.2, None, 69.0), "sts-b": (91.8, 89.5, None, None),
+    "imdb": (3.79, None, None, None), "yelp2": (1.55, None, None, None),
+    "yelp5": (27.80, None, None, None), "dbpedia": (0.62, None, None, None),
+    "amazon2": (2.40, None, None, 2.11), "amazon5": (32.26, None, None, 31.67),
+    "ag_news": (4.45, None, None, 4.45),
+    "squad2.0": (86.12, 80.18, None, 87.9),
+    "squad1.1": (88.95, None, 88.95, 89.7), "race": (81.75, None, None, None),
+}
+
+
+def test_targets_and_paper_figures_are_the_sources():
+  value = lambda figure: None if figure is None else figure.value
+  got = {t.name: (value(t.target_large), value(t.target_base),
+                  value(t.paper_v1), value(t.paper_v2))
+         for table in paper_settings.TABLES.values() for t in table}
+  assert got == TARGETS
+  # Every figure names its source: the README's table and row, paper v2
+  # (AG: the README has no AG column) or the issue quoting paper v1.
+  readme = {"glue": "release README, Results on GLUE, XLNet-Large row",
+            "classification": "release README, Results on Text "
+            "Classification, XLNet-Large row",
+            "squad": "release README, Results on Reading Comprehension, "
+            "XLNet-Large row", "race": "release README, Results on Reading "
+            "Comprehension, XLNet-Large row"}
+  for name, table in paper_settings.TABLES.items():
+    for t in table:
+      expected = (paper_settings.PAPER_V2 if t.name == "ag_news" else
+                  readme[name])
+      assert t.target_large.source == expected, t.name
+      if t.target_base is not None:
+        assert t.target_base.source.endswith(
+            "XLNet-Base row (commit 7230e1e)"), t.name
+      assert t.paper_v1 is None or t.paper_v1.source.startswith("paper v1")
+      assert t.paper_v2 is None or t.paper_v2.source.startswith("paper v2")
+
+
+# ---- --dry_run against the release's and the author's settings ---------------
+# Written out by hand from zihangdai/xlnet#96 (the first author's comment of
+# 2019-07-01: QQP bsz=128, lr=3e-5, train_steps=14000, warmup_step=1000;
+# MNLI 128, 3e-5, 10000, 1000; SST-2 32, 2e-5, 10000, 1000; CoLA 128, 3e-5,
+# 3000, 500; STS-B 32, 5e-5, 1200, 120; MRPC 32, 5e-5, 800, 200; RTE 32,
+# 3e-5, 800, 200; eval_all_ckpt=True for each), the release's README
+# commands (STS-B on 4 GPUs x 8, max_seq_length 128; IMDB on a TPU v3-8
+# with batch 32, 4000 steps, warmup 500, length 512; neither passes
+# --adam_epsilon, so run_classifier.py's default 1e-8 applied) and scripts
+# (tpu_squad_large.sh: 48, 3e-5, 8000, 1000, --adam_epsilon=1e-6, the
+# layer-wise decay its run_squad.py defaults to, 0.75; gpu_squad_base.sh: 8
+# per GPU on 3 GPUs, 2e-5, 12000, 1000; tpu_race_large_bsz32.sh: 32, 2e-5,
+# 12000, 1000, max_qa_length 128, --weight_decay=0, --adam_epsilon=1e-6).
+GLUE_96 = dict(eval_all_ckpt="True", adam_epsilon="1e-08",
+               max_seq_length="128", lr_layer_decay_rate="1.0")
 EXPECTED = [
     ("glue", "large", "sts-b", 4, dict(
-        task_name="sts-b", learning_rate="5e-05", train_batch_size="8",
-        train_steps="1200", warmup_steps="120", max_seq_length="128",
+        GLUE_96, task_name="sts-b", learning_rate="5e-05",
+        train_batch_size="8", train_steps="1200", warmup_steps="120",
         save_steps="600", is_regression="True", num_core_per_host="4")),
     ("glue", "large", "mnli", 1, dict(
-        task_name="mnli_matched", learning_rate="2e-05",
-        train_batch_size="128", train_steps="10000", max_seq_length="128",
-        lr_layer_decay_rate="1.0", adam_epsilon="1e-06")),
+        GLUE_96, task_name="mnli_matched", learning_rate="3e-05",
+        train_batch_size="128", train_steps="10000", warmup_steps="1000")),
+    ("glue", "large", "qqp", 1, dict(
+        GLUE_96, task_name="qqp", learning_rate="3e-05",
+        train_batch_size="128", train_steps="14000", warmup_steps="1000")),
+    ("glue", "large", "sst-2", 1, dict(
+        GLUE_96, task_name="sst-2", learning_rate="2e-05",
+        train_batch_size="32", train_steps="10000", warmup_steps="1000")),
+    ("glue", "large", "cola", 2, dict(
+        GLUE_96, task_name="cola", learning_rate="3e-05",
+        train_batch_size="64", train_steps="3000", warmup_steps="500")),
+    ("glue", "large", "mrpc", 1, dict(
+        GLUE_96, task_name="mrpc", learning_rate="5e-05",
+        train_batch_size="32", train_steps="800", warmup_steps="200")),
+    ("glue", "base", "rte", 1, dict(
+        GLUE_96, task_name="rte", learning_rate="3e-05",
+        train_batch_size="32", train_steps="800", warmup_steps="200")),
     ("classification", "large", "imdb", 1, dict(
         task_name="imdb", learning_rate="2e-05", train_batch_size="32",
-        train_steps="4000", warmup_steps="500", max_seq_length="512")),
+        train_steps="4000", warmup_steps="500", max_seq_length="512",
+        adam_epsilon="1e-08", eval_all_ckpt="True")),
     ("squad", "large", "squad2.0", 1, dict(
         learning_rate="3e-05", train_batch_size="48", train_steps="8000",
         warmup_steps="1000", max_seq_length="512", lr_layer_decay_rate="0.75",
@@ -82,13 +163,21 @@ EXPECTED = [
 ]
 
 
-def _dry_run(capsys, args):
-  """reproduce.run in this process with --dry_run; returns its lines."""
+def _dry_run_text(capsys, args):
+  """reproduce.run in this process with --dry_run; returns its stdout."""
   flag_values = flags.FlagValues()
   reproduce.define_flags(flag_values)
   flag_values(["reproduce.py", "--dry_run"] + args)
   reproduce.run(finetune_flags.resolve_reproduce(flag_values))
-  return capsys.readouterr().out.strip().split("\n")
+  return capsys.readouterr().out
+
+
+def _dry_run(capsys, args):
+  """The training commands of a dry run (not its comments, preprocessing
+  shards nor `wait`)."""
+  return [line for line in _dry_run_text(capsys, args).strip().split("\n")
+          if not line.startswith("#") and not line.endswith(" &")
+          and line != "wait"]
 
 
 @pytest.mark.parametrize("table,size,task,gpus,expected", EXPECTED)
@@ -97,7 +186,7 @@ def test_dry_run_commands_carry_the_papers_settings(tmp_path, capsys, table,
                                                      expected):
   lines = _dry_run(capsys, [
       f"--table={table}", f"--model_size={size}", f"--tasks={task}",
-      f"--num_core_per_host={gpus}", "--data_root=/data",
+      f"--num_core_per_host={gpus}", "--data_root=/data", "--num_seeds=1",
       f"--work_dir={tmp_path}"] + _model_args("/m"))
   assert len(lines) == 1
   program = {"glue": "run_classifier.py", "classification":
@@ -106,7 +195,9 @@ def test_dry_run_commands_carry_the_papers_settings(tmp_path, capsys, table,
   assert shlex.split(lines[0])[1].endswith(program)
   got = _flags_of(lines[0])
   assert {k: got.get(k) for k in expected} == expected
-  assert got["model_dir"] == os.path.join(str(tmp_path), task, "model")
+  assert got["model_dir"] == os.path.join(str(tmp_path), task, "seed-1",
+                                          "model")
+  assert got["seed"] == "1" and got["accum_steps"] == "1"
   assert not os.listdir(tmp_path)  # nothing ran, nothing written
 
 
@@ -120,17 +211,123 @@ def test_dry_run_on_a_tpu_keeps_the_batch_global(tmp_path, capsys):
   got = _flags_of(lines[0])
   assert {k: got[k] for k in ("use_tpu", "tpu", "train_batch_size",
                               "num_core_per_host", "model_dir", "output_dir",
-                              "data_dir")} == dict(
+                              "data_dir", "use_bfloat16")} == dict(
       use_tpu="True", tpu="my-tpu", train_batch_size="32",
-      num_core_per_host="8", model_dir="gs://bucket/xlnet/imdb/model",
-      output_dir="gs://bucket/xlnet/imdb/records", data_dir="/data/aclImdb")
+      num_core_per_host="8", model_dir="gs://bucket/xlnet/imdb/seed-1/model",
+      output_dir="gs://bucket/xlnet/imdb/records", data_dir="/data/aclImdb",
+      use_bfloat16="True")
+
+
+# ---- batch plans: devices, accumulation, precision ---------------------------
+# XLNet-Large's sizes (the release's xlnet_config.json of
+# cased_L-24_H-1024_A-16: 24 layers, d_model 1024, 16 heads of 64, d_inner
+# 4096, 32000 pieces).
+LARGE = dict(n_layer=24, d_model=1024, n_head=16, d_head=64, d_inner=4096,
+             ff_activation="gelu", untie_r=True, n_token=32000)
+
+
+def test_device_memory_picks_the_memory_models_accumulation(tmp_path,
+                                                              capsys):
+  """--device_memory_gb passes, per task, the accumulation and micro-batch
+  of `memory_plan.plan_accumulation` (the memory model, tested in
+  test_memory_plan.py), keeping the global batch, and prints the plan."""
+  config = fx.write_config(str(tmp_path / "large"), LARGE)
+  base = ["--data_root=/data", f"--work_dir={tmp_path}", "--num_seeds=1",
+          "--init_checkpoint=/m/x", "--spiece_model_file=/m/s",
+          f"--model_config_path={config}", "--num_core_per_host=8"]
+  common = base + ["--device_memory_gb=16", "--use_fp16"]
+  for table, tasks in (("glue", "mnli,rte"), ("squad", "squad2.0"),
+                       ("race", "race")):
+    text = _dry_run_text(capsys, [f"--table={table}", f"--tasks={tasks}"] +
+                         common)
+    lines = text.strip().split("\n")
+    plans = [line for line in lines if line.startswith("#")]
+    commands = [line for line in lines
+                if line.startswith("/") and not line.endswith(" &")]
+    assert len(plans) == len(commands) == len(tasks.split(","))
+    for plan, command in zip(plans, commands):
+      name = plan[2:].split(" ")[0]
+      task = paper_settings.select(table, [name])[0]
+      batch = task.large.batch
+      expected = memory_plan.plan_accumulation(
+          LARGE, task.kind, task.large.seq_len, batch, 8, "fp16", 16)
+      got = _flags_of(command)
+      micro, accum = int(got["train_batch_size"]), int(got["accum_steps"])
+      assert (micro, accum) == (expected.micro_batch, expected.accum_steps)
+      assert micro * 8 * accum == batch
+      assert (f"global batch {batch} = {micro} per device x 8 devices x "
+              f"{accum} accumulation step") in plan
+      assert f"; fp16; about {expected.estimated_gb:.1f} of 16 GiB per " \
+          "device (memory model)" in plan
+  # A two-layer model of width 8 fits 80 GB whole: no accumulation.
+  tiny = fx.write_config(str(tmp_path / "tiny"))
+  text = _dry_run_text(capsys, ["--table=race", "--data_root=/data",
+                                f"--work_dir={tmp_path}", "--num_seeds=1",
+                                "--device_memory_gb=80",
+                                f"--model_config_path={tiny}",
+                                "--init_checkpoint=/m/x",
+                                "--spiece_model_file=/m/s"])
+  got = _flags_of(text.strip().split("\n")[1])
+  assert (got["train_batch_size"], got["accum_steps"]) == ("32", "1")
+  # One RACE question (4 sequences of 512) of XLNet-Large in fp32 does not
+  # fit 8 GiB: one line naming the task and the ways out.
+  with pytest.raises(ValueError, match=
+                     r"^--device_memory_gb=8: race: race at 512 tokens in "
+                     r"fp32: even 1 example per micro-step needs about .* "
+                     r"GiB.*; use --use_fp16 or --use_bfloat16, larger "
+                     r"devices, or a shorter --max_seq_length$"):
+    _dry_run_text(capsys, ["--table=race", "--device_memory_gb=8"] + base)
+
+
+
+def test_the_plan_keeps_the_global_batch_and_is_passed_to_the_programs(
+    tmp_path, capsys):
+  """global = per-device micro-batch x devices x accum_steps; the programs
+  read --train_batch_size per GPU (the release's README: "train_batch_size
+  refers to the per-GPU batch size"), the global micro-batch on a TPU."""
+  common = ["--data_root=/data", f"--work_dir={tmp_path}", "--num_seeds=1"]
+  text = _dry_run_text(capsys, [
+      "--table=glue", "--tasks=mnli", "--num_core_per_host=4",
+      "--num_hosts=2", "--accum_steps=2", "--use_fp16"] + common +
+                       _model_args("/m"))
+  plan, command = text.strip().split("\n")
+  assert plan == (
+      "# mnli (seed 1): global batch 128 = 8 per device x 8 devices x 2 "
+      "accumulation steps; fp16; target 89.8 (release README, Results on "
+      "GLUE, XLNet-Large row)")
+  got = _flags_of(command)
+  assert {k: got[k] for k in ("train_batch_size", "accum_steps",
+                              "num_core_per_host", "num_hosts", "use_fp16",
+                              "use_bfloat16")} == dict(
+      train_batch_size="8", accum_steps="2", num_core_per_host="4",
+      num_hosts="2", use_fp16="True", use_bfloat16="False")
+  # A TPU v3-8 with 4 micro-batches: 32 = 1 per core x 8 cores x 4, and
+  # the programs' --train_batch_size is the global micro-batch, 8.
+  text = _dry_run_text(capsys, [
+      "--table=race", "--use_tpu", "--tpu=t", "--gcs_dir=gs://b/w",
+      "--num_core_per_host=8", "--accum_steps=4"] + common +
+                       _model_args("/m"))
+  plan, command = text.strip().split("\n")
+  assert plan.startswith("# race (seed 1): global batch 32 = 1 per device x "
+                         "8 devices x 4 accumulation steps; bf16 (questions, "
+                         "4 sequences each); target 81.75 (release README")
+  got = _flags_of(command)
+  assert (got["train_batch_size"], got["accum_steps"], got["use_bfloat16"]
+          ) == ("8", "4", "True")
+  text = _dry_run_text(capsys, ["--table=glue", "--tasks=rte",
+                                "--use_bfloat16"] + common +
+                       _model_args("/m"))
+  assert "x 1 accumulation step; bf16;" in text
+  assert _flags_of(text.strip().split("\n")[1])["use_bfloat16"] == "True"
 
 
 def test_override_flags_replace_every_tasks_value(tmp_path, capsys):
   lines = _dry_run(capsys, [
       "--table=glue", "--tasks=mnli,sts-b", "--learning_rate=1e-4",
       "--train_steps=7", "--train_batch_size=4", "--max_seq_length=16",
-      "--data_root=/data", f"--work_dir={tmp_path}"] + _model_args("/m"))
+      "--data_root=/data", f"--work_dir={tmp_path}", "--num_seeds=1"] +
+                   _model_args("/m"))
+  assert len(lines) == 2
   for line in lines:
     got = _flags_of(line)
     assert (got["learning_rate"], got["train_steps"], got["warmup_steps"],
@@ -152,36 +349,43 @@ def _settings(work_dir, *extra):
 RTE = paper_settings.select("glue", ["rte"])[0]
 
 
-def _write_result(settings, legacy=False, data_dir="/data/RTE"):
-  """Writes rte's result.json in the documented layout (docs/reproducing.md;
-  without "work_dir" as earlier versions wrote it when `legacy`). Returns
-  (path, the row, the command)."""
-  command = reproduce.task_command(RTE, data_dir, settings)
-  row = reproduce.make_row(RTE, settings, "done", 71.5, 12.5)
-  content = {"row": row, "command": command}
+def _run_of(settings, seed=1, data_dir="/data/RTE"):
+  """rte's `reproduce.Run` with `seed` under `settings`."""
+  plan = reproduce.batch_plan(RTE, 32, settings)
+  command = reproduce.task_command(RTE, data_dir, settings, seed, plan)
+  return reproduce.Run(RTE, seed, plan, (), tuple(command))
+
+
+def _write_result(settings, legacy=False, data_dir="/data/RTE", seed=1,
+                  ours=71.5):
+  """Writes rte's result.json of `seed` in the documented layout
+  (docs/reproducing.md; without "work_dir" as earlier versions wrote it
+  when `legacy`). Returns (path, the row, the run)."""
+  run = _run_of(settings, seed, data_dir)
+  row = reproduce_report.run_row(RTE, seed, "done", ours, 12.5)
+  content = {"row": row, "command": list(run.command)}
   if not legacy:
     content["work_dir"] = settings.work_dir
-  path = os.path.join(settings.work_dir, "rte", "result.json")
+  path = os.path.join(settings.work_dir, "rte", f"seed-{seed}", "result.json")
   os.makedirs(os.path.dirname(path), exist_ok=True)
   with open(path, "w") as f:
     json.dump(content, f)
-  return path, row, command
+  return path, row, run
 
 
 def test_a_result_of_other_settings_is_refused_naming_them(tmp_path):
   settings = _settings(tmp_path)
-  path, row, command = _write_result(settings)
-  assert reproduce.finished_row(RTE, command, settings) == row
+  path, row, run = _write_result(settings)
+  assert reproduce.finished_row(run, settings) == row
   assert row["ours"] == 71.5 and row["wall_time_s"] == 12.5
   settings = dataclasses.replace(settings, learning_rate=5e-5)
-  other = reproduce.task_command(RTE, "/data/RTE", settings)
   with pytest.raises(ValueError) as e:
-    reproduce.finished_row(RTE, other, settings)
-  # RTE's own learning rate: 3e-5 (the paper's appendix, Table 8).
+    reproduce.finished_row(_run_of(settings), settings)
+  # RTE's own learning rate: 3e-5 (zihangdai/xlnet#96).
   assert str(e.value) == (
       f"{path} was made with other settings (--learning_rate was 3e-05, "
-      f"now 5e-05); use another --work_dir, or delete {tmp_path}/rte to "
-      "run rte again with these")
+      f"now 5e-05); use another --work_dir, or delete {tmp_path}/rte/seed-1 "
+      "to run rte (seed 1) again with these")
 
 
 def test_a_moved_work_dir_keeps_its_results(tmp_path):
@@ -192,18 +396,64 @@ def test_a_moved_work_dir_keeps_its_results(tmp_path):
   _, row, _ = _write_result(old)
   shutil.move(str(tmp_path / "old"), str(tmp_path / "new"))
   new = _settings(tmp_path / "new")
-  command = reproduce.task_command(RTE, "/data/RTE", new)
-  assert reproduce.finished_row(RTE, command, new) == row
+  assert reproduce.finished_row(_run_of(new), new) == row
 
-  path, row, command = _write_result(new, legacy=True)
-  assert reproduce.finished_row(RTE, command, new) == row
+  path, row, run = _write_result(new, legacy=True)
+  assert reproduce.finished_row(run, new) == row
   shutil.move(str(tmp_path / "new"), str(tmp_path / "moved"))
   moved = _settings(tmp_path / "moved")
   with pytest.raises(ValueError, match=re.escape(
       f"(--output_dir was {tmp_path}/new/rte/records, now {tmp_path}/moved/"
-      f"rte/records; --model_dir was {tmp_path}/new/rte/model, now ")):
-    reproduce.finished_row(RTE, reproduce.task_command(
-        RTE, "/data/RTE", moved), moved)
+      f"rte/records; --model_dir was {tmp_path}/new/rte/seed-1/model, now ")):
+    reproduce.finished_row(_run_of(moved), moved)
+
+
+def _earlier_version_command(command, work_dir):
+  """`command` as reproduce.py wrote it before seeds, batch plans and
+  precision were passed: no --seed, --accum_steps, --use_fp16 nor
+  --use_bfloat16, the model in work_dir/{task}/model."""
+  dropped = ("--seed=", "--accum_steps=", "--use_fp16=", "--use_bfloat16=")
+  return [arg.replace(f"{work_dir}/rte/seed-1/", f"{work_dir}/rte/")
+          for arg in command if not arg.startswith(dropped)]
+
+
+def test_an_earlier_layout_is_moved_into_the_seed_directory(tmp_path, capsys):
+  """A work dir of an earlier version ({task}/model, log.txt and
+  result.json, the command without --seed: the programs' default seed 1)
+  is moved into {task}/seed-1/ and its finished run is kept."""
+  settings = _settings(tmp_path, "--num_seeds=1")
+  run = _run_of(settings)
+  task_dir = tmp_path / "rte"
+  (task_dir / "model").mkdir(parents=True)
+  (task_dir / "model" / "checkpoint").write_text("model.ckpt-800")
+  (task_dir / "records").mkdir()
+  old_command = _earlier_version_command(run.command, str(tmp_path))
+  (task_dir / "log.txt").write_text(f"\n$ {shlex.join(old_command)}\n")
+  row = {"task": "rte", "label": "RTE", "ours": 71.5, "paper": 83.8,
+         "wall_time_s": 12.5, "status": "done"}
+  (task_dir / "result.json").write_text(json.dumps(
+      {"row": row, "command": old_command, "work_dir": str(tmp_path)}))
+  assert reproduce.migrate_earlier_layout(settings, RTE) == 1
+  assert sorted(os.listdir(task_dir)) == ["records", "seed-1"]
+  assert sorted(os.listdir(task_dir / "seed-1")) == [
+      "log.txt", "model", "result.json"]
+  assert (task_dir / "seed-1" / "model" / "checkpoint").read_text() == (
+      "model.ckpt-800")
+  assert reproduce.finished_row(run, settings) == reproduce_report.run_row(
+      RTE, 1, "done", 71.5, 12.5)
+  assert "rte: moved model, log.txt, result.json of an earlier" in (
+      capsys.readouterr().out)
+  assert reproduce.migrate_earlier_layout(settings, RTE) is None
+  # An earlier run with --seed=7 goes to seed-7; a taken seed directory is
+  # named rather than overwritten.
+  (task_dir / "log.txt").write_text("\n$ python run_classifier.py --seed=7\n")
+  assert reproduce.migrate_earlier_layout(settings, RTE) == 7
+  assert (task_dir / "seed-7" / "log.txt").exists()
+  (task_dir / "log.txt").write_text("\n$ python run_classifier.py --seed=7\n")
+  with pytest.raises(ValueError, match=re.escape(
+      f"{task_dir} holds log.txt of an earlier reproduce.py and "
+      f"{task_dir}/seed-7 already holds log.txt; delete one of them")):
+    reproduce.migrate_earlier_layout(settings, RTE)
 
 
 def test_relative_paths_are_made_absolute(tmp_path, capsys, monkeypatch):
@@ -216,13 +466,15 @@ def test_relative_paths_are_made_absolute(tmp_path, capsys, monkeypatch):
   got = _flags_of(lines[0])
   assert {k: got[k] for k in ("data_dir", "model_dir", "init_checkpoint",
                               "model_config_path", "spiece_model_file")} == {
-      "data_dir": f"{tmp_path}/d/RTE", "model_dir": f"{tmp_path}/g/rte/model",
+      "data_dir": f"{tmp_path}/d/RTE",
+      "model_dir": f"{tmp_path}/g/rte/seed-1/model",
       "init_checkpoint": f"{tmp_path}/m/x.ckpt",
       "model_config_path": f"{tmp_path}/m/c.json",
       "spiece_model_file": f"{tmp_path}/m/s.model"}
 
 
-REMEDY = "delete it to run rte again (it resumes from its checkpoints)"
+REMEDY = ("delete it to run rte (seed 1) again (it resumes from its "
+          "checkpoints)")
 
 
 @pytest.mark.parametrize("content,cause", [
@@ -231,27 +483,27 @@ REMEDY = "delete it to run rte again (it resumes from its checkpoints)"
      "or edited? Unterminated string starting at: line 1 column 35 (char "
      "34))"),
     (b"\xff\xfe\x00garbage", "is not valid JSON (truncated or edited? "),
-    (b"[1, 2]", "does not hold a finished task's result (not a JSON "
+    (b"[1, 2]", "does not hold a finished run's result (not a JSON "
      "object)"),
     (b'{"row": {"status": "done", "ours": 1.0}, "command": "python x.py"}',
-     "does not hold a finished task's result (\"command\" is not a list of "
+     "does not hold a finished run's result (\"command\" is not a list of "
      "strings)"),
-    (b'{"command": ["python", "x.py"]}', "does not hold a finished task's "
+    (b'{"command": ["python", "x.py"]}', "does not hold a finished run's "
      "result (\"row\" is not an object with \"status\": \"done\")"),
     (b'{"row": {"status": "done", "ours": "71.5"}, "command": ["p", "x"]}',
-     "does not hold a finished task's result (\"row\" has \"ours\": "
+     "does not hold a finished run's result (\"row\" has \"ours\": "
      "\"71.5\", not a number)"),
     (b'{"row": {"status": "done", "ours": 7, "wall_time_s": -1}, '
-     b'"command": ["p", "x"]}', "does not hold a finished task's result "
+     b'"command": ["p", "x"]}', "does not hold a finished run's result "
      "(\"row\" has \"wall_time_s\": -1, not a number >= 0)"),
 ])
 def test_a_bad_result_file_is_one_line_naming_it(tmp_path, content, cause):
   settings = _settings(tmp_path)
-  path, _, command = _write_result(settings)
+  path, _, run = _write_result(settings)
   with open(path, "wb") as f:
     f.write(content)
   with pytest.raises(ValueError) as e:
-    reproduce.finished_row(RTE, command, settings)
+    reproduce.finished_row(run, settings)
   message = str(e.value)
   assert message.startswith(f"{path} {cause}") and message.endswith(
       REMEDY) and "\n" not in message
@@ -259,12 +511,12 @@ def test_a_bad_result_file_is_one_line_naming_it(tmp_path, content, cause):
 
 def test_an_unreadable_result_file_is_one_line_naming_it(tmp_path):
   settings = _settings(tmp_path)
-  path, _, command = _write_result(settings)
+  path, _, run = _write_result(settings)
   os.remove(path)
   os.mkdir(path)
   with pytest.raises(ValueError, match=re.escape(
       f"cannot read {path} (Is a directory); {REMEDY}")):
-    reproduce.finished_row(RTE, command, settings)
+    reproduce.finished_row(run, settings)
 
 
 def test_a_result_file_of_the_wrong_shape_ends_the_program_in_one_line(
@@ -272,13 +524,14 @@ def test_a_result_file_of_the_wrong_shape_ends_the_program_in_one_line(
   data, work = glue_root(str(tmp_path / "glue")), tmp_path / "work"
   args = ["--table=glue", "--tasks=rte", f"--data_root={data}",
           f"--work_dir={work}"] + _model_args("/m")
-  (work / "rte").mkdir(parents=True)
-  (work / "rte" / "result.json").write_text('{"row": [], "command": []}')
-  proc = _run(args)
+  (work / "rte" / "seed-1").mkdir(parents=True)
+  (work / "rte" / "seed-1" / "result.json").write_text(
+      '{"row": [], "command": []}')
+  proc = _run(args + ["--num_seeds=1"])
   assert proc.returncode == 2 and "Traceback" not in proc.stderr
   assert proc.stderr.strip().split("\n")[-1] == (
-      f"reproduce.py: error: {work}/rte/result.json does not hold a "
-      "finished task's result (\"command\" is not a list of strings); "
+      f"reproduce.py: error: {work}/rte/seed-1/result.json does not hold a "
+      "finished run's result (\"command\" is not a list of strings); "
       f"{REMEDY}")
   assert not (work / "trainer.lock").exists()
 
@@ -299,24 +552,88 @@ def test_a_second_run_on_one_work_dir_is_refused(tmp_path):
   assert not os.listdir(work)
 
 
-def test_dry_run_lists_every_task_of_the_table(tmp_path):
+def test_dry_run_lists_every_run_of_the_table(tmp_path):
+  """Five seeds by default for GLUE (its figures are medians of 5 runs,
+  zihangdai/xlnet#96), seed by seed; task names in any case."""
   proc = _run(["--table=glue", "--data_root=/data", f"--work_dir={tmp_path}",
                "--dry_run"] + _model_args("/m"))
   assert proc.returncode == 0, proc.stderr[-2000:]
-  tasks = [_flags_of(line)["task_name"] for line in proc.stdout.split("\n")
-           if line]
-  assert tasks == ["mnli_matched", "qnli", "qqp", "rte", "sst-2", "mrpc",
-                   "cola", "sts-b"]
+  runs = [(_flags_of(line)["task_name"], _flags_of(line)["seed"])
+          for line in proc.stdout.split("\n") if line.startswith("/")]
+  assert runs == [(task, str(seed)) for seed in range(1, 6) for task in (
+      "mnli_matched", "qnli", "qqp", "rte", "sst-2", "mrpc", "cola",
+      "sts-b")]
+  # Every missing data set is named at once, as a warning.
+  warning = [l for l in proc.stderr.split("\n") if "warning" in l]
+  assert warning == [
+      "reproduce.py: warning: --data_root=/data: no data for mnli (expected "
+      "/data/MNLI); qnli (expected /data/QNLI); qqp (expected /data/QQP); "
+      "rte (expected /data/RTE); sst-2 (expected /data/SST-2); mrpc "
+      "(expected /data/MRPC); cola (expected /data/CoLA); sts-b (expected "
+      "/data/STS-B)"]
+
+
+@pytest.mark.parametrize("table,tasks,seeds", [
+    ("glue", "STS-B,Rte", ["1"] * 2 + ["2"] * 2 + ["3"] * 2),
+    ("squad", "squad2.0", ["4", "5", "6"]), ("race", "RACE", ["4"]),
+    ("classification", "AG_News", ["4"]),
+])
+def test_seeds_default_per_table_and_start_at_seed(tmp_path, capsys, table,
+                                                   tasks, seeds):
+  args = [f"--table={table}", f"--tasks={tasks}", "--data_root=/data",
+          f"--work_dir={tmp_path}"] + _model_args("/m")
+  first = [] if table == "glue" else ["--seed=4"]
+  extra = ["--num_seeds=3"] if table == "glue" else []
+  lines = _dry_run(capsys, args + first + extra)
+  got = [_flags_of(line) for line in lines]
+  assert [g["seed"] for g in got] == seeds
+  for g in got:
+    assert g["model_dir"].endswith(f"/seed-{g['seed']}/model")
+    assert g["output_dir"].endswith("/records")  # shared by the seeds
+
+
+def test_a_warmup_above_the_steps_is_warned_as_the_programs_do(tmp_path):
+  proc = _run(["--table=glue", "--tasks=rte,mrpc", "--warmup_steps=900",
+               "--data_root=/data", f"--work_dir={tmp_path}", "--dry_run"] +
+              _model_args("/m"))
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  warnings = [l for l in proc.stderr.split("\n") if "warm-up" in l]
+  # rules.long_warmup_message's words, as run_classifier.py logs them.
+  assert warnings == [
+      f"reproduce.py: warning: {task}: --warmup_steps=900 > "
+      "--train_steps=800: the run ends during warm-up; the learning rate "
+      "stays below 0.889 times --learning_rate" for task in ("rte", "mrpc")]
 
 
 @pytest.mark.parametrize("extra,message", [
     (["--table=glue", "--num_core_per_host=3", "--tasks=sts-b", "--dry_run"],
      "--num_core_per_host=3 does not divide the global batch 32 of sts-b"),
+    (["--table=glue", "--num_core_per_host=4", "--accum_steps=3",
+      "--tasks=sts-b", "--dry_run"], "--num_core_per_host=4 x "
+     "--accum_steps=3 (12) does not divide the global batch 32 of sts-b"),
     (["--table=glue", "--tasks=sts-b,imdb"], "--tasks: imdb not in the glue"),
     (["--table=race"], "no data for race (expected /nonexistent/RACE)"),
+    (["--table=glue", "--tasks=rte,STS-B"], "--data_root=/nonexistent: no "
+     "data for rte (expected /nonexistent/RTE); sts-b (expected "
+     "/nonexistent/STS-B)"),
     (["--table=race", "--warmup_steps=-1"], "--warmup_steps=-1 must be >= 0"),
+    (["--table=race", "--num_seeds=0"], "--num_seeds=0 must be >= 1"),
     (["--table=race", "--work_dir=gs://b/w"], "give Cloud Storage as "
      "--gcs_dir"),
+    (["--table=race", "--use_tpu", "--dry_run"], "--use_tpu needs --tpu "
+     "(got None) and a gs:// --gcs_dir (got None)"),
+    (["--table=race", "--use_tpu", "--tpu=t", "--gcs_dir=/local", "--dry_run"],
+     "--use_tpu needs --tpu (got t) and a gs:// --gcs_dir (got /local)"),
+    (["--table=race", "--use_fp16", "--use_bfloat16"], "--use_fp16 is for "
+     "GPUs and excludes --use_bfloat16"),
+    (["--table=race", "--device_memory_gb=16", "--accum_steps=2"],
+     "--accum_steps and --device_memory_gb exclude each other"),
+    (["--table=race", "--device_memory_gb=0"], "--device_memory_gb=0.0 "
+     "must be > 0"),
+    (["--table=race", "--device_memory_gb=16", "--dry_run"],
+     "--model_config_path=/m/xlnet_config.json: XLNetConfig: config file "
+     "/m/xlnet_config.json not found (--device_memory_gb plans with the "
+     "model's sizes)"),
 ])
 def test_bad_settings_are_one_line_errors(tmp_path, extra, message):
   proc = _run(["--data_root=/nonexistent", f"--work_dir={tmp_path}"]
@@ -382,15 +699,88 @@ def test_chart_bars_have_the_values_relative_heights(tmp_path):
   assert all(np.all(image[baseline - 1, c] != 255) for c in ours_cols)
 
 
+def test_chart_range_line_spans_the_runs_over_the_median_bar(tmp_path):
+  # Medians 80 and 40, targets 100 and 50; runs of the first task from 60
+  # to 90, the second's agree (40 to 40). One scale: 100 is 200 px, so 80
+  # is 160 px, 60 -> 120, 90 -> 180, 40 -> 80.
+  path = str(tmp_path / "chart.png")
+  png_chart.write_bar_chart(path, [(80.0, 100.0), (40.0, 50.0)],
+                            [(60.0, 90.0), (40.0, 40.0)])
+  with open(path, "rb") as f:
+    image = decode_png(f.read())
+  line = np.all(image == np.array(png_chart.RANGE_COLOR, np.uint8), axis=-1)
+  columns = np.nonzero(line.any(axis=0))[0]
+  # 2 px wide at the centre of each blue bar (12 px from column 10, and
+  # from 10 + 2 * 12 + 10 = 44): columns 15-16 and 49-50.
+  assert list(columns) == [15, 16, 49, 50]
+  baseline = 210  # margin 10 + plot height 200
+  rows = lambda c: list(np.nonzero(line[:, c])[0])
+  # The rows of a 180 px bar above a 120 px one; one row at 80 px.
+  assert rows(15) == rows(16) == list(range(baseline - 180, baseline - 120))
+  assert rows(49) == rows(50) == [baseline - 80]
+  # The median bar still stands at 160 px beside the line.
+  blue = _bar_pixels(image, png_chart.SERIES_COLORS[0])
+  assert blue[10] == 160 and blue[15] == 160 - (160 - 120)
+
+
+# ---- medians over seeds -----------------------------------------------------
+def test_a_task_row_is_the_median_and_range_of_its_runs():
+  runs = [reproduce_report.run_row(RTE, seed, "done", ours, 10.0)
+          for seed, ours in ((1, 71.0), (2, 75.5), (3, 68.25))]
+  row = reproduce_report.task_row(RTE, "large", 800, runs)
+  # Sorted 68.25, 71.0, 75.5: the median is 71.0; target 83.8 (README).
+  assert (row["ours"], row["ours_min"], row["ours_max"], row["runs_done"],
+          row["num_seeds"], row["diff"], row["wall_time_s"], row["status"]
+          ) == (71.0, 68.25, 75.5, 3, 3, -12.8, 30.0, "done")
+  assert row["target_source"] == "release README, Results on GLUE, " \
+      "XLNet-Large row"
+  # Four runs: the mean of the middle two, (71.0 + 72.0) / 2.
+  four = runs + [reproduce_report.run_row(RTE, 4, "done", 72.0, 10.0)]
+  assert reproduce_report.task_row(RTE, "large", 800, four)["ours"] == 71.5
+  # Unfinished runs: the median of those done; the status says which.
+  pending = runs[:2] + [reproduce_report.run_row(RTE, 3, "pending")]
+  row = reproduce_report.task_row(RTE, "base", 800, pending)
+  assert (row["ours"], row["runs_done"], row["target"], row["status"]) == (
+      73.25, 2, 74.0, "partial")
+  failed = runs[:2] + [reproduce_report.run_row(RTE, 3, "failed")]
+  assert reproduce_report.task_row(RTE, "large", 800, failed)["status"] == (
+      "failed")
+  none = [reproduce_report.run_row(RTE, 1, "pending")]
+  row = reproduce_report.task_row(RTE, "large", 800, none)
+  assert (row["ours"], row["ours_min"], row["diff"], row["status"]) == (
+      None, None, None, "pending")
+
+
+def test_the_markdown_table_cites_each_figures_source():
+  ag = paper_settings.select("classification", ["ag_news"])[0]
+  amazon = paper_settings.select("classification", ["amazon2"])[0]
+  rows = [reproduce_report.task_row(t, "large", 10000, [
+      reproduce_report.run_row(t, 1, "done", 5.0, 3600.0)]) for t in (
+          amazon, ag)]
+  text = reproduce_report.markdown_report("T", rows)
+  lines = text.split("\n")
+  assert lines[4] == ("| Amazon-2 | error rate (%) | 5.00 | 5.00–5.00 | 1/1 | "
+                      "2.40 [1] | 2.60 | — | 2.11 [2] | 10000 | 1h00m | "
+                      "done |")
+  assert lines[5] == ("| AG | error rate (%) | 5.00 | 5.00–5.00 | 1/1 | "
+                      "4.45 [2] | 0.55 | — | 4.45 [2] | 10000 | 1h00m | "
+                      "done |")
+  assert "[1] release README, Results on Text Classification, XLNet-Large " \
+      "row" in lines
+  assert f"[2] {paper_settings.PAPER_V2}" in lines
+
+
 # ---- progress text ----------------------------------------------------------
 def test_progress_line_and_eta():
-  assert reproduce.progress_line(1, 3, "STS-B", 0.0, []) == (
-      "[1/3] STS-B: starting; elapsed 0s; ETA unknown until a task finishes")
-  # Two tasks took 100 s and 200 s: 150 s each for the 2 tasks left.
-  assert reproduce.progress_line(3, 4, "RTE", 305.0, [100.0, 200.0]) == (
-      "[3/4] RTE: starting; elapsed 5m05s; ETA 5m00s from 2 finished "
-      "task(s)")
-  assert reproduce.format_duration(7380) == "2h03m"
+  assert reproduce.progress_line(1, 3, "STS-B (seed 1)", 0.0, []) == (
+      "[1/3] STS-B (seed 1): starting; elapsed 0s; ETA unknown until a run "
+      "finishes")
+  # Two runs took 100 s and 200 s: 150 s each for the 2 runs left.
+  assert reproduce.progress_line(3, 4, "RTE (seed 2)", 305.0,
+                                 [100.0, 200.0]) == (
+      "[3/4] RTE (seed 2): starting; elapsed 5m05s; ETA 5m00s from 2 "
+      "finished run(s)")
+  assert reproduce_report.format_duration(7380) == "2h03m"
 
 
 # ---- whole tables on tiny stand-in data ------------------------------------
@@ -398,7 +788,7 @@ CONFIG = dict(fx.TINY_CONFIG, n_token=1000)
 SMOKE = ["--train_steps=2", "--max_seq_length=32", "--train_batch_size=2",
          "--warmup_steps=0", "--save_steps=2", "--iterations=1",
          "--eval_batch_size=4", "--max_qa_length=8", "--max_query_length=8",
-         "--seed=1"]
+         "--seed=1", "--num_seeds=1", "--num_proc=2"]
 
 
 @pytest.fixture(scope="module")
@@ -486,8 +876,12 @@ def _check_reports(work_dir, names, steps=2):
     assert r["status"] == "done", r
     assert isinstance(r["ours"], float) and r["steps"] == steps
     assert r["wall_time_s"] > 0
-    if r["paper"] is not None:
-      assert r["diff"] == pytest.approx(r["ours"] - r["paper"], abs=1e-3)
+    values = [run["ours"] for run in r["runs"]]
+    assert r["runs_done"] == r["num_seeds"] == len(values)
+    assert r["ours"] == pytest.approx(float(np.median(values)), abs=1e-4)
+    assert (r["ours_min"], r["ours_max"]) == (min(values), max(values))
+    if r["target"] is not None:
+      assert r["diff"] == pytest.approx(r["ours"] - r["target"], abs=1e-3)
   with open(os.path.join(work_dir, "results.md")) as f:
     table = f.read()
   for r in rows:
@@ -496,7 +890,7 @@ def _check_reports(work_dir, names, steps=2):
     assert f"| {r['ours']:.2f} |" in line and "| done |" in line
   with open(os.path.join(work_dir, "results.png"), "rb") as f:
     image = decode_png(f.read())
-  assert _bar_pixels(image, png_chart.SERIES_COLORS[1]).any()  # the paper's
+  assert _bar_pixels(image, png_chart.SERIES_COLORS[1]).any()  # the target
   return rows
 
 
@@ -527,7 +921,7 @@ def test_a_task_log_beyond_a_file_size_limit_is_one_line(tmp_path):
   assert proc.returncode == 1, proc.stderr[-3000:]
   assert "Traceback" not in proc.stderr
   assert proc.stderr.strip().split("\n")[-1] == (
-      f"reproduce.py: error: cannot write {work}/rte/log.txt: file too "
+      f"reproduce.py: error: cannot write {work}/rte/seed-1/log.txt: file too "
       "large; the task was not started; make room (or fix the permission) "
       "and rerun the same command")
   assert not (work / "trainer.lock").exists() and not _temporaries(work)
@@ -535,12 +929,12 @@ def test_a_task_log_beyond_a_file_size_limit_is_one_line(tmp_path):
 
 def test_reports_beyond_a_file_size_limit_are_one_line(tmp_path):
   data, work = glue_root(str(tmp_path / "glue")), tmp_path / "work"
-  args = [f"--data_root={data}", "--tasks=rte"]
+  args = [f"--data_root={data}", "--tasks=rte", "--num_seeds=1"]
   _write_result(_settings(work, *args), data_dir=f"{data}/RTE")
   proc = _run(["--table=glue", f"--work_dir={work}"] + _model_args("/m") +
               args, preexec_fn=_file_size_limit(SMALL_FILES))
   assert proc.returncode == 1, proc.stderr[-3000:]
-  assert "[1/1] RTE: done by an earlier run, skipped" in proc.stdout
+  assert "[1/1] RTE (seed 1): done by an earlier run, skipped" in proc.stdout
   assert "Traceback" not in proc.stderr
   assert proc.stderr.strip().split("\n")[-1] == (
       f"reproduce.py: error: cannot write {work}/results.md: file too "
@@ -579,7 +973,7 @@ def test_a_signal_reaches_the_running_task_which_saves(tmp_path, model,
        f"--work_dir={work}"] + args, stdout=subprocess.PIPE,
       stderr=subprocess.PIPE, text=True, cwd=REPO, env=ENV,
       start_new_session=True)
-  log = os.path.join(work, "rte", "log.txt")
+  log = os.path.join(work, "rte", "seed-1", "log.txt")
   deadline = time.time() + 300
   while len(_logged_steps(log)) < 2 and time.time() < deadline:
     assert proc.poll() is None, proc.communicate()
@@ -594,10 +988,11 @@ def test_a_signal_reaches_the_running_task_which_saves(tmp_path, model,
   assert "Traceback" not in err
   last = err.strip().split("\n")[-1]
   stopped = re.fullmatch(
-      f"reproduce.py: stopped by {name} \\(passed on to rte: "
+      f"reproduce.py: stopped by {name} \\(passed on to rte \\(seed 1\\): "
       f"run_classifier.py exited with code {128 + signum}: "
       f"run_classifier.py: stopped by {name} after step (\\d+); checkpoint "
-      f"model.ckpt-(\\d+) saved in {work}/rte/model; rerun the same command "
+      f"model.ckpt-(\\d+) saved in {work}/rte/seed-1/model; rerun the same "
+      "command "
       "to resume\\); rerun the same command to go on", last)
   assert stopped and stopped[1] == stopped[2], last
   step = int(stopped[1])
@@ -605,7 +1000,7 @@ def test_a_signal_reaches_the_running_task_which_saves(tmp_path, model,
   assert f"{name} received: passed on to the running task" in out
   with open(log) as f:
     assert f.read().count("received: stopping after this step") == 1
-  model_dir = os.path.join(work, "rte", "model")
+  model_dir = os.path.join(work, "rte", "seed-1", "model")
   assert tf.train.latest_checkpoint(model_dir) == os.path.join(
       model_dir, f"model.ckpt-{step}")
   assert not os.path.exists(os.path.join(work, "trainer.lock"))
@@ -618,35 +1013,39 @@ def test_a_signal_reaches_the_running_task_which_saves(tmp_path, model,
   shutil.move(work, moved)
   again = _run([f"--work_dir={moved}"] + args)
   assert again.returncode == 0, (again.stdout, again.stderr[-3000:])
-  with open(os.path.join(moved, "rte", "log.txt")) as f:
+  moved_log = os.path.join(moved, "rte", "seed-1", "log.txt")
+  with open(moved_log) as f:
     second = f.read().split("\n$ ")[-1]
-  assert f"Resumed from {moved}/rte/model/model.ckpt-{step} at step {step}" \
-      in second
-  assert min(_logged_steps(os.path.join(moved, "rte", "log.txt"))[
+  assert (f"Resumed from {moved}/rte/seed-1/model/model.ckpt-{step} at step "
+          f"{step}") in second
+  assert min(_logged_steps(moved_log)[
       -(400 - step):]) == step + 1
   _check_reports(moved, ["rte"], steps=400)
 
 
 @pytest.mark.slow
 def test_glue_table_resumes_after_a_kill(tmp_path, model):
+  """Two tasks with two seeds each, seed by seed: killed while the third
+  run (RTE, seed 2) trains, the rerun skips the two finished runs, resumes
+  the third and runs the fourth; each task's row is the median of its
+  two runs."""
   data, work = glue_root(str(tmp_path / "glue")), str(tmp_path / "work")
-  # 3 steps, a checkpoint after each: STS-B (second in the table) is
-  # killed after the first.
+  # 3 steps, a checkpoint after each: killed after the first.
   args = (["--table=glue", "--tasks=rte,sts-b", f"--data_root={data}",
            f"--work_dir={work}"] + _model_args(model) + SMOKE +
-          ["--train_steps=3", "--save_steps=1"])
+          ["--train_steps=3", "--save_steps=1", "--num_seeds=2"])
   proc = subprocess.Popen(
       [sys.executable, os.path.join(REPO, "reproduce.py")] + args,
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
       env=ENV)
-  second_model = os.path.join(work, "sts-b", "model")
+  third_model = os.path.join(work, "rte", "seed-2", "model")
   # A published checkpoint, not the `.tmp-` bundle a save writes first (a
   # kill then leaves nothing to resume from: the rerun starts afresh).
   published = re.compile(r"^model\.ckpt-\d+\.index$")
-  deadline = time.time() + 300
+  deadline = time.time() + 600
   while time.time() < deadline and not (
-      os.path.isdir(second_model) and
-      any(published.match(n) for n in os.listdir(second_model))):
+      os.path.isdir(third_model) and
+      any(published.match(n) for n in os.listdir(third_model))):
     time.sleep(0.05)
   proc.send_signal(signal.SIGKILL)
   seen = proc.communicate(timeout=60)[0]
@@ -655,24 +1054,34 @@ def test_glue_table_resumes_after_a_kill(tmp_path, model):
   while _processes_mentioning(work) and time.time() < deadline:
     time.sleep(0.2)
   assert not _processes_mentioning(work)
-  assert "[1/2] RTE: starting; elapsed" in seen
-  assert "[2/2] STS-B: starting; elapsed" in seen and "from 1 finished" in seen
-  with open(os.path.join(work, "rte", "result.json")) as f:
-    first = json.load(f)["row"]
-  assert not os.path.exists(os.path.join(work, "sts-b", "result.json"))
+  assert "[1/4] RTE (seed 1): starting; elapsed" in seen
+  assert "[3/4] RTE (seed 2): starting; elapsed" in seen
+  assert "from 2 finished" in seen
+  assert ("# rte (seed 2): global batch 2 = 2 per device x 1 device x 1 "
+          "accumulation step; fp32; target 83.8 (release README") in seen
+  firsts = []
+  for task in ("rte", "sts-b"):
+    with open(os.path.join(work, task, "seed-1", "result.json")) as f:
+      firsts.append(json.load(f)["row"])
+  assert not os.path.exists(os.path.join(work, "rte", "seed-2",
+                                         "result.json"))
 
   again = _run(args)
   assert again.returncode == 0, (again.stdout, again.stderr[-3000:])
-  assert "[1/2] RTE: done by an earlier run, skipped" in again.stdout
-  assert "[2/2] STS-B: starting" in again.stdout
-  with open(os.path.join(work, "rte", "log.txt")) as f:
-    assert f.read().count("\n$ ") == 1  # RTE ran once
-  with open(os.path.join(work, "sts-b", "log.txt")) as f:
-    second_log = f.read()
-  assert second_log.count("\n$ ") == 2 and "Resumed from" in second_log
+  assert "[1/4] RTE (seed 1): done by an earlier run, skipped" in again.stdout
+  assert "[2/4] STS-B (seed 1): done by an earlier run, skipped" in (
+      again.stdout)
+  assert "[3/4] RTE (seed 2): starting" in again.stdout
+  assert "[4/4] STS-B (seed 2): starting" in again.stdout
+  with open(os.path.join(work, "rte", "seed-1", "log.txt")) as f:
+    assert f.read().count("\n$ ") == 1  # ran once
+  with open(os.path.join(work, "rte", "seed-2", "log.txt")) as f:
+    third_log = f.read()
+  assert third_log.count("\n$ ") == 2 and "Resumed from" in third_log
   rows = _check_reports(work, ["rte", "sts-b"], steps=3)
-  assert rows[0] == first
-  assert rows[0]["paper"] == 83.8 and rows[1]["paper"] == 91.8
+  assert [r["runs"][0] for r in rows] == firsts
+  assert [[run["seed"] for run in r["runs"]] for r in rows] == [[1, 2]] * 2
+  assert rows[0]["target"] == 83.8 and rows[1]["target"] == 91.8
 
 
 @pytest.mark.slow
@@ -687,6 +1096,15 @@ def test_other_tables_end_to_end(tmp_path, model, table, task, layout):
                f"--work_dir={work}"] + _model_args(model) + SMOKE)
   assert proc.returncode == 0, (proc.stdout, proc.stderr[-3000:])
   _check_reports(work, [task])
+  if table == "squad":
+    # The training records were written by --num_proc=2 shards in parallel
+    # processes before the training, which reused them.
+    seed_dir = os.path.join(work, task, "seed-1")
+    for i in range(2):
+      with open(os.path.join(seed_dir, f"prepro-{i}.log")) as f:
+        assert f"--proc_id={i}" in f.read()
+    with open(os.path.join(seed_dir, "log.txt")) as f:
+      assert "Reusing the training records" in f.read()
 
 
 @pytest.mark.slow
@@ -700,8 +1118,8 @@ def test_a_failing_task_says_so_in_one_line_and_its_row(tmp_path, model):
   errors = [l for l in proc.stderr.split("\n") if l.startswith(
       "reproduce.py:")]
   assert len(errors) == 2, proc.stderr[-3000:]
-  assert errors[0].startswith("reproduce.py: rte failed: run_classifier.py "
-                              "exited with code 2: ")
+  assert errors[0].startswith("reproduce.py: rte (seed 1) failed: "
+                              "run_classifier.py exited with code 2: ")
   assert "dev.tsv" in errors[0]
   with open(os.path.join(work, "results.json")) as f:
     assert json.load(f)["rows"][0]["status"] == "failed"

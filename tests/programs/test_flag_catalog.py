@@ -256,7 +256,9 @@ SPM_TRAIN = {
 
 # reproduce.py: None = each task's own setting.
 REPRODUCE = {
+    "accum_steps": ("int", None),
     "data_root": ("string", None),
+    "device_memory_gb": ("float", None),
     "dry_run": ("bool", False),
     "eval_batch_size": ("int", 8),
     "gcs_dir": ("string", None),
@@ -270,6 +272,8 @@ REPRODUCE = {
     "model_size": ("string enum", 'large'),
     "num_core_per_host": ("int", 1),
     "num_hosts": ("int", 1),
+    "num_proc": ("int", 8),
+    "num_seeds": ("int", None),
     "save_steps": ("int", None),
     "seed": ("int", None),
     "spiece_model_file": ("string", None),
@@ -279,6 +283,8 @@ REPRODUCE = {
     "train_batch_size": ("int", None),
     "train_steps": ("int", None),
     "uncased": ("bool", False),
+    "use_bfloat16": ("bool", False),
+    "use_fp16": ("bool", False),
     "use_tpu": ("bool", False),
     "warmup_steps": ("int", None),
     "work_dir": ("string", None),
@@ -365,7 +371,7 @@ HELP_DIGESTS = {
     "run_race.py": "cbdee209671714f8",
     "data_utils.py": "ea772c2b2a54b56c",
     "spm_train.py": "5a7a05bafc11bef9",
-    "reproduce.py": "c479c35b5251ef56",
+    "reproduce.py": "0efc9255d1ab9c51",
     "download.py": "f54d5bb3e5abfb80",
     "model_utils.py": "581c583b41329fda",
     "convert_checkpoint.py": "c25d6785ee07cb6a",

@@ -48,8 +48,11 @@ FINETUNING = ("run_classifier.py", "run_squad.py", "run_race.py")
 # Code that names the flags of the programs it tells the user to run:
 # (module, function) -> those programs (their flags are checked instead).
 OTHER_PROGRAMS = {
-    # The command line of each task's program.
+    # The command line of each task's program, and of the SQuAD
+    # preprocessing shards.
     ("xlnet.finetuning.reproduce", "task_command"): FINETUNING,
+    ("xlnet.finetuning.reproduce", "_argv"): FINETUNING,
+    ("xlnet.finetuning.reproduce", "prepro_commands"): ("run_squad.py",),
     # The flags a fine-tuning program loading the converted head needs.
     ("xlnet.interop.hf_import", "import_hf"): ("run_classifier.py",
                                                "run_race.py"),

@@ -253,6 +253,12 @@ class ReproduceConfig:
   gcs_dir: Optional[str] = None
   eval_batch_size: int = 8
   seed: Optional[int] = None
+  num_seeds: Optional[int] = None
+  accum_steps: Optional[int] = None
+  device_memory_gb: Optional[float] = None
+  use_fp16: bool = False
+  use_bfloat16: bool = False
+  num_proc: int = 8
   dry_run: bool = False
   train_steps: Optional[int] = None
   max_seq_length: Optional[int] = None

@@ -14,8 +14,11 @@ from xlnet import io_utils
 
 WHITE = (255, 255, 255)
 GREY = (160, 160, 160)
-# Bar colours, in series order: ours (blue), the paper's (orange).
+# Bar colours, in series order: ours (blue), the target (orange).
 SERIES_COLORS = ((31, 119, 180), (255, 127, 14))
+# The line from the lowest to the highest of our runs, over our bar.
+RANGE_COLOR = (40, 40, 40)
+RANGE_WIDTH = 2
 
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -61,37 +64,55 @@ def bar_heights(values, plot_height):
           for v in values]
 
 
-def grouped_bar_chart(groups, bar_width=12, gap=10, plot_height=200,
-                      margin=10):
+def grouped_bar_chart(groups, ranges=None, bar_width=12, gap=10,
+                      plot_height=200, margin=10):
   """Pixels of a grouped bar chart, all bars on one scale from 0.
 
   Args:
     groups: list of tuples of numbers (or None: no bar), one tuple per
       group, one number per series (colours SERIES_COLORS[i]).
+    ranges: None, or per group None or (low, high): a RANGE_COLOR line
+      RANGE_WIDTH px wide at the centre of the group's first bar, from
+      height `low` to height `high` (on the bars' scale).
     bar_width, gap, plot_height, margin: sizes in pixels.
 
   Returns:
     uint8 array `[plot_height + 2 * margin + 1, width, 3]`: white canvas,
     a grey baseline, bars standing on it. Group g's series s occupies
     columns `margin + g * (n_series * bar_width + gap) + s * bar_width`
-    onwards, `bar_width` wide.
+    onwards, `bar_width` wide; a value of height h fills the h rows above
+    the baseline.
   """
+  ranges = list(ranges or [None] * len(groups))
   n_series = max((len(g) for g in groups), default=1)
-  heights = bar_heights([v for g in groups for v in g], plot_height)
+  values = [v for g in groups for v in g]
+  ends = [v for r in ranges if r is not None for v in r]
+  heights = bar_heights(values + ends, plot_height)
+  bars, ends = heights[:len(values)], iter(heights[len(values):])
   width = 2 * margin + len(groups) * (n_series * bar_width + gap)
   canvas = np.full((plot_height + 2 * margin + 1, width, 3), WHITE, np.uint8)
   baseline = margin + plot_height
   canvas[baseline, :] = GREY
   k = 0
   for g, group in enumerate(groups):
+    first = margin + g * (n_series * bar_width + gap)
     for s in range(len(group)):
-      left = margin + g * (n_series * bar_width + gap) + s * bar_width
-      canvas[baseline - heights[k]:baseline, left:left + bar_width] = (
+      left = first + s * bar_width
+      canvas[baseline - bars[k]:baseline, left:left + bar_width] = (
           SERIES_COLORS[s % len(SERIES_COLORS)])
       k += 1
+    if ranges[g] is not None:
+      low, high = next(ends), next(ends)
+      centre = first + (bar_width - RANGE_WIDTH) // 2
+      # The rows of a bar of height `high` above one of height `low`; at
+      # least one, so that runs that agree still show a mark.
+      top = baseline - max(high, 1)
+      canvas[top:max(baseline - low, top + 1),
+             centre:centre + RANGE_WIDTH] = RANGE_COLOR
   return canvas
 
 
-def write_bar_chart(path, groups):
-  """Writes `grouped_bar_chart(groups)` as a PNG to `path` atomically."""
-  io_utils.atomic_write(path, encode_png(grouped_bar_chart(groups)))
+def write_bar_chart(path, groups, ranges=None):
+  """Writes `grouped_bar_chart(groups, ranges)` as a PNG to `path`
+  atomically."""
+  io_utils.atomic_write(path, encode_png(grouped_bar_chart(groups, ranges)))

@@ -67,14 +67,21 @@ def check_all(FLAGS):  # pylint: disable=invalid-name
     warn_long_warmup(FLAGS.warmup_steps, FLAGS.train_steps)
 
 
-def warn_long_warmup(warmup_steps, train_steps):
-  """Logs a warning when training ends before warm-up does.
+def long_warmup_message(warmup_steps, train_steps):
+  """The warning of a run that ends before warm-up does, or None.
 
   The schedule (optimizer.learning_rate_schedule) then only ramps up: the
   last step runs at train_steps / warmup_steps of the peak rate.
   """
-  if warmup_steps > train_steps:
-    logging.warning(
-        "--warmup_steps=%d > --train_steps=%d: the run ends during warm-up; "
-        "the learning rate stays below %.3g times --learning_rate", warmup_steps,
-        train_steps, train_steps / warmup_steps)
+  if warmup_steps <= train_steps:
+    return None
+  return (f"--warmup_steps={warmup_steps} > --train_steps={train_steps}: "
+          "the run ends during warm-up; the learning rate stays below "
+          f"{train_steps / warmup_steps:.3g} times --learning_rate")
+
+
+def warn_long_warmup(warmup_steps, train_steps):
+  """Logs `long_warmup_message` when there is one."""
+  message = long_warmup_message(warmup_steps, train_steps)
+  if message:
+    logging.warning(message)

@@ -249,23 +249,54 @@ def define_reproduce_flags(flag_values, *, tables):
                       "checkpoints, logs and the results go.", **fv)
   catalog.define_core_flags(
       flag_values, use_tpu=False,
-      use_tpu_help="Run on a TPU (batches stay global).",
-      num_core_per_host=1, num_core_per_host_help="GPUs (or TPU cores); the "
-      "table's batch is global and is divided among the GPUs.")
-  flags.DEFINE_integer("num_hosts", 1, "TPU hosts (e.g. 4 for a v3-32).",
-                       **fv)
+      use_tpu_help="Run on a TPU (batches stay global; needs --tpu and a "
+      "gs:// --gcs_dir).",
+      num_core_per_host=1, num_core_per_host_help="GPUs (or TPU cores) per "
+      "host; the table's batch is global and is divided among all devices "
+      "and --accum_steps.")
+  flags.DEFINE_integer("num_hosts", 1, "Hosts (e.g. 4 for a TPU v3-32); "
+                       "devices = num_hosts x num_core_per_host.", **fv)
   flags.DEFINE_string("tpu", None, "TPU name (with --use_tpu).", **fv)
   flags.DEFINE_string("gcs_dir", None,
                       "A gs:// directory for every task's records, "
                       "checkpoints and predictions (a TPU reads and writes "
                       "only Cloud Storage); logs and results stay in "
                       "--work_dir. Default: --work_dir.", **fv)
+  flags.DEFINE_integer("accum_steps", None,
+                       "Micro-batches accumulated per optimizer step, for "
+                       "every task (default 1): each device trains on "
+                       "global batch / (devices x accum_steps) examples at "
+                       "a time, the update is the same.", **fv)
+  flags.DEFINE_float("device_memory_gb", None,
+                     "Memory of one device in GiB (e.g. 16, 24, 40, 80): "
+                     "each task's --accum_steps is the smallest whose "
+                     "micro-batch fits, by the fine-tuning memory model "
+                     "(xlnet/finetuning/memory_plan.py); needs "
+                     "--model_config_path readable.", **fv)
+  flags.DEFINE_bool("use_fp16", False, "Passed to every program: float16 "
+                    "activations with dynamic loss scaling (GPUs).", **fv)
+  flags.DEFINE_bool("use_bfloat16", False, "Passed to every program: "
+                    "bfloat16 activations (implied by --use_tpu).", **fv)
   define_task_flags(
       flag_values, eval_batch_size=(8, "Evaluation/prediction batch per GPU "
                                     "(global with --use_tpu)."))
-  catalog.define_seed_flag(flag_values, None, "Passed to every program.")
-  flags.DEFINE_bool("dry_run", False, "Print every command, run nothing.",
-                    **fv)
+  catalog.define_seed_flag(flag_values, None,
+                           "The first seed (default: the programs' default "
+                           "seed, 1); run s of a task uses seed + s.")
+  flags.DEFINE_integer("num_seeds", None,
+                       "Runs of each task, with consecutive seeds; the "
+                       "table reports their median and range (default: 5 "
+                       "for glue, as the GLUE figures are medians of 5 "
+                       "runs, 3 for squad, 1 for classification and "
+                       "race).", **fv)
+  flags.DEFINE_integer("num_proc", 8,
+                       "SQuAD: training-record shards, preprocessed in "
+                       "parallel processes (at most one per core) before "
+                       "training; a setting (the shards decide the "
+                       "examples' order), keep it when resuming.", **fv)
+  flags.DEFINE_bool("dry_run", False, "Print every command (a shell "
+                    "script, each run's batch plan and target as a "
+                    "comment), run nothing.", **fv)
   for name, kind, text in REPRODUCE_OVERRIDES:
     getattr(flags, f"DEFINE_{kind}")(
         name, None, f"Override every task's {text} (e.g. a smoke run with "

@@ -1,0 +1,193 @@
+"""The fine-tuning memory model (`memory_plan.py`) against counts written out
+by hand and against the graphs the heads build, the accumulation planner on
+hand-worked cases, and (slow) the model against a measured peak."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from xlnet import classifier_heads
+from xlnet import model as model_lib
+from xlnet import race_heads
+from xlnet import squad_heads
+from xlnet.finetuning import config as finetune_config
+from xlnet.finetuning import memory_plan
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+GIB = 2 ** 30
+
+# 2 layers, d_model 8, 2 heads of 4, d_inner 16, 10 tokens.
+TINY = dict(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16,
+            ff_activation="gelu", untie_r=True, n_token=10)
+# By hand: embedding 10*8 = 80; r_w, r_r, r_s biases 3 * (2 layers * 2 * 4)
+# = 48; seg_embed 2 * 2 * 2 * 4 = 32; a layer: q, k, v, r, o 5 * 8*2*4 =
+# 320, LayerNorm 16, layer_1 8*16 + 16 = 144, layer_2 16*8 + 8 = 136,
+# LayerNorm 16: 632, two layers 1264. Backbone 80 + 48 + 32 + 1264 = 1424.
+TINY_BACKBONE = 1424
+# Heads: summary 8*8 + 8 = 72, then classifier logit 8*2 + 2 = 18; RACE
+# logit 8 + 1 = 9; SQuAD start 8 + 1 = 9, end 16*8 + 8 + 16 + 8 + 1 = 161,
+# answer class 16*8 + 8 + 8 = 144.
+TINY_HEADS = {"classifier": 72 + 18, "race": 72 + 9, "squad": 9 + 161 + 144}
+
+
+def test_parameters_by_hand():
+  for kind, head in TINY_HEADS.items():
+    assert memory_plan.param_count(TINY, kind) == TINY_BACKBONE + head
+
+
+def _features(kind, bsz, seq_len):
+  width = seq_len * (4 if kind == "race" else 1)
+  ints = tf.zeros([bsz, width], tf.int32)
+  out = {"input_ids": ints, "segment_ids": ints,
+         "input_mask": tf.zeros([bsz, width]),
+         "label_ids": tf.zeros([bsz], tf.int32)}
+  if kind == "squad":
+    out.update(p_mask=tf.zeros([bsz, seq_len]),
+               cls_index=tf.zeros([bsz], tf.int32),
+               start_positions=tf.zeros([bsz], tf.int32),
+               end_positions=tf.zeros([bsz], tf.int32),
+               is_impossible=tf.zeros([bsz]))
+  return out
+
+
+@pytest.mark.parametrize("kind", ["classifier", "squad", "race"])
+def test_parameters_match_the_built_graph(kind):
+  config = model_lib.XLNetConfig(**dict(TINY, n_layer=3, d_model=16,
+                                        d_inner=24, n_token=50))
+  model = finetune_config.ModelConfig(xlnet_config=config)
+  features = _features(kind, 2, 6)
+  run_config = model.run_config(True)
+  if kind == "classifier":
+    classifier_heads.get_classification_loss(config, run_config, features,
+                                             2, "classification_x")
+  elif kind == "squad":
+    squad_heads.get_qa_loss(config, run_config, features)
+  else:
+    race_heads.get_race_loss(config, run_config, features)
+  built = sum(int(np.prod(v.shape))
+              for v in tf.compat.v1.trainable_variables())
+  assert memory_plan.param_count(config, kind) == built
+
+
+def test_state_by_hand():
+  est = memory_plan.step_memory(TINY, "classifier", 4, 2, "bf16")
+  # float32 weights and two float32 Adam slots whatever the precision;
+  # constants in bfloat16: positional encodings [2 * 4, 2, 8] (256 bytes)
+  # and the [4, 4] self-visibility matrix (32); scores [2, 2, 4, 4] (128)
+  assert est.state == {"weights": 1514 * 4, "adam slots": 1514 * 8,
+                       "folded constants": 256 + 32,
+                       "score-sum constant": 128}
+  acc = memory_plan.step_memory(TINY, "classifier", 4, 2, "bf16",
+                                accumulate=True)
+  assert acc.state["gradient sums"] == 1514 * 4
+  assert est.end == {"gradients": 1514 * 4}
+
+
+def test_layer_terms_by_hand():
+  # seq 4, 2 sequences: scores [2, 2 heads, 4, 4] = 64 entries;
+  # [4, 2, d_model 8] = 64; heads [4, 2, 2, 4] = 64; [4, 2, d_inner 16] = 128.
+  fp32 = memory_plan.layer_activation_terms(
+      memory_plan.ModelSizes.of(TINY), 4, 2, "fp32")
+  # probabilities float32 256 + keep mask 64 + dropped float32 256
+  assert fp32["attention probabilities"] == 576
+  # input 64 * 4; k, v 2 * 64 * 4; queries 3 * 64 * 4; q, k copies (k over
+  # 2 * 4 relative positions) 3 * 64 * 4; attention vector 64 * 4
+  assert fp32["input"] == 256
+  assert fp32["keys, values"] == 512
+  assert fp32["biased queries"] == 768
+  assert fp32["positional q, k"] == 768
+  assert fp32["attention vector"] == 256
+  # 2 LayerNorms x (float32 input + scale) 4 * 64 * 4, the first's output
+  # 64 * 4, two dropout masks 2 * 64
+  assert fp32["layer norms"] == 1024 + 256 + 128
+  # GELU: input, 0.5 x, 1 + tanh and x^2 (4 * 128 * 4); dropped hidden
+  # 128 * 4; its mask 128
+  assert fp32["feed-forward"] == 2048 + 512 + 128
+  bf16 = memory_plan.layer_activation_terms(
+      memory_plan.ModelSizes.of(TINY), 4, 2, "bf16")
+  # probabilities stay float32 (256), mask 64, dropped cast to bfloat16 128
+  assert bf16["attention probabilities"] == 448
+  assert bf16["feed-forward"] == 1024 + 256 + 128
+  assert bf16["layer norms"] == 1024 + 128 + 128
+
+
+def test_race_examples_are_four_sequences():
+  race = memory_plan.step_memory(TINY, "race", 8, 3, "fp32")
+  cls = memory_plan.step_memory(TINY, "classifier", 8, 12, "fp32")
+  assert race.below == cls.below
+  assert race.top == cls.top
+
+
+def test_estimate_grows_with_batch_length_and_precision():
+  base = memory_plan.ModelSizes.of(
+      json.load(open(os.path.join(REPO, "xlnet/configs/xlnet_base.json"))))
+  peak = lambda *a: memory_plan.step_peak_bytes(base, *a)  # noqa: E731
+  assert peak("squad", 512, 4, "fp32") > peak("squad", 512, 2, "fp32")
+  assert peak("squad", 512, 2, "fp32") > peak("squad", 256, 2, "fp32")
+  assert peak("squad", 512, 2, "fp32") > peak("squad", 512, 2, "bf16")
+  assert peak("squad", 512, 2, "bf16") == peak("squad", 512, 2, "fp16")
+
+
+def _fake_estimate(monkeypatch):
+  """Estimates of 1 GiB per example, plus 0.5 GiB with accumulation."""
+  def fake(xlnet_config, task_kind, seq_len, micro_batch, precision,
+           accumulate=False):
+    del xlnet_config, task_kind, seq_len, precision
+    return (micro_batch + (0.5 if accumulate else 0.0)) * GIB
+  monkeypatch.setattr(memory_plan, "step_peak_bytes", fake)
+
+
+def test_plan_smallest_accumulation_that_fits(monkeypatch):
+  _fake_estimate(monkeypatch)
+  # 48 over 4 replicas: 12 each. 8 GiB x 0.9 = 7.2 GiB: 12 (12 GiB) does not
+  # fit; accumulation 2 gives 6 (6.5 GiB), which does; 3 would give 4.
+  plan = memory_plan.plan_accumulation(TINY, "squad", 512, 48, 4, "fp32", 8)
+  assert (plan.micro_batch, plan.accum_steps) == (6, 2)
+  assert plan.micro_batch * 4 * plan.accum_steps == 48
+  assert plan.fits and plan.estimated_gb == 6.5
+  assert plan.budget_gb == pytest.approx(7.2)
+  # No accumulation when the whole per-replica batch fits (8 <= 14.4).
+  plan = memory_plan.plan_accumulation(TINY, "squad", 512, 32, 4, "fp32", 16)
+  assert (plan.micro_batch, plan.accum_steps) == (8, 1)
+  # 7 per replica (prime) in 4 GiB (3.6): only 7 x 1 keeps the batch.
+  plan = memory_plan.plan_accumulation(TINY, "race", 512, 7, 1, "bf16", 4)
+  assert (plan.micro_batch, plan.accum_steps) == (1, 7)
+  assert "1 questions (x4 sequences) per device x 1 device(s) x 7" in (
+      plan.summary())
+
+
+def test_plan_refusals(monkeypatch):
+  _fake_estimate(monkeypatch)
+  with pytest.raises(ValueError, match=r"^global batch 10 is not a multiple "
+                     r"of 4 replicas"):
+    memory_plan.plan_accumulation(TINY, "squad", 512, 10, 4, "fp32", 80)
+  # 1 example with accumulation needs 1.5 GiB > 0.9 x 1.6 = 1.44.
+  with pytest.raises(ValueError, match=r"even 1 example per micro-step needs "
+                     r"about 1\.5 GiB, more than 1\.4 GiB \(90% of 1\.6 GiB"):
+    memory_plan.plan_accumulation(TINY, "squad", 512, 8, 1, "fp32", 1.6)
+  with pytest.raises(ValueError, match="task_kind must be one of"):
+    memory_plan.plan_accumulation(TINY, "glue", 512, 8, 1, "fp32", 16)
+  with pytest.raises(ValueError, match="precision must be one of"):
+    memory_plan.plan_accumulation(TINY, "squad", 512, 8, 1, "tf32", 16)
+  with pytest.raises(ValueError, match="replicas must be a positive"):
+    memory_plan.plan_accumulation(TINY, "squad", 512, 8, 0, "fp32", 16)
+
+
+def test_plan_of_a_real_config_is_the_smallest_split():
+  large = model_lib.XLNetConfig(
+      json_path=os.path.join(REPO, "xlnet/configs/xlnet_large.json"))
+  plan = memory_plan.plan_accumulation(large, "squad", 512, 48, 4, "fp32",
+                                       16)
+  assert plan.micro_batch * 4 * plan.accum_steps == 48
+  assert plan.estimated_gb <= 0.9 * 16
+  assert plan.accum_steps > 1
+  # the next smaller accumulation (the next larger micro-batch) does not fit
+  larger = [m for m in range(plan.micro_batch + 1, 13) if 12 % m == 0][0]
+  assert memory_plan.step_peak_bytes(
+      large, "squad", 512, larger, "fp32",
+      accumulate=larger < 12) / GIB > 0.9 * 16
