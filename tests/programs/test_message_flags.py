@@ -56,6 +56,9 @@ OTHER_PROGRAMS = {
     # The flags a fine-tuning program loading the converted head needs.
     ("xlnet.interop.hf_import", "import_hf"): ("run_classifier.py",
                                                "run_race.py"),
+    # The flags to give reproduce.py (and the fine-tuning programs) for
+    # what download.py fetched.
+    ("xlnet.finetuning.downloads", "flags_to_pass"): ("reproduce.py",),
 }
 
 # Code the static reach counts for a program but that its runs never reach

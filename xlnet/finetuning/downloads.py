@@ -583,14 +583,20 @@ def flags_to_pass(config, entries):
 
 
 @contextlib.contextmanager
-def _locked(roots):
-  """Holds the download lock of every root (one download.py per
-  directory)."""
+def _locked(config, kinds):
+  """Holds the download lock of the root of every kind in `kinds` (one
+  download.py per directory; --model_root may be --data_root)."""
+  data_root = os.path.abspath(config.root(DATA))
+  model_root = os.path.abspath(config.root(MODELS))
   with contextlib.ExitStack() as stack:
-    for flag, root in roots:
-      stack.enter_context(run_lock.hold(root, flag=flag,
+    if DATA in kinds:
+      stack.enter_context(run_lock.hold(data_root, flag="data_root",
                                         user="download.py run"))
-      _remove_stale_staging(root)
+      _remove_stale_staging(data_root)
+    if MODELS in kinds and not (DATA in kinds and model_root == data_root):
+      stack.enter_context(run_lock.hold(model_root, flag="model_root",
+                                        user="download.py run"))
+      _remove_stale_staging(model_root)
     yield
 
 
@@ -608,13 +614,8 @@ def run(config, out=None):
         "  " + f for f in flags_to_pass(config, entries)]:
       print(line, file=out)
     return []
-  kinds = {e.root for e in entries}
-  roots = {}
-  for kind, flag in ((DATA, "data_root"), (MODELS, "model_root")):
-    if kind in kinds:
-      roots.setdefault(os.path.abspath(config.root(kind)), flag)
   failed = []
-  with _locked([(flag, root) for root, flag in roots.items()]):
+  with _locked(config, {e.root for e in entries}):
     for entry in entries:
       try:
         install(entry, config)
