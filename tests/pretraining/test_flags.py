@@ -227,7 +227,10 @@ def test_shared_flags_have_one_rule_and_one_message(tmp_path, program):
   check(tmp_path / "ok", ["--save_steps=1", "--max_save=0", "--iterations=1"])
   with mock.patch.object(flag_rules.logging, "warning") as warning:
     check(tmp_path / "warm", ["--train_steps=10", "--warmup_steps=20"])
-  assert warning.call_args[0][1:] == (20, 10, 0.5)
+  # 10 of 20 warm-up steps: the last step runs at half the peak rate.
+  assert warning.call_args[0] == (
+      "--warmup_steps=20 > --train_steps=10: the run ends during warm-up; "
+      "the learning rate stays below 0.5 times --learning_rate",)
 
 
 def test_data_writer_batch_flags_follow_the_same_rule(tmp_path, tiny_spm):
