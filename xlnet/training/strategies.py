@@ -257,13 +257,19 @@ def distribute_batches(strategy, dataset_fn, accum_steps=1):
   return strategy.distribute_datasets_from_function(grouped)
 
 
+@tf.function
+def _sum_over_replicas(value):
+  """In a replica context: `value` summed over every replica (a copy on
+  the replica's device: a tensor made outside names none)."""
+  return tf.distribute.get_replica_context().all_reduce(
+      tf.distribute.ReduceOp.SUM, tf.identity(value))
+
+
 def barrier(strategy):
   """Returns once every worker of a multi-worker `strategy` has called it
   (a tiny all-reduce); at once for every other strategy."""
   if num_workers(strategy) > 1:
-    strategy.run(tf.function(
-        lambda: tf.distribute.get_replica_context().all_reduce(
-            tf.distribute.ReduceOp.SUM, 1.0)))
+    strategy.run(_sum_over_replicas, args=(tf.constant(1.0),))
 
 
 def check_same_run(strategy, settings):
@@ -283,9 +289,8 @@ def check_same_run(strategy, settings):
     return
   digest = zlib.crc32(json.dumps(settings, sort_keys=True).encode())
   bits = tf.constant([float(b) for b in f"{digest:032b}"])
-  total = strategy.experimental_local_results(strategy.run(tf.function(
-      lambda: tf.distribute.get_replica_context().all_reduce(
-          tf.distribute.ReduceOp.SUM, bits))))[0].numpy()
+  total = strategy.experimental_local_results(strategy.run(
+      _sum_over_replicas, args=(bits,)))[0].numpy()
   if any(t not in (0, strategy.num_replicas_in_sync) for t in total):
     raise ValueError(
         "the workers of this cluster run different commands (they differ "
