@@ -405,3 +405,74 @@ def test_a_dead_worker_stops_the_chief_with_one_line_and_both_resume(
   got = _checkpoint_values(str(cut / "model"))
   assert int(got["global_step"]) == end
   _assert_same_variables(got, want)
+
+
+################################################################################
+# reproduce.py, one command per host.
+################################################################################
+def _reproduce_argv(stsb, work, *extra):
+  """reproduce.py on the STS-B stand-in, a smoke run."""
+  return ["reproduce.py", "--table=glue", "--tasks=sts-b",
+          f"--data_root={stsb['data'].parent}", f"--work_dir={work}",
+          f"--init_checkpoint={stsb['ckpt']}",
+          f"--model_config_path={stsb['config']}",
+          f"--spiece_model_file={stsb['spm']}", "--train_steps=2",
+          "--max_seq_length=16", "--train_batch_size=4", "--save_steps=2",
+          "--iterations=1", "--eval_batch_size=4", *extra]
+
+
+def test_reproduce_passes_the_host_flags_and_splits_the_batch(stsb,
+                                                              tmp_path,
+                                                              capsys):
+  """--dry_run: every command names the cluster and this host, and the
+  global batch is split over the GPUs of every host."""
+  from absl import flags as absl_flags  # pylint: disable=import-outside-toplevel
+  from xlnet.finetuning import reproduce  # pylint: disable=import-outside-toplevel
+  from xlnet.flags import finetuning as finetune_flags  # pylint: disable=import-outside-toplevel
+
+  def command(*extra):
+    flag_values = absl_flags.FlagValues()
+    reproduce.define_flags(flag_values)
+    flag_values(_reproduce_argv(stsb, tmp_path, "--dry_run",
+                                "--num_core_per_host=2",
+                                "--train_batch_size=16", *extra))
+    reproduce.run(finetune_flags.resolve_reproduce(flag_values))
+    line = capsys.readouterr().out.strip()
+    return dict(arg[2:].split("=", 1) for arg in line.split()[2:])
+
+  one = command()
+  two = command("--worker_hosts=10.0.0.1:2222,10.0.0.2:2222",
+                "--task_index=1")
+  assert "worker_hosts" not in one and "task_index" not in one
+  assert (two["worker_hosts"], two["task_index"]) == (
+      "10.0.0.1:2222,10.0.0.2:2222", "1")
+  # 16 examples a step: 8 per GPU on one host of 2, 4 on two hosts of 2.
+  assert (one["train_batch_size"], two["train_batch_size"]) == ("8", "4")
+  assert not os.listdir(tmp_path)
+
+
+@pytest.mark.slow
+def test_reproduce_on_two_hosts_the_chief_alone_records(stsb, tmp_path):
+  """Two reproduce.py commands (task 0 and 1) on one shared work dir: the
+  task trains on both; the chief alone holds the work dir and writes the
+  result and the reports; the other host logs its program's output to its
+  own file."""
+  work = tmp_path / "work"
+  codes, logs = _finish(_cluster(_reproduce_argv(stsb, work)))
+  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
+  assert "Results:" in logs[0] and "Results:" not in logs[1]
+  assert "STS-B: starting (the chief evaluates and records it)" in logs[1]
+  report = json.loads((work / "results.json").read_text())
+  assert [row["status"] for row in report["rows"]] == ["done"]
+  assert (work / "sts-b" / "result.json").exists()
+  chief_log = (work / "sts-b" / "log.txt").read_text()
+  worker_log = (work / "sts-b" / "log.process-1.txt").read_text()
+  assert "--task_index=0" in chief_log and "eval_pearsonr" in chief_log
+  assert "--task_index=1" in worker_log and "eval_pearsonr" not in worker_log
+  assert "left to the chief" in worker_log
+  # A rerun on either host skips the recorded task (the host flags are not
+  # settings of the result).
+  codes, logs = _finish(_cluster(_reproduce_argv(stsb, work)))
+  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
+  for log in logs:
+    assert "STS-B: done by an earlier run, skipped" in log

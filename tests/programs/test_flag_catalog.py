@@ -276,6 +276,7 @@ REPRODUCE = {
     "spiece_model_file": ("string", None),
     "table": ("string enum", None),
     "tasks": ("comma separated list of strings", None),
+    "task_index": ("int", 0),
     "tpu": ("string", None),
     "train_batch_size": ("int", None),
     "train_steps": ("int", None),
@@ -283,6 +284,7 @@ REPRODUCE = {
     "use_tpu": ("bool", False),
     "warmup_steps": ("int", None),
     "work_dir": ("string", None),
+    "worker_hosts": ("string", None),
 }
 
 MODEL_UTILS = {
@@ -354,7 +356,7 @@ HELP_DIGESTS = {
     "run_race.py": "5cd0d1bd62e20a7e",
     "data_utils.py": "ea772c2b2a54b56c",
     "spm_train.py": "5a7a05bafc11bef9",
-    "reproduce.py": "c479c35b5251ef56",
+    "reproduce.py": "c66426f1c4a17057",
     "model_utils.py": "581c583b41329fda",
     "convert_checkpoint.py": "c25d6785ee07cb6a",
     "scripts/demo_report.py": "fa3b202534fe40c9",

@@ -263,6 +263,8 @@ class ReproduceConfig:
   use_tpu: bool = False
   num_hosts: int = 1
   tpu: Optional[str] = None
+  worker_hosts: Optional[str] = None
+  task_index: int = 0
   gcs_dir: Optional[str] = None
   eval_batch_size: int = 8
   seed: Optional[int] = None

@@ -14,6 +14,13 @@ as subprocesses:
 
 (with `--gcs_dir`, records/, model/ and predictions/ go there instead).
 
+Over several hosts every host runs the same command with its own
+`--task_index` (or TF_CONFIG, which the programs inherit), --work_dir and
+--gcs_dir shared: each task's program trains on every host, and the chief
+(process 0) alone holds the work dir's lock, evaluates and writes
+result.json and results.*; another host writes only its program's output,
+to `work_dir/{task}/log.process-{i}.txt`.
+
 A task with a result.json is skipped; an interrupted one is run again with
 the same command, and the program resumes from its model_dir. A failing task
 prints one line, its row says "failed", and the table goes on with the next
@@ -49,6 +56,7 @@ from xlnet.flags import task_catalog
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.training import progress
 from xlnet.training import run_lock
+from xlnet.training import strategies
 
 # The repository: the programs live at its root.
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -56,6 +64,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 RESULT_FILE = "result.json"
 # Flags that replace every task's setting (None: the task's own).
 OVERRIDES = tuple(name for name, _, _ in task_catalog.REPRODUCE_OVERRIDES)
+# Flags naming this host's place in a multi-host run: not settings of a
+# result (a rerun may use other hosts or ports).
+HOST_FLAGS = ("worker_hosts", "task_index")
 # Flags naming files or directories (local ones are made absolute).
 PATH_FLAGS = ("init_checkpoint", "model_config_path", "spiece_model_file",
               "data_root", "work_dir")
@@ -125,19 +136,22 @@ def effective_settings(task, cfg):
 
 def per_device_batch(task, batch, cfg):
   """The programs' --train_batch_size for a global `batch`: per GPU without
-  --use_tpu (as the release's programs read it), global with it.
+  --use_tpu (as the release's programs read it; the GPUs of every host of
+  --worker_hosts/TF_CONFIG), global with it.
 
   Raises:
     ValueError: when the GPUs do not divide the batch.
   """
   if cfg.use_tpu:
     return batch
-  if batch % cfg.num_core_per_host:
+  hosts = strategies.cluster_workers(cfg.worker_hosts)
+  if batch % (cfg.num_core_per_host * hosts):
+    on_hosts = f" on each of {hosts} hosts" if hosts > 1 else ""
     raise ValueError(
-        f"--num_core_per_host={cfg.num_core_per_host} does not divide "
-        f"the global batch {batch} of {task.name}; use a divisor of it (or "
-        "--train_batch_size)")
-  return batch // cfg.num_core_per_host
+        f"--num_core_per_host={cfg.num_core_per_host}{on_hosts} does not "
+        f"divide the global batch {batch} of {task.name}; use a divisor of "
+        "it (or --train_batch_size)")
+  return batch // (cfg.num_core_per_host * hosts)
 
 
 def task_dirs(cfg, task):
@@ -146,10 +160,12 @@ def task_dirs(cfg, task):
   writes."""
   root = os.path.join(cfg.work_dir, task.name)
   data = os.path.join(cfg.gcs_dir or cfg.work_dir, task.name)
+  process = strategies.cluster_task(cfg.worker_hosts, cfg.task_index)[0]
   return dict(records=os.path.join(data, "records"),
               model=os.path.join(data, "model"),
               predictions=os.path.join(data, "predictions"),
-              log=os.path.join(root, "log.txt"),
+              log=os.path.join(root, f"log.process-{process}.txt" if process
+                               else "log.txt"),
               result=os.path.join(root, RESULT_FILE))
 
 
@@ -211,6 +227,8 @@ def task_command(task, data_dir, cfg):
       num_core_per_host=cfg.num_core_per_host)
   if cfg.use_tpu:
     values.update(use_tpu=True, tpu=cfg.tpu, use_bfloat16=True)
+  if cfg.worker_hosts:
+    values.update(worker_hosts=cfg.worker_hosts, task_index=cfg.task_index)
   if cfg.seed is not None:
     values["seed"] = cfg.seed
   values.update(_program_flags(task, data_dir, dirs, cfg))
@@ -491,7 +509,8 @@ def settings_differences(old, new, limit=3):
   (old_flags, old_dir), (new_flags, new_dir) = [
       (command_flags(command), work_dir) for command, work_dir in (old, new)]
   names = [name for name in dict.fromkeys(list(old_flags) + list(new_flags))
-           if _in_work_dir(old_flags.get(name), old_dir) !=
+           if name.lstrip("-") not in HOST_FLAGS and
+           _in_work_dir(old_flags.get(name), old_dir) !=
            _in_work_dir(new_flags.get(name), new_dir)]
   shown = [f"{name} was {old_flags.get(name, 'not set')}, now "
            f"{new_flags.get(name, 'not set')}" for name in names[:limit]]
@@ -607,9 +626,10 @@ def commands_of(tasks, cfg):
 
 
 @contextlib.contextmanager
-def work_dir_lock(work_dir):
+def work_dir_lock(work_dir, active=True):
   """Holds the lock of `work_dir` (`run_lock.hold`) for the `with` block,
-  so that two runs never write one work dir.
+  so that two runs never write one work dir (nothing when not `active`:
+  the other hosts of a multi-host run).
 
   Raises:
     run_lock.Locked: another reproduce.py run holds it (one line).
@@ -617,7 +637,7 @@ def work_dir_lock(work_dir):
   """
   with contextlib.ExitStack() as stack:
     try:
-      stack.enter_context(run_lock.hold(work_dir, flag="work_dir",
+      stack.enter_context(run_lock.hold(work_dir, active, flag="work_dir",
                                         user="reproduce.py run"))
     except (OSError, tf.errors.OpError) as e:
       error = io_utils.resource_error(
@@ -650,8 +670,40 @@ def run(cfg):
     for task in tasks:
       print(shlex.join(commands[task.name]), flush=True)
     return None
-  with work_dir_lock(cfg.work_dir):
-    return run_tasks(tasks, commands, cfg)
+  chief = strategies.cluster_task(cfg.worker_hosts, cfg.task_index)[0] == 0
+  with work_dir_lock(cfg.work_dir, chief):
+    return (run_tasks if chief else run_worker_tasks)(tasks, commands, cfg)
+
+
+def run_worker_tasks(tasks, commands, cfg):
+  """A multi-host run's part on a host other than the chief: runs every
+  task the chief has not finished (its program trains with the chief's and
+  leaves evaluation to it); writes no result and no report.
+
+  Raises:
+    TasksFailed: after the last task, when some program failed here.
+    progress.Interrupted: SIGTERM/SIGINT arrived while a task ran.
+  """
+  failed = []
+  for index, task in enumerate(tasks, 1):
+    if finished_row(task, commands[task.name], cfg):
+      print(f"[{index}/{len(tasks)}] {task.label}: done by an earlier run, "
+            "skipped", flush=True)
+      continue
+    print(f"[{index}/{len(tasks)}] {task.label}: starting (the chief "
+          "evaluates and records it)", flush=True)
+    reason, signum = run_command(commands[task.name],
+                                 task_dirs(cfg, task)["log"])
+    if signum is not None:
+      raise interrupted(signum, task, reason)
+    if reason is not None:
+      failed.append(task.name)
+      print(f"{cli.program_name()}: {task.name} failed: {reason} (log: "
+            f"{task_dirs(cfg, task)['log']})", file=sys.stderr, flush=True)
+  if failed:
+    raise TasksFailed(f"{len(failed)} of {len(tasks)} task(s) failed here: "
+                      f"{', '.join(failed)} (see each task's log)")
+  return None
 
 
 def run_tasks(tasks, commands, cfg):

@@ -255,6 +255,7 @@ def define_reproduce_flags(flag_values, *, tables):
   flags.DEFINE_integer("num_hosts", 1, "TPU hosts (e.g. 4 for a v3-32).",
                        **fv)
   flags.DEFINE_string("tpu", None, "TPU name (with --use_tpu).", **fv)
+  catalog.define_worker_flags(flag_values)
   flags.DEFINE_string("gcs_dir", None,
                       "A gs:// directory for every task's records, "
                       "checkpoints and predictions (a TPU reads and writes "
