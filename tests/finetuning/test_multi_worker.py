@@ -13,6 +13,8 @@ processes over loopback, ports from the OS.
   it.
 * A worker that dies mid-training stops the other with one line naming the
   last checkpoint; both restarted resume from it to the uninterrupted end.
+  SIGTERM on one worker saves the same step on every worker.
+* reproduce.py, one command per host: the chief alone records.
 """
 import json
 import re
@@ -405,6 +407,33 @@ def test_a_dead_worker_stops_the_chief_with_one_line_and_both_resume(
   got = _checkpoint_values(str(cut / "model"))
   assert int(got["global_step"]) == end
   _assert_same_variables(got, want)
+
+
+@pytest.mark.slow
+def test_sigterm_on_one_worker_saves_and_stops_every_worker(stsb, tmp_path):
+  """SIGTERM to worker 1 (a preemption notice): both workers end the same
+  step, the chief saves it, both exit 143 with one line naming it."""
+  procs = _cluster(_classifier_argv(stsb, tmp_path, "--do_train",
+                                    "--save_steps=2", "--train_steps=100000"))
+  index = tmp_path / "model" / "model.ckpt-2.index"
+  deadline = time.monotonic() + 240
+  while not index.exists() and time.monotonic() < deadline:
+    time.sleep(0.05)
+  procs[1].send_signal(signal.SIGTERM)
+  codes, logs = _finish(procs, timeout=120)
+  assert codes == [128 + signal.SIGTERM] * 2, logs[0][-3000:]
+  lines = [log.strip().splitlines()[-1] for log in logs]
+  match = re.fullmatch(r"run_classifier\.py: stopped by a signal on another "
+                       r"worker after step (\d+); checkpoint model\.ckpt-"
+                       r"\1 saved in \S+; rerun the same command to resume",
+                       lines[0])
+  assert match, lines[0]
+  step = match.group(1)
+  assert lines[1] == (f"run_classifier.py: stopped by SIGTERM after step "
+                      f"{step}; checkpoint model.ckpt-{step} saved in "
+                      f"{tmp_path / 'model'}; rerun the same command to "
+                      "resume")
+  assert (tmp_path / "model" / f"model.ckpt-{step}.index").exists()
 
 
 ################################################################################
