@@ -385,10 +385,10 @@ def test_a_dead_worker_stops_the_chief_with_one_line_and_both_resume(
   last = logs[0].strip().splitlines()[-1]
   match = re.fullmatch(
       r"run_classifier\.py: error: a worker of the cluster stopped during "
-      r"step (\d+) \(\w+Error in a collective op; .*\): restart every host "
-      r"with the same command to resume from model\.ckpt-(\d+), the newest "
-      r"checkpoint in (\S+); the steps after it are lost, as saving needs "
-      r"every worker", last)
+      r"step (\d+) \(\w+Error in a collective op; its log says why\): "
+      r"restart every host with the same command to resume from "
+      r"model\.ckpt-(\d+), the newest checkpoint in (\S+); the steps after "
+      r"it are lost, as saving needs every worker", last)
   assert match, last
   saved = int(match.group(2))
   assert 2 <= saved <= int(match.group(1)) and match.group(3) == str(
@@ -407,6 +407,30 @@ def test_a_dead_worker_stops_the_chief_with_one_line_and_both_resume(
   got = _checkpoint_values(str(cut / "model"))
   assert int(got["global_step"]) == end
   _assert_same_variables(got, want)
+
+
+@pytest.mark.slow
+def test_the_chief_refusing_to_resume_stops_the_worker_with_one_line(
+    stsb, tmp_path):
+  """Resumed with another batch: the chief refuses (exit 2, its line names
+  the flag); the worker, which learns it in a collective op of the set-up,
+  stops with one line (exit 1), no traceback."""
+  argv = _classifier_argv(stsb, tmp_path, "--do_train", "--train_steps=2")
+  codes, logs = _finish(_cluster(argv))
+  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
+  codes, logs = _finish(_cluster(argv + ["--train_steps=4",
+                                         "--train_batch_size=4"]))
+  assert codes == [2, 1], "\n".join(log[-3000:] for log in logs)
+  chief, worker = (log.strip().splitlines()[-1] for log in logs)
+  assert chief.startswith("run_classifier.py: error: ") and (
+      "--train_batch_size" in chief), chief
+  assert worker.startswith(
+      "run_classifier.py: error: a worker of the cluster stopped before "
+      "training ("), worker
+  assert worker.endswith("resume from model.ckpt-2, the newest checkpoint "
+                         f"in {tmp_path / 'model'}; the steps after it are "
+                         "lost, as saving needs every worker"), worker
+  assert "Traceback" not in logs[1]
 
 
 @pytest.mark.slow

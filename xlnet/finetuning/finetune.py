@@ -264,15 +264,6 @@ def _engine_train(run, strategy, input_fn, loss_fn, allow_missing, head):
       strategy, lambda f, mems, is_training: (loss_fn(f, is_training), None,
                                               {}),
       run.optimizer, model_dir, accum_steps=accum, train=run.train)
-  strategies.check_same_run(strategy, dict(
-      model_dir=os.path.normpath(model_dir), train_steps=(
-          run.optimizer.train_steps), **batch_layout_record(
-              layout, run.device.use_tpu)))
-  if trainer.chief:
-    train_state.check_batch_layout(
-        model_dir, batch_layout_record(layout, run.device.use_tpu),
-        resume is not None)
-    _record_head(model_dir, head, resume is not None)
 
   def dataset_fn(context):
     local = max(1, n // context.num_input_pipelines)
@@ -280,14 +271,26 @@ def _engine_train(run, strategy, input_fn, loss_fn, allow_missing, head):
                                       context, local)
     return dataset.skip(start * accum * local) if start else dataset
 
-  dist = trainer.distribute(dataset_fn)
-  trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
-  if resume:
-    trainer.restore(resume)
-    logging.info("Resumed from %s at step %d", resume, start)
-  elif run.checkpoint.init_checkpoint:
-    trainer.init_from_checkpoint(run.checkpoint.init_checkpoint,
-                                 allow_missing)
+  # A worker whose peer stops on an error of its own (the chief refusing
+  # the layout) learns it in a collective op of the set-up.
+  with trainer.peers_watched():
+    strategies.check_same_run(strategy, dict(
+        model_dir=os.path.normpath(model_dir), train_steps=(
+            run.optimizer.train_steps), **batch_layout_record(
+                layout, run.device.use_tpu)))
+    if trainer.chief:
+      train_state.check_batch_layout(
+          model_dir, batch_layout_record(layout, run.device.use_tpu),
+          resume is not None)
+      _record_head(model_dir, head, resume is not None)
+    dist = trainer.distribute(dataset_fn)
+    trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
+    if resume:
+      trainer.restore(resume)
+      logging.info("Resumed from %s at step %d", resume, start)
+    elif run.checkpoint.init_checkpoint:
+      trainer.init_from_checkpoint(run.checkpoint.init_checkpoint,
+                                   allow_missing)
   writer = None
   if trainer.chief:
     checkpoint_io.clean_model_dir(model_dir)

@@ -51,16 +51,18 @@ PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError,
 
 def worker_lost(step, newest, model_dir, err):
   """The `WorkerLost` of a multi-worker run whose step after `step` (or
-  its save) failed with `err` (one of `PEER_ERRORS`); `newest`: the
-  newest checkpoint prefix in `model_dir`, or None."""
+  its save; None: its set-up before training) failed with `err` (one of
+  `PEER_ERRORS`); `newest`: the newest checkpoint prefix in `model_dir`,
+  or None."""
+  when = ("before training" if step is None else
+          f"during step {step + 1}")
   kept = (f"{os.path.basename(newest)}, the newest checkpoint in "
           f"{model_dir}" if newest else "the start (no checkpoint yet)")
   return WorkerLost(
-      f"a worker of the cluster stopped during step {step + 1} "
-      f"({type(err).__name__} in a collective op; TensorFlow's log above "
-      f"names the task): restart every host with the same command to "
-      f"resume from {kept}; the steps after it are lost, as saving needs "
-      "every worker")
+      f"a worker of the cluster stopped {when} ({type(err).__name__} in a "
+      "collective op; its log says why): restart every host with the same "
+      f"command to resume from {kept}; the steps after it are lost, as "
+      "saving needs every worker")
 
 
 def diverged(step, out, prefix, loss_scaling):

@@ -321,12 +321,13 @@ class Trainer:
   # The loop.
   # --------------------------------------------------------------------------
   @contextlib.contextmanager
-  def _peers_watched(self, step_now):
-    """Turns the error of a collective op whose peer worker is gone into
-    one line (`progress.WorkerLost`) on a multi-worker run.
+  def peers_watched(self, step_now=lambda: None):
+    """Turns the error of a collective op whose peer worker is gone (it
+    crashed, was killed, or stopped on an error of its own) into one line
+    (`progress.WorkerLost`) on a multi-worker run.
 
     Args:
-      step_now: () -> the last step done.
+      step_now: () -> the last step done, or None before training.
     """
     try:
       yield
@@ -362,7 +363,7 @@ class Trainer:
     iterator = iter(dist_dataset)
     step = int(self.global_step.numpy())
     saved = step
-    with self._peers_watched(lambda: step):
+    with self.peers_watched(lambda: step):
       with progress.SignalCatcher() as signals:
         while step < train_steps:
           run_lock.check_held(self.model_dir, read=False)
