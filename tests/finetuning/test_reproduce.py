@@ -288,8 +288,8 @@ def test_the_plan_keeps_the_global_batch_and_is_passed_to_the_programs(
   common = ["--data_root=/data", f"--work_dir={tmp_path}", "--num_seeds=1"]
   text = _dry_run_text(capsys, [
       "--table=glue", "--tasks=mnli", "--num_core_per_host=4",
-      "--num_hosts=2", "--accum_steps=2", "--use_fp16"] + common +
-                       _model_args("/m"))
+      "--worker_hosts=h0:2222,h1:2222", "--task_index=1", "--accum_steps=2",
+      "--use_fp16"] + common + _model_args("/m"))
   plan, command = text.strip().split("\n")
   assert plan == (
       "# mnli (seed 1): global batch 128 = 8 per device x 8 devices x 2 "
@@ -301,6 +301,13 @@ def test_the_plan_keeps_the_global_batch_and_is_passed_to_the_programs(
                               "use_bfloat16")} == dict(
       train_batch_size="8", accum_steps="2", num_core_per_host="4",
       num_hosts="2", use_fp16="True", use_bfloat16="False")
+  assert (got["worker_hosts"], got["task_index"]) == ("h0:2222,h1:2222", "1")
+  # --num_hosts on GPUs names the workers of the cluster, as the programs
+  # read it: without one, 2 hosts is refused before anything runs.
+  with pytest.raises(ValueError, match=r"^--num_hosts=2 but the cluster has "
+                     r"1 worker\(s\) \(--worker_hosts or TF_CONFIG\)$"):
+    _dry_run_text(capsys, ["--table=glue", "--tasks=mnli", "--num_hosts=2"]
+                  + common + _model_args("/m"))
   # A TPU v3-8 with 4 micro-batches: 32 = 1 per core x 8 cores x 4, and
   # the programs' --train_batch_size is the global micro-batch, 8.
   text = _dry_run_text(capsys, [

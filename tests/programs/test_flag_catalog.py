@@ -84,6 +84,8 @@ SHARED = {
     "use_fp16": ("bool", False),
     "use_tpu": ("bool", False),
     "use_xla": ("bool", False),
+    "task_index": ("int", 0),
+    "worker_hosts": ("string", None),
 }
 
 # train_gpu.py, eval_pretrain.py: the paper's XLNet-Large recipe; the data
@@ -116,7 +118,6 @@ PRETRAINING = dict(SHARED, **{
     "reuse_len": ("int", None),
     "same_length": ("bool", False),
     "seq_len": ("int", None),
-    "task_index": ("int", 0),
     "tpu_engine": ("string enum", 'auto'),
     "track_mean": ("bool", False),
     "train_batch_size": ("int", None),
@@ -125,7 +126,6 @@ PRETRAINING = dict(SHARED, **{
     "untie_r": ("bool", True),
     "warmup_steps": ("int", 40000),
     "weight_decay": ("float", 0.01),
-    "worker_hosts": ("string", None),
 })
 # train_tpu.py (and the release's train.py): the TPU defaults.
 TRAIN_TPU = dict(PRETRAINING, use_tpu=("bool", True),
@@ -138,6 +138,7 @@ FINETUNING = dict(SHARED, **{
     "max_save": ("int", 0),
     "output_dir": ("string", None),
     "overwrite_data": ("bool", False),
+    "records_timeout": ("int", 7200),
     "shuffle_buffer": ("int", 2048),
     "spiece_model_file": ("string", None),
     "train_batch_size": ("int", 8),
@@ -279,6 +280,7 @@ REPRODUCE = {
     "spiece_model_file": ("string", None),
     "table": ("string enum", None),
     "tasks": ("comma separated list of strings", None),
+    "task_index": ("int", 0),
     "tpu": ("string", None),
     "train_batch_size": ("int", None),
     "train_steps": ("int", None),
@@ -288,6 +290,7 @@ REPRODUCE = {
     "use_tpu": ("bool", False),
     "warmup_steps": ("int", None),
     "work_dir": ("string", None),
+    "worker_hosts": ("string", None),
 }
 
 DOWNLOAD = {
@@ -362,16 +365,16 @@ PROGRAMS = {
 # sha256 of every flag's name, help text and enum values (see _help_digest):
 # the help a program prints stays the same.
 HELP_DIGESTS = {
-    "train_gpu.py": "d201916053d07c23",
-    "train_tpu.py": "d201916053d07c23",
-    "train.py": "d201916053d07c23",
-    "eval_pretrain.py": "d201916053d07c23",
-    "run_classifier.py": "fbd81a0e15c6aa4c",
-    "run_squad.py": "0663e20d90084b65",
-    "run_race.py": "cbdee209671714f8",
+    "train_gpu.py": "b2f5f51d96c69885",
+    "train_tpu.py": "b2f5f51d96c69885",
+    "train.py": "b2f5f51d96c69885",
+    "eval_pretrain.py": "b2f5f51d96c69885",
+    "run_classifier.py": "ef2eeb52333e08b6",
+    "run_squad.py": "d3cabd9a5207303d",
+    "run_race.py": "5cd0d1bd62e20a7e",
     "data_utils.py": "ea772c2b2a54b56c",
     "spm_train.py": "5a7a05bafc11bef9",
-    "reproduce.py": "0efc9255d1ab9c51",
+    "reproduce.py": "ab09f4818b76557e",
     "download.py": "f54d5bb3e5abfb80",
     "model_utils.py": "581c583b41329fda",
     "convert_checkpoint.py": "c25d6785ee07cb6a",

@@ -71,9 +71,6 @@ GUARDED = {
     ("xlnet.cli", "_flag_entry"): (
         None, "prints --help entries of the program's own flags (checked "
         "by test_help.py)"),
-    ("xlnet.training.strategies", "worker_tf_config"): (
-        FINETUNING, "runs only with --worker_hosts, a flag of train_gpu.py "
-        "alone (the fine-tuning DeviceConfig has none)"),
     ("xlnet.training.config", "BatchLayout.__post_init__"): (
         FINETUNING, "fine-tuning layouts keep mem_len=0 (no --mem_len)"),
     ("xlnet.data.token_stream", "LineEncoder._parse_ids"): (

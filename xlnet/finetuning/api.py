@@ -11,6 +11,12 @@ the optimizer, batch layout, checkpoints, loop and devices come from
 `xlnet/training/config.py`). The programs `run_classifier.py`,
 `run_squad.py` and `run_race.py` resolve their flags into these and call the
 same functions.
+
+Over several hosts (`engine.device.worker_hosts`, or TF_CONFIG) every
+process calls the same function: all train; the chief alone writes the
+feature records (the others wait up to `task.records_timeout` seconds for
+them), evaluates, predicts and writes the results, after training, while
+the others wait for it (docs/distributed.md).
 """
 import functools
 import os
@@ -49,6 +55,9 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
   """
   sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
                                         "--spiece_model_file")
+  if (do_eval or do_predict) and not finetune.runs_here(
+      engine.device, "evaluation and prediction"):
+    do_eval = do_predict = False
   processor = classifier_task.make_task_processor(task)
   labels = processor.get_labels()
   n_class = None if labels is None else len(labels)
@@ -70,7 +79,9 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
   # training examples in an order seeded by task.seed, so a rerun writes
   # the same records.
   if do_train:
-    train_file, _ = prepare("train", shuffle_seed=task.seed)
+    train_file, _ = prepare("train", shuffle_seed=task.seed,
+                            wait=finetune.records_wait(engine.device,
+                                                       task.records_timeout))
   if do_eval or do_predict:
     eval_records = prepare(task.eval_split)
   out = {}
@@ -80,21 +91,22 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
             train_file, task.max_seq_length, True, processor.is_regression,
             shuffle_buffer=task.shuffle_buffer, seed=task.seed), head,
         model.head_record())
-  # The checkpoints evaluated, or predicted with, pool as this run's head.
-  if do_eval:
-    finetune.check_head(engine.model_dir, model.head_record())
-  if do_predict:
-    ckpt_dir = engine.model_dir
-    if task.predict_ckpt:
-      ckpt_dir = os.path.dirname(checkpoint_io.resolve_checkpoint(
-          task.predict_ckpt, "--predict_ckpt"))
-    finetune.check_head(ckpt_dir, model.head_record())
-  if do_eval:
-    out["eval"] = classifier_task.evaluate(task, engine, processor,
-                                           *eval_records, head)
-  if do_predict:
-    out["predict"] = classifier_task.predict(task, engine, processor,
+  with finetune.chief_alone():
+    # The checkpoints evaluated, or predicted with, pool as this run's head.
+    if do_eval:
+      finetune.check_head(engine.model_dir, model.head_record())
+    if do_predict:
+      ckpt_dir = engine.model_dir
+      if task.predict_ckpt:
+        ckpt_dir = os.path.dirname(checkpoint_io.resolve_checkpoint(
+            task.predict_ckpt, "--predict_ckpt"))
+      finetune.check_head(ckpt_dir, model.head_record())
+    if do_eval:
+      out["eval"] = classifier_task.evaluate(task, engine, processor,
                                              *eval_records, head)
+    if do_predict:
+      out["predict"] = classifier_task.predict(task, engine, processor,
+                                               *eval_records, head)
   return out
 
 
@@ -121,24 +133,28 @@ def run_squad(task, model, engine, do_prepro=False, do_train=False,
   if do_prepro:
     squad_task.prepro_train_shard(task, sp_model, task.proc_id,
                                   task.num_proc)
+  if do_predict and not finetune.runs_here(engine.device, "prediction"):
+    do_predict = False
   if do_train:
     input_fn = qa_records.make_input_fn(
-        squad_task.train_record_paths(task, sp_model),
+        squad_task.train_record_paths(task, sp_model, finetune.records_wait(
+            engine.device, task.records_timeout)),
         squad_utils.feature_spec(task.max_seq_length, is_training=True),
         is_training=True, drop_remainder=True,
         shuffle_buffer=task.shuffle_buffer, seed=task.seed)
     finetune.train(engine, input_fn, squad_task.loss_fn(model),
                    allow_missing=squad_task.NEW_VARIABLE_PATTERNS)
-  if not do_predict:
-    return None
-  paragraphs, examples, converter, path = squad_task.prepro_predict(
-      task, sp_model)
-  input_fn = qa_records.make_input_fn(
-      [path], squad_utils.feature_spec(task.max_seq_length,
-                                       is_training=False),
-      is_training=False, drop_remainder=False)
-  return squad_task.evaluate_checkpoints(
-      task, model, engine, (paragraphs, examples, converter), input_fn)
+  with finetune.chief_alone():
+    if not do_predict:
+      return None
+    paragraphs, examples, converter, path = squad_task.prepro_predict(
+        task, sp_model)
+    input_fn = qa_records.make_input_fn(
+        [path], squad_utils.feature_spec(task.max_seq_length,
+                                         is_training=False),
+        is_training=False, drop_remainder=False)
+    return squad_task.evaluate_checkpoints(
+        task, model, engine, (paragraphs, examples, converter), input_fn)
 
 
 def run_race(task, model, engine, do_train=False, do_eval=False):
@@ -162,19 +178,21 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
     if engine.checkpoint.init_checkpoint:
       finetune.warn_if_init_head_differs(engine.checkpoint.init_checkpoint,
                                          model.head_record())
-    _, path = race_task.prepro(task, sp_model, "train")
+    _, path = race_task.prepro(task, sp_model, "train", finetune.records_wait(
+        engine.device, task.records_timeout))
     input_fn = qa_records.make_input_fn(
         [path], spec, is_training=True, drop_remainder=True,
         shuffle_buffer=task.shuffle_buffer, seed=task.seed)
     finetune.train(engine, input_fn, race_task.loss_fn(model),
                    allow_missing=race_task.NEW_VARIABLE_PATTERNS,
                    head=model.head_record())
-  if not do_eval:
-    return None
-  finetune.check_head(engine.model_dir, model.head_record())
-  examples, path = race_task.prepro(task, sp_model, task.eval_split)
-  results = race_task.predict(task, model, engine, qa_records.make_input_fn(
-      [path], spec, is_training=False, drop_remainder=False))
-  metrics = race_utils.accuracy_by_level(examples, results)
-  race_task.write_eval_results(task, engine.model_dir, metrics)
-  return metrics
+  with finetune.chief_alone():
+    if not do_eval or not finetune.runs_here(engine.device, "evaluation"):
+      return None
+    finetune.check_head(engine.model_dir, model.head_record())
+    examples, path = race_task.prepro(task, sp_model, task.eval_split)
+    results = race_task.predict(task, model, engine, qa_records.make_input_fn(
+        [path], spec, is_training=False, drop_remainder=False))
+    metrics = race_utils.accuracy_by_level(examples, results)
+    race_task.write_eval_results(task, engine.model_dir, metrics)
+    return metrics

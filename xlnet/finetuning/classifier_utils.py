@@ -258,7 +258,7 @@ def shuffle_examples(examples, seed):
 
 def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
                     sp_model, spiece_model_file, uncased, overwrite=False,
-                    shuffle_seed=None):
+                    shuffle_seed=None, wait=None):
   """Returns the feature records of one split, writing them when needed.
 
   Next to the records, `{record}.json` holds the number of examples and the
@@ -280,6 +280,9 @@ def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
     shuffle_seed: None: the examples in file order; an int: in the order of
       `shuffle_examples(examples, shuffle_seed)` (for training), in a file
       of their own.
+    wait: None: write them when needed; seconds: wait that long at most
+      for the chief of a multi-host run to write them
+      (`record_cache.prepare`).
 
   Returns:
     (record path, number of examples).
@@ -304,7 +307,7 @@ def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
     return write_records(examples, processor.get_labels(), max_seq_length,
                          make_tokenize_fn(sp_model, uncased), out)
 
-  return path, record_cache.prepare(path, key, write, overwrite)
+  return path, record_cache.prepare(path, key, write, overwrite, wait)
 
 
 ################################################################################

@@ -24,6 +24,10 @@ from xlnet.training import config as train_config_lib
 HEAD_FILE = "head.json"
 # The sequence summaries (`modeling.summarize_sequence`).
 SUMMARY_TYPES = ("last", "first", "mean", "attn")
+# Seconds the non-chief workers of a multi-host run wait, at most, for the
+# chief to write the training records (a large task's take well under an
+# hour on one core).
+RECORDS_TIMEOUT = 7200
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +117,8 @@ class ClassifierConfig:
       training input's shuffle (the program passes --seed).
     shuffle_buffer: the training input's shuffle buffer.
     overwrite_data: rewrite the records even when valid.
+    records_timeout: seconds a non-chief worker waits for the chief's
+      training records.
     eval_split: "dev", "test" or "train", for evaluation and prediction.
     eval_batch_size, predict_batch_size: examples of one step over all
       replicas.
@@ -135,6 +141,7 @@ class ClassifierConfig:
   seed: int = train_config_lib.DEFAULT_SEED
   shuffle_buffer: int = 2048
   overwrite_data: bool = False
+  records_timeout: int = RECORDS_TIMEOUT
   eval_split: str = "dev"
   eval_batch_size: int = 128
   predict_batch_size: int = 128
@@ -169,6 +176,8 @@ class SquadConfig:
     seed: the training records' order and the training input's shuffle.
     shuffle_buffer: the training input's shuffle buffer.
     num_proc, proc_id: preprocessing shards, and the one to write.
+    records_timeout: seconds a non-chief worker waits for the chief's
+      training records.
     answer_on_last_piece, skip_empty_answers, trim_answer_whitespace,
       keep_unaligned: our earlier behaviour where it differs from the
       release's (docs/differences.md).
@@ -193,6 +202,7 @@ class SquadConfig:
   shuffle_buffer: int = 2048
   num_proc: int = 1
   proc_id: int = 0
+  records_timeout: int = RECORDS_TIMEOUT
   answer_on_last_piece: bool = False
   skip_empty_answers: bool = False
   trim_answer_whitespace: bool = False
@@ -217,6 +227,8 @@ class RaceConfig:
     eval_batch_size: examples of one step over all replicas.
     seed: the training records' order and the training input's shuffle.
     shuffle_buffer: the training input's shuffle buffer.
+    records_timeout: seconds a non-chief worker waits for the chief's
+      training records.
   """
   data_dir: str
   spiece_model_file: str
@@ -230,6 +242,7 @@ class RaceConfig:
   eval_batch_size: int = 32
   seed: int = train_config_lib.DEFAULT_SEED
   shuffle_buffer: int = 2048
+  records_timeout: int = RECORDS_TIMEOUT
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,6 +263,8 @@ class ReproduceConfig:
   use_tpu: bool = False
   num_hosts: int = 1
   tpu: Optional[str] = None
+  worker_hosts: Optional[str] = None
+  task_index: int = 0
   gcs_dir: Optional[str] = None
   eval_batch_size: int = 8
   seed: Optional[int] = None

@@ -5,12 +5,13 @@ A task gives a loss function and an outputs function built on the model with
 `tf.compat.v1.get_variable` (its head's variables keep the release's names);
 this module runs them:
 
-* on CPUs/GPUs (`--num_core_per_host` replicas) and, with `--use_tpu` on
+* on CPUs/GPUs (`--num_core_per_host` replicas on each host, one host or
+  the workers of `--worker_hosts`/TF_CONFIG) and, with `--use_tpu` on
   TensorFlow >= 2.16, on a TPUStrategy, through the shared engine
-  (`xlnet/training/engine.py`): resume from `--model_dir` after a kill or a signal
-  (with the batch layout it was trained with), one trainer per
-  `--model_dir` (`xlnet/training/run_lock.py`), warm start from `--init_checkpoint`
-  by name, NaN guard, atomic checkpoints;
+  (`xlnet/training/trainer.py`): resume from `--model_dir` after a kill or a
+  signal (with the batch layout it was trained with), one trainer per
+  `--model_dir` (`xlnet/training/run_lock.py`, held by the chief), warm
+  start from `--init_checkpoint` by name, NaN guard, atomic checkpoints;
 * with `--use_tpu` on TensorFlow 2.15, through TPUEstimator (as released),
   with the same functions and the same optimizer step.
 
@@ -18,8 +19,13 @@ The settings come typed (`xlnet/finetuning/config.py`: an `EngineConfig`),
 their batch sizes resolved to the examples of a step over all replicas; the
 programs resolve the release's batch flags (global with `--use_tpu`, per
 GPU otherwise) into them once (`xlnet/flags/finetuning.py`).
+
+Over several hosts every worker trains; the chief alone writes the feature
+records (`records_wait`), evaluates and predicts (`runs_here`, on its own
+devices after training) and writes the results (docs/distributed.md).
 """
 
+import contextlib
 import os
 
 from absl import logging
@@ -38,6 +44,8 @@ from xlnet.training import checkpoint_io
 from xlnet.training import run_lock
 
 _STRATEGIES = {}
+# The key of the multi-worker strategy in _STRATEGIES.
+_CLUSTER = "cluster"
 
 
 def use_estimator(device):
@@ -45,22 +53,107 @@ def use_estimator(device):
   return device.use_tpu and tpu_estimator.tpu_estimator() is not None
 
 
+def _created_once(key, create):
+  """The strategy cached under `key`, created by `create()` the first time
+  (a process creates its TPU or multi-worker runtime once)."""
+  if key not in _STRATEGIES:
+    _STRATEGIES[key] = create()
+  return _STRATEGIES[key]
+
+
 def strategy_for(device, num_core_per_host):
-  """The tf.distribute strategy of the devices (created once).
+  """The strategy inference runs on: the TPU, else this host's devices
+  alone (also on the chief of a multi-worker run, which evaluates and
+  predicts by itself after training).
 
   Args:
     device: a `DeviceConfig`.
     num_core_per_host: GPU/CPU replicas (ignored on a TPU).
   """
-  key = (device.use_tpu, num_core_per_host, device.tpu)
-  if key not in _STRATEGIES:
-    if device.use_tpu:
-      _STRATEGIES[key] = strategies.create_strategy(
-          use_tpu=True, tpu=device.tpu, tpu_zone=device.tpu_zone,
-          gcp_project=device.gcp_project)
-    else:
-      _STRATEGIES[key] = strategies.create_strategy(num_core_per_host)
-  return _STRATEGIES[key]
+  if device.use_tpu:
+    return _created_once(("tpu", device.tpu), lambda: (
+        strategies.create_strategy(
+            use_tpu=True, tpu=device.tpu, tpu_zone=device.tpu_zone,
+            gcp_project=device.gcp_project)))
+  return _created_once(("host", num_core_per_host), lambda: (
+      strategies.one_host_strategy(num_core_per_host)))
+
+
+def training_strategy(run):
+  """The strategy training runs on: `strategy_for`, or every worker of the
+  cluster (`MultiWorkerMirroredStrategy`) when `--worker_hosts` or
+  TF_CONFIG name several; checked against the run's `BatchLayout`."""
+  device, layout = run.device, run.layout
+  if device.use_tpu or strategies.cluster_workers(device.worker_hosts) == 1:
+    strategy = strategy_for(device, layout.num_core_per_host)
+  else:
+    strategy = _created_once(_CLUSTER, lambda: (
+        strategies.create_strategy(layout.num_core_per_host,
+                                   device.worker_hosts, device.task_index)))
+  strategies.check_layout(strategy, layout, device.use_tpu)
+  return strategy
+
+
+def is_chief(device):
+  """Whether this process is the chief (process 0) of its run, known
+  before any strategy exists: it alone writes the feature records, the
+  results and the run records; a TPU run has one process."""
+  return device.use_tpu or strategies.cluster_task(device.worker_hosts,
+                                                   device.task_index)[0] == 0
+
+
+def records_wait(device, timeout):
+  """`record_cache.prepare`'s `wait`: None on the chief, which writes the
+  feature records; `timeout` seconds on the other workers, which wait for
+  them."""
+  return None if is_chief(device) else timeout
+
+
+def runs_here(device, what):
+  """Whether this process runs `what` (evaluation, prediction): every
+  process but the non-chief workers of a multi-worker run, which log one
+  line and leave it to the chief (it runs it alone, after training, on
+  its own devices, inside `chief_alone`)."""
+  if is_chief(device):
+    return True
+  index, count = strategies.cluster_task(device.worker_hosts,
+                                         device.task_index)
+  logging.info("Process %d of %d: %s left to the chief (process 0), which "
+               "runs it alone after training", index, count, what)
+  return False
+
+
+@contextlib.contextmanager
+def chief_alone():
+  """The block after a multi-worker training: the chief runs it (its
+  evaluation and prediction) while the other workers wait, and all leave
+  it together, as TensorFlow's coordination service expects (a worker that
+  exits early is reported as failed, and the chief's collective runtime
+  aborted). An error in the chief's block still releases the others.
+  Nothing to wait for when this process trained no multi-worker strategy.
+
+  Raises:
+    progress.WorkerLost: on a waiting worker, when the chief died.
+  """
+  strategy = _STRATEGIES.get(_CLUSTER)
+  if strategy is None:
+    yield
+    return
+  try:
+    yield
+  except Exception:
+    strategies.barrier(strategy)
+    raise
+  if not strategies.is_chief(strategy):
+    logging.info("Training done; waiting for the chief to finish (the "
+                 "workers of a run leave together)")
+  try:
+    strategies.barrier(strategy)
+  except progress.PEER_ERRORS as e:
+    raise progress.WorkerLost(
+        f"the chief stopped before it finished ({type(e).__name__} in a "
+        "collective op; its log says why); the training is complete and "
+        "saved") from None
 
 
 def log_line(step, mean_loss, out):
@@ -123,7 +216,8 @@ def train(run, input_fn, loss_fn, allow_missing=(), head=None):
     run: an `EngineConfig` with its optimizer and layout.
     input_fn: `input_fn(params)` -> dataset of batch-major feature dicts,
       `params["batch_size"]` examples each (static: drop the remainder),
-      repeating; an optional `params["input_context"]` shards the files.
+      repeating, the same on every worker (each keeps its replicas' share,
+      `strategies.worker_share`).
     loss_fn: `loss_fn(features, is_training)` -> float32 scalar loss.
     allow_missing: regular expressions of variables `init_checkpoint` may
       lack (the task's new head).
@@ -144,7 +238,7 @@ def train(run, input_fn, loss_fn, allow_missing=(), head=None):
       _record_head(run.model_dir, head, bool(
           checkpoint_io.list_checkpoints(run.model_dir)))
       return _estimator_train(run, input_fn, loss_fn, allow_missing)
-  strategy = strategy_for(run.device, run.layout.num_core_per_host)
+  strategy = training_strategy(run)
   with run_lock.hold(run.model_dir, strategies.is_chief(strategy)):
     return _engine_train(run, strategy, input_fn, loss_fn, allow_missing,
                          head)
@@ -158,47 +252,45 @@ def batch_layout_record(layout, use_tpu):
       layout.train_batch_size if use_tpu else layout.bsz_per_core))
 
 
-def _per_replica(layout, strategy, use_tpu):
-  """One replica's rows of a training micro-batch (the layout's, checked
-  against the TPU's cores)."""
-  if use_tpu and strategy.num_replicas_in_sync != layout.num_cores:
-    raise ValueError(
-        f"--num_hosts*--num_core_per_host={layout.num_cores} but the "
-        f"strategy has {strategy.num_replicas_in_sync} replicas")
-  return layout.bsz_per_core
-
-
 def _engine_train(run, strategy, input_fn, loss_fn, allow_missing, head):
   """`train` on the engine, with the run lock held."""
   model_dir, layout = run.model_dir, run.layout
   resume = checkpoint_io.find_resume_checkpoint(model_dir)
   start = checkpoint_io.step_of(resume) if resume else 0
   n = strategy.num_replicas_in_sync
-  per_replica = _per_replica(layout, strategy, run.device.use_tpu)
+  per_replica = layout.bsz_per_core
   accum = layout.accum_steps
   trainer = trainer_lib.Trainer(
       strategy, lambda f, mems, is_training: (loss_fn(f, is_training), None,
                                               {}),
       run.optimizer, model_dir, accum_steps=accum, train=run.train)
-  if trainer.chief:
-    train_state.check_batch_layout(
-        model_dir, batch_layout_record(layout, run.device.use_tpu),
-        resume is not None)
-    _record_head(model_dir, head, resume is not None)
 
   def dataset_fn(context):
-    dataset = input_fn({"batch_size": per_replica, "input_context": context})
     local = max(1, n // context.num_input_pipelines)
+    dataset = strategies.worker_share(input_fn({"batch_size": per_replica}),
+                                      context, local)
     return dataset.skip(start * accum * local) if start else dataset
 
-  dist = trainer.distribute(dataset_fn)
-  trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
-  if resume:
-    trainer.restore(resume)
-    logging.info("Resumed from %s at step %d", resume, start)
-  elif run.checkpoint.init_checkpoint:
-    trainer.init_from_checkpoint(run.checkpoint.init_checkpoint,
-                                 allow_missing)
+  # A worker whose peer stops on an error of its own (the chief refusing
+  # the layout) learns it in a collective op of the set-up.
+  with trainer.peers_watched():
+    strategies.check_same_run(strategy, dict(
+        model_dir=os.path.normpath(model_dir), train_steps=(
+            run.optimizer.train_steps), **batch_layout_record(
+                layout, run.device.use_tpu)))
+    if trainer.chief:
+      train_state.check_batch_layout(
+          model_dir, batch_layout_record(layout, run.device.use_tpu),
+          resume is not None)
+      _record_head(model_dir, head, resume is not None)
+    dist = trainer.distribute(dataset_fn)
+    trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
+    if resume:
+      trainer.restore(resume)
+      logging.info("Resumed from %s at step %d", resume, start)
+    elif run.checkpoint.init_checkpoint:
+      trainer.init_from_checkpoint(run.checkpoint.init_checkpoint,
+                                   allow_missing)
   writer = None
   if trainer.chief:
     checkpoint_io.clean_model_dir(model_dir)

@@ -184,9 +184,9 @@ def make_input_fn(paths, feature_spec, is_training, drop_remainder,
 
   Returns:
     `input_fn(params)` -> `tf.data.Dataset` of batch-major feature dicts;
-    `params["batch_size"]` is the batch of one input pipeline; an optional
-    `params["input_context"]` (`tf.distribute.InputContext`) shards the
-    files across pipelines.
+    `params["batch_size"]` is the batch of one replica (every worker of a
+    multi-host run reads the same stream and keeps its share:
+    `strategies.worker_share`).
   """
   stored = stored_dtypes(paths, feature_spec)
   parse_spec = {name: tf.io.FixedLenFeature([width], stored[name])
@@ -202,10 +202,6 @@ def make_input_fn(paths, feature_spec, is_training, drop_remainder,
 
   def input_fn(params):
     files = tf.data.Dataset.from_tensor_slices(list(paths))
-    context = params.get("input_context")
-    if context is not None and context.num_input_pipelines > 1:
-      files = files.shard(context.num_input_pipelines,
-                          context.input_pipeline_id)
     if is_training:
       files = files.shuffle(len(paths), seed=seed)
       records = files.interleave(

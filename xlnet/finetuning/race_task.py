@@ -62,8 +62,10 @@ def train_record_key(task):
           "seed": qa_records.order_seed(task.seed)}
 
 
-def prepro(task, sp_model, split):
-  """Reads one split and writes its records.
+def prepro(task, sp_model, split, wait=None):
+  """Reads one split and writes its records (training records: waits up to
+  `wait` seconds, when given, for the chief of a multi-host run to write
+  them; `record_cache.prepare`).
 
   Training questions are shuffled once with `qa_records.order_seed(--seed)`;
   their records are reused while made from the same files and settings
@@ -100,7 +102,7 @@ def prepro(task, sp_model, split):
     return count
 
   if split == "train":
-    record_cache.prepare(path, train_record_key(task), write)
+    record_cache.prepare(path, train_record_key(task), write, wait=wait)
   else:
     write(path)
   return examples, path

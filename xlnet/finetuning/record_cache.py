@@ -12,9 +12,14 @@ changed setting) rewrites them, with one log line naming what differs.
 The key file is removed before the records are rewritten and written after
 them, so a run killed in between leaves records without a key, which the
 next run rewrites.
+
+In a run over several hosts only the chief writes records; every other
+worker waits until records with its own key are in place (`prepare`'s
+`wait`), so a shared --output_dir is written once, never raced.
 """
 import hashlib
 import json
+import time
 
 from absl import logging
 import tensorflow as tf
@@ -24,6 +29,8 @@ from xlnet import io_utils
 # Bytes read per step of a digest: large files are digested in constant
 # memory.
 _DIGEST_CHUNK = 1 << 20
+# Seconds between two looks of a waiting worker at the chief's records.
+POLL_SECONDS = 2.0
 
 
 def update_digest(hasher, path):
@@ -88,7 +95,41 @@ def check(path, key):
   return meta["num_examples"], None
 
 
-def prepare(path, key, write_fn, overwrite=False):
+def wait_for(path, key, timeout):
+  """The number of records at `path` once another process (the chief of a
+  multi-host run) has made them with `key`.
+
+  Args:
+    path, key: as `prepare`.
+    timeout: seconds to wait at most.
+
+  Raises:
+    ValueError: one line naming the records, why they are not usable and
+      what to check, after `timeout` seconds.
+  """
+  count, why = check(path, key)
+  if why is None:
+    logging.info("Using %d records in %s (written by the chief)", count, path)
+    return count
+  logging.info("Waiting up to %.0f s for the chief to write %s (it %s)",
+               timeout, path, why)
+  deadline = time.monotonic() + timeout
+  while time.monotonic() < deadline:
+    time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+    count, why = check(path, key)
+    if why is None:
+      logging.info("Using %d records in %s (written by the chief)", count,
+                   path)
+      return count
+  raise ValueError(
+      f"{path} {why} after {timeout:.0f} s of waiting (--records_timeout) "
+      "for the chief to write it: every host must see the chief's "
+      "--output_dir (a shared file system or bucket) and read the same data "
+      "with the same settings, or hold a copy of the chief's records "
+      "(docs/distributed.md)")
+
+
+def prepare(path, key, write_fn, overwrite=False, wait=None):
   """Returns the number of records at `path`, writing them when needed.
 
   Args:
@@ -99,10 +140,15 @@ def prepare(path, key, write_fn, overwrite=False):
       their number; called only when they are missing or were made with
       another key (or with `overwrite`).
     overwrite: rewrite even records made with `key`.
+    wait: None: this process writes the records; seconds: another one (the
+      chief) does, and this one waits up to that long for records made
+      with `key` (`wait_for`; `overwrite` is the writer's to apply).
 
   Returns:
     int, the number of records.
   """
+  if wait is not None:
+    return wait_for(path, key, wait)
   for stale in (path, key_path(path)):
     io_utils.remove_stale_tmp(stale)
   count, why = check(path, key)

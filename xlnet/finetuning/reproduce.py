@@ -21,6 +21,13 @@ there instead). A work dir of an earlier version (model/, log.txt and
 result.json directly in `{task}/`) is moved into this layout on the first
 run (`migrate_earlier_layout`).
 
+Over several GPU hosts every host runs the same command with its own
+`--task_index` (or TF_CONFIG, which the programs inherit), --work_dir and
+--gcs_dir shared: each run's program trains on every host, and the chief
+(process 0) alone holds the work dir's lock, evaluates and writes
+result.json and results.*; another host writes only its program's output,
+to `work_dir/{task}/seed-{s}/log.process-{i}.txt`.
+
 A run with a result.json is skipped; an interrupted one is run again with
 the same command, and the program resumes from its model_dir. A failing run
 prints one line, its task's row says "failed", and the table goes on with
@@ -62,6 +69,7 @@ from xlnet.flags import task_catalog
 from xlnet.training import config as train_config_lib
 from xlnet.training import progress
 from xlnet.training import run_lock
+from xlnet.training import strategies
 
 # The repository: the programs live at its root.
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -69,6 +77,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 RESULT_FILE = "result.json"
 # Flags that replace every task's setting (None: the task's own).
 OVERRIDES = tuple(name for name, _, _ in task_catalog.REPRODUCE_OVERRIDES)
+# Flags naming this host's place in a multi-host run: not settings of a
+# result (a rerun may use other hosts or ports).
+HOST_FLAGS = ("worker_hosts", "task_index")
 # Flags naming files or directories (local ones are made absolute).
 PATH_FLAGS = ("init_checkpoint", "model_config_path", "spiece_model_file",
               "data_root", "work_dir")
@@ -260,6 +271,23 @@ def model_config(cfg):
                      "the model's sizes)") from None
 
 
+def hosts(cfg):
+  """The hosts whose devices share each batch: --num_hosts on a TPU; on
+  GPUs the workers of --worker_hosts or TF_CONFIG, which --num_hosts must
+  leave at 1 or repeat (as the programs read it).
+
+  Raises:
+    ValueError: one line when --num_hosts contradicts the cluster.
+  """
+  if cfg.use_tpu:
+    return cfg.num_hosts
+  workers = strategies.cluster_workers(cfg.worker_hosts)
+  if cfg.num_hosts not in (1, workers):
+    raise ValueError(f"--num_hosts={cfg.num_hosts} but the cluster has "
+                     f"{workers} worker(s) (--worker_hosts or TF_CONFIG)")
+  return workers
+
+
 def memory_batch_plan(task, batch, seq_len, cfg, xlnet_config):
   """The `BatchPlan` whose accumulation is the smallest that fits
   --device_memory_gb per device (`memory_plan.plan_accumulation`).
@@ -268,7 +296,7 @@ def memory_batch_plan(task, batch, seq_len, cfg, xlnet_config):
     ValueError: one line naming the task when even one example per device
       does not fit, or the devices do not divide the batch.
   """
-  replicas = cfg.num_core_per_host * cfg.num_hosts
+  replicas = cfg.num_core_per_host * hosts(cfg)
   try:
     plan = memory_plan.plan_accumulation(
         xlnet_config, task.kind, seq_len, batch, replicas, precision(cfg),
@@ -285,18 +313,18 @@ def memory_batch_plan(task, batch, seq_len, cfg, xlnet_config):
 
 
 def batch_plan(task, batch, cfg):
-  """The `BatchPlan` of `task`'s global `batch` on --num_hosts x
+  """The `BatchPlan` of `task`'s global `batch` on `hosts` x
   --num_core_per_host devices with --accum_steps (default 1).
 
   Raises:
     ValueError: when devices x accumulation steps do not divide the batch.
   """
-  replicas = cfg.num_core_per_host * cfg.num_hosts
+  replicas = cfg.num_core_per_host * hosts(cfg)
   accum = cfg.accum_steps or 1
   if batch % (replicas * accum):
     parts = [f"--num_core_per_host={cfg.num_core_per_host}"]
-    if cfg.num_hosts > 1:
-      parts.append(f"--num_hosts={cfg.num_hosts}")
+    if hosts(cfg) > 1:
+      parts.append(f"{hosts(cfg)} hosts")
     if accum > 1:
       parts.append(f"--accum_steps={accum}")
     product = "" if len(parts) == 1 else f" ({replicas * accum})"
@@ -317,10 +345,12 @@ def task_dirs(cfg, task, seed):
   what the programs write (records shared by the task's seeds)."""
   root = os.path.join(cfg.work_dir, task.name, f"seed-{seed}")
   data = os.path.join(cfg.gcs_dir or cfg.work_dir, task.name)
+  process = strategies.cluster_task(cfg.worker_hosts, cfg.task_index)[0]
   return dict(records=os.path.join(data, "records"),
               model=os.path.join(data, f"seed-{seed}", "model"),
               predictions=os.path.join(data, f"seed-{seed}", "predictions"),
-              log=os.path.join(root, "log.txt"),
+              log=os.path.join(root, f"log.process-{process}.txt" if process
+                               else "log.txt"),
               result=os.path.join(root, RESULT_FILE),
               prepro_log=os.path.join(root, "prepro-{}.log"))
 
@@ -405,11 +435,13 @@ def task_command(task, data_dir, cfg, seed, plan):
       train_steps=s["steps"], warmup_steps=s["warmup"],
       save_steps=s["save_steps"], iterations=s["iterations"],
       lr_layer_decay_rate=s["layer_decay"], adam_epsilon=s["adam_epsilon"],
-      weight_decay=0.0, num_hosts=cfg.num_hosts,
+      weight_decay=0.0, num_hosts=hosts(cfg),
       num_core_per_host=cfg.num_core_per_host, seed=seed,
       use_fp16=cfg.use_fp16, use_bfloat16=plan.precision == "bf16")
   if cfg.use_tpu:
     values.update(use_tpu=True, tpu=cfg.tpu)
+  if cfg.worker_hosts:
+    values.update(worker_hosts=cfg.worker_hosts, task_index=cfg.task_index)
   values.update(_program_flags(task, data_dir, dirs, cfg))
   return _argv(task.program, values)
 
@@ -811,7 +843,8 @@ def settings_differences(old, new, limit=3):
   value = lambda given, name, work_dir: _in_work_dir(
       given.get(name, IMPLIED_FLAGS.get(name[2:])), work_dir)
   names = [name for name in dict.fromkeys(list(old_flags) + list(new_flags))
-           if value(old_flags, name, old_dir) !=
+           if name[2:] not in HOST_FLAGS and
+           value(old_flags, name, old_dir) !=
            value(new_flags, name, new_dir)]
   shown = [f"{name} was {old_flags.get(name, 'not set')}, now "
            f"{new_flags.get(name, 'not set')}" for name in names[:limit]]
@@ -961,9 +994,10 @@ class TasksFailed(cli.Stop):
 
 
 @contextlib.contextmanager
-def work_dir_lock(work_dir):
+def work_dir_lock(work_dir, active=True):
   """Holds the lock of `work_dir` (`run_lock.hold`) for the `with` block,
-  so that two runs never write one work dir.
+  so that two runs never write one work dir (nothing when not `active`:
+  the other hosts of a multi-host run).
 
   Raises:
     run_lock.Locked: another reproduce.py run holds it (one line).
@@ -971,7 +1005,7 @@ def work_dir_lock(work_dir):
   """
   with contextlib.ExitStack() as stack:
     try:
-      stack.enter_context(run_lock.hold(work_dir, flag="work_dir",
+      stack.enter_context(run_lock.hold(work_dir, active, flag="work_dir",
                                         user="reproduce.py run"))
     except (OSError, tf.errors.OpError) as e:
       error = io_utils.resource_error(
@@ -1015,10 +1049,44 @@ def run(cfg):
   if cfg.dry_run:
     print_dry_run(runs, cfg)
     return None
-  with work_dir_lock(cfg.work_dir):
+  chief = strategies.cluster_task(cfg.worker_hosts, cfg.task_index)[0] == 0
+  with work_dir_lock(cfg.work_dir, chief):
+    if not chief:
+      return run_worker_runs(runs, cfg)
     for task in tasks:
       migrate_earlier_layout(cfg, task)
     return run_table(tasks, runs, cfg)
+
+
+def run_worker_runs(runs, cfg):
+  """A multi-host run's part on a host other than the chief: runs every
+  run the chief has not finished (its program trains with the chief's and
+  leaves evaluation to it); writes no result and no report.
+
+  Raises:
+    TasksFailed: after the last run, when some program failed here.
+    progress.Interrupted: SIGTERM/SIGINT arrived while a run ran.
+  """
+  failed = []
+  for index, run_ in enumerate(runs, 1):
+    if finished_row(run_, cfg):
+      print(f"[{index}/{len(runs)}] {run_.label}: done by an earlier run, "
+            "skipped", flush=True)
+      continue
+    print(f"[{index}/{len(runs)}] {run_.label}: starting (the chief "
+          "evaluates and records it)", flush=True)
+    log = task_dirs(cfg, run_.task, run_.seed)["log"]
+    reason, signum = run_command(list(run_.command), log)
+    if signum is not None:
+      raise interrupted(signum, run_, reason)
+    if reason is not None:
+      failed.append(run_.name)
+      print(f"{cli.program_name()}: {run_.name} failed: {reason} (log: "
+            f"{log})", file=sys.stderr, flush=True)
+  if failed:
+    raise TasksFailed(f"{len(failed)} of {len(runs)} run(s) failed here: "
+                      f"{', '.join(failed)} (see each run's log)")
+  return None
 
 
 class Table:

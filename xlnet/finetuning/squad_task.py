@@ -91,7 +91,8 @@ def _shard_key(key, proc_id):
   return dict(key, proc_id=proc_id)
 
 
-def prepro_train_shard(task, sp_model, proc_id, num_proc, key=None):
+def prepro_train_shard(task, sp_model, proc_id, num_proc, key=None,
+                       wait=None):
   """Writes the training records of one shard, unless they were made from
   the same inputs and settings (`record_cache.prepare`).
 
@@ -101,6 +102,8 @@ def prepro_train_shard(task, sp_model, proc_id, num_proc, key=None):
 
   Args:
     key: `train_record_key(task, num_proc)` when known.
+    wait: None, or seconds to wait for the chief to write them
+      (`record_cache.prepare`).
 
   Returns:
     the records' path.
@@ -123,7 +126,7 @@ def prepro_train_shard(task, sp_model, proc_id, num_proc, key=None):
                       "usable question)", out, proc_id, num_proc)
     return count
 
-  record_cache.prepare(path, _shard_key(key, proc_id), write)
+  record_cache.prepare(path, _shard_key(key, proc_id), write, wait=wait)
   return path
 
 
@@ -136,10 +139,12 @@ def release_train_records(task):
       f"qlen-{task.max_query_length}.train.tf_record")))
 
 
-def train_record_paths(task, sp_model):
+def train_record_paths(task, sp_model, wait=None):
   """Paths of every training shard: ours when made from the current inputs
   and settings; else, when none of ours exists, the release's (see
-  `release_train_records`); else written now when --num_proc=1.
+  `release_train_records`); else written now when --num_proc=1 (with
+  `wait` seconds: written by the chief of a multi-host run, which this
+  process waits for; `record_cache.prepare`).
 
   Raises:
     ValueError: when shards of a sharded preprocessing are missing or were
@@ -163,7 +168,7 @@ def train_record_paths(task, sp_model):
                  ", ".join(release))
     return release
   if n == 1:
-    prepro_train_shard(task, sp_model, 0, 1, key)
+    prepro_train_shard(task, sp_model, 0, 1, key, wait)
     return paths
   problems = "; ".join(f"shard {i} {why[i]}" for i in unusable)
   raise ValueError(

@@ -40,6 +40,7 @@ import weakref
 from absl import flags
 
 from xlnet import configs
+from xlnet.finetuning import config as finetune_config
 from xlnet.training import config as train_config
 
 
@@ -335,9 +336,9 @@ def define_tpu_flags(flag_values, *, num_hosts_help):
   flags.DEFINE_string("tpu_job_name", None, "TPU worker job name.", **fv)
 
 
-@group("Several hosts, TPU engine")
-def define_pretraining_device_flags(flag_values):
-  """Multi-worker GPU training and the TPU trainer's engine."""
+@group("Several hosts")
+def define_worker_flags(flag_values):
+  """Multi-worker GPU training (MultiWorkerMirroredStrategy)."""
   fv = dict(flag_values=flag_values)
   flags.DEFINE_string("worker_hosts", None,
                       "Multi-host GPU training: comma-separated host:port "
@@ -346,7 +347,14 @@ def define_pretraining_device_flags(flag_values):
                       "works as well.", **fv)
   flags.DEFINE_integer("task_index", 0,
                        "This host's index in --worker_hosts (0 = chief: "
-                       "writes checkpoints and summaries).", **fv)
+                       "writes checkpoints, summaries and results).", **fv)
+
+
+@group("TPU engine")
+def define_pretraining_device_flags(flag_values):
+  """Multi-worker GPU training and the TPU trainer's engine."""
+  fv = dict(flag_values=flag_values)
+  define_worker_flags(flag_values)
   flags.DEFINE_enum("tpu_engine", "auto", ["auto", "estimator", "strategy"],
                     "train_tpu.py: TPUEstimator (the release's trainer; "
                     "TensorFlow 2.15 only) or the shared tf.distribute "
@@ -378,6 +386,10 @@ def define_finetuning_flags(flag_values):
   flags.DEFINE_bool("overwrite_data", False,
                     "Rewrite the feature records even when valid ones "
                     "exist.", **fv)
+  flags.DEFINE_integer("records_timeout", finetune_config.RECORDS_TIMEOUT,
+                       "Several hosts: seconds the workers other than the "
+                       "chief wait, at most, for the chief to write the "
+                       "training records into --output_dir.", **fv)
   flags.DEFINE_bool("do_train", False, "Fine-tune.", **fv)
   flags.DEFINE_integer("shuffle_buffer", 2048,
                        "Training examples in the shuffle buffer.", **fv)
@@ -554,7 +566,10 @@ def define_common_flags(flag_values=flags.FLAGS):
       flag_values, use_tpu=False,
       use_tpu_help="Run on TPU (TensorFlow 2.15).", num_core_per_host=1,
       num_core_per_host_help="GPUs (or TPU cores) per host.")
-  define_tpu_flags(flag_values, num_hosts_help="Number of TPU hosts.")
+  define_tpu_flags(flag_values, num_hosts_help="Number of TPU hosts; "
+                   "without --use_tpu the number of workers, which "
+                   "--worker_hosts/TF_CONFIG determine.")
+  define_worker_flags(flag_values)
 
 
 def define_record_flags(flag_values=flags.FLAGS):

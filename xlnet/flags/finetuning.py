@@ -126,12 +126,14 @@ def _check_room(FLAGS, kept, what):  # pylint: disable=invalid-name
 def batch_layout(FLAGS):  # pylint: disable=invalid-name
   """The training `BatchLayout`: --train_batch_size is the global batch
   with --use_tpu, else the batch of each of the num_hosts *
-  num_core_per_host replicas."""
+  num_core_per_host replicas (the hosts: the TPU's, or the workers of
+  --worker_hosts/TF_CONFIG)."""
+  hosts = config_flags.num_hosts(FLAGS, FLAGS.use_tpu)
   per_step = FLAGS.train_batch_size
   if not FLAGS.use_tpu:
-    per_step *= FLAGS.num_hosts * FLAGS.num_core_per_host
+    per_step *= hosts * FLAGS.num_core_per_host
   return train_config_lib.BatchLayout(
-      train_batch_size=per_step, num_hosts=FLAGS.num_hosts,
+      train_batch_size=per_step, num_hosts=hosts,
       num_core_per_host=FLAGS.num_core_per_host,
       accum_steps=FLAGS.accum_steps)
 
@@ -147,7 +149,8 @@ def engine_config(FLAGS):  # pylint: disable=invalid-name
       device=train_config_lib.DeviceConfig(
           use_tpu=FLAGS.use_tpu, tpu=FLAGS.tpu, tpu_zone=FLAGS.tpu_zone,
           gcp_project=FLAGS.gcp_project, master=FLAGS.master,
-          tpu_job_name=FLAGS.tpu_job_name))
+          tpu_job_name=FLAGS.tpu_job_name, worker_hosts=FLAGS.worker_hosts,
+          task_index=FLAGS.task_index))
 
 
 def from_flags(config_class, FLAGS, **resolved):  # pylint: disable=invalid-name

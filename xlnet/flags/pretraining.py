@@ -11,7 +11,6 @@ import os
 import tensorflow as tf
 
 from xlnet.training import checkpoint_io
-from xlnet.training import strategies
 from xlnet import model as model_lib
 from xlnet.data import record_format
 from xlnet.flags import configs as config_flags
@@ -218,12 +217,7 @@ def _engine_checks(FLAGS, on_tpu):
   """
   checkpoint = config_flags.checkpoint_config(FLAGS)
   trainer_lib.check_model_dir(checkpoint.model_dir)
-  num_hosts = (FLAGS.num_hosts if on_tpu else
-               strategies.cluster_workers(FLAGS.worker_hosts))
-  if FLAGS.num_hosts not in (1, num_hosts):
-    raise ValueError(f"--num_hosts={FLAGS.num_hosts} but the cluster has "
-                     f"{num_hosts} worker(s) (--worker_hosts or TF_CONFIG)")
-  return checkpoint, num_hosts
+  return checkpoint, config_flags.num_hosts(FLAGS, on_tpu)
 
 
 def _with_engine(configs, tpu_engine):

@@ -257,6 +257,7 @@ def define_reproduce_flags(flag_values, *, tables):
   flags.DEFINE_integer("num_hosts", 1, "Hosts (e.g. 4 for a TPU v3-32); "
                        "devices = num_hosts x num_core_per_host.", **fv)
   flags.DEFINE_string("tpu", None, "TPU name (with --use_tpu).", **fv)
+  catalog.define_worker_flags(flag_values)
   flags.DEFINE_string("gcs_dir", None,
                       "A gs:// directory for every task's records, "
                       "checkpoints and predictions (a TPU reads and writes "

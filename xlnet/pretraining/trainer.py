@@ -78,11 +78,7 @@ def create_strategy(layout, device):
   else:
     strategy = strategies.create_strategy(
         layout.num_core_per_host, device.worker_hosts, device.task_index)
-  local_cores = strategy.num_replicas_in_sync // layout.num_hosts
-  if local_cores != layout.num_core_per_host:
-    raise ValueError(f"--num_core_per_host={layout.num_core_per_host} but "
-                     f"each {'TPU host' if device.use_tpu else 'worker'} has "
-                     f"{local_cores} device(s)")
+  strategies.check_layout(strategy, layout, device.use_tpu)
   return strategy
 
 

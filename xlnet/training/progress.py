@@ -2,6 +2,7 @@
 its state was saved, the progress line and its TensorBoard scalars, and the
 signal handler that turns SIGTERM/SIGINT into a stop at a step boundary.
 """
+import os
 import signal
 import time
 
@@ -34,6 +35,34 @@ class Diverged(StopTraining):
 
 class DataCorrupted(StopTraining):
   """An input record could not be read."""
+
+
+class WorkerLost(cli.Stop):
+  """Another worker of a multi-worker run stopped answering mid-step
+  (crashed, killed, unreachable); nothing could be saved, since a
+  checkpoint needs every worker."""
+
+
+# What TensorFlow's collective ops raise when a peer is gone: its socket
+# closed, its heartbeats stopped, the collective was aborted or timed out.
+PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError,
+               tf.errors.CancelledError, tf.errors.DeadlineExceededError)
+
+
+def worker_lost(step, newest, model_dir, err):
+  """The `WorkerLost` of a multi-worker run whose step after `step` (or
+  its save; None: its set-up before training) failed with `err` (one of
+  `PEER_ERRORS`); `newest`: the newest checkpoint prefix in `model_dir`,
+  or None."""
+  when = ("before training" if step is None else
+          f"during step {step + 1}")
+  kept = (f"{os.path.basename(newest)}, the newest checkpoint in "
+          f"{model_dir}" if newest else "the start (no checkpoint yet)")
+  return WorkerLost(
+      f"a worker of the cluster stopped {when} ({type(err).__name__} in a "
+      "collective op; its log says why): restart every host with the same "
+      f"command to resume from {kept}; the steps after it are lost, as "
+      "saving needs every worker")
 
 
 def diverged(step, out, prefix, loss_scaling):

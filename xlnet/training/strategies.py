@@ -8,6 +8,7 @@ GPUs of one host (or logical CPU devices), several hosts
 """
 import json
 import os
+import zlib
 
 from absl import logging
 import tensorflow as tf
@@ -40,19 +41,44 @@ def worker_tf_config(worker_hosts, task_index):
                      "task": {"type": "worker", "index": task_index}})
 
 
+def _tf_config():
+  """The TF_CONFIG of the environment as a dict ({} when unset)."""
+  config = os.environ.get("TF_CONFIG")
+  if not config:
+    return {}
+  try:
+    return json.loads(config)
+  except json.JSONDecodeError as e:
+    raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from None
+
+
+def cluster_task(worker_hosts=None, task_index=0):
+  """This process's place in its cluster, read from `worker_hosts`
+  ("h1:p,h2:p") and `task_index` when given, else from TF_CONFIG, without
+  starting TensorFlow.
+
+  Returns:
+    (process index, number of processes): `process_index` numbering, the
+    chief first; (0, 1) on one host.
+  """
+  config = (json.loads(worker_tf_config(worker_hosts, task_index or 0))
+            if worker_hosts else _tf_config())
+  cluster = config.get("cluster", {})
+  count = len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+  if count < 2:
+    return 0, 1
+  task = config.get("task", {})
+  return process_index(task.get("type"), task.get("index"), cluster), count
+
+
 def cluster_workers(worker_hosts=None):
   """Number of workers: those of `worker_hosts` ("h1:p,h2:p") when given,
   else those named by TF_CONFIG (1 when it is unset)."""
   if worker_hosts:
     return len([h for h in worker_hosts.split(",") if h])
-  config = os.environ.get("TF_CONFIG")
-  if not config:
-    return 1
-  try:
-    cluster = json.loads(config).get("cluster", {})
-  except json.JSONDecodeError as e:
-    raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from None
-  return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+  cluster = _tf_config().get("cluster", {})
+  return max(1, len(cluster.get("worker", [])) + len(cluster.get("chief",
+                                                                 [])))
 
 
 def create_strategy(num_core_per_host=1, worker_hosts=None, task_index=None,
@@ -80,13 +106,22 @@ def create_strategy(num_core_per_host=1, worker_hosts=None, task_index=None,
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
-  gpus = tf.config.list_physical_devices("GPU")
   if cluster_workers() > 1:
+    gpus = tf.config.list_physical_devices("GPU")
     if len(gpus) not in (0, num_core_per_host):
       logging.warning("%d GPUs visible on this worker; all are used "
                       "(--num_core_per_host=%d)", len(gpus),
                       num_core_per_host)
     return tf.distribute.MultiWorkerMirroredStrategy()
+  return one_host_strategy(num_core_per_host)
+
+
+def one_host_strategy(num_core_per_host=1):
+  """The strategy of this host's devices alone, whatever TF_CONFIG says:
+  the default strategy on one device, else `MirroredStrategy` over
+  `num_core_per_host` GPUs (logical CPU devices when no GPU is visible).
+  The chief of a multi-worker fine-tuning run evaluates on it."""
+  gpus = tf.config.list_physical_devices("GPU")
   if gpus and len(gpus) < num_core_per_host:
     raise ValueError(f"--num_core_per_host={num_core_per_host} but only "
                      f"{len(gpus)} GPU(s) are visible")
@@ -100,6 +135,17 @@ def create_strategy(num_core_per_host=1, worker_hosts=None, task_index=None,
   ensure_cpu_devices(num_core_per_host)
   return tf.distribute.MirroredStrategy(
       [f"/cpu:{i}" for i in range(num_core_per_host)])
+
+
+def check_layout(strategy, layout, use_tpu=False):
+  """Raises a one-line ValueError unless the strategy has
+  `layout.num_core_per_host` replicas on each of `layout.num_hosts` hosts
+  (a `BatchLayout`)."""
+  local_cores = strategy.num_replicas_in_sync // layout.num_hosts
+  if local_cores != layout.num_core_per_host:
+    raise ValueError(f"--num_core_per_host={layout.num_core_per_host} but "
+                     f"each {'TPU host' if use_tpu else 'worker'} has "
+                     f"{local_cores} device(s)")
 
 
 def ensure_cpu_devices(n):
@@ -209,6 +255,76 @@ def distribute_batches(strategy, dataset_fn, accum_steps=1):
             .map(regroup).unbatch().batch(k, drop_remainder=True))
 
   return strategy.distribute_datasets_from_function(grouped)
+
+
+@tf.function
+def _sum_over_replicas(value):
+  """In a replica context: `value` summed over every replica (a copy on
+  the replica's device: a tensor made outside names none)."""
+  return tf.distribute.get_replica_context().all_reduce(
+      tf.distribute.ReduceOp.SUM, tf.identity(value))
+
+
+def barrier(strategy):
+  """Returns once every worker of a multi-worker `strategy` has called it
+  (a tiny all-reduce); at once for every other strategy."""
+  if num_workers(strategy) > 1:
+    strategy.run(_sum_over_replicas, args=(tf.constant(1.0),))
+
+
+def check_same_run(strategy, settings):
+  """Raises unless every worker of a multi-worker `strategy` passed the
+  same `settings`: workers of different runs that meet on one cluster (a
+  straggler of an earlier task, a host given other flags) would otherwise
+  average the gradients of different models or data.
+
+  Args:
+    strategy: the run's strategy.
+    settings: dict flag name -> JSON-able value, what must be equal.
+
+  Raises:
+    ValueError: one line, on every worker.
+  """
+  if num_workers(strategy) == 1:
+    return
+  digest = zlib.crc32(json.dumps(settings, sort_keys=True).encode())
+  bits = tf.constant([float(b) for b in f"{digest:032b}"])
+  total = strategy.experimental_local_results(strategy.run(
+      _sum_over_replicas, args=(bits,)))[0].numpy()
+  if any(t not in (0, strategy.num_replicas_in_sync) for t in total):
+    raise ValueError(
+        "the workers of this cluster run different commands (they differ "
+        f"in {', '.join('--' + name for name in sorted(settings))}): start "
+        "every host with the same command, the shared directories at the "
+        "same paths, each with its own --task_index")
+
+
+def worker_share(dataset, input_context, local_replicas):
+  """This worker's batches of a stream of per-replica batches that every
+  worker reads whole, so that the replicas of several workers train on the
+  batches the same replicas of one process would.
+
+  One process hands the stream's batches to its replicas in turn (replica
+  r of step s: batch s*n + r of n replicas); a worker's replicas are the
+  global replicas [w*k, (w+1)*k) of its `input_pipeline_id` w (the chief
+  first), k = `local_replicas`. So worker w keeps every
+  `num_input_pipelines`-th group of k consecutive batches, starting at
+  group w.
+
+  Args:
+    dataset: per-replica batches, the same stream on every worker.
+    input_context: the worker's `tf.distribute.InputContext`.
+    local_replicas: replicas of this worker.
+
+  Returns:
+    the dataset of this worker's batches, in the order its replicas take
+    them.
+  """
+  workers = input_context.num_input_pipelines
+  if workers == 1:
+    return dataset
+  return (dataset.batch(local_replicas, drop_remainder=True)
+          .shard(workers, input_context.input_pipeline_id).unbatch())
 
 
 def local_replica_ids(strategy):

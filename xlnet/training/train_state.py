@@ -128,13 +128,6 @@ class ShardedState:
     self.chief = strategies.is_chief(strategy)
     self.worker = strategies.worker_index(strategy)
 
-  def _barrier(self):
-    """Waits until every worker got here (a tiny all-reduce)."""
-    if strategies.num_workers(self.strategy) > 1:
-      self.strategy.run(tf.function(
-          lambda: tf.distribute.get_replica_context().all_reduce(
-              tf.distribute.ReduceOp.SUM, 1.0)))
-
   def _local_memories(self, var):
     """(replica id, component) of this worker's replicas of `var`."""
     return zip(self.local_replica_ids,
@@ -168,7 +161,7 @@ class ShardedState:
       if values:
         checkpoint_io.save_shard(
             checkpoint_io.shard_prefix(final, self.worker, attempt), values)
-      self._barrier()
+      strategies.barrier(self.strategy)
       if self.chief:
         checkpoint_io.publish(
             final, [checkpoint_io.shard_prefix(final, w, attempt)
@@ -176,7 +169,7 @@ class ShardedState:
         logging.info("Saved checkpoint %s", final)
     except (tf.errors.OpError, OSError) as e:
       raise checkpoint_io.save_failure(final, e) from None
-    self._barrier()
+    strategies.barrier(self.strategy)
     return final
 
   def restore(self, prefix):

@@ -28,11 +28,14 @@ failure (no space, file too large, ...) ends the run with one line
 over (`run_lock.check_held`, before every step and every save) stops with
 one line and saves nothing more (`run_lock.LockLost`).
 """
+import contextlib
+
 from absl import logging
 import numpy as np
 import tensorflow as tf
 
 from xlnet import modeling
+from xlnet.training import checkpoint_io
 from xlnet.training import config
 from xlnet.training import optimizer as optimizer_lib
 from xlnet.training import progress
@@ -317,6 +320,24 @@ class Trainer:
   # --------------------------------------------------------------------------
   # The loop.
   # --------------------------------------------------------------------------
+  @contextlib.contextmanager
+  def peers_watched(self, step_now=lambda: None):
+    """Turns the error of a collective op whose peer worker is gone (it
+    crashed, was killed, or stopped on an error of its own) into one line
+    (`progress.WorkerLost`) on a multi-worker run.
+
+    Args:
+      step_now: () -> the last step done, or None before training.
+    """
+    try:
+      yield
+    except progress.PEER_ERRORS as e:
+      if strategies.num_workers(self.strategy) == 1:
+        raise
+      found = checkpoint_io.list_checkpoints(self.model_dir)
+      raise progress.worker_lost(step_now(), found[-1][1] if found else None,
+                                 self.model_dir, e) from None
+
   def train(self, dist_dataset, train_steps, save_steps=None, max_save=None,
             on_step=None, on_corrupt_data=None):
     """Runs optimizer steps until `train_steps` (global step).
@@ -335,35 +356,40 @@ class Trainer:
 
     Raises:
       Interrupted, Diverged, DataCorrupted: after saving the last good state.
+      WorkerLost: another worker of a multi-worker run stopped; nothing
+        could be saved.
     """
     step_fn = self.make_train_step()
     iterator = iter(dist_dataset)
     step = int(self.global_step.numpy())
     saved = step
-    with progress.SignalCatcher() as signals:
-      while step < train_steps:
-        run_lock.check_held(self.model_dir, read=False)
-        try:
-          out = step_fn(iterator, signals.signum is not None)
-        except tf.errors.DataLossError as e:
-          self.save(max_save=max_save)
-          where = on_corrupt_data(e) if on_corrupt_data else e.message
-          raise progress.DataCorrupted(
-              f"a corrupted input record stopped training after step {step}"
-              f" (progress saved in model.ckpt-{step}): {where}") from None
-        if not out["ok"]:
-          prefix = self.save(max_save=max_save)
-          raise progress.diverged(step, out, prefix, self.adam.loss_scaling)
-        step += 1
-        if on_step:
-          on_step(step, out)
-        if save_steps and step % save_steps == 0:
-          self.save(step, max_save)
-          saved = step
-        if out["stop"]:
-          if saved != step:
+    with self.peers_watched(lambda: step):
+      with progress.SignalCatcher() as signals:
+        while step < train_steps:
+          run_lock.check_held(self.model_dir, read=False)
+          try:
+            out = step_fn(iterator, signals.signum is not None)
+          except tf.errors.DataLossError as e:
+            self.save(max_save=max_save)
+            where = on_corrupt_data(e) if on_corrupt_data else e.message
+            raise progress.DataCorrupted(
+                "a corrupted input record stopped training after step "
+                f"{step} (progress saved in model.ckpt-{step}): {where}"
+            ) from None
+          if not out["ok"]:
+            prefix = self.save(max_save=max_save)
+            raise progress.diverged(step, out, prefix,
+                                    self.adam.loss_scaling)
+          step += 1
+          if on_step:
+            on_step(step, out)
+          if save_steps and step % save_steps == 0:
             self.save(step, max_save)
-          raise progress.interrupted(signals.signum, step, self.model_dir)
-    if saved != step:
-      self.save(step, max_save)
+            saved = step
+          if out["stop"]:
+            if saved != step:
+              self.save(step, max_save)
+            raise progress.interrupted(signals.signum, step, self.model_dir)
+      if saved != step:
+        self.save(step, max_save)
     return step

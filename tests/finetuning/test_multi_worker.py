@@ -1,0 +1,534 @@
+"""Fine-tuning over several hosts (MultiWorkerMirroredStrategy): two worker
+processes over loopback, ports from the OS.
+
+* Two workers of one replica each end with the variables (model, Adam
+  slots, step) of one process training two replicas (logical CPU devices,
+  MirroredStrategy), dropout and gradient accumulation on: each replica
+  trains on the batches, and draws the dropout masks, of the same replica
+  of the one process (run_classifier.py and run_squad.py).
+* Only the chief writes the feature records, the results and the run
+  records: a worker whose chief never comes writes nothing, waits
+  --records_timeout seconds and stops with one line; in a full run the
+  worker reads the chief's records and leaves evaluation and prediction to
+  it.
+* A worker that dies mid-training stops the other with one line naming the
+  last checkpoint; both restarted resume from it to the uninterrupted end.
+  SIGTERM on one worker saves the same step on every worker.
+* reproduce.py, one command per host: the chief alone records.
+"""
+import json
+import re
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import classifier_fixtures as fx
+from tests import qa_fixtures
+from tests.data_helpers import train_tiny_spm
+from xlnet.finetuning import record_cache
+from xlnet.training import strategies
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+# A model config whose vocabulary covers the tiny SentencePiece model.
+CONFIG = dict(fx.TINY_CONFIG, n_token=1000)
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+
+
+def _free_ports(n):
+  """`n` ports the OS says are free on 127.0.0.1."""
+  sockets = [socket.socket() for _ in range(n)]
+  for s in sockets:
+    s.bind(("127.0.0.1", 0))
+  ports = [s.getsockname()[1] for s in sockets]
+  for s in sockets:
+    s.close()
+  return ports
+
+
+def _start(argv):
+  """Starts a program (argv[0] relative to the repository)."""
+  return subprocess.Popen([sys.executable, *argv], cwd=REPO, env=ENV,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
+
+
+def _finish(procs, timeout=300):
+  """(exit codes, logs) of started programs; those still running after
+  `timeout` seconds are killed (code "timeout")."""
+  deadline = time.monotonic() + timeout
+  codes, logs = [], []
+  for proc in procs:
+    try:
+      logs.append(proc.communicate(
+          timeout=max(1.0, deadline - time.monotonic()))[0])
+      codes.append(proc.returncode)
+    except subprocess.TimeoutExpired:
+      proc.kill()
+      logs.append(proc.communicate()[0])
+      codes.append("timeout")
+  return codes, logs
+
+
+def _cluster(argv, per_task=None, tasks=(0, 1)):
+  """Starts `argv` as `tasks` of a two-worker cluster on loopback;
+  `per_task[i]` adds flags to task i."""
+  hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
+  return [_start(argv + [f"--worker_hosts={hosts}", f"--task_index={i}"] +
+                 list((per_task or {}).get(i, ()))) for i in tasks]
+
+
+@pytest.fixture(scope="module")
+def stsb(tmp_path_factory):
+  """A stand-in for the released model (SentencePiece model, config,
+  random backbone checkpoint) and an STS-B directory of 16 rows a split."""
+  root = tmp_path_factory.mktemp("stsb")
+  config = fx.write_config(str(root / "model"), CONFIG)
+  prefix = fx.write_checkpoint(str(root / "model" / "xlnet_model.ckpt"),
+                               fx.random_values(fx.pretrained_shapes(CONFIG)))
+  data = root / "STS-B"
+  data.mkdir()
+  head = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\t" \
+         "sentence1\tsentence2\tscore\n"
+  for split in ("train", "dev"):
+    rows = [f"{i}\tmain\tMSRvid\t2012\t{i:04d}\tnone\tnone\tA man plays "
+            f"{i} songs.\tA man plays music {i * 7 % 16}.\t{i % 6}.0\n"
+            for i in range(16)]
+    (data / f"{split}.tsv").write_text(head + "".join(rows))
+  return dict(config=config, ckpt=prefix, spm=train_tiny_spm(), data=data)
+
+
+def _classifier_argv(stsb, work, *extra):
+  """run_classifier.py on the STS-B stand-in, everything under `work`;
+  dropout on (the replicas' masks must match) and two micro-batches per
+  step."""
+  return ["run_classifier.py", "--task_name=sts-b",
+          f"--data_dir={stsb['data']}", f"--output_dir={work / 'records'}",
+          f"--model_dir={work / 'model'}",
+          f"--spiece_model_file={stsb['spm']}",
+          f"--model_config_path={stsb['config']}",
+          f"--init_checkpoint={stsb['ckpt']}", "--max_seq_length=16",
+          "--train_batch_size=2", "--accum_steps=2", "--train_steps=4",
+          "--learning_rate=1e-2", "--iterations=1", "--eval_batch_size=4",
+          "--seed=5", *extra]
+
+
+def _checkpoint_values(model_dir):
+  """{name: value} of the latest checkpoint of `model_dir`."""
+  reader = tf.train.load_checkpoint(model_dir)
+  return {name: reader.get_tensor(name)
+          for name in reader.get_variable_to_shape_map()}
+
+
+def _assert_same_variables(got, want):
+  """The variables of two runs are those of one computation: equal up to
+  the float rounding of kernels that split their sums over threads
+  otherwise (on this 2-core CPU the classifier's are bit-identical)."""
+  assert sorted(got) == sorted(want)
+  for name, value in want.items():
+    np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-8,
+                               err_msg=name)
+
+
+def _eval_metrics(model_dir):
+  """The metrics dict of the first entry of eval_results.txt."""
+  line = (model_dir / "eval_results.txt").read_text().splitlines()[0]
+  return dict(field.split("=", 1) for field in line.split("\t")
+              if "=" in field)
+
+
+@pytest.mark.slow
+def test_two_workers_train_as_one_process_with_two_replicas(stsb, tmp_path):
+  """Two workers (one replica each) against one process with two replicas:
+  the same final variables, the same evaluation; the chief alone wrote the
+  records and the results."""
+  one = tmp_path / "one"
+  codes, logs = _finish([_start(_classifier_argv(
+      stsb, one, "--num_core_per_host=2", "--do_train", "--do_eval"))])
+  assert codes == [0], logs[0][-3000:]
+
+  two = tmp_path / "two"
+  codes, logs = _finish(_cluster(
+      _classifier_argv(stsb, two, "--do_train", "--do_eval", "--do_predict"),
+      {0: [f"--predict_dir={two / 'predict-0'}"],
+       1: [f"--predict_dir={two / 'predict-1'}"]}))
+  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
+
+  want = _checkpoint_values(str(one / "model"))
+  got = _checkpoint_values(str(two / "model"))
+  assert int(got["global_step"]) == 4
+  _assert_same_variables(got, want)
+  # Trained: the backbone moved away from the pretrained values.
+  kernel = "model/transformer/layer_0/ff/layer_1/kernel"
+  assert np.abs(got[kernel] - tf.train.load_checkpoint(
+      stsb["ckpt"]).get_tensor(kernel)).max() > 1e-3
+
+  # The chief wrote the records once; the worker used them.
+  assert "written by the chief" in logs[1]
+  assert "written by the chief" not in logs[0]
+  # The chief alone evaluated and predicted (on its own device, after
+  # training): the same metrics as the one process's two replicas.
+  assert "left to the chief (process 0)" in logs[1]
+  assert "waiting for the chief to finish" in logs[1]
+  assert "eval_pearsonr" not in logs[1]
+  for key, value in _eval_metrics(one / "model").items():
+    if key.startswith("eval_"):
+      assert float(_eval_metrics(two / "model")[key]) == pytest.approx(
+          float(value), rel=1e-5, abs=1e-6), key
+  assert (two / "predict-0" / "sts-b.tsv").exists()
+  assert not (two / "predict-1").exists()
+  # The run records are the chief's: the layout counts both hosts.
+  layout = json.loads((two / "model" / "batch_layout.json").read_text())
+  assert layout["num_hosts"] == 2 and layout["train_batch_size"] == 2
+
+
+@pytest.mark.slow
+def test_squad_on_two_workers_trains_as_one_process(tmp_path):
+  """run_squad.py (window records, the SQuAD loss from scratch) on two
+  workers against one process with two replicas: the same variables; the
+  chief alone predicts."""
+  argv = _squad_argv(tmp_path) + [
+      f"--model_config_path={qa_fixtures.write_tiny_config(tmp_path)}",
+      f"--predict_file={tmp_path / 'train-v2.0.json'}", "--do_train",
+      "--train_batch_size=2", "--train_steps=3", "--learning_rate=1e-2",
+      "--iterations=1", "--start_n_top=3", "--end_n_top=2", "--seed=4"]
+  runs = {name: [f"--output_dir={tmp_path / name / 'records'}",
+                 f"--model_dir={tmp_path / name / 'model'}"]
+          for name in ("one", "two")}
+  codes, logs = _finish([_start(argv + runs["one"] +
+                                ["--num_core_per_host=2"])])
+  assert codes == [0], logs[0][-3000:]
+  codes, logs = _finish(_cluster(argv + runs["two"] + ["--do_predict"], {
+      i: [f"--predict_dir={tmp_path / 'two' / f'predict-{i}'}"]
+      for i in range(2)}))
+  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
+  want = _checkpoint_values(str(tmp_path / "one" / "model"))
+  got = _checkpoint_values(str(tmp_path / "two" / "model"))
+  assert int(got["global_step"]) == 3
+  _assert_same_variables(got, want)
+  assert (tmp_path / "two" / "predict-0" / "predictions.json").exists()
+  assert not (tmp_path / "two" / "predict-1").exists()
+
+
+################################################################################
+# The records: written by the chief alone.
+################################################################################
+def _squad_argv(tmp_path):
+  data = qa_fixtures.synthetic_squad(np.random.default_rng(5), 4, 2)
+  train = qa_fixtures.write_json(tmp_path / "train-v2.0.json", {"data": data})
+  return ["run_squad.py", f"--spiece_model_file={train_tiny_spm()}",
+          f"--train_file={train}", "--max_seq_length=48",
+          "--max_query_length=8", "--doc_stride=12"]
+
+
+def _race_argv(tmp_path):
+  files = {f"train/{level}/0.txt": {
+      "article": "the man went home and slept", "questions": ["Who _?"],
+      "options": [["the man", "a dog", "a river", "Botchan"]],
+      "answers": ["A"], "id": "0.txt"} for level in ("middle", "high")}
+  return ["run_race.py",
+          f"--data_dir={qa_fixtures.write_race_dir(tmp_path / 'RACE', files)}",
+          f"--spiece_model_file={train_tiny_spm()}", "--max_seq_length=24",
+          "--max_qa_length=8"]
+
+
+@pytest.mark.parametrize("program", ["classifier", "squad", "race"])
+def test_a_worker_writes_no_records_and_waits_for_the_chief(stsb, tmp_path,
+                                                            program):
+  """Task 1 of a two-worker cluster whose chief never starts: it writes no
+  record and, after --records_timeout, stops with one line (exit 2)."""
+  if program == "classifier":
+    argv = _classifier_argv(stsb, tmp_path)
+  else:
+    argv = (_squad_argv(tmp_path) if program == "squad" else
+            _race_argv(tmp_path)) + [
+                f"--output_dir={tmp_path / 'records'}",
+                f"--model_dir={tmp_path / 'model'}",
+                f"--model_config_path={qa_fixtures.write_tiny_config(tmp_path)}"]
+  (records := tmp_path / "records").mkdir()
+  codes, logs = _finish(_cluster(argv + ["--do_train", "--records_timeout=1"],
+                                 tasks=(1,)), timeout=120)
+  assert codes == [2], logs[0][-3000:]
+  last = logs[0].strip().splitlines()[-1]
+  assert last.startswith(f"run_{program}.py: error: ") and (
+      "after 1 s of waiting (--records_timeout) for the chief" in last), last
+  assert "Traceback" not in logs[0]
+  assert os.listdir(records) == []
+  assert not (tmp_path / "model").exists()
+
+
+def test_a_waiting_worker_takes_the_records_once_the_chief_wrote_them(
+    tmp_path):
+  """`record_cache.prepare` with `wait`: returns the chief's count as soon
+  as records with the same key appear, never writes."""
+  path, key = str(tmp_path / "train.tf_record"), {"task": "x", "seed": 1}
+
+  def chief_writes():
+    time.sleep(0.5)
+    record_cache.prepare(path, key, lambda out: open(out, "w").close() or 7)
+
+  def must_not_write(out):
+    raise AssertionError(f"the worker wrote {out}")
+
+  pid = os.fork()
+  if pid == 0:  # the chief
+    try:
+      chief_writes()
+    finally:
+      os._exit(0)  # pylint: disable=protected-access
+  try:
+    assert record_cache.prepare(path, key, must_not_write, wait=30) == 7
+  finally:
+    os.waitpid(pid, 0)
+  # Records made with another key are not taken: the worker waits, then
+  # stops with one line naming the difference.
+  with pytest.raises(ValueError, match=r"differing: seed\) after 0 s of "
+                     r"waiting \(--records_timeout\)"):
+    record_cache.prepare(path, dict(key, seed=2), must_not_write, wait=0.2)
+
+
+################################################################################
+# Which replica trains on which batch; who is the chief.
+################################################################################
+@pytest.mark.eager
+@pytest.mark.parametrize("local", [1, 2])
+def test_worker_share_is_what_one_process_gives_the_same_replicas(local):
+  """One process of n = 2*local replicas gives replica r of step s the
+  batch s*n + r; worker w holds the replicas [w*local, (w+1)*local): its
+  share, in its replicas' order, must be exactly those batches."""
+  n = 2 * local
+  stream = tf.data.Dataset.range(40)
+  for w in range(2):
+    context = tf.distribute.InputContext(num_input_pipelines=2,
+                                         input_pipeline_id=w,
+                                         num_replicas_in_sync=n)
+    got = [int(b) for b in strategies.worker_share(stream, context, local)]
+    want = [s * n + r for s in range(40 // n)
+            for r in range(w * local, (w + 1) * local)]
+    assert got == want
+
+
+@pytest.mark.parametrize("tf_config,flags,want", [
+    (None, {}, (0, 1)),
+    ({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}},
+     {}, (0, 1)),
+    ({"cluster": {"chief": ["a:1"], "worker": ["b:1", "c:1"]},
+      "task": {"type": "chief", "index": 0}}, {}, (0, 3)),
+    ({"cluster": {"chief": ["a:1"], "worker": ["b:1", "c:1"]},
+      "task": {"type": "worker", "index": 1}}, {}, (2, 3)),
+    ({"cluster": {"worker": ["a:1", "b:1"]},
+      "task": {"type": "worker", "index": 1}}, {}, (1, 2)),
+    # The flags win over TF_CONFIG.
+    ({"cluster": {"worker": ["a:1", "b:1"]},
+      "task": {"type": "worker", "index": 1}},
+     {"worker_hosts": "a:1,b:1,c:1", "task_index": 0}, (0, 3)),
+])
+def test_cluster_task_numbers_the_chief_first(monkeypatch, tf_config, flags,
+                                              want):
+  if tf_config is None:
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+  else:
+    monkeypatch.setenv("TF_CONFIG", json.dumps(tf_config))
+  assert strategies.cluster_task(**flags) == want
+
+
+@pytest.mark.slow
+def test_workers_given_different_commands_both_stop_with_one_line(stsb,
+                                                                  tmp_path):
+  """A host started with another --train_steps (as a straggler of another
+  task would be) meets the chief on one cluster: neither trains, both
+  stop with one line (exit 2)."""
+  argv = _classifier_argv(stsb, tmp_path, "--do_train")
+  codes, logs = _finish(_cluster(argv, {1: ["--train_steps=5"]}),
+                        timeout=240)
+  assert codes == [2, 2], "\n".join(log[-3000:] for log in logs)
+  for log in logs:
+    last = log.strip().splitlines()[-1]
+    assert last == (
+        "run_classifier.py: error: the workers of this cluster run different "
+        "commands (they differ in --accum_steps, --model_dir, "
+        "--num_core_per_host, --num_hosts, --train_batch_size, "
+        "--train_steps): start every host with the same command, the shared "
+        "directories at the same paths, each with its own --task_index"), last
+  assert not list((tmp_path / "model").glob("model.ckpt-*"))
+
+
+################################################################################
+# A worker that dies.
+################################################################################
+@pytest.mark.slow
+def test_a_dead_worker_stops_the_chief_with_one_line_and_both_resume(
+    stsb, tmp_path):
+  """SIGKILL of worker 1 after checkpoint 2: the chief stops with one line
+  naming the last checkpoint (exit 1); both restarted with the same command
+  resume from it, each on its own share of the batches, and end with the
+  variables of one process with two replicas trained without a break."""
+  # A constant learning rate: --train_steps changes no update.
+  steady = ["--do_train", "--min_lr_ratio=1", "--save_steps=2"]
+  cut = tmp_path / "cut"
+  procs = _cluster(_classifier_argv(stsb, cut, *steady,
+                                    "--train_steps=100000"))
+  index = cut / "model" / "model.ckpt-2.index"
+  deadline = time.monotonic() + 240
+  while not index.exists() and time.monotonic() < deadline:
+    time.sleep(0.05)
+  procs[1].send_signal(signal.SIGKILL)
+  codes, logs = _finish(procs, timeout=120)
+  assert codes == [1, -signal.SIGKILL], logs[0][-3000:]
+  last = logs[0].strip().splitlines()[-1]
+  match = re.fullmatch(
+      r"run_classifier\.py: error: a worker of the cluster stopped during "
+      r"step (\d+) \(\w+Error in a collective op; its log says why\): "
+      r"restart every host with the same command to resume from "
+      r"model\.ckpt-(\d+), the newest checkpoint in (\S+); the steps after "
+      r"it are lost, as saving needs every worker", last)
+  assert match, last
+  saved = int(match.group(2))
+  assert 2 <= saved <= int(match.group(1)) and match.group(3) == str(
+      cut / "model")
+
+  end = saved + 2
+  codes, logs = _finish(_cluster(_classifier_argv(
+      stsb, cut, *steady, f"--train_steps={end}")))
+  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
+  assert f"Resumed from {cut / 'model' / f'model.ckpt-{saved}'}" in logs[1]
+  one = tmp_path / "one"
+  codes, logs = _finish([_start(_classifier_argv(
+      stsb, one, *steady, f"--train_steps={end}", "--num_core_per_host=2"))])
+  assert codes == [0], logs[0][-3000:]
+  want = _checkpoint_values(str(one / "model"))
+  got = _checkpoint_values(str(cut / "model"))
+  assert int(got["global_step"]) == end
+  _assert_same_variables(got, want)
+
+
+@pytest.mark.slow
+def test_the_chief_refusing_to_resume_stops_the_worker_with_one_line(
+    stsb, tmp_path):
+  """Resumed with another batch: the chief refuses (exit 2, its line names
+  the flag); the worker, which learns it in a collective op of the set-up,
+  stops with one line (exit 1), no traceback."""
+  argv = _classifier_argv(stsb, tmp_path, "--do_train", "--train_steps=2")
+  codes, logs = _finish(_cluster(argv))
+  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
+  codes, logs = _finish(_cluster(argv + ["--train_steps=4",
+                                         "--train_batch_size=4"]))
+  assert codes == [2, 1], "\n".join(log[-3000:] for log in logs)
+  chief, worker = (log.strip().splitlines()[-1] for log in logs)
+  assert chief.startswith("run_classifier.py: error: ") and (
+      "--train_batch_size" in chief), chief
+  assert worker.startswith(
+      "run_classifier.py: error: a worker of the cluster stopped before "
+      "training ("), worker
+  assert worker.endswith("resume from model.ckpt-2, the newest checkpoint "
+                         f"in {tmp_path / 'model'}; the steps after it are "
+                         "lost, as saving needs every worker"), worker
+  assert "Traceback" not in logs[1]
+
+
+@pytest.mark.slow
+def test_sigterm_on_one_worker_saves_and_stops_every_worker(stsb, tmp_path):
+  """SIGTERM to worker 1 (a preemption notice): both workers end the same
+  step, the chief saves it, both exit 143 with one line naming it."""
+  procs = _cluster(_classifier_argv(stsb, tmp_path, "--do_train",
+                                    "--save_steps=2", "--train_steps=100000"))
+  index = tmp_path / "model" / "model.ckpt-2.index"
+  deadline = time.monotonic() + 240
+  while not index.exists() and time.monotonic() < deadline:
+    time.sleep(0.05)
+  procs[1].send_signal(signal.SIGTERM)
+  codes, logs = _finish(procs, timeout=120)
+  assert codes == [128 + signal.SIGTERM] * 2, logs[0][-3000:]
+  lines = [log.strip().splitlines()[-1] for log in logs]
+  match = re.fullmatch(r"run_classifier\.py: stopped by a signal on another "
+                       r"worker after step (\d+); checkpoint model\.ckpt-"
+                       r"\1 saved in \S+; rerun the same command to resume",
+                       lines[0])
+  assert match, lines[0]
+  step = match.group(1)
+  assert lines[1] == (f"run_classifier.py: stopped by SIGTERM after step "
+                      f"{step}; checkpoint model.ckpt-{step} saved in "
+                      f"{tmp_path / 'model'}; rerun the same command to "
+                      "resume")
+  assert (tmp_path / "model" / f"model.ckpt-{step}.index").exists()
+
+
+################################################################################
+# reproduce.py, one command per host.
+################################################################################
+def _reproduce_argv(stsb, work, *extra):
+  """reproduce.py on the STS-B stand-in, a smoke run."""
+  return ["reproduce.py", "--table=glue", "--tasks=sts-b",
+          f"--data_root={stsb['data'].parent}", f"--work_dir={work}",
+          f"--init_checkpoint={stsb['ckpt']}",
+          f"--model_config_path={stsb['config']}",
+          f"--spiece_model_file={stsb['spm']}", "--train_steps=2",
+          "--max_seq_length=16", "--train_batch_size=4", "--save_steps=2",
+          "--iterations=1", "--eval_batch_size=4", "--num_seeds=1", *extra]
+
+
+def test_reproduce_passes_the_host_flags_and_splits_the_batch(stsb,
+                                                              tmp_path,
+                                                              capsys):
+  """--dry_run: every command names the cluster and this host, and the
+  global batch is split over the GPUs of every host."""
+  from absl import flags as absl_flags  # pylint: disable=import-outside-toplevel
+  from xlnet.finetuning import reproduce  # pylint: disable=import-outside-toplevel
+  from xlnet.flags import finetuning as finetune_flags  # pylint: disable=import-outside-toplevel
+
+  def command(*extra):
+    flag_values = absl_flags.FlagValues()
+    reproduce.define_flags(flag_values)
+    flag_values(_reproduce_argv(stsb, tmp_path, "--dry_run",
+                                "--num_core_per_host=2",
+                                "--train_batch_size=16", *extra))
+    reproduce.run(finetune_flags.resolve_reproduce(flag_values))
+    # the run's plan (a comment), then its command
+    line = capsys.readouterr().out.strip().split("\n")[-1]
+    return dict(arg[2:].split("=", 1) for arg in line.split()[2:])
+
+  one = command()
+  two = command("--worker_hosts=10.0.0.1:2222,10.0.0.2:2222",
+                "--task_index=1")
+  assert "worker_hosts" not in one and "task_index" not in one
+  assert (two["worker_hosts"], two["task_index"]) == (
+      "10.0.0.1:2222,10.0.0.2:2222", "1")
+  # 16 examples a step: 8 per GPU on one host of 2, 4 on two hosts of 2.
+  assert (one["train_batch_size"], two["train_batch_size"]) == ("8", "4")
+  assert not os.listdir(tmp_path)
+
+
+@pytest.mark.slow
+def test_reproduce_on_two_hosts_the_chief_alone_records(stsb, tmp_path):
+  """Two reproduce.py commands (task 0 and 1) on one shared work dir: the
+  task trains on both; the chief alone holds the work dir and writes the
+  result and the reports; the other host logs its program's output to its
+  own file."""
+  work = tmp_path / "work"
+  codes, logs = _finish(_cluster(_reproduce_argv(stsb, work)))
+  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
+  assert "Results:" in logs[0] and "Results:" not in logs[1]
+  assert ("STS-B (seed 1): starting (the chief evaluates and records it)"
+          in logs[1])
+  report = json.loads((work / "results.json").read_text())
+  assert [row["status"] for row in report["rows"]] == ["done"]
+  run_dir = work / "sts-b" / "seed-1"
+  assert (run_dir / "result.json").exists()
+  chief_log = (run_dir / "log.txt").read_text()
+  worker_log = (run_dir / "log.process-1.txt").read_text()
+  assert "--task_index=0" in chief_log and "eval_pearsonr" in chief_log
+  assert "--task_index=1" in worker_log and "eval_pearsonr" not in worker_log
+  assert "left to the chief" in worker_log
+  # A rerun on either host skips the recorded task (the host flags are not
+  # settings of the result).
+  codes, logs = _finish(_cluster(_reproduce_argv(stsb, work)))
+  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
+  for log in logs:
+    assert "STS-B (seed 1): done by an earlier run, skipped" in log
