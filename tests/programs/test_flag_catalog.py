@@ -131,7 +131,8 @@ PRETRAINING = dict(SHARED, **{
 TRAIN_TPU = dict(PRETRAINING, use_tpu=("bool", True),
                  num_core_per_host=("int", 8))
 
-# Every fine-tuning program: the release's defaults (adam_epsilon: the paper's).
+# Every fine-tuning program: the release's defaults (adam_epsilon: those of
+# the release's run_squad.py and run_race.py; run_classifier.py's below).
 FINETUNING = dict(SHARED, **{
     "do_train": ("bool", False),
     "learning_rate": ("float", 1e-05),
@@ -150,6 +151,8 @@ FINETUNING = dict(SHARED, **{
 })
 
 RUN_CLASSIFIER = dict(FINETUNING, **{
+    # the release's run_classifier.py: DEFINE_float("adam_epsilon", 1e-8)
+    "adam_epsilon": ("float", 1e-08),
     "cls_scope": ("string", None),
     "contains_header": ("bool", None),
     "data_dir": ("string", None),

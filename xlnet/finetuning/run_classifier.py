@@ -44,6 +44,10 @@ def define_flags(flag_values=flags.FLAGS):
       flag_values, task_names=classifier_datasets.TASK_NAMES,
       min_seq_length=classifier_utils.MIN_SEQ_LENGTH,
       pretrain_seq_length=classifier_utils.PRETRAIN_SEQ_LENGTH)
+  # The release's run_classifier.py defaulted --adam_epsilon to 1e-8, and
+  # its README's STS-B and IMDB commands ran with it (they do not pass it);
+  # its run_squad.py and run_race.py defaulted to 1e-6, as ours do.
+  flag_values.set_default("adam_epsilon", 1e-8)
 
 
 def main(unused_argv):

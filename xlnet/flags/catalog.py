@@ -27,9 +27,8 @@ mem_len 384. The data flags (`seq_len`, `reuse_len`, `uncased`, `bi_data`,
 None: they are read from the records' `corpus_info.json`, and when given
 they are checked against it (`xlnet/flags/pretraining.py`).
 
-Fine-tuning defaults are the released scripts' defaults, except
-`adam_epsilon`, which is the paper's fine-tuning value 1e-6 (the release's
-flag said 1e-8).
+Fine-tuning defaults are the released programs' defaults (`adam_epsilon`:
+1e-8 in run_classifier.py, 1e-6 in run_squad.py and run_race.py, as there).
 
 Each group carries a title (`@group`): a program's `--help` lists its flags
 under their groups' titles (`xlnet/cli.py`).
