@@ -197,12 +197,14 @@ def ensure_writable_dir(path, flag_name):
   if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
     raise ValueError(f"--{flag_name}={path} exists and is not a directory")
   probe = os.path.join(path, f".write-test{TMP_MARK}{os.getpid()}")
-  try:
-    tf.io.gfile.makedirs(path)
-    with tf.io.gfile.GFile(probe, "w") as f:
-      f.write("")
-  except (tf.errors.OpError, OSError) as e:
-    raise ValueError(f"--{flag_name}={path} is not writable "
-                     f"({cli.error_text(e)[:200]})") from None
-  finally:
-    remove_quietly(probe)
+  # A SIGTERM in the middle (while the probe is removed) would leave it.
+  with cli.deferred_signals():
+    try:
+      tf.io.gfile.makedirs(path)
+      with tf.io.gfile.GFile(probe, "w") as f:
+        f.write("")
+    except (tf.errors.OpError, OSError) as e:
+      raise ValueError(f"--{flag_name}={path} is not writable "
+                       f"({cli.error_text(e)[:200]})") from None
+    finally:
+      remove_quietly(probe)

@@ -163,3 +163,30 @@ def test_rollback_in_a_copy_moves_nothing_of_the_original(tmp_path):
   assert sorted(os.listdir(tmp_path / "copy" / "quarantine")) == [
       "model.ckpt-3.data-00000-of-00001", "model.ckpt-3.index",
       "model.ckpt-3.meta"]
+
+
+def test_rollback_refuses_a_directory_a_trainer_runs_on(tmp_path):
+  """Moving checkpoints and rewriting the state file under a running
+  trainer would lose its saves: rollback_ckpt takes the directory's run
+  lock first, and leaves everything in place while a trainer holds it."""
+  from xlnet.training import run_lock  # pylint: disable=import-outside-toplevel
+  model_dir = tmp_path / "train"
+  prefixes = ckpt_fx.save_checkpoints(str(model_dir), [ckpt_fx.random_values(s)
+                                               for s in range(3)])
+  ckpt_fx.truncate_data(prefixes[2])
+  before = sorted(os.listdir(model_dir))
+  token = run_lock.acquire(str(model_dir))  # this process: a live trainer
+  try:
+    proc = run_cli("rollback_ckpt", f"--model_dir={model_dir}")
+  finally:
+    run_lock.release(str(model_dir), token)
+  assert proc.returncode == 1, proc.stderr[-2000:]
+  last = proc.stderr.strip().splitlines()[-1]
+  assert last.startswith(f"model_utils.py: error: --model_dir={model_dir} is "
+                         "in use "
+                         "by another trainer"), last
+  assert "Traceback" not in proc.stderr
+  assert sorted(os.listdir(model_dir)) == before
+  # Once the trainer is gone it rolls back, and leaves no lock behind.
+  assert checkpoint_tools.rollback_ckpt(str(model_dir)) == prefixes[1]
+  assert not os.path.exists(run_lock.lock_path(str(model_dir)))

@@ -14,6 +14,7 @@ import tensorflow as tf
 from xlnet import cli
 from xlnet.training import checkpoint_io
 from xlnet.training import optimizer
+from xlnet.training import run_lock
 
 
 def _same_directory(a, b):
@@ -170,10 +171,13 @@ def rollback_ckpt(model_dir, step=None):
   Raises:
     ValueError: when `model_dir` holds no intact checkpoint (or none at
       `step`).
+    run_lock.Locked: a trainer is running on `model_dir` (nothing moved:
+      moving its checkpoints and state file under it would lose its saves).
   """
   if not tf.io.gfile.isdir(model_dir):
     raise ValueError(f"--model_dir={model_dir} is not a directory")
-  keep, moved = checkpoint_io.rollback(model_dir, step)
+  with run_lock.hold(model_dir):
+    keep, moved = checkpoint_io.rollback(model_dir, step)
   for path in moved:
     tf.compat.v1.logging.info("Moved %s", path)
   tf.compat.v1.logging.info("Training in %s resumes from %s", model_dir, keep)

@@ -416,14 +416,30 @@ def hold(model_dir, active=True, lease=LEASE_SECONDS,
   if not active:
     yield
     return
-  token = acquire(model_dir, lease, flag, user)
-  beat = _Heartbeat(model_dir, token, heartbeat, lease)
-  _HELD[beat.path] = beat
-  beat.start()
+  beat = None
   try:
+    # A SIGTERM between creating the lock file and writing its record would
+    # leave a lock without a record, which blocks a rerun for
+    # _WRITE_GRACE_SECONDS: signals wait for the lock to be taken (and for
+    # it to be released, below), then stop the block here.
+    with cli.deferred_signals():
+      token = acquire(model_dir, lease, flag, user)
+      beat = _Heartbeat(model_dir, token, heartbeat, lease)
+      _HELD[beat.path] = beat
+      beat.start()
     yield
   finally:
-    beat.stopped.set()
-    beat.join()
-    del _HELD[beat.path]
-    release(model_dir, token)
+    # A signal that arrives before they are held back (in the calls that
+    # set up `deferred_signals`) raises here: release again until done.
+    stopped = None
+    while beat is not None and beat.path in _HELD:
+      try:
+        with cli.deferred_signals():
+          beat.stopped.set()
+          beat.join()
+          release(model_dir, token)
+          del _HELD[beat.path]
+      except cli.Terminated as e:
+        stopped = e
+    if stopped is not None:
+      raise stopped
