@@ -84,8 +84,10 @@ def test_state_by_hand():
                        "score-sum constant": 128}
   acc = memory_plan.step_memory(TINY, "classifier", 4, 2, "bf16",
                                 accumulate=True)
-  assert acc.state["gradient sums"] == 1514 * 4
+  assert acc.state == est.state
+  assert acc.below["gradient sums"] == 1514 * 4
   assert est.end == {"gradients": 1514 * 4}
+  assert acc.end == {"gradients": 1514 * 4, "gradient sums": 1514 * 4}
 
 
 def test_layer_terms_by_hand():
