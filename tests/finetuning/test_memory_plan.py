@@ -193,3 +193,28 @@ def test_plan_of_a_real_config_is_the_smallest_split():
   assert memory_plan.step_peak_bytes(
       large, "squad", 512, larger, "fp32",
       accumulate=larger < 12) / GIB > 0.9 * 16
+
+
+def test_max_micro_batch_by_hand(monkeypatch):
+  _fake_estimate(monkeypatch)
+  # 8 GiB x 0.9 = 7.2 GiB: without accumulation 7 examples (7 GiB) fit and
+  # 8 do not; with it 6 (6.5 GiB) fit and 7 (7.5) do not.
+  assert memory_plan.max_micro_batch(TINY, "squad", 512, "fp32", 8,
+                                     accumulate=False) == 7
+  assert memory_plan.max_micro_batch(TINY, "squad", 512, "fp32", 8) == 6
+  # 100 GiB: 89.5 <= 90 (past several doublings); 1 GiB: not even one.
+  assert memory_plan.max_micro_batch(TINY, "squad", 512, "fp32", 100) == 89
+  assert memory_plan.max_micro_batch(TINY, "squad", 512, "fp32", 1) == 0
+
+
+def test_max_micro_batch_is_the_last_that_fits():
+  base = model_lib.XLNetConfig(
+      json_path=os.path.join(REPO, "xlnet/configs/xlnet_base.json"))
+  budget = 0.9 * 16 * GIB
+  for kind in memory_plan.TASK_KINDS:
+    most = memory_plan.max_micro_batch(base, kind, 256, "bf16", 16)
+    assert most >= 1
+    assert memory_plan.step_peak_bytes(base, kind, 256, most, "bf16",
+                                       True) <= budget
+    assert memory_plan.step_peak_bytes(base, kind, 256, most + 1, "bf16",
+                                       True) > budget
