@@ -16,7 +16,8 @@ Usage (from the repository root):
   python bench/finetune_memory.py --points=squad:bf16:2:256:512:4
 A point is task:precision:layers:d_model:seq_len:batch[:accum_steps]
 (heads of 64, d_inner = 4 d_model, --n_token tokens); batch counts
-examples (a RACE example is 4 sequences).
+examples per micro-step (a RACE example is 4 sequences): with accum_steps
+each optimizer step runs accum_steps micro-batches of that size.
 """
 import argparse
 import json
