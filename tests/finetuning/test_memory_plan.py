@@ -1,6 +1,7 @@
 """The fine-tuning memory model (`memory_plan.py`) against counts written out
 by hand and against the graphs the heads build, the accumulation planner on
-hand-worked cases, and (slow) the model against a measured peak."""
+hand-worked cases, and (slow) a measured peak: accumulation holds one
+micro-batch's activations at a time."""
 import json
 import os
 import subprocess
@@ -218,3 +219,26 @@ def test_max_micro_batch_is_the_last_that_fits():
                                        True) <= budget
     assert memory_plan.step_peak_bytes(base, kind, 256, most + 1, "bf16",
                                        True) > budget
+
+
+def _measured(point):
+  """bench/finetune_memory.py's measurement of one point (own process)."""
+  out = subprocess.run(
+      [sys.executable, os.path.join(REPO, "bench", "finetune_memory.py"),
+       "--measure", point, "--n_token=1000"],
+      capture_output=True, text=True, check=True, cwd=REPO)
+  return json.loads(out.stdout.splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_accumulation_holds_one_micro_batch_at_a_time():
+  # The same micro-batch (4 x 256) without and with 4 accumulation steps:
+  # accumulation may add the float32 gradient sums (4 bytes per weight) but
+  # not a second micro-batch's activations (peak less what the step holds
+  # between steps), of which it may add at most half.
+  plain = _measured("classifier:fp32:2:256:256:4")
+  acc = _measured("classifier:fp32:2:256:256:4:4")
+  activations = plain["peak"] - plain["before"]
+  assert activations > 8 * plain["params"]  # the bound is not vacuous
+  assert acc["peak"] - plain["peak"] < (4 * plain["params"]
+                                         + activations / 2)
