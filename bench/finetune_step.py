@@ -27,6 +27,8 @@ from xlnet import classifier_heads  # noqa: E402
 from xlnet import model as model_lib  # noqa: E402
 from xlnet.finetuning import config as finetune_config  # noqa: E402
 from xlnet.training import config  # noqa: E402
+from xlnet.finetuning import race_task  # noqa: E402
+from xlnet.finetuning import squad_task  # noqa: E402
 from xlnet import squad_heads  # noqa: E402
 from xlnet.training import predictor as predictor_lib  # noqa: E402
 from xlnet.training import trainer as trainer_lib  # noqa: E402
@@ -38,12 +40,16 @@ def model_config(config_path):
       xlnet_config=model_lib.XLNetConfig(json_path=config_path))
 
 
-def features(task, bsz, seq_len, rng):
-  """One synthetic batch of the task's features (numpy)."""
-  out = {"input_ids": rng.randint(9, 32000, (bsz, seq_len)).astype(np.int32),
-         "segment_ids": np.zeros((bsz, seq_len), np.int32),
-         "input_mask": np.zeros((bsz, seq_len), np.float32)}
-  if task == "cls":
+def features(task, bsz, seq_len, rng, n_token=32000):
+  """One synthetic batch of the task's features (numpy): "cls", "squad" or
+  "race" (a RACE example is its 4 options of seq_len side by side)."""
+  width = seq_len * (4 if task == "race" else 1)
+  out = {"input_ids": rng.randint(9, n_token, (bsz, width)).astype(np.int32),
+         "segment_ids": np.zeros((bsz, width), np.int32),
+         "input_mask": np.zeros((bsz, width), np.float32)}
+  if task == "race":
+    out.update(label_ids=rng.randint(0, 4, bsz).astype(np.int32))
+  elif task == "cls":
     out.update(label_ids=rng.randint(0, 2, bsz).astype(np.int32),
                is_real_example=np.ones(bsz, np.int32))
   else:
@@ -59,7 +65,10 @@ def features(task, bsz, seq_len, rng):
 
 
 def heads(task, model):
-  """(loss_fn, outputs_fn) of the task on `model` (a ModelConfig)."""
+  """(loss_fn(features, is_training), outputs_fn(features)) of the task on
+  `model` (a ModelConfig). SQuAD and RACE train the programs' losses
+  (`squad_task.loss_fn`, `race_task.loss_fn`), whose graph is the training
+  one whatever is_training says (the SQuAD end head needs the gold start)."""
   xlnet_config = model.xlnet_config
   if task == "cls":
     return (lambda f, t: classifier_heads.get_classification_loss(
@@ -67,8 +76,10 @@ def heads(task, model):
             lambda f: {"logits": classifier_heads.get_classification_loss(
                 xlnet_config, model.run_config(False), f, 2,
                 "classification_bench")[2]})
-  return (lambda f, t: squad_heads.get_qa_loss(
-      xlnet_config, model.run_config(t), f)[0],
+  if task == "race":
+    return (race_task.loss_fn(model),
+            lambda f: race_task.outputs_fn(model)(f, False))
+  return (squad_task.loss_fn(model),
           lambda f: squad_heads.get_qa_predictions(
               xlnet_config, model.run_config(False), f))
 

@@ -1,6 +1,7 @@
 """The fine-tuning memory model (`memory_plan.py`) against counts written out
 by hand and against the graphs the heads build, the accumulation planner on
-hand-worked cases, and (slow) the model against a measured peak."""
+hand-worked cases, and (slow) a measured peak: accumulation holds one
+micro-batch's activations at a time."""
 import json
 import os
 import subprocess
@@ -84,8 +85,10 @@ def test_state_by_hand():
                        "score-sum constant": 128}
   acc = memory_plan.step_memory(TINY, "classifier", 4, 2, "bf16",
                                 accumulate=True)
-  assert acc.state["gradient sums"] == 1514 * 4
+  assert acc.state == est.state
+  assert acc.below["gradient sums"] == 1514 * 4
   assert est.end == {"gradients": 1514 * 4}
+  assert acc.end == {"gradients": 1514 * 4, "gradient sums": 1514 * 4}
 
 
 def test_layer_terms_by_hand():
@@ -191,3 +194,51 @@ def test_plan_of_a_real_config_is_the_smallest_split():
   assert memory_plan.step_peak_bytes(
       large, "squad", 512, larger, "fp32",
       accumulate=larger < 12) / GIB > 0.9 * 16
+
+
+def test_max_micro_batch_by_hand(monkeypatch):
+  _fake_estimate(monkeypatch)
+  # 8 GiB x 0.9 = 7.2 GiB: without accumulation 7 examples (7 GiB) fit and
+  # 8 do not; with it 6 (6.5 GiB) fit and 7 (7.5) do not.
+  assert memory_plan.max_micro_batch(TINY, "squad", 512, "fp32", 8,
+                                     accumulate=False) == 7
+  assert memory_plan.max_micro_batch(TINY, "squad", 512, "fp32", 8) == 6
+  # 100 GiB: 89.5 <= 90 (past several doublings); 1 GiB: not even one.
+  assert memory_plan.max_micro_batch(TINY, "squad", 512, "fp32", 100) == 89
+  assert memory_plan.max_micro_batch(TINY, "squad", 512, "fp32", 1) == 0
+
+
+def test_max_micro_batch_is_the_last_that_fits():
+  base = model_lib.XLNetConfig(
+      json_path=os.path.join(REPO, "xlnet/configs/xlnet_base.json"))
+  budget = 0.9 * 16 * GIB
+  for kind in memory_plan.TASK_KINDS:
+    most = memory_plan.max_micro_batch(base, kind, 256, "bf16", 16)
+    assert most >= 1
+    assert memory_plan.step_peak_bytes(base, kind, 256, most, "bf16",
+                                       True) <= budget
+    assert memory_plan.step_peak_bytes(base, kind, 256, most + 1, "bf16",
+                                       True) > budget
+
+
+def _measured(point):
+  """bench/finetune_memory.py's measurement of one point (own process)."""
+  out = subprocess.run(
+      [sys.executable, os.path.join(REPO, "bench", "finetune_memory.py"),
+       "--measure", point, "--n_token=1000"],
+      capture_output=True, text=True, check=True, cwd=REPO)
+  return json.loads(out.stdout.splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_accumulation_holds_one_micro_batch_at_a_time():
+  # The same micro-batch (4 x 256) without and with 4 accumulation steps:
+  # accumulation may add the float32 gradient sums (4 bytes per weight) but
+  # not a second micro-batch's activations (peak less what the step holds
+  # between steps), of which it may add at most half.
+  plain = _measured("classifier:fp32:2:256:256:4")
+  acc = _measured("classifier:fp32:2:256:256:4:4")
+  activations = plain["peak"] - plain["before"]
+  assert activations > 8 * plain["params"]  # the bound is not vacuous
+  assert acc["peak"] - plain["peak"] < (4 * plain["params"]
+                                         + activations / 2)

@@ -4,7 +4,7 @@ plan that fits a device while keeping the global batch.
 The estimate is an analytic count of what one training step
 (`xlnet/training/trainer.py`: forward, backward, Adam update) keeps in
 device memory, term by term, derived from the code (docs/performance.md,
-"Peak memory of fine-tuning" has the derivation and the measurements that
+"Fine-tuning memory" has the derivation and the measurements that
 check it):
 
 * state: float32 weights, Adam's two float32 slots per weight
@@ -51,6 +51,14 @@ PRECISION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 _F32 = 4  # variables, slots, gradients, softmax, LayerNorm statistics
 _MASK = 1  # a dropout keep mask (bool)
 _N_CLASS = 2  # classifier head width (a few more classes: a few KB)
+# The allocator's peak over the tensors' bytes: TensorFlow's BFC allocator
+# rounds each tensor up and serves it from a free chunk up to twice its size,
+# and the executor's order varies from run to run. The largest ratio of the
+# measured peak to `tensor_bytes` on the calibration grid of
+# bench/finetune_memory.py (0.990 to 1.033 on the CPU), rounded up; the
+# check grid measured 0.977 to 1.068 (docs/performance.md, "Fine-tuning
+# memory").
+ALLOCATOR_OVERHEAD = 1.04
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,20 +197,19 @@ def embedding_activation_terms(sizes, seq_len, rows, precision):
 
 
 def head_activation_terms(sizes, task_kind, seq_len, rows):
-  """Bytes the head keeps and the largest gradients of its backward pass
-  (float32: the heads run on the float32 output). The summary heads keep
-  `[bsz, d_model]` tensors only; the SQuAD end head runs on every position
-  (`squad_heads.end_logits`)."""
+  """Bytes of the head's backward pass: what the head keeps and the
+  gradients it makes (float32: the heads run on the float32 output)."""
   n = _shapes(sizes, seq_len, rows)
   if task_kind != "squad":
-    return {"summary head": 8 * rows * sizes.d_model * _F32}
-  return {
-      # the output, [output; start] (2 d_model), the tanh layer
-      "squad heads": (1 + 2 + 1) * n["d"] * _F32,
-      # their gradients: [output; start], the output's from each head
-      # (start, end, answer class: two einsums) and the tanh layer's
-      "squad head gradients": (2 + 5) * n["d"] * _F32,
-  }
+    # the summary heads keep [bsz, d_model] tensors; the gradient of the
+    # summary's slice of the output is a dense [len, bsz, d_model]
+    return {"summary head": n["d"] * _F32}
+  # The end head runs on every position (`squad_heads.end_logits`): it keeps
+  # [output; start] (2 d_model), its tanh layer and LayerNorm scale; its
+  # LayerNorm's backward makes 4 [len, bsz, d_model] tensors, and the
+  # output's gradients from the start, end and answer heads 5 more.
+  return {"squad heads": (2 + 1 + 1) * n["d"] * _F32,
+          "squad head gradients": (4 + 5) * n["d"] * _F32}
 
 
 def top_layer_phases(sizes, task_kind, seq_len, rows, precision):
@@ -216,8 +223,9 @@ def top_layer_phases(sizes, task_kind, seq_len, rows, precision):
       positional scores `[bsz, n_head, len, 2 len]` and the first slice of
       their relative shift (`rel_shift`) live at once: 6 score tensors;
     backward, head: the whole top layer and the head's tensors;
-    backward, top LayerNorm: the whole top layer and 4 float32 gradients of
-      `[len, bsz, d_model]` (`tf.nn.batch_normalization`'s backward);
+    backward, top LayerNorm: the whole top layer, the output's gradient and
+      4 float32 `[len, bsz, d_model]` tensors of the LayerNorm's backward
+      (`tf.nn.batch_normalization`);
     backward, feed-forward: the top layer less its last LayerNorm, the
       gradient of the hidden layer and the layer's weight gradients;
     backward, probabilities: the kept probabilities and their gradient (and
@@ -238,7 +246,7 @@ def top_layer_phases(sizes, task_kind, seq_len, rows, precision):
   return {
       "forward: score sum": pre + masks + n["m"] * c + 6 * n["s"] * c,
       "backward: head": whole + head,
-      "backward: top LayerNorm": whole + 4 * n["d"] * _F32,
+      "backward: top LayerNorm": whole + 5 * n["d"] * _F32,
       "backward: feed-forward": (whole - 2 * n["d"] * _F32
                                  + (n["f"] + n["d"]) * c + grads),
       "backward: probabilities":
@@ -255,11 +263,12 @@ class StepMemory:
   """The estimate of one training step's peak, in bytes, by term.
 
   Attributes:
-    state: held between steps (weights, slots, gradient sums, constants).
+    state: held between steps (weights, slots, constants).
     below: kept by the embeddings and every layer but the top one.
     top: the top layer's phases (`top_layer_phases`), each on top of
       state + below; the largest is the step's activation peak.
-    end: the float32 gradients at the update, on top of the state.
+    end: the float32 gradients (and sums) at the update, on top of the
+      state.
   """
   state: dict
   below: dict
@@ -276,8 +285,14 @@ class StepMemory:
     return sum(self.state.values()) + sum(self.end.values())
 
   @property
-  def peak_bytes(self):
+  def tensor_bytes(self):
+    """The most bytes of tensors live at once."""
     return max(self.activation_peak, self.update_peak)
+
+  @property
+  def peak_bytes(self):
+    """The allocator's peak: the tensors and `ALLOCATOR_OVERHEAD`."""
+    return ALLOCATOR_OVERHEAD * self.tensor_bytes
 
 
 def step_memory(xlnet_config, task_kind, seq_len, micro_batch, precision,
@@ -314,9 +329,11 @@ def step_memory(xlnet_config, task_kind, seq_len, micro_batch, precision,
       "folded constants": 2 * n["d"] * c + seq_len * seq_len * c,
       "score-sum constant": n["s"] * c,
   }
-  if accumulate:
-    state["gradient sums"] = params * _F32
   below = embedding_activation_terms(sizes, seq_len, rows, precision)
+  end = {"gradients": params * _F32}
+  if accumulate:
+    # `Trainer._accumulate`'s float32 sums live through every micro-step
+    below["gradient sums"] = end["gradient sums"] = params * _F32
   layers_below = sizes.n_layer - 1
   for name, value in layer_activation_terms(sizes, seq_len, rows,
                                             precision).items():
@@ -326,7 +343,6 @@ def step_memory(xlnet_config, task_kind, seq_len, micro_batch, precision,
         sizes.n_layer * layer_matrix_params(sizes)
         * PRECISION_BYTES[precision])
   top = top_layer_phases(sizes, task_kind, seq_len, rows, precision)
-  end = {"gradients": params * _F32}
   return StepMemory(state, below, top, end)
 
 
@@ -375,6 +391,26 @@ class AccumulationPlan:
             f"step(s); about {self.estimated_gb:.1f} of "
             f"{self.device_memory_gb:g} GiB per device (plan fills "
             f"{DEVICE_MEMORY_FRACTION:.0%})")
+
+
+def max_micro_batch(xlnet_config, task_kind, seq_len, precision,
+                    device_memory_gb, accumulate=True):
+  """The most examples per device and micro-step whose estimate fits
+  `DEVICE_MEMORY_FRACTION` of `device_memory_gb` GiB (0: not even one).
+
+  Args:
+    accumulate: with --accum_steps > 1 (the gradient sums take room).
+  """
+  budget = DEVICE_MEMORY_FRACTION * device_memory_gb * GIB
+  fits = lambda b: step_peak_bytes(  # noqa: E731
+      xlnet_config, task_kind, seq_len, b, precision, accumulate) <= budget
+  low, high = 0, 1
+  while fits(high):  # the estimate grows with the batch
+    low, high = high, 2 * high
+  while high - low > 1:
+    mid = (low + high) // 2
+    low, high = (mid, high) if fits(mid) else (low, mid)
+  return low
 
 
 def _divisors(n):

@@ -205,15 +205,27 @@ class Trainer:
 
     def body(i, loss_sum, grad_sums, mems):
       micro = {k: v[i] for k, v in features.items()}
-      loss, grads, new_mems = self._forward_backward(
-          micro, mems or None, step, i)
-      return (i + 1, loss_sum + loss, [a + g for a, g in zip(grad_sums, grads)],
+      loss, grads, new_mems = self._forward_backward(micro, mems or None,
+                                                     step, i)
+      # The first micro-batch's gradients are the sums (0 + g0 = g0).
+      grad_sums = tf.cond(
+          i > 0, lambda: [a + g for a, g in zip(grad_sums, grads)],
+          lambda: grads)
+      return (i + 1, loss_sum + loss, grad_sums,
               list(new_mems) if mems else mems)
 
+    # The sums' initial values are never read (the first iteration replaces
+    # them): the weights, already in memory. Zeros would be folded by
+    # grappler into constants of the weights' shapes that the step holds for
+    # good (4 bytes per weight).
     init = (tf.constant(0), tf.constant(0.0),
-            [tf.zeros_like(v) for v in self.trainable], list(mems or []))
+            [v.read_value() for v in self.trainable], list(mems or []))
+    # One micro-batch at a time: the micro-batches do not depend on each
+    # other until their gradients are summed, so the loop would start the
+    # next ones before this one is done (by default up to 10 iterations at
+    # once), each with its activations (bench/finetune_memory.py).
     _, loss_sum, grad_sums, mems = tf.while_loop(
-        lambda i, *_: i < self.accum_steps, body, init)
+        lambda i, *_: i < self.accum_steps, body, init, parallel_iterations=1)
     k = float(self.accum_steps)
     return loss_sum / k, [g / k for g in grad_sums], mems or None
 
