@@ -16,9 +16,16 @@ import types
 
 import numpy as np
 import pytest
+import sentencepiece as spm
 import tensorflow as tf
 
+import data_utils
 from tests import data_helpers
+import xlnet
+from xlnet import modeling
+from xlnet.data import prepro_utils
+from xlnet.finetuning import classifier_utils
+from xlnet.finetuning.classifier_processors import InputExample
 from xlnet.training import config as train_config
 
 REQUIRED = inspect.Parameter.empty
@@ -282,7 +289,6 @@ def test_differences_are_documented(name):
 
 def test_get_input_fn_as_train_gpu(tmp_path):
   """train_gpu.py (the release): get_input_fn(...) by keyword, no seed."""
-  import data_utils  # pylint: disable=import-outside-toplevel
   record_dir = data_helpers.make_records(
       str(tmp_path), num_lines=200, bsz_per_host=4, num_core_per_host=1,
       seq_len=32, reuse_len=16, bi_data=True, num_predict=6)
@@ -306,15 +312,15 @@ def test_get_input_fn_as_train_gpu(tmp_path):
                     "target_mapping": (4, 6, 32), "target": (4, 6),
                     "target_mask": (4, 6), "label": (4,)}
   # The stream of our programs' default --seed, and only that one.
-  same = positional_seed_stream(data_utils, record_dir,
+  same = positional_seed_stream(record_dir,
                                 train_config.TrainConfig().seed)
-  other = positional_seed_stream(data_utils, record_dir,
+  other = positional_seed_stream(record_dir,
                                  train_config.TrainConfig().seed + 1)
   assert np.array_equal(batch["perm_mask"], same["perm_mask"])
   assert not np.array_equal(batch["perm_mask"], other["perm_mask"])
 
 
-def positional_seed_stream(data_utils, record_dir, seed):
+def positional_seed_stream(record_dir, seed):
   """The first batch of the same records read with an explicit seed."""
   fn, _ = data_utils.get_input_fn(record_dir, "train", 4, 32, 16, True, 1, 1,
                                   16, 6, 1, False, None, False, 6, seed=seed)
@@ -323,7 +329,6 @@ def positional_seed_stream(data_utils, record_dir, seed):
 
 def test_batchify_as_create_data():
   """data_utils.py (the release): batchify(data, bsz_per_host, sent_ids)."""
-  import data_utils  # pylint: disable=import-outside-toplevel
   data = np.arange(11, dtype=np.int32)
   sent_ids = np.arange(11) % 2 == 0
   rows, sent_rows = data_utils.batchify(data, 3, sent_ids)
@@ -336,7 +341,6 @@ def test_batchify_as_create_data():
 
 def test_format_filename_as_get_input_fn():
   """data_utils.py (the release): format_filename by keyword."""
-  import data_utils  # pylint: disable=import-outside-toplevel
   name = data_utils.format_filename(
       prefix="record_info-train-*", bsz_per_host=4, seq_len=32, bi_data=True,
       suffix="json", mask_alpha=6, mask_beta=1, reuse_len=16, uncased=False,
@@ -349,7 +353,6 @@ def test_rel_shift_positional():
   """modeling.py (the release): rel_shift(x, klen); here on the score layout
   [bsz, n_head, qlen, rlen] (docs/model.md). Column r of row i is the
   relative distance klen - r; afterwards [i, j] holds distance i - j."""
-  from xlnet import modeling  # pylint: disable=import-outside-toplevel
   x = tf.constant([[[[0., 1., 2., 3.], [10., 11., 12., 13.]]]])
   with tf.compat.v1.Session() as sess:
     out = sess.run(modeling.rel_shift(x, 2))
@@ -360,7 +363,6 @@ def test_two_stream_rel_attn_positional():
   """modeling.py (the release): two_stream_rel_attn with every argument
   positional. With the query stream equal to the content stream, no
   target_mapping and no masks, both streams attend alike."""
-  from xlnet import modeling  # pylint: disable=import-outside-toplevel
   qlen, bsz, n_head, d_head, d_model = 3, 2, 2, 4, 8
   rng = np.random.RandomState(0)
   h = tf.constant(rng.randn(qlen, bsz, d_model), tf.float32)
@@ -381,7 +383,6 @@ def test_two_stream_rel_attn_positional():
 def test_preprocess_text_as_run_squad():
   """prepro_utils.py (the release): preprocess_text(text, lower=...):
   spaces collapsed, `` and '' made ", accents stripped, lower-cased."""
-  from xlnet.data import prepro_utils  # pylint: disable=import-outside-toplevel
   text = "  Caf\u00e9   ``Quoted''  TEXT "
   assert prepro_utils.preprocess_text(text, lower=True) == 'cafe "quoted" text'
   assert prepro_utils.preprocess_text(text, False, True, True) == \
@@ -393,8 +394,6 @@ def test_encode_as_run_squad(tiny_spm):
   text, return_unicode=..., sample=...), positional: the ids are the
   pieces', and a piece ending in a digit and a comma is split before the
   comma (the release's rule)."""
-  import sentencepiece as spm  # pylint: disable=import-outside-toplevel
-  from xlnet.data import prepro_utils  # pylint: disable=import-outside-toplevel
   sp = spm.SentencePieceProcessor()
   sp.Load(tiny_spm)
   text = prepro_utils.preprocess_text("In 1988, 20,000 men came.", False)
@@ -412,8 +411,6 @@ def test_convert_single_example_as_run_classifier():
   example, label_list, max_seq_length, tokenize_fn). The release's layout:
   A <sep> B <sep> <cls>, padded in front; <sep>=4, <cls>=3; segments A=0,
   B=1, <cls>=2, padding=4; input_mask 1 on padding."""
-  from xlnet.finetuning import classifier_utils  # pylint: disable=import-outside-toplevel
-  from xlnet.finetuning.classifier_processors import InputExample  # pylint: disable=import-outside-toplevel
   example = InputExample(guid="dev-0", text_a="5 6 7", text_b="8 9",
                          label="b")
   tokenize_fn = lambda text: [int(t) for t in text.split()]  # noqa: E731
@@ -428,7 +425,6 @@ def test_convert_single_example_as_run_classifier():
 def test_xlnet_model_as_release_scripts():
   """xlnet.py (the release): RunConfig positional, XLNetModel by keyword,
   get_pooled_out / get_sequence_output / get_new_memory."""
-  import xlnet  # pylint: disable=import-outside-toplevel
   config = xlnet.XLNetConfig(n_layer=2, d_model=8, n_head=2, d_head=4,
                              d_inner=16, ff_activation="gelu", untie_r=True,
                              n_token=32)
