@@ -195,7 +195,7 @@ def test_batchify_rows(bsz, ncore, bi_data):
   rng = np.random.RandomState(bsz + ncore)
   ids = rng.randint(9, 100, size=1003).astype(np.int32)
   sids = rng.rand(1003) < 0.5
-  rows, sent_rows = token_stream.batchify(ids, sids, bsz, ncore, bi_data)
+  rows, sent_rows = token_stream.batchify(ids, bsz, sids, ncore, bi_data)
   want = ref_rows(list(ids), list(sids), bsz, ncore, bi_data)
   assert rows.shape == (bsz, len(want[0][0]))
   for r, (want_ids, want_sids) in enumerate(want):

@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from xlnet.data import record_format
 from xlnet.data.prepro_utils import CLS_ID, SEP_ID
+from xlnet.training import config as train_config
 
 
 # ----------------------------------------------------------------------------
@@ -370,7 +371,8 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                  bi_data, num_hosts=1, num_core_per_host=1, perm_size=None,
                  mask_alpha=None, mask_beta=None, uncased=False,
                  num_passes=None, use_bfloat16=False, num_predict=None,
-                 corpus_info=None, *, seed, flag_names=None):
+                 corpus_info=None, *, seed=train_config.DEFAULT_SEED,
+                 flag_names=None):
   """Builds the pretraining input function.
 
   Args:
@@ -389,7 +391,8 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
       from; it tells the core layout the records were written for. None:
       read the corpus_info.json next to each record dir.
     seed: non-negative int keying every random draw (the trainers pass
-      their --seed).
+      their --seed, whose default is this one's: a call with the release's
+      arguments reads the stream our programs read by default).
     flag_names: how messages name the arguments (`tfrecord_dir` as
       "record_info_dir"): argument -> the calling program's flag, e.g.
       {"split": "--eval_split"}; an argument left out is named as itself.

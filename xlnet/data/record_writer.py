@@ -551,7 +551,7 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
     io_utils.remove_stale_tmp(path)
   with worker_processes(num_workers, encoder) as workers:
     data, sent_ids = build_stream(paths, workers, use_eod, rng)
-    rows, sent_rows = token_stream.batchify(data, sent_ids, bsz_per_host,
+    rows, sent_rows = token_stream.batchify(data, bsz_per_host, sent_ids,
                                             num_core_per_host, bi_data)
     num_batch = write_records(record_path, rows, sent_rows, cfg,
                               pretrain_examples.word_start_table(sp_model),

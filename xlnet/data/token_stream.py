@@ -197,32 +197,37 @@ def join_streams(streams):
   return np.concatenate(all_ids), np.concatenate(all_sids)
 
 
-def batchify(data, sent_ids, bsz_per_host, num_core_per_host=1, bi_data=False):
+def batchify(data, bsz_per_host, sent_ids=None, num_core_per_host=1,
+             bi_data=False):
   """Cuts the stream into parallel rows.
 
-  With bi_data, bsz_per_host/2 forward rows are made and, within each core's
-  share of rows, followed by their reversed copies.
+  The first three parameters are the release's (`data_utils.batchify` of
+  zihangdai/xlnet), so its calls run unchanged. With bi_data,
+  bsz_per_host/2 forward rows are made and, within each core's share of
+  rows, followed by their reversed copies.
 
   Args:
     data: np.int32 [n].
-    sent_ids: np.bool_ [n].
     bsz_per_host: number of rows.
+    sent_ids: np.bool_ [n], or None.
     num_core_per_host: cores sharing the rows.
     bi_data: add backward rows.
 
   Returns:
-    (rows [bsz_per_host, row_len], sent_rows [bsz_per_host, row_len]).
+    rows [bsz_per_host, row_len], or (rows, sent_rows [bsz_per_host,
+    row_len]) when sent_ids is given (as the release).
   """
   n_fwd = bsz_per_host // 2 if bi_data else bsz_per_host
   row_len = len(data) // n_fwd
-  data = data[:n_fwd * row_len].reshape(n_fwd, row_len)
-  sent_ids = sent_ids[:n_fwd * row_len].reshape(n_fwd, row_len)
-  if not bi_data:
-    return data, sent_ids
 
-  def _interleave(x):
-    fwd = x.reshape(num_core_per_host, 1, -1, row_len)
+  def _rows(x):
+    fwd = x[:n_fwd * row_len].reshape(n_fwd, row_len)
+    if not bi_data:
+      return fwd
+    fwd = fwd.reshape(num_core_per_host, 1, -1, row_len)
     both = np.concatenate([fwd, fwd[..., ::-1]], axis=1)
     return both.reshape(bsz_per_host, row_len)
 
-  return _interleave(data), _interleave(sent_ids)
+  if sent_ids is None:
+    return _rows(data)
+  return _rows(data), _rows(sent_ids)
