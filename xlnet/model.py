@@ -14,6 +14,7 @@ import uuid
 import tensorflow as tf
 
 from xlnet import modeling
+from xlnet import validation
 
 
 class XLNetConfig:
@@ -140,7 +141,9 @@ class RunConfig:
   `use_fp16` (exclusive) compute the activations and matrix products in
   bfloat16 / float16 while the variables, the attention softmax, the
   LayerNorm statistics and the loss stay float32 (float16 needs loss scaling
-  in the trainer).
+  in the trainer, and a GPU). The fields are checked when built
+  (`xlnet/validation.py`: dropout rates in [0, 1), `init`, `mem_len`, the
+  precision).
   """
   is_training: bool
   use_tpu: bool
@@ -158,9 +161,8 @@ class RunConfig:
   use_fp16: bool = False
 
   def __post_init__(self):
-    if self.use_bfloat16 and self.use_fp16:
-      raise ValueError("RunConfig: use_bfloat16 and use_fp16 exclude each "
-                       "other; got both")
+    validation.check_fields(self)
+    validation.check_precision(self.use_tpu, self.use_bfloat16, self.use_fp16)
 
   def for_training(self, is_training):
     """The same run's config in training (dropout on) or evaluation mode."""
@@ -168,15 +170,12 @@ class RunConfig:
 
 
 def _get_initializer(run_config):
-  """The run's initializer: normal(init_std) or uniform(+-init_range)."""
+  """The run's initializer: normal(init_std) or uniform(+-init_range)
+  (`RunConfig` allows no other `init`)."""
   if run_config.init == "uniform":
     return tf.compat.v1.initializers.random_uniform(
         minval=-run_config.init_range, maxval=run_config.init_range)
-  if run_config.init == "normal":
-    return tf.compat.v1.initializers.random_normal(
-        stddev=run_config.init_std)
-  raise ValueError(f"init must be 'normal' or 'uniform', "
-                   f"got {run_config.init!r}")
+  return tf.compat.v1.initializers.random_normal(stddev=run_config.init_std)
 
 
 class XLNetModel:

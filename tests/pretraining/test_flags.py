@@ -15,7 +15,6 @@ import tensorflow as tf
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.flags import pretraining as pretrain_flags
-from xlnet.flags import rules as flag_rules
 from tests import classifier_fixtures
 from tests import data_helpers
 from tests import train_fixtures as fx
@@ -24,6 +23,7 @@ from xlnet.finetuning import run_classifier
 from xlnet.finetuning import run_race
 from xlnet.finetuning import run_squad
 from xlnet.pretraining import api
+from xlnet import validation
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -163,7 +163,7 @@ def test_batch_layout_has_one_name(tmp_path):
 
 
 # --------------------------------------------------------------------------
-# One rule per flag name, in every program (xlnet/flags/rules.py).
+# One rule per flag name, in every program (xlnet/validation.py).
 # --------------------------------------------------------------------------
 def _check_pretraining(tmp_path, extra):
   """train_gpu.py / train_tpu.py / eval_pretrain.py: resolve_flags."""
@@ -225,7 +225,7 @@ def test_shared_flags_have_one_rule_and_one_message(tmp_path, program):
     assert str(info.value) == message, flag
   # Accepted everywhere: the lowest values, and a run that ends in warm-up.
   check(tmp_path / "ok", ["--save_steps=1", "--max_save=0", "--iterations=1"])
-  with mock.patch.object(flag_rules.logging, "warning") as warning:
+  with mock.patch.object(validation.logging, "warning") as warning:
     check(tmp_path / "warm", ["--train_steps=10", "--warmup_steps=20"])
   # 10 of 20 warm-up steps: the last step runs at half the peak rate.
   assert warning.call_args[0] == (

@@ -53,12 +53,13 @@ def test_batch_layout_mem_len_must_not_be_negative():
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("clip", 0.0, "--clip must be > 0, got 0.0"),
-    ("adam_epsilon", -1e-8, "--adam_epsilon must be > 0, got -1e-08"),
-    ("weight_decay", -0.1, "--weight_decay must be >= 0, got -0.1"),
-    ("learning_rate", -1.0, "--learning_rate must be >= 0, got -1.0"),
-    ("decay_method", "exp", "--decay_method must be 'poly' or 'cos', got "
-                            "'exp'"),
+    # The command line's words (run_classifier.py's; absl's for an enum).
+    ("clip", 0.0, "--clip=0.0 must be > 0"),
+    ("adam_epsilon", -1e-8, "--adam_epsilon=-1e-08 must be > 0"),
+    ("weight_decay", -0.1, "--weight_decay=-0.1 must be >= 0.0"),
+    ("learning_rate", -1.0, "--learning_rate=-1.0 must be >= 0.0"),
+    ("decay_method", "exp", "--decay_method=exp: value should be one of "
+                            "<poly|cos>"),
 ])
 def test_optimizer_config_names_the_bad_flag(field, value, message):
   values = dict(learning_rate=1e-4, train_steps=10)

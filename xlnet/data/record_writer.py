@@ -23,10 +23,10 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from xlnet.flags import rules as flag_rules
 from xlnet import cli
 from xlnet.data import example_proto
 from xlnet import io_utils
+from xlnet import validation
 from xlnet.data import prepro_utils
 from xlnet.data import pretrain_examples
 from xlnet.data import record_format
@@ -52,7 +52,7 @@ def _check_config(cfg):
   bsz, ncore = cfg["bsz_per_host"], cfg["num_core_per_host"]
   seq_len, reuse_len = cfg["seq_len"], cfg["reuse_len"]
   for name in ("bsz_per_host", "num_core_per_host"):
-    flag_rules.check_value(name, cfg[name])
+    validation.check_value(name, cfg[name])
   if bsz % ncore:
     raise ValueError(f"--bsz_per_host={bsz} must be a multiple of "
                      f"--num_core_per_host={ncore}")

@@ -24,6 +24,7 @@ import os
 from xlnet.data import prepro_utils
 from xlnet.finetuning import classifier_task
 from xlnet.finetuning import classifier_utils
+from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
 from xlnet.finetuning import race_task
@@ -51,8 +52,10 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
     (checkpoint, metrics dict); `predict`: the paths written.
 
   Raises:
-    ValueError: one line naming the setting or file at fault.
+    ValueError: one line naming the setting or file at fault (first: the
+      configs disagreeing, `config.check_together`).
   """
+  finetune_config.check_together(task, model, engine)
   sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
                                         "--spiece_model_file")
   if (do_eval or do_predict) and not finetune.runs_here(
@@ -128,6 +131,7 @@ def run_squad(task, model, engine, do_prepro=False, do_train=False,
   Returns:
     the latest checkpoint's metrics with do_predict, else None.
   """
+  finetune_config.check_together(task, model, engine)
   sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
                                         "--spiece_model_file")
   if do_prepro:
@@ -171,6 +175,7 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
   Returns:
     the accuracies (middle, high, all) with do_eval, else None.
   """
+  finetune_config.check_together(task, model, engine)
   sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
                                         "--spiece_model_file")
   spec = race_utils.feature_spec(task.max_seq_length)

@@ -32,6 +32,7 @@ import tensorflow as tf
 from xlnet import io_utils
 from xlnet.data import prepro_utils
 from xlnet.data.prepro_utils import CLS_ID, SEP_ID
+from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import record_cache
 
 SEG_ID_A = 0
@@ -41,7 +42,7 @@ SEG_ID_PAD = 4
 PAD_ID = 0
 
 # The smallest L that holds one piece plus `<sep>` and `<cls>`.
-MIN_SEQ_LENGTH = 3
+MIN_SEQ_LENGTH = finetune_config.MIN_SEQ_LENGTH
 # Longest sequence of the released models' pretraining: longer inputs give
 # relative distances (beyond +-(512 - 1)) the released models never saw.
 PRETRAIN_SEQ_LENGTH = 512

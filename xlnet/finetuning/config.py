@@ -6,7 +6,10 @@
   EngineConfig    how training and inference run: model_dir and warm start,
                   the optimizer, the batch layout, the loop, the devices
 
-Every field keeps the name of the flag it comes from. Batch sizes here are
+Every field keeps the name of the flag it comes from, and every config
+checks its fields when built with the programs' rules and messages
+(`xlnet/validation.py`; `check_together` checks what a run's task, model
+and engine must agree on). Batch sizes here are
 resolved: `BatchLayout.train_batch_size` and every `*_batch_size` of a task
 config count the examples of one step over all replicas (the flags count
 them per GPU unless --use_tpu, as the release).
@@ -15,6 +18,7 @@ import dataclasses
 from typing import Optional, Tuple
 
 from xlnet import model as model_lib
+from xlnet import validation
 from xlnet.training import config as train_config_lib
 
 
@@ -23,7 +27,13 @@ from xlnet.training import config as train_config_lib
 # evaluation and prediction, read by the export (docs/interop.md).
 HEAD_FILE = "head.json"
 # The sequence summaries (`modeling.summarize_sequence`).
-SUMMARY_TYPES = ("last", "first", "mean", "attn")
+SUMMARY_TYPES = validation.CHOICES["summary_type"]
+# The smallest max_seq_length of a classification task: one piece plus
+# `<sep>` and `<cls>`.
+MIN_SEQ_LENGTH = 3
+# The splits a task evaluates or predicts (run_classifier.py, run_race.py).
+CLASSIFIER_EVAL_SPLITS = ("dev", "test", "train")
+RACE_EVAL_SPLITS = ("dev", "test")
 # Seconds the non-chief workers of a multi-host run wait, at most, for the
 # chief to write the training records (a large task's take well under an
 # hour on one core).
@@ -57,6 +67,10 @@ class ModelConfig:
   summary_type: str = "last"
   use_summ_proj: bool = True
 
+  def __post_init__(self):
+    validation.check_fields(self)
+    validation.check_precision(self.use_tpu, self.use_bfloat16, self.use_fp16)
+
   def head_record(self):
     """How a summary head pools a sequence (dict flag name -> value): what
     a model_dir records in `HEAD_FILE`."""
@@ -89,6 +103,10 @@ class EngineConfig:
   layout: Optional[train_config_lib.BatchLayout] = None
   train: train_config_lib.TrainConfig = train_config_lib.TrainConfig()
   device: train_config_lib.DeviceConfig = train_config_lib.DeviceConfig()
+
+  def __post_init__(self):
+    validation.check_precision(self.device.use_tpu, False,
+                               self.train.use_fp16)
 
   @property
   def model_dir(self):
@@ -157,6 +175,9 @@ class ClassifierConfig:
   contains_header: Optional[bool] = None
   label_list: Optional[Tuple[str, ...]] = None
 
+  def __post_init__(self):
+    check_classifier(self)
+
 
 @dataclasses.dataclass(frozen=True)
 class SquadConfig:
@@ -210,6 +231,9 @@ class SquadConfig:
   target_eval_key: str = "best_f1"
   eval_all_ckpt: bool = False
 
+  def __post_init__(self):
+    check_squad(self)
+
 
 @dataclasses.dataclass(frozen=True)
 class RaceConfig:
@@ -243,6 +267,84 @@ class RaceConfig:
   seed: int = train_config_lib.DEFAULT_SEED
   shuffle_buffer: int = 2048
   records_timeout: int = RECORDS_TIMEOUT
+
+  def __post_init__(self):
+    check_race(self)
+
+
+################################################################################
+# The tasks' rules: each takes a task config or the program's flags (the
+# same names), so both are refused alike.
+################################################################################
+def check_classifier(values):
+  """Raises a one-line ValueError naming the first bad setting of a
+  classification task."""
+  if values.max_seq_length < MIN_SEQ_LENGTH:
+    raise ValueError(f"--max_seq_length={values.max_seq_length} must be >= "
+                     f"{MIN_SEQ_LENGTH} (one piece, <sep> and <cls>)")
+  validation.check_choice("eval_split", values.eval_split,
+                          CLASSIFIER_EVAL_SPLITS)
+  validation.check_all(values)
+
+
+def check_squad(values):
+  """Raises a one-line ValueError naming the first bad setting of SQuAD."""
+  validation.check_all(values)
+  check_room(values, "max_query_length", "paragraph")
+  for name in ("start_n_top", "end_n_top"):
+    if getattr(values, name) > values.max_seq_length:
+      raise ValueError(f"--{name}={getattr(values, name)} exceeds "
+                       f"--max_seq_length={values.max_seq_length}")
+  if not 0 <= values.proc_id < values.num_proc:
+    raise ValueError(f"--proc_id={values.proc_id} must be in [0, "
+                     f"--num_proc={values.num_proc})")
+
+
+def check_race(values):
+  """Raises a one-line ValueError naming the first bad setting of RACE."""
+  check_levels(values.high_only, values.middle_only)
+  validation.check_choice("eval_split", values.eval_split, RACE_EVAL_SPLITS)
+  validation.check_all(values)
+  check_room(values, "max_qa_length", "article")
+
+
+def check_levels(high_only, middle_only):
+  """Raises unless at most one level of RACE is asked for."""
+  if high_only and middle_only:
+    raise ValueError("--high_only and --middle_only exclude each other")
+
+
+def check_room(values, kept, what):
+  """Raises unless max_seq_length holds the `kept` pieces (the setting of
+  that name), the four special ones and at least one piece of `what`
+  (e.g. "paragraph")."""
+  least = getattr(values, kept) + 4
+  if values.max_seq_length < least:
+    raise ValueError(
+        f"--max_seq_length={values.max_seq_length} leaves no room for the "
+        f"{what}: it must be at least --{kept} + 4 = {least}")
+
+
+def check_together(task, model, engine):
+  """Raises unless a run's configs agree where two hold the same setting
+  (the programs give each pair from one flag): the seed of the task's
+  records and of the engine, the devices and precision of the model and
+  the engine (None model or engine: nothing to compare)."""
+  pairs = []
+  if engine is not None:
+    pairs.append(("seed", type(task).__name__, task.seed, "TrainConfig",
+                  engine.train.seed))
+  if model is not None and engine is not None:
+    pairs += [
+        ("use_tpu", "ModelConfig", model.use_tpu, "DeviceConfig",
+         engine.device.use_tpu),
+        ("use_fp16", "ModelConfig", model.use_fp16, "TrainConfig",
+         engine.train.use_fp16)]
+  for name, owner, value, other, other_value in pairs:
+    if value != other_value:
+      raise ValueError(f"{owner}.{name}={value} differs from "
+                       f"{other}.{name}={other_value}; give both the same "
+                       "value")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet.data import prepro_utils
+from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import qa_records
 from xlnet.finetuning import record_cache
 
@@ -53,8 +54,7 @@ def feature_spec(max_seq_length):
 
 def race_levels(high_only, middle_only):
   """The levels to read under `--high_only` / `--middle_only`."""
-  if high_only and middle_only:
-    raise ValueError("--high_only and --middle_only exclude each other")
+  finetune_config.check_levels(high_only, middle_only)
   if high_only:
     return ("high",)
   if middle_only:

@@ -60,11 +60,11 @@ import tensorflow as tf
 from xlnet import cli
 from xlnet import io_utils
 from xlnet import model as model_lib
+from xlnet import validation
 from xlnet.finetuning import memory_plan
 from xlnet.finetuning import paper_settings
 from xlnet.finetuning import reproduce_report as report
 from xlnet.flags import finetuning as finetune_flags
-from xlnet.flags import rules as flag_rules
 from xlnet.flags import task_catalog
 from xlnet.training import config as train_config_lib
 from xlnet.training import progress
@@ -191,9 +191,9 @@ def effective_settings(task, cfg):
 
 
 def warn_long_warmup(task, settings):
-  """Warns, in the words of the programs (`rules.long_warmup_message`),
+  """Warns, in the words of the programs (`validation.long_warmup_message`),
   when a task's warm-up outlasts its training (an override of either)."""
-  message = flag_rules.long_warmup_message(settings["warmup"],
+  message = validation.long_warmup_message(settings["warmup"],
                                            settings["steps"])
   if message:
     warn(f"{task.name}: {message}")

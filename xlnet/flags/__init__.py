@@ -1,13 +1,14 @@
-"""The flag catalog: every program's flags, their rules, and their
+"""The flag catalog: every program's flags, their checks, and their
 resolution into the typed configs the library takes (the library itself
 never reads flags).
 
   catalog       the flag definitions: one function per group (each flag
                 defined once), composed per program
   task_catalog  the fine-tuning programs' and reproduce.py's task groups
-  rules         one rule and one message per flag name
   configs       flags -> OptimizerConfig, TrainConfig, CheckpointConfig,
-                DeviceConfig, RunConfig
+                DeviceConfig, RunConfig; `check_rules`: the flags checked
+                by the rules of the configs (`xlnet/validation.py`: one
+                rule and one message per name)
   pretraining   pretraining flags resolved against the data into
                 PretrainConfigs
   finetuning    fine-tuning flags checked and resolved into the task,

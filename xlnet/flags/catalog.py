@@ -38,6 +38,8 @@ import weakref
 
 from absl import flags
 
+from xlnet import validation
+
 from xlnet import configs
 from xlnet.finetuning import config as finetune_config
 from xlnet.training import config as train_config
@@ -156,9 +158,11 @@ def define_model_flags(flag_values, *, model_config_path_help,
   flags.DEFINE_float("dropout", 0.1, "Dropout rate.", **fv)
   flags.DEFINE_float("dropatt", 0.1, "Attention dropout rate.", **fv)
   flags.DEFINE_integer("clamp_len", -1, clamp_len_help, **fv)
-  flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"],
-                    summary_type_help, **fv)
-  flags.DEFINE_enum("init", "normal", ["normal", "uniform"], init_help, **fv)
+  flags.DEFINE_enum("summary_type", "last",
+                    validation.CHOICES["summary_type"], summary_type_help,
+                    **fv)
+  flags.DEFINE_enum("init", "normal", validation.CHOICES["init"], init_help,
+                    **fv)
   flags.DEFINE_float("init_std", 0.02, "Stddev of the normal initializer.",
                      **fv)
   flags.DEFINE_float("init_range", 0.1, "Range of the uniform initializer.",
@@ -253,7 +257,7 @@ def define_optimizer_flags(flag_values, *, learning_rate, warmup_steps,
   flags.DEFINE_integer("warmup_steps", warmup_steps, "Linear warmup steps.",
                        **fv)
   flags.DEFINE_float("adam_epsilon", 1e-6, "Adam epsilon.", **fv)
-  flags.DEFINE_enum("decay_method", "poly", ["poly", "cos"],
+  flags.DEFINE_enum("decay_method", "poly", validation.CHOICES["decay_method"],
                     "Learning rate decay after warmup.", **fv)
   flags.DEFINE_float("weight_decay", weight_decay, "Decoupled weight decay.",
                      **fv)
@@ -354,7 +358,7 @@ def define_pretraining_device_flags(flag_values):
   """Multi-worker GPU training and the TPU trainer's engine."""
   fv = dict(flag_values=flag_values)
   define_worker_flags(flag_values)
-  flags.DEFINE_enum("tpu_engine", "auto", ["auto", "estimator", "strategy"],
+  flags.DEFINE_enum("tpu_engine", "auto", validation.CHOICES["tpu_engine"],
                     "train_tpu.py: TPUEstimator (the release's trainer; "
                     "TensorFlow 2.15 only) or the shared tf.distribute "
                     "engine on a TPUStrategy; auto = TPUEstimator where it "
@@ -667,7 +671,7 @@ def define_convert_flags(flag_values=flags.FLAGS):
   flags.DEFINE_bool("is_regression", None,
                     "With --task_name: take the regression (true) or the "
                     "classification (false) head.", **fv)
-  flags.DEFINE_enum("summary_type", None, ["last", "first", "mean", "attn"],
+  flags.DEFINE_enum("summary_type", None, validation.CHOICES["summary_type"],
                     "--to=hf, saved_model: how the classification, "
                     "regression or RACE head pools the sequence, as "
                     "fine-tuned (default: what the checkpoint's directory "

@@ -1,7 +1,22 @@
-"""Typed configurations built from parsed flags, shared by every program."""
+"""Typed configurations built from parsed flags, shared by every program,
+and the rules of `xlnet/validation.py` applied to the flags."""
 from xlnet import model as model_lib
+from xlnet import validation
 from xlnet.training import config as train_config_lib
 from xlnet.training import strategies
+
+
+def check_rules(FLAGS):  # pylint: disable=invalid-name
+  """Checks every flag the program defines by the rule of its name (the
+  rules the configs built from them follow, `validation.check_all`); warns
+  about a run that ends during warm-up.
+
+  Raises:
+    ValueError: one line naming the first flag that breaks its rule.
+  """
+  validation.check_all(FLAGS)
+  if hasattr(FLAGS, "warmup_steps") and hasattr(FLAGS, "train_steps"):
+    validation.warn_long_warmup(FLAGS.warmup_steps, FLAGS.train_steps)
 
 
 def optimizer_config(FLAGS, n_layer=None):  # pylint: disable=invalid-name

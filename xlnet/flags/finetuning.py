@@ -15,13 +15,12 @@ import tensorflow as tf
 
 from xlnet.training import checkpoint_io
 from xlnet import model as model_lib
+from xlnet import validation
 from xlnet.data import prepro_utils
 from xlnet.finetuning import classifier_datasets
 from xlnet.finetuning import classifier_utils
 from xlnet.finetuning import config as finetune_config
-from xlnet.finetuning import race_utils
 from xlnet.flags import configs as config_flags
-from xlnet.flags import rules as flag_rules
 from xlnet.training import config as train_config_lib
 
 
@@ -53,8 +52,9 @@ def check_common_flags(FLAGS):  # pylint: disable=invalid-name
   config readable), model_dir is given and differs from the
   init_checkpoint's directory (fine-tuning checkpoints would otherwise mix
   with, and resume from, the pretrained one), the init_checkpoint exists,
-  and the numbers are in range (the steps, batch sizes, `max_save`, ...:
-  by the rules every program shares, `flag_rules`).
+  and the numbers are in range (the steps, batch sizes, `max_save`,
+  dropout, ...: by the rules every program and config shares,
+  `config_flags.check_rules`), the precision possible.
 
   Returns:
     the XLNetConfig of `--model_config_path`.
@@ -77,21 +77,9 @@ def check_common_flags(FLAGS):  # pylint: disable=invalid-name
           f"--init_checkpoint={FLAGS.init_checkpoint}; give fine-tuning its "
           "own model_dir (it would resume from, and save beside, the "
           "pretrained checkpoint)")
-  flag_rules.check_all(FLAGS)
-  check_positive(FLAGS, "shuffle_buffer")
-  for name, low in (("learning_rate", 0.0), ("weight_decay", 0.0),
-                    ("dropout", 0.0), ("dropatt", 0.0)):
-    if getattr(FLAGS, name) < low:
-      raise ValueError(f"--{name}={getattr(FLAGS, name)} must be >= {low}")
-  if FLAGS.use_fp16 and (FLAGS.use_bfloat16 or FLAGS.use_tpu):
-    raise ValueError("--use_fp16 is for GPUs and excludes --use_bfloat16 "
-                     "(TPUs compute in bfloat16)")
-  for name in ("dropout", "dropatt"):
-    if getattr(FLAGS, name) >= 1.0:
-      raise ValueError(f"--{name}={getattr(FLAGS, name)} must be < 1")
-  for name in ("clip", "adam_epsilon", "lr_layer_decay_rate"):
-    if getattr(FLAGS, name) <= 0:
-      raise ValueError(f"--{name}={getattr(FLAGS, name)} must be > 0")
+  config_flags.check_rules(FLAGS)
+  validation.check_precision(FLAGS.use_tpu, FLAGS.use_bfloat16,
+                             FLAGS.use_fp16)
   return config
 
 
@@ -100,24 +88,6 @@ def require(FLAGS, *names, why):  # pylint: disable=invalid-name
   for name in names:
     if getattr(FLAGS, name) in (None, ""):
       raise ValueError(f"--{name} is required {why}")
-
-
-def check_positive(FLAGS, *names):  # pylint: disable=invalid-name
-  """Raises ValueError naming the first flag of `names` below 1."""
-  for name in names:
-    value = getattr(FLAGS, name)
-    if value is not None and value < 1:
-      raise ValueError(f"--{name}={value} must be >= 1")
-
-
-def _check_room(FLAGS, kept, what):  # pylint: disable=invalid-name
-  """Raises unless --max_seq_length holds the --`kept` pieces, the four
-  special ones and at least one piece of `what` (e.g. "paragraph")."""
-  least = getattr(FLAGS, kept) + 4
-  if FLAGS.max_seq_length < least:
-    raise ValueError(
-        f"--max_seq_length={FLAGS.max_seq_length} leaves no room for the "
-        f"{what}: it must be at least --{kept} + 4 = {least}")
 
 
 ################################################################################
@@ -187,18 +157,15 @@ def check_classifier_flags(FLAGS):  # pylint: disable=invalid-name
     raise ValueError(f"--data_dir={FLAGS.data_dir} is not a directory")
   if FLAGS.do_predict and not FLAGS.predict_dir:
     raise ValueError("--predict_dir is required with --do_predict")
-  if FLAGS.max_seq_length < classifier_utils.MIN_SEQ_LENGTH:
-    raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} must be >= "
-                     f"{classifier_utils.MIN_SEQ_LENGTH} (one piece, <sep> "
-                     "and <cls>)")
+  finetune_config.check_classifier(FLAGS)
   if FLAGS.max_seq_length > classifier_utils.PRETRAIN_SEQ_LENGTH:
     logging.warning(
         "--max_seq_length=%d exceeds the released models' pretraining "
         "length %d: relative distances beyond that were never trained",
         FLAGS.max_seq_length, classifier_utils.PRETRAIN_SEQ_LENGTH)
-  for name in ("eval_batch_size", "predict_batch_size", "num_passes"):
-    if getattr(FLAGS, name) < 1:
-      raise ValueError(f"--{name}={getattr(FLAGS, name)} must be >= 1")
+  # No config holds --num_passes (accepted for the released commands).
+  if FLAGS.num_passes < 1:
+    raise ValueError(f"--num_passes={FLAGS.num_passes} must be >= 1")
 
 
 def _check_vocabulary(FLAGS, xlnet_config):  # pylint: disable=invalid-name
@@ -247,19 +214,8 @@ def check_squad_flags(FLAGS):  # pylint: disable=invalid-name
             why="with --do_train/--do_predict")
   if FLAGS.do_predict:
     require(FLAGS, "predict_file", why="with --do_predict")
-  check_positive(
-      FLAGS, "max_seq_length", "max_query_length", "doc_stride",
-      "max_answer_length", "start_n_top", "end_n_top", "n_best_size",
-      "num_proc", "train_batch_size", "predict_batch_size", "train_steps")
-  flag_rules.check_all(FLAGS)
-  _check_room(FLAGS, "max_query_length", "paragraph")
-  for name in ("start_n_top", "end_n_top"):
-    if getattr(FLAGS, name) > FLAGS.max_seq_length:
-      raise ValueError(f"--{name}={getattr(FLAGS, name)} exceeds "
-                       f"--max_seq_length={FLAGS.max_seq_length}")
-  if not 0 <= FLAGS.proc_id < FLAGS.num_proc:
-    raise ValueError(f"--proc_id={FLAGS.proc_id} must be in [0, "
-                     f"--num_proc={FLAGS.num_proc})")
+  finetune_config.check_squad(FLAGS)
+  config_flags.check_rules(FLAGS)
 
 
 def resolve_squad(FLAGS):  # pylint: disable=invalid-name
@@ -290,11 +246,8 @@ def check_race_flags(FLAGS):  # pylint: disable=invalid-name
           "model_config_path", "model_dir",
           why="(RACE data, SentencePiece model, records directory, "
           "model config and checkpoint directory)")
-  race_utils.race_levels(FLAGS.high_only, FLAGS.middle_only)
-  check_positive(FLAGS, "max_seq_length", "max_qa_length",
-                 "train_batch_size", "eval_batch_size", "train_steps")
-  flag_rules.check_all(FLAGS)
-  _check_room(FLAGS, "max_qa_length", "article")
+  finetune_config.check_race(FLAGS)
+  config_flags.check_rules(FLAGS)
 
 
 def resolve_race(FLAGS):  # pylint: disable=invalid-name

@@ -12,9 +12,9 @@ import tensorflow as tf
 
 from xlnet.training import checkpoint_io
 from xlnet import model as model_lib
+from xlnet import validation
 from xlnet.data import record_format
 from xlnet.flags import configs as config_flags
-from xlnet.flags import rules as flag_rules
 from xlnet.pretraining import config as pretrain_config
 from xlnet.pretraining import estimator
 from xlnet.pretraining import trainer as trainer_lib
@@ -86,7 +86,8 @@ def load_corpus_info(FLAGS):
 
 def resolve_flags(FLAGS, corpus_info, model=None, num_hosts=None):
   """Resolves the data flags against the data and checks every training
-  flag (the rules shared with the other programs: `flag_rules`); writes no
+  flag (the rules shared with the other programs and the configs:
+  `config_flags.check_rules`); writes no
   flag.
 
   Args:
@@ -106,7 +107,7 @@ def resolve_flags(FLAGS, corpus_info, model=None, num_hosts=None):
   """
   model = model_values(FLAGS) if model is None else model
   num_hosts = FLAGS.num_hosts if num_hosts is None else num_hosts
-  flag_rules.check_all(FLAGS)
+  config_flags.check_rules(FLAGS)
   where = _corpus_info_location(FLAGS)
   values = {}
   for name in DATA_FLAGS:
@@ -176,8 +177,8 @@ def resolve(FLAGS, num_hosts=None, num_core_per_host=None,
       train_batch_size=values["train_batch_size"], num_hosts=num_hosts,
       num_core_per_host=cores, accum_steps=FLAGS.accum_steps,
       mem_len=FLAGS.mem_len or 0)
-  if FLAGS.use_fp16 and FLAGS.use_bfloat16:
-    raise ValueError("--use_fp16 and --use_bfloat16 exclude each other")
+  validation.check_precision(FLAGS.use_tpu, FLAGS.use_bfloat16,
+                             FLAGS.use_fp16)
   xlnet_config = model_lib.XLNetConfig.from_dict(
       dict(model, n_token=values["n_token"]), source="flags")
   data = pretrain_config.PretrainData(
@@ -250,9 +251,8 @@ def for_train_tpu(FLAGS):
   Raises:
     ValueError: one line.
   """
-  if FLAGS.use_tpu and FLAGS.use_fp16:
-    raise ValueError("--use_fp16 is for GPUs; TPUs compute in bfloat16: use "
-                     "--use_bfloat16")
+  validation.check_precision(FLAGS.use_tpu, FLAGS.use_bfloat16,
+                             FLAGS.use_fp16)
   cores = None
   if not FLAGS.use_tpu:
     if FLAGS.num_hosts != 1:

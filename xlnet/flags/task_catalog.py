@@ -11,6 +11,7 @@
 """
 from absl import flags
 
+from xlnet.finetuning import config as finetune_config
 from xlnet.flags import catalog
 
 
@@ -75,7 +76,8 @@ def define_classifier_flags(flag_values, *, task_names, min_seq_length,
                    "{task}.ids.tsv go."))
   catalog.define_eval_split_flag(
       flag_values, "Split for --do_eval and --do_predict (GLUE test sets "
-      "have no labels: predict only).", choices=["dev", "test", "train"])
+      "have no labels: predict only).",
+      choices=finetune_config.CLASSIFIER_EVAL_SPLITS)
   flags.DEFINE_string("predict_ckpt", None,
                       "Checkpoint to predict with (default: the latest in "
                       "model_dir).", **fv)
@@ -192,7 +194,7 @@ def define_race_flags(flag_values):
       do_eval=(False, "Evaluate --eval_split."),
       eval_batch_size=(32, "Evaluation batch size."))
   catalog.define_eval_split_flag(flag_values, "Split scored by --do_eval.",
-                                 choices=["dev", "test"])
+                                 choices=finetune_config.RACE_EVAL_SPLITS)
   flags.DEFINE_integer("max_qa_length", 128,
                        "Question+option pieces kept (the last ones).", **fv)
   flags.DEFINE_bool("high_only", False, "Use only RACE-H.", **fv)

@@ -10,6 +10,7 @@ import dataclasses
 from typing import Optional
 
 from xlnet import model as model_lib
+from xlnet import validation
 from xlnet.training import config as train_config_lib
 
 
@@ -63,6 +64,9 @@ class HeldOut:
   eval_batches: Optional[int] = None
   eval_ckpt: Optional[str] = None
 
+  def __post_init__(self):
+    validation.check_fields(self)
+
 
 @dataclasses.dataclass(frozen=True)
 class PretrainConfigs:
@@ -96,11 +100,15 @@ class PretrainConfigs:
 
   def __post_init__(self):
     """The model's RunConfig must describe the memories and rows the batch
-    layout and the data give it."""
+    layout and the data give it, and the devices and precision of the
+    DeviceConfig and TrainConfig (the programs set each pair from one
+    flag)."""
     for name, run_value, owner, value in (
         ("mem_len", self.run.mem_len or 0, "BatchLayout", self.batch.mem_len),
         ("reuse_len", self.run.reuse_len, "PretrainData", self.data.reuse_len),
-        ("bi_data", self.run.bi_data, "PretrainData", self.data.bi_data)):
+        ("bi_data", self.run.bi_data, "PretrainData", self.data.bi_data),
+        ("use_tpu", self.run.use_tpu, "DeviceConfig", self.device.use_tpu),
+        ("use_fp16", self.run.use_fp16, "TrainConfig", self.train.use_fp16)):
       if run_value != value:
         raise ValueError(f"RunConfig.{name}={run_value} differs from "
                          f"{owner}.{name}={value}; give both the same value")

@@ -8,10 +8,13 @@ Python) and passed down: the library never reads command-line flags.
   TrainConfig      the loop: logging, seed, XLA, float16 loss scaling
 
 Every field keeps the name of the flag it comes from, so a message that
-names a field names the flag a user types.
+names a field names the flag a user types. Each config checks its fields
+when built, by the rules the programs' flags follow (`xlnet/validation.py`).
 """
 import dataclasses
 from typing import Optional
+
+from xlnet import validation
 
 # The seed of every run that names none: weights, data order, dropout.
 DEFAULT_SEED = 1
@@ -53,19 +56,7 @@ class OptimizerConfig:
   n_layer: Optional[int] = None
 
   def __post_init__(self):
-    if self.clip <= 0:
-      raise ValueError(f"--clip must be > 0, got {self.clip}")
-    if self.adam_epsilon <= 0:
-      raise ValueError(f"--adam_epsilon must be > 0, got {self.adam_epsilon}")
-    if self.weight_decay < 0:
-      raise ValueError(f"--weight_decay must be >= 0, got "
-                       f"{self.weight_decay}")
-    if self.learning_rate < 0:
-      raise ValueError(f"--learning_rate must be >= 0, got "
-                       f"{self.learning_rate}")
-    if self.decay_method not in ("poly", "cos"):
-      raise ValueError(f"--decay_method must be 'poly' or 'cos', got "
-                       f"{self.decay_method!r}")
+    validation.check_fields(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,12 +78,7 @@ class BatchLayout:
   mem_len: int = 0
 
   def __post_init__(self):
-    for name in ("train_batch_size", "num_hosts", "num_core_per_host",
-                 "accum_steps"):
-      if getattr(self, name) < 1:
-        raise ValueError(f"--{name}={getattr(self, name)} must be >= 1")
-    if self.mem_len < 0:
-      raise ValueError(f"--mem_len={self.mem_len} must be >= 0")
+    validation.check_fields(self)
     n_cores = self.num_hosts * self.num_core_per_host
     if self.train_batch_size % n_cores:
       raise ValueError(
@@ -156,6 +142,9 @@ class DeviceConfig:
   task_index: int = 0
   tpu_engine: str = "auto"
 
+  def __post_init__(self):
+    validation.check_fields(self)
+
 
 @dataclasses.dataclass(frozen=True)
 class CheckpointConfig:
@@ -176,12 +165,7 @@ class CheckpointConfig:
   def __post_init__(self):
     if not self.model_dir:
       raise ValueError("--model_dir is required (checkpoints and summaries)")
-    if self.save_steps is not None and self.save_steps < 1:
-      raise ValueError(f"--save_steps={self.save_steps} must be >= 1 (leave "
-                       "it unset to save only at the end)")
-    if self.max_save < 0:
-      raise ValueError(f"--max_save={self.max_save} must be >= 0 (0 keeps "
-                       "every checkpoint)")
+    validation.check_fields(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,8 +187,7 @@ class TrainConfig:
   loss_scale: float = INITIAL_LOSS_SCALE
 
   def __post_init__(self):
-    if self.iterations < 1:
-      raise ValueError(f"--iterations={self.iterations} must be >= 1")
+    validation.check_fields(self)
     check_loss_scale(self.loss_scale)
 
 

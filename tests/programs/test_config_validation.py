@@ -1,0 +1,299 @@
+"""Every value the programs refuse is refused by the typed configs too,
+with the same one-line message (docs/python_api.md, "Checked when built").
+
+The expected messages are the programs' words, written out here; each is
+checked twice: the programs' flag checks print it for every program that
+has the flag, and every config with a field of that name raises it when
+built (`xlnet/validation.py` holds the rules of both).
+"""
+import dataclasses
+import inspect
+
+from absl import flags as absl_flags
+import pytest
+
+from tests import classifier_fixtures
+from tests.pretraining import test_flags as program_checks
+from xlnet import model as model_lib
+from xlnet import validation
+from xlnet.finetuning import api as finetune_api
+from xlnet.finetuning import config as finetune_config
+from xlnet.finetuning import run_classifier
+from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import finetuning as finetune_flags
+from xlnet.flags import pretraining as pretrain_flags
+from xlnet.pretraining import config as pretrain_config
+from xlnet.training import config as train_config
+
+# (flag, a value the programs refuse, their message).
+REFUSED = [
+    ("train_steps", 0, "--train_steps=0 must be >= 1"),
+    ("iterations", 0, "--iterations=0 must be >= 1"),
+    ("accum_steps", 0, "--accum_steps=0 must be >= 1"),
+    ("num_hosts", 0, "--num_hosts=0 must be >= 1"),
+    ("num_core_per_host", 0, "--num_core_per_host=0 must be >= 1"),
+    ("bsz_per_host", 0, "--bsz_per_host=0 must be >= 1"),
+    ("train_batch_size", 0, "--train_batch_size=0 must be >= 1"),
+    ("eval_batch_size", 0, "--eval_batch_size=0 must be >= 1"),
+    ("predict_batch_size", -2, "--predict_batch_size=-2 must be >= 1"),
+    ("shuffle_buffer", 0, "--shuffle_buffer=0 must be >= 1"),
+    ("save_steps", 0, "--save_steps=0 must be >= 1 (leave it unset to save "
+                      "only at the end)"),
+    ("eval_batches", 0, "--eval_batches=0 must be >= 1 (leave it unset to "
+                        "evaluate every batch)"),
+    ("warmup_steps", -1, "--warmup_steps=-1 must be >= 0"),
+    ("max_save", -1, "--max_save=-1 must be >= 0 (0 keeps every "
+                     "checkpoint)"),
+    ("mem_len", -1, "--mem_len=-1 must be >= 0"),
+    ("eval_steps", -1, "--eval_steps=-1 must be >= 0 (0: no held-out "
+                       "evaluation)"),
+    ("learning_rate", -1.0, "--learning_rate=-1.0 must be >= 0.0"),
+    ("weight_decay", -0.5, "--weight_decay=-0.5 must be >= 0.0"),
+    ("dropout", 1.5, "--dropout=1.5 must be < 1"),
+    ("dropout", -0.1, "--dropout=-0.1 must be >= 0.0"),
+    ("dropatt", 1.0, "--dropatt=1.0 must be < 1"),
+    ("clip", 0.0, "--clip=0.0 must be > 0"),
+    ("adam_epsilon", -1e-06, "--adam_epsilon=-1e-06 must be > 0"),
+    ("lr_layer_decay_rate", 0.0, "--lr_layer_decay_rate=0.0 must be > 0"),
+    ("max_seq_length", 0, "--max_seq_length=0 must be >= 1"),
+    ("max_query_length", 0, "--max_query_length=0 must be >= 1"),
+    ("max_qa_length", 0, "--max_qa_length=0 must be >= 1"),
+    ("doc_stride", 0, "--doc_stride=0 must be >= 1"),
+    ("max_answer_length", 0, "--max_answer_length=0 must be >= 1"),
+    ("start_n_top", 0, "--start_n_top=0 must be >= 1"),
+    ("end_n_top", 0, "--end_n_top=0 must be >= 1"),
+    ("n_best_size", 0, "--n_best_size=0 must be >= 1"),
+    ("num_proc", 0, "--num_proc=0 must be >= 1"),
+    # absl's words for an enum flag (the programs print "flag " before).
+    ("summary_type", "lst", "--summary_type=lst: value should be one of "
+                            "<last|first|mean|attn>"),
+    ("init", "unifrom", "--init=unifrom: value should be one of "
+                        "<normal|uniform>"),
+    ("decay_method", "exp", "--decay_method=exp: value should be one of "
+                            "<poly|cos>"),
+    ("tpu_engine", "tpu", "--tpu_engine=tpu: value should be one of "
+                          "<auto|estimator|strategy>"),
+]
+# Flags no config holds, each with where its rule is applied instead.
+NO_CONFIG = {"bsz_per_host": "data_utils.py's record writer"}
+# Configs that ask more of a flag (checked in `_task_cases`).
+STRICTER = {("max_seq_length", "ClassifierConfig")}
+# The program that shows which values are refused by a task's rules.
+TASK_PROGRAM = {"max_seq_length": "run_squad",
+                "max_query_length": "run_squad", "doc_stride": "run_squad",
+                "max_answer_length": "run_squad", "start_n_top": "run_squad",
+                "end_n_top": "run_squad", "n_best_size": "run_squad",
+                "num_proc": "run_squad", "max_qa_length": "run_race"}
+
+_XLNET = model_lib.XLNetConfig(
+    n_layer=1, d_model=8, n_head=1, d_head=8, d_inner=8,
+    ff_activation="gelu", untie_r=True, n_token=32)
+# A valid instance's arguments of every config that takes settings.
+VALID = {
+    model_lib.RunConfig: dict(is_training=True, use_tpu=False,
+                              use_bfloat16=False, dropout=0.1, dropatt=0.1),
+    train_config.OptimizerConfig: dict(learning_rate=1e-4, train_steps=10),
+    train_config.BatchLayout: dict(train_batch_size=8),
+    train_config.DeviceConfig: {},
+    train_config.CheckpointConfig: dict(model_dir="m"),
+    train_config.TrainConfig: {},
+    pretrain_config.PretrainData: dict(
+        record_info_dir="r", seq_len=16, reuse_len=8, perm_size=8,
+        bi_data=False, mask_alpha=6, mask_beta=1, num_predict=3),
+    pretrain_config.HeldOut: {},
+    finetune_config.ModelConfig: dict(xlnet_config=_XLNET),
+    finetune_config.ClassifierConfig: dict(
+        task_name="sst-2", data_dir="d", output_dir="o",
+        spiece_model_file="s"),
+    finetune_config.SquadConfig: dict(spiece_model_file="s", output_dir="o"),
+    finetune_config.RaceConfig: dict(data_dir="d", spiece_model_file="s",
+                                     output_dir="o"),
+}
+# Configs of configs (their parts check themselves; `test_doubles` checks
+# what they compare), and reproduce.py's (its program checks it whole).
+NOT_IN_VALID = {pretrain_config.PretrainConfigs, finetune_config.EngineConfig,
+                finetune_config.ReproduceConfig}
+
+
+def _with(config_class, name, value):
+  return config_class(**dict(VALID[config_class], **{name: value}))
+
+
+def _message(build):
+  with pytest.raises(ValueError) as info:
+    build()
+  return str(info.value)
+
+
+def _cli_message(program, tmp_path, flag, value):
+  """What `program`'s flag checks say of --flag=value, or None when the
+  program has no such flag."""
+  check = {**program_checks.PROGRAMS, "run_classifier": _check_classifier}[
+      program]
+  try:
+    return _message(lambda: check(tmp_path, [f"--{flag}={value}"]))
+  except absl_flags.UnrecognizedFlagError:
+    return None
+  except absl_flags.IllegalFlagValueError as e:  # an enum flag
+    return str(e)
+
+
+def _check_classifier(tmp_path, extra):
+  """run_classifier.py's checks: the task's, then the common flags'."""
+  (tmp_path / "data").mkdir(parents=True, exist_ok=True)
+  FL = absl_flags.FlagValues()
+  run_classifier.define_flags(FL)
+  FL(["run_classifier.py", "--do_train", "--task_name=sst-2",
+      f"--data_dir={tmp_path / 'data'}", "--output_dir=o",
+      f"--model_config_path={classifier_fixtures.write_config(tmp_path)}",
+      "--spiece_model_file=sp.model", f"--model_dir={tmp_path / 'm'}"]
+     + extra)
+  finetune_flags.check_classifier_flags(FL)
+  finetune_flags.check_common_flags(FL)
+
+
+def test_every_rule_is_exercised_and_every_config_is_built():
+  assert {name for name, _, _ in REFUSED} == set(validation.NAMES)
+  configs = {c for module in (model_lib, train_config, pretrain_config,
+                              finetune_config)
+             for _, c in inspect.getmembers(module, dataclasses.is_dataclass)
+             if c.__module__ == module.__name__}
+  assert configs == set(VALID) | NOT_IN_VALID
+  for config_class, values in VALID.items():
+    config_class(**values)
+
+
+@pytest.mark.parametrize("flag,value,message", REFUSED,
+                         ids=[f"{f}={v}" for f, v, _ in REFUSED])
+def test_configs_refuse_what_the_programs_refuse(tmp_path, flag, value,
+                                                 message):
+  programs = ([TASK_PROGRAM[flag]] if flag in TASK_PROGRAM
+              else ["pretraining", "run_classifier", "run_squad",
+                    "run_race"])
+  said = {p: _cli_message(p, tmp_path / p, flag, value) for p in programs}
+  said = {p: m for p, m in said.items() if m is not None}
+  if flag not in NO_CONFIG:
+    assert said, f"no program has --{flag}"
+  for program, text in said.items():
+    assert text.removeprefix("flag ") == message, program
+  holders = [c for c in VALID
+             if flag in {f.name for f in dataclasses.fields(c)}
+             and (flag, c.__name__) not in STRICTER]
+  assert bool(holders) != (flag in NO_CONFIG), holders
+  for config_class in holders:
+    got = _message(lambda c=config_class: _with(c, flag, value))
+    assert got == message, config_class.__name__
+
+
+def _task_cases():
+  """(program, its flags, the config and the values, the message)."""
+  squad, race = finetune_config.SquadConfig, finetune_config.RaceConfig
+  classifier = finetune_config.ClassifierConfig
+  return [
+      ("run_classifier", ["--max_seq_length=2"], classifier,
+       dict(max_seq_length=2),
+       "--max_seq_length=2 must be >= 3 (one piece, <sep> and <cls>)"),
+      ("run_classifier", ["--eval_split=valid"], classifier,
+       dict(eval_split="valid"),
+       "--eval_split=valid: value should be one of <dev|test|train>"),
+      ("run_squad", ["--max_seq_length=67"], squad, dict(max_seq_length=67),
+       "--max_seq_length=67 leaves no room for the paragraph: it must be at "
+       "least --max_query_length + 4 = 68"),
+      ("run_squad", ["--end_n_top=513"], squad, dict(end_n_top=513),
+       "--end_n_top=513 exceeds --max_seq_length=512"),
+      ("run_squad", ["--proc_id=2", "--num_proc=2"], squad,
+       dict(proc_id=2, num_proc=2), "--proc_id=2 must be in [0, "
+       "--num_proc=2)"),
+      ("run_race", ["--max_seq_length=131"], race, dict(max_seq_length=131),
+       "--max_seq_length=131 leaves no room for the article: it must be at "
+       "least --max_qa_length + 4 = 132"),
+      ("run_race", ["--high_only", "--middle_only"], race,
+       dict(high_only=True, middle_only=True),
+       "--high_only and --middle_only exclude each other"),
+      ("run_race", ["--eval_split=train"], race, dict(eval_split="train"),
+       "--eval_split=train: value should be one of <dev|test>"),
+  ]
+
+
+@pytest.mark.parametrize("case", range(len(_task_cases())))
+def test_task_configs_refuse_what_the_task_programs_refuse(tmp_path, case):
+  program, argv, config_class, values, message = _task_cases()[case]
+  check = {**program_checks.PROGRAMS, "run_classifier": _check_classifier}[
+      program]
+  try:
+    said = _message(lambda: check(tmp_path, argv))
+  except absl_flags.IllegalFlagValueError as e:
+    said = str(e).removeprefix("flag ")
+  assert said == message
+  got = _message(lambda: config_class(**dict(VALID[config_class], **values)))
+  assert got == message
+
+
+PRECISION = ("--use_fp16 is for GPUs and excludes --use_bfloat16 (TPUs "
+             "compute in bfloat16)")
+
+
+def test_precision_is_refused_alike(tmp_path):
+  """--use_fp16 with --use_tpu or --use_bfloat16: the programs and every
+  config that holds the pair."""
+  FL = flag_catalog.parse_flags(
+      ["prog", "--use_tpu", "--use_fp16"])
+  assert _message(lambda: pretrain_flags.for_train_tpu(FL)) == PRECISION
+  assert _message(lambda: _check_classifier(
+      tmp_path, ["--use_fp16", "--use_bfloat16"])) == PRECISION
+  run = VALID[model_lib.RunConfig]
+  for build in [
+      lambda: model_lib.RunConfig(**dict(run, use_tpu=True, use_fp16=True)),
+      lambda: model_lib.RunConfig(**dict(run, use_bfloat16=True,
+                                         use_fp16=True)),
+      lambda: finetune_config.ModelConfig(_XLNET, use_tpu=True,
+                                          use_fp16=True),
+      lambda: finetune_config.EngineConfig(
+          train_config.CheckpointConfig("m"),
+          train=train_config.TrainConfig(use_fp16=True),
+          device=train_config.DeviceConfig(use_tpu=True))]:
+    assert _message(build) == PRECISION
+
+
+def _engine(**train):
+  return finetune_config.EngineConfig(
+      train_config.CheckpointConfig("m"),
+      train=train_config.TrainConfig(**train))
+
+
+def test_doubles_must_agree():
+  """A setting two configs hold (one flag of the programs) must agree: the
+  fine-tuning API refuses before it reads a file, PretrainConfigs when
+  built."""
+  model = finetune_config.ModelConfig(_XLNET)
+  classifier = _with(finetune_config.ClassifierConfig, "seed", 3)
+  assert _message(lambda: finetune_api.run_classifier(
+      classifier, model, _engine(seed=1), do_train=True)) == (
+          "ClassifierConfig.seed=3 differs from TrainConfig.seed=1; give "
+          "both the same value")
+  squad = VALID[finetune_config.SquadConfig]
+  assert _message(lambda: finetune_api.run_squad(
+      finetune_config.SquadConfig(**squad), model, _engine(use_fp16=True),
+      do_train=True)) == ("ModelConfig.use_fp16=False differs from "
+                          "TrainConfig.use_fp16=True; give both the same "
+                          "value")
+  race = finetune_config.RaceConfig(**VALID[finetune_config.RaceConfig])
+  tpu_model = finetune_config.ModelConfig(_XLNET, use_tpu=True)
+  assert _message(lambda: finetune_api.run_race(
+      race, tpu_model, _engine(), do_train=True)) == (
+          "ModelConfig.use_tpu=True differs from DeviceConfig.use_tpu=False; "
+          "give both the same value")
+
+  run = model_lib.RunConfig(**dict(VALID[model_lib.RunConfig], mem_len=0,
+                                   reuse_len=8, use_fp16=True))
+  parts = dict(
+      model=_XLNET, run=run,
+      data=pretrain_config.PretrainData(
+          **VALID[pretrain_config.PretrainData]),
+      batch=train_config.BatchLayout(8),
+      optimizer=train_config.OptimizerConfig(1e-4, 10), checkpoint=None)
+  assert _message(lambda: pretrain_config.PretrainConfigs(**parts)) == (
+      "RunConfig.use_fp16=True differs from TrainConfig.use_fp16=False; "
+      "give both the same value")
+  pretrain_config.PretrainConfigs(
+      **parts, train=train_config.TrainConfig(use_fp16=True))

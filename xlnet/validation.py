@@ -1,0 +1,167 @@
+"""One rule and one message per setting, where the values live.
+
+The typed configs (`xlnet/model.py`, `xlnet/training/config.py`,
+`xlnet/pretraining/config.py`, `xlnet/finetuning/config.py`) check their
+fields here when they are built, and the programs' flags
+(`xlnet/flags/`) are checked by the same functions; so a value is refused
+alike from the command line and from Python, with the same one-line
+message. Config fields are named after the flags they come from, and the
+messages name them as flags (`--train_steps=0 must be >= 1`): one message,
+which names the setting in the words a user of the programs types
+(docs/python_api.md).
+
+  setting                           rule
+  train_steps, iterations,          >= 1
+  accum_steps, num_hosts,
+  num_core_per_host, bsz_per_host,
+  *_batch_size, shuffle_buffer,
+  the fine-tuning tasks' lengths
+  (max_seq_length, doc_stride, ...)
+  save_steps, eval_batches          >= 1, or unset (save only at the end /
+                                    evaluate every batch)
+  warmup_steps, max_save,           >= 0 (max_save=0 keeps every checkpoint,
+  mem_len, eval_steps,              eval_steps=0 never evaluates)
+  learning_rate, weight_decay
+  dropout, dropatt                  >= 0 and < 1
+  clip, adam_epsilon,               > 0
+  lr_layer_decay_rate
+  summary_type, init,               one of CHOICES
+  decay_method, tpu_engine
+  use_fp16                          excludes use_bfloat16 and use_tpu
+
+`warmup_steps` above `train_steps` is a run that ends during warm-up (the
+release accepts it); it is accepted with a warning.
+"""
+import dataclasses
+
+from absl import logging
+
+# name -> (lowest value, what to do instead / what the lowest means).
+# An unset (None) value is not checked: None means "the default behaviour".
+AT_LEAST = {
+    "train_steps": (1, ""),
+    "iterations": (1, ""),
+    "accum_steps": (1, ""),
+    "num_hosts": (1, ""),
+    "num_core_per_host": (1, ""),
+    "bsz_per_host": (1, ""),
+    "train_batch_size": (1, ""),
+    "eval_batch_size": (1, ""),
+    "predict_batch_size": (1, ""),
+    "shuffle_buffer": (1, ""),
+    "save_steps": (1, " (leave it unset to save only at the end)"),
+    "eval_batches": (1, " (leave it unset to evaluate every batch)"),
+    "warmup_steps": (0, ""),
+    "max_save": (0, " (0 keeps every checkpoint)"),
+    "mem_len": (0, ""),
+    "eval_steps": (0, " (0: no held-out evaluation)"),
+    "learning_rate": (0.0, ""),
+    "weight_decay": (0.0, ""),
+    "dropout": (0.0, ""),
+    "dropatt": (0.0, ""),
+    # The fine-tuning tasks' sizes (run_classifier.py asks more of
+    # max_seq_length: `finetuning/config.py`).
+    "max_seq_length": (1, ""),
+    "max_query_length": (1, ""),
+    "max_qa_length": (1, ""),
+    "doc_stride": (1, ""),
+    "max_answer_length": (1, ""),
+    "start_n_top": (1, ""),
+    "end_n_top": (1, ""),
+    "n_best_size": (1, ""),
+    "num_proc": (1, ""),
+}
+# name -> the value it must stay below (dropout rates: 1 drops everything).
+BELOW = {"dropout": 1, "dropatt": 1}
+# name -> the value it must exceed.
+ABOVE = {"clip": 0, "adam_epsilon": 0, "lr_layer_decay_rate": 0}
+# name -> the values it may take (the programs' enum flags list the same).
+CHOICES = {
+    "summary_type": ("last", "first", "mean", "attn"),
+    "init": ("normal", "uniform"),
+    "decay_method": ("poly", "cos"),
+    "tpu_engine": ("auto", "estimator", "strategy"),
+}
+# Every name with a rule.
+NAMES = tuple(dict.fromkeys([*AT_LEAST, *BELOW, *ABOVE, *CHOICES]))
+
+
+def check_value(name, value):
+  """Raises a one-line ValueError (`--name=value must be >= low ...`) if
+  `value` breaks a rule of `name` (one of NAMES); None always passes."""
+  if value is None:
+    return
+  if name in AT_LEAST:
+    low, hint = AT_LEAST[name]
+    if value < low:
+      raise ValueError(f"--{name}={value} must be >= {low}{hint}")
+  if name in BELOW and not value < BELOW[name]:
+    raise ValueError(f"--{name}={value} must be < {BELOW[name]}")
+  if name in ABOVE and not value > ABOVE[name]:
+    raise ValueError(f"--{name}={value} must be > {ABOVE[name]}")
+  if name in CHOICES:
+    check_choice(name, value, CHOICES[name])
+
+
+def check_choice(name, value, choices):
+  """Raises unless `value` is one of `choices`, in the words of absl's enum
+  flags (what the programs print for such a flag, after "flag ")."""
+  if value not in choices:
+    raise ValueError(f"--{name}={value}: value should be one of "
+                     f"<{'|'.join(choices)}>")
+
+
+def check_fields(config):
+  """Checks every field of the dataclass `config` that has a rule, in the
+  order of its fields (its properties are derived, not given: unchecked).
+
+  Raises:
+    ValueError: one line naming the first field that breaks its rule.
+  """
+  for field in dataclasses.fields(config):
+    if field.name in NAMES:
+      check_value(field.name, getattr(config, field.name))
+
+
+def check_all(values):
+  """Checks every setting of NAMES that `values` has, in the order of
+  NAMES.
+
+  Args:
+    values: the programs' absl FlagValues, or a config: any object with
+      the settings as attributes.
+
+  Raises:
+    ValueError: one line naming the first setting that breaks its rule.
+  """
+  for name in NAMES:
+    if hasattr(values, name):
+      check_value(name, getattr(values, name))
+
+
+def check_precision(use_tpu, use_bfloat16, use_fp16):
+  """Raises unless the activation precision is possible: float16 (with
+  loss scaling) is for GPUs; TPUs compute in bfloat16."""
+  if use_fp16 and (use_bfloat16 or use_tpu):
+    raise ValueError("--use_fp16 is for GPUs and excludes --use_bfloat16 "
+                     "(TPUs compute in bfloat16)")
+
+
+def long_warmup_message(warmup_steps, train_steps):
+  """The warning of a run that ends before warm-up does, or None.
+
+  The schedule (optimizer.learning_rate_schedule) then only ramps up: the
+  last step runs at train_steps / warmup_steps of the peak rate.
+  """
+  if warmup_steps <= train_steps:
+    return None
+  return (f"--warmup_steps={warmup_steps} > --train_steps={train_steps}: "
+          "the run ends during warm-up; the learning rate stays below "
+          f"{train_steps / warmup_steps:.3g} times --learning_rate")
+
+
+def warn_long_warmup(warmup_steps, train_steps):
+  """Logs `long_warmup_message` when there is one."""
+  message = long_warmup_message(warmup_steps, train_steps)
+  if message:
+    logging.warning(message)
