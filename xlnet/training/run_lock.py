@@ -44,7 +44,7 @@ import uuid
 from absl import logging
 import tensorflow as tf
 
-from xlnet import cli
+from xlnet import errors
 from xlnet import io_utils
 
 LOCK_NAME = "trainer.lock"
@@ -64,11 +64,11 @@ _CLAIM_SUFFIX = ".takeover"
 _ATTEMPTS = 50
 
 
-class Locked(cli.Stop):
+class Locked(errors.Stop):
   """Another live trainer holds the model directory. Exit code 1."""
 
 
-class LockLost(cli.Stop):
+class LockLost(errors.Stop):
   """This trainer's lock was removed or taken over. Exit code 1."""
 
 
@@ -363,7 +363,7 @@ class _Heartbeat(threading.Thread):
         self._refresh()
       except (tf.errors.OpError, OSError) as e:  # e.g. a network hiccup
         logging.warning("Cannot refresh %s: %s", self.path,
-                        cli.error_text(e))
+                        errors.error_text(e))
 
   def _refresh(self):
     """Marks the lock as alive: a new modification time (local file
