@@ -247,7 +247,7 @@ class RaceConfig:
 
 @dataclasses.dataclass(frozen=True)
 class ReproduceConfig:
-  """What reproduce.py runs (`xlnet/finetuning/reproduce.py`); every field
+  """What reproduce.py runs (`xlnet/programs/reproduce.py`); every field
   is the flag of its name, the overrides (train_steps ... max_query_length)
   None for each task's own setting."""
   table: Optional[str] = None
