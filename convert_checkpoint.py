@@ -4,7 +4,7 @@ a HuggingFace transformers directory), `--to=tf` (back) or
 `--to=saved_model` (for TF Serving); see `xlnet/interop/` and
 docs/interop.md.
 """
-from xlnet.interop import convert_checkpoint
+from xlnet.programs import convert_checkpoint
 
 if __name__ == "__main__":
   convert_checkpoint.entry_point()

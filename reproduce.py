@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Runs one of the paper's tables: `python reproduce.py --table=glue ...`.
 
-See `xlnet/finetuning/reproduce.py`, `docs/reproducing.md` and
+See `xlnet/programs/reproduce.py`, `docs/reproducing.md` and
 `python reproduce.py --help`.
 """
-from xlnet.finetuning import reproduce
+from xlnet.programs import reproduce
 
 if __name__ == "__main__":
   reproduce.entry_point()

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """XLNet pretraining on GPUs/CPUs: `python train_gpu.py --record_info_dir=...`.
 
-See `xlnet/pretraining/train_gpu.py`; `python train_gpu.py --help` lists the
+See `xlnet/programs/train_gpu.py`; `python train_gpu.py --help` lists the
 flags.
 """
-from xlnet.pretraining import train_gpu
+from xlnet.programs import train_gpu
 
 if __name__ == "__main__":
   train_gpu.entry_point()

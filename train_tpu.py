@@ -2,9 +2,9 @@
 """XLNet pretraining with TPUEstimator: `python train_tpu.py --use_tpu=True ...`.
 
 Needs TensorFlow <= 2.15 (the reference environment); see
-`xlnet/pretraining/train_tpu.py` and `python train_tpu.py --help`.
+`xlnet/programs/train_tpu.py` and `python train_tpu.py --help`.
 """
-from xlnet.pretraining import train_tpu
+from xlnet.programs import train_tpu
 
 if __name__ == "__main__":
   train_tpu.entry_point()

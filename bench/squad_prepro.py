@@ -33,12 +33,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench import scratch  # noqa: E402
-from xlnet.demo import demo_corpus  # noqa: E402
 from xlnet.data import prepro_utils  # noqa: E402
 from xlnet.data import spm_train  # noqa: E402
+from xlnet.demo import demo_corpus  # noqa: E402
 from xlnet.finetuning import paper_settings  # noqa: E402
-from xlnet.finetuning import reproduce  # noqa: E402
 from xlnet.finetuning import squad_utils  # noqa: E402
+from xlnet.programs import reproduce  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("num_questions", 130000,

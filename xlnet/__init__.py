@@ -5,9 +5,11 @@ Public API (names follow the original release):
     from xlnet import modeling
 The packages, by role: `xlnet.data` (text -> records -> input function),
 `xlnet.training` (the engine), `xlnet.pretraining` (`api.pretrain`,
-`api.evaluate` on typed configs), `xlnet.finetuning`, `xlnet.flags` (every
-program's flags, resolved into typed configs), `xlnet.demo`; the
-pretraining loss is `xlnet.pretraining_loss`; see docs/python_api.md.
+`api.evaluate` on typed configs), `xlnet.finetuning`, `xlnet.interop`,
+`xlnet.demo`; above them `xlnet.flags` (every program's flags, resolved
+into typed configs) and `xlnet.programs` (the programs' entry modules);
+the pretraining loss is `xlnet.pretraining_loss`; see docs/python_api.md
+and docs/layout.md ("Layers").
 """
 import os as _os
 

@@ -18,18 +18,26 @@ and any its main module defines), under the titles of their catalog groups
 `--help` does (status 1); `--helpfull` lists absl's and TensorFlow's flags
 as well.
 """
-import contextlib
 import os
-import signal
 import sys
-import threading
 
 from absl import app
 from absl import flags
 from absl import logging
 import tensorflow as tf
 
+from xlnet import errors
+from xlnet import signals
 from xlnet.flags import catalog as flag_catalog
+
+# The exceptions and signal handling live below the library
+# (`xlnet/errors.py`, `xlnet/signals.py`); the programs name them here too.
+Stop = errors.Stop
+Terminated = errors.Terminated
+error_text = errors.error_text
+sigterm_raises = signals.sigterm_raises
+raise_if_terminated = signals.raise_if_terminated
+deferred_signals = signals.deferred_signals
 
 EXIT_USAGE = 2
 
@@ -47,114 +55,6 @@ def fail(message, code=EXIT_USAGE):
   """Prints `prog: error: message` to stderr and exits with `code`."""
   print(f"{program_name()}: error: {message}", file=sys.stderr, flush=True)
   sys.exit(code)
-
-
-def error_text(err):
-  """One line describing `err` (tf.errors carry their message separately)."""
-  text = err.message if isinstance(err, tf.errors.OpError) else str(err)
-  return " ".join(text.split()) or type(err).__name__
-
-
-class Stop(Exception):
-  """Ends a program with one line `prog: message` and `exit_code`.
-
-  Subclasses say why (e.g. a trainer interrupted by a signal after saving);
-  `is_error` puts "error: " in front of the message.
-  """
-  exit_code = 1
-  is_error = True
-
-
-class Terminated(BaseException):
-  """SIGTERM, turned into an exception so that cleanup code runs.
-
-  Like KeyboardInterrupt (Ctrl-C), it is no `Exception`: the handlers that
-  take any `Exception` for bad data (ours around a checkpoint read, the
-  libraries', e.g. TensorFlow's, which re-raises one while tracing a
-  function as a TypeError) let it pass, so a signal is never reported, or
-  acted upon, as damaged data. `guarded` ends the program with its one
-  line, as for a `Stop`.
-  """
-  exit_code = 128 + signal.SIGTERM
-  is_error = False
-
-
-_STOPPED = ("stopped by SIGTERM; no temporary file is left; rerun the same "
-            "command to redo the work")
-# Set by the SIGTERM handler (see `raise_if_terminated`).
-_TERMINATED = threading.Event()
-# The hook `_drop_terminated` hands every other dropped exception to.
-_UNRAISABLE_HOOK = []
-
-
-@contextlib.contextmanager
-def sigterm_raises():
-  """SIGTERM raises `Terminated` in the main thread during the block (a
-  program's whole run, see `run`); the previous handler afterwards."""
-  _TERMINATED.clear()
-  previous = signal.signal(signal.SIGTERM, _raise_terminated)
-  if sys.unraisablehook is not _drop_terminated:
-    _UNRAISABLE_HOOK.append(sys.unraisablehook)
-    sys.unraisablehook = _drop_terminated
-  try:
-    yield
-  finally:
-    signal.signal(signal.SIGTERM, previous)
-    _TERMINATED.clear()
-
-
-def raise_if_terminated():
-  """Raises `Terminated` again if SIGTERM arrived.
-
-  The handler raises it wherever the main thread is, and there it can be
-  lost: Python drops an exception raised while a destructor runs (e.g.
-  TensorFlow's, as a function is freed), and C code calling back into
-  Python may discard one (e.g. TensorFlow building an error it then
-  catches). Long operations call this between their steps and before they
-  publish a file (`io_utils.atomic_output`); `guarded` calls it when `main`
-  returns, so a lost signal still ends the program with exit code 143.
-  """
-  if _TERMINATED.is_set():
-    raise Terminated(_STOPPED)
-
-
-def _drop_terminated(unraisable):
-  """sys.unraisablehook: Python drops an exception raised in a destructor
-  and prints it with a traceback; SIGTERM's `Terminated` is dropped quietly
-  (`raise_if_terminated` raises it again)."""
-  if not isinstance(unraisable.exc_value, Terminated):
-    _UNRAISABLE_HOOK[-1](unraisable)
-
-
-@contextlib.contextmanager
-def deferred_signals():
-  """Holds SIGTERM and SIGINT back during the block (file operations that
-  must happen all or not at all, e.g. a checkpoint moved to quarantine with
-  the state file rewritten): one that arrives meanwhile takes effect as
-  the block ends. Outside the main thread it does nothing (signals reach
-  only the main thread)."""
-  caught, previous = [], {}
-  try:
-    for signum in (signal.SIGTERM, signal.SIGINT):
-      previous[signum] = signal.signal(
-          signum, lambda received, frame: caught.append(received))
-  except ValueError:  # not the main thread
-    pass
-  try:
-    yield
-  finally:
-    for signum, handler in previous.items():
-      signal.signal(signum, handler)
-    if caught:
-      signal.raise_signal(caught[0])
-
-
-def _raise_terminated(signum, frame):
-  """SIGTERM handler: a second SIGTERM (e.g. during the cleanup) kills."""
-  del frame
-  signal.signal(signum, signal.SIG_DFL)
-  _TERMINATED.set()
-  raise Terminated(_STOPPED)
 
 
 class _HelpFlag(app.HelpFlag):

@@ -16,7 +16,8 @@ import uuid
 
 import tensorflow as tf
 
-from xlnet import cli
+from xlnet import errors
+from xlnet import signals
 
 TMP_MARK = ".tmp-"
 
@@ -31,7 +32,7 @@ _RESOURCE_CAUSES = (
 )
 
 
-class ResourceError(cli.Stop):
+class ResourceError(errors.Stop):
   """Writing failed for lack of a resource (space, size limit, permission);
   the message names the path, the cause and what is safe. Exit code 1.
 
@@ -51,7 +52,7 @@ def resource_cause(err):
   if isinstance(err, ResourceError):
     return err.cause
   number = getattr(err, "errno", None)
-  text = cli.error_text(err)
+  text = errors.error_text(err)
   for code, marker, cause in _RESOURCE_CAUSES:
     if number == code or marker in text:
       return cause
@@ -136,7 +137,7 @@ def glob_escape(path):
 def atomic_output(path, safe=None):
   """Yields a temporary path to write; renames it to `path` on success.
 
-  On any exception (KeyboardInterrupt and SIGTERM's `cli.Terminated`
+  On any exception (KeyboardInterrupt and SIGTERM's `errors.Terminated`
   included) the temporary file is removed and `path` is left as it was. A
   resource failure (disk full, file too large, read-only, no permission)
   raised inside the block then becomes a one-line `ResourceError` naming
@@ -157,7 +158,7 @@ def atomic_output(path, safe=None):
     if parent:
       tf.io.gfile.makedirs(parent)
     yield tmp
-    cli.raise_if_terminated()  # never publish after SIGTERM
+    signals.raise_if_terminated()  # never publish after SIGTERM
     tf.io.gfile.rename(tmp, path, overwrite=True)
   except BaseException as e:
     remove_quietly(tmp)
@@ -170,7 +171,7 @@ def atomic_output(path, safe=None):
 def _as_resource_error(path, err, safe):
   """`resource_error` for an exception escaping `atomic_output`, or None
   (not a resource failure, or already one)."""
-  if not isinstance(err, Exception) or isinstance(err, cli.Stop):
+  if not isinstance(err, Exception) or isinstance(err, errors.Stop):
     return None
   return resource_error(path, err, safe or (
       "it is unchanged and no temporary file is left; make room (or fix the "
@@ -198,13 +199,13 @@ def ensure_writable_dir(path, flag_name):
     raise ValueError(f"--{flag_name}={path} exists and is not a directory")
   probe = os.path.join(path, f".write-test{TMP_MARK}{os.getpid()}")
   # A SIGTERM in the middle (while the probe is removed) would leave it.
-  with cli.deferred_signals():
+  with signals.deferred_signals():
     try:
       tf.io.gfile.makedirs(path)
       with tf.io.gfile.GFile(probe, "w") as f:
         f.write("")
     except (tf.errors.OpError, OSError) as e:
       raise ValueError(f"--{flag_name}={path} is not writable "
-                       f"({cli.error_text(e)[:200]})") from None
+                       f"({errors.error_text(e)[:200]})") from None
     finally:
       remove_quietly(probe)

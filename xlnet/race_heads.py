@@ -8,7 +8,10 @@ import tensorflow as tf
 
 from xlnet import finetune_backbone
 from xlnet import modeling
-from xlnet.finetuning import race_utils
+
+# The options of a RACE question (A-D): the head's softmax width, and the
+# columns each record packs (`xlnet/finetuning/race_utils.py`).
+NUM_CHOICES = 4
 
 _dense = modeling._dense  # pylint: disable=protected-access
 
@@ -20,7 +23,7 @@ def _one_option_per_row(features, name):
   width = value.shape[-1]
   if width is None:  # a serving signature's free length
     width = tf.shape(value)[-1]
-  return tf.reshape(value, [-1, width // race_utils.NUM_CHOICES])
+  return tf.reshape(value, [-1, width // NUM_CHOICES])
 
 
 def get_race_logits(xlnet_config, run_config, features, summary_type="last",
@@ -45,12 +48,12 @@ def get_race_logits(xlnet_config, run_config, features, summary_type="last",
   summary = xlnet_model.get_pooled_out(summary_type, use_summ_proj)
   with tf.compat.v1.variable_scope("logits", reuse=tf.compat.v1.AUTO_REUSE):
     logits = _dense(summary, 1, xlnet_model.get_initializer(), "dense")
-  return tf.reshape(logits, [-1, race_utils.NUM_CHOICES])
+  return tf.reshape(logits, [-1, NUM_CHOICES])
 
 
 def race_loss(logits, labels):
   """Mean softmax cross-entropy of `logits [B, 4]` against `labels [B]`."""
-  one_hot = tf.one_hot(labels, race_utils.NUM_CHOICES, dtype=logits.dtype)
+  one_hot = tf.one_hot(labels, NUM_CHOICES, dtype=logits.dtype)
   per_example = -tf.reduce_sum(tf.nn.log_softmax(logits) * one_hot, -1)
   return tf.reduce_mean(per_example)
 

@@ -18,8 +18,8 @@ import pytest
 
 from tests import data_helpers
 from xlnet.finetuning import api
-from xlnet.finetuning import run_classifier
 from xlnet.flags import finetuning as finetune_flags
+from xlnet.programs import run_classifier
 
 pytestmark = pytest.mark.eager
 WORDS = ("the a man woman dog cat walked ran saw house park city river "

@@ -480,7 +480,7 @@ def test_reproduce_passes_the_host_flags_and_splits_the_batch(stsb,
   """--dry_run: every command names the cluster and this host, and the
   global batch is split over the GPUs of every host."""
   from absl import flags as absl_flags  # pylint: disable=import-outside-toplevel
-  from xlnet.finetuning import reproduce  # pylint: disable=import-outside-toplevel
+  from xlnet.programs import reproduce  # pylint: disable=import-outside-toplevel
   from xlnet.flags import finetuning as finetune_flags  # pylint: disable=import-outside-toplevel
 
   def command(*extra):

@@ -9,9 +9,9 @@ import pytest
 from tests import qa_fixtures
 from tests.data_helpers import train_tiny_spm
 from xlnet.finetuning import api
-from xlnet.finetuning import run_race
-from xlnet.finetuning import run_squad
 from xlnet.flags import finetuning as finetune_flags
+from xlnet.programs import run_race
+from xlnet.programs import run_squad
 
 pytestmark = pytest.mark.eager
 

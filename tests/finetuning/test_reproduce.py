@@ -24,12 +24,12 @@ import tensorflow as tf
 from tests import classifier_fixtures as fx
 from tests import data_helpers
 from tests import qa_fixtures
-from xlnet.finetuning import paper_settings
 from xlnet.finetuning import memory_plan
+from xlnet.finetuning import paper_settings
 from xlnet.finetuning import png_chart
-from xlnet.finetuning import reproduce
 from xlnet.finetuning import reproduce_report
 from xlnet.flags import finetuning as finetune_flags
+from xlnet.programs import reproduce
 from xlnet.training import run_lock
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

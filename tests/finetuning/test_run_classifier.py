@@ -23,8 +23,8 @@ from xlnet.finetuning import api
 from xlnet.finetuning import checkpoint_eval
 from xlnet.finetuning import classifier_task
 from xlnet.finetuning import finetune
-from xlnet.finetuning import run_classifier
 from xlnet.flags import finetuning as finetune_flags
+from xlnet.programs import run_classifier
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # A model config whose vocabulary covers the tiny SentencePiece model.

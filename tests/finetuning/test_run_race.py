@@ -11,13 +11,13 @@ from tests import qa_fixtures
 from tests.data_helpers import train_tiny_spm
 from tests.finetuning.test_run_squad import _script_commands
 from xlnet.data import prepro_utils
-from xlnet.finetuning import qa_records
 from xlnet.finetuning import api
 from xlnet.finetuning import finetune
+from xlnet.finetuning import qa_records
 from xlnet.finetuning import race_task
 from xlnet.finetuning import race_utils
-from xlnet.finetuning import run_race
 from xlnet.flags import finetuning as finetune_flags
+from xlnet.programs import run_race
 
 WORDS = ["the", "school", "teacher", "said", "Botchan", "river", "over",
          "a", "man", "went", "home", "quickly", "and", "slept"]

@@ -21,11 +21,11 @@ from xlnet.data import prepro_utils
 from xlnet.finetuning import api
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
-from xlnet.finetuning import run_squad
 from xlnet.finetuning import squad_predictions
 from xlnet.finetuning import squad_task
 from xlnet.finetuning import squad_utils
 from xlnet.flags import finetuning as finetune_flags
+from xlnet.programs import run_squad
 from xlnet.training.config import DEFAULT_SEED
 
 SMALL = ["--max_seq_length=48", "--max_query_length=8", "--doc_stride=12",

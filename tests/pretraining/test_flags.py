@@ -19,11 +19,11 @@ from tests import classifier_fixtures
 from tests import data_helpers
 from tests import train_fixtures as fx
 from xlnet.data import record_writer
-from xlnet.finetuning import run_classifier
-from xlnet.finetuning import run_race
-from xlnet.finetuning import run_squad
 from xlnet.pretraining import api
 from xlnet import validation
+from xlnet.programs import run_classifier
+from xlnet.programs import run_race
+from xlnet.programs import run_squad
 
 
 @pytest.mark.parametrize("argv,message", [

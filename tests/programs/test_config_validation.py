@@ -18,7 +18,7 @@ from xlnet import model as model_lib
 from xlnet import validation
 from xlnet.finetuning import api as finetune_api
 from xlnet.finetuning import config as finetune_config
-from xlnet.finetuning import run_classifier
+from xlnet.programs import run_classifier
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.flags import pretraining as pretrain_flags

@@ -50,9 +50,9 @@ FINETUNING = ("run_classifier.py", "run_squad.py", "run_race.py")
 OTHER_PROGRAMS = {
     # The command line of each task's program, and of the SQuAD
     # preprocessing shards.
-    ("xlnet.finetuning.reproduce", "task_command"): FINETUNING,
-    ("xlnet.finetuning.reproduce", "_argv"): FINETUNING,
-    ("xlnet.finetuning.reproduce", "prepro_commands"): ("run_squad.py",),
+    ("xlnet.programs.reproduce", "task_command"): FINETUNING,
+    ("xlnet.programs.reproduce", "_argv"): FINETUNING,
+    ("xlnet.programs.reproduce", "prepro_commands"): ("run_squad.py",),
     # The flags a fine-tuning program loading the converted head needs.
     ("xlnet.interop.hf_import", "import_hf"): ("run_classifier.py",
                                                "run_race.py"),

@@ -15,6 +15,9 @@ directory.
 """
 import os
 
+# The seed of every run that names none: weights, data order, dropout (the
+# programs' --seed and the typed configs' default; `get_input_fn`'s too).
+DEFAULT_SEED = 1
 DIR = os.path.dirname(os.path.abspath(__file__))
 # The name under which the docs, scripts and flag files refer to these files.
 PREFIX = "configs/"

@@ -25,7 +25,7 @@ import tensorflow as tf
 
 from xlnet.data import record_format
 from xlnet.data.prepro_utils import CLS_ID, SEP_ID
-from xlnet.training import config as train_config
+from xlnet import configs
 
 
 # ----------------------------------------------------------------------------
@@ -371,7 +371,7 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                  bi_data, num_hosts=1, num_core_per_host=1, perm_size=None,
                  mask_alpha=None, mask_beta=None, uncased=False,
                  num_passes=None, use_bfloat16=False, num_predict=None,
-                 corpus_info=None, *, seed=train_config.DEFAULT_SEED,
+                 corpus_info=None, *, seed=configs.DEFAULT_SEED,
                  flag_names=None):
   """Builds the pretraining input function.
 

@@ -23,7 +23,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from xlnet import cli
+from xlnet import errors
+from xlnet import signals
 from xlnet.data import example_proto
 from xlnet import io_utils
 from xlnet import validation
@@ -330,7 +331,7 @@ def _read_lines(path):
     raw = _read_bytes(path)
   except (tf.errors.OpError, OSError) as e:
     raise ValueError(f"--input_glob: cannot read {path}: "
-                     f"{cli.error_text(e)}") from None
+                     f"{errors.error_text(e)}") from None
   return token_stream.split_lines(raw, path)
 
 
@@ -422,7 +423,7 @@ def _with_progress(results, sizes, what, unit):
   out, done, start, last = [], 0, time.time(), time.time()
   size_total = sum(sizes)
   for result in results:
-    cli.raise_if_terminated()
+    signals.raise_if_terminated()
     done += sizes[len(out)]
     out.append(result)
     now = time.time()
@@ -479,7 +480,7 @@ def write_records(record_path, rows, sent_rows, cfg, is_start, rng,
     with tf.io.TFRecordWriter(tmp) as writer:
       batches = _batches(rows, sent_rows, cfg, is_start, rng)
       for records in workers.imap(example_proto.serialize_examples, batches):
-        cli.raise_if_terminated()
+        signals.raise_if_terminated()
         for record in records:
           writer.write(record)
         num_batch += 1

@@ -40,8 +40,9 @@ import sys
 import tempfile
 from typing import Optional
 
-from xlnet import cli
+from xlnet import errors
 from xlnet import io_utils
+from xlnet import signals
 from xlnet.finetuning import http_fetch
 from xlnet.finetuning import unpack
 from xlnet.training import run_lock
@@ -465,8 +466,8 @@ def _install_part(entry, part, root, config):
       if error is None:
         raise
       raise error from None
-    cli.raise_if_terminated()
-    with cli.deferred_signals():
+    signals.raise_if_terminated()
+    with signals.deferred_signals():
       os.makedirs(os.path.dirname(target) or root, exist_ok=True)
       os.rename(os.path.join(staging, part.member), target)
       manifest = _read_manifest(root)
@@ -481,11 +482,11 @@ def _install_part(entry, part, root, config):
   print(f"{entry.name}: installed {target}", file=sys.stderr, flush=True)
 
 
-class Failed(cli.Stop):
+class Failed(errors.Stop):
   """An entry could not be downloaded (its one line). Exit code 1."""
 
 
-class Interrupted(cli.Stop):
+class Interrupted(errors.Stop):
   """Ctrl-C during a download. Exit code 130."""
   exit_code = 130
   is_error = False
@@ -498,7 +499,7 @@ def install(entry, config):
     http_fetch.FetchError, unpack.BadDownload: this entry failed (one line).
     ValueError: something not ours is in the way.
     io_utils.ResourceError: the disk is full.
-    cli.Terminated, Interrupted: SIGTERM or Ctrl-C (partial downloads kept,
+    errors.Terminated, Interrupted: SIGTERM or Ctrl-C (partial downloads kept,
       nothing half-unpacked).
   """
   root = config.root(entry.root)
@@ -510,14 +511,14 @@ def install(entry, config):
       continue
     try:
       _install_part(entry, part, root, config)
-    except (KeyboardInterrupt, cli.Terminated) as e:
-      what = ("stopped by SIGTERM" if isinstance(e, cli.Terminated) else
+    except (KeyboardInterrupt, errors.Terminated) as e:
+      what = ("stopped by SIGTERM" if isinstance(e, errors.Terminated) else
               "interrupted (Ctrl-C)")
       message = (f"{what} during {entry.name}; partial downloads are kept "
                  f"in {_downloads_dir(root)} and nothing half-unpacked is "
                  "left: rerun the same command to resume")
-      if isinstance(e, cli.Terminated):
-        raise cli.Terminated(message) from None
+      if isinstance(e, errors.Terminated):
+        raise errors.Terminated(message) from None
       raise Interrupted(message) from None
 
 
@@ -620,7 +621,7 @@ def run(config, out=None):
       try:
         install(entry, config)
       except (http_fetch.FetchError, unpack.BadDownload) as e:
-        failed.append(f"{entry.name}: {cli.error_text(e)}")
+        failed.append(f"{entry.name}: {errors.error_text(e)}")
   done = [e for e in entries if all(
       in_place(p, config.root(e.root)) is not None for p in e.parts)]
   if done:

@@ -49,8 +49,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from xlnet import cli
+from xlnet import errors
 from xlnet import io_utils
+from xlnet import signals
 from xlnet.training import progress
 
 USER_AGENT = "xlnet-tf-download (Python urllib)"
@@ -92,7 +93,7 @@ class Fetched:
   published: Optional[str]
 
 
-class FetchError(cli.Stop):
+class FetchError(errors.Stop):
   """A download failed for good (after the retries): one line naming the
   URL, the cause and the remedy. Exit code 1."""
 
@@ -201,7 +202,7 @@ def _request(url, start, validator, timeout):
       raise _Transient(f"no answer within {timeout:g} s (timeout)") from None
     raise _Transient(f"cannot connect ({reason})") from None
   except (ConnectionError, http.client.HTTPException) as e:
-    raise _Transient(f"connection failed ({cli.error_text(e)})") from None
+    raise _Transient(f"connection failed ({errors.error_text(e)})") from None
 
 
 def _is_html(response):
@@ -400,7 +401,7 @@ def _copy(response, part, have, progress_line, timeout):
           raise _Transient(f"no data for {timeout:g} s (read timeout: the "
                            "server stalled)") from None
         except (ConnectionError, http.client.HTTPException) as e:
-          raise _Transient(f"connection broken ({cli.error_text(e)})"
+          raise _Transient(f"connection broken ({errors.error_text(e)})"
                            ) from None
         if not chunk:
           return have
@@ -503,7 +504,7 @@ def _finish(part, path, url, md5_b64):
           f"{url}: MD5 {md5} of the {size} bytes received differs from the "
           f"MD5 the server publishes ({published or md5_b64}); the download "
           "was removed: rerun to fetch it again")
-  cli.raise_if_terminated()
+  signals.raise_if_terminated()
   os.replace(part, path)
   if os.path.exists(_state_path(part)):
     os.remove(_state_path(part))
@@ -537,7 +538,7 @@ def fetch(url, path, options, drive=False, label=None, hint=None):
     except _DriveRefused as e:
       raise FetchError(f"{where}: {str(e).rstrip('.')}{hint}") from None
     except FetchError as e:
-      raise FetchError(f"{cli.error_text(e)}{hint}") from None
+      raise FetchError(f"{errors.error_text(e)}{hint}") from None
     except _Transient as e:
       if attempt == options.retries:
         raise FetchError(_gave_up(where, e, options, part, hint)) from None

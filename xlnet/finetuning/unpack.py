@@ -15,7 +15,7 @@ import tarfile
 import zipfile
 import zlib
 
-from xlnet import cli
+from xlnet import errors
 from xlnet import io_utils
 
 
@@ -29,7 +29,7 @@ def missing(path, layout):
   return [p for p in layout if not glob.glob(os.path.join(base, p))]
 
 
-class BadDownload(cli.Stop):
+class BadDownload(errors.Stop):
   """A downloaded file is not what was expected (format, checksum,
   layout); it was removed. Exit code 1."""
 
@@ -83,7 +83,7 @@ def unpack_zip(path, dest, url):
       archive.extractall(dest)
   except (zipfile.BadZipFile, EOFError) as e:
     raise bad(path, url, f"is not a complete zip archive "
-               f"({cli.error_text(e)})") from None
+               f"({errors.error_text(e)})") from None
 
 
 def unpack_tar(path, dest, url):
@@ -102,7 +102,7 @@ def unpack_tar(path, dest, url):
     if io_utils.resource_cause(e):
       raise
     raise bad(path, url, f"is not a complete tar.gz archive "
-               f"({cli.error_text(e)})") from None
+               f"({errors.error_text(e)})") from None
 
 
 def check_squad_json(path, dest, url):
@@ -112,7 +112,7 @@ def check_squad_json(path, dest, url):
     with open(path, encoding="utf-8-sig") as f:
       value = json.load(f)
   except (ValueError, UnicodeDecodeError) as e:
-    raise bad(path, url, f"is not valid JSON ({cli.error_text(e)[:120]})"
+    raise bad(path, url, f"is not valid JSON ({errors.error_text(e)[:120]})"
                ) from None
   if not isinstance(value, dict) or not isinstance(value.get("data"), list):
     raise bad(path, url, "is not SQuAD JSON (no top-level \"data\" list)")
@@ -124,7 +124,7 @@ def _read_lines(path, url):
     with open(path, encoding="utf-8") as f:
       return f.read().splitlines()
   except UnicodeDecodeError as e:
-    raise bad(path, url, f"is not UTF-8 text ({cli.error_text(e)[:80]})"
+    raise bad(path, url, f"is not UTF-8 text ({errors.error_text(e)[:80]})"
                ) from None
 
 

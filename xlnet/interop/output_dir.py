@@ -17,7 +17,7 @@ import uuid
 
 from absl import logging
 
-from xlnet import cli
+from xlnet import errors
 from xlnet import io_utils
 
 # What follows `io_utils.TMP_MARK` in a temporary directory's name.
@@ -74,7 +74,7 @@ _NOTHING_WRITTEN = ("nothing was written (no output and no temporary "
 def staged(output_dir, flag="--output_dir"):
   """Yields a temporary directory; on success it becomes `output_dir`.
 
-  On any exception (SIGTERM's `cli.Terminated` and Ctrl-C included) the
+  On any exception (SIGTERM's `errors.Terminated` and Ctrl-C included) the
   temporary directory is removed and `output_dir` is left as it was; a
   resource failure (no space left, file too large, ...) becomes a one-line
   `io_utils.ResourceError` naming `output_dir` and the cause (exit code 1).
@@ -104,7 +104,8 @@ def _as_resource_error(output_dir, err):
   """A `ResourceError` naming `output_dir` for a resource failure `err`
   (also one a writer inside already reported for its temporary file), else
   None (signals and other errors pass unchanged)."""
-  if isinstance(err, cli.Stop) and not isinstance(err, io_utils.ResourceError):
+  if (isinstance(err, errors.Stop)
+      and not isinstance(err, io_utils.ResourceError)):
     return None
   if not isinstance(err, Exception):
     return None

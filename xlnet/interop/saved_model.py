@@ -31,7 +31,7 @@ word there without seeing it.
 import tensorflow as tf
 
 from xlnet import classifier_heads
-from xlnet import cli
+from xlnet import errors
 from xlnet import finetune_backbone
 from xlnet import model as model_lib
 from xlnet import race_heads
@@ -204,7 +204,7 @@ def _restore(saver, sess, prefix):
     files = ", ".join(checkpoint_io.data_files(prefix))
     raise checkpoint_io.CheckpointError(
         f"{files}: cannot read the checkpoint's tensors "
-        f"({cli.error_text(ValueError(cause))[:200]})"
+        f"({errors.error_text(ValueError(cause))[:200]})"
         "; the data file is truncated or corrupt") from None
 
 

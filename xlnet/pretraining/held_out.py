@@ -20,7 +20,7 @@ import tensorflow as tf
 from xlnet.training import progress
 from xlnet.training import template as template_lib
 from xlnet.training import trainer as trainer_lib
-from xlnet import cli
+from xlnet import signals
 from xlnet import io_utils
 from xlnet import pretraining_loss
 from xlnet.pretraining import inputs
@@ -70,7 +70,7 @@ class Evaluator:
             if self.mem_shape else None)
     totals = {}
     for features in dataset.take(num_batches):
-      cli.raise_if_terminated()
+      signals.raise_if_terminated()
       sums, new_mems = self._step(features, mems)
       mems = list(new_mems) if mems is not None else None
       for key, value in sums.items():

@@ -27,8 +27,9 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from xlnet import cli
+from xlnet import errors
 from xlnet import io_utils
+from xlnet import signals
 
 CKPT_BASENAME = "model.ckpt"
 STATE_FILE = "checkpoint"
@@ -93,8 +94,8 @@ def read_state_file(model_dir):
     return None, []
   try:
     state = tf.train.get_checkpoint_state(model_dir)
-  except cli.Stop:
-    raise  # SIGTERM (cli.Terminated) arrived while reading: not a bad file
+  except errors.Stop:
+    raise  # SIGTERM (errors.Terminated) arrived while reading: not a bad file
   except Exception as e:  # text_format.ParseError and friends
     raise CheckpointError(f"{path} is not a valid checkpoint state file "
                           f"({' '.join(str(e).split())})") from None
@@ -136,11 +137,11 @@ def read_tensors(prefix, names=None):
   try:
     reader = tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
-  except cli.Stop:
-    raise  # SIGTERM (cli.Terminated) arrived while reading: not a bad file
+  except errors.Stop:
+    raise  # SIGTERM (errors.Terminated) arrived while reading: not a bad file
   except Exception as e:  # OpError, or a damaged index file
     raise CheckpointError(f"{index} cannot be read "
-                          f"({cli.error_text(e)[:300]})") from None
+                          f"({errors.error_text(e)[:300]})") from None
   wanted = sorted(shapes) if names is None else list(names)
   missing = [n for n in wanted if n not in shapes]
   if missing:
@@ -150,15 +151,15 @@ def read_tensors(prefix, names=None):
   for name in wanted:
     try:
       values[name] = reader.get_tensor(name)
-      cli.raise_if_terminated()  # a SIGTERM get_tensor's C++ swallowed
-    except cli.Stop:
-      raise  # SIGTERM (cli.Terminated) arrived while reading: not a bad file
+      signals.raise_if_terminated()  # a SIGTERM get_tensor's C++ swallowed
+    except errors.Stop:
+      raise  # SIGTERM (errors.Terminated) arrived while reading: not a bad file
     except Exception as e:  # OpError, or IndexError for a short data file
       files = data_files(prefix) or [prefix + ".data-*"]
       raise CheckpointError(
           f"{', '.join(files)}: cannot read {name} "
-          f"({cli.error_text(e)[:300]}); the data file is missing, truncated "
-          "or corrupt") from None
+          f"({errors.error_text(e)[:300]}); the data file is missing, "
+          "truncated or corrupt") from None
   return values
 
 
@@ -549,8 +550,8 @@ def rollback(model_dir, step=None):
     here = os.path.join(model_dir, os.path.basename(listed_latest))
     if here not in newer:
       newer.append(here)
-  cli.raise_if_terminated()
-  with cli.deferred_signals():  # a signal moves all or nothing
+  signals.raise_if_terminated()
+  with signals.deferred_signals():  # a signal moves all or nothing
     tf.io.gfile.makedirs(quarantine)
     for prefix in newer:  # index, data and any .meta of the release's Saver
       for path in tf.io.gfile.glob(io_utils.glob_escape(prefix) + ".*"):

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from xlnet import cli
+from xlnet import errors
 from xlnet.training import checkpoint_io
 from xlnet.training import optimizer
 from xlnet.training import run_lock
@@ -48,7 +48,7 @@ def _write_output(values, output_model_dir, flag_name):
         os.path.join(output_model_dir, checkpoint_io.CKPT_BASENAME), values)
   except (tf.errors.OpError, OSError) as e:
     raise ValueError(f"--{flag_name}={output_model_dir}: cannot write the "
-                     f"checkpoint ({cli.error_text(e)[:200]})") from None
+                     f"checkpoint ({errors.error_text(e)[:200]})") from None
 
 
 def clean_ckpt(input_ckpt, output_model_dir):

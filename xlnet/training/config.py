@@ -14,10 +14,10 @@ when built, by the rules the programs' flags follow (`xlnet/validation.py`).
 import dataclasses
 from typing import Optional
 
+from xlnet import configs
 from xlnet import validation
 
-# The seed of every run that names none: weights, data order, dropout.
-DEFAULT_SEED = 1
+DEFAULT_SEED = configs.DEFAULT_SEED
 # --use_fp16: the first loss scale (as tf.keras' dynamic loss scale).
 INITIAL_LOSS_SCALE = 2.0 ** 15
 # Below 1 a loss scale no longer protects float16 gradients.

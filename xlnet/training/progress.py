@@ -10,13 +10,13 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from xlnet import cli
+from xlnet import errors
 
 
 ################################################################################
 # Errors that end a run after its state was saved.
 ################################################################################
-class StopTraining(cli.Stop):
+class StopTraining(errors.Stop):
   """Training stopped early after saving; `exit_code` is the exit status."""
 
 
@@ -37,7 +37,7 @@ class DataCorrupted(StopTraining):
   """An input record could not be read."""
 
 
-class WorkerLost(cli.Stop):
+class WorkerLost(errors.Stop):
   """Another worker of a multi-worker run stopped answering mid-step
   (crashed, killed, unreachable); nothing could be saved, since a
   checkpoint needs every worker."""

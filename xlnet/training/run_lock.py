@@ -44,8 +44,9 @@ import uuid
 from absl import logging
 import tensorflow as tf
 
-from xlnet import cli
+from xlnet import errors
 from xlnet import io_utils
+from xlnet import signals
 
 LOCK_NAME = "trainer.lock"
 HEARTBEAT_SECONDS = 30
@@ -64,11 +65,11 @@ _CLAIM_SUFFIX = ".takeover"
 _ATTEMPTS = 50
 
 
-class Locked(cli.Stop):
+class Locked(errors.Stop):
   """Another live trainer holds the model directory. Exit code 1."""
 
 
-class LockLost(cli.Stop):
+class LockLost(errors.Stop):
   """This trainer's lock was removed or taken over. Exit code 1."""
 
 
@@ -363,7 +364,7 @@ class _Heartbeat(threading.Thread):
         self._refresh()
       except (tf.errors.OpError, OSError) as e:  # e.g. a network hiccup
         logging.warning("Cannot refresh %s: %s", self.path,
-                        cli.error_text(e))
+                        errors.error_text(e))
 
   def _refresh(self):
     """Marks the lock as alive: a new modification time (local file
@@ -422,7 +423,7 @@ def hold(model_dir, active=True, lease=LEASE_SECONDS,
     # leave a lock without a record, which blocks a rerun for
     # _WRITE_GRACE_SECONDS: signals wait for the lock to be taken (and for
     # it to be released, below), then stop the block here.
-    with cli.deferred_signals():
+    with signals.deferred_signals():
       token = acquire(model_dir, lease, flag, user)
       beat = _Heartbeat(model_dir, token, heartbeat, lease)
       _HELD[beat.path] = beat
@@ -434,12 +435,12 @@ def hold(model_dir, active=True, lease=LEASE_SECONDS,
     stopped = None
     while beat is not None and beat.path in _HELD:
       try:
-        with cli.deferred_signals():
+        with signals.deferred_signals():
           beat.stopped.set()
           beat.join()
           release(model_dir, token)
           del _HELD[beat.path]
-      except cli.Terminated as e:
+      except errors.Terminated as e:
         stopped = e
     if stopped is not None:
       raise stopped

@@ -1,0 +1,43 @@
+"""The exceptions that end a run with one line, for every layer.
+
+The library raises them and the programs' convention (`xlnet/cli.py`)
+prints them: `Stop` for an expected end (exit code 1, or a subclass's),
+`Terminated` for SIGTERM (exit code 143, raised by `xlnet/signals.py`).
+`error_text` is the one line an exception's message makes. This module sits
+below everything else (it imports neither the flags nor the programs), so a
+low module (atomic files, checkpoints, locks) needs nothing above itself to
+stop a program cleanly.
+"""
+import signal
+
+import tensorflow as tf
+
+
+def error_text(err):
+  """One line describing `err` (tf.errors carry their message separately)."""
+  text = err.message if isinstance(err, tf.errors.OpError) else str(err)
+  return " ".join(text.split()) or type(err).__name__
+
+
+class Stop(Exception):
+  """Ends a program with one line `prog: message` and `exit_code`.
+
+  Subclasses say why (e.g. a trainer interrupted by a signal after saving);
+  `is_error` puts "error: " in front of the message.
+  """
+  exit_code = 1
+  is_error = True
+
+
+class Terminated(BaseException):
+  """SIGTERM, turned into an exception so that cleanup code runs.
+
+  Like KeyboardInterrupt (Ctrl-C), it is no `Exception`: the handlers that
+  take any `Exception` for bad data (ours around a checkpoint read, the
+  libraries', e.g. TensorFlow's, which re-raises one while tracing a
+  function as a TypeError) let it pass, so a signal is never reported, or
+  acted upon, as damaged data. `cli.guarded` ends the program with its one
+  line, as for a `Stop`.
+  """
+  exit_code = 128 + signal.SIGTERM
+  is_error = False
