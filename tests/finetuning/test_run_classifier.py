@@ -109,8 +109,8 @@ class FakeEngine:
     self.trained = []
     self.inferred = []
 
-  def train(self, engine, input_fn, head_fn, head_record):
-    self.head_record = head_record
+  def train(self, engine, input_fn, head_fn, head_record, record=None):
+    self.head_record, self.record = head_record, record
     # The batch as its flag says (global with --use_tpu, else per GPU).
     batch_size = finetune.batch_layout_record(
         engine.layout, engine.device.use_tpu)["train_batch_size"]

@@ -71,13 +71,18 @@ def test_train_input_and_eval_with_a_stand_in_engine(race, tmp_path,
                                                      monkeypatch):
   captured = {}
   monkeypatch.setattr(finetune, "train",
-                      lambda engine, input_fn, loss_fn, allow_missing, head:
-                      captured.update(fn=input_fn, allow_missing=allow_missing,
-                                      head=head))
+                      lambda engine, input_fn, loss_fn, allow_missing, head,
+                      record: captured.update(
+                          fn=input_fn, allow_missing=allow_missing, head=head,
+                          record=record))
   monkeypatch.setattr(race_task, "predict", _session_predict)
   flags = race("--do_train", "--do_eval", "--seed=7")
   metrics = api.run_race(**flags)
   assert captured["allow_missing"] == race_task.NEW_VARIABLE_PATTERNS
+  # What the model_dir records: the model's sizes and its vocabulary.
+  assert captured["record"].xlnet_config is flags["model"].xlnet_config
+  assert captured["record"].spiece_model_file == (
+      flags["task"].spiece_model_file)
   assert captured["head"] == {"summary_type": "last", "use_summ_proj": True}
   assert metrics["num_middle"] == 4 and metrics["num_high"] == 6
   assert metrics["num_examples"] == 10

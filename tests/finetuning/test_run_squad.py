@@ -84,8 +84,10 @@ def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
 
   captured = {}
   monkeypatch.setattr(finetune, "train",
-                      lambda engine, input_fn, loss_fn, allow_missing:
-                      captured.update(fn=input_fn, allow_missing=allow_missing))
+                      lambda engine, input_fn, loss_fn, allow_missing,
+                      record: captured.update(fn=input_fn,
+                                              allow_missing=allow_missing,
+                                              record=record))
   flags = squad["flags"]("--do_train", "--num_proc=2")
   api.run_squad(**flags)
   assert captured["allow_missing"] == squad_task.NEW_VARIABLE_PATTERNS

@@ -1,14 +1,23 @@
 """docs/python_api.md from end to end: its pretraining example pretrains a
 tiny model and its fine-tuning example fine-tunes that model, from Python
 (each example alone is checked against its program in
-tests/pretraining/test_python_api.py and tests/finetuning/test_python_api.py)."""
+tests/pretraining/test_python_api.py and tests/finetuning/test_python_api.py);
+its session (text -> records -> pretraining -> fine-tuning -> a classifier
+loaded from its directory -> predictions in memory) runs as written in a
+fresh Python process."""
+import ast
+import json
 import os
 import re
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import data_helpers
 from tests import train_fixtures as fx
 from tests.finetuning import test_python_api as finetuning_doc
 from tests.pretraining import test_python_api as pretraining_doc
@@ -63,3 +72,41 @@ def test_the_pretraining_example_then_the_finetuning_example(
       np.testing.assert_allclose(value, pretrained[name], rtol=0, atol=4e-4,
                                  err_msg=name)
   assert any(n.startswith("model/classification_sst-2/") for n in finetuned)
+
+
+def session_code():
+  """The python blocks of the page's section "A session", joined."""
+  with open(pretraining_doc.DOC) as f:
+    text = f.read().split("\n## A session", 1)[1].split("\n## ", 1)[0]
+  return "\n".join(re.findall(r"```python\n(.*?)```", text, re.S))
+
+
+def test_the_session_runs_as_written(tmp_path):
+  shutil.copy(data_helpers.corpus_slice(300), tmp_path / "corpus.txt")
+  finetuning_doc.write_task(str(tmp_path))  # spiece.model, glue/SST-2
+  script = tmp_path / "session.py"
+  script.write_text(session_code())
+  proc = subprocess.run([sys.executable, str(script)], capture_output=True,
+                        text=True, cwd=tmp_path, timeout=600,
+                        env=dict(os.environ, PYTHONPATH=data_helpers.REPO_ROOT,
+                                 TF_CPP_MIN_LOG_LEVEL="3"))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+
+  work = tmp_path / "session"
+  with open(work / "data" / "corpus_info.json") as f:
+    assert json.load(f)["seq_len"] == 32
+  assert tf.train.latest_checkpoint(str(work / "pretrained")).endswith(
+      "model.ckpt-4")
+  finetuned = str(work / "sst-2")
+  assert tf.train.latest_checkpoint(finetuned).endswith("model.ckpt-6")
+  with open(work / "pretrained" / "config.json") as f, open(
+      os.path.join(finetuned, "config.json")) as g:
+    assert json.load(f) == json.load(g)
+  # The printed labels and probabilities: two texts, two classes, the label
+  # the more probable class (SST-2's labels are "0" and "1").
+  labels, probs = re.search(r"^(\[.*?\]) (\[\[.*\]\])$", proc.stdout,
+                            re.M).groups()
+  labels, probs = ast.literal_eval(labels), np.array(ast.literal_eval(probs))
+  assert probs.shape == (2, 2)
+  np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-6)
+  assert labels == [str(int(p[1] > p[0])) for p in probs]

@@ -4,6 +4,8 @@ typed settings, no command-line flags (docs/python_api.md, "Fine-tuning").
   run_classifier(task, model, engine, do_train, do_eval, do_predict)
   run_squad(task, model, engine, do_prepro, do_train, do_predict)
   run_race(task, model, engine, do_train, do_eval)
+  load_classifier(model_dir)  a fine-tuned classifier from its model_dir,
+                              predicting texts in memory
 
 `task` is a `ClassifierConfig`, `SquadConfig` or `RaceConfig`, `model` a
 `ModelConfig` and `engine` an `EngineConfig` (`xlnet/finetuning/config.py`;
@@ -26,6 +28,7 @@ from xlnet.finetuning import classifier_task
 from xlnet.finetuning import classifier_utils
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import finetune
+from xlnet.finetuning import loaded_model
 from xlnet.finetuning import qa_records
 from xlnet.finetuning import race_task
 from xlnet.finetuning import race_utils
@@ -93,7 +96,9 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
         engine, classifier_utils.input_fn_builder(
             train_file, task.max_seq_length, True, processor.is_regression,
             shuffle_buffer=task.shuffle_buffer, seed=task.seed), head,
-        model.head_record())
+        model.head_record(), finetune_config.ModelRecord(
+            model.xlnet_config, classifier_task.task_record(
+                task, model, labels), task.spiece_model_file))
   with finetune.chief_alone():
     # The checkpoints evaluated, or predicted with, pool as this run's head.
     if do_eval:
@@ -147,7 +152,10 @@ def run_squad(task, model, engine, do_prepro=False, do_train=False,
         is_training=True, drop_remainder=True,
         shuffle_buffer=task.shuffle_buffer, seed=task.seed)
     finetune.train(engine, input_fn, squad_task.loss_fn(model),
-                   allow_missing=squad_task.NEW_VARIABLE_PATTERNS)
+                   allow_missing=squad_task.NEW_VARIABLE_PATTERNS,
+                   record=finetune_config.ModelRecord(
+                       model.xlnet_config,
+                       spiece_model_file=task.spiece_model_file))
   with finetune.chief_alone():
     if not do_predict:
       return None
@@ -190,7 +198,9 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
         shuffle_buffer=task.shuffle_buffer, seed=task.seed)
     finetune.train(engine, input_fn, race_task.loss_fn(model),
                    allow_missing=race_task.NEW_VARIABLE_PATTERNS,
-                   head=model.head_record())
+                   head=model.head_record(), record=finetune_config.ModelRecord(
+                       model.xlnet_config,
+                       spiece_model_file=task.spiece_model_file))
   with finetune.chief_alone():
     if not do_eval or not finetune.runs_here(engine.device, "evaluation"):
       return None
@@ -201,3 +211,21 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
     metrics = race_utils.accuracy_by_level(examples, results)
     race_task.write_eval_results(task, engine.model_dir, metrics)
     return metrics
+
+
+def load_classifier(model_dir, checkpoint=None):
+  """The classifier (or regression head) fine-tuned into `model_dir`, ready
+  to predict: `.predict(texts)` -> dict of NumPy `logits`,
+  `probabilities` and `labels`, the numbers `run_classifier`'s prediction
+  writes (`xlnet/finetuning/loaded_model.py`).
+
+  Args:
+    model_dir: a fine-tuned classifier's directory (its config.json,
+      task.json, head.json and spiece.model are read).
+    checkpoint: a prefix or directory (its newest), or None: model_dir's
+      newest.
+
+  Returns:
+    a `loaded_model.Classifier`.
+  """
+  return loaded_model.load(model_dir, checkpoint)

@@ -77,6 +77,24 @@ def head_fn(task, model, n_class):
   return fn
 
 
+def task_record(task, model, labels):
+  """What a fine-tuned classifier's model_dir records of its task
+  (`config.TASK_FILE`): how `loaded_model` turns texts into the features
+  the head was trained on and its outputs into labels.
+
+  Args:
+    task: a `ClassifierConfig`.
+    model: a `ModelConfig` (its `clamp_len`; the summary is in HEAD_FILE).
+    labels: the task's label list, or None for regression.
+  """
+  return {"kind": "classifier", "task_name": task.task_name,
+          "cls_scope": task.cls_scope,
+          "label_list": None if labels is None else list(labels),
+          "max_seq_length": task.max_seq_length, "uncased": task.uncased,
+          "predict_threshold": task.predict_threshold,
+          "clamp_len": model.clamp_len}
+
+
 def check_init_checkpoint(init_checkpoint, max_seq_length, head,
                           is_regression):
   """Checks that `init_checkpoint` holds the whole backbone, by name and
@@ -211,7 +229,7 @@ def write_predictions(predict_dir, task, guids, logits, label_list,
 ################################################################################
 # The calls into the shared training engine.
 ################################################################################
-def train(engine, input_fn, head, head_record):
+def train(engine, input_fn, head, head_record, record=None):
   """Fine-tunes the model into engine.model_dir (see `finetune.train`):
   resumes from model_dir, else starts from init_checkpoint, whose lack of
   the new head (`classifier_heads.NEW_VARIABLE_PATTERNS`) is expected.
@@ -222,11 +240,12 @@ def train(engine, input_fn, head, head_record):
     head: `head(features, is_training)` -> dict of
       `classifier_heads.get_head_outputs` (see `head_fn`).
     head_record: `ModelConfig.head_record()`, recorded in model_dir.
+    record: a `config.ModelRecord`, recorded in model_dir, or None.
   """
   return finetune.train(
       engine, input_fn, lambda f, is_training: head(f, is_training)[
           "total_loss"], allow_missing=classifier_heads.NEW_VARIABLE_PATTERNS,
-      head=head_record)
+      head=head_record, record=record)
 
 
 def run_inference(engine, checkpoint, input_fn, head, batch_size):

@@ -26,6 +26,13 @@ from xlnet.training import config as train_config_lib
 # (`ModelConfig.head_record()`): kept by a resumed run, compared by
 # evaluation and prediction, read by the export (docs/interop.md).
 HEAD_FILE = "head.json"
+# What a fine-tuned model_dir records of its model (`ModelRecord`, written
+# by `finetune.train`, read by `loaded_model.load` and the export): the
+# sizes, as a pretraining model_dir holds them; the task's settings; and a
+# copy of the SentencePiece model.
+MODEL_CONFIG_FILE = "config.json"
+TASK_FILE = "task.json"
+SPIECE_FILE = "spiece.model"
 # The sequence summaries (`modeling.summarize_sequence`).
 SUMMARY_TYPES = validation.CHOICES["summary_type"]
 # The smallest max_seq_length of a classification task: one piece plus
@@ -85,6 +92,22 @@ class ModelConfig:
         dropout=self.dropout, dropatt=self.dropatt, init=self.init,
         init_range=self.init_range, init_std=self.init_std,
         clamp_len=self.clamp_len)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelRecord:
+  """What fine-tuning records in its model_dir, so that the directory alone
+  gives a model that predicts (`xlnet/finetuning/loaded_model.py`).
+
+  Attributes:
+    xlnet_config: the model's `XLNetConfig` (-> `MODEL_CONFIG_FILE`).
+    task: dict of the task's settings (-> `TASK_FILE`), or None.
+    spiece_model_file: the SentencePiece model (copied to `SPIECE_FILE`),
+      or None.
+  """
+  xlnet_config: model_lib.XLNetConfig
+  task: Optional[dict] = None
+  spiece_model_file: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)

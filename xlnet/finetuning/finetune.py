@@ -32,6 +32,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from xlnet import io_utils
 from xlnet.finetuning import config as finetuning_config
 from xlnet.training import predictor as predictor_lib
 from xlnet.training import progress
@@ -208,7 +209,31 @@ def _record_head(model_dir, head, resuming):
                                  resuming, _HEAD_WHY)
 
 
-def train(run, input_fn, loss_fn, allow_missing=(), head=None):
+def _record_model(model_dir, record, resuming):
+  """Writes the model's sizes (`ModelRecord.xlnet_config`) to model_dir's
+  `config.json` (what `XLNetConfig(json_path=...)`, the export and
+  `loaded_model.load` read), the task's settings (`ModelRecord.task`) to
+  its `TASK_FILE` and a copy of the SentencePiece model to its
+  `SPIECE_FILE`, each atomically. A resumed run must keep the sizes; the
+  task's settings are the latest run's (a resumed run may, e.g., read
+  longer sequences)."""
+  if record is None:
+    return
+  path = os.path.join(model_dir, finetuning_config.MODEL_CONFIG_FILE)
+  if resuming:
+    train_state.compare_run_record(path, record.xlnet_config.to_dict(),
+                                   model_dir, "its checkpoints have its sizes")
+  record.xlnet_config.to_json(path)
+  if record.task is not None:
+    train_state.write_run_record(
+        os.path.join(model_dir, finetuning_config.TASK_FILE), record.task)
+  if record.spiece_model_file:
+    with tf.io.gfile.GFile(record.spiece_model_file, "rb") as f:
+      io_utils.atomic_write(os.path.join(
+          model_dir, finetuning_config.SPIECE_FILE), f.read())
+
+
+def train(run, input_fn, loss_fn, allow_missing=(), head=None, record=None):
   """Fine-tunes until `run.optimizer.train_steps`, resuming from
   `run.model_dir`.
 
@@ -223,6 +248,8 @@ def train(run, input_fn, loss_fn, allow_missing=(), head=None):
       lack (the task's new head).
     head: `ModelConfig.head_record()` of a head that summarizes the
       sequence (recorded in model_dir, kept by a resumed run), or None.
+    record: a `config.ModelRecord` (the model's sizes and the task's
+      settings, recorded in model_dir, kept by a resumed run), or None.
 
   Returns:
     list of (step, loss) of the steps this run made.
@@ -235,13 +262,14 @@ def train(run, input_fn, loss_fn, allow_missing=(), head=None):
   """
   if use_estimator(run.device):
     with run_lock.hold(run.model_dir):
-      _record_head(run.model_dir, head, bool(
-          checkpoint_io.list_checkpoints(run.model_dir)))
+      resuming = bool(checkpoint_io.list_checkpoints(run.model_dir))
+      _record_head(run.model_dir, head, resuming)
+      _record_model(run.model_dir, record, resuming)
       return _estimator_train(run, input_fn, loss_fn, allow_missing)
   strategy = training_strategy(run)
   with run_lock.hold(run.model_dir, strategies.is_chief(strategy)):
     return _engine_train(run, strategy, input_fn, loss_fn, allow_missing,
-                         head)
+                         head, record)
 
 
 def batch_layout_record(layout, use_tpu):
@@ -252,7 +280,8 @@ def batch_layout_record(layout, use_tpu):
       layout.train_batch_size if use_tpu else layout.bsz_per_core))
 
 
-def _engine_train(run, strategy, input_fn, loss_fn, allow_missing, head):
+def _engine_train(run, strategy, input_fn, loss_fn, allow_missing, head,
+                  record):
   """`train` on the engine, with the run lock held."""
   model_dir, layout = run.model_dir, run.layout
   resume = checkpoint_io.find_resume_checkpoint(model_dir)
@@ -283,6 +312,7 @@ def _engine_train(run, strategy, input_fn, loss_fn, allow_missing, head):
           model_dir, batch_layout_record(layout, run.device.use_tpu),
           resume is not None)
       _record_head(model_dir, head, resume is not None)
+      _record_model(model_dir, record, resume is not None)
     dist = trainer.distribute(dataset_fn)
     trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
     if resume:

@@ -1,21 +1,104 @@
-"""Pretraining and its held-out evaluation from Python, without flags.
+"""Pretraining records, pretraining and its held-out evaluation from
+Python, without flags.
 
     from xlnet.pretraining import api
+    records = api.write_records("text/*.txt", "spiece.model", "data",
+                                seq_len=512, reuse_len=256, ...)
+    data = records.data()              # a PretrainData of those records
     history = api.pretrain(configs)    # configs: a PretrainConfigs
     results = api.evaluate(configs)    # configs.held_out.eval_ckpt
 
+`data_utils.py` calls `record_writer.create_data` as `write_records` does;
 `train_gpu.py`, `train_tpu.py` and `eval_pretrain.py` resolve their flags
 into the same `PretrainConfigs` (`xlnet/flags/pretraining.py`) and call these
 functions: a program and the Python API run the same code. See
 docs/python_api.md.
 """
+import dataclasses
+import os
+from typing import Optional
+
+from xlnet.data import record_format
+from xlnet.data import record_writer
 from xlnet.training import progress
 from xlnet.training import strategies
+from xlnet.pretraining import config as pretrain_config
 from xlnet.pretraining import estimator
 from xlnet.pretraining import held_out as held_out_lib
 from xlnet.pretraining import inputs
 from xlnet.pretraining import trainer as trainer_lib
 from xlnet.training import run_lock
+
+
+@dataclasses.dataclass(frozen=True)
+class Records:
+  """Pretraining records written by `write_records`.
+
+  Attributes:
+    record_info_dir: the directory of the record files
+      (`{save_dir}/tfrecords`, what `PretrainData.record_info_dir` names).
+    record_info: the record info json of the (task, pass_id) written.
+    corpus_info: the save_dir's corpus_info.json (the settings the records
+      were written with, `vocab_size` included).
+  """
+  record_info_dir: str
+  record_info: str
+  corpus_info: dict
+
+  def data(self, perm_size=None, num_passes=None):
+    """The `PretrainData` of these records, every size from their
+    corpus_info.json (`perm_size` None: the records' `reuse_len`, as the
+    release's scripts set it)."""
+    info = self.corpus_info
+    return pretrain_config.PretrainData(
+        record_info_dir=self.record_info_dir, seq_len=info["seq_len"],
+        reuse_len=info["reuse_len"],
+        perm_size=info["reuse_len"] if perm_size is None else perm_size,
+        bi_data=info["bi_data"], mask_alpha=info["mask_alpha"],
+        mask_beta=info["mask_beta"], num_predict=info["num_predict"],
+        uncased=info["uncased"], num_passes=num_passes, corpus_info=info)
+
+
+def write_records(input_glob: str, sp_path: str, save_dir: str, *,
+                  seq_len: int = 512, reuse_len: int = 256,
+                  bsz_per_host: int = 32, num_core_per_host: int = 8,
+                  uncased: bool = False, bi_data: bool = True,
+                  mask_alpha: int = 6, mask_beta: int = 1,
+                  num_predict: int = 85, use_eod: bool = True,
+                  from_raw_text: bool = True, split: str = "train",
+                  pass_id: int = 0, num_task: int = 1, task: int = 0,
+                  num_workers: Optional[int] = None) -> Records:
+  """Writes the pretraining TFRecords of raw text, as `data_utils.py`
+  (docs/data.md): `{save_dir}/tfrecords/` (the records and their record
+  info json) and, for task 0, `{save_dir}/corpus_info.json`, each
+  atomically; a rerun writes the same bytes.
+
+  Args:
+    input_glob: comma-separated globs of text files (one sentence per line,
+      documents separated by an empty line).
+    sp_path: the SentencePiece model.
+    save_dir: the output directory.
+    seq_len ... task: the settings of the flags of the same names
+      (`python data_utils.py --help`); the defaults are the flags'.
+    num_workers: encoding processes (None: one per CPU).
+
+  Returns:
+    the `Records` written.
+
+  Raises:
+    ValueError: one line naming the setting or file at fault (before
+      anything is written), e.g. settings other than those of the records
+      already in save_dir.
+  """
+  info_path = record_writer.create_data(
+      input_glob, sp_path, save_dir, bsz_per_host=bsz_per_host,
+      num_core_per_host=num_core_per_host, seq_len=seq_len,
+      reuse_len=reuse_len, uncased=uncased, bi_data=bi_data,
+      mask_alpha=mask_alpha, mask_beta=mask_beta, num_predict=num_predict,
+      use_eod=use_eod, from_raw_text=from_raw_text, split=split,
+      pass_id=pass_id, num_task=num_task, task=task, num_workers=num_workers)
+  return Records(os.path.dirname(info_path), info_path,
+                 record_format.load_corpus_info(save_dir))
 
 
 def pretrain(configs):

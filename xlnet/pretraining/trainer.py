@@ -1,4 +1,4 @@
-"""XLNet pretraining on the shared engine (`xlnet/training/engine.py`), on a
+"""XLNet pretraining on the shared engine (`xlnet/training/trainer.py`), on a
 `tf.distribute` strategy: `num_core_per_host` replicas on this host (GPUs,
 or logical CPU devices without a GPU), several hosts with
 `worker_hosts`/`task_index` or `TF_CONFIG` (MultiWorkerMirroredStrategy), or

@@ -67,6 +67,13 @@ class Predictor:
   def _distributed_step(self, iterator):
     return self.strategy.run(self._replica_step, args=(next(iterator),))
 
+  def weights(self):
+    """dict checkpoint name -> NumPy value of the model's variables (after
+    `restore`)."""
+    scope = self._template.variable_scope.name
+    return {template_lib.checkpoint_name(v, scope): v.numpy()
+            for v in self._template.variables}
+
   def restore(self, prefix, element_spec):
     """Builds the model for `element_spec` (one replica's batch) and loads
     every model variable from `prefix` by name.

@@ -1,0 +1,179 @@
+"""A fine-tuned classifier from its model_dir alone, predicting in memory.
+
+    model = loaded_model.load("sst-2/model")
+    out = model.predict(["a fine film", "a dull plot"])
+    out["labels"], out["probabilities"]          # ['1', '0'], [2, n_class]
+
+A classifier's model_dir records what prediction needs (written by
+`finetune.train` since fine-tuning records it, `config.ModelRecord`):
+`config.json` (the sizes), `task.json` (task name, labels, sequence length,
+casing), `head.json` (the sequence summary) and `spiece.model`. `predict`
+turns texts into the features `run_classifier.py` writes
+(`classifier_utils.convert_single_example`) and runs the head as its
+prediction does (`finetune.predict`'s `Predictor`, dropout off), so the
+logits are those of its `{task}.logits.json` for the same texts.
+"""
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from xlnet import classifier_heads
+from xlnet import model as model_lib
+from xlnet.data import prepro_utils
+from xlnet.finetuning import classifier_processors
+from xlnet.finetuning import classifier_task
+from xlnet.finetuning import classifier_utils
+from xlnet.finetuning import config as finetuning_config
+from xlnet.finetuning import finetune
+from xlnet.training import checkpoint_io
+from xlnet.training import config as train_config
+from xlnet.training import predictor as predictor_lib
+from xlnet.training import train_state
+
+
+def _required(model_dir, name, what):
+  """The path of `name` in model_dir; one line when it is missing."""
+  path = os.path.join(model_dir, name)
+  if not tf.io.gfile.exists(path):
+    raise ValueError(f"{model_dir} holds no {name} ({what}); fine-tuning "
+                     "writes it into its --model_dir (directories fine-tuned "
+                     "before it did: rerun fine-tuning on them)")
+  return path
+
+
+def load(model_dir, checkpoint=None):
+  """The classifier fine-tuned into `model_dir`, its weights loaded.
+
+  Args:
+    model_dir: a fine-tuned classifier's directory (`run_classifier.py
+      --model_dir`, `api.run_classifier`).
+    checkpoint: the checkpoint to load (a prefix, or a directory: its
+      newest), or None: model_dir's newest.
+
+  Returns:
+    a `Classifier`.
+
+  Raises:
+    ValueError: one line naming the missing or malformed file.
+  """
+  prefix = checkpoint_io.resolve_checkpoint(checkpoint or model_dir,
+                                            "checkpoint")
+  xlnet_config = model_lib.XLNetConfig(json_path=_required(
+      model_dir, finetuning_config.MODEL_CONFIG_FILE, "the model's sizes"))
+  task_path = _required(model_dir, finetuning_config.TASK_FILE,
+                        "the task's settings")
+  task = train_state.read_run_record(task_path)
+  if not isinstance(task, dict) or task.get("kind") != "classifier":
+    raise ValueError(f"{task_path}: not a classifier's task record")
+  head = train_state.read_run_record(os.path.join(
+      model_dir, finetuning_config.HEAD_FILE)) or {}
+  sp_model = prepro_utils.load_sp_model(_required(
+      model_dir, finetuning_config.SPIECE_FILE, "the SentencePiece model"),
+      "spiece.model")
+  return Classifier(xlnet_config, task, head, sp_model, prefix)
+
+
+def softmax(logits):
+  """Row-wise softmax of float logits `[n, n_class]`, float32."""
+  x = np.asarray(logits, np.float64)
+  e = np.exp(x - x.max(axis=-1, keepdims=True))
+  return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+
+
+class Classifier:
+  """A fine-tuned classification or regression head with its weights.
+
+  Attributes:
+    xlnet_config: the model's `XLNetConfig`.
+    task: the recorded task settings (`classifier_task.task_record`).
+    label_list: the labels, or None for regression.
+    checkpoint: the prefix the weights come from.
+  """
+
+  def __init__(self, xlnet_config, task, head, sp_model, prefix):
+    self.xlnet_config = xlnet_config
+    self.task = task
+    self.label_list = task["label_list"]
+    self.checkpoint = prefix
+    self._tokenize = classifier_utils.make_tokenize_fn(sp_model,
+                                                       task["uncased"])
+    model = finetuning_config.ModelConfig(
+        xlnet_config, clamp_len=task["clamp_len"],
+        summary_type=head.get("summary_type", "last"),
+        use_summ_proj=head.get("use_summ_proj", True))
+    n_class = None if self.label_list is None else len(self.label_list)
+
+    def outputs_fn(features):
+      out = classifier_heads.get_head_outputs(
+          xlnet_config, model.run_config(False), features, n_class,
+          task["task_name"], task["cls_scope"], model.summary_type,
+          model.use_summ_proj)
+      return {"logits": out["logits"]}
+
+    self._predictor = predictor_lib.Predictor(
+        finetune.strategy_for(train_config.DeviceConfig(), 1), outputs_fn)
+    self._restored = False
+
+  def features(self, texts):
+    """The model inputs of `texts` (str, or (text_a, text_b) pairs): dict
+    of NumPy arrays `input_ids`, `segment_ids` int32 [n, L], `input_mask`
+    float32 [n, L] (1 = padding), `label_ids` [n] (zeros)."""
+    rows = []
+    for i, text in enumerate(texts):
+      text_a, text_b = (text, None) if isinstance(text, str) else text
+      example = classifier_processors.InputExample(str(i), text_a, text_b)
+      rows.append(classifier_utils.convert_single_example(
+          i, example, self.label_list, self.task["max_seq_length"],
+          self._tokenize))
+    label_dtype = np.float32 if self.label_list is None else np.int32
+    return {
+        "input_ids": np.array([r.input_ids for r in rows], np.int32),
+        "input_mask": np.array([r.input_mask for r in rows], np.float32),
+        "segment_ids": np.array([r.segment_ids for r in rows], np.int32),
+        "label_ids": np.array([r.label_id for r in rows], label_dtype)}
+
+  def predict(self, texts, batch_size=8):
+    """The head's outputs for `texts`, in order.
+
+    Args:
+      texts: list of str, or of (text_a, text_b) pairs.
+      batch_size: examples per step.
+
+    Returns:
+      dict: `logits` float32 [n, n_class] (regression: [n], the scores);
+      classification: `probabilities` float32 [n, n_class] (softmax of the
+      logits); `labels`: list of n labels (`predicted_labels`, with the
+      task's predict_threshold; regression: the scores as floats).
+    """
+    features = self.features(texts)
+    n = len(features["input_ids"])
+    if not n:
+      raise ValueError("predict needs at least one text")
+    dataset = tf.data.Dataset.from_tensor_slices(features).batch(batch_size)
+    self._restore(batch_size)
+    logits = self._predictor.predict(dataset, batch_size)["logits"]
+    out = {"logits": logits, "labels": classifier_task.predicted_labels(
+        logits, self.label_list, self.task["predict_threshold"])}
+    if self.label_list is not None:
+      out["probabilities"] = softmax(logits)
+    return out
+
+  def _restore(self, batch_size):
+    """Builds the model (once) and loads the checkpoint's weights."""
+    if not self._restored:
+      spec = {k: tf.TensorSpec([batch_size, self.task["max_seq_length"]],
+                               dtype)
+              for k, dtype in (("input_ids", tf.int32),
+                               ("input_mask", tf.float32),
+                               ("segment_ids", tf.int32))}
+      spec["label_ids"] = tf.TensorSpec(
+          [batch_size], tf.float32 if self.label_list is None else tf.int32)
+      self._predictor.restore(self.checkpoint, spec)
+      self._restored = True
+
+  def variables(self):
+    """dict checkpoint name -> NumPy value of the loaded model's weights
+    (built by a first `predict`)."""
+    self._restore(1)
+    return self._predictor.weights()
