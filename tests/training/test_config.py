@@ -26,6 +26,17 @@ def test_batch_layout_splits_the_global_batch_over_hosts_and_cores():
   assert (one.num_cores, one.bsz_per_host, one.bsz_per_core) == (1, 6, 6)
 
 
+def test_memory_shape_is_one_layer_of_one_replica():
+  # 32 examples over 2 hosts of 4 cores: 4 rows per core, 16 on one device.
+  layout = config.BatchLayout(32, num_hosts=2, num_core_per_host=4, mem_len=5)
+  assert config.memory_shape(5, 4, 16) == [5, 4, 16]
+  assert layout.memory_shape(16) == [5, 4, 16]
+  assert layout.on_one_device().memory_shape(16) == [5, 16, 16]
+  # No memories: mem_len 0 (the flag) or None (RunConfig's default).
+  assert config.memory_shape(0, 4, 16) is None
+  assert config.memory_shape(None, 4, 16) is None
+
+
 def test_batch_layout_refuses_a_batch_the_cores_cannot_share():
   with _raises("--train_batch_size=30 is not divisible by the number of "
                "cores num_hosts*num_core_per_host=8"):

@@ -103,7 +103,7 @@ class BatchLayout:
   def memory_shape(self, d_model):
     """`[mem_len, bsz_per_core, d_model]` of one replica's memory of one
     layer, or None without memories."""
-    return [self.mem_len, self.bsz_per_core, d_model] if self.mem_len else None
+    return memory_shape(self.mem_len, self.bsz_per_core, d_model)
 
   def on_one_device(self):
     """The layout of held-out evaluation: one host batch at a time on one
@@ -118,6 +118,12 @@ class BatchLayout:
             "num_hosts": self.num_hosts,
             "num_core_per_host": self.num_core_per_host,
             "accum_steps": self.accum_steps}
+
+
+def memory_shape(mem_len, bsz, d_model):
+  """`[mem_len, bsz, d_model]`: one layer's memory on one replica (`bsz` its
+  rows), or None without memories (`mem_len` 0 or None)."""
+  return [mem_len, bsz, d_model] if mem_len else None
 
 
 @dataclasses.dataclass(frozen=True)
