@@ -175,8 +175,7 @@ def resolve(FLAGS, num_hosts=None, num_core_per_host=None,
   values = resolve_flags(FLAGS, corpus_info, model, num_hosts)
   batch = train_config_lib.BatchLayout(
       train_batch_size=values["train_batch_size"], num_hosts=num_hosts,
-      num_core_per_host=cores, accum_steps=FLAGS.accum_steps,
-      mem_len=FLAGS.mem_len or 0)
+      num_core_per_host=cores, accum_steps=FLAGS.accum_steps)
   validation.check_precision(FLAGS.use_tpu, FLAGS.use_bfloat16,
                              FLAGS.use_fp16)
   xlnet_config = model_lib.XLNetConfig.from_dict(

@@ -77,8 +77,8 @@ class PretrainConfigs:
     run: the `RunConfig` in training mode (`for_training(False)` for
       evaluation).
     data: the `PretrainData`.
-    batch: the `BatchLayout` (global/host/per-core batch, accumulation,
-      mem_len).
+    batch: the `BatchLayout` (global/host/per-core batch, accumulation;
+      the memories' length is `run.mem_len`).
     optimizer: the `OptimizerConfig`.
     checkpoint: the `CheckpointConfig` (None: evaluation of `eval_ckpt`
       without a model_dir).
@@ -99,12 +99,10 @@ class PretrainConfigs:
   held_out: HeldOut = HeldOut()
 
   def __post_init__(self):
-    """The model's RunConfig must describe the memories and rows the batch
-    layout and the data give it, and the devices and precision of the
-    DeviceConfig and TrainConfig (the programs set each pair from one
-    flag)."""
+    """The model's RunConfig must describe the rows the data give it, and
+    the devices and precision of the DeviceConfig and TrainConfig (the
+    programs set each pair from one flag)."""
     for name, run_value, owner, value in (
-        ("mem_len", self.run.mem_len or 0, "BatchLayout", self.batch.mem_len),
         ("reuse_len", self.run.reuse_len, "PretrainData", self.data.reuse_len),
         ("bi_data", self.run.bi_data, "PretrainData", self.data.bi_data),
         ("use_tpu", self.run.use_tpu, "DeviceConfig", self.device.use_tpu),

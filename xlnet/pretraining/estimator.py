@@ -106,7 +106,7 @@ def create_memories(xlnet_config, mem_len, bsz):
 def get_model_fn(configs):
   """The TPUEstimator model function of XLNet pretraining (`configs`: the
   run's `PretrainConfigs`)."""
-  xlnet_config, mem_len = configs.model, configs.batch.mem_len
+  xlnet_config, mem_len = configs.model, configs.run.mem_len
 
   def model_fn(features, labels, mode, params):
     """Builds the loss, the guarded update and the memory assignment."""
