@@ -21,7 +21,7 @@ from xlnet.pretraining import trainer as trainer_lib
 from xlnet.training import config as train_config_lib
 
 # Flags that must equal the corresponding corpus_info.json entries.
-DATA_FLAGS = pretrain_config.PretrainData.CORPUS_FIELDS
+DATA_FLAGS = pretrain_config.CORPUS_FIELDS
 
 
 def model_values(FLAGS, model_config_path=None):

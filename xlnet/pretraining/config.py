@@ -14,6 +14,11 @@ from xlnet import validation
 from xlnet.data import record_format
 from xlnet.training import config as train_config_lib
 
+# PretrainData's fields that are the corpus_info.json settings of the same
+# name (the records were written with them).
+CORPUS_FIELDS = ("seq_len", "reuse_len", "uncased", "bi_data", "mask_alpha",
+                 "mask_beta", "num_predict")
+
 
 @dataclasses.dataclass(frozen=True)
 class PretrainData:
@@ -46,10 +51,6 @@ class PretrainData:
   num_passes: Optional[int] = None
   corpus_info: Optional[dict] = None
 
-  # The fields that are the corpus_info.json's settings of the same name.
-  CORPUS_FIELDS = ("seq_len", "reuse_len", "uncased", "bi_data", "mask_alpha",
-                   "mask_beta", "num_predict")
-
   @classmethod
   def from_corpus_info(cls, path_or_dict, record_info_dir, perm_size=None,
                        num_passes=None):
@@ -73,13 +74,13 @@ class PretrainData:
       if info is None:
         raise ValueError(f"{path_or_dict}: no corpus_info.json there (the "
                          "one data_utils.py writes beside tfrecords/)")
-    missing = [name for name in cls.CORPUS_FIELDS if name not in info]
+    missing = [name for name in CORPUS_FIELDS if name not in info]
     if missing:
       raise ValueError(f"the corpus info lacks {', '.join(missing)} (the "
                        "corpus_info.json data_utils.py writes)")
     return cls(record_info_dir=record_info_dir, perm_size=perm_size,
                num_passes=num_passes, corpus_info=info,
-               **{name: info[name] for name in cls.CORPUS_FIELDS})
+               **{name: info[name] for name in CORPUS_FIELDS})
 
 
 @dataclasses.dataclass(frozen=True)
