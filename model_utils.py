@@ -19,24 +19,8 @@ moved into DIR/quarantine/, nothing is deleted.
 from absl import flags
 
 from xlnet import cli
+from xlnet.flags import catalog as flag_catalog
 from xlnet.training import checkpoint_tools
-
-flags.DEFINE_string("clean_input_ckpt", None,
-                    "clean_ckpt: input checkpoint (prefix, directory or "
-                    "DIR/latest).")
-flags.DEFINE_string("clean_output_model_dir", None,
-                    "clean_ckpt: output directory for the cleaned checkpoint.")
-flags.DEFINE_string("avg_model_dir", None,
-                    "avg_checkpoints: directory holding the checkpoints.")
-flags.DEFINE_string("avg_output_model_dir", None,
-                    "avg_checkpoints: output directory for the average.")
-flags.DEFINE_integer("avg_num", 5,
-                     "avg_checkpoints: how many latest checkpoints to average.")
-flags.DEFINE_string("model_dir", None,
-                    "rollback_ckpt: the training directory.")
-flags.DEFINE_integer("step", None,
-                     "rollback_ckpt: resume from model.ckpt-STEP instead of "
-                     "the newest intact checkpoint.")
 
 FLAGS = flags.FLAGS
 
@@ -72,4 +56,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  cli.run(main)
+  cli.run(main, flag_catalog.define_model_utils_flags)

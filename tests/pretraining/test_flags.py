@@ -150,16 +150,19 @@ def test_resolve_all_reads_the_model_config_once(tmp_path):
 
 def test_batch_layout_has_one_name(tmp_path):
   """The per-host and per-core batches and the memory shapes of training
-  and of held-out evaluation come from the one BatchLayout."""
+  and of held-out evaluation come from the one BatchLayout, the memories'
+  length from the one RunConfig."""
   record_dir = fx.fake_data_dir(tmp_path, bsz_per_host=16)
   FL = flag_catalog.parse_flags([
       "prog", f"--record_info_dir={record_dir}", "--train_batch_size=32",
       "--num_hosts=2", "--num_core_per_host=4", "--mem_len=5",
       "--d_model=16"])
-  batch = pretrain_flags.resolve(FL).batch
+  configs = pretrain_flags.resolve(FL)
+  batch, mem_len = configs.batch, configs.run.mem_len
   assert batch.bsz_per_host == 16 and batch.bsz_per_core == 4
-  assert batch.memory_shape(16) == [5, 4, 16]
-  assert batch.on_one_device().memory_shape(16) == [5, 16, 16]
+  assert mem_len == 5 and not hasattr(batch, "mem_len")
+  assert batch.memory_shape(mem_len, 16) == [5, 4, 16]
+  assert batch.on_one_device().memory_shape(mem_len, 16) == [5, 16, 16]
 
 
 # --------------------------------------------------------------------------

@@ -142,13 +142,9 @@ def test_the_programs_compute_what_the_api_computes(example, tmp_path):
 
 
 def test_configs_that_disagree_are_refused(example):
-  """The RunConfig must describe the layout's memories and the data's rows;
-  pretrain needs a model_dir."""
+  """The RunConfig must describe the data's rows; pretrain needs a
+  model_dir."""
   configs = example["configs"]
-  with pytest.raises(ValueError, match=r"RunConfig\.mem_len=16 differs from "
-                     r"BatchLayout\.mem_len=8"):
-    dataclasses.replace(configs, batch=dataclasses.replace(configs.batch,
-                                                           mem_len=8))
   run = dataclasses.replace(configs.run, bi_data=not configs.data.bi_data)
   with pytest.raises(ValueError, match=r"RunConfig\.bi_data=.* differs from "
                      r"PretrainData\.bi_data"):

@@ -15,15 +15,26 @@ def _raises(message):
 def test_batch_layout_splits_the_global_batch_over_hosts_and_cores():
   # 32 examples over 2 hosts of 4 cores: 16 per host, 4 per core.
   layout = config.BatchLayout(32, num_hosts=2, num_core_per_host=4,
-                              accum_steps=3, mem_len=5)
+                              accum_steps=3)
   assert layout.num_cores == 8
   assert layout.bsz_per_host == 16
   assert layout.bsz_per_core == 4
-  # What a resumed run must keep: not mem_len.
+  # What a resumed run must keep.
   assert layout.record() == {"train_batch_size": 32, "num_hosts": 2,
                              "num_core_per_host": 4, "accum_steps": 3}
   one = config.BatchLayout(6)
   assert (one.num_cores, one.bsz_per_host, one.bsz_per_core) == (1, 6, 6)
+
+
+def test_memory_shape_is_one_layer_of_one_replica():
+  # 32 examples over 2 hosts of 4 cores: 4 rows per core, 16 on one device.
+  layout = config.BatchLayout(32, num_hosts=2, num_core_per_host=4)
+  assert config.memory_shape(5, 4, 16) == [5, 4, 16]
+  assert layout.memory_shape(5, 16) == [5, 4, 16]
+  assert layout.on_one_device().memory_shape(5, 16) == [5, 16, 16]
+  # No memories: mem_len 0 (the flag) or None (RunConfig's default).
+  assert config.memory_shape(0, 4, 16) is None
+  assert config.memory_shape(None, 4, 16) is None
 
 
 def test_batch_layout_refuses_a_batch_the_cores_cannot_share():
@@ -44,12 +55,6 @@ def test_batch_layout_sizes_must_be_at_least_one(name):
   values[name] = 0
   with _raises(f"--{name}=0 must be >= 1"):
     config.BatchLayout(**values)
-
-
-def test_batch_layout_mem_len_must_not_be_negative():
-  with _raises("--mem_len=-1 must be >= 0"):
-    config.BatchLayout(8, mem_len=-1)
-  assert config.BatchLayout(8, mem_len=0).mem_len == 0
 
 
 @pytest.mark.parametrize("field, value, message", [

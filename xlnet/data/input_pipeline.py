@@ -275,7 +275,12 @@ def _regroup_perm(bsz_per_host, data_cores, reader_cores):
 def _check_settings(bsz_per_host, seq_len, reuse_len, bi_data,
                     num_core_per_host, perm_size, seed, name):
   """Validates the reader's settings; ValueError names the setting as
-  `name` (a `namer`) does."""
+  `name` (a `namer`) does.
+
+  Returns:
+    the per-core batch, bsz_per_host / num_core_per_host (what
+    `BatchLayout.bsz_per_core` is for the trainers' layouts).
+  """
   rest_len = seq_len - reuse_len
   if not 0 < perm_size <= min(reuse_len, rest_len) or reuse_len % perm_size \
       or rest_len % perm_size:
@@ -294,6 +299,7 @@ def _check_settings(bsz_per_host, seq_len, reuse_len, bi_data,
                      f"{bsz_per_core}")
   if not 0 <= seed < 2**63:
     raise ValueError(f"{name('seed')}={seed} must be in [0, 2**63)")
+  return bsz_per_core
 
 
 def _corpus_infos(record_dirs, corpus_info):
@@ -410,9 +416,8 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
   """
   name = namer(flag_names)
   perm_size = reuse_len if perm_size is None else perm_size
-  _check_settings(bsz_per_host, seq_len, reuse_len, bi_data,
-                  num_core_per_host, perm_size, seed, name)
-  bsz_per_core = bsz_per_host // num_core_per_host
+  bsz_per_core = _check_settings(bsz_per_host, seq_len, reuse_len, bi_data,
+                                 num_core_per_host, perm_size, seed, name)
   record_dirs = [d for d in tfrecord_dir.split(",") if d]
   if not record_dirs:
     raise ValueError(f"{name('record_info_dir')} is empty")

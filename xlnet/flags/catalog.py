@@ -16,6 +16,7 @@ takes them as arguments, so each flag keeps one definition:
   define_spm_flags      spm_train.py
   define_download_flags download.py
   define_convert_flags  convert_checkpoint.py
+  define_model_utils_flags  model_utils.py
   define_demo_report_flags, define_demo_corpus_flags   the demo's scripts
 
 Pretraining defaults follow the paper's XLNet-Large recipe (docs/training.md)
@@ -677,6 +678,32 @@ def define_convert_flags(flag_values=flags.FLAGS):
                     "fine-tuned (default: what the checkpoint's directory "
                     "records in head.json, else 'last'; HF has no 'attn').",
                     **fv)
+
+
+@group("Checkpoint tools")
+def define_model_utils_flags(flag_values=flags.FLAGS):
+  """Defines the flags of model_utils.py (each names its command)."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_string("clean_input_ckpt", None,
+                      "clean_ckpt: input checkpoint (prefix, directory or "
+                      "DIR/latest).", **fv)
+  flags.DEFINE_string("clean_output_model_dir", None,
+                      "clean_ckpt: output directory for the cleaned "
+                      "checkpoint.", **fv)
+  flags.DEFINE_string("avg_model_dir", None,
+                      "avg_checkpoints: directory holding the checkpoints.",
+                      **fv)
+  flags.DEFINE_string("avg_output_model_dir", None,
+                      "avg_checkpoints: output directory for the average.",
+                      **fv)
+  flags.DEFINE_integer("avg_num", 5,
+                       "avg_checkpoints: how many latest checkpoints to "
+                       "average.", **fv)
+  define_model_dir_flag(flag_values,
+                        "rollback_ckpt: the training directory.")
+  flags.DEFINE_integer("step", None,
+                       "rollback_ckpt: resume from model.ckpt-STEP instead "
+                       "of the newest intact checkpoint.", **fv)
 
 
 @group("Demo report")

@@ -21,8 +21,7 @@ from xlnet.pretraining import trainer as trainer_lib
 from xlnet.training import config as train_config_lib
 
 # Flags that must equal the corresponding corpus_info.json entries.
-DATA_FLAGS = ("seq_len", "reuse_len", "uncased", "bi_data", "mask_alpha",
-              "mask_beta", "num_predict")
+DATA_FLAGS = pretrain_config.CORPUS_FIELDS
 
 
 def model_values(FLAGS, model_config_path=None):
@@ -175,16 +174,15 @@ def resolve(FLAGS, num_hosts=None, num_core_per_host=None,
   values = resolve_flags(FLAGS, corpus_info, model, num_hosts)
   batch = train_config_lib.BatchLayout(
       train_batch_size=values["train_batch_size"], num_hosts=num_hosts,
-      num_core_per_host=cores, accum_steps=FLAGS.accum_steps,
-      mem_len=FLAGS.mem_len or 0)
+      num_core_per_host=cores, accum_steps=FLAGS.accum_steps)
   validation.check_precision(FLAGS.use_tpu, FLAGS.use_bfloat16,
                              FLAGS.use_fp16)
   xlnet_config = model_lib.XLNetConfig.from_dict(
       dict(model, n_token=values["n_token"]), source="flags")
-  data = pretrain_config.PretrainData(
-      record_info_dir=FLAGS.record_info_dir, perm_size=FLAGS.perm_size,
-      num_passes=FLAGS.num_passes, corpus_info=corpus_info,
-      **{name: values[name] for name in DATA_FLAGS})
+  # resolve_flags checked the data flags against the corpus info.
+  data = pretrain_config.PretrainData.from_corpus_info(
+      corpus_info, FLAGS.record_info_dir, perm_size=FLAGS.perm_size,
+      num_passes=FLAGS.num_passes)
   if checkpoint is None and FLAGS.model_dir:
     checkpoint = config_flags.checkpoint_config(FLAGS)
   return pretrain_config.PretrainConfigs(

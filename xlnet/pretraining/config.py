@@ -11,7 +11,13 @@ from typing import Optional
 
 from xlnet import model as model_lib
 from xlnet import validation
+from xlnet.data import record_format
 from xlnet.training import config as train_config_lib
+
+# PretrainData's fields that are the corpus_info.json settings of the same
+# name (the records were written with them).
+CORPUS_FIELDS = ("seq_len", "reuse_len", "uncased", "bi_data", "mask_alpha",
+                 "mask_beta", "num_predict")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,7 +30,7 @@ class PretrainData:
     record_info_dir: comma-separated directories of the record files.
     seq_len: tokens per example.
     reuse_len: tokens of an example reused as the next one's memory.
-    perm_size: length of the factorization-order blocks.
+    perm_size: length of the factorization-order blocks (None: reuse_len).
     bi_data: forward and backward rows.
     mask_alpha, mask_beta: span masking (tokens per span, spans per group).
     num_predict: predicted tokens per example.
@@ -36,7 +42,7 @@ class PretrainData:
   record_info_dir: str
   seq_len: int
   reuse_len: int
-  perm_size: int
+  perm_size: Optional[int]
   bi_data: bool
   mask_alpha: int
   mask_beta: int
@@ -44,6 +50,37 @@ class PretrainData:
   uncased: bool = False
   num_passes: Optional[int] = None
   corpus_info: Optional[dict] = None
+
+  @classmethod
+  def from_corpus_info(cls, path_or_dict, record_info_dir, perm_size=None,
+                       num_passes=None):
+    """The records of `record_info_dir` with the sizes they were written
+    with.
+
+    Args:
+      path_or_dict: their corpus_info.json (the file, the save_dir holding
+        it, or the tfrecords directory below that), or its dict.
+      record_info_dir: comma-separated directories of the record files.
+      perm_size: factorization-order block length (None: reuse_len).
+      num_passes: passes over the data (None: all files).
+
+    Raises:
+      ValueError: naming the path when no corpus_info.json is there, or
+        the settings the corpus info lacks.
+    """
+    info = path_or_dict
+    if not isinstance(info, dict):
+      info = record_format.load_corpus_info(path_or_dict)
+      if info is None:
+        raise ValueError(f"{path_or_dict}: no corpus_info.json there (the "
+                         "one data_utils.py writes beside tfrecords/)")
+    missing = [name for name in CORPUS_FIELDS if name not in info]
+    if missing:
+      raise ValueError(f"the corpus info lacks {', '.join(missing)} (the "
+                       "corpus_info.json data_utils.py writes)")
+    return cls(record_info_dir=record_info_dir, perm_size=perm_size,
+               num_passes=num_passes, corpus_info=info,
+               **{name: info[name] for name in CORPUS_FIELDS})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,8 +114,8 @@ class PretrainConfigs:
     run: the `RunConfig` in training mode (`for_training(False)` for
       evaluation).
     data: the `PretrainData`.
-    batch: the `BatchLayout` (global/host/per-core batch, accumulation,
-      mem_len).
+    batch: the `BatchLayout` (global/host/per-core batch, accumulation;
+      the memories' length is `run.mem_len`).
     optimizer: the `OptimizerConfig`.
     checkpoint: the `CheckpointConfig` (None: evaluation of `eval_ckpt`
       without a model_dir).
@@ -99,12 +136,10 @@ class PretrainConfigs:
   held_out: HeldOut = HeldOut()
 
   def __post_init__(self):
-    """The model's RunConfig must describe the memories and rows the batch
-    layout and the data give it, and the devices and precision of the
-    DeviceConfig and TrainConfig (the programs set each pair from one
-    flag)."""
+    """The model's RunConfig must describe the rows the data give it, and
+    the devices and precision of the DeviceConfig and TrainConfig (the
+    programs set each pair from one flag)."""
     for name, run_value, owner, value in (
-        ("mem_len", self.run.mem_len or 0, "BatchLayout", self.batch.mem_len),
         ("reuse_len", self.run.reuse_len, "PretrainData", self.data.reuse_len),
         ("bi_data", self.run.bi_data, "PretrainData", self.data.bi_data),
         ("use_tpu", self.run.use_tpu, "DeviceConfig", self.device.use_tpu),

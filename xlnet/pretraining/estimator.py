@@ -42,6 +42,7 @@ from xlnet import pretraining_loss
 from xlnet.pretraining import inputs
 from xlnet.pretraining import trainer as trainer_lib
 from xlnet.training import checkpoint_io
+from xlnet.training import config as train_config
 
 SUMMARY_EVERY = 100
 CORE_ID = "core_id"
@@ -91,7 +92,9 @@ def create_memories(xlnet_config, mem_len, bsz):
   their owner tag `mems/owner` (int64, -1): non-trainable, checkpointed."""
   with tf.compat.v1.variable_scope("mems", reuse=tf.compat.v1.AUTO_REUSE):
     mem_vars = [tf.compat.v1.get_variable(
-        f"layer_{i}", [mem_len, bsz, xlnet_config.d_model], dtype=tf.float32,
+        f"layer_{i}",
+        train_config.memory_shape(mem_len, bsz, xlnet_config.d_model),
+        dtype=tf.float32,
         initializer=tf.compat.v1.zeros_initializer(), trainable=False)
                 for i in range(xlnet_config.n_layer)]
     owner = tf.compat.v1.get_variable(
@@ -103,7 +106,7 @@ def create_memories(xlnet_config, mem_len, bsz):
 def get_model_fn(configs):
   """The TPUEstimator model function of XLNet pretraining (`configs`: the
   run's `PretrainConfigs`)."""
-  xlnet_config, mem_len = configs.model, configs.batch.mem_len
+  xlnet_config, mem_len = configs.model, configs.run.mem_len
 
   def model_fn(features, labels, mode, params):
     """Builds the loss, the guarded update and the memory assignment."""

@@ -94,7 +94,8 @@ class HeldOutInput:
         flag_names=names)
     self.num_batches = held_out.eval_batches or info["num_batch"]
     self.batch_size = layout.bsz_per_core
-    self.mem_shape = layout.memory_shape(configs.model.d_model)
+    self.mem_shape = layout.memory_shape(configs.run.mem_len,
+                                         configs.model.d_model)
 
   def dataset(self):
     """The dataset of held-out batches, from the first."""

@@ -108,10 +108,10 @@ def dataset_fn_for(configs, start_host_batch):
 
 def make_trainer(configs, strategy):
   """The engine `Trainer` of the pretraining loss of `configs`."""
-  model, layout = configs.model, configs.batch
-  memory = (trainer_lib.MemoryConfig(model.n_layer, layout.mem_len,
-                                layout.bsz_per_core, model.d_model)
-            if layout.mem_len else None)
+  model, layout, mem_len = configs.model, configs.batch, configs.run.mem_len
+  memory = (trainer_lib.MemoryConfig(model.n_layer, mem_len,
+                                     layout.bsz_per_core, model.d_model)
+            if mem_len else None)
   return trainer_lib.Trainer(
       strategy, pretraining_loss.pretrain_loss_fn(model, configs.run),
       configs.optimizer, configs.checkpoint.model_dir, memory=memory,

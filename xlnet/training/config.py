@@ -69,13 +69,13 @@ class BatchLayout:
     num_hosts: hosts (workers) reading data.
     num_core_per_host: replicas per host (GPUs, CPU devices, TPU cores).
     accum_steps: micro-batches accumulated per optimizer step.
-    mem_len: memory length carried between steps (0: none).
+
+  The memories' length is the model's (`RunConfig.mem_len`).
   """
   train_batch_size: int
   num_hosts: int = 1
   num_core_per_host: int = 1
   accum_steps: int = 1
-  mem_len: int = 0
 
   def __post_init__(self):
     validation.check_fields(self)
@@ -100,10 +100,10 @@ class BatchLayout:
     """Rows one replica trains on per micro-batch."""
     return self.bsz_per_host // self.num_core_per_host
 
-  def memory_shape(self, d_model):
+  def memory_shape(self, mem_len, d_model):
     """`[mem_len, bsz_per_core, d_model]` of one replica's memory of one
-    layer, or None without memories."""
-    return [self.mem_len, self.bsz_per_core, d_model] if self.mem_len else None
+    layer, or None without memories (`mem_len` 0 or None)."""
+    return memory_shape(mem_len, self.bsz_per_core, d_model)
 
   def on_one_device(self):
     """The layout of held-out evaluation: one host batch at a time on one
@@ -118,6 +118,12 @@ class BatchLayout:
             "num_hosts": self.num_hosts,
             "num_core_per_host": self.num_core_per_host,
             "accum_steps": self.accum_steps}
+
+
+def memory_shape(mem_len, bsz, d_model):
+  """`[mem_len, bsz, d_model]`: one layer's memory on one replica (`bsz` its
+  rows), or None without memories (`mem_len` 0 or None)."""
+  return [mem_len, bsz, d_model] if mem_len else None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -53,6 +53,11 @@ class MemoryConfig:
     self.n_layer, self.mem_len, self.bsz, self.d_model = (
         n_layer, mem_len, bsz, d_model)
 
+  @property
+  def shape(self):
+    """`[mem_len, bsz, d_model]` of one layer's memory."""
+    return config.memory_shape(self.mem_len, self.bsz, self.d_model)
+
 
 class Trainer:
   """Builds the model's variables, runs the train step and the loop.
@@ -123,7 +128,7 @@ class Trainer:
       mems = None
       if self.memory:
         m = self.memory
-        mems = [tf.zeros([m.mem_len, m.bsz, m.d_model])] * m.n_layer
+        mems = [tf.zeros(m.shape)] * m.n_layer
       self._template(features, mems, False)  # creates the model variables
       self.trainable = list(self._template.trainable_variables)
       self.names = [self._name(v) for v in self.trainable]
@@ -134,7 +139,7 @@ class Trainer:
       self.mem_vars = []
       if self.memory:
         self.mem_vars = [
-            tf.Variable(tf.zeros([m.mem_len, m.bsz, m.d_model]),
+            tf.Variable(tf.zeros(m.shape),
                         trainable=False, name=f"mems_layer_{i}",
                         synchronization=tf.VariableSynchronization.ON_READ,
                         aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
