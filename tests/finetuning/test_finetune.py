@@ -237,3 +237,21 @@ def test_padding_to_full_steps_keeps_order_and_marks_fakes():
   real = np.concatenate([b[predictor_lib.REAL].numpy() for b in batches])
   np.testing.assert_array_equal(values[real == 1], np.arange(7))
   assert real.sum() == 7 and (values[real == 0] == 0).all()
+
+
+def test_a_resume_with_other_model_sizes_is_refused_in_one_line(tmp_path):
+  """config.json of a fine-tuned model_dir holds the sizes its checkpoints
+  have; another --model_config_path is refused naming that flag (the sizes
+  are no flags of the fine-tuning programs)."""
+  import json  # pylint: disable=import-outside-toplevel
+  path = tmp_path / "config.json"
+  path.write_text(json.dumps({"n_layer": 2, "d_model": 32}))
+  finetune._compare_sizes(str(path), {"n_layer": 2, "d_model": 32},
+                          str(tmp_path))  # the same sizes: no error
+  with pytest.raises(ValueError) as info:
+    finetune._compare_sizes(str(path), {"n_layer": 2, "d_model": 64},
+                            str(tmp_path))
+  assert str(info.value) == (
+      f"--model_config_path gives d_model=64 but {tmp_path} was trained with "
+      f"d_model=32 ({path}): its checkpoints have those sizes; give the "
+      "config it was trained with or use another --model_dir")

@@ -110,9 +110,10 @@ VALID = {
                                      output_dir="o"),
 }
 # Configs of configs (their parts check themselves; `test_doubles` checks
-# what they compare), and reproduce.py's (its program checks it whole).
+# what they compare), reproduce.py's (its program checks it whole), and what
+# fine-tuning records of a run (its XLNetConfig checks itself).
 NOT_IN_VALID = {pretrain_config.PretrainConfigs, finetune_config.EngineConfig,
-                finetune_config.ReproduceConfig}
+                finetune_config.ReproduceConfig, finetune_config.ModelRecord}
 
 
 def _with(config_class, name, value):

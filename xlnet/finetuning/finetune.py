@@ -209,6 +209,24 @@ def _record_head(model_dir, head, resuming):
                                  resuming, _HEAD_WHY)
 
 
+def _compare_sizes(path, sizes, model_dir):
+  """Refuses to resume `model_dir` with other model sizes than its
+  `config.json` (`path`) records (the model's sizes are no flags of the
+  fine-tuning programs: they come from --model_config_path).
+
+  Raises:
+    ValueError: one line naming the first size that differs.
+  """
+  saved = train_state.read_run_record(path) or {}
+  for name, value in sizes.items():
+    if name in saved and saved[name] != value:
+      raise ValueError(
+          f"--model_config_path gives {name}={value} but {model_dir} was "
+          f"trained with {name}={saved[name]} ({path}): its checkpoints "
+          "have those sizes; give the config it was trained with or use "
+          "another --model_dir")
+
+
 def _record_model(model_dir, record, resuming):
   """Writes the model's sizes (`ModelRecord.xlnet_config`) to model_dir's
   `config.json` (what `XLNetConfig(json_path=...)`, the export and
@@ -221,8 +239,7 @@ def _record_model(model_dir, record, resuming):
     return
   path = os.path.join(model_dir, finetuning_config.MODEL_CONFIG_FILE)
   if resuming:
-    train_state.compare_run_record(path, record.xlnet_config.to_dict(),
-                                   model_dir, "its checkpoints have its sizes")
+    _compare_sizes(path, record.xlnet_config.to_dict(), model_dir)
   record.xlnet_config.to_json(path)
   if record.task is not None:
     train_state.write_run_record(
