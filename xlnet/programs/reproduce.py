@@ -64,6 +64,7 @@ from xlnet import validation
 from xlnet.finetuning import memory_plan
 from xlnet.finetuning import paper_settings
 from xlnet.finetuning import reproduce_report as report
+from xlnet.flags import configs as flag_configs
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.flags import task_catalog
 from xlnet.training import config as train_config_lib
@@ -279,13 +280,7 @@ def hosts(cfg):
   Raises:
     ValueError: one line when --num_hosts contradicts the cluster.
   """
-  if cfg.use_tpu:
-    return cfg.num_hosts
-  workers = strategies.cluster_workers(cfg.worker_hosts)
-  if cfg.num_hosts not in (1, workers):
-    raise ValueError(f"--num_hosts={cfg.num_hosts} but the cluster has "
-                     f"{workers} worker(s) (--worker_hosts or TF_CONFIG)")
-  return workers
+  return flag_configs.num_hosts(cfg, cfg.use_tpu)  # cfg: fields as flags
 
 
 def memory_batch_plan(task, batch, seq_len, cfg, xlnet_config):
