@@ -374,3 +374,33 @@ def test_train_gpu_stalled_past_its_lease_stops_with_one_line(tmp_path):
   assert checkpoint_io.list_checkpoints(str(model_dir)) == []
   with open(path) as f:
     assert json.load(f)["token"] == "theirs"
+
+
+def test_a_lock_moved_away_for_a_moment_by_a_takeover_check_stays_ours(
+    tmp_path, monkeypatch):
+  """A racer checking whether the lock is stale renames it away, reads it
+  and puts it back (`_remove_if`). When the lock it moved is the fresh one
+  this process just made, and this process looks in between, the lock
+  comes back holding this process's token: it is this process's, not
+  another trainer's (all three racers of the test above once answered
+  'locked', CI of stop 30)."""
+  path = str(tmp_path / run_lock.LOCK_NAME)
+  original = run_lock._holds
+  moved = path + ".moved-by-another-racer"
+  calls = []
+
+  def holds_while_moved_away(lock, token):
+    calls.append(lock)
+    if len(calls) > 1:
+      return original(lock, token)
+    os.rename(path, moved)  # the other racer's `_remove_if` renames it
+    try:
+      return original(lock, token)  # nothing there: False
+    finally:
+      os.rename(moved, path)  # found fresh, so put back
+
+  monkeypatch.setattr(run_lock, "_holds", holds_while_moved_away)
+  token = run_lock.acquire(str(tmp_path))
+  with open(path) as f:
+    assert json.load(f)["token"] == token
+  assert sorted(os.listdir(tmp_path)) == [run_lock.LOCK_NAME]

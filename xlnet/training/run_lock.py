@@ -314,6 +314,11 @@ def acquire(model_dir, lease=LEASE_SECONDS, flag="model_dir",
     found = read_lock(path)
     if found is None:
       continue  # released meanwhile
+    if found.token() == token:
+      # Ours after all: a takeover's check had moved it away for a moment
+      # when `_holds` looked, and has put it back.
+      io_utils.remove_stale_tmp(path)
+      return token
     if stale_reason(found, lease) is None:
       raise _locked(model_dir, path, found, flag, user)
     _take_over(path, token, lease)
