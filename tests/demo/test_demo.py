@@ -23,7 +23,7 @@ import sentencepiece as spm
 from tests import data_helpers
 from xlnet.demo import demo_corpus
 from xlnet.pretraining import held_out
-from xlnet.pretraining import trainer
+from xlnet.pretraining import pretrain
 from xlnet.data.prepro_utils import CLS_ID, EOD_ID, SEP_ID
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -82,7 +82,7 @@ def test_read_curves_of_the_trainers_log_lines(caplog):
     held_out.log_results({"loss": 5.25, "pplx": 190.6, "accuracy": 0.1,
                           "num_targets": 99}, 250)
   lines = ["I1122 12:00:00.0 1 train_gpu.py:85] " +
-           trainer.format_log_line(step, 0.5, 0.001, loss) +
+           pretrain.format_log_line(step, 0.5, 0.001, loss) +
            " | 1000 tokens/s | ETA 00:00:10"
            for step, loss in ((1, 7.61), (100, 6.4), (250, 5.5))]
   lines.insert(3, "I1122 12:00:01.0 1 pretrain_eval.py:1] " +

@@ -30,6 +30,7 @@ from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import finetune
 from xlnet.training import config as train_config
 from xlnet.training import optimizer as optimizer_lib
+from xlnet.training import progress
 from xlnet.training import tpu_estimator
 
 if tpu_estimator.tpu_estimator() is None:
@@ -249,3 +250,29 @@ def test_a_second_run_resumes_from_the_saved_step(setup, tmp_path):
                                 values(trained(setup, 2))[BIAS])
   assert np.abs(values(ckpt(model_dir, 3))[BIAS] -
                 values(trained(setup, 2))[BIAS]).max() < 2 * LR
+
+
+def test_a_non_finite_loss_stops_the_run_with_the_last_finite_state(
+    setup, tmp_path):
+  """The TPUEstimator path shares the engine's guard (`tpu_estimator.train`
+  with `guarded_train_op`): a non-finite loss skips the update and stops the
+  run with `Diverged` after that step; whatever the estimator saved holds
+  the last finite weights. It used to go on to `train_steps`."""
+  run = engine_config(str(tmp_path / "nan"), setup["pretrained"],
+                      train_steps=3)
+  head = setup["head"]
+  with pytest.raises(progress.Diverged, match="non-finite loss"):
+    finetune._estimator_train(  # pylint: disable=protected-access
+        run, train_input_fn,
+        lambda f, t: head(f, t)["total_loss"] * float("nan"),
+        classifier_heads.NEW_VARIABLE_PATTERNS)
+  steps = sorted(int(name.split("-")[1].split(".")[0])
+                 for name in os.listdir(run.model_dir)
+                 if name.startswith("model.ckpt-") and name.endswith(".index"))
+  assert steps[-1] < 3, steps  # stopped after the first skipped update
+  first, last = values(ckpt(run.model_dir, 0)), values(
+      ckpt(run.model_dir, steps[-1]))
+  for name, value in first.items():
+    if name != "global_step" and value.dtype.kind == "f":
+      assert np.isfinite(last[name]).all(), name
+      np.testing.assert_array_equal(last[name], value, err_msg=name)

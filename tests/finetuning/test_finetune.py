@@ -15,6 +15,7 @@ from tests.data_helpers import make_records
 from xlnet.training import checkpoint_io
 from xlnet.finetuning import finetune
 from xlnet.training import predictor as predictor_lib
+from xlnet.training import strategies
 from xlnet.finetuning import config as finetune_config
 from xlnet.training import config as train_config
 
@@ -221,7 +222,7 @@ def test_predict_returns_every_example_once_in_order(tmp_path, replicas,
                                       num_core_per_host=replicas))
   strategy = (tf.distribute.get_strategy() if replicas == 1 else
               tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
-  monkeypatch.setattr(finetune, "strategy_for",
+  monkeypatch.setattr(strategies, "for_inference",
                       lambda device, num_core_per_host: strategy)
   out = finetune.predict(run, prefix, input_fn, _scale_fn, 4 * replicas)
   np.testing.assert_array_equal(out["id"], np.arange(11))

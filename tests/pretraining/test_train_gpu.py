@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from tests import train_fixtures as fx
 from tests.data_helpers import make_records
-from xlnet.pretraining import trainer
+from xlnet.pretraining import pretrain
 from xlnet.training import checkpoint_io
 
 pytestmark = pytest.mark.eager
@@ -28,10 +28,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_log_line_format_and_a_diverged_loss():
   """The release's log line (docs/training.md); a diverged loss (exp overflows a float) is
   logged as pplx inf instead of killing the run with OverflowError."""
-  assert trainer.format_log_line(1000, 0.4512, 1e-5, 6.0) == (
+  assert pretrain.format_log_line(1000, 0.4512, 1e-5, 6.0) == (
       "[1000] | gnorm 0.45 lr 0.000010 | loss 6.00 | pplx  403.43, "
       "bpc  8.6562")
-  assert trainer.format_log_line(7, float("nan"), 4e-4, 800.0) == (
+  assert pretrain.format_log_line(7, float("nan"), 4e-4, 800.0) == (
       "[7] | gnorm nan lr 0.000400 | loss 800.00 | pplx     inf, "
       "bpc 1154.1560")
 

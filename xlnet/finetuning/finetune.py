@@ -44,55 +44,9 @@ from xlnet.training import warm_start
 from xlnet.training import checkpoint_io
 from xlnet.training import run_lock
 
-_STRATEGIES = {}
-# The key of the multi-worker strategy in _STRATEGIES.
-_CLUSTER = "cluster"
-
-
 def use_estimator(device):
   """TPUEstimator for a TPU where it exists (TensorFlow 2.15)."""
-  return device.use_tpu and tpu_estimator.tpu_estimator() is not None
-
-
-def _created_once(key, create):
-  """The strategy cached under `key`, created by `create()` the first time
-  (a process creates its TPU or multi-worker runtime once)."""
-  if key not in _STRATEGIES:
-    _STRATEGIES[key] = create()
-  return _STRATEGIES[key]
-
-
-def strategy_for(device, num_core_per_host):
-  """The strategy inference runs on: the TPU, else this host's devices
-  alone (also on the chief of a multi-worker run, which evaluates and
-  predicts by itself after training).
-
-  Args:
-    device: a `DeviceConfig`.
-    num_core_per_host: GPU/CPU replicas (ignored on a TPU).
-  """
-  if device.use_tpu:
-    return _created_once(("tpu", device.tpu), lambda: (
-        strategies.create_strategy(
-            use_tpu=True, tpu=device.tpu, tpu_zone=device.tpu_zone,
-            gcp_project=device.gcp_project)))
-  return _created_once(("host", num_core_per_host), lambda: (
-      strategies.one_host_strategy(num_core_per_host)))
-
-
-def training_strategy(run):
-  """The strategy training runs on: `strategy_for`, or every worker of the
-  cluster (`MultiWorkerMirroredStrategy`) when `--worker_hosts` or
-  TF_CONFIG name several; checked against the run's `BatchLayout`."""
-  device, layout = run.device, run.layout
-  if device.use_tpu or strategies.cluster_workers(device.worker_hosts) == 1:
-    strategy = strategy_for(device, layout.num_core_per_host)
-  else:
-    strategy = _created_once(_CLUSTER, lambda: (
-        strategies.create_strategy(layout.num_core_per_host,
-                                   device.worker_hosts, device.task_index)))
-  strategies.check_layout(strategy, layout, device.use_tpu)
-  return strategy
+  return device.use_tpu and tpu_estimator.chosen(device.tpu_engine)
 
 
 def is_chief(device):
@@ -136,7 +90,7 @@ def chief_alone():
   Raises:
     progress.WorkerLost: on a waiting worker, when the chief died.
   """
-  strategy = _STRATEGIES.get(_CLUSTER)
+  strategy = strategies.cluster_strategy()
   if strategy is None:
     yield
     return
@@ -283,7 +237,7 @@ def train(run, input_fn, loss_fn, allow_missing=(), head=None, record=None):
       _record_head(run.model_dir, head, resuming)
       _record_model(run.model_dir, record, resuming)
       return _estimator_train(run, input_fn, loss_fn, allow_missing)
-  strategy = training_strategy(run)
+  strategy = strategies.for_training(run.device, run.layout)
   with run_lock.hold(run.model_dir, strategies.is_chief(strategy)):
     return _engine_train(run, strategy, input_fn, loss_fn, allow_missing,
                          head, record)
@@ -301,54 +255,36 @@ def _engine_train(run, strategy, input_fn, loss_fn, allow_missing, head,
                   record):
   """`train` on the engine, with the run lock held."""
   model_dir, layout = run.model_dir, run.layout
-  resume = checkpoint_io.find_resume_checkpoint(model_dir)
-  start = checkpoint_io.step_of(resume) if resume else 0
   n = strategy.num_replicas_in_sync
-  per_replica = layout.bsz_per_core
-  accum = layout.accum_steps
   trainer = trainer_lib.Trainer(
       strategy, lambda f, mems, is_training: (loss_fn(f, is_training), None,
                                               {}),
-      run.optimizer, model_dir, accum_steps=accum, train=run.train)
+      run.optimizer, model_dir, accum_steps=layout.accum_steps,
+      train=run.train)
 
-  def dataset_fn(context):
-    local = max(1, n // context.num_input_pipelines)
-    dataset = strategies.worker_share(input_fn({"batch_size": per_replica}),
-                                      context, local)
-    return dataset.skip(start * accum * local) if start else dataset
+  def dataset_fn_at(start):
+    def dataset_fn(context):
+      local = max(1, n // context.num_input_pipelines)
+      dataset = strategies.worker_share(
+          input_fn({"batch_size": layout.bsz_per_core}), context, local)
+      return (dataset.skip(start * layout.accum_steps * local) if start
+              else dataset)
+    return dataset_fn
 
-  # A worker whose peer stops on an error of its own (the chief refusing
-  # the layout) learns it in a collective op of the set-up.
-  with trainer.peers_watched():
-    strategies.check_same_run(strategy, dict(
-        model_dir=os.path.normpath(model_dir), train_steps=(
-            run.optimizer.train_steps), **batch_layout_record(
-                layout, run.device.use_tpu)))
-    if trainer.chief:
-      train_state.check_batch_layout(
-          model_dir, batch_layout_record(layout, run.device.use_tpu),
-          resume is not None)
-      _record_head(model_dir, head, resume is not None)
-      _record_model(model_dir, record, resume is not None)
-    dist = trainer.distribute(dataset_fn)
-    trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
-    if resume:
-      trainer.restore(resume)
-      logging.info("Resumed from %s at step %d", resume, start)
-    elif run.checkpoint.init_checkpoint:
-      trainer.init_from_checkpoint(run.checkpoint.init_checkpoint,
-                                   allow_missing)
-  writer = None
-  if trainer.chief:
-    checkpoint_io.clean_model_dir(model_dir)
-    writer = tf.summary.create_file_writer(model_dir)
-  train_steps = run.optimizer.train_steps
-  logger = progress.StepLogger(run.train.iterations, train_steps, start,
-                             per_replica * n * accum, "examples", writer,
-                             log_line)
-  trainer.train(dist, train_steps, run.checkpoint.save_steps,
-                run.checkpoint.max_save or None, on_step=logger)
-  return logger.history
+  layout_record = batch_layout_record(layout, run.device.use_tpu)
+
+  def prepare(resuming):
+    train_state.check_batch_layout(model_dir, layout_record, resuming)
+    _record_head(model_dir, head, resuming)
+    _record_model(model_dir, record, resuming)
+
+  return trainer_lib.fit(
+      trainer, dataset_fn_at, run.optimizer, run.checkpoint,
+      run.train.iterations, layout.bsz_per_core * n * layout.accum_steps,
+      "examples", log_line, allow_missing, same_run=dict(
+          model_dir=os.path.normpath(model_dir),
+          train_steps=run.optimizer.train_steps, **layout_record),
+      prepare=prepare)
 
 
 def predict(run, checkpoint, input_fn, outputs_fn, global_batch):
@@ -371,7 +307,7 @@ def predict(run, checkpoint, input_fn, outputs_fn, global_batch):
   if use_estimator(run.device):
     return _estimator_predict(run, prefix, input_fn, outputs_fn,
                               global_batch)
-  strategy = strategy_for(run.device, _replicas_per_host(run))
+  strategy = strategies.for_inference(run.device, _replicas_per_host(run))
   n = strategy.num_replicas_in_sync
   if global_batch % n:
     raise ValueError(f"a batch of {global_batch} cannot be split over {n} "
@@ -404,21 +340,16 @@ def _replicas_per_host(run):
 ################################################################################
 # TPUEstimator (TensorFlow 2.15, --use_tpu).
 ################################################################################
-def _estimator(run, model_fn, **batches):
+def _estimator(run, model_fn, **batch_sizes):
   """The TPUEstimator of `run` (an `EngineConfig`; its layout gives the TPU
   cores, so it is required here even to predict)."""
   if run.layout is None:
     raise ValueError("EngineConfig.layout is required with use_tpu: its "
                      "num_hosts * num_core_per_host are the TPU cores")
-  tpu = tpu_estimator.tpu_estimator()
-  return tpu.TPUEstimator(
-      model_fn=model_fn,
-      config=tpu_estimator.configure_tpu(
-          run.device, run.checkpoint, run.layout.num_cores,
-          run.train.iterations,
-          run.optimizer.train_steps if run.optimizer else None,
-          run.train.seed),
-      use_tpu=run.device.use_tpu, **batches)
+  return tpu_estimator.estimator(
+      model_fn, run.device, run.checkpoint, run.layout, run.train.iterations,
+      run.optimizer.train_steps if run.optimizer else None, run.train.seed,
+      **batch_sizes)
 
 
 def _estimator_train(run, input_fn, loss_fn, allow_missing):
@@ -434,23 +365,18 @@ def _estimator_train(run, input_fn, loss_fn, allow_missing):
       scaffold_fn = warm_start.init_from_checkpoint(
           run.checkpoint.init_checkpoint, use_tpu=True,
           allow_missing=allow_missing)
-    train_op, _, _ = tpu_estimator.get_train_op(run.optimizer, loss,
-                                              use_tpu=True)
+    train_op, _, _, _ = tpu_estimator.guarded_train_op(run.optimizer, loss,
+                                                       use_tpu=True)
     return tpu.TPUEstimatorSpec(mode=mode, loss=loss, train_op=train_op,
                                 scaffold_fn=scaffold_fn)
 
   def estimator_input_fn(params):
     return input_fn({"batch_size": params["batch_size"]})
 
-  lock_hook, lock_listener = tpu_estimator.lock_guards(run.model_dir)
-  with progress.SignalCatcher() as signals:
-    _estimator(run, model_fn, train_batch_size=run.layout.train_batch_size
-               ).train(estimator_input_fn,
-                       max_steps=run.optimizer.train_steps,
-                       hooks=[lock_hook], saving_listeners=[lock_listener])
-  if signals.signum is not None:
-    raise progress.Interrupted("stopped by a signal; rerun to resume",
-                             signals.signum)
+  tpu_estimator.train(
+      _estimator(run, model_fn, train_batch_size=run.layout.train_batch_size),
+      estimator_input_fn, run.model_dir, run.optimizer.train_steps,
+      run.checkpoint.max_save)
   return []
 
 

@@ -25,10 +25,10 @@ from xlnet.finetuning import classifier_processors
 from xlnet.finetuning import classifier_task
 from xlnet.finetuning import classifier_utils
 from xlnet.finetuning import config as finetuning_config
-from xlnet.finetuning import finetune
 from xlnet.training import checkpoint_io
 from xlnet.training import config as train_config
 from xlnet.training import predictor as predictor_lib
+from xlnet.training import strategies
 from xlnet.training import train_state
 
 
@@ -112,7 +112,7 @@ class Classifier:
       return {"logits": out["logits"]}
 
     self._predictor = predictor_lib.Predictor(
-        finetune.strategy_for(train_config.DeviceConfig(), 1), outputs_fn)
+        strategies.for_inference(train_config.DeviceConfig()), outputs_fn)
     self._restored = False
 
   def features(self, texts):

@@ -16,9 +16,9 @@ from xlnet import validation
 from xlnet.data import record_format
 from xlnet.flags import configs as config_flags
 from xlnet.pretraining import config as pretrain_config
-from xlnet.pretraining import estimator
-from xlnet.pretraining import trainer as trainer_lib
+from xlnet.pretraining import pretrain as pretrain_lib
 from xlnet.training import config as train_config_lib
+from xlnet.training import tpu_estimator
 
 # Flags that must equal the corresponding corpus_info.json entries.
 DATA_FLAGS = pretrain_config.CORPUS_FIELDS
@@ -215,7 +215,7 @@ def _engine_checks(FLAGS, on_tpu):
     (the `CheckpointConfig`, the number of hosts).
   """
   checkpoint = config_flags.checkpoint_config(FLAGS)
-  trainer_lib.check_model_dir(checkpoint.model_dir)
+  pretrain_lib.check_model_dir(checkpoint.model_dir)
   return checkpoint, config_flags.num_hosts(FLAGS, on_tpu)
 
 
@@ -256,7 +256,7 @@ def for_train_tpu(FLAGS):
     if FLAGS.num_hosts != 1:
       raise ValueError(f"--num_hosts={FLAGS.num_hosts} needs --use_tpu=True")
     cores = 1  # on the CPU the TPU trainer runs one core
-  if estimator.use_estimator(FLAGS.tpu_engine):
+  if tpu_estimator.chosen(FLAGS.tpu_engine):
     configs = resolve(FLAGS, num_core_per_host=cores,
                       checkpoint=config_flags.checkpoint_config(FLAGS))
     return _with_engine(configs, "estimator")

@@ -20,13 +20,12 @@ from typing import Optional
 
 from xlnet.data import record_format
 from xlnet.data import record_writer
-from xlnet.training import progress
 from xlnet.training import strategies
 from xlnet.pretraining import config as pretrain_config
 from xlnet.pretraining import estimator
 from xlnet.pretraining import held_out as held_out_lib
 from xlnet.pretraining import inputs
-from xlnet.pretraining import trainer as trainer_lib
+from xlnet.pretraining import pretrain as pretrain_lib
 from xlnet.training import run_lock
 
 
@@ -132,12 +131,12 @@ def pretrain(configs):
   if configs.device.tpu_engine == "estimator":
     with run_lock.hold(model_dir):
       return estimator.run_estimator(configs)
-  trainer_lib.check_model_dir(model_dir)
+  pretrain_lib.check_model_dir(model_dir)
   held_out = (inputs.HeldOutInput(configs) if configs.held_out.eval_steps
               else None)
-  strategy = trainer_lib.create_strategy(configs.batch, configs.device)
+  strategy = strategies.for_training(configs.device, configs.batch)
   with run_lock.hold(model_dir, strategies.is_chief(strategy)):
-    return trainer_lib.train(configs, strategy, held_out)
+    return pretrain_lib.train(configs, strategy, held_out)
 
 
 def evaluate(configs):

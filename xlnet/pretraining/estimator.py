@@ -29,18 +29,14 @@ zero memories, as all cores did in the release. No core ever receives another
 core's memories. With `--use_tpu=False` there is one core and nothing is
 reset. The engine path (TPUStrategy) keeps every core's memories.
 """
-import signal
-
 import tensorflow as tf
 
-from xlnet.training import optimizer
-from xlnet.training import progress
 from xlnet.training import tpu_estimator
 from xlnet.training import warm_start
 from xlnet import modeling
 from xlnet import pretraining_loss
 from xlnet.pretraining import inputs
-from xlnet.pretraining import trainer as trainer_lib
+from xlnet.pretraining import pretrain as pretrain_lib
 from xlnet.training import checkpoint_io
 from xlnet.training import config as train_config
 
@@ -128,17 +124,14 @@ def get_model_fn(configs):
 
     scaffold_fn = warm_start.init_from_checkpoint(
         configs.checkpoint.init_checkpoint, configs.device.use_tpu)
-    train_op, learning_rate, gnorm = tpu_estimator.get_train_op(
-        configs.optimizer, total_loss, use_tpu=configs.device.use_tpu)
-    applied = tpu_estimator.update_applied(gnorm, total_loss,
-                                         configs.device.use_tpu)
+    train_op, learning_rate, gnorm, applied = (
+        tpu_estimator.guarded_train_op(configs.optimizer, total_loss,
+                                       configs.device.use_tpu))
     with tf.control_dependencies([train_op]):
       updates = [v.assign(tf.where(applied, m, v.read_value()))
                  for v, m in zip(mem_vars or [], new_mems or [])]
       if mem_vars:
         updates.append(owner.assign(core))
-      updates.append(nonfinite_counter().assign_add(
-          1 - tf.cast(applied, tf.int64)))
     train_op = tf.group(train_op, *updates)
 
     host_call = (make_host_call(configs.checkpoint.model_dir), [
@@ -149,61 +142,6 @@ def get_model_fn(configs):
                                 scaffold_fn=scaffold_fn)
 
   return model_fn
-
-
-def nonfinite_counter():
-  """`train/nonfinite_steps` (int64): steps whose update was skipped because
-  the loss or the gradient norm was not finite."""
-  with tf.compat.v1.variable_scope(
-      tf.compat.v1.VariableScope(reuse=tf.compat.v1.AUTO_REUSE, name="")):
-    return tf.compat.v1.get_variable(
-        "train/nonfinite_steps", [], dtype=tf.int64, trainable=False,
-        initializer=tf.compat.v1.zeros_initializer())
-
-
-def diverged(step):
-  """The error of a run whose loss or gradient norm became non-finite."""
-  where = f"by step {step}" if step is not None else "in the last loop"
-  return progress.Diverged(
-      f"non-finite loss or gradient norm {where}: those updates were skipped "
-      "and nothing was saved; the newest checkpoint in --model_dir is the "
-      "last finite state. Lower --learning_rate or raise --warmup_steps and "
-      "rerun to resume from it")
-
-
-class _StopHook(tf.compat.v1.train.SessionRunHook):
-  """Stops after the current step (loop on TPU) when a signal arrived, and
-  fails when an update was skipped for a non-finite loss (nothing is saved
-  then: the last checkpoint stays the newest)."""
-
-  def __init__(self, signals):
-    self.signals = signals
-
-  def begin(self):
-    self._counter = nonfinite_counter()
-    self._step = tf.compat.v1.train.get_global_step()
-
-  def before_run(self, run_context):
-    return tf.compat.v1.train.SessionRunArgs([self._counter, self._step])
-
-  def after_run(self, run_context, run_values):
-    count, step = run_values.results
-    if count:
-      raise diverged(step)
-    if self.signals.signum is not None:
-      run_context.request_stop()
-
-
-class _PruneListener(tf.compat.v1.train.CheckpointSaverListener):
-  """Keeps at most `--max_save` checkpoints on disk, those of earlier runs
-  in the same model_dir included."""
-
-  def __init__(self, model_dir, max_save):
-    self.model_dir, self.max_save = model_dir, max_save
-
-  def after_save(self, session, global_step_value):
-    del session, global_step_value
-    checkpoint_io.prune(self.model_dir, self.max_save)
 
 
 def estimator_input_fn(configs, start_step):
@@ -238,54 +176,15 @@ def run_estimator(configs):
     progress.StopTraining: after a signal (saved) or a divergence (not
       saved).
   """
-  tpu = tpu_estimator.tpu_estimator()
-  model_dir, max_save = (configs.checkpoint.model_dir,
-                         configs.checkpoint.max_save)
-  resume = checkpoint_io.find_resume_checkpoint(model_dir)
+  ckpt = configs.checkpoint
+  resume = checkpoint_io.find_resume_checkpoint(ckpt.model_dir)
   start_step = checkpoint_io.step_of(resume) if resume else 0
-  input_fn = estimator_input_fn(configs, start_step)
-  trainer_lib.save_xlnet_config(configs.model, model_dir)
-  checkpoint_io.clean_model_dir(model_dir)
-  checkpoint_io.prune(model_dir, max_save)
-  estimator = tpu.TPUEstimator(
-      model_fn=get_model_fn(configs),
-      config=tpu_estimator.configure_tpu(
-          configs.device, configs.checkpoint, configs.batch.num_cores,
+  pretrain_lib.save_xlnet_config(configs.model, ckpt.model_dir)
+  tpu_estimator.train(
+      tpu_estimator.estimator(
+          get_model_fn(configs), configs.device, ckpt, configs.batch,
           configs.train.iterations, configs.optimizer.train_steps,
-          configs.train.seed),
-      use_tpu=configs.device.use_tpu,
-      train_batch_size=configs.batch.train_batch_size)
-  lock_hook, lock_listener = tpu_estimator.lock_guards(model_dir)
-  with progress.SignalCatcher() as signals:
-    try:
-      estimator.train(input_fn=input_fn,
-                      max_steps=configs.optimizer.train_steps,
-                      hooks=[_StopHook(signals), lock_hook],
-                      saving_listeners=[lock_listener,
-                                        _PruneListener(model_dir, max_save)])
-    except tf.compat.v1.train.NanLossDuringTrainingError:
-      # The estimator's own NaN check on the reported loss came first.
-      raise diverged(None) from None
-  if signals.signum is not None:
-    step = checkpoint_io.step_of(tf.train.latest_checkpoint(model_dir))
-    raise progress.Interrupted(
-        f"stopped by {signal.Signals(signals.signum).name} after step "
-        f"{step}; checkpoint model.ckpt-{step} saved in {model_dir}; "
-        "rerun the same command to resume", signals.signum)
-
-
-def use_estimator(tpu_engine):
-  """Whether `--tpu_engine` ("auto", "estimator" or "strategy") runs
-  TPUEstimator (else the engine on a TPUStrategy): "auto" does where
-  TensorFlow has it.
-
-  Raises:
-    ValueError: "estimator" on TensorFlow >= 2.16.
-  """
-  if tpu_engine == "estimator":
-    tpu_estimator.require_tpu_estimator(
-        "--tpu_engine=estimator (use --tpu_engine=strategy on this version)")
-    return True
-  if tpu_engine == "strategy":
-    return False
-  return tpu_estimator.tpu_estimator() is not None
+          configs.train.seed,
+          train_batch_size=configs.batch.train_batch_size),
+      estimator_input_fn(configs, start_step), ckpt.model_dir,
+      configs.optimizer.train_steps, ckpt.max_save)

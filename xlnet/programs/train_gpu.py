@@ -1,6 +1,6 @@
 """XLNet pretraining on GPUs, CPUs and several hosts (`python train_gpu.py`):
 the flags resolved into `PretrainConfigs`, then `api.pretrain` (the shared
-engine, `xlnet/pretraining/trainer.py`)."""
+engine, `xlnet/pretraining/pretrain.py`)."""
 from xlnet import cli
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import pretraining as pretrain_flags

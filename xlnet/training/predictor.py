@@ -43,7 +43,7 @@ class Predictor:
   """Runs a model's forward pass over a dataset on every replica.
 
   Args:
-    strategy: from `strategies.create_strategy`.
+    strategy: from `strategies.for_inference`.
     outputs_fn: `outputs_fn(features)` -> dict of per-example tensors
       (batch-major), built with `tf.compat.v1.get_variable` (it runs inside
       `make_template`).

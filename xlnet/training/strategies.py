@@ -137,6 +137,58 @@ def one_host_strategy(num_core_per_host=1):
       [f"/cpu:{i}" for i in range(num_core_per_host)])
 
 
+# The strategies this process created, each once (a process connects to its
+# TPU and starts its multi-worker runtime once): key -> strategy.
+_CREATED = {}
+_CLUSTER = "cluster"
+
+
+def _created_once(key, create):
+  if key not in _CREATED:
+    _CREATED[key] = create()
+  return _CREATED[key]
+
+
+def for_inference(device, num_core_per_host=1):
+  """The strategy evaluation and prediction run on: the TPU, else this
+  host's devices alone (also on the chief of a multi-worker run, which
+  evaluates by itself after training).
+
+  Args:
+    device: a `DeviceConfig`.
+    num_core_per_host: GPU/CPU replicas (ignored on a TPU).
+  """
+  if device.use_tpu:
+    return _created_once(("tpu", device.tpu), lambda: create_strategy(
+        use_tpu=True, tpu=device.tpu, tpu_zone=device.tpu_zone,
+        gcp_project=device.gcp_project))
+  return _created_once(("host", num_core_per_host),
+                       lambda: one_host_strategy(num_core_per_host))
+
+
+def for_training(device, layout):
+  """The strategy a run trains on, pretraining and fine-tuning alike:
+  `for_inference`'s, or every worker of the cluster
+  (`MultiWorkerMirroredStrategy`) when `device.worker_hosts` or TF_CONFIG
+  name several; checked against the `BatchLayout` `layout`.
+
+  Raises:
+    ValueError: the devices found do not match `layout`.
+  """
+  if device.use_tpu or cluster_workers(device.worker_hosts) == 1:
+    strategy = for_inference(device, layout.num_core_per_host)
+  else:
+    strategy = _created_once(_CLUSTER, lambda: create_strategy(
+        layout.num_core_per_host, device.worker_hosts, device.task_index))
+  check_layout(strategy, layout, device.use_tpu)
+  return strategy
+
+
+def cluster_strategy():
+  """The multi-worker strategy this process trained on, or None."""
+  return _CREATED.get(_CLUSTER)
+
+
 def check_layout(strategy, layout, use_tpu=False):
   """Raises a one-line ValueError unless the strategy has
   `layout.num_core_per_host` replicas on each of `layout.num_hosts` hosts

@@ -5,13 +5,17 @@ TensorFlow has it).
   * `get_train_op`: warmup + poly/cos learning rate, Adam or Adam with
     decoupled weight decay, global-norm clipping, optional layer-wise decay,
     all from an `OptimizerConfig` (the math of `optimizer.py`).
-  * `configure_tpu`: the TPUEstimator `RunConfig`.
-  * `lock_guards`: stop a run whose run lock was lost, saving nothing more.
+  * `guarded_train_op`: that update, counting the steps it skipped.
+  * `configure_tpu`, `estimator`: the TPUEstimator and its `RunConfig`.
+  * `train`: the training run of pretraining and fine-tuning alike: stop
+    after a signal (saved) or a skipped update (not saved), a lost run lock
+    (saving nothing more), checkpoints pruned to `max_save`.
 """
 import tensorflow as tf
 
 from xlnet.training import checkpoint_io
 from xlnet.training import optimizer as optimizer_lib
+from xlnet.training import progress
 from xlnet.training import run_lock
 from xlnet.training import strategies
 
@@ -195,6 +199,23 @@ def tpu_estimator():
   return getattr(getattr(tf.compat.v1, "estimator", None), "tpu", None)
 
 
+def chosen(tpu_engine):
+  """Whether `tpu_engine` ("auto", "estimator" or "strategy") runs
+  TPUEstimator (else the engine on a TPUStrategy): "auto" does where
+  TensorFlow has it.
+
+  Raises:
+    ValueError: "estimator" on TensorFlow >= 2.16.
+  """
+  if tpu_engine == "estimator":
+    require_tpu_estimator(
+        "--tpu_engine=estimator (use --tpu_engine=strategy on this version)")
+    return True
+  if tpu_engine == "strategy":
+    return False
+  return tpu_estimator() is not None
+
+
 def require_tpu_estimator(what):
   """`tpu_estimator()`, or a one-line ValueError saying that `what` needs
   TensorFlow 2.15 and how to get it."""
@@ -250,6 +271,123 @@ def configure_tpu(device, checkpoint, num_shards, iterations, train_steps,
       save_checkpoints_secs=None,
       save_checkpoints_steps=checkpoint.save_steps or train_steps,
       tf_random_seed=seed)
+
+
+def estimator(model_fn, device, checkpoint, layout, iterations, train_steps,
+              seed=None, **batch_sizes):
+  """The TPUEstimator of a run.
+
+  Args:
+    model_fn: the TPUEstimator model function.
+    device, checkpoint: the run's `DeviceConfig` and `CheckpointConfig`.
+    layout: its `BatchLayout` (`num_cores` shards).
+    iterations, train_steps, seed: as `configure_tpu`.
+    **batch_sizes: `train_batch_size`, `predict_batch_size` (global).
+  """
+  return tpu_estimator().TPUEstimator(
+      model_fn=model_fn,
+      config=configure_tpu(device, checkpoint, layout.num_cores, iterations,
+                           train_steps, seed),
+      use_tpu=device.use_tpu, **batch_sizes)
+
+
+def nonfinite_counter():
+  """`train/nonfinite_steps` (int64): steps whose update was skipped because
+  the loss or the gradient norm was not finite."""
+  with _root_variable_scope():
+    return tf.compat.v1.get_variable(
+        "train/nonfinite_steps", [], dtype=tf.int64, trainable=False,
+        initializer=tf.compat.v1.zeros_initializer())
+
+
+def guarded_train_op(optimizer, total_loss, use_tpu=False):
+  """`get_train_op`, counting the updates it skips (`nonfinite_counter`,
+  which makes `train` stop).
+
+  Returns:
+    (train_op, learning_rate, gnorm, applied): as `get_train_op`, and
+    whether this step's update is applied (bool scalar).
+  """
+  train_op, learning_rate, gnorm = get_train_op(optimizer, total_loss,
+                                                use_tpu=use_tpu)
+  applied = update_applied(gnorm, total_loss, use_tpu)
+  with tf.control_dependencies([train_op]):
+    count = nonfinite_counter().assign_add(1 - tf.cast(applied, tf.int64))
+  return tf.group(train_op, count), learning_rate, gnorm, applied
+
+
+def diverged(step):
+  """The error of a run whose loss or gradient norm became non-finite."""
+  where = f"by step {step}" if step is not None else "in the last loop"
+  return progress.Diverged(
+      f"non-finite loss or gradient norm {where}: those updates were skipped "
+      "(no weight changed), so the newest checkpoint in --model_dir holds "
+      "the last finite state. Lower --learning_rate or raise --warmup_steps "
+      "and rerun to resume from it")
+
+
+class _StopHook(tf.compat.v1.train.SessionRunHook):
+  """Stops after the current step (loop on TPU) when a signal arrived, and
+  fails when an update was skipped for a non-finite loss (the skipped
+  update changed no weight, so what is saved stays the last finite
+  state)."""
+
+  def __init__(self, signals):
+    self.signals = signals
+
+  def begin(self):
+    self._counter = nonfinite_counter()
+    self._step = tf.compat.v1.train.get_global_step()
+
+  def before_run(self, run_context):
+    return tf.compat.v1.train.SessionRunArgs([self._counter, self._step])
+
+  def after_run(self, run_context, run_values):
+    count, step = run_values.results
+    if count:
+      raise diverged(step)
+    if self.signals.signum is not None:
+      run_context.request_stop()
+
+
+class _PruneListener(tf.compat.v1.train.CheckpointSaverListener):
+  """Keeps at most `max_save` checkpoints on disk, those of earlier runs in
+  the same model_dir included."""
+
+  def __init__(self, model_dir, max_save):
+    self.model_dir, self.max_save = model_dir, max_save
+
+  def after_save(self, session, global_step_value):
+    del session, global_step_value
+    checkpoint_io.prune(self.model_dir, self.max_save)
+
+
+def train(tpu_run, input_fn, model_dir, train_steps, max_save=None):
+  """Trains the TPUEstimator `tpu_run` (its model function builds its update
+  with `guarded_train_op`) until `train_steps`; the caller holds the run
+  lock of `model_dir`.
+
+  Raises:
+    progress.Interrupted: after a signal (saved).
+    progress.Diverged: an update was skipped (the weights stay the last
+      finite ones).
+    run_lock.LockLost: the run lock was lost (nothing more saved).
+  """
+  checkpoint_io.clean_model_dir(model_dir)
+  checkpoint_io.prune(model_dir, max_save)
+  lock_hook, lock_listener = lock_guards(model_dir)
+  with progress.SignalCatcher() as signals:
+    try:
+      tpu_run.train(input_fn=input_fn, max_steps=train_steps,
+                    hooks=[_StopHook(signals), lock_hook],
+                    saving_listeners=[lock_listener,
+                                      _PruneListener(model_dir, max_save)])
+    except tf.compat.v1.train.NanLossDuringTrainingError:
+      # The estimator's own NaN check on the reported loss came first.
+      raise diverged(None) from None
+  if signals.signum is not None:
+    raise progress.interrupted(signals.signum, checkpoint_io.step_of(
+        tf.train.latest_checkpoint(model_dir)), model_dir)
 
 
 class _LockHook(tf.compat.v1.train.SessionRunHook):

@@ -1,6 +1,6 @@
 """The training loop shared by pretraining and fine-tuning.
 
-`Trainer` runs on every strategy (`strategies.create_strategy`). The model
+`Trainer` runs on every strategy (`strategies.for_training`). The model
 is a `make_template` (`template.py`); the optimizer's variables and update
 are `optimizer.AdamState`; checkpoints are `train_state.ShardedState`.
 
@@ -63,7 +63,7 @@ class Trainer:
   """Builds the model's variables, runs the train step and the loop.
 
   Args:
-    strategy: from `strategies.create_strategy`.
+    strategy: from `strategies.for_training`.
     loss_fn: `loss_fn(features, mems, is_training)` -> `(loss, new_mems,
       outputs)`: builds the model with `tf.compat.v1.get_variable` (it runs
       inside `make_template`); `features` are one replica's batch-major
@@ -410,3 +410,65 @@ class Trainer:
       if saved != step:
         self.save(step, max_save)
     return step
+
+
+def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
+        units_per_step, unit, log_line, allow_missing=(), same_run=None,
+        prepare=None, on_step=None, on_corrupt_data=None):
+  """The training run of pretraining and fine-tuning alike: resumes from
+  the newest checkpoint of `trainer.model_dir` (else warm-starts from
+  `checkpoint.init_checkpoint`, else starts fresh) and trains to
+  `optimizer.train_steps`, logging progress; the caller holds the run lock.
+
+  Args:
+    trainer: a `Trainer` (not built yet).
+    dataset_fn_at: `dataset_fn_at(start_step)` -> `dataset_fn(context)`,
+      one replica's batches of this worker after the `start_step` optimizer
+      steps already done (exact resume).
+    optimizer, checkpoint: the run's `OptimizerConfig`, `CheckpointConfig`.
+    iterations: steps per progress line.
+    units_per_step, unit: what a step consumes over all replicas (e.g.
+      `train_batch_size * seq_len`, "tokens"), for the rate and the ETA.
+    log_line: `progress.StepLogger`'s `log_line(step, mean_loss, out)`.
+    allow_missing: regular expressions of variables `init_checkpoint` may
+      lack (a new head).
+    same_run: dict flag name -> value that every worker must share
+      (`strategies.check_same_run`), or None.
+    prepare: `prepare(resuming)`, run on the chief before anything is
+      built: checks and records of the run in its model_dir.
+    on_step: `on_step(logger, writer)` -> the per-step callback (default:
+      the logger).
+    on_corrupt_data: as `Trainer.train`.
+
+  Returns:
+    list of (step, loss) of every step of this run.
+  """
+  model_dir = trainer.model_dir
+  resume = checkpoint_io.find_resume_checkpoint(model_dir)
+  start = checkpoint_io.step_of(resume) if resume else 0
+  dataset_fn = dataset_fn_at(start)
+  # A worker whose peer stops on an error of its own (the chief refusing
+  # the layout) learns it in a collective op of the set-up.
+  with trainer.peers_watched():
+    if same_run is not None:
+      strategies.check_same_run(trainer.strategy, same_run)
+    if trainer.chief and prepare is not None:
+      prepare(resume is not None)
+    dist_dataset = trainer.distribute(dataset_fn)
+    trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
+    if resume:
+      trainer.restore(resume)
+      logging.info("Resumed from %s at step %d", resume, start)
+    elif checkpoint.init_checkpoint:
+      trainer.init_from_checkpoint(checkpoint.init_checkpoint, allow_missing)
+  writer = None
+  if trainer.chief:
+    checkpoint_io.clean_model_dir(model_dir)
+    writer = tf.summary.create_file_writer(model_dir)
+  logger = progress.StepLogger(iterations, optimizer.train_steps, start,
+                               units_per_step, unit, writer, log_line)
+  trainer.train(dist_dataset, optimizer.train_steps, checkpoint.save_steps,
+                checkpoint.max_save or None,
+                on_step=on_step(logger, writer) if on_step else logger,
+                on_corrupt_data=on_corrupt_data)
+  return logger.history

@@ -14,18 +14,14 @@ run skips the batches already consumed.
 import math
 import os
 
-from absl import logging
 import tensorflow as tf
 
-from xlnet.training import progress
-from xlnet.training import strategies
 from xlnet.training import train_state
 from xlnet.training import trainer as trainer_lib
 from xlnet import pretraining_loss
 from xlnet.data import record_format
 from xlnet.pretraining import held_out as held_out_lib
 from xlnet.pretraining import inputs
-from xlnet.training import checkpoint_io
 
 
 def perplexity(loss):
@@ -68,42 +64,26 @@ def save_xlnet_config(xlnet_config, model_dir):
   return path
 
 
-def create_strategy(layout, device):
-  """The run's strategy (`DeviceConfig`), checked against the
-  `BatchLayout`'s `num_core_per_host`."""
-  if device.use_tpu:
-    strategy = strategies.create_strategy(
-        use_tpu=True, tpu=device.tpu, tpu_zone=device.tpu_zone,
-        gcp_project=device.gcp_project)
-  else:
-    strategy = strategies.create_strategy(
-        layout.num_core_per_host, device.worker_hosts, device.task_index)
-  strategies.check_layout(strategy, layout, device.use_tpu)
-  return strategy
-
-
-def dataset_fn_for(configs, start_host_batch):
-  """The per-worker dataset of per-core batches, positioned after the data a
-  resumed run already consumed.
+def dataset_fn_at(configs, input_fn):
+  """`trainer_lib.fit`'s `dataset_fn_at`: the per-worker dataset of
+  per-core batches, positioned after the data a resumed run consumed (the
+  stream's randomness is keyed by position, so the batches that follow are
+  exactly those of an uninterrupted run).
 
   Args:
-    configs: the run's `PretrainConfigs` (`batch.num_hosts` workers of
-      `batch.num_core_per_host` replicas each).
-    start_host_batch: host batches of this worker's stream already consumed
-      (the stream's randomness is keyed by position, so the batches that
-      follow are exactly those of an uninterrupted run).
-
-  Returns:
-    (dataset_fn(input_context), record_info).
+    configs: the run's `PretrainConfigs`.
+    input_fn: `inputs.training_input_fn(configs)`'s.
   """
-  input_fn, record_info = inputs.training_input_fn(configs)
+  layout = configs.batch
 
-  def dataset_fn(input_context):
-    return input_fn({"batch_size": configs.batch.bsz_per_core,
-                     "host": input_context.input_pipeline_id,
-                     "start_host_batch": start_host_batch})
+  def at(start_step):
+    def dataset_fn(input_context):
+      return input_fn({"batch_size": layout.bsz_per_core,
+                       "host": input_context.input_pipeline_id,
+                       "start_host_batch": start_step * layout.accum_steps})
+    return dataset_fn
 
-  return dataset_fn, record_info
+  return at
 
 
 def make_trainer(configs, strategy):
@@ -126,43 +106,29 @@ def train(configs, strategy, held_out=None):
   Returns:
     list of (step, loss) of every step of this run.
   """
-  ckpt = configs.checkpoint
-  resume = checkpoint_io.find_resume_checkpoint(ckpt.model_dir)
-  start_step = checkpoint_io.step_of(resume) if resume else 0
   trainer = make_trainer(configs, strategy)
-  if trainer.chief:
-    train_state.check_batch_layout(ckpt.model_dir, configs.batch.record(),
-                              resume is not None)
-  dataset_fn, record_info = dataset_fn_for(
-      configs, start_step * configs.batch.accum_steps)
-  dist_dataset = trainer.distribute(dataset_fn)
-  trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
-  if resume:
-    trainer.restore(resume)
-    logging.info("Resumed from %s at step %d", resume, start_step)
-  elif ckpt.init_checkpoint:
-    trainer.init_from_checkpoint(ckpt.init_checkpoint)
-
-  writer = None
-  if trainer.chief:
-    checkpoint_io.clean_model_dir(ckpt.model_dir)
-    save_xlnet_config(configs.model, ckpt.model_dir)
-    writer = tf.summary.create_file_writer(ckpt.model_dir)
-  train_steps = configs.optimizer.train_steps
-  logger = progress.StepLogger(
-      configs.train.iterations, train_steps, start_step,
-      configs.batch.train_batch_size * configs.data.seq_len *
-      configs.batch.accum_steps, "tokens", writer, log_line)
-  on_step = logger
-  if held_out is not None:
-    on_step = held_out_hook(configs.held_out.eval_steps, train_steps,
-                            trainer, held_out, logger, writer)
+  input_fn, record_info = inputs.training_input_fn(configs)
   host_files = record_info["host_filenames"][trainer.worker]
-  trainer.train(dist_dataset, train_steps, ckpt.save_steps, ckpt.max_save,
-                on_step=on_step,
-                on_corrupt_data=lambda e: record_format.data_loss_message(
-                    host_files))
-  return logger.history
+  layout, model_dir = configs.batch, configs.checkpoint.model_dir
+
+  def prepare(resuming):
+    train_state.check_batch_layout(model_dir, layout.record(), resuming)
+    save_xlnet_config(configs.model, model_dir)
+
+  on_step = None
+  if held_out is not None:
+    on_step = lambda logger, writer: held_out_hook(
+        configs.held_out.eval_steps, configs.optimizer.train_steps, trainer,
+        held_out, logger, writer)
+  return trainer_lib.fit(
+      trainer, dataset_fn_at(configs, input_fn), configs.optimizer,
+      configs.checkpoint, configs.train.iterations,
+      layout.train_batch_size * configs.data.seq_len * layout.accum_steps,
+      "tokens", log_line, same_run=dict(
+          model_dir=os.path.normpath(model_dir),
+          train_steps=configs.optimizer.train_steps, **layout.record()),
+      prepare=prepare, on_step=on_step,
+      on_corrupt_data=lambda e: record_format.data_loss_message(host_files))
 
 
 def held_out_hook(eval_steps, train_steps, trainer, held_out, logger,
