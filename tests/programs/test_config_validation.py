@@ -108,12 +108,13 @@ VALID = {
     finetune_config.SquadConfig: dict(spiece_model_file="s", output_dir="o"),
     finetune_config.RaceConfig: dict(data_dir="d", spiece_model_file="s",
                                      output_dir="o"),
+    finetune_config.ReproduceConfig: {},
 }
 # Configs of configs (their parts check themselves; `test_doubles` checks
-# what they compare), reproduce.py's (its program checks it whole), and what
-# fine-tuning records of a run (its XLNetConfig checks itself).
+# what they compare), and what fine-tuning records of a run (its XLNetConfig
+# checks itself).
 NOT_IN_VALID = {pretrain_config.PretrainConfigs, finetune_config.EngineConfig,
-                finetune_config.ReproduceConfig, finetune_config.ModelRecord}
+                finetune_config.ModelRecord}
 
 
 def _with(config_class, name, value):
@@ -249,6 +250,8 @@ def test_precision_is_refused_alike(tmp_path):
                                          use_fp16=True)),
       lambda: finetune_config.ModelConfig(_XLNET, use_tpu=True,
                                           use_fp16=True),
+      lambda: finetune_config.ReproduceConfig(use_bfloat16=True,
+                                              use_fp16=True),
       lambda: finetune_config.EngineConfig(
           train_config.CheckpointConfig("m"),
           train=train_config.TrainConfig(use_fp16=True),
@@ -298,3 +301,19 @@ def test_doubles_must_agree():
       "give both the same value")
   pretrain_config.PretrainConfigs(
       **parts, train=train_config.TrainConfig(use_fp16=True))
+
+
+@pytest.mark.parametrize("values,message", [
+    (dict(num_seeds=0), "--num_seeds=0 must be >= 1"),
+    (dict(learning_rate=0.0), "--learning_rate=0.0 must be > 0"),
+    (dict(device_memory_gb=0.0), "--device_memory_gb=0.0 must be > 0"),
+    (dict(device_memory_gb=16.0, accum_steps=2), "--accum_steps and "
+     "--device_memory_gb exclude each other: give the accumulation, or the "
+     "memory to plan it from"),
+    (dict(use_tpu=True, use_bfloat16=True), "--use_bfloat16 is implied by "
+     "--use_tpu (TPUs compute in bfloat16); drop it"),
+])
+def test_reproduce_config_refuses_what_reproduce_refuses(values, message):
+  """reproduce.py's own rules, from Python: the words its one-line errors
+  give (tests/finetuning/test_reproduce.py runs the program)."""
+  assert _message(lambda: finetune_config.ReproduceConfig(**values)) == message

@@ -374,7 +374,9 @@ def check_together(task, model, engine):
 class ReproduceConfig:
   """What reproduce.py runs (`xlnet/programs/reproduce.py`); every field
   is the flag of its name, the overrides (train_steps ... max_query_length)
-  None for each task's own setting."""
+  None for each task's own setting. Its values are checked when it is
+  built; reproduce.py checks what a run needs besides (the table, the
+  paths, where the TPU writes)."""
   table: Optional[str] = None
   model_size: str = "large"
   tasks: Optional[Tuple[str, ...]] = None
@@ -409,3 +411,23 @@ class ReproduceConfig:
   iterations: Optional[int] = None
   max_qa_length: Optional[int] = None
   max_query_length: Optional[int] = None
+
+  def __post_init__(self):
+    validation.check_fields(self)
+    validation.check_precision(self.use_tpu, self.use_bfloat16, self.use_fp16)
+    if self.use_bfloat16 and self.use_tpu:
+      raise ValueError("--use_bfloat16 is implied by --use_tpu (TPUs compute "
+                       "in bfloat16); drop it")
+    if self.num_seeds is not None and self.num_seeds < 1:
+      raise ValueError(f"--num_seeds={self.num_seeds} must be >= 1")
+    if self.learning_rate is not None and not self.learning_rate > 0:
+      # An override: every task trains, so a rate of 0 is no setting.
+      raise ValueError(f"--learning_rate={self.learning_rate} must be > 0")
+    if self.device_memory_gb is not None:
+      if not self.device_memory_gb > 0:
+        raise ValueError(f"--device_memory_gb={self.device_memory_gb} must "
+                         "be > 0")
+      if self.accum_steps is not None:
+        raise ValueError("--accum_steps and --device_memory_gb exclude each "
+                         "other: give the accumulation, or the memory to "
+                         "plan it from")
