@@ -17,20 +17,33 @@ weight decay 0 gives). What differs is only who builds the step:
            model), on the default strategy, its step a `tf.function` reading
            the same batch from a tf.data iterator, memories in variables.
 
-The two are built once, then run round-robin (`--rounds` rounds of
+Two more variants take the api's and the trainer's step apart:
+
+  api_float_masks  the api step with dropout masks drawn as uniform floats
+                   (32 random bits per entry; stateless, seeded per step
+                   from a stateful draw): what every float32 mask cost
+                   before the byte masks (`modeling._byte_keep_mask`)
+                   followed from the device, i.e. when only the trainer
+                   asked for them.
+  model_step       bench/model_step.py's fp32 step (the same model, byte
+                   masks): inputs and memories as graph constants (grappler
+                   folds the masks built from them), the mean loss, a
+                   plain SGD update with no clipping.
+
+The variants are built once, then run round-robin (`--rounds` rounds of
 `--steps` steps each) so that a noisy, shared machine slows them alike;
 each variant's figure is the median over all its timed steps, with the
-process CPU time per step, and the ratio api / trainer.
+process CPU time per step, and its ratio to the trainer's.
 
-`--profile` traces `--profile_steps` more steps of each variant (the api's
-through RunMetadata, the trainer's through the eager context's run
-metadata) and prints the op types that took the most time per step
-(bench/model_step.py's report).
+`--profile` traces `--profile_steps` more steps of each graph-mode variant
+(all but the trainer's, a tf.function) and prints the op types that took
+the most time per step (bench/model_step.py's report).
 
 Usage (from the repository root):
   .venvs/reference/bin/python bench/api_vs_trainer.py     # base2
   .venvs/reference/bin/python bench/api_vs_trainer.py --configs tiny \
-      --rounds 3 --steps 2 --profile
+      --rounds 3 --steps 2 --profile \
+      --api_variants api,trainer,api_float_masks,model_step
 
 Sizes (`--configs`, one of bench/model_step.py's; `--seq_len`, `--mem_len`,
 `--bsz`, `--num_predict` override its input sizes):
@@ -39,6 +52,7 @@ Sizes (`--configs`, one of bench/model_step.py's; `--seq_len`, `--mem_len`,
   tiny:  configs/xlnet_tiny.json sizes; seq 128, mem 64, batch 8, 20 targets.
 Dropout 0.1 (also dropatt, `--dropout`), bi_data on (`--bi_data`).
 """
+import contextlib
 import os
 import sys
 import time
@@ -58,10 +72,10 @@ from xlnet import pretraining_loss  # noqa: E402
 from xlnet.training import config as train_config  # noqa: E402
 from xlnet.training import tpu_estimator  # noqa: E402
 from xlnet.training import trainer as trainer_lib  # noqa: E402
-from tensorflow.python.eager import context  # noqa: E402
 
+VARIANTS = ("api", "trainer", "api_float_masks", "model_step")
 flags.DEFINE_list("api_variants", ["api", "trainer"],
-                  "Variants, in round order: api, trainer.")
+                  f"Variants, in round order: some of {VARIANTS}.")
 flags.DEFINE_bool("use_bfloat16", False, "Both variants in bfloat16.")
 FLAGS = flags.FLAGS
 FLAGS.set_default("configs", ["base2"])
@@ -98,15 +112,24 @@ def dataset(features):
   return tf.data.Dataset.from_tensors(features).repeat()
 
 
+def float_masks():
+  """A block in which dropout draws uniform float masks, seeded per step."""
+  seed = tf.random.uniform([2], maxval=2 ** 31 - 1, dtype=tf.int32)
+  return modeling.stateless_dropout_seed(seed, byte_masks=False)
+
+
 class ApiStep:
-  """The release-style step in a graph and Session of its own."""
+  """The release-style step in a graph and Session of its own (`name`
+  "api_float_masks": with float dropout masks)."""
 
-  name = "api"
-
-  def __init__(self, sizes, shape, features, mems):
+  def __init__(self, name, sizes, shape, inputs):
+    self.name = name
+    features, mems = batch_features(inputs), inputs["mems"]
     xlnet_config, run_config, optimizer = configs(sizes, shape)
     self.graph = tf.Graph()
-    with self.graph.as_default():
+    with self.graph.as_default(), (
+        float_masks() if name == "api_float_masks"
+        else contextlib.nullcontext()):
       tf.compat.v1.set_random_seed(SEED)
       batch = tf.compat.v1.data.make_one_shot_iterator(
           dataset(features)).get_next()
@@ -157,9 +180,9 @@ class ApiStep:
 class TrainerStep:
   """The pretraining engine's step (`Trainer.make_train_step`), eager."""
 
-  name = "trainer"
-
-  def __init__(self, sizes, shape, features, mems):
+  def __init__(self, name, sizes, shape, inputs):
+    self.name = name
+    features, mems = batch_features(inputs), inputs["mems"]
     xlnet_config, run_config, optimizer = configs(sizes, shape)
     memory = trainer_lib.MemoryConfig(
         sizes["n_layer"], shape["mem_len"], shape["bsz"], sizes["d_model"])
@@ -179,17 +202,22 @@ class TrainerStep:
     """One step; returns the loss."""
     return self.step(self.iterator, False)["loss"]
 
+
+class ModelStep:
+  """bench/model_step.py's fp32 step (`model_step.Variant`)."""
+
+  def __init__(self, name, sizes, shape, inputs):
+    del shape  # in `inputs`
+    self.name = name
+    self.variant = model_step.Variant("fp32", sizes, inputs)
+
+  def run(self):
+    """One step; returns the loss."""
+    return self.variant.run(timed=False)
+
   def trace(self, steps):
-    """`steps` traced steps' RunMetadata (the eager context's)."""
-    traces = []
-    for _ in range(steps):
-      context.enable_run_metadata()
-      try:
-        self.run()
-        traces.append(context.export_run_metadata())
-      finally:
-        context.disable_run_metadata()
-    return traces
+    """`steps` traced steps' RunMetadata."""
+    return self.variant.trace(steps)
 
 
 def timed(variant, times, cpu_times):
@@ -205,10 +233,10 @@ def main(_):
   if len(FLAGS.configs) != 1 or config not in model_step.CONFIGS:
     raise ValueError(f"--configs: one of {sorted(model_step.CONFIGS)}, got "
                      f"{FLAGS.configs}")
-  unknown = set(FLAGS.api_variants) - {"api", "trainer"}
+  unknown = set(FLAGS.api_variants) - set(VARIANTS)
   if unknown:
     raise ValueError(f"--api_variants: unknown {sorted(unknown)}; expected "
-                     "api, trainer")
+                     f"some of {VARIANTS}")
   cfg = model_step.CONFIGS[config]
   sizes = cfg["sizes"]
   shape = {k: getattr(FLAGS, k) if getattr(FLAGS, k) is not None else v
@@ -223,12 +251,12 @@ def main(_):
       np.random.default_rng(0), shape["seq_len"], shape["bsz"],
       shape["num_predict"], sizes["n_token"], sizes["d_model"],
       sizes["n_layer"], shape["mem_len"])
-  features = batch_features(inputs)
-  kinds = {"api": ApiStep, "trainer": TrainerStep}
+  kinds = {"api": ApiStep, "api_float_masks": ApiStep,
+           "trainer": TrainerStep, "model_step": ModelStep}
   variants = []
   for name in FLAGS.api_variants:
     start = time.time()
-    variant = kinds[name](sizes, shape, features, inputs["mems"])
+    variant = kinds[name](name, sizes, shape, inputs)
     losses = [float(variant.run()) for _ in range(FLAGS.warmup)]
     print(f"  built {name} in {time.time() - start:.1f}s (losses "
           f"{', '.join(f'{x:.4f}' for x in losses)})", flush=True)
@@ -240,17 +268,17 @@ def main(_):
       print(f"  round {r + 1}/{FLAGS.rounds} {variant.name}: "
             f"{np.median(times[-FLAGS.steps:]) * 1000:.0f} ms", flush=True)
   medians = {v.name: (np.median(t), np.median(c)) for v, t, c in variants}
+  base = medians.get("trainer")
   for name, (sec, cpu) in medians.items():
-    print(f"  {config} {name:<8s} {sec * 1000:8.1f} ms/step (cpu "
-          f"{cpu * 1000:8.1f} ms/step)", flush=True)
-  if len(medians) == 2:
-    (sec_a, cpu_a), (sec_t, cpu_t) = medians["api"], medians["trainer"]
-    print(f"  api / trainer: x{sec_a / sec_t:.3f} wall, x{cpu_a / cpu_t:.3f} "
-          "cpu", flush=True)
+    vs = (f"; x{sec / base[0]:.3f} the trainer's (cpu x{cpu / base[1]:.3f})"
+          if base else "")
+    print(f"  {config} {name:<15s} {sec * 1000:8.1f} ms/step (cpu "
+          f"{cpu * 1000:8.1f} ms){vs}", flush=True)
   if FLAGS.profile:
     for variant, _, _ in variants:
-      model_step.print_profile(config, variant,
-                               variant.trace(FLAGS.profile_steps))
+      if hasattr(variant, "trace"):
+        model_step.print_profile(config, variant,
+                                 variant.trace(FLAGS.profile_steps))
 
 
 if __name__ == "__main__":
