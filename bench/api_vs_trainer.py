@@ -251,8 +251,8 @@ def main(_):
       np.random.default_rng(0), shape["seq_len"], shape["bsz"],
       shape["num_predict"], sizes["n_token"], sizes["d_model"],
       sizes["n_layer"], shape["mem_len"])
-  kinds = {"api": ApiStep, "api_float_masks": ApiStep,
-           "trainer": TrainerStep, "model_step": ModelStep}
+  kinds = dict.fromkeys(("api", "api_float_masks"), ApiStep)
+  kinds.update(trainer=TrainerStep, model_step=ModelStep)
   variants = []
   for name in FLAGS.api_variants:
     start = time.time()
