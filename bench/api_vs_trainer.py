@@ -114,7 +114,9 @@ def dataset(features):
 
 def float_masks():
   """A block in which dropout draws uniform float masks, seeded per step."""
-  seed = tf.random.uniform([2], maxval=2 ** 31 - 1, dtype=tf.int32)
+  # Its own op seed: the block is entered before the graph seed is set.
+  seed = tf.random.uniform([2], maxval=2 ** 31 - 1, dtype=tf.int32,
+                           seed=SEED)
   return modeling.stateless_dropout_seed(seed, byte_masks=False)
 
 
