@@ -24,6 +24,9 @@ import threading
 
 import numpy as np
 import tensorflow as tf
+# The one way to tell, while a graph is built, that XLA will compile it
+# (tf.function(jit_compile=True), TPU replication); public in no TensorFlow.
+from tensorflow.python.ops import control_flow_util
 
 _LN_EPSILON = 1e-12
 
@@ -80,21 +83,23 @@ _DROPOUT_SEEDS = threading.local()
 
 
 @contextlib.contextmanager
-def stateless_dropout_seed(seed, byte_masks=False):
+def stateless_dropout_seed(seed, byte_masks=None):
   """Makes every dropout mask built inside the block a pure function of seed.
 
   The n-th dropout op built in the block draws its mask from
   `fold_in(seed, n)` with stateless random ops. A trainer derives `seed`
   from (run seed, global step, replica, micro-batch), so a resumed run draws
   exactly the masks an uninterrupted run would have drawn. Outside such a
-  block dropout draws its masks with the stateful `tf.random.uniform`.
+  block dropout draws its masks from the stateful random ops (seeded by the
+  graph seed).
 
   Args:
     seed: int32/int64 Tensor `[2]`.
     byte_masks: draw the masks of float32 tensors with `_byte_keep_mask`
       (the same distribution from about a quarter of the random bits, faster
-      on the CPU). Its ops have data-dependent shapes: only for graphs that
-      run on the CPU without XLA.
+      on the CPU); None: where `_byte_masks_pay` (on the CPU without XLA,
+      as outside a block). Its ops have data-dependent shapes: only for
+      graphs that run on the CPU without XLA.
   """
   stack = getattr(_DROPOUT_SEEDS, "stack", None)
   if stack is None:
@@ -111,8 +116,10 @@ def _keep_mask(x, rate):
 
   An entry is kept when a uniform number drawn in x's dtype is `>= rate`,
   as in `tf.nn.dropout`. Inside `stateless_dropout_seed` the draws are a pure
-  function of its seed, and with its `byte_masks` a float32 mask comes from
-  `_byte_keep_mask`, which has the same distribution.
+  function of its seed, outside they come from the stateful random ops. A
+  float32 mask comes from `_byte_keep_mask`, which has the same
+  distribution, with the block's `byte_masks` or, by default, where
+  `_byte_masks_pay`.
 
   Args:
     x: float Tensor of any shape.
@@ -122,14 +129,34 @@ def _keep_mask(x, rate):
     bool Tensor of x's shape.
   """
   stack = getattr(_DROPOUT_SEEDS, "stack", None)
-  if not stack:
-    return tf.random.uniform(tf.shape(x), dtype=x.dtype) >= rate
-  stack[-1][1] += 1
-  seed = tf.random.experimental.stateless_fold_in(stack[-1][0], stack[-1][1])
+  seed, byte_masks = None, None
+  if stack:
+    stack[-1][1] += 1
+    seed = tf.random.experimental.stateless_fold_in(stack[-1][0],
+                                                    stack[-1][1])
+    byte_masks = stack[-1][2]
+  if byte_masks is None:
+    byte_masks = _byte_masks_pay()
   threshold = _drop_threshold(rate)
-  if stack[-1][2] and x.dtype == tf.float32 and threshold < 2 ** 23:
+  if byte_masks and x.dtype == tf.float32 and threshold < 2 ** 23:
+    if seed is None:  # the byte draw is stateless: a stateful seed for it
+      seed = tf.random.uniform([2], maxval=2 ** 31 - 1, dtype=tf.int32)
     return _byte_keep_mask(tf.shape(x), seed, threshold)
+  if seed is None:
+    return tf.random.uniform(tf.shape(x), dtype=x.dtype) >= rate
   return tf.random.stateless_uniform(tf.shape(x), seed, dtype=x.dtype) >= rate
+
+
+def _byte_masks_pay():
+  """Whether dropout masks built now are drawn faster from bytes
+  (`_byte_keep_mask`): when no GPU is visible (there the random numbers are
+  cheap) and the graph is not being compiled by XLA (jit_compile, TPUs),
+  which needs the static shapes the byte draw does not have. It decides for
+  every caller alike: the trainer, the estimator and `XLNetModel` used
+  directly."""
+  return (not tf.config.list_physical_devices("GPU") and
+          not control_flow_util.GraphOrParentsInXlaContext(
+              tf.compat.v1.get_default_graph()))
 
 
 def _drop_threshold(rate):

@@ -833,6 +833,50 @@ def test_byte_masks_are_a_function_of_the_seed():
   assert (first != other).mean() > 0.1
 
 
+def _op_types(graph):
+  return {op.type for op in graph.get_operations()}
+
+
+@pytest.mark.skipif(bool(tf.config.list_physical_devices("GPU")),
+                    reason="the CPU's choice")
+def test_cpu_dropout_draws_byte_masks_for_every_caller_unless_xla():
+  """On the CPU a float32 dropout mask comes from bytes (its Bitcast of the
+  random words) whoever builds the model: outside any seed block (the
+  release-style API), in a block that leaves byte_masks to the device (the
+  trainer, the estimator); not in a block that asks for float draws, nor
+  where XLA compiles (its shapes must be static), and there it still runs
+  and drops at the rate."""
+  with tf.Graph().as_default() as outside:
+    modeling._dropout(tf.ones([64, 300]), 0.1, True)
+  with tf.Graph().as_default() as default_block:
+    with modeling.stateless_dropout_seed(tf.constant([1, 2])):
+      modeling._dropout(tf.ones([64, 300]), 0.1, True)
+  with tf.Graph().as_default() as float_block:
+    with modeling.stateless_dropout_seed(tf.constant([1, 2]),
+                                         byte_masks=False):
+      modeling._dropout(tf.ones([64, 300]), 0.1, True)
+  assert "Bitcast" in _op_types(outside)
+  assert "Bitcast" in _op_types(default_block)
+  assert "Bitcast" not in _op_types(float_block)
+
+  def drop(x):
+    return modeling._dropout(x, 0.1, True)
+
+  for seeded in (False, True):
+    def fn(x, seeded=seeded):
+      if not seeded:
+        return drop(x)
+      with modeling.stateless_dropout_seed(tf.constant([1, 2])):
+        return drop(x)
+    with tf.Graph().as_default():
+      x = tf.ones([64, 300])
+      jitted = tf.function(fn, jit_compile=True)
+      assert "Bitcast" not in _op_types(
+          jitted.get_concrete_function(x).graph)
+      with tf.compat.v1.Session() as sess:
+        assert _drop_fraction_ok(sess.run(jitted(x)) != 0, 0.1)
+
+
 @pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])
 def test_attention_dropout_scales_the_kept_probabilities(dtype):
   """With values that are one-hot rows (v[j] = e_j), the attention output
