@@ -20,6 +20,7 @@ examples per micro-step (a RACE example is 4 sequences): with accum_steps
 each optimizer step runs accum_steps micro-batches of that size.
 """
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -148,7 +149,9 @@ def measure(point, pool_gib):
   precision = point["precision"]
   model = finetune_config.ModelConfig(
       xlnet_config=model_lib.XLNetConfig(**point["config"]),
-      use_bfloat16=precision == "bf16", use_fp16=precision == "fp16")
+      run=dataclasses.replace(finetune_config.DEFAULT_RUN,
+                              use_bfloat16=precision == "bf16",
+                              use_fp16=precision == "fp16"))
   task = TASKS[point["task"]]
   batch = finetune_step.features(task, point["batch"], point["seq_len"],
                                  np.random.RandomState(0),

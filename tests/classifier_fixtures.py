@@ -62,10 +62,12 @@ def write_checkpoint(prefix, values):
 def head_model(model_config_path, **overrides):
   """The backbone settings the heads read (a ModelConfig of the config at
   `model_config_path`), with dropout rates that tests can check."""
-  values = dict(summary_type="last", use_summ_proj=True, dropout=0.1,
-                dropatt=0.1, clamp_len=-1, init="normal", init_std=0.02,
-                init_range=0.1, use_tpu=False, use_bfloat16=False)
-  values.update(overrides)
+  run = dict(is_training=True, dropout=0.1, dropatt=0.1, clamp_len=-1,
+             init="normal", init_std=0.02, init_range=0.1, use_tpu=False,
+             use_bfloat16=False)
+  head = dict(summary_type="last", use_summ_proj=True)
+  for name, value in overrides.items():
+    (head if name in head else run)[name] = value
   return finetune_config.ModelConfig(
       xlnet_config=model_lib.XLNetConfig(json_path=model_config_path),
-      **values)
+      run=model_lib.RunConfig(**run), **head)

@@ -37,13 +37,16 @@ def write_tiny_config(directory):
 def tiny_model(tmp_path, **overrides):
   """A ModelConfig of a tiny model (its config written to `tmp_path`),
   without dropout."""
-  values = dict(dropout=0.0, dropatt=0.0, clamp_len=-1, init="normal",
-                init_std=0.02, init_range=0.1, use_tpu=False,
-                use_bfloat16=False, summary_type="last", use_summ_proj=True)
-  values.update(overrides)
+  run = dict(is_training=True, dropout=0.0, dropatt=0.0, clamp_len=-1,
+             init="normal", init_std=0.02, init_range=0.1, use_tpu=False,
+             use_bfloat16=False)
+  head = dict(summary_type="last", use_summ_proj=True)
+  for name, value in overrides.items():
+    (head if name in head else run)[name] = value
   return finetune_config.ModelConfig(
       xlnet_config=model_lib.XLNetConfig(
-          json_path=write_tiny_config(tmp_path)), **values)
+          json_path=write_tiny_config(tmp_path)),
+      run=model_lib.RunConfig(**run), **head)
 
 
 def session_predict(make_outputs):

@@ -248,8 +248,6 @@ def test_precision_is_refused_alike(tmp_path):
       lambda: model_lib.RunConfig(**dict(run, use_tpu=True, use_fp16=True)),
       lambda: model_lib.RunConfig(**dict(run, use_bfloat16=True,
                                          use_fp16=True)),
-      lambda: finetune_config.ModelConfig(_XLNET, use_tpu=True,
-                                          use_fp16=True),
       lambda: finetune_config.ReproduceConfig(use_bfloat16=True,
                                               use_fp16=True),
       lambda: finetune_config.EngineConfig(
@@ -278,15 +276,16 @@ def test_doubles_must_agree():
   squad = VALID[finetune_config.SquadConfig]
   assert _message(lambda: finetune_api.run_squad(
       finetune_config.SquadConfig(**squad), model, _engine(use_fp16=True),
-      do_train=True)) == ("ModelConfig.use_fp16=False differs from "
+      do_train=True)) == ("ModelConfig.run.use_fp16=False differs from "
                           "TrainConfig.use_fp16=True; give both the same "
                           "value")
   race = finetune_config.RaceConfig(**VALID[finetune_config.RaceConfig])
-  tpu_model = finetune_config.ModelConfig(_XLNET, use_tpu=True)
+  tpu_model = finetune_config.ModelConfig(_XLNET, model_lib.RunConfig(
+      **dict(VALID[model_lib.RunConfig], use_tpu=True)))
   assert _message(lambda: finetune_api.run_race(
       race, tpu_model, _engine(), do_train=True)) == (
-          "ModelConfig.use_tpu=True differs from DeviceConfig.use_tpu=False; "
-          "give both the same value")
+          "ModelConfig.run.use_tpu=True differs from DeviceConfig.use_tpu="
+          "False; give both the same value")
 
   run = model_lib.RunConfig(**dict(VALID[model_lib.RunConfig], mem_len=0,
                                    reuse_len=8, use_fp16=True))
@@ -317,3 +316,12 @@ def test_reproduce_config_refuses_what_reproduce_refuses(values, message):
   """reproduce.py's own rules, from Python: the words its one-line errors
   give (tests/finetuning/test_reproduce.py runs the program)."""
   assert _message(lambda: finetune_config.ReproduceConfig(**values)) == message
+
+
+def test_model_config_refuses_pretraining_settings():
+  """Fine-tuning's backbone reads no memory and no permutation."""
+  run = model_lib.RunConfig(**dict(VALID[model_lib.RunConfig], mem_len=16,
+                                   bi_data=True))
+  assert _message(lambda: finetune_config.ModelConfig(_XLNET, run)) == (
+      "ModelConfig.run sets mem_len=16, bi_data=True: pretraining settings; "
+      "fine-tuning reads no memory and no permutation (leave them unset)")

@@ -92,7 +92,7 @@ def task_record(task, model, labels):
           "label_list": None if labels is None else list(labels),
           "max_seq_length": task.max_seq_length, "uncased": task.uncased,
           "predict_threshold": task.predict_threshold,
-          "clamp_len": model.clamp_len}
+          "clamp_len": model.run.clamp_len}
 
 
 def check_init_checkpoint(init_checkpoint, max_seq_length, head,

@@ -47,36 +47,43 @@ RACE_EVAL_SPLITS = ("dev", "test")
 RECORDS_TIMEOUT = 7200
 
 
+# The fine-tuning programs' backbone settings by default (their flags'
+# defaults, as the release's): dropout 0.1, normal(0.02) initializer, no
+# clamp, float32 on GPUs/CPUs.
+DEFAULT_RUN = model_lib.RunConfig(is_training=True, use_tpu=False,
+                                  use_bfloat16=False, dropout=0.1,
+                                  dropatt=0.1)
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
   """The backbone every head is built on, and how it pools a sequence.
 
   Attributes:
     xlnet_config: the pretrained model's `XLNetConfig`.
-    dropout, dropatt: dropout rates while training.
-    clamp_len: clamp of the relative distances (-1: none).
-    init, init_std, init_range: initializer of the new variables.
-    use_tpu: TPU computation (bfloat16-friendly ops).
-    use_bfloat16, use_fp16: activation precision (exclusive).
+    run: the backbone's `RunConfig` (dropout, initializer, clamp_len,
+      device and precision; `run_config` sets its `is_training` per use).
+      Fine-tuning reads no memory and no permutation: its `mem_len` and
+      `reuse_len` are None, `bi_data` and `same_length` False.
     summary_type: "last", "first", "mean" or "attn" (`get_pooled_out`).
     use_summ_proj: the tanh projection of the summary.
   """
   xlnet_config: model_lib.XLNetConfig
-  dropout: float = 0.1
-  dropatt: float = 0.1
-  clamp_len: int = -1
-  init: str = "normal"
-  init_std: float = 0.02
-  init_range: float = 0.1
-  use_tpu: bool = False
-  use_bfloat16: bool = False
-  use_fp16: bool = False
+  run: model_lib.RunConfig = DEFAULT_RUN
   summary_type: str = "last"
   use_summ_proj: bool = True
 
   def __post_init__(self):
     validation.check_fields(self)
-    validation.check_precision(self.use_tpu, self.use_bfloat16, self.use_fp16)
+    pretraining_only = {name: getattr(self.run, name) for name in (
+        "mem_len", "reuse_len", "bi_data", "same_length")
+                        if getattr(self.run, name)}
+    if pretraining_only:
+      raise ValueError(
+          "ModelConfig.run sets " + ", ".join(
+              f"{k}={v}" for k, v in pretraining_only.items()) +
+          ": pretraining settings; fine-tuning reads no memory and no "
+          "permutation (leave them unset)")
 
   def head_record(self):
     """How a summary head pools a sequence (dict flag name -> value): what
@@ -85,13 +92,9 @@ class ModelConfig:
             "use_summ_proj": self.use_summ_proj}
 
   def run_config(self, is_training):
-    """The backbone's `RunConfig` (no memory, no permutation)."""
-    return model_lib.RunConfig(
-        is_training=is_training, use_tpu=self.use_tpu,
-        use_bfloat16=self.use_bfloat16, use_fp16=self.use_fp16,
-        dropout=self.dropout, dropatt=self.dropatt, init=self.init,
-        init_range=self.init_range, init_std=self.init_std,
-        clamp_len=self.clamp_len)
+    """The backbone's `RunConfig` in training (dropout on) or inference
+    mode."""
+    return self.run.for_training(is_training)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -359,9 +362,9 @@ def check_together(task, model, engine):
                   engine.train.seed))
   if model is not None and engine is not None:
     pairs += [
-        ("use_tpu", "ModelConfig", model.use_tpu, "DeviceConfig",
+        ("use_tpu", "ModelConfig.run", model.run.use_tpu, "DeviceConfig",
          engine.device.use_tpu),
-        ("use_fp16", "ModelConfig", model.use_fp16, "TrainConfig",
+        ("use_fp16", "ModelConfig.run", model.run.use_fp16, "TrainConfig",
          engine.train.use_fp16)]
   for name, owner, value, other, other_value in pairs:
     if value != other_value:

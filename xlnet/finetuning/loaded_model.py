@@ -13,6 +13,7 @@ turns texts into the features `run_classifier.py` writes
 prediction does (`finetune.predict`'s `Predictor`, dropout off), so the
 logits are those of its `{task}.logits.json` for the same texts.
 """
+import dataclasses
 import os
 
 import numpy as np
@@ -99,7 +100,8 @@ class Classifier:
     self._tokenize = classifier_utils.make_tokenize_fn(sp_model,
                                                        task["uncased"])
     model = finetuning_config.ModelConfig(
-        xlnet_config, clamp_len=task["clamp_len"],
+        xlnet_config, dataclasses.replace(finetuning_config.DEFAULT_RUN,
+                                          clamp_len=task["clamp_len"]),
         summary_type=head.get("summary_type", "last"),
         use_summ_proj=head.get("use_summ_proj", True))
     n_class = None if self.label_list is None else len(self.label_list)

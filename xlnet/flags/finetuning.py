@@ -135,8 +135,9 @@ def from_flags(config_class, FLAGS, **resolved):  # pylint: disable=invalid-name
 
 def model_config(FLAGS, xlnet_config):  # pylint: disable=invalid-name
   """The run's `ModelConfig` around the loaded `xlnet_config`."""
-  return from_flags(finetune_config.ModelConfig, FLAGS,
-                    xlnet_config=xlnet_config)
+  return finetune_config.ModelConfig(
+      xlnet_config, config_flags.run_config(True, True, FLAGS),
+      FLAGS.summary_type, FLAGS.use_summ_proj)
 
 
 ################################################################################
