@@ -20,7 +20,7 @@ import time
 import pytest
 
 from tests import download_fixtures as fx
-from xlnet.finetuning import classifier_datasets
+from xlnet.finetuning.classifier import datasets as classifier_datasets
 from xlnet.finetuning import downloads
 from xlnet.finetuning import http_fetch
 from xlnet.finetuning import paper_settings
