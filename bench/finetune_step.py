@@ -23,13 +23,13 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bench import scratch  # noqa: E402
-from xlnet.finetuning.classifier import head as classifier_head  # noqa: E402
 from xlnet import model as model_lib  # noqa: E402
 from xlnet.finetuning import config as finetune_config  # noqa: E402
-from xlnet.training import config  # noqa: E402
+from xlnet.finetuning.classifier import head as classifier_head  # noqa: E402
 from xlnet.finetuning.race import task as race_task  # noqa: E402
-from xlnet.finetuning.squad import task as squad_task  # noqa: E402
 from xlnet.finetuning.squad import head as squad_head  # noqa: E402
+from xlnet.finetuning.squad import task as squad_task  # noqa: E402
+from xlnet.training import config  # noqa: E402
 from xlnet.training import predictor as predictor_lib  # noqa: E402
 from xlnet.training import trainer as trainer_lib  # noqa: E402
 

@@ -14,9 +14,9 @@ import tensorflow as tf
 
 from tests import classifier_fixtures as fx
 from tests import np_reference
+from xlnet.finetuning.classifier import features as cu
 from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.finetuning.classifier import processors as cp
-from xlnet.finetuning.classifier import features as cu
 from xlnet.training import warm_start
 
 LENGTH = 9

@@ -24,10 +24,10 @@ import tensorflow as tf
 
 from tests import checkpoint_fixtures
 from tests import classifier_fixtures as fx
-from xlnet.finetuning.classifier import head as classifier_head
-from xlnet.finetuning.classifier import task as classifier_task
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import finetune
+from xlnet.finetuning.classifier import head as classifier_head
+from xlnet.finetuning.classifier import task as classifier_task
 from xlnet.training import config as train_config
 from xlnet.training import optimizer as optimizer_lib
 from xlnet.training import tpu_estimator

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from xlnet.finetuning.classifier import head as classifier_head
 from xlnet import model as model_lib
-from xlnet.finetuning.race import head as race_head
-from xlnet.finetuning.squad import head as squad_head
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import memory_plan
+from xlnet.finetuning.classifier import head as classifier_head
+from xlnet.finetuning.race import head as race_head
+from xlnet.finetuning.squad import head as squad_head
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))

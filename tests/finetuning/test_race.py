@@ -7,8 +7,8 @@ import tensorflow as tf
 from tests import np_reference
 from tests import qa_fixtures
 from xlnet.data import prepro_utils
-from xlnet.finetuning.race import head as race_head
 from xlnet.finetuning.race import features as race_features
+from xlnet.finetuning.race import head as race_head
 
 SEP, CLS = prepro_utils.SEP_ID, prepro_utils.CLS_ID
 

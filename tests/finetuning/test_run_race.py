@@ -14,8 +14,8 @@ from xlnet.data import prepro_utils
 from xlnet.finetuning import api
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
-from xlnet.finetuning.race import task as race_task
 from xlnet.finetuning.race import features as race_features
+from xlnet.finetuning.race import task as race_task
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.programs import run_race
 

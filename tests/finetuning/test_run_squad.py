@@ -21,9 +21,9 @@ from xlnet.data import prepro_utils
 from xlnet.finetuning import api
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
+from xlnet.finetuning.squad import features as squad_features
 from xlnet.finetuning.squad import predictions as squad_predictions
 from xlnet.finetuning.squad import task as squad_task
-from xlnet.finetuning.squad import features as squad_features
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.programs import run_squad
 from xlnet.training.config import DEFAULT_SEED

@@ -7,9 +7,9 @@ import tensorflow as tf
 
 from tests import np_reference
 from tests import qa_fixtures
-from xlnet.finetuning.squad import head as squad_head
 from xlnet.finetuning.squad import alignment as squad_alignment
 from xlnet.finetuning.squad import features as squad_features
+from xlnet.finetuning.squad import head as squad_head
 
 D = qa_fixtures.TINY_CONFIG["d_model"]
 SEQ_LEN = 12

@@ -5,10 +5,10 @@ import sentencepiece as spm
 
 from tests import qa_fixtures
 from tests.data_helpers import train_tiny_spm
-from xlnet.finetuning.squad import official_eval
 from xlnet.finetuning.squad import alignment as squad_alignment
-from xlnet.finetuning.squad import predictions as squad_predictions
 from xlnet.finetuning.squad import features as squad_features
+from xlnet.finetuning.squad import official_eval
+from xlnet.finetuning.squad import predictions as squad_predictions
 
 
 def _result(uid, cls, starts, start_lps, ends, end_lps):

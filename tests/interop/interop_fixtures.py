@@ -7,9 +7,9 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from xlnet.finetuning.classifier import head as classifier_head
 from xlnet import model as model_lib
 from xlnet import modeling
+from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.finetuning.race import head as race_head
 from xlnet.finetuning.squad import head as squad_head
 from xlnet.training import checkpoint_io

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from xlnet.finetuning.classifier import head as classifier_head
 from xlnet import model as model_lib
 from xlnet import pretraining_loss
+from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.finetuning.race import head as race_head
 from xlnet.finetuning.squad import head as squad_head
 

@@ -24,16 +24,16 @@ import functools
 import os
 
 from xlnet.data import prepro_utils
-from xlnet.finetuning.classifier import task as classifier_task
-from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import finetune
-from xlnet.finetuning import loaded_model
 from xlnet.finetuning import qa_records
-from xlnet.finetuning.race import task as race_task
+from xlnet.finetuning.classifier import features as classifier_features
+from xlnet.finetuning.classifier import loaded_model
+from xlnet.finetuning.classifier import task as classifier_task
 from xlnet.finetuning.race import features as race_features
-from xlnet.finetuning.squad import task as squad_task
+from xlnet.finetuning.race import task as race_task
 from xlnet.finetuning.squad import features as squad_features
+from xlnet.finetuning.squad import task as squad_task
 from xlnet.training import checkpoint_io
 
 
@@ -217,7 +217,7 @@ def load_classifier(model_dir, checkpoint=None):
   """The classifier (or regression head) fine-tuned into `model_dir`, ready
   to predict: `.predict(texts)` -> dict of NumPy `logits`,
   `probabilities` and `labels`, the numbers `run_classifier`'s prediction
-  writes (`xlnet/finetuning/loaded_model.py`).
+  writes (`xlnet/finetuning/classifier/loaded_model.py`).
 
   Args:
     model_dir: a fine-tuned classifier's directory (its config.json,

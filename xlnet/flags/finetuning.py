@@ -13,14 +13,14 @@ import os
 from absl import logging
 import tensorflow as tf
 
-from xlnet.training import checkpoint_io
 from xlnet import model as model_lib
 from xlnet import validation
 from xlnet.data import prepro_utils
+from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning.classifier import datasets as classifier_datasets
 from xlnet.finetuning.classifier import features as classifier_features
-from xlnet.finetuning import config as finetune_config
 from xlnet.flags import configs as config_flags
+from xlnet.training import checkpoint_io
 from xlnet.training import config as train_config_lib
 
 

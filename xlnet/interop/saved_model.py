@@ -30,10 +30,10 @@ word there without seeing it.
 """
 import tensorflow as tf
 
-from xlnet.finetuning.classifier import head as classifier_head
 from xlnet import errors
 from xlnet import finetune_backbone
 from xlnet import model as model_lib
+from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.finetuning.race import head as race_head
 from xlnet.finetuning.squad import head as squad_head
 from xlnet.interop import hf_export

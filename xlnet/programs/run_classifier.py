@@ -31,8 +31,8 @@ from xlnet.finetuning import api
 from xlnet.finetuning.classifier import datasets as classifier_datasets
 from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.flags import catalog as flag_catalog
-from xlnet.flags import task_catalog
 from xlnet.flags import finetuning as finetune_flags
+from xlnet.flags import task_catalog
 
 
 def define_flags(flag_values=flags.FLAGS):

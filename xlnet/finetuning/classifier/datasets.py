@@ -14,8 +14,8 @@ import os
 from absl import logging
 import tensorflow as tf
 
-from xlnet.finetuning.classifier import processors as classifier_processors
 from xlnet.finetuning import record_cache
+from xlnet.finetuning.classifier import processors as classifier_processors
 
 
 ################################################################################

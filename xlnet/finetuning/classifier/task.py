@@ -21,15 +21,15 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from xlnet.training import warm_start
-from xlnet.finetuning.classifier import head as classifier_head
 from xlnet import io_utils
 from xlnet.finetuning import checkpoint_eval
+from xlnet.finetuning import finetune
 from xlnet.finetuning.classifier import datasets as classifier_datasets
 from xlnet.finetuning.classifier import features as classifier_features
-from xlnet.finetuning import finetune
+from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.finetuning.classifier import metrics as metrics_lib
 from xlnet.training import checkpoint_io
+from xlnet.training import warm_start
 
 EVAL_RESULTS = "eval_results.txt"
 

@@ -24,11 +24,11 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from xlnet.finetuning.race import head as race_head
 from xlnet.data import prepro_utils
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import qa_records
 from xlnet.finetuning import record_cache
+from xlnet.finetuning.race import head as race_head
 
 LEVELS = ("middle", "high")
 NUM_CHOICES = race_head.NUM_CHOICES  # the options of a question

@@ -11,11 +11,11 @@ from absl import logging
 import tensorflow as tf
 
 from xlnet import io_utils
-from xlnet.finetuning.race import head as race_head
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
-from xlnet.finetuning.race import features as race_features
 from xlnet.finetuning import record_cache
+from xlnet.finetuning.race import features as race_features
+from xlnet.finetuning.race import head as race_head
 
 # Variables of the RACE head (and the pooler), which a pretrained
 # checkpoint lacks.

@@ -12,14 +12,14 @@ from absl import logging
 import tensorflow as tf
 
 from xlnet import io_utils
-from xlnet.finetuning.squad import head as squad_head
 from xlnet.finetuning import checkpoint_eval
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
 from xlnet.finetuning import record_cache
+from xlnet.finetuning.squad import features as squad_features
+from xlnet.finetuning.squad import head as squad_head
 from xlnet.finetuning.squad import official_eval
 from xlnet.finetuning.squad import predictions as squad_predictions
-from xlnet.finetuning.squad import features as squad_features
 
 # Metrics target_eval_key may name (see official_eval.evaluate).
 TARGET_EVAL_KEYS = ("best_f1", "best_exact", "has_ans_f1", "has_ans_exact",

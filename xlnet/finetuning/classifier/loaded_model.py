@@ -18,14 +18,14 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from xlnet.finetuning.classifier import head as classifier_head
 from xlnet import model as model_lib
 from xlnet.data import prepro_utils
-from xlnet.finetuning.classifier import processors as classifier_processors
-from xlnet.finetuning.classifier import task as classifier_task
-from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.finetuning import config as finetuning_config
 from xlnet.finetuning import finetune
+from xlnet.finetuning.classifier import features as classifier_features
+from xlnet.finetuning.classifier import head as classifier_head
+from xlnet.finetuning.classifier import processors as classifier_processors
+from xlnet.finetuning.classifier import task as classifier_task
 from xlnet.training import checkpoint_io
 from xlnet.training import config as train_config
 from xlnet.training import predictor as predictor_lib
