@@ -23,13 +23,13 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bench import scratch  # noqa: E402
-from xlnet import classifier_heads  # noqa: E402
 from xlnet import model as model_lib  # noqa: E402
 from xlnet.finetuning import config as finetune_config  # noqa: E402
+from xlnet.finetuning.classifier import head as classifier_head  # noqa: E402
+from xlnet.finetuning.race import task as race_task  # noqa: E402
+from xlnet.finetuning.squad import head as squad_head  # noqa: E402
+from xlnet.finetuning.squad import task as squad_task  # noqa: E402
 from xlnet.training import config  # noqa: E402
-from xlnet.finetuning import race_task  # noqa: E402
-from xlnet.finetuning import squad_task  # noqa: E402
-from xlnet import squad_heads  # noqa: E402
 from xlnet.training import predictor as predictor_lib  # noqa: E402
 from xlnet.training import trainer as trainer_lib  # noqa: E402
 
@@ -71,16 +71,16 @@ def heads(task, model):
   one whatever is_training says (the SQuAD end head needs the gold start)."""
   xlnet_config = model.xlnet_config
   if task == "cls":
-    return (lambda f, t: classifier_heads.get_classification_loss(
+    return (lambda f, t: classifier_head.get_classification_loss(
         xlnet_config, model.run_config(t), f, 2, "classification_bench")[0],
-            lambda f: {"logits": classifier_heads.get_classification_loss(
+            lambda f: {"logits": classifier_head.get_classification_loss(
                 xlnet_config, model.run_config(False), f, 2,
                 "classification_bench")[2]})
   if task == "race":
     return (race_task.loss_fn(model),
             lambda f: race_task.outputs_fn(model)(f, False))
   return (squad_task.loss_fn(model),
-          lambda f: squad_heads.get_qa_predictions(
+          lambda f: squad_head.get_qa_predictions(
               xlnet_config, model.run_config(False), f))
 
 

@@ -37,7 +37,7 @@ from xlnet.data import prepro_utils  # noqa: E402
 from xlnet.data import spm_train  # noqa: E402
 from xlnet.demo import demo_corpus  # noqa: E402
 from xlnet.finetuning import paper_settings  # noqa: E402
-from xlnet.finetuning import squad_utils  # noqa: E402
+from xlnet.finetuning.squad import features as squad_features  # noqa: E402
 from xlnet.programs import reproduce  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -146,12 +146,12 @@ def baseline_convert(sp_model, context, question, max_seq_length):
 
 def ab_conversion(sp_model, path):
   """Questions/s: ours (paragraph cache) vs the per-question baseline."""
-  paragraphs, examples, _ = squad_utils.read_squad_examples(path, True)
+  paragraphs, examples, _ = squad_features.read_squad_examples(path, True)
   sample = examples[:FLAGS.baseline_questions]
   rates = {"ours": [], "baseline": []}
   for _ in range(2):  # interleaved A/B rounds
     start = time.time()
-    converter = squad_utils.FeatureConverter(
+    converter = squad_features.FeatureConverter(
         sp_model, paragraphs, FLAGS.max_seq_length, 64, 128, False, True)
     for _ in converter.iter_features(sample):
       pass
@@ -210,7 +210,7 @@ def model_step_rate():
   """Examples/s of gradient + Adam steps of the SQuAD loss (base width)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from xlnet import model as model_lib  # pylint: disable=g-import-not-at-top
-  from xlnet import squad_heads  # pylint: disable=g-import-not-at-top
+  from xlnet.finetuning.squad import head as squad_head  # pylint: disable=g-import-not-at-top
   tf.compat.v1.disable_eager_execution()
   config = dict(n_layer=FLAGS.model_layers, d_model=768, n_head=12,
                 d_head=64, d_inner=3072, ff_activation="gelu", untie_r=True,
@@ -235,7 +235,7 @@ def model_step_rate():
       end_positions=np.full([bsz], 12, np.int32),
       is_impossible=np.zeros([bsz], np.float32))
   with tf.Graph().as_default():
-    loss, _ = squad_heads.get_qa_loss(
+    loss, _ = squad_head.get_qa_loss(
         xlnet_config, run_config,
         {k: tf.constant(v) for k, v in features.items()})
     train_op = tf.compat.v1.train.AdamOptimizer(1e-5).minimize(loss)

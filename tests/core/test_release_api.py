@@ -24,8 +24,8 @@ from tests import data_helpers
 import xlnet
 from xlnet import modeling
 from xlnet.data import prepro_utils
-from xlnet.finetuning import classifier_utils
-from xlnet.finetuning.classifier_processors import InputExample
+from xlnet.finetuning.classifier import features as classifier_features
+from xlnet.finetuning.classifier.processors import InputExample
 from xlnet.training import config as train_config
 
 REQUIRED = inspect.Parameter.empty
@@ -188,12 +188,12 @@ SIGNATURES = [
     ("xlnet.data.prepro_utils", "encode_ids",
      [("sp_model", REQUIRED), ("text", REQUIRED), ("sample", False)]),
     # classifier_utils.py: InputFeatures.__init__
-    ("xlnet.finetuning.classifier_utils", "InputFeatures",
+    ("xlnet.finetuning.classifier.features", "InputFeatures",
      [("input_ids", REQUIRED), ("input_mask", REQUIRED),
       ("segment_ids", REQUIRED), ("label_id", REQUIRED),
       ("is_real_example", True)]),
     # classifier_utils.py: convert_single_example
-    ("xlnet.finetuning.classifier_utils", "convert_single_example",
+    ("xlnet.finetuning.classifier.features", "convert_single_example",
      [("ex_index", REQUIRED), ("example", REQUIRED), ("label_list", REQUIRED),
       ("max_seq_length", REQUIRED), ("tokenize_fn", REQUIRED)]),
 ]
@@ -414,8 +414,8 @@ def test_convert_single_example_as_run_classifier():
   example = InputExample(guid="dev-0", text_a="5 6 7", text_b="8 9",
                          label="b")
   tokenize_fn = lambda text: [int(t) for t in text.split()]  # noqa: E731
-  feature = classifier_utils.convert_single_example(0, example, ["a", "b"],
-                                                    10, tokenize_fn)
+  feature = classifier_features.convert_single_example(0, example, ["a", "b"],
+                                                       10, tokenize_fn)
   assert feature.input_ids == [0, 0, 5, 6, 7, 4, 8, 9, 4, 3]
   assert feature.segment_ids == [4, 4, 0, 0, 0, 0, 1, 1, 1, 2]
   assert feature.input_mask == [1, 1, 0, 0, 0, 0, 0, 0, 0, 0]

@@ -14,10 +14,10 @@ import pytest
 import tensorflow as tf
 
 from tests import data_helpers
-from xlnet.finetuning import classifier_datasets as cd
-from xlnet.finetuning import classifier_processors as cp
-from xlnet.finetuning import classifier_utils as cu
 from xlnet.data import prepro_utils
+from xlnet.finetuning.classifier import datasets as cd
+from xlnet.finetuning.classifier import features as cu
+from xlnet.finetuning.classifier import processors as cp
 
 
 def fake_tokenize(text):

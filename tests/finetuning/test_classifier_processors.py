@@ -11,9 +11,9 @@ import logging
 
 import pytest
 
-from xlnet.finetuning import classifier_datasets as cd
-from xlnet.finetuning import classifier_processors as cp
 from xlnet.finetuning import record_cache
+from xlnet.finetuning.classifier import datasets as cd
+from xlnet.finetuning.classifier import processors as cp
 
 
 def write(path, text):

@@ -20,10 +20,10 @@ import time
 import pytest
 
 from tests import download_fixtures as fx
-from xlnet.finetuning import classifier_datasets
 from xlnet.finetuning import downloads
 from xlnet.finetuning import http_fetch
 from xlnet.finetuning import paper_settings
+from xlnet.finetuning.classifier import datasets as classifier_datasets
 from xlnet.training import run_lock
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(

@@ -24,10 +24,10 @@ import tensorflow as tf
 
 from tests import checkpoint_fixtures
 from tests import classifier_fixtures as fx
-from xlnet import classifier_heads
-from xlnet.finetuning import classifier_task
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import finetune
+from xlnet.finetuning.classifier import head as classifier_head
+from xlnet.finetuning.classifier import task as classifier_task
 from xlnet.training import config as train_config
 from xlnet.training import optimizer as optimizer_lib
 from xlnet.training import progress
@@ -127,7 +127,7 @@ def setup(tmp_path_factory, cross_replica_sums):
   run = engine_config(str(root / "finetuned"), pretrained, train_steps=2)
   finetune._estimator_train(  # pylint: disable=protected-access
       run, train_input_fn, lambda f, t: head(f, t)["total_loss"],
-      classifier_heads.NEW_VARIABLE_PATTERNS)
+      classifier_head.NEW_VARIABLE_PATTERNS)
   # CrossShardOptimizer summed every gradient (plus the update guard's flag).
   assert len(cross_replica_sums) > 20
   def outputs_fn(features, is_training):
@@ -233,7 +233,7 @@ def test_a_second_run_resumes_from_the_saved_step(setup, tmp_path):
   run = engine_config(model_dir, setup["pretrained"], train_steps=4)
   finetune._estimator_train(  # pylint: disable=protected-access
       run, train_input_fn, lambda f, t: setup["head"](f, t)["total_loss"],
-      classifier_heads.NEW_VARIABLE_PATTERNS)
+      classifier_head.NEW_VARIABLE_PATTERNS)
   latest = tf.train.latest_checkpoint(model_dir)
   assert latest.endswith("model.ckpt-4")
   last = values(latest)
@@ -265,7 +265,7 @@ def test_a_non_finite_loss_stops_the_run_with_the_last_finite_state(
     finetune._estimator_train(  # pylint: disable=protected-access
         run, train_input_fn,
         lambda f, t: head(f, t)["total_loss"] * float("nan"),
-        classifier_heads.NEW_VARIABLE_PATTERNS)
+        classifier_head.NEW_VARIABLE_PATTERNS)
   steps = sorted(int(name.split("-")[1].split(".")[0])
                  for name in os.listdir(run.model_dir)
                  if name.startswith("model.ckpt-") and name.endswith(".index"))

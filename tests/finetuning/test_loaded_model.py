@@ -1,8 +1,8 @@
 """A fine-tuned classifier's model_dir alone gives a model that predicts in
-memory (`xlnet/finetuning/loaded_model.py`): fine-tuning records its config,
-task and SentencePiece model there; the loaded weights are the checkpoint's;
-its logits for the dev texts are those `run_classifier`'s prediction wrote
-to `sst-2.logits.json`, its labels those of `sst-2.tsv`."""
+memory (`xlnet/finetuning/classifier/loaded_model.py`): fine-tuning records
+its config, task and SentencePiece model there; the loaded weights are the
+checkpoint's; its logits for the dev texts are those `run_classifier`'s
+prediction wrote to `sst-2.logits.json`, its labels those of `sst-2.tsv`."""
 import json
 import os
 
@@ -14,7 +14,7 @@ from tests.finetuning import test_python_api as doc_test
 from xlnet import model as model_lib
 from xlnet.finetuning import api
 from xlnet.finetuning import config as finetune_config
-from xlnet.finetuning import loaded_model
+from xlnet.finetuning.classifier import loaded_model
 from xlnet.training import checkpoint_tools
 from xlnet.training import config as train_config
 

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from xlnet import classifier_heads
 from xlnet import model as model_lib
-from xlnet import race_heads
-from xlnet import squad_heads
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import memory_plan
+from xlnet.finetuning.classifier import head as classifier_head
+from xlnet.finetuning.race import head as race_head
+from xlnet.finetuning.squad import head as squad_head
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -64,12 +64,12 @@ def test_parameters_match_the_built_graph(kind):
   features = _features(kind, 2, 6)
   run_config = model.run_config(True)
   if kind == "classifier":
-    classifier_heads.get_classification_loss(config, run_config, features,
-                                             2, "classification_x")
+    classifier_head.get_classification_loss(config, run_config, features,
+                                            2, "classification_x")
   elif kind == "squad":
-    squad_heads.get_qa_loss(config, run_config, features)
+    squad_head.get_qa_loss(config, run_config, features)
   else:
-    race_heads.get_race_loss(config, run_config, features)
+    race_head.get_race_loss(config, run_config, features)
   built = sum(int(np.prod(v.shape))
               for v in tf.compat.v1.trainable_variables())
   assert memory_plan.param_count(config, kind) == built

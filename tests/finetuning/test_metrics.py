@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from xlnet.finetuning import metrics
+from xlnet.finetuning.classifier import metrics
 
 
 def test_accuracy():

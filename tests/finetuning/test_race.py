@@ -7,8 +7,8 @@ import tensorflow as tf
 from tests import np_reference
 from tests import qa_fixtures
 from xlnet.data import prepro_utils
-from xlnet import race_heads
-from xlnet.finetuning import race_utils
+from xlnet.finetuning.race import features as race_features
+from xlnet.finetuning.race import head as race_head
 
 SEP, CLS = prepro_utils.SEP_ID, prepro_utils.CLS_ID
 
@@ -35,14 +35,14 @@ def _race_file(article, questions):
 def test_option_packing_hand_worked():
   articles = ["c1 c2 c3 c4 c5 c6 c7 c8", "c1 c2"]
   examples = [
-      race_utils.RaceExample("a", 0, "q1 _ q2", ("o1", "o2 o3",
-                                                 "o4 o5 o6 o7", "o8"), 2,
+      race_features.RaceExample("a", 0, "q1 _ q2", ("o1", "o2 o3",
+                                                    "o4 o5 o6 o7", "o8"), 2,
                              "high"),
-      race_utils.RaceExample("b", 1, "q3", ("o1", "o2", "o3", "o4"), 0,
-                             "middle")]
-  converter = race_utils.FeatureConverter(WordSp(), articles,
-                                          max_seq_length=10, max_qa_length=4,
-                                          uncased=False)
+      race_features.RaceExample("b", 1, "q3", ("o1", "o2", "o3", "o4"), 0,
+                                "middle")]
+  converter = race_features.FeatureConverter(WordSp(), articles,
+                                             max_seq_length=10, max_qa_length=4,
+                                             uncased=False)
   first = converter.convert(examples[0])
   ids = first["input_ids"].reshape(4, 10).tolist()
   # qa = question with "_" filled; the context keeps 10 - 3 - len(qa).
@@ -82,22 +82,22 @@ def test_read_race_layout_levels_and_labels(tmp_path):
       "train/high/9.txt": _race_file("h nine", [("q", ["a", "b", "c", "d"],
                                                  "C")]),
   })
-  articles, examples = race_utils.read_race_examples(root, "train",
-                                                     race_utils.LEVELS)
+  articles, examples = race_features.read_race_examples(root, "train",
+                                                     race_features.LEVELS)
   assert articles == ["m one", "m two", "h nine"]
   assert [(e.example_id, e.article_index, e.label, e.level)
           for e in examples] == [("middle/1.txt/0", 0, 0, "middle"),
                                  ("middle/1.txt/1", 0, 3, "middle"),
                                  ("middle/2.txt/0", 1, 1, "middle"),
                                  ("high/9.txt/0", 2, 2, "high")]
-  _, high = race_utils.read_race_examples(
-      root, "train", race_utils.race_levels(True, False))
+  _, high = race_features.read_race_examples(
+      root, "train", race_features.race_levels(True, False))
   assert [e.level for e in high] == ["high"]
   with pytest.raises(ValueError, match="exclude each other"):
-    race_utils.race_levels(True, True)
+    race_features.race_levels(True, True)
   with pytest.raises(ValueError, match=r"--data_dir=.*: no files match "
                      r".*dev/middle/\*\.txt \(expected the RACE layout"):
-    race_utils.read_race_examples(root, "dev", race_utils.LEVELS)
+    race_features.read_race_examples(root, "dev", race_features.LEVELS)
 
 
 @pytest.mark.parametrize("content,match", [
@@ -122,12 +122,12 @@ def test_malformed_race_files(tmp_path, content, match):
   path.parent.mkdir(parents=True)
   path.write_text(content)
   with pytest.raises(ValueError, match=match):
-    race_utils.read_race_examples(str(tmp_path), "dev", ("high",))
+    race_features.read_race_examples(str(tmp_path), "dev", ("high",))
 
 
 def test_accuracy_by_level_hand_worked():
-  ex = [race_utils.RaceExample(str(i), 0, "q", ("a", "b", "c", "d"), label,
-                               level)
+  ex = [race_features.RaceExample(str(i), 0, "q", ("a", "b", "c", "d"), label,
+                                  level)
         for i, (label, level) in enumerate([(0, "middle"), (1, "middle"),
                                             (2, "high"), (3, "high"),
                                             (3, "high")])]
@@ -135,12 +135,12 @@ def test_accuracy_by_level_hand_worked():
             [1, 0, 0, 0]]
   # Results come in record order, which is the order of the questions.
   results = [{"logits": np.array(row)} for row in logits]
-  got = race_utils.accuracy_by_level(ex, results)
+  got = race_features.accuracy_by_level(ex, results)
   assert got == {"accuracy_middle": 0.5, "num_middle": 2,
                  "accuracy_high": pytest.approx(2 / 3), "num_high": 3,
                  "accuracy": pytest.approx(3 / 5), "num_examples": 5}
   with pytest.raises(ValueError, match="results for 4 of 5 questions"):
-    race_utils.accuracy_by_level(ex, results[:4])
+    race_features.accuracy_by_level(ex, results[:4])
 
 
 def test_race_head_matches_numpy(tmp_path):
@@ -163,9 +163,9 @@ def test_race_head_matches_numpy(tmp_path):
                  segment_ids=tf.constant(segment_ids),
                  input_mask=tf.constant(input_mask),
                  label_ids=tf.constant(labels))
-    logits = race_heads.get_race_logits(
+    logits = race_head.get_race_logits(
         model.xlnet_config, model.run_config(is_training=False), feats)
-    loss = race_heads.race_loss(logits, feats["label_ids"])
+    loss = race_head.race_loss(logits, feats["label_ids"])
     variables = {v.op.name: v.shape.as_list()
                  for v in tf.compat.v1.global_variables()}
     with tf.compat.v1.Session() as sess:

@@ -21,8 +21,8 @@ from tests import classifier_fixtures as fx
 from tests import data_helpers
 from xlnet.finetuning import api
 from xlnet.finetuning import checkpoint_eval
-from xlnet.finetuning import classifier_task
 from xlnet.finetuning import finetune
+from xlnet.finetuning.classifier import task as classifier_task
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.programs import run_classifier
 

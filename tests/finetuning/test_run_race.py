@@ -14,8 +14,8 @@ from xlnet.data import prepro_utils
 from xlnet.finetuning import api
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
-from xlnet.finetuning import race_task
-from xlnet.finetuning import race_utils
+from xlnet.finetuning.race import features as race_features
+from xlnet.finetuning.race import task as race_task
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.programs import run_race
 
@@ -119,9 +119,9 @@ def test_training_order_follows_the_seed(race):
   flags = race("--do_train")
   _, dev_path = race_task.prepro(flags["task"], sp_model, "dev")
   # The ids of the train split's questions, in file order.
-  articles, examples = race_utils.read_race_examples(
-      flags["task"].data_dir, "train", race_utils.LEVELS)
-  converter = race_utils.FeatureConverter(sp_model, articles, 24, 8, False)
+  articles, examples = race_features.read_race_examples(
+      flags["task"].data_dir, "train", race_features.LEVELS)
+  converter = race_features.FeatureConverter(sp_model, articles, 24, 8, False)
   unshuffled = [converter.convert(e)["input_ids"][0].tolist()
                 for e in examples]
   orders = {}
@@ -169,7 +169,7 @@ def test_records_have_the_release_format_and_old_ones_still_read(race,
   qa_fixtures.write_protobuf_records(old, [
       dict({k: v for k, v in r.items() if k != "is_real_example"},
            example_index=[i]) for i, r in enumerate(values)])
-  spec = race_utils.feature_spec(flags["task"].max_seq_length)
+  spec = race_features.feature_spec(flags["task"].max_seq_length)
   ours, *others = [qa_fixtures.all_batches(qa_records.make_input_fn(
       [str(p)], spec, is_training=False, drop_remainder=False))
                    for p in (path, release, old)]

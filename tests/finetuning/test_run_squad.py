@@ -21,9 +21,9 @@ from xlnet.data import prepro_utils
 from xlnet.finetuning import api
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
-from xlnet.finetuning import squad_predictions
-from xlnet.finetuning import squad_task
-from xlnet.finetuning import squad_utils
+from xlnet.finetuning.squad import features as squad_features
+from xlnet.finetuning.squad import predictions as squad_predictions
+from xlnet.finetuning.squad import task as squad_task
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.programs import run_squad
 from xlnet.training.config import DEFAULT_SEED
@@ -73,9 +73,9 @@ def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
       paths + [p + ".json" for p in paths])
   # Together the shards hold every window of every question, once.
   flags = squad["flags"]("--do_prepro")
-  paragraphs, examples, _ = squad_utils.read_squad_examples(squad["train"],
-                                                            True)
-  converter = squad_utils.FeatureConverter(
+  paragraphs, examples, _ = squad_features.read_squad_examples(squad["train"],
+                                                               True)
+  converter = squad_features.FeatureConverter(
       prepro_utils.load_sp_model(flags["task"].spiece_model_file,
                                  "--spiece_model_file"),
       paragraphs, 48, 8, 12, False, is_training=True)
@@ -222,10 +222,10 @@ def test_training_order_follows_the_seed(squad):
   flags = squad["flags"]("--do_prepro")
   sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file,
                                         "--spiece_model_file")
-  paragraphs, examples, _ = squad_utils.read_squad_examples(squad["train"],
-                                                            True)
-  converter = squad_utils.FeatureConverter(sp_model, paragraphs, 48, 8, 12,
-                                           False, is_training=True)
+  paragraphs, examples, _ = squad_features.read_squad_examples(squad["train"],
+                                                               True)
+  converter = squad_features.FeatureConverter(sp_model, paragraphs, 48, 8, 12,
+                                              False, is_training=True)
   # The windows (input ids) of each question, in file order (none for the
   # questions of paragraphs the release could not align).
   features = [converter.convert(0, e) for e in examples]
@@ -269,7 +269,7 @@ def test_records_have_the_release_format_and_old_ones_still_read(squad):
   qa_fixtures.write_protobuf_records(release, values, RELEASE_FLOATS)
   old = squad["tmp"] / "old.tf_record"  # earlier versions: all int64
   qa_fixtures.write_protobuf_records(old, values)
-  spec = squad_utils.feature_spec(48, is_training=True)
+  spec = squad_features.feature_spec(48, is_training=True)
   ours, *others = [qa_fixtures.all_batches(qa_records.make_input_fn(
       [str(p)], spec, is_training=False, drop_remainder=False))
                    for p in (path, release, old)]
@@ -299,7 +299,7 @@ def test_training_uses_the_releases_records_when_ours_are_missing(squad):
   assert squad_task.train_record_paths(flags["task"], sp_model) == release
   assert not os.path.exists(ours)
   got = qa_fixtures.all_batches(qa_records.make_input_fn(
-      release, squad_utils.feature_spec(48, True), False, False))
+      release, squad_features.feature_spec(48, True), False, False))
   assert sorted(got["unique_ids"].tolist()) == list(range(len(values)))
 
 
@@ -340,7 +340,7 @@ def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch,
   job = squad["flags"]("--do_predict")
   qa_fixtures.fresh_checkpoint(
       squad_task.outputs_fn(job["task"], job["model"]),
-      squad_utils.feature_spec(48, is_training=False),
+      squad_features.feature_spec(48, is_training=False),
       str(model_dir / "model.ckpt-1"))
   rules = []
   real = squad_predictions.get_predictions

@@ -5,10 +5,10 @@ import sentencepiece as spm
 
 from tests import qa_fixtures
 from tests.data_helpers import train_tiny_spm
-from xlnet.finetuning import squad_eval
-from xlnet.finetuning import squad_alignment
-from xlnet.finetuning import squad_predictions
-from xlnet.finetuning import squad_utils
+from xlnet.finetuning.squad import alignment as squad_alignment
+from xlnet.finetuning.squad import features as squad_features
+from xlnet.finetuning.squad import official_eval
+from xlnet.finetuning.squad import predictions as squad_predictions
 
 
 def _result(uid, cls, starts, start_lps, ends, end_lps):
@@ -23,8 +23,8 @@ def _hand_made_converter():
   """Three questions over hand-tokenized paragraphs (one piece per word;
   in "x x" a lone '▁' piece covers no character)."""
   texts = ["alpha beta gamma delta epsilon", "x x", "nothing"]
-  converter = squad_utils.FeatureConverter(None, texts, 0, 0, 0, False,
-                                           is_training=False)
+  converter = squad_features.FeatureConverter(None, texts, 0, 0, 0, False,
+                                              is_training=False)
   converter.tokenized = {
       0: squad_alignment.TokenizedParagraph(np.arange(5), np.array(
           [0, 6, 11, 17, 23]), np.array([5, 10, 16, 22, 30])),
@@ -32,13 +32,13 @@ def _hand_made_converter():
                                         np.array([1, 2, 3])),
       2: squad_alignment.TokenizedParagraph(np.arange(1), np.array([0]),
                                         np.array([7]))}
-  W = squad_utils.Window  # noqa: N806
+  W = squad_features.Window  # noqa: N806
   converter.windows = [
       W(0, 0, 0, 3, np.array([True, True, True])),
       W(1, 0, 2, 3, np.array([False, True, True])),
       W(2, 1, 0, 3, np.array([True, True, True])),
       W(3, 2, 0, 1, np.array([True]))]
-  examples = [squad_utils.SquadExample(f"q{i}", "?", i, None, None, False)
+  examples = [squad_features.SquadExample(f"q{i}", "?", i, None, None, False)
               for i in range(3)]
   return texts, examples, converter
 
@@ -100,11 +100,11 @@ def test_oracle_beam_gives_back_the_original_answers(tmp_path, last_piece):
   sp_model = spm.SentencePieceProcessor(model_file=train_tiny_spm())
   data = qa_fixtures.synthetic_squad(np.random.default_rng(3), 10, 5)
   path = qa_fixtures.write_json(tmp_path / "dev.json", {"data": data})
-  paragraphs, train_examples, _ = squad_utils.read_squad_examples(path, True)
+  paragraphs, train_examples, _ = squad_features.read_squad_examples(path, True)
   gold = {e.qas_id: e for e in train_examples}
-  paragraphs, examples, _ = squad_utils.read_squad_examples(path, False)
-  converter = squad_utils.FeatureConverter(sp_model, paragraphs, 64, 8, 16,
-                                           False, is_training=False)
+  paragraphs, examples, _ = squad_features.read_squad_examples(path, False)
+  converter = squad_features.FeatureConverter(sp_model, paragraphs, 64, 8, 16,
+                                              False, is_training=False)
   for _ in converter.iter_features(examples):
     pass
   results, reachable = [], set()
@@ -135,7 +135,7 @@ def test_oracle_beam_gives_back_the_original_answers(tmp_path, last_piece):
     example = gold[qid]
     assert preds[qid] == paragraphs[example.paragraph_index][
         example.start_char:example.end_char]
-  metrics = squad_eval.evaluate(
+  metrics = official_eval.evaluate(
       data, {q: p for q, p in preds.items()}, null_odds)
   # Unreachable answers aside, the best threshold answers everything right.
   assert metrics["best_exact"] >= 100.0 * (
@@ -196,9 +196,9 @@ def test_questions_of_an_unaligned_paragraph_get_the_releases_answer(keep):
   log-probs -1e6 and the null score 1e6. --keep_unaligned predicts them."""
   sp_model = spm.SentencePieceProcessor(model_file=train_tiny_spm())
   texts = ["ﬁﬁﬁﬁ ﬁﬁﬁ ﬁﬁ ok", "the river said over"]
-  examples = [squad_utils.SquadExample(qid, "which?", p, None, None, False)
+  examples = [squad_features.SquadExample(qid, "which?", p, None, None, False)
               for qid, p in (("q0", 0), ("q1", 0), ("q2", 1))]
-  converter = squad_utils.FeatureConverter(
+  converter = squad_features.FeatureConverter(
       sp_model, texts, 32, 8, 8, False, is_training=False,
       keep_unaligned=keep)
   for _ in converter.iter_features(examples):

@@ -13,8 +13,8 @@ import sentencepiece as spm
 from tests import qa_fixtures
 from tests.data_helpers import train_tiny_spm
 from xlnet.data import prepro_utils
-from xlnet.finetuning import squad_alignment
-from xlnet.finetuning import squad_utils
+from xlnet.finetuning.squad import alignment as squad_alignment
+from xlnet.finetuning.squad import features as squad_features
 
 U = prepro_utils.SPIECE_UNDERLINE
 
@@ -97,24 +97,24 @@ def test_char_span_to_pieces_and_back(sp_model):
 
 def test_doc_windows_and_max_context_hand_worked():
   # 10 pieces, windows of 4, stride 3: [0,4) [3,7) [6,10).
-  windows = squad_utils.doc_windows(10, 4, 3)
+  windows = squad_features.doc_windows(10, 4, 3)
   assert windows == [(0, 4), (3, 4), (6, 4)]
   # Piece 3: min(3,0) in w0, min(0,3) in w1 -> tie, first wins; piece 4:
   # min(1,2)=1 in w1 only; piece 6: w1 min(3,0)=0, w2 min(0,3)=0 -> w1.
-  masks = squad_utils.max_context_masks(windows, 10)
+  masks = squad_features.max_context_masks(windows, 10)
   assert masks[0].tolist() == [True, True, True, True]
   assert masks[1].tolist() == [False, True, True, True]
   assert masks[2].tolist() == [False, True, True, True]
   # The last window is shorter; the stride never exceeds the window.
-  assert squad_utils.doc_windows(5, 4, 8) == [(0, 4), (4, 1)]
-  assert squad_utils.doc_windows(0, 4, 2) == [(0, 0)]
-  assert squad_utils.doc_windows(4, 4, 2) == [(0, 4)]
+  assert squad_features.doc_windows(5, 4, 8) == [(0, 4), (4, 1)]
+  assert squad_features.doc_windows(0, 4, 2) == [(0, 0)]
+  assert squad_features.doc_windows(4, 4, 2) == [(0, 4)]
 
 
 def test_window_features_layout_hand_worked():
   paragraph = squad_alignment.TokenizedParagraph(
       np.array([11, 12, 13, 14, 15], np.int32), None, None)
-  feats = squad_utils.window_features(paragraph, [21, 22], [(1, 3)], 10)
+  feats = squad_features.window_features(paragraph, [21, 22], [(1, 3)], 10)
   sep, cls = prepro_utils.SEP_ID, prepro_utils.CLS_ID
   assert feats["input_ids"][0].tolist() == [12, 13, 14, sep, 21, 22, sep, cls,
                                             0, 0]
@@ -122,12 +122,12 @@ def test_window_features_layout_hand_worked():
   assert feats["p_mask"][0].tolist() == [0, 0, 0, 1, 1, 1, 1, 0, 1, 1]
   assert feats["input_mask"][0].tolist() == [0] * 8 + [1, 1]
   assert feats["cls_index"].tolist() == [[7]]
-  targets = squad_utils.window_targets((2, 3), [(1, 3), (3, 3)],
-                                       np.array([[7], [7]]))
+  targets = squad_features.window_targets((2, 3), [(1, 3), (3, 3)],
+                                          np.array([[7], [7]]))
   assert targets["start_positions"].tolist() == [[1], [7]]
   assert targets["end_positions"].tolist() == [[2], [7]]
   assert targets["is_impossible"].tolist() == [[0], [1]]
-  impossible = squad_utils.window_targets(None, [(1, 3)], np.array([[7]]))
+  impossible = squad_features.window_targets(None, [(1, 3)], np.array([[7]]))
   assert impossible["start_positions"].tolist() == [[7]]
   assert impossible["is_impossible"].tolist() == [[1]]
 
@@ -139,16 +139,16 @@ def test_features_of_a_tricky_set(sp_model, tmp_path, uncased):
   rng = np.random.default_rng(7)
   data = qa_fixtures.synthetic_squad(rng, 12, 6)
   path = qa_fixtures.write_json(tmp_path / "train.json", {"data": data})
-  paragraphs, examples, skipped = squad_utils.read_squad_examples(path, True)
+  paragraphs, examples, skipped = squad_features.read_squad_examples(path, True)
   assert not skipped and len(examples) == 72
   max_seq_length, max_query_length, doc_stride = 40, 8, 7
 
-  train = squad_utils.FeatureConverter(sp_model, paragraphs, max_seq_length,
-                                       max_query_length, doc_stride, uncased,
-                                       is_training=True)
-  spans = squad_utils.FeatureConverter(sp_model, paragraphs, max_seq_length,
-                                       max_query_length, doc_stride, uncased,
-                                       is_training=False)
+  train = squad_features.FeatureConverter(sp_model, paragraphs, max_seq_length,
+                                          max_query_length, doc_stride, uncased,
+                                          is_training=True)
+  spans = squad_features.FeatureConverter(sp_model, paragraphs, max_seq_length,
+                                          max_query_length, doc_stride, uncased,
+                                          is_training=False)
   at_border = answered = 0
   for index, example in enumerate(examples):
     feats = train.convert(index, example)
@@ -210,7 +210,7 @@ def test_read_counts_and_skips_misplaced_answers(tmp_path, caplog):
       {"id": "none", "question": "q?", "answers": [], "is_impossible": True},
   ]}]}]
   path = qa_fixtures.write_json(tmp_path / "t.json", {"data": data})
-  paragraphs, examples, skipped = squad_utils.read_squad_examples(path, True)
+  paragraphs, examples, skipped = squad_features.read_squad_examples(path, True)
   assert paragraphs == [context]
   assert skipped == ["moved", "past"]
   assert [(e.qas_id, e.start_char, e.end_char, e.is_impossible,
@@ -218,7 +218,7 @@ def test_read_counts_and_skips_misplaced_answers(tmp_path, caplog):
                ("ok", 6, 10, False, 11), ("none", None, None, True, None)]
   assert "skipped 2 of 4 questions" in caplog.text
   # Prediction reads every question and ignores answers.
-  _, examples, skipped = squad_utils.read_squad_examples(path, False)
+  _, examples, skipped = squad_features.read_squad_examples(path, False)
   assert [e.qas_id for e in examples] == ["ok", "moved", "past", "none"]
   assert not skipped
 
@@ -246,14 +246,14 @@ def test_malformed_files_name_file_and_question(tmp_path, content, match):
   path = tmp_path / "bad.json"
   path.write_text(content)
   with pytest.raises(ValueError, match=match):
-    squad_utils.read_squad_examples(str(path), True)
+    squad_features.read_squad_examples(str(path), True)
 
 
 def test_missing_file_names_the_flag(tmp_path):
   with pytest.raises(ValueError, match=r"--predict_file=.*nope.json: file "
                      "not found"):
-    squad_utils.read_squad_examples(str(tmp_path / "nope.json"), False,
-                                    "predict_file")
+    squad_features.read_squad_examples(str(tmp_path / "nope.json"), False,
+                                       "predict_file")
 
 
 def _hand_paragraph(spans):
@@ -276,10 +276,10 @@ def _hand_paragraph(spans):
 ])
 def test_gold_end_of_an_answer_ending_in_whitespace(spans, answer,
                                                      want_release, want_trim):
-  example = squad_utils.SquadExample("q", "?", 0, answer[0], answer[1],
-                                     False, answer[2])
+  example = squad_features.SquadExample("q", "?", 0, answer[0], answer[1],
+                                        False, answer[2])
   for trim, want in ((False, want_release), (True, want_trim)):
-    converter = squad_utils.FeatureConverter(
+    converter = squad_features.FeatureConverter(
         None, ["-"], 16, 4, 4, False, is_training=True,
         trim_answer_whitespace=trim)
     assert converter.gold_pieces(_hand_paragraph(spans), example) == want
@@ -325,10 +325,10 @@ def test_unaligned_paragraphs_are_dropped_unless_kept(sp_model, tmp_path):
           {"id": "q2", "question": "who?", "answers": [
               {"text": "river", "answer_start": 4}]}]}]}]
   path = qa_fixtures.write_json(tmp_path / "t.json", {"data": data})
-  paragraphs, examples, _ = squad_utils.read_squad_examples(path, True)
+  paragraphs, examples, _ = squad_features.read_squad_examples(path, True)
   kept = {}
   for keep in (False, True):
-    converter = squad_utils.FeatureConverter(
+    converter = squad_features.FeatureConverter(
         sp_model, paragraphs, 32, 8, 8, False, is_training=True,
         keep_unaligned=keep)
     kept[keep] = sum(len(f["input_ids"])
@@ -337,8 +337,8 @@ def test_unaligned_paragraphs_are_dropped_unless_kept(sp_model, tmp_path):
   assert (kept[False], kept[True]) == (1, 3)  # one window per question
   # Prediction drops them as well (see test_squad_predict.py for answers).
   for keep, windows in ((False, 1), (True, 3)):
-    predict = squad_utils.FeatureConverter(sp_model, paragraphs, 32, 8, 8,
-                                           False, is_training=False,
-                                           keep_unaligned=keep)
+    predict = squad_features.FeatureConverter(sp_model, paragraphs, 32, 8, 8,
+                                              False, is_training=False,
+                                              keep_unaligned=keep)
     assert sum(len(f["input_ids"])
                for f in predict.iter_features(examples)) == windows

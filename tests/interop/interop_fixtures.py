@@ -7,11 +7,11 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from xlnet import classifier_heads
 from xlnet import model as model_lib
 from xlnet import modeling
-from xlnet import race_heads
-from xlnet import squad_heads
+from xlnet.finetuning.classifier import head as classifier_head
+from xlnet.finetuning.race import head as race_head
+from xlnet.finetuning.squad import head as squad_head
 from xlnet.training import checkpoint_io
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
@@ -85,10 +85,10 @@ def build(kind, xlnet_config, feats, summary=("last", True)):
     return {"logits": classifier_logits(xlnet_config, feats, n_class, TASK,
                                         summary)}
   if kind == "race":
-    return {"logits": race_heads.get_race_logits(xlnet_config, RUN, t,
-                                                 *summary)}
+    return {"logits": race_head.get_race_logits(xlnet_config, RUN, t,
+                                                *summary)}
   if kind == "squad":
-    return squad_heads.get_qa_outputs(xlnet_config, RUN, t)
+    return squad_head.get_qa_outputs(xlnet_config, RUN, t)
   return lm_outputs(xlnet_config, feats)
 
 
@@ -98,7 +98,7 @@ def classifier_logits(xlnet_config, feats, n_class, task,
   t = {k: tf.constant(v) for k, v in feats.items()}
   label = tf.zeros(tf.shape(t["input_ids"])[:1],
                    tf.int32 if n_class else tf.float32)
-  return classifier_heads.get_head_outputs(
+  return classifier_head.get_head_outputs(
       xlnet_config, RUN, dict(t, label_ids=label), n_class, task,
       summary_type=summary[0], use_summ_proj=summary[1])["logits"]
 

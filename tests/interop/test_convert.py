@@ -383,7 +383,7 @@ def test_saved_model_equals_run_classifier_predictions(tmp_path):
   {task}.logits.json on the same feature records."""
   from tests import classifier_fixtures  # pylint: disable=g-import-not-at-top
   from tests.finetuning import test_python_api  # pylint: disable=g-import-not-at-top
-  from xlnet.finetuning import classifier_utils  # pylint: disable=g-import-not-at-top
+  from xlnet.finetuning.classifier import features as classifier_features  # pylint: disable=g-import-not-at-top
   from xlnet import model as model_lib  # pylint: disable=g-import-not-at-top
   config = dict(classifier_fixtures.TINY_CONFIG, n_token=1000)
   classifier_fixtures.write_config(str(tmp_path / "pretrained"), config)
@@ -414,7 +414,7 @@ def test_saved_model_equals_run_classifier_predictions(tmp_path):
   serve = tf.saved_model.load(out).signatures["serving_default"]
   (records,) = tf.io.gfile.glob(str(tmp_path / "records" /
                                     "sst-2.dev.len-32.*.tf_record"))
-  parse = classifier_utils.make_parser(32, False)
+  parse = classifier_features.make_parser(32, False)
   got = []
   for batch in tf.data.TFRecordDataset(records).map(parse).batch(4):
     got.append(serve(input_ids=batch["input_ids"],

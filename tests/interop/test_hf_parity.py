@@ -215,15 +215,15 @@ def _our_features(examples, max_seq_length):
   """run_classifier.py's features of `examples` (text_a, text_b or None):
   batch-major arrays, left-padded to max_seq_length (None: each example's
   own length, no padding; then one array per example)."""
-  from xlnet.finetuning import classifier_processors  # pylint: disable=g-import-not-at-top
-  from xlnet.finetuning import classifier_utils  # pylint: disable=g-import-not-at-top
-  tokenize = classifier_utils.make_tokenize_fn(_sp(), False)
+  from xlnet.finetuning.classifier import processors as classifier_processors  # pylint: disable=g-import-not-at-top
+  from xlnet.finetuning.classifier import features as classifier_features  # pylint: disable=g-import-not-at-top
+  tokenize = classifier_features.make_tokenize_fn(_sp(), False)
   feats = []
   for i, (a, b) in enumerate(examples):
     example = classifier_processors.InputExample(str(i), a, b)
     length = max_seq_length or len(tokenize(a)) + len(
         tokenize(b) if b else []) + (3 if b else 2)
-    feats.append(classifier_utils.convert_single_example(
+    feats.append(classifier_features.convert_single_example(
         i, example, None, length, tokenize))
   return [{"input_ids": np.array([f.input_ids], np.int32),
            "segment_ids": np.array([f.segment_ids], np.int32),

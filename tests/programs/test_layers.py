@@ -28,8 +28,6 @@ LAYERS = (
                                "xlnet.validation")),
     ("data, model", ("xlnet.data", "xlnet.modeling", "xlnet.model",
                      "xlnet.pretraining_loss", "xlnet.finetune_backbone",
-                     "xlnet.classifier_heads", "xlnet.squad_heads",
-                     "xlnet.race_heads",
                      "xlnet")),  # the package: `from xlnet import XLNetModel`
     ("training", ("xlnet.training",)),
     ("pretraining, finetuning", ("xlnet.pretraining", "xlnet.finetuning",
@@ -114,6 +112,19 @@ def test_no_module_imports_a_layer_above_its_own():
       f"({LAYERS[_layer(dst)][0]})" for src, dst in unexpected)
   gone = KNOWN_UPWARD - upward
   assert not gone, f"no longer imported, remove from KNOWN_UPWARD: {gone}"
+
+
+def test_the_task_heads_need_only_the_model():
+  """Each task's head (`xlnet/finetuning/<task>/head.py`) imports nothing
+  above the model, so the SavedModel export (`xlnet/interop/`) takes a head
+  without its task's data, records or engine."""
+  heads = sorted(m for m in MODULES
+                 if m.startswith("xlnet.finetuning.") and m.endswith(".head"))
+  assert len(heads) == 3, heads
+  model_layer = [name for name, _ in LAYERS].index("data, model")
+  wrong = sorted((head, dst) for head in heads for dst in GRAPH[head]
+                 if _layer(dst) > model_layer)
+  assert not wrong, wrong
 
 
 def test_the_library_imports_neither_flags_nor_cli_nor_programs():

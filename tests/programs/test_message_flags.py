@@ -85,7 +85,7 @@ GUARDED = {
     ("xlnet.data.token_stream", "LineEncoder._parse_ids"): (
         ("scripts/demo_report.py",), "the demo reads raw text "
         "(from_raw_text=True)"),
-    ("xlnet.finetuning.classifier_datasets",
+    ("xlnet.finetuning.classifier.datasets",
      "UserTableProcessor._columns_for"): (
         None, "the column spec's keys are text_a, text_b and label: "
         "--text_a_column, --text_b_column, --label_column"),
@@ -482,7 +482,7 @@ def test_the_scan_reaches_the_code_and_resolves_computed_names():
   reach = _reach("train_gpu.py")
   assert ("xlnet.data.input_pipeline", "find_record_files") in reach
   assert ("xlnet.pretraining.inputs", "check_split") in reach
-  assert not {m for m, _ in reach} & {"xlnet.finetuning.squad_task",
+  assert not {m for m, _ in reach} & {"xlnet.finetuning.squad.task",
                                        "xlnet.interop.hf_import"}
   computed = {}
   for program in ("train_gpu.py", "run_squad.py", "model_utils.py"):
@@ -493,7 +493,7 @@ def test_the_scan_reaches_the_code_and_resolves_computed_names():
                   "resolve_flags"] == {"seq_len", "reuse_len", "uncased",
                                        "bi_data", "mask_alpha", "mask_beta",
                                        "num_predict"}
-  assert computed["run_squad.py", "xlnet.finetuning.squad_utils",
+  assert computed["run_squad.py", "xlnet.finetuning.squad.features",
                   "load_squad_json"] == {"train_file", "predict_file"}
   assert computed["run_squad.py", "xlnet.training.train_state",
                   "compare_run_record"] == {"train_batch_size", "num_hosts",

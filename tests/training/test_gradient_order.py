@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from xlnet import classifier_heads
 from xlnet import model as model_lib
 from xlnet import pretraining_loss
-from xlnet import race_heads
-from xlnet import squad_heads
+from xlnet.finetuning.classifier import head as classifier_head
+from xlnet.finetuning.race import head as race_head
+from xlnet.finetuning.squad import head as squad_head
 
 B, L, P, MEM = 2, 8, 3, 4
 CONFIG = dict(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16,
@@ -113,21 +113,21 @@ def _pretraining_loss(config):
 
 def _classifier_loss(config):
   features = dict(_finetuning_features(), label_ids=_ints([B], 3))
-  return classifier_heads.get_classification_loss(
+  return classifier_head.get_classification_loss(
       config, _run_config(), features, 3,
-      classifier_heads.classification_scope("t"))[0]
+      classifier_head.classification_scope("t"))[0]
 
 
 def _squad_loss(config):
   features = dict(_finetuning_features(), p_mask=tf.zeros([B, L]),
                   cls_index=tf.fill([B], L - 1), start_positions=_ints([B], L),
                   end_positions=_ints([B], L), is_impossible=_ints([B], 2))
-  return squad_heads.get_qa_loss(config, _run_config(), features)
+  return squad_head.get_qa_loss(config, _run_config(), features)
 
 
 def _race_loss(config):
   features = dict(_finetuning_features(4 * L), label_ids=_ints([B], 4))
-  return race_heads.get_race_loss(config, _run_config(), features)[0]
+  return race_head.get_race_loss(config, _run_config(), features)[0]
 
 
 @pytest.mark.parametrize("loss", [_pretraining_loss, _classifier_loss,

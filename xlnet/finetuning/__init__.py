@@ -1,2 +1,4 @@
-"""Fine-tuning: classification/regression, SQuAD, RACE, their records,
-metrics and the paper's tables (the programs: `xlnet/programs/`)."""
+"""Fine-tuning: one folder per task (`classifier/`, `squad/`, `race/`: its
+head, data, records and metrics) and what they share (the settings, the
+engine's fine-tuning loop, record caching, downloads, the paper's tables;
+the programs: `xlnet/programs/`)."""

@@ -24,16 +24,16 @@ import functools
 import os
 
 from xlnet.data import prepro_utils
-from xlnet.finetuning import classifier_task
-from xlnet.finetuning import classifier_utils
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import finetune
-from xlnet.finetuning import loaded_model
 from xlnet.finetuning import qa_records
-from xlnet.finetuning import race_task
-from xlnet.finetuning import race_utils
-from xlnet.finetuning import squad_task
-from xlnet.finetuning import squad_utils
+from xlnet.finetuning.classifier import features as classifier_features
+from xlnet.finetuning.classifier import loaded_model
+from xlnet.finetuning.classifier import task as classifier_task
+from xlnet.finetuning.race import features as race_features
+from xlnet.finetuning.race import task as race_task
+from xlnet.finetuning.squad import features as squad_features
+from xlnet.finetuning.squad import task as squad_task
 from xlnet.training import checkpoint_io
 
 
@@ -77,7 +77,7 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
     finetune.warn_if_init_head_differs(engine.checkpoint.init_checkpoint,
                                        model.head_record())
   prepare = functools.partial(
-      classifier_utils.prepare_records, processor, task.data_dir,
+      classifier_features.prepare_records, processor, task.data_dir,
       output_dir=task.output_dir, max_seq_length=task.max_seq_length,
       sp_model=sp_model, spiece_model_file=task.spiece_model_file,
       uncased=task.uncased, overwrite=task.overwrite_data)
@@ -93,7 +93,7 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
   out = {}
   if do_train:
     out["train"] = classifier_task.train(
-        engine, classifier_utils.input_fn_builder(
+        engine, classifier_features.input_fn_builder(
             train_file, task.max_seq_length, True, processor.is_regression,
             shuffle_buffer=task.shuffle_buffer, seed=task.seed), head,
         model.head_record(), finetune_config.ModelRecord(
@@ -148,7 +148,7 @@ def run_squad(task, model, engine, do_prepro=False, do_train=False,
     input_fn = qa_records.make_input_fn(
         squad_task.train_record_paths(task, sp_model, finetune.records_wait(
             engine.device, task.records_timeout)),
-        squad_utils.feature_spec(task.max_seq_length, is_training=True),
+        squad_features.feature_spec(task.max_seq_length, is_training=True),
         is_training=True, drop_remainder=True,
         shuffle_buffer=task.shuffle_buffer, seed=task.seed)
     finetune.train(engine, input_fn, squad_task.loss_fn(model),
@@ -162,8 +162,8 @@ def run_squad(task, model, engine, do_prepro=False, do_train=False,
     paragraphs, examples, converter, path = squad_task.prepro_predict(
         task, sp_model)
     input_fn = qa_records.make_input_fn(
-        [path], squad_utils.feature_spec(task.max_seq_length,
-                                         is_training=False),
+        [path], squad_features.feature_spec(task.max_seq_length,
+                                            is_training=False),
         is_training=False, drop_remainder=False)
     return squad_task.evaluate_checkpoints(
         task, model, engine, (paragraphs, examples, converter), input_fn)
@@ -186,7 +186,7 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
   finetune_config.check_together(task, model, engine)
   sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
                                         "--spiece_model_file")
-  spec = race_utils.feature_spec(task.max_seq_length)
+  spec = race_features.feature_spec(task.max_seq_length)
   if do_train:
     if engine.checkpoint.init_checkpoint:
       finetune.warn_if_init_head_differs(engine.checkpoint.init_checkpoint,
@@ -208,7 +208,7 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
     examples, path = race_task.prepro(task, sp_model, task.eval_split)
     results = race_task.predict(task, model, engine, qa_records.make_input_fn(
         [path], spec, is_training=False, drop_remainder=False))
-    metrics = race_utils.accuracy_by_level(examples, results)
+    metrics = race_features.accuracy_by_level(examples, results)
     race_task.write_eval_results(task, engine.model_dir, metrics)
     return metrics
 
@@ -217,7 +217,7 @@ def load_classifier(model_dir, checkpoint=None):
   """The classifier (or regression head) fine-tuned into `model_dir`, ready
   to predict: `.predict(texts)` -> dict of NumPy `logits`,
   `probabilities` and `labels`, the numbers `run_classifier`'s prediction
-  writes (`xlnet/finetuning/loaded_model.py`).
+  writes (`xlnet/finetuning/classifier/loaded_model.py`).
 
   Args:
     model_dir: a fine-tuned classifier's directory (its config.json,

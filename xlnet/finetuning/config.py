@@ -100,7 +100,7 @@ class ModelConfig:
 @dataclasses.dataclass(frozen=True)
 class ModelRecord:
   """What fine-tuning records in its model_dir, so that the directory alone
-  gives a model that predicts (`xlnet/finetuning/loaded_model.py`).
+  gives a model that predicts (`xlnet/finetuning/classifier/loaded_model.py`).
 
   Attributes:
     xlnet_config: the model's `XLNetConfig` (-> `MODEL_CONFIG_FILE`).

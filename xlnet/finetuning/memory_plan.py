@@ -16,7 +16,7 @@ check it):
   dropout mask and the dropped probabilities, the attention vector, the
   LayerNorms' float32 inputs and scales, the feed-forward layer's GELU
   intermediates and dropout; once per step the positional encodings and
-  the segment matrix; the head's (`squad_heads.py` keeps several
+  the segment matrix; the head's (`squad/head.py` keeps several
   `[len, bsz, d_model]` float32 tensors, the summary heads almost nothing);
 * the largest temporaries at the top of the step: the relative-position
   scores `[bsz, n_head, len, 2 len]` and their relative shift, forward and
@@ -44,7 +44,7 @@ DEVICE_MEMORY_FRACTION = 0.9
 
 TASK_KINDS = ("classifier", "squad", "race")
 # Sequences of seq_len tokens per example: a RACE question runs its four
-# options as four rows of the batch (`race_heads.py`).
+# options as four rows of the batch (`race/head.py`).
 SEQUENCES_PER_EXAMPLE = {"classifier": 1, "squad": 1, "race": 4}
 # Bytes of one activation in the compute dtype.
 PRECISION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
@@ -117,8 +117,8 @@ def backbone_params(sizes):
 
 
 def head_params(sizes, task_kind):
-  """Trainable parameters of the task's head (`classifier_heads.py`,
-  `squad_heads.py`, `race_heads.py`)."""
+  """Trainable parameters of the task's head (`classifier/head.py`,
+  `squad/head.py`, `race/head.py`)."""
   d = sizes.d_model
   summary = d * d + d  # sequnece_summary/summary (tanh projection)
   if task_kind == "classifier":
@@ -204,7 +204,7 @@ def head_activation_terms(sizes, task_kind, seq_len, rows):
     # the summary heads keep [bsz, d_model] tensors; the gradient of the
     # summary's slice of the output is a dense [len, bsz, d_model]
     return {"summary head": n["d"] * _F32}
-  # The end head runs on every position (`squad_heads.end_logits`): it keeps
+  # The end head runs on every position (`squad_head.end_logits`): it keeps
   # [output; start] (2 d_model), its tanh layer and LayerNorm scale; its
   # LayerNorm's backward makes 4 [len, bsz, d_model] tensors, and the
   # output's gradients from the start, end and answer heads 5 more.

@@ -13,14 +13,14 @@ import os
 from absl import logging
 import tensorflow as tf
 
-from xlnet.training import checkpoint_io
 from xlnet import model as model_lib
 from xlnet import validation
 from xlnet.data import prepro_utils
-from xlnet.finetuning import classifier_datasets
-from xlnet.finetuning import classifier_utils
 from xlnet.finetuning import config as finetune_config
+from xlnet.finetuning.classifier import datasets as classifier_datasets
+from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.flags import configs as config_flags
+from xlnet.training import checkpoint_io
 from xlnet.training import config as train_config_lib
 
 
@@ -159,11 +159,11 @@ def check_classifier_flags(FLAGS):  # pylint: disable=invalid-name
   if FLAGS.do_predict and not FLAGS.predict_dir:
     raise ValueError("--predict_dir is required with --do_predict")
   finetune_config.check_classifier(FLAGS)
-  if FLAGS.max_seq_length > classifier_utils.PRETRAIN_SEQ_LENGTH:
+  if FLAGS.max_seq_length > classifier_features.PRETRAIN_SEQ_LENGTH:
     logging.warning(
         "--max_seq_length=%d exceeds the released models' pretraining "
         "length %d: relative distances beyond that were never trained",
-        FLAGS.max_seq_length, classifier_utils.PRETRAIN_SEQ_LENGTH)
+        FLAGS.max_seq_length, classifier_features.PRETRAIN_SEQ_LENGTH)
   # No config holds --num_passes (accepted for the released commands).
   if FLAGS.num_passes < 1:
     raise ValueError(f"--num_passes={FLAGS.num_passes} must be >= 1")

@@ -30,12 +30,12 @@ word there without seeing it.
 """
 import tensorflow as tf
 
-from xlnet import classifier_heads
 from xlnet import errors
 from xlnet import finetune_backbone
 from xlnet import model as model_lib
-from xlnet import race_heads
-from xlnet import squad_heads
+from xlnet.finetuning.classifier import head as classifier_head
+from xlnet.finetuning.race import head as race_head
+from xlnet.finetuning.squad import head as squad_head
 from xlnet.interop import hf_export
 from xlnet.interop import hf_names
 from xlnet.interop import output_dir as output_dir_lib
@@ -71,7 +71,7 @@ def _outputs(kind, scope, n_class, xlnet_config, inputs, has_lm_bias,
     features = dict(inputs, label_ids=tf.zeros(
         tf.shape(inputs["input_ids"])[:1], label_dtype))
     task = scope.split("_", 1)[1]
-    out = classifier_heads.get_head_outputs(
+    out = classifier_head.get_head_outputs(
         xlnet_config, _SERVING_RUN, features, n_class, task,
         cls_scope=task if kind == "classification" else None,
         summary_type=summary[0], use_summ_proj=summary[1])
@@ -80,10 +80,10 @@ def _outputs(kind, scope, n_class, xlnet_config, inputs, has_lm_bias,
       return {"logits": logits}
     return {"logits": logits, "probabilities": tf.nn.softmax(logits)}
   if kind == "race":
-    return {"logits": race_heads.get_race_logits(
+    return {"logits": race_head.get_race_logits(
         xlnet_config, _SERVING_RUN, inputs, *summary)}
   if kind == "squad":
-    return squad_heads.get_qa_outputs(xlnet_config, _SERVING_RUN, inputs)
+    return squad_head.get_qa_outputs(xlnet_config, _SERVING_RUN, inputs)
   return _backbone_outputs(xlnet_config, inputs, has_lm_bias)
 
 

@@ -28,11 +28,11 @@ from absl import flags
 
 from xlnet import cli
 from xlnet.finetuning import api
-from xlnet.finetuning import classifier_datasets
-from xlnet.finetuning import classifier_utils
+from xlnet.finetuning.classifier import datasets as classifier_datasets
+from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.flags import catalog as flag_catalog
-from xlnet.flags import task_catalog
 from xlnet.flags import finetuning as finetune_flags
+from xlnet.flags import task_catalog
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -42,8 +42,8 @@ def define_flags(flag_values=flags.FLAGS):
     return
   task_catalog.define_classifier_flags(
       flag_values, task_names=classifier_datasets.TASK_NAMES,
-      min_seq_length=classifier_utils.MIN_SEQ_LENGTH,
-      pretrain_seq_length=classifier_utils.PRETRAIN_SEQ_LENGTH)
+      min_seq_length=classifier_features.MIN_SEQ_LENGTH,
+      pretrain_seq_length=classifier_features.PRETRAIN_SEQ_LENGTH)
   # The release's run_classifier.py defaulted --adam_epsilon to 1e-8, and
   # its README's STS-B and IMDB commands ran with it (they do not pass it);
   # its run_squad.py and run_race.py defaulted to 1e-6, as ours do.

@@ -22,10 +22,10 @@ from absl import flags
 
 from xlnet import cli
 from xlnet.finetuning import api
-from xlnet.finetuning import squad_task
+from xlnet.finetuning.squad import task as squad_task
 from xlnet.flags import catalog as flag_catalog
-from xlnet.flags import task_catalog
 from xlnet.flags import finetuning as finetune_flags
+from xlnet.flags import task_catalog
 
 
 def define_flags(flag_values=flags.FLAGS):

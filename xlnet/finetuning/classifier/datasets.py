@@ -1,5 +1,5 @@
 """The processor of each dataset, by family, and `make_processor`, which
-picks one by task name (the base classes: `classifier_processors.py`).
+picks one by task name (the base classes: `classifier/processors.py`).
 
   * GLUE (tab-separated, no quoting): cola, sst-2, mrpc, qqp, sts-b,
     mnli_matched, mnli_mismatched, qnli, rte, wnli.
@@ -14,8 +14,8 @@ import os
 from absl import logging
 import tensorflow as tf
 
-from xlnet.finetuning import classifier_processors
 from xlnet.finetuning import record_cache
+from xlnet.finetuning.classifier import processors as classifier_processors
 
 
 ################################################################################
@@ -34,7 +34,7 @@ class GlueProcessor(classifier_processors.TableProcessor):
   @classmethod
   def same_layout(cls, text_a, text_b, label, test_a, test_b,
                   train_header=True):
-    """classifier_processors.Columns of train/dev (one layout) and test (id in column 0, header
+    """Columns of train/dev (one layout) and test (id in column 0, header
     row, no label)."""
     train = classifier_processors.Columns(text_a, text_b, label, header=train_header)
     test = classifier_processors.Columns(test_a, test_b, None, guid=0, header=True)
@@ -286,7 +286,7 @@ def _natural_key(label):
 class UserTableProcessor(classifier_processors.TableProcessor):
   """`{train,dev,test}.{tsv,csv}` with columns chosen by index or name.
 
-  classifier_processors.Columns given by name (the default: `label`, `text_a`, and `text_b` when
+  Columns given by name (the default: `label`, `text_a`, and `text_b` when
   present) are looked up in the header row, which then must exist; columns
   given by index count from 0 and the file has a header row only with
   `contains_header`. TSV files are split at tabs literally; CSV files use
@@ -359,7 +359,7 @@ class UserTableProcessor(classifier_processors.TableProcessor):
     return super().get_labels()
 
   def _columns_for(self, path, with_label):
-    """classifier_processors.Columns of the table at `path`, names resolved against its header."""
+    """Columns of the table at `path`, names resolved against its header."""
     spec = dict(self._spec)
     if not with_label:
       spec["label"] = None

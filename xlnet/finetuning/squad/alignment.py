@@ -3,8 +3,8 @@ characters (`align_pieces`), the release's alignment test
 (`release_aligns`), tokenizing a paragraph once (`tokenize_paragraph`) and
 the way back from pieces to answer text (`piece_span_text`).
 
-Part of the SQuAD data path (`squad_utils.py` reads questions and makes the
-window features, `squad_predictions.py` turns beams into answers).
+Part of the SQuAD data path (`squad/features.py` reads questions and makes the
+window features, `squad/predictions.py` turns beams into answers).
 """
 import collections
 import re

@@ -21,15 +21,15 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from xlnet.training import warm_start
-from xlnet import classifier_heads
 from xlnet import io_utils
 from xlnet.finetuning import checkpoint_eval
-from xlnet.finetuning import classifier_datasets
-from xlnet.finetuning import classifier_utils
 from xlnet.finetuning import finetune
-from xlnet.finetuning import metrics as metrics_lib
+from xlnet.finetuning.classifier import datasets as classifier_datasets
+from xlnet.finetuning.classifier import features as classifier_features
+from xlnet.finetuning.classifier import head as classifier_head
+from xlnet.finetuning.classifier import metrics as metrics_lib
 from xlnet.training import checkpoint_io
+from xlnet.training import warm_start
 
 EVAL_RESULTS = "eval_results.txt"
 
@@ -62,7 +62,7 @@ def make_task_processor(task):
 
 def head_fn(task, model, n_class):
   """The task's head as `head_fn(features, is_training)` -> dict of
-  `classifier_heads.get_head_outputs`.
+  `classifier_head.get_head_outputs`.
 
   Args:
     task: a `ClassifierConfig` (task_name, cls_scope).
@@ -70,7 +70,7 @@ def head_fn(task, model, n_class):
     n_class: int, or None for regression.
   """
   def fn(features, is_training):
-    return classifier_heads.get_head_outputs(
+    return classifier_head.get_head_outputs(
         model.xlnet_config, model.run_config(is_training), features,
         n_class, task.task_name, task.cls_scope, model.summary_type,
         model.use_summ_proj)
@@ -123,7 +123,7 @@ def check_init_checkpoint(init_checkpoint, max_seq_length, head,
     head(features, False)
     warm_start.get_assignment_map_from_checkpoint(
         tf.compat.v1.trainable_variables(), prefix,
-        allow_missing=classifier_heads.NEW_VARIABLE_PATTERNS)
+        allow_missing=classifier_head.NEW_VARIABLE_PATTERNS)
 
 
 ################################################################################
@@ -232,19 +232,19 @@ def write_predictions(predict_dir, task, guids, logits, label_list,
 def train(engine, input_fn, head, head_record, record=None):
   """Fine-tunes the model into engine.model_dir (see `finetune.train`):
   resumes from model_dir, else starts from init_checkpoint, whose lack of
-  the new head (`classifier_heads.NEW_VARIABLE_PATTERNS`) is expected.
+  the new head (`classifier_head.NEW_VARIABLE_PATTERNS`) is expected.
 
   Args:
     engine: an `EngineConfig`.
-    input_fn: `input_fn(params)` of `classifier_utils.input_fn_builder`.
+    input_fn: `input_fn(params)` of `classifier_features.input_fn_builder`.
     head: `head(features, is_training)` -> dict of
-      `classifier_heads.get_head_outputs` (see `head_fn`).
+      `classifier_head.get_head_outputs` (see `head_fn`).
     head_record: `ModelConfig.head_record()`, recorded in model_dir.
     record: a `config.ModelRecord`, recorded in model_dir, or None.
   """
   return finetune.train(
       engine, input_fn, lambda f, is_training: head(f, is_training)[
-          "total_loss"], allow_missing=classifier_heads.NEW_VARIABLE_PATTERNS,
+          "total_loss"], allow_missing=classifier_head.NEW_VARIABLE_PATTERNS,
       head=head_record, record=record)
 
 
@@ -287,7 +287,7 @@ def evaluate(task, engine, processor, record_file, num_examples, head):
     engine: an `EngineConfig`.
     processor: the task's processor (`make_task_processor`).
     record_file, num_examples: the eval_split's records
-      (`classifier_utils.prepare_records`).
+      (`classifier_features.prepare_records`).
     head: see `head_fn`.
 
   Returns:
@@ -295,7 +295,7 @@ def evaluate(task, engine, processor, record_file, num_examples, head):
   """
   is_regression = processor.is_regression
   batch_size = task.eval_batch_size
-  input_fn = classifier_utils.input_fn_builder(
+  input_fn = classifier_features.input_fn_builder(
       record_file, task.max_seq_length, False, is_regression,
       num_examples=num_examples, pad_to_multiple=batch_size)
   primary = f"eval_{processor.primary_metric}"
@@ -351,7 +351,7 @@ def predict(task, engine, processor, record_file, num_examples, head):
                      f"records {record_file} hold {num_examples}; rerun "
                      "with --overwrite_data")
   batch_size = task.predict_batch_size
-  input_fn = classifier_utils.input_fn_builder(
+  input_fn = classifier_features.input_fn_builder(
       record_file, task.max_seq_length, False, processor.is_regression,
       num_examples=num_examples, pad_to_multiple=batch_size)
   outputs = run_inference(engine, checkpoint, input_fn, head, batch_size)

@@ -7,9 +7,9 @@ import tensorflow as tf
 
 from tests import np_reference
 from tests import qa_fixtures
-from xlnet import squad_heads
-from xlnet.finetuning import squad_alignment
-from xlnet.finetuning import squad_utils
+from xlnet.finetuning.squad import alignment as squad_alignment
+from xlnet.finetuning.squad import features as squad_features
+from xlnet.finetuning.squad import head as squad_head
 
 D = qa_fixtures.TINY_CONFIG["d_model"]
 SEQ_LEN = 12
@@ -72,9 +72,9 @@ def _features(rng):
   """Two windows in the SQuAD layout (the second padded)."""
   paragraph = squad_alignment.TokenizedParagraph(
       rng.integers(9, 1000, 20).astype(np.int32), None, None)
-  rows = [squad_utils.window_features(paragraph, [31, 32, 33], [(2, 6)],
-                                      SEQ_LEN),
-          squad_utils.window_features(paragraph, [41], [(10, 5)], SEQ_LEN)]
+  rows = [squad_features.window_features(paragraph, [31, 32, 33], [(2, 6)],
+                                         SEQ_LEN),
+          squad_features.window_features(paragraph, [41], [(10, 5)], SEQ_LEN)]
   feats = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
   out = {k: v.astype(np.int32) for k, v in feats.items()}
   out["input_mask"] = feats["input_mask"].astype(np.float32)
@@ -109,7 +109,7 @@ def _run(fn, ckpt, features):
 
 def _beam(model, start_n_top, end_n_top):
   """`get_qa_predictions` of `model` (a ModelConfig) as fn(features)."""
-  return lambda feats: squad_heads.get_qa_predictions(
+  return lambda feats: squad_head.get_qa_predictions(
       model.xlnet_config, model.run_config(is_training=False), feats,
       start_n_top, end_n_top)
 
@@ -133,9 +133,9 @@ def test_training_heads_and_loss_match_numpy(tmp_path, checkpoint):
 
   def build(feats):
     run_config = model.run_config(is_training=True)
-    outputs = squad_heads.get_qa_outputs(model.xlnet_config, run_config,
-                                         feats)
-    return dict(outputs, loss=squad_heads.get_qa_loss(
+    outputs = squad_head.get_qa_outputs(model.xlnet_config, run_config,
+                                        feats)
+    return dict(outputs, loss=squad_head.get_qa_loss(
         model.xlnet_config, run_config, feats)[0])
 
   got, variables = _run(build, ckpt, features)

@@ -12,16 +12,16 @@ from absl import logging
 import tensorflow as tf
 
 from xlnet import io_utils
-from xlnet import squad_heads
 from xlnet.finetuning import checkpoint_eval
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
 from xlnet.finetuning import record_cache
-from xlnet.finetuning import squad_eval
-from xlnet.finetuning import squad_predictions
-from xlnet.finetuning import squad_utils
+from xlnet.finetuning.squad import features as squad_features
+from xlnet.finetuning.squad import head as squad_head
+from xlnet.finetuning.squad import official_eval
+from xlnet.finetuning.squad import predictions as squad_predictions
 
-# Metrics target_eval_key may name (see squad_eval.evaluate).
+# Metrics target_eval_key may name (see official_eval.evaluate).
 TARGET_EVAL_KEYS = ("best_f1", "best_exact", "has_ans_f1", "has_ans_exact",
                     "f1", "exact")
 # Every evaluated checkpoint's metrics and the best (checkpoint_eval).
@@ -59,8 +59,8 @@ def predict_record_path(task):
 
 
 def _converter(task, sp_model, paragraphs, is_training):
-  """A squad_utils.FeatureConverter with the flags' settings."""
-  return squad_utils.FeatureConverter(
+  """A squad_features.FeatureConverter with the flags' settings."""
+  return squad_features.FeatureConverter(
       sp_model, paragraphs, task.max_seq_length, task.max_query_length,
       task.doc_stride, task.uncased, is_training,
       trim_answer_whitespace=task.trim_answer_whitespace,
@@ -112,7 +112,7 @@ def prepro_train_shard(task, sp_model, proc_id, num_proc, key=None,
   key = key or train_record_key(task, num_proc)
 
   def write(out):
-    paragraphs, examples, _ = squad_utils.read_squad_examples(
+    paragraphs, examples, _ = squad_features.read_squad_examples(
         task.train_file, is_training=True, flag_name="train_file")
     shard = [e for e in examples if e.paragraph_index % num_proc == proc_id]
     shard = qa_records.shuffled(shard, qa_records.order_seed(task.seed),
@@ -186,7 +186,7 @@ def prepro_predict(task, sp_model):
     (paragraphs, examples, converter, records path); the converter holds
     the windows that map predictions back to the paragraphs.
   """
-  paragraphs, examples, _ = squad_utils.read_squad_examples(
+  paragraphs, examples, _ = squad_features.read_squad_examples(
       task.predict_file, is_training=False, flag_name="predict_file")
   converter = _converter(task, sp_model, paragraphs, is_training=False)
   path = predict_record_path(task)
@@ -217,7 +217,7 @@ def score_checkpoint(task, model, engine, checkpoint, prepared, input_fn,
       task.n_best_size, task.max_answer_length,
       answer_on_last_piece=task.answer_on_last_piece,
       skip_empty_answers=task.skip_empty_answers)
-  metrics = squad_eval.evaluate(dataset, predictions, null_odds)
+  metrics = official_eval.evaluate(dataset, predictions, null_odds)
   return predictions, nbest, null_odds, metrics
 
 
@@ -275,7 +275,7 @@ def evaluate_checkpoints(task, model, engine, prepared, input_fn):
   Returns:
     the latest checkpoint's metrics dict.
   """
-  dataset = squad_utils.load_squad_json(task.predict_file, "predict_file")
+  dataset = squad_features.load_squad_json(task.predict_file, "predict_file")
   results_dir = task.predict_dir or engine.model_dir
   prefixes = checkpoint_eval.checkpoints_to_evaluate(engine.model_dir,
                                                      task.eval_all_ckpt)
@@ -300,16 +300,16 @@ def evaluate_checkpoints(task, model, engine, prepared, input_fn):
 
 def loss_fn(model):
   """`loss_fn(features, is_training)` -> the SQuAD loss of a batch
-  (`squad_heads.get_qa_loss`): always the training graph (dropout on, the
+  (`squad_head.get_qa_loss`): always the training graph (dropout on, the
   end head conditioned on the gold start), whatever `is_training` says."""
-  return lambda features, is_training: squad_heads.get_qa_loss(
+  return lambda features, is_training: squad_head.get_qa_loss(
       model.xlnet_config, model.run_config(True), features)[0]
 
 
 def outputs_fn(task, model):
   """`outputs_fn(features, is_training)` -> the beam of a batch
-  (`squad_heads.get_qa_predictions`), always without dropout."""
-  return lambda features, is_training: squad_heads.get_qa_predictions(
+  (`squad_head.get_qa_predictions`), always without dropout."""
+  return lambda features, is_training: squad_head.get_qa_predictions(
       model.xlnet_config, model.run_config(False), features,
       task.start_n_top, task.end_n_top)
 

@@ -1,6 +1,6 @@
 """What a task processor is: labelled text examples read from a dataset's
 files (`InputExample`, `DataProcessor`, `TableProcessor` and the reading
-helpers); the processor of each dataset is in `classifier_datasets.py`.
+helpers); the processor of each dataset is in `classifier/datasets.py`.
 
 A processor turns the files of one task in `data_dir` into `InputExample`s
 for the splits "train", "dev" and "test", and knows the task's labels (None
@@ -60,7 +60,7 @@ class DataProcessor:
     name: the task name (`--task_name`).
     labels: list of label strings, or None for a regression task.
     metrics: names of the metrics reported on the dev split, see
-      `xlnet.finetuning.metrics`.
+      `xlnet.finetuning.classifier.metrics`.
     primary_metric: the metric that picks the best checkpoint.
     glue_task: True for GLUE tasks (predictions in the GLUE submission
       format).

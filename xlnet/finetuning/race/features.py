@@ -24,14 +24,14 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from xlnet import race_heads
 from xlnet.data import prepro_utils
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import qa_records
 from xlnet.finetuning import record_cache
+from xlnet.finetuning.race import head as race_head
 
 LEVELS = ("middle", "high")
-NUM_CHOICES = race_heads.NUM_CHOICES  # the options of a question
+NUM_CHOICES = race_head.NUM_CHOICES  # the options of a question
 SEG_CONTEXT, SEG_QA, SEG_CLS, SEG_PAD = 0, 1, 2, 4
 
 RaceExample = collections.namedtuple("RaceExample", [

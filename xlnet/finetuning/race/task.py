@@ -11,11 +11,11 @@ from absl import logging
 import tensorflow as tf
 
 from xlnet import io_utils
-from xlnet import race_heads
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
-from xlnet.finetuning import race_utils
 from xlnet.finetuning import record_cache
+from xlnet.finetuning.race import features as race_features
+from xlnet.finetuning.race import head as race_head
 
 # Variables of the RACE head (and the pooler), which a pretrained
 # checkpoint lacks.
@@ -27,8 +27,8 @@ def record_path(task, split):
   with `.seed-S` before `.tf_record` for the (shuffled) training split."""
   spiece = os.path.splitext(os.path.basename(task.spiece_model_file))[0]
   case = ".uncased" if task.uncased else ""
-  levels = "-".join(race_utils.race_levels(task.high_only,
-                                           task.middle_only))
+  levels = "-".join(race_features.race_levels(task.high_only,
+                                              task.middle_only))
   seed = (f".seed-{qa_records.order_seed(task.seed)}" if split == "train"
           else "")
   return os.path.join(
@@ -53,9 +53,9 @@ def train_record_key(task):
   Returns:
     dict (JSON-able).
   """
-  levels = race_utils.race_levels(task.high_only, task.middle_only)
-  return {"source": race_utils.source_signature(task.data_dir, "train",
-                                                levels),
+  levels = race_features.race_levels(task.high_only, task.middle_only)
+  return {"source": race_features.source_signature(task.data_dir, "train",
+                                                   levels),
           "spiece_sha1": record_cache.file_digest(task.spiece_model_file),
           "levels": list(levels), "max_seq_length": task.max_seq_length,
           "max_qa_length": task.max_qa_length, "uncased": bool(task.uncased),
@@ -77,9 +77,9 @@ def prepro(task, sp_model, split, wait=None):
   Returns:
     (examples, records path).
   """
-  levels = race_utils.race_levels(task.high_only, task.middle_only)
-  articles, examples = race_utils.read_race_examples(task.data_dir, split,
-                                                     levels)
+  levels = race_features.race_levels(task.high_only, task.middle_only)
+  articles, examples = race_features.read_race_examples(task.data_dir, split,
+                                                        levels)
   if split == "train":
     examples = qa_records.shuffled(examples,
                                    qa_records.order_seed(task.seed))
@@ -94,7 +94,7 @@ def prepro(task, sp_model, split, wait=None):
     return examples, release
 
   def write(out):
-    converter = race_utils.FeatureConverter(
+    converter = race_features.FeatureConverter(
         sp_model, articles, task.max_seq_length, task.max_qa_length,
         task.uncased)
     count = qa_records.write_records(out, converter.iter_features(examples))
@@ -119,17 +119,17 @@ def write_eval_results(task, model_dir, metrics):
 
 def loss_fn(model):
   """`loss_fn(features, is_training)` -> the RACE loss of a batch
-  (`race_heads.get_race_loss`): always the training graph (dropout on),
+  (`race_head.get_race_loss`): always the training graph (dropout on),
   whatever `is_training` says."""
-  return lambda features, is_training: race_heads.get_race_loss(
+  return lambda features, is_training: race_head.get_race_loss(
       model.xlnet_config, model.run_config(True), features,
       model.summary_type, model.use_summ_proj)[0]
 
 
 def outputs_fn(model):
   """`outputs_fn(features, is_training)` -> the option logits of a batch
-  (`race_heads.get_race_predictions`), always without dropout."""
-  return lambda features, is_training: race_heads.get_race_predictions(
+  (`race_head.get_race_predictions`), always without dropout."""
+  return lambda features, is_training: race_head.get_race_predictions(
       model.xlnet_config, model.run_config(False), features,
       model.summary_type, model.use_summ_proj)
 

@@ -1,11 +1,11 @@
 """SQuAD predictions: the model's beam over each window -> n-best answer
 texts cut from the original paragraph, and each question's null score
-(the layout of a feature: `squad_utils.py`)."""
+(the layout of a feature: `squad/features.py`)."""
 import collections
 
 import numpy as np
 
-from xlnet.finetuning import squad_alignment
+from xlnet.finetuning.squad import alignment as squad_alignment
 
 # ----------------------------------------------------------------------------
 # Predictions.

@@ -9,7 +9,7 @@ A classifier's model_dir records what prediction needs (written by
 `config.json` (the sizes), `task.json` (task name, labels, sequence length,
 casing), `head.json` (the sequence summary) and `spiece.model`. `predict`
 turns texts into the features `run_classifier.py` writes
-(`classifier_utils.convert_single_example`) and runs the head as its
+(`classifier_features.convert_single_example`) and runs the head as its
 prediction does (`finetune.predict`'s `Predictor`, dropout off), so the
 logits are those of its `{task}.logits.json` for the same texts.
 """
@@ -19,13 +19,13 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from xlnet import classifier_heads
 from xlnet import model as model_lib
 from xlnet.data import prepro_utils
-from xlnet.finetuning import classifier_processors
-from xlnet.finetuning import classifier_task
-from xlnet.finetuning import classifier_utils
 from xlnet.finetuning import config as finetuning_config
+from xlnet.finetuning.classifier import features as classifier_features
+from xlnet.finetuning.classifier import head as classifier_head
+from xlnet.finetuning.classifier import processors as classifier_processors
+from xlnet.finetuning.classifier import task as classifier_task
 from xlnet.training import checkpoint_io
 from xlnet.training import config as train_config
 from xlnet.training import predictor as predictor_lib
@@ -97,8 +97,8 @@ class Classifier:
     self.task = task
     self.label_list = task["label_list"]
     self.checkpoint = prefix
-    self._tokenize = classifier_utils.make_tokenize_fn(sp_model,
-                                                       task["uncased"])
+    self._tokenize = classifier_features.make_tokenize_fn(sp_model,
+                                                          task["uncased"])
     model = finetuning_config.ModelConfig(
         xlnet_config, dataclasses.replace(finetuning_config.DEFAULT_RUN,
                                           clamp_len=task["clamp_len"]),
@@ -107,7 +107,7 @@ class Classifier:
     n_class = None if self.label_list is None else len(self.label_list)
 
     def outputs_fn(features):
-      out = classifier_heads.get_head_outputs(
+      out = classifier_head.get_head_outputs(
           xlnet_config, model.run_config(False), features, n_class,
           task["task_name"], task["cls_scope"], model.summary_type,
           model.use_summ_proj)
@@ -125,7 +125,7 @@ class Classifier:
     for i, text in enumerate(texts):
       text_a, text_b = (text, None) if isinstance(text, str) else text
       example = classifier_processors.InputExample(str(i), text_a, text_b)
-      rows.append(classifier_utils.convert_single_example(
+      rows.append(classifier_features.convert_single_example(
           i, example, self.label_list, self.task["max_seq_length"],
           self._tokenize))
     label_dtype = np.float32 if self.label_list is None else np.int32

@@ -14,9 +14,9 @@ import tensorflow as tf
 
 from tests import classifier_fixtures as fx
 from tests import np_reference
-from xlnet import classifier_heads
-from xlnet.finetuning import classifier_processors as cp
-from xlnet.finetuning import classifier_utils as cu
+from xlnet.finetuning.classifier import features as cu
+from xlnet.finetuning.classifier import head as classifier_head
+from xlnet.finetuning.classifier import processors as cp
 from xlnet.training import warm_start
 
 LENGTH = 9
@@ -44,7 +44,7 @@ def run_head(model, init_checkpoint, feats, n_class, is_training=False,
   names)."""
   with tf.Graph().as_default():
     tensors = {k: tf.constant(v) for k, v in feats.items()}
-    outputs = classifier_heads.get_head_outputs(
+    outputs = classifier_head.get_head_outputs(
         model.xlnet_config, model.run_config(is_training), tensors, n_class,
         task_name, cls_scope, model.summary_type, model.use_summ_proj)
     warm_start.init_from_checkpoint(init_checkpoint, False)

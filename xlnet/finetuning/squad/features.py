@@ -1,6 +1,6 @@
 """SQuAD 2.0 / 1.1 data for XLNet: questions, windows and feature records
-(piece alignment: `squad_alignment.py`; answers from the model's beams:
-`squad_predictions.py`).
+(piece alignment: `squad/alignment.py`; answers from the model's beams:
+`squad/predictions.py`).
 
 The steps, in order:
   * `read_squad_examples`: the SQuAD JSON -> paragraphs (original text) and
@@ -36,7 +36,7 @@ import tensorflow as tf
 
 from xlnet.data import prepro_utils
 from xlnet.finetuning import qa_records
-from xlnet.finetuning import squad_alignment
+from xlnet.finetuning.squad import alignment as squad_alignment
 
 SEG_PARAGRAPH, SEG_QUESTION, SEG_CLS, SEG_PAD = 0, 1, 2, 3
 

@@ -10,7 +10,7 @@ from xlnet import finetune_backbone
 from xlnet import modeling
 
 # The options of a RACE question (A-D): the head's softmax width, and the
-# columns each record packs (`xlnet/finetuning/race_utils.py`).
+# columns each record packs (`xlnet/finetuning/race/features.py`).
 NUM_CHOICES = 4
 
 _dense = modeling._dense  # pylint: disable=protected-access

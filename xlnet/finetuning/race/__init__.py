@@ -1,0 +1,2 @@
+"""RACE: the multiple-choice head, the four options' features and their
+records, and the task (records, fine-tuning, accuracy by level)."""
