@@ -76,20 +76,19 @@ def test_links_and_paths_exist(page):
 
 def _layout_entries(layout):
   """(directory, name) of every file or folder named in the layout block:
-  names at indent 2 are in xlnet/, at indent 4 in the package named above
-  them, unindented ones at the top."""
-  entries, package = [], ""
+  names at indent 2 are in xlnet/, deeper ones in the folder named above
+  them at a smaller indent (`finetuning/` at 2, `squad/` at 4, its files at
+  6), unindented ones at the top."""
+  entries, folders = [], []  # folders: (indent, directory) above the line
   for line in layout.split("\n"):
     indent = len(line) - len(line.lstrip(" "))
     names = re.findall(r"(?<!\S)([\w*]+\.py|\w+/)(?!\S)", line)
-    if indent >= 4:
-      where = os.path.join("xlnet", package.rstrip("/"))
-    elif indent == 2:
-      where = "xlnet"
-      folders = [n for n in names if n.endswith("/")]
-      package = folders[0] if folders else package
-    else:
-      where = ""
+    while folders and folders[-1][0] >= indent:
+      folders.pop()
+    where = "" if indent == 0 else folders[-1][1] if folders else "xlnet"
+    new = [n for n in names if n.endswith("/")]
+    if indent and new:
+      folders.append((indent, os.path.join(where, new[0].rstrip("/"))))
     entries += [(where, name) for name in names]
   return entries
 
