@@ -57,6 +57,7 @@ import os
 import sys
 import time
 
+from absl import app
 from absl import flags
 import numpy as np
 import tensorflow as tf
@@ -284,4 +285,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-  cli.run(main)
+  app.run(main)
