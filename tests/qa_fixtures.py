@@ -6,10 +6,9 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from tests import classifier_fixtures
 from tests import data_helpers
 from tests import np_reference
-from xlnet import model as model_lib
-from xlnet.finetuning import config as finetune_config
 
 # A tiny XLNet (the vocabulary matches tests.data_helpers.train_tiny_spm).
 TINY_CONFIG = dict(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16,
@@ -36,17 +35,10 @@ def write_tiny_config(directory):
 
 def tiny_model(tmp_path, **overrides):
   """A ModelConfig of a tiny model (its config written to `tmp_path`),
-  without dropout."""
-  run = dict(is_training=True, dropout=0.0, dropatt=0.0, clamp_len=-1,
-             init="normal", init_std=0.02, init_range=0.1, use_tpu=False,
-             use_bfloat16=False)
-  head = dict(summary_type="last", use_summ_proj=True)
-  for name, value in overrides.items():
-    (head if name in head else run)[name] = value
-  return finetune_config.ModelConfig(
-      xlnet_config=model_lib.XLNetConfig(
-          json_path=write_tiny_config(tmp_path)),
-      run=model_lib.RunConfig(**run), **head)
+  without dropout (`classifier_fixtures.head_model`'s other settings)."""
+  return classifier_fixtures.head_model(
+      write_tiny_config(tmp_path),
+      **dict(dict(dropout=0.0, dropatt=0.0), **overrides))
 
 
 def session_predict(make_outputs):
