@@ -14,7 +14,9 @@ per program, over the code it can reach:
 * computed names: `f"--{x}"` where `x` is a loop variable over literal
   names (a tuple, a dict's keys, a module constant, what a function or
   method returns) or a parameter given such names at the calls the program
-  reaches; the names must be flags of the program. A site that cannot be
+  reaches, also through a nested function's closure (a callback's free
+  variable is its enclosing function's); the names must be flags of the
+  program. A site that cannot be
   resolved is an error;
 * code that names another program's flags (a command it runs) is listed
   in OTHER_PROGRAMS, and code the reach counts but whose run-time guard
@@ -308,13 +310,18 @@ def _names(ctx, node, depth=0):
     loops = [g for g in node.generators if _first_name(g.target) ==
              node.elt.id]
     return _loop_names(ctx, loops[0], depth) if loops else None
-  if isinstance(node, ast.Name) and function is not None:
-    bound = _bindings(function, node.id)
+  # A name a nested function does not bind is its enclosing function's
+  # (a closure: the `prepare` callback a caller hands to `trainer.fit`).
+  scope = function
+  while isinstance(node, ast.Name) and scope is not None:
+    ctx = (program, module, scope)
+    bound = _bindings(scope, node.id)
     if bound:
       return _union([_loop_names(ctx, b, depth) if not isinstance(
           b, ast.Assign) else _names(ctx, b.value, depth + 1) for b in bound])
-    if _is_parameter(function, node.id):
-      return _parameter_names(program, module, function, node.id, depth)
+    if _is_parameter(scope, node.id):
+      return _parameter_names(program, module, scope, node.id, depth)
+    scope = _enclosing_function(module, scope)
   constant = _constant(module, node)
   if constant:
     return _names((program, constant[0], None), constant[1], depth + 1)

@@ -253,56 +253,37 @@ def batch_layout_record(layout, use_tpu):
 
 def _engine_train(run, strategy, input_fn, loss_fn, allow_missing, head,
                   record):
-  """`train` on the engine, with the run lock held."""
+  """`train` on the engine (`trainer_lib.fit`), with the run lock held."""
   model_dir, layout = run.model_dir, run.layout
-  resume = checkpoint_io.find_resume_checkpoint(model_dir)
-  start = checkpoint_io.step_of(resume) if resume else 0
   n = strategy.num_replicas_in_sync
-  per_replica = layout.bsz_per_core
-  accum = layout.accum_steps
+  per_replica, accum = layout.bsz_per_core, layout.accum_steps
   trainer = trainer_lib.Trainer(
       strategy, lambda f, mems, is_training: (loss_fn(f, is_training), None,
                                               {}),
       run.optimizer, model_dir, accum_steps=accum, train=run.train)
 
-  def dataset_fn(context):
-    local = max(1, n // context.num_input_pipelines)
-    dataset = strategies.worker_share(input_fn({"batch_size": per_replica}),
-                                      context, local)
-    return dataset.skip(start * accum * local) if start else dataset
+  def dataset_fn_at(start):
+    def dataset_fn(context):
+      local = max(1, n // context.num_input_pipelines)
+      dataset = strategies.worker_share(
+          input_fn({"batch_size": per_replica}), context, local)
+      return dataset.skip(start * accum * local) if start else dataset
+    return dataset_fn
 
-  # A worker whose peer stops on an error of its own (the chief refusing
-  # the layout) learns it in a collective op of the set-up.
-  with trainer.peers_watched():
-    strategies.check_same_run(strategy, dict(
-        model_dir=os.path.normpath(model_dir), train_steps=(
-            run.optimizer.train_steps), **batch_layout_record(
-                layout, run.device.use_tpu)))
-    if trainer.chief:
-      train_state.check_batch_layout(
-          model_dir, batch_layout_record(layout, run.device.use_tpu),
-          resume is not None)
-      _record_head(model_dir, head, resume is not None)
-      _record_model(model_dir, record, resume is not None)
-    dist = trainer.distribute(dataset_fn)
-    trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
-    if resume:
-      trainer.restore(resume)
-      logging.info("Resumed from %s at step %d", resume, start)
-    elif run.checkpoint.init_checkpoint:
-      trainer.init_from_checkpoint(run.checkpoint.init_checkpoint,
-                                   allow_missing)
-  writer = None
-  if trainer.chief:
-    checkpoint_io.clean_model_dir(model_dir)
-    writer = tf.summary.create_file_writer(model_dir)
-  train_steps = run.optimizer.train_steps
-  logger = progress.StepLogger(run.train.iterations, train_steps, start,
-                             per_replica * n * accum, "examples", writer,
-                             log_line)
-  trainer.train(dist, train_steps, run.checkpoint.save_steps,
-                run.checkpoint.max_save or None, on_step=logger)
-  return logger.history
+  layout_record = batch_layout_record(layout, run.device.use_tpu)
+
+  def prepare(resuming):
+    train_state.check_batch_layout(model_dir, layout_record, resuming)
+    _record_head(model_dir, head, resuming)
+    _record_model(model_dir, record, resuming)
+
+  return trainer_lib.fit(
+      trainer, dataset_fn_at, run.optimizer, run.checkpoint,
+      run.train.iterations, per_replica * n * accum, "examples", log_line,
+      allow_missing=allow_missing, same_run=dict(
+          model_dir=os.path.normpath(model_dir),
+          train_steps=run.optimizer.train_steps, **layout_record),
+      prepare=prepare)
 
 
 def predict(run, checkpoint, input_fn, outputs_fn, global_batch):
