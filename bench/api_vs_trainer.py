@@ -171,13 +171,7 @@ class ApiStep:
 
   def trace(self, steps):
     """`steps` traced steps' RunMetadata."""
-    options = tf.compat.v1.RunOptions(
-        trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
-    traces = []
-    for _ in range(steps):
-      traces.append(tf.compat.v1.RunMetadata())
-      self.run(options, traces[-1])
-    return traces
+    return model_step.traced_runs(self.run, steps)
 
 
 class TrainerStep:

@@ -367,13 +367,20 @@ class Variant:
 
   def trace(self, steps):
     """Runs `steps` traced steps; returns their tf.compat.v1.RunMetadata."""
-    options = tf.compat.v1.RunOptions(
-        trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
-    traces = []
-    for _ in range(steps):
-      traces.append(tf.compat.v1.RunMetadata())
-      self.sess.run(self.step, options=options, run_metadata=traces[-1])
-    return traces
+    return traced_runs(lambda options, metadata: self.sess.run(
+        self.step, options=options, run_metadata=metadata), steps)
+
+
+def traced_runs(run, steps):
+  """Calls `run(options, run_metadata)` `steps` times under a full trace;
+  returns the steps' tf.compat.v1.RunMetadata."""
+  options = tf.compat.v1.RunOptions(
+      trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+  traces = []
+  for _ in range(steps):
+    traces.append(tf.compat.v1.RunMetadata())
+    run(options, traces[-1])
+  return traces
 
 
 def no_dropout_losses(model, sizes, inputs, choose_values):
