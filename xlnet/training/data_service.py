@@ -18,6 +18,7 @@ import hashlib
 import os
 import re
 import socket
+import uuid
 
 import tensorflow as tf
 
@@ -30,6 +31,8 @@ CHUNK_STEPS = 64
 CONNECT_TIMEOUT = 10.0
 _ADDRESS = re.compile(r"grpc://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})")
 _INT64_MAX = 2 ** 63 - 1
+# Tells this trainer process's jobs from those of earlier runs.
+_PROCESS = uuid.uuid4().hex[:12]
 
 
 def parse_address(address):
@@ -62,10 +65,11 @@ def check_dispatcher(address, timeout=CONNECT_TIMEOUT):
 
 def job_name(model_dir, host, start_step):
   """The service job of host `host` of the run in `model_dir` from
-  `start_step`: the same for every trainer process reading that stream, a
-  new one for a resumed run (whose chunks start elsewhere)."""
+  `start_step`, in this process: no other trainer reads this stream, and a
+  run restarted while the dispatcher still holds the old job gets a new one
+  (a shared name would hand it the old job's unread chunks)."""
   digest = hashlib.sha1(os.path.normpath(model_dir).encode()).hexdigest()
-  return f"xlnet-{digest[:16]}-host{host}-step{start_step}"
+  return f"xlnet-{digest[:16]}-host{host}-step{start_step}-{_PROCESS}"
 
 
 def distribute(batches_at, start_step, batches_per_step, address, job):
