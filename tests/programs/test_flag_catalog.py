@@ -93,6 +93,7 @@ SHARED = {
 PRETRAINING = dict(SHARED, **{
     "bi_data": ("bool", None),
     "corpus_info_path": ("string", None),
+    "data_service": ("string", ""),
     "d_embed": ("int", None),
     "d_head": ("int", 64),
     "d_inner": ("int", 4096),
@@ -307,6 +308,14 @@ DOWNLOAD = {
     "timeout": ("float", 60.0),
 }
 
+DATA_SERVICE = {
+    "dispatcher": ("string", None),
+    "host": ("string", "localhost"),
+    "port": ("int", None),
+    "work_dir": ("string", None),
+    "worker_timeout_ms": ("int", None),
+}
+
 MODEL_UTILS = {
     "avg_model_dir": ("string", None),
     "avg_num": ("int", 5),
@@ -359,6 +368,7 @@ PROGRAMS = {
     "spm_train.py": SPM_TRAIN,
     "reproduce.py": REPRODUCE,
     "download.py": DOWNLOAD,
+    "data_service.py": DATA_SERVICE,
     "model_utils.py": MODEL_UTILS,
     "convert_checkpoint.py": CONVERT_CHECKPOINT,
     "scripts/demo_report.py": DEMO_REPORT,
@@ -368,10 +378,10 @@ PROGRAMS = {
 # sha256 of every flag's name, help text and enum values (see _help_digest):
 # the help a program prints stays the same.
 HELP_DIGESTS = {
-    "train_gpu.py": "b2f5f51d96c69885",
-    "train_tpu.py": "b2f5f51d96c69885",
-    "train.py": "b2f5f51d96c69885",
-    "eval_pretrain.py": "b2f5f51d96c69885",
+    "train_gpu.py": "69857d45bc70c263",
+    "train_tpu.py": "69857d45bc70c263",
+    "train.py": "69857d45bc70c263",
+    "eval_pretrain.py": "69857d45bc70c263",
     "run_classifier.py": "ef2eeb52333e08b6",
     "run_squad.py": "d3cabd9a5207303d",
     "run_race.py": "5cd0d1bd62e20a7e",
@@ -379,6 +389,7 @@ HELP_DIGESTS = {
     "spm_train.py": "5a7a05bafc11bef9",
     "reproduce.py": "ab09f4818b76557e",
     "download.py": "f54d5bb3e5abfb80",
+    "data_service.py": "b546ac48618fc826",
     "model_utils.py": "581c583b41329fda",
     "convert_checkpoint.py": "c25d6785ee07cb6a",
     "scripts/demo_report.py": "fa3b202534fe40c9",

@@ -15,6 +15,7 @@ takes them as arguments, so each flag keeps one definition:
   define_record_flags   data_utils.py
   define_spm_flags      spm_train.py
   define_download_flags download.py
+  define_data_service_server_flags  data_service.py
   define_convert_flags  convert_checkpoint.py
   define_model_utils_flags  model_utils.py
   define_demo_report_flags, define_demo_corpus_flags   the demo's scripts
@@ -366,6 +367,17 @@ def define_pretraining_device_flags(flag_values):
                     "exists.", **fv)
 
 
+@group("Input on tf.data service")
+def define_data_service_flags(flag_values):
+  """The pretraining input pipeline on tf.data service workers."""
+  flags.DEFINE_string("data_service", "",
+                      "grpc://HOST:PORT of a tf.data service dispatcher "
+                      "(data_service.py --port): its workers run the "
+                      "training input pipeline (the engine only; "
+                      "docs/distributed.md). Empty: the trainer runs it.",
+                      flag_values=flag_values)
+
+
 @group("Accepted for the release's commands")
 def define_unused_release_flags(flag_values):
   """Flags of the release's train.py commands that change nothing here."""
@@ -492,6 +504,7 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
       num_hosts_help="Number of hosts (TPU hosts; for train_gpu.py the "
       "number of workers, which --worker_hosts/TF_CONFIG determine).")
   define_pretraining_device_flags(flag_values)
+  define_data_service_flags(flag_values)
 
 
 def parse_flags(argv, tpu_defaults=False):
@@ -602,6 +615,27 @@ def define_spm_flags(flag_values=flags.FLAGS):
   flags.DEFINE_float("character_coverage", 0.99995, "Character coverage.",
                      **fv)
   flags.DEFINE_integer("num_threads", None, "Trainer threads.", **fv)
+
+
+@group("tf.data service servers")
+def define_data_service_server_flags(flag_values=flags.FLAGS):
+  """Defines the flags of data_service.py."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_integer("port", None, "The port this server listens on.",
+                       **fv)
+  flags.DEFINE_string("dispatcher", None,
+                      "HOST:PORT of the dispatcher: start a worker serving "
+                      "it. Unset: start the dispatcher.", **fv)
+  flags.DEFINE_string("host", "localhost",
+                      "A worker's host name as the trainers reach it (on a "
+                      "cluster: this machine's name or address).", **fv)
+  flags.DEFINE_string("work_dir", None,
+                      "The dispatcher's journal directory: a restarted "
+                      "dispatcher resumes its jobs. Unset: no journal.",
+                      **fv)
+  flags.DEFINE_integer("worker_timeout_ms", None,
+                       "The dispatcher drops a worker silent this long "
+                       "(default: TensorFlow's).", **fv)
 
 
 @group("Downloads")

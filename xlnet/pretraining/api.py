@@ -26,6 +26,7 @@ from xlnet.pretraining import estimator
 from xlnet.pretraining import held_out as held_out_lib
 from xlnet.pretraining import inputs
 from xlnet.pretraining import pretrain as pretrain_lib
+from xlnet.training import data_service
 from xlnet.training import run_lock
 
 
@@ -109,7 +110,9 @@ def pretrain(configs):
   2.15); otherwise the shared engine runs on the device's strategy (a
   TPUStrategy with `use_tpu`, else the GPUs/CPUs of `num_core_per_host` and
   `worker_hosts`). With `held_out.eval_steps` the held-out records are
-  evaluated every eval_steps steps and at the end.
+  evaluated every eval_steps steps and at the end. With
+  `device.data_service` (the engine only) the dispatcher must answer first;
+  its workers then make the training input (`data_service.distribute`).
 
   Args:
     configs: a `PretrainConfigs` (xlnet/pretraining/config.py).
@@ -128,6 +131,11 @@ def pretrain(configs):
     raise ValueError("pretrain needs configs.checkpoint, a CheckpointConfig "
                      "naming the model_dir")
   model_dir = configs.checkpoint.model_dir
+  if configs.device.data_service:
+    if configs.device.tpu_engine == "estimator":
+      raise ValueError("--data_service needs the engine: TPUEstimator "
+                       "runs its own input (--tpu_engine=strategy)")
+    data_service.check_dispatcher(configs.device.data_service)
   if configs.device.tpu_engine == "estimator":
     with run_lock.hold(model_dir):
       return estimator.run_estimator(configs)

@@ -16,6 +16,7 @@ import os
 
 import tensorflow as tf
 
+from xlnet.training import data_service
 from xlnet.training import train_state
 from xlnet.training import trainer as trainer_lib
 from xlnet import pretraining_loss
@@ -68,19 +69,31 @@ def dataset_fn_at(configs, input_fn):
   """`trainer_lib.fit`'s `dataset_fn_at`: the per-worker dataset of
   per-core batches, positioned after the data a resumed run consumed (the
   stream's randomness is keyed by position, so the batches that follow are
-  exactly those of an uninterrupted run).
+  exactly those of an uninterrupted run); with `device.data_service` made
+  on tf.data service workers (`data_service.distribute`: the same batches,
+  in chunks of steps in no fixed order).
 
   Args:
     configs: the run's `PretrainConfigs`.
     input_fn: `inputs.training_input_fn(configs)`'s.
   """
-  layout = configs.batch
+  layout, service = configs.batch, configs.device.data_service
 
   def at(start_step):
     def dataset_fn(input_context):
-      return input_fn({"batch_size": layout.bsz_per_core,
-                       "host": input_context.input_pipeline_id,
-                       "start_host_batch": start_step * layout.accum_steps})
+      host = input_context.input_pipeline_id
+
+      def batches_at(step):
+        return input_fn({"batch_size": layout.bsz_per_core, "host": host,
+                         "start_host_batch": step * layout.accum_steps})
+
+      if not service:
+        return batches_at(start_step)
+      return data_service.distribute(
+          batches_at, start_step,
+          layout.num_core_per_host * layout.accum_steps, service,
+          data_service.job_name(configs.checkpoint.model_dir, host,
+                                start_step))
     return dataset_fn
 
   return at

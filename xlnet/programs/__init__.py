@@ -10,4 +10,5 @@ library imports this package, the flags or `cli` (docs/layout.md, "Layers").
   run_classifier, run_squad, run_race   fine-tuning
   reproduce                             the paper's tables, one program a run
   convert_checkpoint                    HuggingFace and SavedModel conversion
+  data_service                          a tf.data service dispatcher or worker
 """

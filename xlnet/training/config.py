@@ -137,6 +137,9 @@ class DeviceConfig:
       (one host, or TF_CONFIG).
     task_index: this worker's index in worker_hosts (0 = chief).
     tpu_engine: "auto", "estimator" or "strategy" (pretraining on TPUs).
+    data_service: a tf.data service dispatcher, grpc://HOST:PORT, whose
+      workers run the pretraining input pipeline (`data_service.py`); ""
+      runs it in the trainer.
   """
   use_tpu: bool = False
   tpu: Optional[str] = None
@@ -147,6 +150,7 @@ class DeviceConfig:
   worker_hosts: Optional[str] = None
   task_index: int = 0
   tpu_engine: str = "auto"
+  data_service: str = ""
 
   def __post_init__(self):
     validation.check_fields(self)

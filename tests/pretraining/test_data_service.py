@@ -1,0 +1,190 @@
+"""`--data_service` on loopback: a dispatcher and two workers
+(`data_service.py`, each its own process on a free 127.0.0.1 port) make the
+training input; the steps they send are the plain path's steps bit for bit,
+each chunk's in order and none twice; train_gpu.py trains through them and
+finishes after one worker is killed (SIGKILL) mid-run; the servers stop on
+SIGTERM with exit code 0; a malformed or silent address is one line naming
+the flag (docs/distributed.md, "Input on tf.data service")."""
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import train_fixtures as fx
+from xlnet import configs as shipped_configs
+from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import pretraining as pretrain_flags
+from xlnet.pretraining import inputs
+from xlnet.pretraining import pretrain
+from xlnet.training import data_service
+
+pytestmark = pytest.mark.eager
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
+CORES = 2  # replicas of the trainer (logical CPU devices)
+
+
+def free_port():
+  """A port nothing listens on now."""
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1]
+
+
+def start_server(*flags):
+  """`data_service.py` with `flags`, once it logged its address."""
+  proc = subprocess.Popen(
+      [sys.executable, os.path.join(REPO, "data_service.py"), *flags],
+      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
+      env=ENV)
+  line = proc.stdout.readline()
+  assert re.match(r"data_service.py: (dispatcher|worker) at ", line), line
+  return proc
+
+
+@contextlib.contextmanager
+def loopback_cluster():
+  """A dispatcher (workers silent 2 s are dropped) and two workers; yields
+  (the --data_service address, the worker processes); at the end every
+  server still running must stop on SIGTERM with exit code 0."""
+  port = free_port()
+  servers = [start_server(f"--port={port}", "--host=127.0.0.1",
+                          "--worker_timeout_ms=2000")]
+  try:
+    for _ in range(2):
+      servers.append(start_server(
+          f"--port={free_port()}", "--host=127.0.0.1",
+          f"--dispatcher=127.0.0.1:{port}"))
+    yield f"grpc://127.0.0.1:{port}", servers[1:]
+  finally:
+    running = [p for p in servers if p.poll() is None]
+    for proc in running:
+      proc.send_signal(signal.SIGTERM)
+    for proc in running:
+      out, _ = proc.communicate(timeout=60)
+      assert proc.returncode == 0 and "SIGTERM: stopped" in out, out
+
+
+@pytest.fixture(scope="module")
+def record_dir(tmp_path_factory):
+  return fx.program_records(tmp_path_factory.mktemp("records"),
+                            num_core_per_host=CORES)
+
+
+def train_configs(record_dir, model_dir, address=""):
+  """train_gpu.py's configs of the tiny run on `record_dir`."""
+  # The shipped config, wherever the tests run from.
+  run = [f"--model_config_path={shipped_configs.resolve(a.split('=')[1])}"
+         if a.startswith("--model_config_path=") else a
+         for a in fx.PROGRAM_RUN]
+  argv = ["train_gpu.py", f"--record_info_dir={record_dir}",
+          f"--model_dir={model_dir}", *run, f"--num_core_per_host={CORES}",
+          f"--data_service={address}"]
+  return pretrain_flags.for_train_gpu(flag_catalog.parse_flags(argv))
+
+
+def steps_of(dataset, num_steps):
+  """The first `num_steps` steps of a per-worker dataset: lists of CORES
+  per-core batches (dicts of numpy arrays)."""
+  batches = [{k: v.numpy() for k, v in b.items()}
+             for b in dataset.take(num_steps * CORES)]
+  return [batches[i:i + CORES] for i in range(0, len(batches), CORES)]
+
+
+def step_key(step):
+  """The bytes of a step's batches (equal keys: equal steps)."""
+  return b"".join(b[k].tobytes() for b in step for k in sorted(b))
+
+
+def check_well_formed(batch, num_predict):
+  """Shapes and the per-example invariants of the permutation features."""
+  bsz, seq_len = batch["input_k"].shape
+  assert batch["perm_mask"].shape == (bsz, seq_len, seq_len)
+  assert batch["target_mapping"].shape == (bsz, num_predict, seq_len)
+  assert set(np.unique(batch["perm_mask"])) <= {0.0, 1.0}
+  # A target row is one position; a padding row (mask 0) none.
+  np.testing.assert_array_equal(batch["target_mapping"].sum(-1),
+                                batch["target_mask"])
+  assert set(np.unique(batch["target_mapping"])) <= {0.0, 1.0}
+  # No target sees itself (its token is what it predicts).
+  rows, slots = np.nonzero(batch["target_mask"])
+  positions = batch["target_mapping"][rows, slots].argmax(-1)
+  assert (batch["perm_mask"][rows, positions, positions] == 1).all()
+
+
+def test_malformed_or_silent_address_is_one_line_naming_the_flag():
+  for bad in ("127.0.0.1:5050", "grpc://127.0.0.1", "grpc://h:0",
+              "grpc://h:5050/x", "http://h:5050"):
+    with pytest.raises(ValueError, match=r"^--data_service=.* expected "
+                       r"grpc://HOST:PORT") as e:
+      data_service.check_dispatcher(bad)
+    assert "\n" not in str(e.value)
+  address = f"grpc://127.0.0.1:{free_port()}"
+  with pytest.raises(ValueError, match=rf"^--data_service={address}: no "
+                     "dispatcher answers at 127.0.0.1:") as e:
+    data_service.check_dispatcher(address, timeout=2)
+  assert "\n" not in str(e.value)
+
+
+def test_the_service_sends_the_plain_paths_steps(record_dir, tmp_path):
+  """Two chunks' worth of steps from two workers: every step is a step of
+  the plain stream bit for bit, none twice, each chunk's steps in order
+  from its first; and well-formed."""
+  plain_configs = train_configs(record_dir, tmp_path / "m")
+  input_fn, _ = inputs.training_input_fn(plain_configs)
+  context = tf.distribute.InputContext()
+  chunk = data_service.CHUNK_STEPS
+  plain = steps_of(pretrain.dataset_fn_at(plain_configs, input_fn)(0)(
+      context), 4 * chunk)
+  index = {step_key(s): i for i, s in enumerate(plain)}
+  assert len(index) == len(plain)  # the keys tell the steps apart
+  with loopback_cluster() as (address, _):
+    configs = train_configs(record_dir, tmp_path / "m", address)
+    served = steps_of(pretrain.dataset_fn_at(configs, input_fn)(0)(context),
+                      2 * chunk)
+  found = [index.get(step_key(s)) for s in served]
+  assert None not in found and len(set(found)) == len(found)
+  by_chunk = {}
+  for i in found:
+    by_chunk.setdefault(i // chunk, []).append(i)
+  for c, seen in by_chunk.items():
+    assert seen == list(range(c * chunk, c * chunk + len(seen))), seen
+  assert len(by_chunk) >= 2  # both workers sent chunks
+  for step in served:
+    for batch in step:
+      check_well_formed(batch, plain_configs.data.num_predict)
+
+
+@pytest.mark.slow
+def test_train_gpu_survives_a_killed_worker(record_dir, tmp_path):
+  """train_gpu.py --data_service trains all its steps though one of the two
+  workers is SIGKILLed at step 10."""
+  steps = 150
+  with loopback_cluster() as (address, workers):
+    cmd = fx.program_command(
+        "train_gpu.py", record_dir, tmp_path / "m", f"--train_steps={steps}",
+        f"--num_core_per_host={CORES}", f"--data_service={address}")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=REPO,
+                            env=ENV)
+    out = []
+    for line in proc.stdout:
+      out.append(line)
+      if re.search(r"\] \[10\] \|", line) and workers[0].poll() is None:
+        workers[0].send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=300) == 0, "".join(out[-20:])
+    assert workers[0].wait(timeout=10) == -signal.SIGKILL
+  logged = [int(m.group(1)) for m in re.finditer(r"\] \[(\d+)\] \|",
+                                                   "".join(out))]
+  assert logged == list(range(1, steps + 1))
+  assert tf.train.latest_checkpoint(str(tmp_path / "m")).endswith(
+      f"model.ckpt-{steps}")

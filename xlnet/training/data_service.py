@@ -1,0 +1,102 @@
+"""A worker's input pipeline run on tf.data service workers
+(`--data_service=grpc://HOST:PORT`, docs/distributed.md, "Input on tf.data
+service").
+
+The stream a worker reads on the plain path is cut into chunks of
+`CHUNK_STEPS` optimizer steps, numbered from the step the run starts at.
+The chunks' first steps are the source the dispatcher hands out with
+dynamic sharding (`ShardingPolicy.DYNAMIC`): each service worker builds the
+plain pipeline positioned at its chunk's first step and sends that chunk's
+steps, one step (all the per-replica batches of this worker) per element.
+So every step's batches are bit for bit the plain path's batches of some
+step; without failures each chunk is read exactly once, after a worker dies
+at most once (its chunks in flight are lost); chunks arrive in no fixed
+order, two workers' chunks interleaved step by step. The servers are
+`data_servers.py`'s.
+"""
+import hashlib
+import os
+import re
+import socket
+import uuid
+
+import tensorflow as tf
+
+FLAG = "--data_service"
+# Optimizer steps per chunk: a chunk's worker re-reads up to one pass of
+# its host's raw records to reach the chunk (the plain path's skip), so
+# chunks are long; a dead worker loses at most its chunk in flight.
+CHUNK_STEPS = 64
+# Seconds the trainer waits for the dispatcher to accept a connection.
+CONNECT_TIMEOUT = 10.0
+_ADDRESS = re.compile(r"grpc://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})")
+_INT64_MAX = 2 ** 63 - 1
+# Tells this trainer process's jobs from those of earlier runs.
+_PROCESS = uuid.uuid4().hex[:12]
+
+
+def parse_address(address):
+  """(host, port) of a dispatcher address `grpc://HOST:PORT`.
+
+  Raises:
+    ValueError: one line naming --data_service when it is malformed.
+  """
+  match = _ADDRESS.fullmatch(address)
+  if not match or not 0 < int(match.group(2)) < 65536:
+    raise ValueError(f"{FLAG}={address}: expected grpc://HOST:PORT, the "
+                     "address a tf.data service dispatcher listens on "
+                     "(data_service.py --port=PORT)")
+  return match.group(1).strip("[]"), int(match.group(2))
+
+
+def check_dispatcher(address, timeout=CONNECT_TIMEOUT):
+  """Raises a one-line ValueError naming --data_service unless a server
+  accepts connections at `address` within `timeout` seconds (TensorFlow
+  itself would retry a missing dispatcher for ever)."""
+  host, port = parse_address(address)
+  try:
+    socket.create_connection((host, port), timeout).close()
+  except OSError as e:
+    raise ValueError(f"{FLAG}={address}: no dispatcher answers at "
+                     f"{host}:{port} within {timeout:g} s "
+                     f"({e.strerror or e}); start one with data_service.py "
+                     f"--port={port}") from None
+
+
+def job_name(model_dir, host, start_step):
+  """The service job of host `host` of the run in `model_dir` from
+  `start_step`, in this process: no other trainer reads this stream, and a
+  run restarted while the dispatcher still holds the old job gets a new one
+  (a shared name would hand it the old job's unread chunks)."""
+  digest = hashlib.sha1(os.path.normpath(model_dir).encode()).hexdigest()
+  return f"xlnet-{digest[:16]}-host{host}-step{start_step}-{_PROCESS}"
+
+
+def distribute(batches_at, start_step, batches_per_step, address, job):
+  """The stream of `batches_at` from `start_step`, made on the service.
+
+  Args:
+    batches_at: `batches_at(step)` -> the plain dataset of per-replica
+      batches from optimizer step `step` (an int64 scalar tensor) on.
+    start_step: the first step of the run.
+    batches_per_step: elements of `batches_at`'s dataset per step (this
+      worker's replicas times accum_steps).
+    address: the dispatcher, `grpc://HOST:PORT`.
+    job: the service job's name (`job_name`).
+
+  Returns:
+    a dataset of the same per-replica batches, `batches_per_step` of one
+    step after another.
+  """
+
+  def chunk(first_step):
+    return (batches_at(first_step).take(CHUNK_STEPS * batches_per_step)
+            .batch(batches_per_step, drop_remainder=True))
+
+  chunk_starts = tf.data.Dataset.range(start_step, _INT64_MAX, CHUNK_STEPS)
+  steps = chunk_starts.flat_map(chunk).apply(
+      tf.data.experimental.service.distribute(
+          processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC,
+          service=address, job_name=job))
+  return steps.unbatch().prefetch(tf.data.AUTOTUNE)
+
