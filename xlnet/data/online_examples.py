@@ -107,8 +107,8 @@ def split_a_and_b(row_len, bounds, begin, tot_len, key):
   rand_end = tf.minimum(
       _lookup(bounds, _search(bounds, rand_begin + b_len, "left")),
       row_len - 1)
-  b_begin = tf.where(label == 1, a_end, rand_begin_w)
-  b_end = tf.where(label == 1, stop, rand_end)
+  b_begin = tf.where(tf.equal(label, 1), a_end, rand_begin_w)
+  b_end = tf.where(tf.equal(label, 1), stop, rand_end)
   a_len, b_len = trim_lengths(a_end - begin, b_end - b_begin, tot_len)
   a_end, b_end = begin + a_len, b_begin + b_len
   valid = (begin + tot_len < row_len) & (a_end < row_len) & (b_end < row_len)
@@ -129,11 +129,12 @@ def _assemble(rows, offset, a_end, b_begin, seq_len):
   inputs = tf.gather(rows, clip(src_in), batch_dims=1)
   targets = tf.gather(rows, clip(src_tg), batch_dims=1)
   tail = pos >= seq_len - 2
-  inputs = tf.where(pos == sep, SEP_ID, inputs)
-  inputs = tf.where(tail, tf.where(pos == seq_len - 1, CLS_ID, SEP_ID),
-                    inputs)
+  # (tf.equal, not ==: in a tf.compat.v1 graph == compares identities.)
+  last = tf.equal(pos, seq_len - 1)
+  inputs = tf.where(tf.equal(pos, sep), SEP_ID, inputs)
+  inputs = tf.where(tail, tf.where(last, CLS_ID, SEP_ID), inputs)
   targets = tf.where(tail, CLS_ID, targets)
-  seg_id = tf.where(pos > sep, 1, 0) + tf.cast(pos == seq_len - 1, tf.int32)
+  seg_id = tf.where(pos > sep, 1, 0) + tf.cast(last, tf.int32)
   return inputs, targets, seg_id
 
 
@@ -176,7 +177,9 @@ def sample_masks(segs, is_start, goal, mask_alpha, mask_beta, key,
     u = tf.random.stateless_uniform([rows, 2], _fold(key, i), dtype=tf.float64)
     n = 1 + tf.reduce_sum(tf.cast(cdf[None, :] <= u[:, :1], tf.int32), 1)
     n = tf.minimum(n, left)
-    ctx = n * mask_alpha // mask_beta
+    # (mask_alpha, mask_beta may be floats, as offline: floor(n * a / b).)
+    ctx = tf.cast(tf.math.floordiv(tf.cast(n, tf.float64) * mask_alpha,
+                                   float(mask_beta)), tf.int32)
     l_ctx = tf.cast(u[:, 1] * tf.cast(ctx, tf.float64), tf.int32)
     beg = _lookup(next_start, tf.minimum(cur + l_ctx, part_len))
     end = beg + n
