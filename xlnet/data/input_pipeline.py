@@ -11,7 +11,10 @@ Every random draw is a stateless function of (seed, host, position of the
 example in the host's stream, counting across epochs): the same example
 index always gets the same factorization order, whatever happened before,
 so a resumed run that skips the batches it already consumed continues
-exactly like an uninterrupted one. See docs/data.md.
+exactly like an uninterrupted one. Token records (data_utils.py
+--record_kind=tokens) hold rows instead of examples: the A/B split and span
+masks of host batch b are drawn online from a key folded from (seed, host,
+b). See docs/data.md.
 
 Messages name each setting as the calling program's user sets it: the
 `flag_names` a program passes (e.g. `{"split": "--eval_split"}`), else the
@@ -480,7 +483,10 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
   """Builds the pretraining input function.
 
   Args:
-    tfrecord_dir: comma-separated `{save_dir}/tfrecords` dirs.
+    tfrecord_dir: comma-separated `{save_dir}/tfrecords` dirs, of example
+      records or of token records (their corpus info says
+      "record_kind": "tokens"; their examples are then sampled online,
+      `online_examples.make_batch`, with new draws every epoch).
     split: split name of the records.
     bsz_per_host, seq_len, reuse_len, bi_data, mask_alpha, mask_beta,
       uncased, num_predict: must match the records (None values of
@@ -530,11 +536,14 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
   regroup = bi_data and data_core != num_core_per_host
   filenames, num_batch, file_batches = find_record_files(
       record_dirs, split, settings, num_passes, flag_names)
-  logging.info("Input: %d files, %d batches%s", len(filenames), num_batch,
+  kind = _record_kind(record_dirs, infos)
+  logging.info("Input: %d files, %d batches%s%s", len(filenames), num_batch,
                f", rows regrouped from {data_core} to {num_core_per_host} "
-               "cores" if regroup else "")
+               "cores" if regroup else "",
+               ", token records: examples sampled online"
+               if kind == "tokens" else "")
   sampler_cfg = is_start = None
-  if _record_kind(record_dirs, infos) == "tokens":
+  if kind == "tokens":
     is_start = _word_starts(infos)
     sampler_cfg = {key: settings[key] for key in (
         "bsz_per_host", "seq_len", "reuse_len", "num_predict", "mask_alpha",
