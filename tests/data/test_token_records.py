@@ -137,3 +137,19 @@ def test_online_examples_in_a_graph_pass_the_record_checks(token_dir):
             n * 7 * CFG["reuse_len"], cfg))
         check_masks(ex, cfg)
   assert set(labels) == {0, 1}
+
+
+def test_rows_regrouped_for_another_core_count(token_dir):
+  """Token records written for one core, read by two: each core's batch
+  holds a forward row and its backward copy, as with example records."""
+  records = data_helpers.read_records(token_dir)  # [f0, f1, b0, b1]
+  input_fn, _ = input_pipeline.get_input_fn(
+      token_dir, "train", CFG["bsz_per_host"], CFG["seq_len"],
+      CFG["reuse_len"], CFG["bi_data"], num_core_per_host=2,
+      num_predict=CFG["num_predict"], seed=5)
+  core_0, core_1 = data_helpers.take_batches(input_fn, 2, batch_size=2)
+  reuse = CFG["reuse_len"]
+  for batch, rows in ((core_0, (0, 2)), (core_1, (1, 3))):
+    for k, r in enumerate(rows):
+      assert batch["input_k"][k, :reuse].tolist() == (
+          records[r]["tokens"][:reuse].tolist())
