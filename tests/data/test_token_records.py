@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from tests import data_helpers
 from tests.data.test_record_layout import check_example, check_masks
-from tests.data_reference import CLS, SEP, ref_rows, ref_stream
+from tests.data_reference import CLS, SEP, ref_rows, ref_stream, runs_of
 from xlnet.data import input_pipeline
 from xlnet.data import online_examples
 from xlnet.data import pretrain_examples
@@ -153,3 +153,32 @@ def test_rows_regrouped_for_another_core_count(token_dir):
     for k, r in enumerate(rows):
       assert batch["input_k"][k, :reuse].tolist() == (
           records[r]["tokens"][:reuse].tolist())
+
+
+def test_token_spans_start_anywhere_word_spans_at_word_starts(token_dir):
+  """sample_strategy: the spans (runs of >= 2 targets) of forward rows
+  begin at a word start with word_span (all but top-up merges), much less
+  often with token_span."""
+  sp = spm.SentencePieceProcessor(model_file=data_helpers.train_tiny_spm())
+  is_start = pretrain_examples.word_start_table(sp)
+  rates = {}
+  for strategy in input_pipeline.SAMPLE_STRATEGIES:
+    input_fn, _ = input_pipeline.get_input_fn(
+        token_dir, "train", CFG["bsz_per_host"], CFG["seq_len"],
+        CFG["reuse_len"], CFG["bi_data"], num_predict=CFG["num_predict"],
+        seed=5, sample_strategy=strategy)
+    starts = []
+    for batch in data_helpers.take_batches(input_fn, 40,
+                                           batch_size=CFG["bsz_per_host"]):
+      for row in (0, 1):  # the forward rows
+        for s, n in runs_of(batch["input_q"][row] > 0):
+          if n >= 2:
+            starts.append(is_start[batch["input_k"][row, s]])
+    rates[strategy] = np.mean(starts)
+  assert rates["word_span"] > 0.85, rates
+  assert rates["token_span"] < rates["word_span"] - 0.15, rates
+  with pytest.raises(ValueError, match="sample_strategy=whole_word"):
+    input_pipeline.get_input_fn(
+        token_dir, "train", CFG["bsz_per_host"], CFG["seq_len"],
+        CFG["reuse_len"], CFG["bi_data"], num_predict=CFG["num_predict"],
+        sample_strategy="whole_word")

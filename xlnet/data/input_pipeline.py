@@ -403,10 +403,22 @@ def _record_kind(record_dirs, infos):
   return kinds.pop()
 
 
-def _word_starts(infos):
-  """The word-start table of the token records' SentencePiece model (the
-  corpus info's sp_path): np.bool_ [vocab]."""
+SAMPLE_STRATEGIES = ("word_span", "token_span")
+
+
+def _span_starts(infos, sample_strategy, name):
+  """Where the online span walk may start a span: np.bool_ [vocab].
+
+  word_span (the release's rule): the word starts of the token records'
+  SentencePiece model (the corpus info's sp_path, `word_start_table`);
+  token_span: every piece.
+  """
+  if sample_strategy not in SAMPLE_STRATEGIES:
+    raise ValueError(f"{name('sample_strategy')}={sample_strategy} must be "
+                     f"one of {', '.join(SAMPLE_STRATEGIES)}")
   info = next(info for info in infos if info)
+  if sample_strategy == "token_span":
+    return np.ones(info["vocab_size"], dtype=bool)
   sp_model = prepro_utils.load_sp_model(
       info.get("sp_path"), "the corpus info's sp_path (token records sample "
       "span masks at word starts)")
@@ -479,7 +491,7 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                  mask_alpha=None, mask_beta=None, uncased=False,
                  num_passes=None, use_bfloat16=False, num_predict=None,
                  corpus_info=None, *, seed=configs.DEFAULT_SEED,
-                 flag_names=None):
+                 flag_names=None, sample_strategy="word_span"):
   """Builds the pretraining input function.
 
   Args:
@@ -503,6 +515,9 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
     seed: non-negative int keying every random draw (the trainers pass
       their --seed, whose default is this one's: a call with the release's
       arguments reads the stream our programs read by default).
+    sample_strategy: token records only: where span masks may start,
+      "word_span" (at word starts, the release's rule) or "token_span" (at
+      any piece, as Model Garden's token_span).
     flag_names: how messages name the arguments (`tfrecord_dir` as
       "record_info_dir"): argument -> the calling program's flag, e.g.
       {"split": "--eval_split"}; an argument left out is named as itself.
@@ -544,7 +559,7 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                if kind == "tokens" else "")
   sampler_cfg = is_start = None
   if kind == "tokens":
-    is_start = _word_starts(infos)
+    is_start = _span_starts(infos, sample_strategy, name)
     sampler_cfg = {key: settings[key] for key in (
         "bsz_per_host", "seq_len", "reuse_len", "num_predict", "mask_alpha",
         "mask_beta", "bi_data")}
