@@ -7,8 +7,11 @@ one run, on one thread each (TensorFlow's intra- and inter-op pools set to
 one thread), it prints the examples/s of:
   1. `pretrain_examples.make_batch` (NumPy, what data_utils.py writes);
   2. `online_examples.make_batch` (TF ops, what the input function runs on
-     token records), one host batch per call.
-Each is run --repeats times over the same offsets, interleaved; medians.
+     token records), one host batch per call;
+  3. the whole input function (parse or sample, permutation with perm_size
+     256, target mapping; tf.data on a one-thread pool) on example records
+     and on token records written by `create_data` from the same text.
+Each is run --repeats times, interleaved; medians.
 
 Usage: python bench/online_sampler.py [--repeats=5] [--offsets=8]
 """
@@ -25,9 +28,11 @@ import tensorflow as tf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
+from xlnet.data import input_pipeline  # noqa: E402
 from xlnet.data import online_examples  # noqa: E402
 from xlnet.data import prepro_utils  # noqa: E402
 from xlnet.data import pretrain_examples  # noqa: E402
+from xlnet.data import record_writer  # noqa: E402
 from xlnet.data import spm_train  # noqa: E402
 from xlnet.data import token_stream  # noqa: E402
 from xlnet.demo import demo_corpus  # noqa: E402
@@ -44,7 +49,8 @@ def demo_rows(work_dir, offsets):
   """Rows of the demo novel long enough for `offsets` offsets.
 
   Returns:
-    (rows np.int32 [32, row_len], sent_rows np.bool_, word-start table).
+    (rows np.int32 [32, row_len], sent_rows np.bool_, word-start table,
+    SentencePiece model path, the novel's path).
   """
   corpus = demo_corpus.get_demo_corpus(os.path.join(REPO, "data", "demo"))
   sp_path = spm_train.train_spm(corpus, os.path.join(work_dir, "spiece"),
@@ -65,7 +71,41 @@ def demo_rows(work_dir, offsets):
   rows, sent_rows = token_stream.batchify(
       np.array(ids * reps, np.int32), CFG["bsz_per_host"],
       np.array(sent * reps, bool), CFG["num_core_per_host"], CFG["bi_data"])
-  return rows, sent_rows, pretrain_examples.word_start_table(sp)
+  return (rows, sent_rows, pretrain_examples.word_start_table(sp), sp_path,
+          corpus)
+
+
+def input_fn_rate(record_dir, examples):
+  """Examples/s of the input function's first `examples` examples (after
+  one warm-up batch), tf.data on a one-thread pool."""
+  input_fn, _ = input_pipeline.get_input_fn(
+      record_dir, "train", CFG["bsz_per_host"], CFG["seq_len"],
+      CFG["reuse_len"], CFG["bi_data"], num_core_per_host=16,
+      perm_size=256, num_predict=CFG["num_predict"])
+  options = tf.data.Options()
+  options.threading.private_threadpool_size = 1
+  dataset = input_fn({"batch_size": 2}).with_options(options)
+  batches = iter(dataset)
+  next(batches)
+  start = time.perf_counter()
+  for _ in range(examples // 2):
+    next(batches)
+  return examples / (time.perf_counter() - start)
+
+
+def write_both(work_dir, corpus, sp_path):
+  """Example records and token records of the novel (README settings).
+
+  Returns:
+    {kind: its tfrecords dir}.
+  """
+  dirs = {}
+  for kind in ("examples", "tokens"):
+    save_dir = os.path.join(work_dir, kind)
+    record_writer.create_data(corpus, sp_path, save_dir, num_workers=1,
+                              record_kind=kind, **CFG)
+    dirs[kind] = os.path.join(save_dir, "tfrecords")
+  return dirs
 
 
 def main(argv):
@@ -73,7 +113,18 @@ def main(argv):
   tf.config.threading.set_intra_op_parallelism_threads(1)
   tf.config.threading.set_inter_op_parallelism_threads(1)
   with tempfile.TemporaryDirectory() as work_dir:
-    rows, sent_rows, is_start = demo_rows(work_dir, FLAGS.offsets)
+    rows, sent_rows, is_start, sp_path, corpus = demo_rows(work_dir,
+                                                           FLAGS.offsets)
+    dirs = write_both(work_dir, corpus, sp_path)
+    pipeline = {kind: [] for kind in dirs}
+    for _ in range(FLAGS.repeats):
+      for kind, record_dir in dirs.items():
+        pipeline[kind].append(input_fn_rate(record_dir, 512))
+  print("input function, perm_size 256, per-core batch 2, one tf.data "
+        "thread:")
+  for kind, rates in pipeline.items():
+    print(f"  {kind + ' records':18s} {statistics.median(rates):8.0f} "
+          f"examples/s (min {min(rates):.0f}, max {max(rates):.0f})")
   offsets = [k * CFG["reuse_len"] for k in range(FLAGS.offsets)]
   bounds = [pretrain_examples.boundaries(s) for s in sent_rows]
   padded = online_examples.padded_bounds(sent_rows)
