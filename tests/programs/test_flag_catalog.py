@@ -117,6 +117,7 @@ PRETRAINING = dict(SHARED, **{
     "record_info_dir": ("string", None),
     "reuse_len": ("int", None),
     "same_length": ("bool", False),
+    "sample_strategy": ("string enum", 'word_span'),
     "seq_len": ("int", None),
     "tpu_engine": ("string enum", 'auto'),
     "track_mean": ("bool", False),
@@ -369,10 +370,10 @@ PROGRAMS = {
 # sha256 of every flag's name, help text and enum values (see _help_digest):
 # the help a program prints stays the same.
 HELP_DIGESTS = {
-    "train_gpu.py": "b2f5f51d96c69885",
-    "train_tpu.py": "b2f5f51d96c69885",
-    "train.py": "b2f5f51d96c69885",
-    "eval_pretrain.py": "b2f5f51d96c69885",
+    "train_gpu.py": "d85a3a5fb7a53095",
+    "train_tpu.py": "d85a3a5fb7a53095",
+    "train.py": "d85a3a5fb7a53095",
+    "eval_pretrain.py": "d85a3a5fb7a53095",
     "run_classifier.py": "ef2eeb52333e08b6",
     "run_squad.py": "d3cabd9a5207303d",
     "run_race.py": "5cd0d1bd62e20a7e",

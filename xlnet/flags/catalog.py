@@ -201,6 +201,12 @@ def define_pretraining_data_flags(flag_values):
                        "Permutation block size; None = reuse_len. Must "
                        "divide and not exceed reuse_len and "
                        "seq_len-reuse_len.", **fv)
+  flags.DEFINE_enum("sample_strategy", "word_span",
+                    ["word_span", "token_span"],
+                    "Token records (data_utils.py --record_kind=tokens) "
+                    "only: where the span masks drawn online may start: "
+                    "word_span at word starts (the release's rule), "
+                    "token_span at any piece.", **fv)
 
 
 # The records' settings, which data_utils.py writes with the release's
