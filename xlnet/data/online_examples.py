@@ -125,6 +125,7 @@ def _assemble(rows, offset, a_end, b_begin, seq_len):
   b_begin = b_begin[:, None]
   src_in = tf.where(in_a, offset + pos, b_begin + pos - sep - 1)
   src_tg = tf.where(in_a, offset + pos + 1, b_begin + pos - sep)
+  # Clipping changes nothing in a valid batch (gathers must stay in range).
   clip = lambda x: tf.clip_by_value(x, 0, row_len - 1)  # noqa: E731
   inputs = tf.gather(rows, clip(src_in), batch_dims=1)
   targets = tf.gather(rows, clip(src_tg), batch_dims=1)
