@@ -182,3 +182,14 @@ def test_token_spans_start_anywhere_word_spans_at_word_starts(token_dir):
         token_dir, "train", CFG["bsz_per_host"], CFG["seq_len"],
         CFG["reuse_len"], CFG["bi_data"], num_predict=CFG["num_predict"],
         sample_strategy="whole_word")
+
+
+def test_a_save_dir_holds_one_record_kind(tmp_path):
+  data_helpers.make_records(str(tmp_path), num_lines=NUM_LINES)
+  with pytest.raises(ValueError,
+                     match=r"--record_kind=tokens \(it has examples\)"):
+    data_helpers.make_records(str(tmp_path), num_lines=NUM_LINES,
+                              record_kind="tokens", pass_id=1)
+  with pytest.raises(ValueError, match="--record_kind=words must be one of"):
+    data_helpers.make_records(str(tmp_path / "other"), num_lines=NUM_LINES,
+                              record_kind="words")
