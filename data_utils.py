@@ -43,7 +43,8 @@ def main(argv):
       mask_alpha=f.mask_alpha, mask_beta=f.mask_beta,
       num_predict=f.num_predict, use_eod=f.use_eod,
       from_raw_text=f.from_raw_text, split=f.split, pass_id=f.pass_id,
-      num_task=f.num_task, task=f.task, num_workers=f.num_workers)
+      num_task=f.num_task, task=f.task, num_workers=f.num_workers,
+      record_kind=f.record_kind)
 
 
 if __name__ == "__main__":

@@ -106,6 +106,22 @@ def test_resume_after_sigkill_logs_the_same_losses(tmp_path, tiny_records,
   command, the run logs exactly the losses of an uninterrupted run (dropout
   0.1: the masks are a function of the step, the permutations of the data
   position)."""
+  _check_resume_after_sigkill(tmp_path, tiny_records, cores)
+
+
+@pytest.mark.slow
+def test_resume_on_token_records_logs_the_same_losses(tmp_path_factory,
+                                                      tmp_path):
+  """The same on token records (data_utils.py --record_kind=tokens): the
+  examples sampled online, too, are a function of the data position."""
+  records = fx.program_records(tmp_path_factory.mktemp("tokens"),
+                               record_kind="tokens")
+  _check_resume_after_sigkill(tmp_path, records, 2)
+
+
+def _check_resume_after_sigkill(tmp_path, tiny_records, cores):
+  """Asserts that a run killed after checkpoint 10 and restarted logs the
+  losses, and ends with the bits, of an uninterrupted run."""
   extra = ["--train_steps=24", "--save_steps=10",
            f"--num_core_per_host={cores}"]
   full = _run(_command(tiny_records, tmp_path / "full", *extra))

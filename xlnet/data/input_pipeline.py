@@ -11,7 +11,10 @@ Every random draw is a stateless function of (seed, host, position of the
 example in the host's stream, counting across epochs): the same example
 index always gets the same factorization order, whatever happened before,
 so a resumed run that skips the batches it already consumed continues
-exactly like an uninterrupted one. See docs/data.md.
+exactly like an uninterrupted one. Token records (data_utils.py
+--record_kind=tokens) hold rows instead of examples: the A/B split and span
+masks of host batch b are drawn online from a key folded from (seed, host,
+b). See docs/data.md.
 
 Messages name each setting as the calling program's user sets it: the
 `flag_names` a program passes (e.g. `{"split": "--eval_split"}`), else the
@@ -23,6 +26,9 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from xlnet.data import online_examples
+from xlnet.data import prepro_utils
+from xlnet.data import pretrain_examples
 from xlnet.data import record_format
 from xlnet.data.prepro_utils import CLS_ID, SEP_ID
 from xlnet import configs
@@ -188,12 +194,24 @@ def make_parser(seq_len, reuse_len, perm_size, num_predict=None,
   spec = {name: tf.io.FixedLenFeature([seq_len], tf.int64)
           for name in ("input", "is_masked", "target", "seg_id")}
   spec["label"] = tf.io.FixedLenFeature([1], tf.int64)
+  features = make_features(seq_len, reuse_len, perm_size, num_predict,
+                           use_bfloat16)
+  return tf.autograph.experimental.do_not_convert(
+      lambda record, key: features(tf.io.parse_single_example(record, spec),
+                                   key))
+
+
+def make_features(seq_len, reuse_len, perm_size, num_predict=None,
+                  use_bfloat16=False):
+  """Returns a function: (example, key) -> model features, as `make_parser`
+  for an example already parsed (or sampled online): a dict of input,
+  is_masked, target, seg_id [seq_len] and label [1], integer tensors."""
   mask_dtype = tf.bfloat16 if use_bfloat16 else tf.float32
   rest_len = seq_len - reuse_len
 
   @tf.autograph.experimental.do_not_convert
-  def parser(record, key):
-    ex = tf.io.parse_single_example(record, spec)
+  def parser(ex, key):
+    ex = {name: tf.cast(value, tf.int64) for name, value in ex.items()}
     inputs, target = ex["input"], ex["target"]
     is_masked = tf.cast(ex["is_masked"], tf.bool)
     fold = tf.random.experimental.stateless_fold_in
@@ -373,16 +391,114 @@ def _data_core_count(record_dirs, infos, bi_data, bsz_per_host,
   return data_core
 
 
+def _record_kind(record_dirs, infos):
+  """"tokens" when the corpus infos say the dirs hold token records
+  (data_utils.py --record_kind=tokens), else "examples"; mixed kinds are an
+  error."""
+  kinds = {(info or {}).get("record_kind", "examples") for info in infos}
+  if len(kinds) > 1:
+    raise ValueError(f"{','.join(record_dirs)}: the record dirs mix token "
+                     "records and example records (data_utils.py "
+                     "--record_kind); read one kind at a time")
+  return kinds.pop()
+
+
+SAMPLE_STRATEGIES = ("word_span", "token_span")
+
+
+def _span_starts(infos, sample_strategy, name):
+  """Where the online span walk may start a span: np.bool_ [vocab].
+
+  word_span (the release's rule): the word starts of the token records'
+  SentencePiece model (the corpus info's sp_path, `word_start_table`);
+  token_span: every piece.
+  """
+  if sample_strategy not in SAMPLE_STRATEGIES:
+    raise ValueError(f"{name('sample_strategy')}={sample_strategy} must be "
+                     f"one of {', '.join(SAMPLE_STRATEGIES)}")
+  info = next(info for info in infos if info)
+  if sample_strategy == "token_span":
+    return np.ones(info["vocab_size"], dtype=bool)
+  sp_model = prepro_utils.load_sp_model(
+      info.get("sp_path"), "the corpus info's sp_path (token records sample "
+      "span masks at word starts)")
+  return pretrain_examples.word_start_table(sp_model)
+
+
+# A tag folded into the host key for the online sampler's draws, so that
+# they never share a key with the factorization orders.
+_SAMPLER_TAG = 0x4F4E4C  # "ONL"
+
+
+def _token_batches(files, file_batches, bsz_per_host, reuse_len,
+                   regroup_perm):
+  """Dataset of one host's token rows at each offset, file after file.
+
+  Args:
+    files: the host's token record files, in reading order.
+    file_batches: dict path -> host batches of that file.
+    regroup_perm: row permutation into the reader's core layout, or None.
+
+  Returns:
+    tf.data.Dataset of (rows int32 [bsz_per_host, row_len], bounds int32
+    [bsz_per_host, k] (`online_examples.padded_bounds`), offset int32).
+  """
+  spec = {name: tf.io.FixedLenSequenceFeature([], tf.int64,
+                                              allow_missing=True)
+          for name in ("tokens", "sent_id")}
+
+  @tf.autograph.experimental.do_not_convert
+  def rows_of(path, num_batch):
+    rows = tf.io.parse_example(
+        tf.data.TFRecordDataset(path).batch(bsz_per_host).get_single_element(),
+        spec)
+    tokens = tf.cast(rows["tokens"], tf.int32)
+    sent = tf.not_equal(rows["sent_id"], 0)
+    if regroup_perm is not None:
+      tokens, sent = tf.gather(tokens, regroup_perm), tf.gather(sent,
+                                                                regroup_perm)
+    bounds = online_examples.padded_bounds(sent)
+    offsets = tf.data.Dataset.range(tf.cast(num_batch, tf.int64)).map(
+        lambda i: tf.cast(i, tf.int32) * reuse_len)
+    return offsets.map(lambda offset: (tokens, bounds, offset))
+
+  return tf.data.Dataset.from_tensor_slices(
+      (files, [file_batches[f] for f in files])).flat_map(rows_of)
+
+
+def _sample_online(batches, cfg, is_start, host_key):
+  """Maps enumerated (index, (rows, bounds, offset)) host batches to their
+  online examples (`online_examples.make_batch`, keyed by the host batch
+  index), one example per element."""
+  sampler_key = tf.random.experimental.stateless_fold_in(host_key,
+                                                         _SAMPLER_TAG)
+  is_start = tf.constant(is_start)
+
+  @tf.autograph.experimental.do_not_convert
+  def sample(index, batch):
+    rows, bounds, offset = batch
+    rows.set_shape([cfg["bsz_per_host"], None])
+    features, _ = online_examples.make_batch(
+        rows, bounds, offset, cfg, is_start,
+        tf.random.experimental.stateless_fold_in(sampler_key, index))
+    return features
+
+  return batches.map(sample, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+
+
 def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                  bi_data, num_hosts=1, num_core_per_host=1, perm_size=None,
                  mask_alpha=None, mask_beta=None, uncased=False,
                  num_passes=None, use_bfloat16=False, num_predict=None,
                  corpus_info=None, *, seed=configs.DEFAULT_SEED,
-                 flag_names=None):
+                 flag_names=None, sample_strategy="word_span"):
   """Builds the pretraining input function.
 
   Args:
-    tfrecord_dir: comma-separated `{save_dir}/tfrecords` dirs.
+    tfrecord_dir: comma-separated `{save_dir}/tfrecords` dirs, of example
+      records or of token records (their corpus info says
+      "record_kind": "tokens"; their examples are then sampled online,
+      `online_examples.make_batch`, with new draws every epoch).
     split: split name of the records.
     bsz_per_host, seq_len, reuse_len, bi_data, mask_alpha, mask_beta,
       uncased, num_predict: must match the records (None values of
@@ -399,6 +515,9 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
     seed: non-negative int keying every random draw (the trainers pass
       their --seed, whose default is this one's: a call with the release's
       arguments reads the stream our programs read by default).
+    sample_strategy: token records only: where span masks may start,
+      "word_span" (at word starts, the release's rule) or "token_span" (at
+      any piece, as Model Garden's token_span).
     flag_names: how messages name the arguments (`tfrecord_dir` as
       "record_info_dir"): argument -> the calling program's flag, e.g.
       {"split": "--eval_split"}; an argument left out is named as itself.
@@ -432,11 +551,24 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
   regroup = bi_data and data_core != num_core_per_host
   filenames, num_batch, file_batches = find_record_files(
       record_dirs, split, settings, num_passes, flag_names)
-  logging.info("Input: %d files, %d batches%s", len(filenames), num_batch,
+  kind = _record_kind(record_dirs, infos)
+  logging.info("Input: %d files, %d batches%s%s", len(filenames), num_batch,
                f", rows regrouped from {data_core} to {num_core_per_host} "
-               "cores" if regroup else "")
-  parser = make_parser(seq_len, reuse_len, perm_size,
-                       settings["num_predict"], use_bfloat16)
+               "cores" if regroup else "",
+               ", token records: examples sampled online"
+               if kind == "tokens" else "")
+  sampler_cfg = is_start = None
+  if kind == "tokens":
+    is_start = _span_starts(infos, sample_strategy, name)
+    sampler_cfg = {key: settings[key] for key in (
+        "bsz_per_host", "seq_len", "reuse_len", "num_predict", "mask_alpha",
+        "mask_beta", "bi_data")}
+    sampler_cfg["num_core_per_host"] = num_core_per_host  # rows regrouped
+    parse = make_features(seq_len, reuse_len, perm_size,
+                          settings["num_predict"], use_bfloat16)
+  else:
+    parse = make_parser(seq_len, reuse_len, perm_size,
+                        settings["num_predict"], use_bfloat16)
   regroup_perm = (_regroup_perm(bsz_per_host, data_core, num_core_per_host)
                   if regroup else None)
 
@@ -453,6 +585,34 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
       raise ValueError(f"host {host_id} is not below {name('num_hosts')}="
                        f"{num_hosts}")
     files = host_file_order(filenames, host_id, num_hosts, seed)
+    host_key = tf.constant([seed, host_id], dtype=tf.int64)
+    if sampler_cfg is not None:
+      dataset = _online_examples(files, params.get("start_host_batch", 0),
+                                 host_key)
+    else:
+      dataset = _record_examples(files, params.get("start_host_batch", 0))
+    keyed_parser = tf.autograph.experimental.do_not_convert(
+        lambda index, example: parse(
+            example, tf.random.experimental.stateless_fold_in(host_key,
+                                                              index)))
+    dataset = dataset.map(keyed_parser, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+  def _online_examples(files, start_batch, host_key):
+    """Enumerated examples sampled online from token records: host batch
+    b (counted across epochs) is drawn from a key folded from b, so every
+    epoch draws anew and a resumed stream draws what an uninterrupted one
+    would."""
+    epoch = sum(file_batches[f] for f in files)
+    batches = _token_batches(files, file_batches, bsz_per_host, reuse_len,
+                             regroup_perm).repeat()
+    batches = batches.skip(start_batch % epoch).enumerate(start=start_batch)
+    examples = _sample_online(batches, sampler_cfg, is_start, host_key)
+    return examples.enumerate(start=start_batch * bsz_per_host)
+
+  def _record_examples(files, start_batch):
+    """Enumerated serialized examples of example records."""
     dataset = tf.data.TFRecordDataset(files)
     if regroup_perm is not None:
       regroup_fn = tf.autograph.experimental.do_not_convert(
@@ -463,20 +623,12 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
     # example index (counted across epochs) gives new factorization orders.
     # A resumed stream skips at most one epoch of raw records and numbers
     # the rest from where it starts.
-    start = params.get("start_host_batch", 0) * bsz_per_host
+    start = start_batch * bsz_per_host
     counts = [file_batches.get(f) for f in files]
     epoch = None if None in counts else sum(counts) * bsz_per_host
     dataset = dataset.cache().repeat()
     dataset = dataset.skip(start % epoch if epoch else start)
-    dataset = dataset.enumerate(start=start)
-    host_key = tf.constant([seed, host_id], dtype=tf.int64)
-    keyed_parser = tf.autograph.experimental.do_not_convert(
-        lambda index, record: parser(
-            record, tf.random.experimental.stateless_fold_in(host_key,
-                                                             index)))
-    dataset = dataset.map(keyed_parser, num_parallel_calls=tf.data.AUTOTUNE)
-    dataset = dataset.batch(batch_size, drop_remainder=True)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return dataset.enumerate(start=start)
 
   host_filenames = [host_file_order(filenames, h, num_hosts, seed)
                     for h in range(num_hosts)]

@@ -286,3 +286,38 @@ def make_batch(rows, bounds, offset, cfg, is_start, rng):
                      rng, reverse)], axis=1)
   return {"input": inputs, "is_masked": is_masked, "target": targets,
           "seg_id": seg_ids, "label": labels}
+
+
+def sure_batches(row_len, bounds, cfg):
+  """The number of row offsets (from 0, in steps of reuse_len) at which
+  every row yields an example whatever the draws.
+
+  A row can fail at offset i (`split_a_and_b` returns None) only when
+  begin + tot_len reaches its end, or when no sentence boundary lies at or
+  beyond begin + tot_len while a cut point exists (a label-1 B would then
+  end at the row's end). Token records (online sampling) use this count,
+  which does not depend on the draws; the offline writer stops at the first
+  offset whose draws fail, at or after it.
+
+  Args:
+    row_len: length of the rows.
+    bounds: per row, its sentence boundaries (`boundaries`).
+    cfg: dict with seq_len, reuse_len.
+
+  Returns:
+    int >= 0.
+  """
+  seq_len, reuse_len = cfg["seq_len"], cfg["reuse_len"]
+  tot_len = seq_len - reuse_len - 3
+  num, offset = 0, 0
+  while offset + seq_len <= row_len:
+    begin = offset + reuse_len
+    if begin + tot_len >= row_len:
+      break
+    for row_bounds in bounds:
+      last = row_bounds[-1] if row_bounds else 0
+      if last < begin + tot_len and last > begin:  # a cut, no stop
+        return num
+    num += 1
+    offset += reuse_len
+  return num

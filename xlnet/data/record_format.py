@@ -202,6 +202,12 @@ def _require(info, path, what, types):
                        f"{value!r}")
 
 
+def is_token_info(info):
+  """Whether a record info lists token records (data_utils.py
+  --record_kind=tokens: one record per row, sampled online)."""
+  return info.get("record_kind", "examples") == "tokens"
+
+
 def read_record_info(path):
   """Reads and checks a record_info-*.json.
 
@@ -423,5 +429,6 @@ def verify_record_dirs(dirs):
         else:
           paths.append(path)
       if len(files) == 1:  # num_batch counts the batches of all its files
-        counts[files[0][0]] = info["num_batch"] * name["bsz_per_host"]
+        counts[files[0][0]] = name["bsz_per_host"] * (
+            1 if is_token_info(info) else info["num_batch"])
   return num_files, bad + verify_records(paths, counts)

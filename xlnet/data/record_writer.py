@@ -33,6 +33,7 @@ from xlnet.data import pretrain_examples
 from xlnet.data import record_format
 from xlnet.data import token_stream
 
+RECORD_KINDS = ("examples", "tokens")
 _SEED_MARK = 0x584C4E  # "XLN": part of every (task, pass_id) seed
 # Lines per encoding job of a worker process; a job spans files, so that
 # many small files do not cost one job (a pipe round trip and a
@@ -144,6 +145,9 @@ def _check_save_dir(save_dir, info):
              for key in _LAYOUT_FLAGS
              if key in old and not record_format.same_setting(
                  key, old[key], info[key])]
+    kinds = [d.get("record_kind", "examples") for d in (info, old)]
+    if kinds[0] != kinds[1]:
+      diffs.append(f"--record_kind={kinds[0]} (it has {kinds[1]})")
     if old.get("vocab_size", info["vocab_size"]) != info["vocab_size"]:
       diffs.append(f"a --sp_path of {info['vocab_size']} pieces (it has "
                    f"{old['vocab_size']})")
@@ -502,7 +506,7 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
                 num_core_per_host=8, seq_len=512, reuse_len=256, uncased=False,
                 bi_data=True, mask_alpha=6, mask_beta=1, num_predict=85,
                 use_eod=True, from_raw_text=True, split="train", pass_id=0,
-                num_task=1, task=0, num_workers=None):
+                num_task=1, task=0, num_workers=None, record_kind="examples"):
   """Creates the TFRecords of one (task, pass_id).
 
   Every input is checked before anything is written; the record file, its
@@ -517,6 +521,9 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
     bsz_per_host ... task: the record settings (the flags of data_utils.py,
       `xlnet/flags/catalog.define_record_flags`).
     num_workers: processes that encode and serialize (None: one per CPU).
+    record_kind: "examples" (the release's records: examples with their
+      span masks) or "tokens" (the rows and their sentence ids, one record
+      per row, for online sampling: `write_token_records`).
 
   Returns:
     path of the written record info json.
@@ -527,6 +534,9 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
              num_predict=num_predict, use_eod=use_eod, task=task,
              num_task=num_task, pass_id=pass_id, split=split)
   _check_config(cfg)
+  if record_kind not in RECORD_KINDS:
+    raise ValueError(f"--record_kind={record_kind} must be one of "
+                     f"{', '.join(RECORD_KINDS)}")
   if num_workers is None:
     num_workers = os.cpu_count() or 1
   if num_workers < 1:
@@ -538,6 +548,8 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
                           "reuse_len", "uncased", "bi_data", "mask_alpha",
                           "mask_beta", "num_predict", "use_eod")},
               sp_path=sp_path, input_glob=input_glob)
+  if record_kind != "examples":  # (the release's corpus info stays as is)
+    info["record_kind"] = record_kind
   _check_save_dir(save_dir, info)
   encoder = token_stream.LineEncoder(sp_model.serialized_model_proto(),
                                      uncased, from_raw_text)
@@ -554,17 +566,51 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
     data, sent_ids = build_stream(paths, workers, use_eod, rng)
     rows, sent_rows = token_stream.batchify(data, bsz_per_host, sent_ids,
                                             num_core_per_host, bi_data)
-    num_batch = write_records(record_path, rows, sent_rows, cfg,
-                              pretrain_examples.word_start_table(sp_model),
-                              rng, workers)
-  io_utils.atomic_write(info_path, json.dumps({
+    if record_kind == "tokens":
+      num_batch = write_token_records(record_path, rows, sent_rows, cfg)
+    else:
+      num_batch = write_records(record_path, rows, sent_rows, cfg,
+                                pretrain_examples.word_start_table(sp_model),
+                                rng, workers)
+  record_info = {
       "filenames": [record_name], "num_batch": num_batch,
-      "file_bytes": {record_name: tf.io.gfile.stat(record_path).length}}))
+      "file_bytes": {record_name: tf.io.gfile.stat(record_path).length}}
+  if record_kind != "examples":
+    record_info["record_kind"] = record_kind
+  io_utils.atomic_write(info_path, json.dumps(record_info))
   if task == 0:
     io_utils.atomic_write(corpus_info_path, json.dumps(info, indent=2))
   logging.info("Wrote %d batches to %s and %s", num_batch, record_path,
                info_path)
   return info_path
+
+
+def write_token_records(record_path, rows, sent_rows, cfg):
+  """Writes the rows themselves: one record per row, features `tokens`
+  and `sent_id` (0/1), both int64 [row_len]; no masks, no A/B split.
+
+  Args:
+    record_path: output .tfrecords path (appears only when complete).
+    rows, sent_rows: [bsz_per_host, row_len] from `token_stream.batchify`.
+    cfg: record settings (see `create_data`).
+
+  Returns:
+    number of host batches the rows yield whatever the draws
+    (`pretrain_examples.sure_batches`, >= 1).
+  """
+  bsz, row_len = rows.shape
+  num_batch = pretrain_examples.sure_batches(
+      row_len, [pretrain_examples.boundaries(s) for s in sent_rows], cfg)
+  if not num_batch:
+    raise ValueError(f"--input_glob: the corpus is too short for one batch "
+                     f"of --bsz_per_host={bsz} rows: {row_len} tokens per "
+                     f"row, --seq_len={cfg['seq_len']} needs more")
+  with io_utils.atomic_output(record_path) as tmp:
+    with tf.io.TFRecordWriter(tmp) as writer:
+      for record in example_proto.serialize_examples(
+          {"tokens": rows, "sent_id": sent_rows.astype(np.int64)}):
+        writer.write(record)
+  return num_batch
 
 
 # ----------------------------------------------------------------------------

@@ -202,6 +202,12 @@ def define_pretraining_data_flags(flag_values):
                        "Permutation block size; None = reuse_len. Must "
                        "divide and not exceed reuse_len and "
                        "seq_len-reuse_len.", **fv)
+  flags.DEFINE_enum("sample_strategy", "word_span",
+                    ["word_span", "token_span"],
+                    "Token records (data_utils.py --record_kind=tokens) "
+                    "only: where the span masks drawn online may start: "
+                    "word_span at word starts (the release's rule), "
+                    "token_span at any piece.", **fv)
 
 
 # The records' settings, which data_utils.py writes with the release's
@@ -433,6 +439,13 @@ def define_record_writing_flags(flag_values):
   flags.DEFINE_integer("num_workers", None, "Processes that encode the text "
                        "and serialize the examples; default: one per CPU. "
                        "The output does not depend on it.", **fv)
+  flags.DEFINE_enum("record_kind", "examples", ["examples", "tokens"],
+                    "examples: the release's records, each example with its "
+                    "A/B split and span masks fixed (one pass per "
+                    "--pass_id). tokens: one record per row holding its "
+                    "tokens and sentence ids, written once; the trainers "
+                    "then draw the A/B split and span masks online, anew "
+                    "every epoch (docs/data.md).", **fv)
   flags.DEFINE_bool("verify", False, "Write nothing; instead check every "
                     "record file listed by the record infos under "
                     "--save_dir (comma-separated dirs; a save_dir or its "

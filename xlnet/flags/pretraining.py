@@ -182,7 +182,7 @@ def resolve(FLAGS, num_hosts=None, num_core_per_host=None,
   # resolve_flags checked the data flags against the corpus info.
   data = pretrain_config.PretrainData.from_corpus_info(
       corpus_info, FLAGS.record_info_dir, perm_size=FLAGS.perm_size,
-      num_passes=FLAGS.num_passes)
+      num_passes=FLAGS.num_passes, sample_strategy=FLAGS.sample_strategy)
   if checkpoint is None and FLAGS.model_dir:
     checkpoint = config_flags.checkpoint_config(FLAGS)
   return pretrain_config.PretrainConfigs(

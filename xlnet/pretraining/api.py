@@ -45,10 +45,12 @@ class Records:
   record_info: str
   corpus_info: dict
 
-  def data(self, perm_size=None, num_passes=None):
+  def data(self, perm_size=None, num_passes=None,
+           sample_strategy="word_span"):
     """The `PretrainData` of these records, every size from their
     corpus_info.json (`perm_size` None: the records' `reuse_len`, as the
-    release's scripts set it)."""
+    release's scripts set it; `sample_strategy`: for token records, see
+    `PretrainData`)."""
     info = self.corpus_info
     return pretrain_config.PretrainData(
         record_info_dir=self.record_info_dir, seq_len=info["seq_len"],
@@ -56,7 +58,8 @@ class Records:
         perm_size=info["reuse_len"] if perm_size is None else perm_size,
         bi_data=info["bi_data"], mask_alpha=info["mask_alpha"],
         mask_beta=info["mask_beta"], num_predict=info["num_predict"],
-        uncased=info["uncased"], num_passes=num_passes, corpus_info=info)
+        uncased=info["uncased"], num_passes=num_passes, corpus_info=info,
+        sample_strategy=sample_strategy)
 
 
 def write_records(input_glob: str, sp_path: str, save_dir: str, *,
@@ -67,7 +70,8 @@ def write_records(input_glob: str, sp_path: str, save_dir: str, *,
                   num_predict: int = 85, use_eod: bool = True,
                   from_raw_text: bool = True, split: str = "train",
                   pass_id: int = 0, num_task: int = 1, task: int = 0,
-                  num_workers: Optional[int] = None) -> Records:
+                  num_workers: Optional[int] = None,
+                  record_kind: str = "examples") -> Records:
   """Writes the pretraining TFRecords of raw text, as `data_utils.py`
   (docs/data.md): `{save_dir}/tfrecords/` (the records and their record
   info json) and, for task 0, `{save_dir}/corpus_info.json`, each
@@ -81,6 +85,9 @@ def write_records(input_glob: str, sp_path: str, save_dir: str, *,
     seq_len ... task: the settings of the flags of the same names
       (`python data_utils.py --help`); the defaults are the flags'.
     num_workers: encoding processes (None: one per CPU).
+    record_kind: "examples" (the release's records) or "tokens" (the rows
+      once, examples sampled online by the input function: docs/data.md,
+      "Token records and online sampling").
 
   Returns:
     the `Records` written.
@@ -96,7 +103,8 @@ def write_records(input_glob: str, sp_path: str, save_dir: str, *,
       reuse_len=reuse_len, uncased=uncased, bi_data=bi_data,
       mask_alpha=mask_alpha, mask_beta=mask_beta, num_predict=num_predict,
       use_eod=use_eod, from_raw_text=from_raw_text, split=split,
-      pass_id=pass_id, num_task=num_task, task=task, num_workers=num_workers)
+      pass_id=pass_id, num_task=num_task, task=task, num_workers=num_workers,
+      record_kind=record_kind)
   return Records(os.path.dirname(info_path), info_path,
                  record_format.load_corpus_info(save_dir))
 

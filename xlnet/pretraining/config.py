@@ -36,6 +36,8 @@ class PretrainData:
     num_predict: predicted tokens per example.
     uncased: the records were lower-cased.
     num_passes: passes over the data the records hold (None: all files).
+    sample_strategy: token records only: span masks start at word starts
+      ("word_span") or at any piece ("token_span").
     corpus_info: the corpus_info.json dict the sizes were checked against,
       or None (the one next to the records).
   """
@@ -50,10 +52,11 @@ class PretrainData:
   uncased: bool = False
   num_passes: Optional[int] = None
   corpus_info: Optional[dict] = None
+  sample_strategy: str = "word_span"
 
   @classmethod
   def from_corpus_info(cls, path_or_dict, record_info_dir, perm_size=None,
-                       num_passes=None):
+                       num_passes=None, sample_strategy="word_span"):
     """The records of `record_info_dir` with the sizes they were written
     with.
 
@@ -63,6 +66,7 @@ class PretrainData:
       record_info_dir: comma-separated directories of the record files.
       perm_size: factorization-order block length (None: reuse_len).
       num_passes: passes over the data (None: all files).
+      sample_strategy: see the attribute.
 
     Raises:
       ValueError: naming the path when no corpus_info.json is there, or
@@ -80,6 +84,7 @@ class PretrainData:
                        "corpus_info.json data_utils.py writes)")
     return cls(record_info_dir=record_info_dir, perm_size=perm_size,
                num_passes=num_passes, corpus_info=info,
+               sample_strategy=sample_strategy,
                **{name: info[name] for name in CORPUS_FIELDS})
 
 

@@ -16,6 +16,7 @@ FLAG_NAMES = {
     "num_passes": "--num_passes", "num_core_per_host": "--num_core_per_host",
     "num_hosts": "--num_hosts", "seed": "--seed",
     "corpus_info_path": "--corpus_info_path",
+    "sample_strategy": "--sample_strategy",
 }
 
 
@@ -58,7 +59,8 @@ def input_fn(configs, layout, split="train", record_dir=None,
       num_predict=data.num_predict,
       corpus_info=corpus_info,
       seed=configs.train.seed,
-      flag_names=flag_names or FLAG_NAMES)
+      flag_names=flag_names or FLAG_NAMES,
+      sample_strategy=data.sample_strategy)
 
 
 def training_input_fn(configs):

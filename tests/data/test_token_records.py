@@ -1,0 +1,195 @@
+"""Tests of token records (data_utils.py --record_kind=tokens): the rows
+written once, and the input function that samples their examples online."""
+import glob
+import json
+import os
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+import tensorflow as tf
+
+from tests import data_helpers
+from tests.data.test_record_layout import check_example, check_masks
+from tests.data_reference import CLS, SEP, ref_rows, ref_stream, runs_of
+from xlnet.data import input_pipeline
+from xlnet.data import online_examples
+from xlnet.data import pretrain_examples
+from xlnet.data import record_format
+
+NUM_LINES = 150
+CFG = data_helpers.TINY_CONFIG
+
+
+@pytest.fixture(scope="module")
+def token_dir(tmp_path_factory):
+  save_dir = str(tmp_path_factory.mktemp("tokens"))
+  return data_helpers.make_records(save_dir, num_lines=NUM_LINES,
+                                   record_kind="tokens")
+
+
+def spec_batch_count(rows):
+  """Offsets (from 0, step reuse_len) at which no draw can fail, by the
+  rule: A+B must end before the row's end, and a row with a cut point must
+  have a sentence boundary at or past begin + tot_len."""
+  seq_len, reuse_len = CFG["seq_len"], CFG["reuse_len"]
+  tot_len, num = seq_len - reuse_len - 3, 0
+  row_len = len(rows[0][0])
+  while num * reuse_len + seq_len <= row_len:
+    begin = num * reuse_len + reuse_len
+    if begin + tot_len >= row_len:
+      return num
+    for _, sent in rows:
+      bounds = [k for k in range(1, row_len) if sent[k] != sent[k - 1]]
+      if any(begin < k for k in bounds) and not any(
+          k >= begin + tot_len for k in bounds):
+        return num
+    num += 1
+  return num
+
+
+def test_token_records_hold_the_rows(token_dir, tmp_path):
+  sp = spm.SentencePieceProcessor(model_file=data_helpers.train_tiny_spm())
+  ids, sids = ref_stream([data_helpers.corpus_slice(NUM_LINES)], sp)
+  rows = ref_rows(ids, sids, CFG["bsz_per_host"], CFG["num_core_per_host"],
+                  CFG["bi_data"])
+  records = data_helpers.read_records(token_dir)
+  assert [sorted(r) for r in records] == [["sent_id", "tokens"]] * len(rows)
+  for record, (row, sent) in zip(records, rows):
+    assert record["tokens"].tolist() == row
+    assert record["sent_id"].tolist() == [int(s) for s in sent]
+  (info_path,) = glob.glob(os.path.join(token_dir, "record_info-*.json"))
+  with open(info_path) as f:
+    info = json.load(f)
+  assert info["record_kind"] == "tokens"
+  assert info["num_batch"] == spec_batch_count(rows) > 10
+  # The offline writer stops at the first offset whose draws fail: never
+  # before the count of token records.
+  offline = data_helpers.make_records(str(tmp_path), num_lines=NUM_LINES)
+  (offline_info,) = glob.glob(os.path.join(offline, "record_info-*.json"))
+  with open(offline_info) as f:
+    assert json.load(f)["num_batch"] >= info["num_batch"]
+  with open(os.path.join(os.path.dirname(token_dir),
+                         record_format.CORPUS_INFO)) as f:
+    assert json.load(f)["record_kind"] == "tokens"
+  assert record_format.verify_record_dirs([token_dir]) == (1, [])
+
+
+def online_batches(token_dir, n, start=0, seed=5):
+  input_fn, info = input_pipeline.get_input_fn(
+      token_dir, "train", CFG["bsz_per_host"], CFG["seq_len"],
+      CFG["reuse_len"], CFG["bi_data"], num_predict=CFG["num_predict"],
+      seed=seed)
+  return info, data_helpers.take_batches(
+      input_fn, n, batch_size=CFG["bsz_per_host"], start_host_batch=start)
+
+
+def test_online_input_fn_resumes_exactly_and_draws_anew_each_epoch(
+    token_dir):
+  with open(glob.glob(os.path.join(token_dir, "record_info-*.json"))[0]) as f:
+    epoch = json.load(f)["num_batch"]
+  info, stream = online_batches(token_dir, epoch + 3)
+  assert info["num_batch"] == epoch
+  for batch in stream:
+    assert (batch["input_k"][:, -2:] == [SEP, CLS]).all()
+    assert (batch["seg_id"][:, -1] == 2).all()
+    kept = batch["target_mask"].sum(1)
+    assert ((kept <= CFG["num_predict"])
+            & (kept >= CFG["num_predict"] - 3)).all()  # <sep>,<sep>,<cls>
+  # A resumed stream (mid-epoch, and across the epoch's end) continues
+  # the uninterrupted one bit for bit.
+  for start in (2, epoch - 1):
+    _, resumed = online_batches(token_dir, 3, start=start)
+    for got, want in zip(resumed, stream[start:]):
+      for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+  # The next epoch reads the same rows with new draws.
+  first, again = stream[0], stream[epoch]
+  assert (first["input_k"][:, :CFG["reuse_len"]]
+          == again["input_k"][:, :CFG["reuse_len"]]).all()
+  assert not np.array_equal(first["target_mapping"], again["target_mapping"])
+  _, other_seed = online_batches(token_dir, 1, seed=6)
+  assert not np.array_equal(first["target_mapping"],
+                            other_seed[0]["target_mapping"])
+
+
+def test_online_examples_in_a_graph_pass_the_record_checks(token_dir):
+  """The sampler built in a tf.compat.v1 graph (as the input function and
+  TPUEstimator build it) gives examples the record checks accept."""
+  records = data_helpers.read_records(token_dir)
+  rows = np.array([r["tokens"] for r in records], np.int32)
+  sent = np.array([r["sent_id"] for r in records]) != 0
+  sp = spm.SentencePieceProcessor(model_file=data_helpers.train_tiny_spm())
+  cfg = dict(CFG)
+  offset = tf.compat.v1.placeholder(tf.int32, [])
+  batch, valid = online_examples.make_batch(
+      rows, online_examples.padded_bounds(sent), offset, cfg,
+      pretrain_examples.word_start_table(sp), tf.constant([3, 4], tf.int64))
+  labels = []
+  with tf.compat.v1.Session() as sess:
+    for n in range(0, 12):
+      got, ok = sess.run([batch, valid], {offset: n * 7 * CFG["reuse_len"]})
+      assert ok
+      for r in range(len(rows)):
+        ex = {name: value[r] for name, value in got.items()}
+        labels.append(check_example(
+            ex, rows[r].tolist(), pretrain_examples.boundaries(sent[r]),
+            n * 7 * CFG["reuse_len"], cfg))
+        check_masks(ex, cfg)
+  assert set(labels) == {0, 1}
+
+
+def test_rows_regrouped_for_another_core_count(token_dir):
+  """Token records written for one core, read by two: each core's batch
+  holds a forward row and its backward copy, as with example records."""
+  records = data_helpers.read_records(token_dir)  # [f0, f1, b0, b1]
+  input_fn, _ = input_pipeline.get_input_fn(
+      token_dir, "train", CFG["bsz_per_host"], CFG["seq_len"],
+      CFG["reuse_len"], CFG["bi_data"], num_core_per_host=2,
+      num_predict=CFG["num_predict"], seed=5)
+  core_0, core_1 = data_helpers.take_batches(input_fn, 2, batch_size=2)
+  reuse = CFG["reuse_len"]
+  for batch, rows in ((core_0, (0, 2)), (core_1, (1, 3))):
+    for k, r in enumerate(rows):
+      assert batch["input_k"][k, :reuse].tolist() == (
+          records[r]["tokens"][:reuse].tolist())
+
+
+def test_token_spans_start_anywhere_word_spans_at_word_starts(token_dir):
+  """sample_strategy: the spans (runs of >= 2 targets) of forward rows
+  begin at a word start with word_span (all but top-up merges), much less
+  often with token_span."""
+  sp = spm.SentencePieceProcessor(model_file=data_helpers.train_tiny_spm())
+  is_start = pretrain_examples.word_start_table(sp)
+  rates = {}
+  for strategy in input_pipeline.SAMPLE_STRATEGIES:
+    input_fn, _ = input_pipeline.get_input_fn(
+        token_dir, "train", CFG["bsz_per_host"], CFG["seq_len"],
+        CFG["reuse_len"], CFG["bi_data"], num_predict=CFG["num_predict"],
+        seed=5, sample_strategy=strategy)
+    starts = []
+    for batch in data_helpers.take_batches(input_fn, 40,
+                                           batch_size=CFG["bsz_per_host"]):
+      for row in (0, 1):  # the forward rows
+        for s, n in runs_of(batch["input_q"][row] > 0):
+          if n >= 2:
+            starts.append(is_start[batch["input_k"][row, s]])
+    rates[strategy] = np.mean(starts)
+  assert rates["word_span"] > 0.85, rates
+  assert rates["token_span"] < rates["word_span"] - 0.15, rates
+  with pytest.raises(ValueError, match="sample_strategy=whole_word"):
+    input_pipeline.get_input_fn(
+        token_dir, "train", CFG["bsz_per_host"], CFG["seq_len"],
+        CFG["reuse_len"], CFG["bi_data"], num_predict=CFG["num_predict"],
+        sample_strategy="whole_word")
+
+
+def test_a_save_dir_holds_one_record_kind(tmp_path):
+  data_helpers.make_records(str(tmp_path), num_lines=NUM_LINES)
+  with pytest.raises(ValueError,
+                     match=r"--record_kind=tokens \(it has examples\)"):
+    data_helpers.make_records(str(tmp_path), num_lines=NUM_LINES,
+                              record_kind="tokens", pass_id=1)
+  with pytest.raises(ValueError, match="--record_kind=words must be one of"):
+    data_helpers.make_records(str(tmp_path / "other"), num_lines=NUM_LINES,
+                              record_kind="words")
