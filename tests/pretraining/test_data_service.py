@@ -80,6 +80,13 @@ def record_dir(tmp_path_factory):
                             num_core_per_host=CORES)
 
 
+@pytest.fixture(scope="module")
+def token_record_dir(tmp_path_factory):
+  """The same text as token records (span masks sampled online)."""
+  return fx.program_records(tmp_path_factory.mktemp("tokens"),
+                            num_core_per_host=CORES, record_kind="tokens")
+
+
 def train_configs(record_dir, model_dir, address=""):
   """train_gpu.py's configs of the tiny run on `record_dir`."""
   # The shipped config, wherever the tests run from.
@@ -135,10 +142,15 @@ def test_malformed_or_silent_address_is_one_line_naming_the_flag():
   assert "\n" not in str(e.value)
 
 
-def test_the_service_sends_the_plain_paths_steps(record_dir, tmp_path):
+@pytest.mark.parametrize("kind", ["examples", "tokens"])
+def test_the_service_sends_the_plain_paths_steps(kind, request, tmp_path):
   """Two chunks' worth of steps from two workers: every step is a step of
   the plain stream bit for bit, none twice, each chunk's steps in order
-  from its first; and well-formed."""
+  from its first; and well-formed. On token records too: the service's
+  workers sample the span masks online, keyed by position as the plain
+  path does."""
+  record_dir = request.getfixturevalue(
+      "record_dir" if kind == "examples" else "token_record_dir")
   plain_configs = train_configs(record_dir, tmp_path / "m")
   input_fn, _ = inputs.training_input_fn(plain_configs)
   context = tf.distribute.InputContext()
