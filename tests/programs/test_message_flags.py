@@ -61,6 +61,11 @@ OTHER_PROGRAMS = {
     # The flags to give reproduce.py (and the fine-tuning programs) for
     # what download.py fetched.
     ("xlnet.finetuning.downloads", "flags_to_pass"): ("reproduce.py",),
+    # The comparison's steps: token records, then each run's training and
+    # held-out evaluation.
+    ("bench/online_vs_offline.py", "write_token_records"): ("data_utils.py",),
+    ("bench/online_vs_offline.py", "train_and_eval"): ("train_gpu.py",
+                                                       "eval_pretrain.py"),
 }
 
 # Code the static reach counts for a program but that its runs never reach
