@@ -243,9 +243,16 @@ def test_an_old_lock_without_a_record_is_taken_over(tmp_path, content,
 
 def _take_over_by_another(model_dir):
   """What another trainer does to this one's lock once its lease expired:
-  removes it and makes its own."""
-  os.remove(os.path.join(model_dir, run_lock.LOCK_NAME))
-  return _write_lock(model_dir, host="elsewhere", pid=1)
+  removes it and makes its own; here in one rename, so that a heartbeat
+  sees this trainer's lock or the other's, never the moment between (a
+  lock seen removed is the next test's case)."""
+  aside = os.path.join(model_dir, "aside")
+  os.makedirs(aside)
+  made = _write_lock(aside, host="elsewhere", pid=1)
+  path = os.path.join(model_dir, run_lock.LOCK_NAME)
+  os.replace(made, path)
+  os.rmdir(aside)
+  return path
 
 
 def test_a_holder_whose_lock_is_taken_over_or_removed_is_stopped(tmp_path):
@@ -254,7 +261,7 @@ def test_a_holder_whose_lock_is_taken_over_or_removed_is_stopped(tmp_path):
   took over stays with it."""
   model_dir = str(tmp_path)
   with pytest.raises(run_lock.LockLost) as caught:
-    with run_lock.hold(model_dir, heartbeat=0.05):
+    with run_lock.hold(model_dir, heartbeat=3600):  # no beat in this block
       run_lock.check_held(model_dir)
       path = _take_over_by_another(model_dir)
       run_lock.check_held(model_dir, read=False)  # not noticed yet
