@@ -18,7 +18,9 @@
 # to pytest. Environments are built (or reused) by scripts/setup_env.sh.
 # Env: XLNET_TEST_ENVS (default "reference latest interop"),
 # XLNET_TEST_WORKERS (pytest processes, each running whole files; default
-# the CPU count, at most 4; 0 runs all tests in one process).
+# the CPU count, at most 4; 0 runs all tests in one process). Each
+# environment's pytest gets XLNET_TEST_ENV=its name: a slow test that is the
+# same on every TensorFlow (marked only_env) runs in one environment only.
 # The last line sums up every environment: "total: P passed, F failed, S
 # skipped". Exit status: 1 if F > 0 (a failed or erroring test, a crashed
 # run, an environment that could not be built), 5 if no test matched the
@@ -102,7 +104,7 @@ for env in ${XLNET_TEST_ENVS:-reference latest interop}; do
          continue; }
   echo "=== tests on '$env': TensorFlow $("$py" -c 'from importlib import metadata; print(metadata.version("tensorflow"))' 2>/dev/null || echo '(none)'): ${run_paths[*]} ==="
   report="$(mktemp)"
-  "$py" -m pytest -p no:cacheprovider -q --junitxml="$report" \
+  XLNET_TEST_ENV="$env" "$py" -m pytest -p no:cacheprovider -q --junitxml="$report" \
     -n "$workers" --dist loadfile ${options[@]+"${options[@]}"} "${run_paths[@]}"
   rc=$?
   line="$(counts "$report")"

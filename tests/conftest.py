@@ -23,15 +23,26 @@ tf.config.set_logical_device_configuration(
 HAS_TPU_ESTIMATOR = tpu_estimator.tpu_estimator() is not None
 
 
+# The environment scripts/test.sh runs the suite in (reference, latest,
+# interop); unset when pytest is run by hand, which runs every test.
+TEST_ENV = os.environ.get("XLNET_TEST_ENV")
+
+
 def pytest_collection_modifyitems(items):
   """Skips tests marked `tpu_estimator` where TensorFlow has none (>= 2.16),
-  saying so."""
+  and tests marked `only_env(NAME)` in scripts/test.sh's other
+  environments, saying so."""
   skip = pytest.mark.skip(
       reason=f"TPUEstimator was removed in TensorFlow 2.16; this is "
       f"{tf.__version__} (run on the reference environment, TensorFlow 2.15)")
   for item in items:
     if not HAS_TPU_ESTIMATOR and item.get_closest_marker("tpu_estimator"):
       item.add_marker(skip)
+    only = item.get_closest_marker("only_env")
+    if only and TEST_ENV and TEST_ENV != only.args[0]:
+      item.add_marker(pytest.mark.skip(
+          reason=f"runs once per suite, in the '{only.args[0]}' environment "
+          f"({only.kwargs['why']}); this is '{TEST_ENV}'"))
 
 
 @pytest.fixture(autouse=True)

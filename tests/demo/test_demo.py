@@ -143,6 +143,7 @@ def reference_unigram(data):
 
 
 @pytest.mark.slow
+@pytest.mark.only_env("reference", why="scripts/demo.sh runs on .venvs/reference, TensorFlow 2.15")
 def test_demo_script_learns_reports_and_draws(full_run):
   out, stdout = full_run
 
@@ -254,6 +255,7 @@ def test_quoted_blocks_and_masks():
 
 
 @pytest.mark.slow
+@pytest.mark.only_env("reference", why="scripts/demo.sh runs on .venvs/reference, TensorFlow 2.15")
 def test_the_docs_quote_the_demo(full_run):
   """docs/demo.md and the README quote the demo's output: every quoted line
   is a line of the run's output, in order, on the documented machine (the

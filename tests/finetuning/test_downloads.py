@@ -516,7 +516,11 @@ def test_program_signal_keeps_the_part_and_a_rerun_resumes(
   proc = subprocess.Popen(
       [sys.executable, os.path.join(REPO, "download.py")] + args, cwd=REPO,
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+      # Ctrl-C as in a terminal, also when the suite itself was started in
+      # the background (a non-interactive shell's `&` ignores SIGINT, and
+      # Python then never raises KeyboardInterrupt).
+      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
   part = tmp_path / "downloads" / "STS-B.zip.part"
   deadline = time.monotonic() + 120
   while not (part.exists() and part.stat().st_size >= 1000):

@@ -169,6 +169,7 @@ def _signal_when(args, condition, what):
 
 
 @pytest.mark.slow
+@pytest.mark.only_env("interop", why="the converter's signal and file handling, the same on every TensorFlow")
 def test_sigterm_at_many_moments_of_a_conversion(tmp_path):
   """SIGTERM to `convert_checkpoint.py --to=hf` while it starts, reads the
   checkpoint (the data file open), writes the output (its temporary folder
@@ -540,6 +541,7 @@ def test_head_record_missing_malformed_or_contradicting(tmp_path, caplog):
 # ---- the config and vocabulary the checkpoint's directory holds ------------
 
 
+@pytest.mark.only_env("interop", why="the converter's defaults, the same on every TensorFlow")
 def test_config_and_vocabulary_default_to_the_checkpoints_directory(
     tmp_path):
   """--to=hf and saved_model without --model_config_path read the

@@ -127,6 +127,7 @@ def _defined_flags(program):
   return names
 
 
+@pytest.mark.only_env("reference", why="the docs against the programs' flags, the same on every TensorFlow")
 def test_commands_name_existing_programs_and_flags():
   uses = {}
   for page in PAGES:
