@@ -169,6 +169,32 @@ def test_racers_on_a_stale_lock_take_it_over_exactly_once(tmp_path):
       racer.wait(timeout=60)
 
 
+def test_a_late_taker_leaves_the_new_holders_lock_in_place(tmp_path,
+                                                          monkeypatch):
+  """A process that judged the lock stale before another took it over, and
+  wins the takeover claim after it, finds the new holder's fresh lock: it
+  leaves it where it is. (It used to move the lock away to judge it and put
+  it back; a third process creating a lock in that moment made two
+  holders: seen once in 150 rounds of the three-process race above.)"""
+  model_dir = str(tmp_path)
+  token = run_lock.acquire(model_dir)  # the new holder, after a takeover
+  path = run_lock.lock_path(model_dir)
+  created = []
+  real_rename = os.rename
+
+  def rename_then_a_third_creates(src, dst):
+    real_rename(src, dst)
+    if src == path and not created:  # the moment without a lock
+      created.append(run_lock.acquire(model_dir))
+
+  monkeypatch.setattr(run_lock.os, "rename", rename_then_a_third_creates)
+  run_lock._take_over(path, "late", run_lock.LEASE_SECONDS)  # pylint: disable=protected-access
+  assert created == []
+  with open(path) as f:
+    assert json.load(f)["token"] == token
+  assert os.listdir(model_dir) == [run_lock.LOCK_NAME]
+
+
 def _guarded(main):
   """Runs `main` as a program's main runs (`cli.guarded`): (exit code,
   stderr)."""

@@ -262,6 +262,13 @@ def _take_over(path, token, lease):
     time.sleep(random.uniform(0.01, 0.05))
     return
   try:
+    # Judged again under the claim: a process that found the lock stale
+    # before another took it over must not move the new holder's lock away
+    # to judge it (putting it back leaves a moment without a lock, in which
+    # a third process's create succeeds: two holders).
+    found = read_lock(path)
+    if found is None or stale_reason(found, lease) is None:
+      return
     removed = _remove_if(path, lambda f: not stale_reason(f, lease))
     if removed is not None:
       logging.warning("Taking over the stale lock %s (%s): %s", path,
