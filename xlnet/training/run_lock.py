@@ -212,13 +212,24 @@ def _remove_if(path, keep):
   systems by renaming it away first, so that the file judged is the file
   removed (one put there meanwhile is put back).
 
+  A file is judged as it stands before it is moved: one to keep is never
+  moved, since putting it back leaves a moment without a lock in which
+  another process's create succeeds (two holders: a process that found a
+  lock stale, then won the takeover claim after another had taken it over,
+  moved the new holder's lock away).
+
   Returns:
     the removed `Found`, or None.
   """
-  if not _is_local(path):
+  try:
     found = read_lock(path)
-    if found is None or keep(found):
+  except ValueError:  # not a file: left as it is here, refused on gs://
+    if _is_local(path):
       return None
+    raise
+  if found is None or keep(found):
+    return None
+  if not _is_local(path):
     io_utils.remove_quietly(path)
     return found
   moved = io_utils.tmp_path_for(path)
@@ -262,13 +273,6 @@ def _take_over(path, token, lease):
     time.sleep(random.uniform(0.01, 0.05))
     return
   try:
-    # Judged again under the claim: a process that found the lock stale
-    # before another took it over must not move the new holder's lock away
-    # to judge it (putting it back leaves a moment without a lock, in which
-    # a third process's create succeeds: two holders).
-    found = read_lock(path)
-    if found is None or stale_reason(found, lease) is None:
-      return
     removed = _remove_if(path, lambda f: not stale_reason(f, lease))
     if removed is not None:
       logging.warning("Taking over the stale lock %s (%s): %s", path,
