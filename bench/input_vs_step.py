@@ -28,9 +28,9 @@ from absl import flags
 import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench import record_kinds  # noqa: E402
 from bench import scratch  # noqa: E402
 from xlnet import configs as shipped  # noqa: E402
-from xlnet.data import record_writer  # noqa: E402
 from xlnet.data import spm_train  # noqa: E402
 from xlnet.demo import demo_corpus  # noqa: E402
 from xlnet.flags import catalog as flag_catalog  # noqa: E402
@@ -48,7 +48,7 @@ flags.DEFINE_string("work_dir", None, "Keep the records here (default: a "
 # scripts/demo.sh's data flags.
 DATA = dict(bsz_per_host=8, num_core_per_host=1, seq_len=128, reuse_len=64,
             bi_data=True, num_predict=32, mask_alpha=6, mask_beta=1)
-KINDS = ("examples", "tokens")
+KINDS = record_kinds.KINDS
 WARMUP = 10  # steps (batches) before timing; also the cached batches
 
 
@@ -57,13 +57,7 @@ def make_records(work):
   corpus = demo_corpus.get_demo_corpus()
   sp_path = spm_train.train_spm(corpus, os.path.join(work, "spiece"),
                                 vocab_size=2000)
-  dirs = {}
-  for kind in KINDS:
-    save_dir = os.path.join(work, kind)
-    record_writer.create_data(corpus, sp_path, save_dir, num_workers=1,
-                              record_kind=kind, **DATA)
-    dirs[kind] = os.path.join(save_dir, "tfrecords")
-  return dirs
+  return record_kinds.write_both(work, corpus, sp_path, DATA)
 
 
 def demo_configs(record_dir, model_dir):

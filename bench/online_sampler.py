@@ -28,11 +28,11 @@ import tensorflow as tf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
+from bench import record_kinds  # noqa: E402
 from xlnet.data import input_pipeline  # noqa: E402
 from xlnet.data import online_examples  # noqa: E402
 from xlnet.data import prepro_utils  # noqa: E402
 from xlnet.data import pretrain_examples  # noqa: E402
-from xlnet.data import record_writer  # noqa: E402
 from xlnet.data import spm_train  # noqa: E402
 from xlnet.data import token_stream  # noqa: E402
 from xlnet.demo import demo_corpus  # noqa: E402
@@ -93,21 +93,6 @@ def input_fn_rate(record_dir, examples):
   return examples / (time.perf_counter() - start)
 
 
-def write_both(work_dir, corpus, sp_path):
-  """Example records and token records of the novel (README settings).
-
-  Returns:
-    {kind: its tfrecords dir}.
-  """
-  dirs = {}
-  for kind in ("examples", "tokens"):
-    save_dir = os.path.join(work_dir, kind)
-    record_writer.create_data(corpus, sp_path, save_dir, num_workers=1,
-                              record_kind=kind, **CFG)
-    dirs[kind] = os.path.join(save_dir, "tfrecords")
-  return dirs
-
-
 def main(argv):
   del argv
   tf.config.threading.set_intra_op_parallelism_threads(1)
@@ -115,7 +100,7 @@ def main(argv):
   with tempfile.TemporaryDirectory() as work_dir:
     rows, sent_rows, is_start, sp_path, corpus = demo_rows(work_dir,
                                                            FLAGS.offsets)
-    dirs = write_both(work_dir, corpus, sp_path)
+    dirs = record_kinds.write_both(work_dir, corpus, sp_path, CFG)
     pipeline = {kind: [] for kind in dirs}
     for _ in range(FLAGS.repeats):
       for kind, record_dir in dirs.items():
