@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from tests import classifier_fixtures
 from tests import data_helpers
 
@@ -44,12 +46,15 @@ def temporaries(root):
   return glob.glob(os.path.join(root, "**", "*.tmp-*"), recursive=True)
 
 
-def test_record_writer_out_of_space(tmp_path, tiny_spm):
+@pytest.mark.parametrize("kind,max_bytes", [("examples", 20000),
+                                            ("tokens", 4000)])
+def test_record_writer_out_of_space(tmp_path, tiny_spm, kind, max_bytes):
   out = str(tmp_path / "out")
   args = [f"--input_glob={data_helpers.corpus_slice(300)}",
-          f"--sp_path={tiny_spm}", f"--save_dir={out}", "--num_workers=1"] + [
+          f"--sp_path={tiny_spm}", f"--save_dir={out}", "--num_workers=1",
+          f"--record_kind={kind}"] + [
               f"--{k}={v}" for k, v in data_helpers.TINY_CONFIG.items()]
-  res = run("data_utils.py", args, max_file_bytes=20000)
+  res = run("data_utils.py", args, max_file_bytes=max_bytes)
   # The record file's name, written out from TINY_CONFIG (docs/data.md).
   assert_one_line_resource_error(res, "data_utils.py", os.path.join(
       out, "tfrecords", "train-0-0.bsz-4.seqlen-64.reuse-32.bi.alpha-6."
