@@ -16,6 +16,7 @@ from xlnet.data import input_pipeline
 from xlnet.data import online_examples
 from xlnet.data import pretrain_examples
 from xlnet.data import record_format
+from xlnet.data import record_writer
 
 NUM_LINES = 150
 CFG = data_helpers.TINY_CONFIG
@@ -75,6 +76,52 @@ def test_token_records_hold_the_rows(token_dir, tmp_path):
   assert record_format.verify_record_dirs([token_dir]) == (1, [])
 
 
+def test_long_rows_are_split_into_records_and_read_back_whole(
+    token_dir, tmp_path, monkeypatch):
+  # A chunk of 50 pieces stands in for the 2**24 of real rows; 51 is not a
+  # divisor of the row length, so every row ends in a shorter record.
+  whole = data_helpers.read_records(token_dir)
+  row_len = len(whole[0]["tokens"])
+  assert row_len % 51 and row_len > 3 * 51
+  monkeypatch.setattr(record_writer, "ROW_CHUNK", 51)
+  chunked_dir = data_helpers.make_records(str(tmp_path), num_lines=NUM_LINES,
+                                          record_kind="tokens")
+  chunks = -(-row_len // 51)
+  records = data_helpers.read_records(chunked_dir)
+  assert len(records) == len(whole) * chunks
+  assert max(len(r["tokens"]) for r in records) == 51
+  for row, record in enumerate(whole):  # row after row, in order
+    for name in ("tokens", "sent_id"):
+      joined = np.concatenate([r[name] for r in
+                               records[row * chunks:(row + 1) * chunks]])
+      np.testing.assert_array_equal(joined, record[name])
+  (info_path,) = glob.glob(os.path.join(chunked_dir, "record_info-*.json"))
+  with open(info_path) as f:
+    assert json.load(f)["row_chunks"] == chunks
+  assert record_format.verify_record_dirs([chunked_dir]) == (1, [])
+  # The input function joins the records back into the same rows: the same
+  # batches bit for bit as from one record per row.
+  _, want = online_batches(token_dir, 4)
+  _, got = online_batches(chunked_dir, 4)
+  for g, w in zip(got, want):
+    for name in w:
+      np.testing.assert_array_equal(g[name], w[name], err_msg=name)
+  # A file that lost a record (its count no longer bsz * row_chunks) is bad.
+  (path,) = glob.glob(os.path.join(chunked_dir, "*.tfrecords"))
+  raw = list(tf.compat.v1.io.tf_record_iterator(path))
+  with tf.io.TFRecordWriter(path) as writer:
+    for record in raw[:-1]:
+      writer.write(record)
+  with open(info_path) as f:
+    info = json.load(f)
+  info["file_bytes"] = {os.path.basename(path): os.path.getsize(path)}
+  with open(info_path, "w") as f:
+    json.dump(info, f)
+  _, bad = record_format.verify_record_dirs([chunked_dir])
+  assert [error for _, error in bad] == [
+      f"{len(raw) - 1} records, its record info says {len(raw)}"]
+
+
 def online_batches(token_dir, n, start=0, seed=5):
   input_fn, info = input_pipeline.get_input_fn(
       token_dir, "train", CFG["bsz_per_host"], CFG["seq_len"],
@@ -111,6 +158,36 @@ def test_online_input_fn_resumes_exactly_and_draws_anew_each_epoch(
   _, other_seed = online_batches(token_dir, 1, seed=6)
   assert not np.array_equal(first["target_mapping"],
                             other_seed[0]["target_mapping"])
+
+
+def test_the_reader_sets_the_sampling_of_token_records(token_dir):
+  """Token records' file names carry the writer's mask settings, but the
+  masks are drawn at run time: another num_predict and span size are read
+  from the same files; values no example can hold are refused."""
+  num_predict = CFG["num_predict"] // 2
+  assert num_predict != CFG["num_predict"]
+  input_fn, _ = input_pipeline.get_input_fn(
+      token_dir, "train", CFG["bsz_per_host"], CFG["seq_len"],
+      CFG["reuse_len"], CFG["bi_data"], num_predict=num_predict,
+      mask_alpha=2, mask_beta=1)
+  for batch in data_helpers.take_batches(input_fn, 3,
+                                         batch_size=CFG["bsz_per_host"]):
+    assert batch["target_mapping"].shape == (
+        CFG["bsz_per_host"], num_predict, CFG["seq_len"])
+    kept = batch["target_mask"].sum(1)  # less <sep>, <sep>, <cls>
+    assert ((kept <= num_predict) & (kept >= num_predict - 3)).all()
+  too_many = 2 * (CFG["seq_len"] - CFG["reuse_len"]) + 2
+  with pytest.raises(ValueError, match=rf"--num_predict={too_many} needs "
+                     r".* in the reuse part \(--reuse_len="):
+    input_pipeline.get_input_fn(
+        token_dir, "train", CFG["bsz_per_host"], CFG["seq_len"],
+        CFG["reuse_len"], CFG["bi_data"], num_predict=too_many,
+        flag_names={k: f"--{k}" for k in ("num_predict", "reuse_len")})
+  with pytest.raises(ValueError, match="mask_alpha=1 must be >= "
+                     "mask_beta=2 > 0"):
+    input_pipeline.get_input_fn(
+        token_dir, "train", CFG["bsz_per_host"], CFG["seq_len"],
+        CFG["reuse_len"], CFG["bi_data"], mask_alpha=1, mask_beta=2)
 
 
 def test_online_examples_in_a_graph_pass_the_record_checks(token_dir):

@@ -103,6 +103,30 @@ def test_resolve_fills_data_flags_from_corpus_info(tmp_path):
       None, None, None, 0)  # no flag written
 
 
+def test_token_records_take_the_sampling_flags_as_given(tmp_path):
+  """Token records draw their span masks at run time: --mask_alpha,
+  --mask_beta and --num_predict may differ from the writer's; the layout
+  flags may not. Example records fix all of them."""
+  argv = ["--num_predict=2", "--mask_alpha=3", "--mask_beta=2"]
+  FL = flag_catalog.parse_flags(
+      ["prog", "--record_info_dir=" + fx.fake_data_dir(
+          tmp_path / "t", record_kind="tokens")] + argv)
+  configs = pretrain_flags.resolve(FL)
+  assert (configs.data.num_predict, configs.data.mask_alpha,
+          configs.data.mask_beta, configs.model.n_token) == (2, 3, 2, 40)
+  FL = flag_catalog.parse_flags(
+      ["prog", "--record_info_dir=" + fx.fake_data_dir(
+          tmp_path / "t2", record_kind="tokens"), "--seq_len=16"])
+  with pytest.raises(ValueError, match="--seq_len=16 does not match"):
+    pretrain_flags.resolve(FL)
+  FL = flag_catalog.parse_flags(
+      ["prog", "--record_info_dir=" + fx.fake_data_dir(tmp_path / "e")]
+      + argv)
+  with pytest.raises(ValueError, match="--mask_alpha=3 does not match the "
+                     "data: .* has mask_alpha=6"):
+    pretrain_flags.resolve(FL)
+
+
 def test_corpus_info_is_read_through_tf_gfile():
   """Record dirs on gs:// must work: here TensorFlow's in-memory ram://
   filesystem stands in for a remote one (os.path cannot see either)."""

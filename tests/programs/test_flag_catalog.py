@@ -387,7 +387,7 @@ HELP_DIGESTS = {
     "run_classifier.py": "ef2eeb52333e08b6",
     "run_squad.py": "d3cabd9a5207303d",
     "run_race.py": "5cd0d1bd62e20a7e",
-    "data_utils.py": "39a371f2c8b8fec2",
+    "data_utils.py": "03f67a473ade2b6a",
     "spm_train.py": "5a7a05bafc11bef9",
     "reproduce.py": "ab09f4818b76557e",
     "download.py": "f54d5bb3e5abfb80",

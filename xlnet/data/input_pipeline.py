@@ -55,7 +55,7 @@ def _describe_mismatch(record_dir, wanted, num_passes, name):
   seen = {}
   for path, got in infos:
     diffs = [f"{name(key)}={wanted[key]} (data: {got[key]})"
-             for key in ("split",) + record_format.SETTING_KEYS
+             for key in wanted
              if not record_format.same_setting(key, wanted[key], got[key])]
     if not diffs and num_passes is not None and got["pass_id"] >= num_passes:
       diffs = [f"pass_id {got['pass_id']} >= {name('num_passes')}="
@@ -72,7 +72,8 @@ def find_record_files(record_dirs, split, settings, num_passes=None,
   Args:
     record_dirs: list of `{save_dir}/tfrecords` directories.
     split: split name of the records.
-    settings: dict with every record_format.SETTING_KEYS entry.
+    settings: dict of record_format.SETTING_KEYS entries; a file matches
+      when its name has these values (keys left out: any value).
     num_passes: use only passes with pass_id < num_passes (None: all).
     flag_names: how messages name the settings (see `namer`).
 
@@ -86,7 +87,7 @@ def find_record_files(record_dirs, split, settings, num_passes=None,
       says which settings differ), or a record info is malformed or lists a
       missing or truncated file.
   """
-  wanted = dict(settings, split=split)
+  wanted = dict(split=split, **settings)
   filenames, num_batch, file_batches = [], 0, {}
   for record_dir in record_dirs:
     matched = 0
@@ -350,7 +351,7 @@ def _fill_settings(settings, infos, tfrecord_dir, name):
   """
   known = [info for info in infos if info is not None]
   settings = dict(settings)
-  for key in ("mask_alpha", "mask_beta", "num_predict"):
+  for key in record_format.SAMPLING_KEYS:
     if settings[key] is None:
       if not known:
         raise ValueError(f"{name(key)} is not set and no corpus_info.json "
@@ -430,6 +431,12 @@ def _span_starts(infos, sample_strategy, name):
 _SAMPLER_TAG = 0x4F4E4C  # "ONL"
 
 
+# A batch size that makes a whole token file one element (tf.data's batch
+# reserves at most 2**16 slots when it keeps the remainder, whatever the
+# size asked).
+_ALL_RECORDS = 1 << 62
+
+
 def _token_batches(files, file_batches, bsz_per_host, reuse_len,
                    regroup_perm):
   """Dataset of one host's token rows at each offset, file after file.
@@ -443,17 +450,22 @@ def _token_batches(files, file_batches, bsz_per_host, reuse_len,
     tf.data.Dataset of (rows int32 [bsz_per_host, row_len], bounds int32
     [bsz_per_host, k] (`online_examples.padded_bounds`), offset int32).
   """
-  spec = {name: tf.io.FixedLenSequenceFeature([], tf.int64,
-                                              allow_missing=True)
-          for name in ("tokens", "sent_id")}
+  # Ragged: a row's last record may be shorter than its others.
+  spec = {name: tf.io.RaggedFeature(tf.int64) for name in ("tokens",
+                                                            "sent_id")}
+
+  def joined(values):
+    """The records' values joined in file order, as rows: [bsz, row_len]."""
+    return tf.reshape(values.flat_values, [bsz_per_host, -1])
 
   @tf.autograph.experimental.do_not_convert
   def rows_of(path, num_batch):
-    rows = tf.io.parse_example(
-        tf.data.TFRecordDataset(path).batch(bsz_per_host).get_single_element(),
-        spec)
-    tokens = tf.cast(rows["tokens"], tf.int32)
-    sent = tf.not_equal(rows["sent_id"], 0)
+    # The rows, each in one or more records (`write_token_records`).
+    records = tf.data.TFRecordDataset(path).batch(
+        _ALL_RECORDS).get_single_element()
+    rows = tf.io.parse_example(records, spec)
+    tokens = tf.cast(joined(rows["tokens"]), tf.int32)
+    sent = tf.not_equal(joined(rows["sent_id"]), 0)
     if regroup_perm is not None:
       tokens, sent = tf.gather(tokens, regroup_perm), tf.gather(sent,
                                                                 regroup_perm)
@@ -549,9 +561,16 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
            mask_beta=mask_beta, num_predict=num_predict), infos, tfrecord_dir,
       name)
   regroup = bi_data and data_core != num_core_per_host
-  filenames, num_batch, file_batches = find_record_files(
-      record_dirs, split, settings, num_passes, flag_names)
   kind = _record_kind(record_dirs, infos)
+  named = settings
+  if kind == "tokens":  # drawn now: any valid values, whatever the names say
+    pretrain_examples.check_sampling(
+        *(settings[k] for k in record_format.SAMPLING_KEYS), seq_len,
+        reuse_len, name=name)
+    named = {k: v for k, v in settings.items()
+             if k not in record_format.SAMPLING_KEYS}
+  filenames, num_batch, file_batches = find_record_files(
+      record_dirs, split, named, num_passes, flag_names)
   logging.info("Input: %d files, %d batches%s%s", len(filenames), num_batch,
                f", rows regrouped from {data_core} to {num_core_per_host} "
                "cores" if regroup else "",

@@ -27,6 +27,39 @@ _GRAM_CDF /= _GRAM_CDF[-1]
 _GRAM_CDF[-1] = 1.0
 
 
+def check_sampling(mask_alpha, mask_beta, num_predict, seq_len, reuse_len,
+                   name=lambda key: f"--{key}"):
+  """Validates the span-masking settings for examples of seq_len tokens
+  whose first reuse_len form the reuse part.
+
+  Args:
+    mask_alpha, mask_beta: span context size n * alpha // beta.
+    num_predict: targets per example (None: the walk runs to the end).
+    seq_len, reuse_len: the example's layout.
+    name: how messages name a setting (default: as a flag, "--num_predict").
+
+  Raises:
+    ValueError: one line naming the setting.
+  """
+  if mask_beta <= 0 or mask_alpha < mask_beta:
+    raise ValueError(f"{name('mask_alpha')}={mask_alpha} must be >= "
+                     f"{name('mask_beta')}={mask_beta} > 0 (context size "
+                     "n * alpha // beta must be >= 1)")
+  if num_predict is None:
+    return
+  if num_predict < 1:
+    raise ValueError(f"{name('num_predict')}={num_predict} must be >= 1 "
+                     "(no target, no loss)")
+  goal_1 = num_predict // 2
+  goal_0 = num_predict - goal_1
+  if goal_0 > reuse_len or goal_1 > seq_len - reuse_len:
+    raise ValueError(
+        f"{name('num_predict')}={num_predict} needs {goal_0} masked tokens "
+        f"in the reuse part ({name('reuse_len')}={reuse_len}) and {goal_1} "
+        f"in the rest ({seq_len - reuse_len} tokens); a part cannot hold "
+        "that many")
+
+
 def word_start_table(sp_model):
   """Per-vocab table of the pieces that start a word.
 

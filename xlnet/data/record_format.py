@@ -34,6 +34,10 @@ INFO_SUFFIX = "json"
 # Record settings that name files and that corpus_info.json records.
 SETTING_KEYS = ("bsz_per_host", "seq_len", "reuse_len", "uncased", "bi_data",
                 "mask_alpha", "mask_beta", "num_predict")
+# The settings of the span-mask draws: fixed in example records; token
+# records are drawn at run time, so there the reader's values hold (their
+# names carry the writer's, the defaults).
+SAMPLING_KEYS = ("mask_alpha", "mask_beta", "num_predict")
 # Keys every corpus_info.json must hold (readers resolve flags from them).
 CORPUS_INFO_KEYS = SETTING_KEYS + ("num_core_per_host",)
 
@@ -204,7 +208,7 @@ def _require(info, path, what, types):
 
 def is_token_info(info):
   """Whether a record info lists token records (data_utils.py
-  --record_kind=tokens: one record per row, sampled online)."""
+  --record_kind=tokens: the rows, sampled online)."""
   return info.get("record_kind", "examples") == "tokens"
 
 
@@ -221,6 +225,10 @@ def read_record_info(path):
     raise ValueError(f"{path} is not a valid record info: 'filenames' must "
                      "be a list of file names")
   info.setdefault("file_bytes", {})
+  chunks = info.get("row_chunks", 1)
+  if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+    raise ValueError(f"{path} is not a valid record info: 'row_chunks' is "
+                     f"{chunks!r}")
   return info
 
 
@@ -429,6 +437,8 @@ def verify_record_dirs(dirs):
         else:
           paths.append(path)
       if len(files) == 1:  # num_batch counts the batches of all its files
+        # A token file holds its rows, each in row_chunks records.
         counts[files[0][0]] = name["bsz_per_host"] * (
-            1 if is_token_info(info) else info["num_batch"])
+            info.get("row_chunks", 1) if is_token_info(info)
+            else info["num_batch"])
   return num_files, bad + verify_records(paths, counts)

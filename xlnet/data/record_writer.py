@@ -65,22 +65,8 @@ def _check_config(cfg):
     raise ValueError(f"--reuse_len={reuse_len} must be in [1, --seq_len - 3) "
                      f"= [1, {seq_len - 3}) to leave room for A, B and "
                      "<sep> <sep> <cls>")
-  if cfg["mask_beta"] <= 0 or cfg["mask_alpha"] < cfg["mask_beta"]:
-    raise ValueError(f"--mask_alpha={cfg['mask_alpha']} must be >= "
-                     f"--mask_beta={cfg['mask_beta']} > 0 (context size "
-                     "n * alpha // beta must be >= 1)")
-  num_predict = cfg["num_predict"]
-  if num_predict is not None:
-    if num_predict < 1:
-      raise ValueError(f"--num_predict={num_predict} must be >= 1 (no "
-                       "target, no loss)")
-    goal_1 = num_predict // 2
-    goal_0 = num_predict - goal_1
-    if goal_0 > reuse_len or goal_1 > seq_len - reuse_len:
-      raise ValueError(
-          f"--num_predict={num_predict} needs {goal_0} masked tokens in the "
-          f"reuse part (--reuse_len={reuse_len}) and {goal_1} in the rest "
-          f"({seq_len - reuse_len} tokens); a part cannot hold that many")
+  pretrain_examples.check_sampling(cfg["mask_alpha"], cfg["mask_beta"],
+                                   cfg["num_predict"], seq_len, reuse_len)
   if not 0 <= cfg["task"] < cfg["num_task"]:
     raise ValueError(f"--task={cfg['task']} must be in [0, --num_task="
                      f"{cfg['num_task']})")
@@ -522,8 +508,8 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
       `xlnet/flags/catalog.define_record_flags`).
     num_workers: processes that encode and serialize (None: one per CPU).
     record_kind: "examples" (the release's records: examples with their
-      span masks) or "tokens" (the rows and their sentence ids, one record
-      per row, for online sampling: `write_token_records`).
+      span masks) or "tokens" (the rows and their sentence ids, for online
+      sampling: `write_token_records`).
 
   Returns:
     path of the written record info json.
@@ -567,7 +553,8 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
     rows, sent_rows = token_stream.batchify(data, bsz_per_host, sent_ids,
                                             num_core_per_host, bi_data)
     if record_kind == "tokens":
-      num_batch = write_token_records(record_path, rows, sent_rows, cfg)
+      num_batch, chunks = write_token_records(record_path, rows, sent_rows,
+                                              cfg)
     else:
       num_batch = write_records(record_path, rows, sent_rows, cfg,
                                 pretrain_examples.word_start_table(sp_model),
@@ -576,7 +563,7 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
       "filenames": [record_name], "num_batch": num_batch,
       "file_bytes": {record_name: tf.io.gfile.stat(record_path).length}}
   if record_kind != "examples":
-    record_info["record_kind"] = record_kind
+    record_info.update(record_kind=record_kind, row_chunks=chunks)
   io_utils.atomic_write(info_path, json.dumps(record_info))
   if task == 0:
     io_utils.atomic_write(corpus_info_path, json.dumps(info, indent=2))
@@ -585,9 +572,23 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
   return info_path
 
 
+# Longest piece of a row in one token record: about 4 bytes per piece (ids
+# below 2**21 take 3 varint bytes, a sentence id 1), so a record stays near
+# 64 MB, far below the 2 GB that one protocol buffer (and the reader's
+# parse) can hold, however long a host's rows grow.
+ROW_CHUNK = 1 << 24
+
+
+def row_chunks(row_len):
+  """How many token records one row of `row_len` pieces takes (>= 1)."""
+  return max(1, -(-row_len // ROW_CHUNK))
+
+
 def write_token_records(record_path, rows, sent_rows, cfg):
-  """Writes the rows themselves: one record per row, features `tokens`
-  and `sent_id` (0/1), both int64 [row_len]; no masks, no A/B split.
+  """Writes the rows themselves: row after row, each in `row_chunks`
+  records of at most ROW_CHUNK pieces, features `tokens` and `sent_id`
+  (0/1), both int64; no masks, no A/B split. The records' values, joined in
+  file order, are the rows joined in row order.
 
   Args:
     record_path: output .tfrecords path (appears only when complete).
@@ -595,8 +596,8 @@ def write_token_records(record_path, rows, sent_rows, cfg):
     cfg: record settings (see `create_data`).
 
   Returns:
-    number of host batches the rows yield whatever the draws
-    (`pretrain_examples.sure_batches`, >= 1).
+    (number of host batches the rows yield whatever the draws
+    (`pretrain_examples.sure_batches`, >= 1), records per row).
   """
   bsz, row_len = rows.shape
   num_batch = pretrain_examples.sure_batches(
@@ -605,12 +606,17 @@ def write_token_records(record_path, rows, sent_rows, cfg):
     raise ValueError(f"--input_glob: the corpus is too short for one batch "
                      f"of --bsz_per_host={bsz} rows: {row_len} tokens per "
                      f"row, --seq_len={cfg['seq_len']} needs more")
+  sent_rows = sent_rows.astype(np.int64)
   with io_utils.atomic_output(record_path) as tmp:
     with tf.io.TFRecordWriter(tmp) as writer:
-      for record in example_proto.serialize_examples(
-          {"tokens": rows, "sent_id": sent_rows.astype(np.int64)}):
-        writer.write(record)
-  return num_batch
+      for r in range(bsz):
+        for begin in range(0, row_len, ROW_CHUNK):
+          piece = slice(begin, begin + ROW_CHUNK)
+          (record,) = example_proto.serialize_examples(
+              {"tokens": rows[r:r + 1, piece],
+               "sent_id": sent_rows[r:r + 1, piece]})
+          writer.write(record)
+  return num_batch, row_chunks(row_len)
 
 
 # ----------------------------------------------------------------------------

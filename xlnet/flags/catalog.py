@@ -442,8 +442,8 @@ def define_record_writing_flags(flag_values):
   flags.DEFINE_enum("record_kind", "examples", ["examples", "tokens"],
                     "examples: the release's records, each example with its "
                     "A/B split and span masks fixed (one pass per "
-                    "--pass_id). tokens: one record per row holding its "
-                    "tokens and sentence ids, written once; the trainers "
+                    "--pass_id). tokens: the rows of tokens and sentence "
+                    "ids (a row in records of up to 2**24), written once; the trainers "
                     "then draw the A/B split and span masks online, anew "
                     "every epoch (docs/data.md).", **fv)
   flags.DEFINE_bool("verify", False, "Write nothing; instead check every "

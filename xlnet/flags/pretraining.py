@@ -109,10 +109,15 @@ def resolve_flags(FLAGS, corpus_info, model=None, num_hosts=None):
   config_flags.check_rules(FLAGS)
   where = _corpus_info_location(FLAGS)
   values = {}
+  # Token records draw their span masks at run time: any valid values.
+  free = (record_format.SAMPLING_KEYS
+          if record_format.is_token_info(corpus_info) else ())
   for name in DATA_FLAGS:
     data_value = corpus_info[name]
     given = getattr(FLAGS, name)
-    if given is not None and given != data_value:
+    if given is not None and name in free:
+      data_value = given
+    elif given is not None and given != data_value:
       raise ValueError(
           f"--{name}={given} does not match the data: {where} has "
           f"{name}={data_value} (drop the flag to use the data's value, or "
@@ -179,9 +184,11 @@ def resolve(FLAGS, num_hosts=None, num_core_per_host=None,
                              FLAGS.use_fp16)
   xlnet_config = model_lib.XLNetConfig.from_dict(
       dict(model, n_token=values["n_token"]), source="flags")
-  # resolve_flags checked the data flags against the corpus info.
+  # resolve_flags checked the data flags against the corpus info (token
+  # records: the sampling flags are the run's own).
   data = pretrain_config.PretrainData.from_corpus_info(
-      corpus_info, FLAGS.record_info_dir, perm_size=FLAGS.perm_size,
+      dict(corpus_info, **{k: values[k] for k in DATA_FLAGS}),
+      FLAGS.record_info_dir, perm_size=FLAGS.perm_size,
       num_passes=FLAGS.num_passes, sample_strategy=FLAGS.sample_strategy)
   if checkpoint is None and FLAGS.model_dir:
     checkpoint = config_flags.checkpoint_config(FLAGS)
