@@ -51,27 +51,39 @@ def start_server(*flags):
   return proc
 
 
+def stop(proc):
+  """SIGTERM; the server must stop with exit code 0."""
+  proc.send_signal(signal.SIGTERM)
+  out, _ = proc.communicate(timeout=60)
+  assert proc.returncode == 0 and "SIGTERM: stopped" in out, out
+
+
 @contextlib.contextmanager
-def loopback_cluster():
-  """A dispatcher (workers silent 2 s are dropped) and two workers; yields
-  (the --data_service address, the worker processes); at the end every
-  server still running must stop on SIGTERM with exit code 0."""
+def loopback_cluster(*dispatcher_flags):
+  """A dispatcher (workers silent 2 s are dropped; `dispatcher_flags` too)
+  and two workers; yields (the --data_service address, the worker
+  processes, a function that stops the dispatcher and starts it again with
+  the same flags); at the end every server still running must stop on
+  SIGTERM with exit code 0, the workers first (docs/distributed.md)."""
   port = free_port()
-  servers = [start_server(f"--port={port}", "--host=127.0.0.1",
-                          "--worker_timeout_ms=2000")]
+  flags = [f"--port={port}", "--host=127.0.0.1", "--worker_timeout_ms=2000",
+           *dispatcher_flags]
+  servers = [start_server(*flags)]
+
+  def restart_dispatcher():
+    stop(servers[0])
+    servers[0] = start_server(*flags)
+
   try:
     for _ in range(2):
       servers.append(start_server(
           f"--port={free_port()}", "--host=127.0.0.1",
           f"--dispatcher=127.0.0.1:{port}"))
-    yield f"grpc://127.0.0.1:{port}", servers[1:]
+    yield f"grpc://127.0.0.1:{port}", servers[1:], restart_dispatcher
   finally:
-    running = [p for p in servers if p.poll() is None]
-    for proc in running:
-      proc.send_signal(signal.SIGTERM)
-    for proc in running:
-      out, _ = proc.communicate(timeout=60)
-      assert proc.returncode == 0 and "SIGTERM: stopped" in out, out
+    for proc in servers[1:] + servers[:1]:
+      if proc.poll() is None:
+        stop(proc)
 
 
 @pytest.fixture(scope="module")
@@ -155,14 +167,22 @@ def test_the_service_sends_the_plain_paths_steps(kind, request, tmp_path):
   input_fn, _ = inputs.training_input_fn(plain_configs)
   context = tf.distribute.InputContext()
   chunk = data_service.CHUNK_STEPS
-  plain = steps_of(pretrain.dataset_fn_at(plain_configs, input_fn)(0)(
-      context), 4 * chunk)
-  index = {step_key(s): i for i, s in enumerate(plain)}
-  assert len(index) == len(plain)  # the keys tell the steps apart
-  with loopback_cluster() as (address, _):
+  with loopback_cluster() as (address, _, _):
     configs = train_configs(record_dir, tmp_path / "m", address)
     served = steps_of(pretrain.dataset_fn_at(configs, input_fn)(0)(context),
                       2 * chunk)
+  check_served(served, plain_configs, input_fn)
+
+
+def check_served(served, plain_configs, input_fn):
+  """Every served step is a step of the plain stream bit for bit, none
+  twice, each chunk's steps in order from its first, from two chunks at
+  least; and well-formed."""
+  chunk = data_service.CHUNK_STEPS
+  plain = steps_of(pretrain.dataset_fn_at(plain_configs, input_fn)(0)(
+      tf.distribute.InputContext()), 4 * chunk)
+  index = {step_key(s): i for i, s in enumerate(plain)}
+  assert len(index) == len(plain)  # the keys tell the steps apart
   found = [index.get(step_key(s)) for s in served]
   assert None not in found and len(set(found)) == len(found)
   by_chunk = {}
@@ -176,12 +196,34 @@ def test_the_service_sends_the_plain_paths_steps(kind, request, tmp_path):
       check_well_formed(batch, plain_configs.data.num_predict)
 
 
+def test_a_dispatcher_restarted_with_its_work_dir_keeps_the_stream(
+    record_dir, tmp_path):
+  """data_service.py --work_dir journals the jobs: a dispatcher stopped
+  (SIGTERM) mid-stream and started again on its port with the same
+  --work_dir lets the trainer's stream go on, with the guarantees of an
+  uninterrupted one (plain steps, none twice, chunks in order)."""
+  plain_configs = train_configs(record_dir, tmp_path / "m")
+  input_fn, _ = inputs.training_input_fn(plain_configs)
+  chunk = data_service.CHUNK_STEPS
+  with loopback_cluster(f"--work_dir={tmp_path / 'journal'}") as (
+      address, _, restart_dispatcher):
+    configs = train_configs(record_dir, tmp_path / "m", address)
+    batches = iter(pretrain.dataset_fn_at(configs, input_fn)(0)(
+        tf.distribute.InputContext()))
+    take = lambda n: [[{k: v.numpy() for k, v in next(batches).items()}  # noqa: E731
+                       for _ in range(CORES)] for _ in range(n)]
+    served = take(chunk // 2)
+    restart_dispatcher()
+    served += take(chunk + chunk // 2)
+  check_served(served, plain_configs, input_fn)
+
+
 @pytest.mark.slow
 def test_train_gpu_survives_a_killed_worker(record_dir, tmp_path):
   """train_gpu.py --data_service trains all its steps though one of the two
   workers is SIGKILLed at step 10."""
   steps = 150
-  with loopback_cluster() as (address, workers):
+  with loopback_cluster() as (address, workers, _):
     cmd = fx.program_command(
         "train_gpu.py", record_dir, tmp_path / "m", f"--train_steps={steps}",
         f"--num_core_per_host={CORES}", f"--data_service={address}")
@@ -200,3 +242,51 @@ def test_train_gpu_survives_a_killed_worker(record_dir, tmp_path):
   assert logged == list(range(1, steps + 1))
   assert tf.train.latest_checkpoint(str(tmp_path / "m")).endswith(
       f"model.ckpt-{steps}")
+
+
+@pytest.mark.slow
+def test_train_gpu_saves_and_says_so_when_the_dispatcher_forgets_its_job(
+    record_dir, tmp_path):
+  """A dispatcher restarted without --work_dir has lost the trainer's job:
+  train_gpu.py saves the steps it made, ends with one line naming
+  --data_service and --work_dir, exit code 1; the same command then resumes
+  from that step and finishes."""
+  steps = 150
+  with loopback_cluster() as (address, _, restart_dispatcher):
+    cmd = fx.program_command(
+        "train_gpu.py", record_dir, tmp_path / "m", f"--train_steps={steps}",
+        f"--num_core_per_host={CORES}", f"--data_service={address}")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=REPO,
+                            env=ENV)
+    out = []
+    for line in proc.stdout:
+      out.append(line)
+      if re.search(r"\] \[2\] \|", line):
+        restart_dispatcher()
+    assert proc.wait(timeout=300) == 1, "".join(out[-20:])
+    logged = [int(m.group(1)) for m in re.finditer(r"\] \[(\d+)\] \|",
+                                                     "".join(out))]
+    last = logged[-1]
+    assert logged == list(range(1, last + 1)) and last < steps
+    # (TensorFlow may log a warning of its own after it, at exit.)
+    (error,) = [line.rstrip("\n") for line in out
+                if line.startswith("train_gpu.py: error:")]
+    assert re.fullmatch(
+        re.escape(f"train_gpu.py: error: the input stopped training after "
+                  f"step {last} (progress saved in model.ckpt-{last}): "
+                  f"--data_service={address} no longer serves this run's "
+                  "stream (") + r"[^\n]*not found\); " + re.escape(
+                      "a dispatcher restarted without data_service.py "
+                      "--work_dir forgets its jobs: rerun the same command "
+                      "to resume from the checkpoint, and give the "
+                      "dispatcher --work_dir to survive its restarts"),
+        error), out[-3:]
+    assert tf.train.latest_checkpoint(str(tmp_path / "m")).endswith(
+        f"model.ckpt-{last}")
+    rerun = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
+                           env=ENV, timeout=300)
+  assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+  resumed = [int(m.group(1)) for m in re.finditer(
+      r"\] \[(\d+)\] \|", rerun.stdout + rerun.stderr)]
+  assert resumed == list(range(last + 1, steps + 1))

@@ -11,6 +11,7 @@ Resume is exact: the input pipeline's randomness is a function of the
 position in the data stream, dropout is seeded from the step, and a resumed
 run skips the batches already consumed.
 """
+import functools
 import math
 import os
 
@@ -141,7 +142,10 @@ def train(configs, strategy, held_out=None):
           model_dir=os.path.normpath(model_dir),
           train_steps=configs.optimizer.train_steps, **layout.record()),
       prepare=prepare, on_step=on_step,
-      on_corrupt_data=lambda e: record_format.data_loss_message(host_files))
+      on_corrupt_data=lambda e: record_format.data_loss_message(host_files),
+      input_lost=(data_service.LOST_ERRORS, functools.partial(
+          data_service.lost_message, configs.device.data_service))
+      if configs.device.data_service else None)
 
 
 def held_out_hook(eval_steps, train_steps, trainer, held_out, logger,

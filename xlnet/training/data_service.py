@@ -63,6 +63,24 @@ def check_dispatcher(address, timeout=CONNECT_TIMEOUT):
                      f"--port={port}") from None
 
 
+# What a trainer's fetch raises when the service no longer knows its job:
+# the dispatcher restarted without a journal (data_service.py --work_dir).
+LOST_ERRORS = (tf.errors.NotFoundError,)
+_ROOT_ERROR = re.compile(r"NOT_FOUND: (.*?)(?: \[\[|$)")
+
+
+def lost_message(address, err):
+  """One line for a trainer whose service stream is gone (`err`, one of
+  LOST_ERRORS raised by a step's fetch)."""
+  text = " ".join(err.message.split())
+  found = _ROOT_ERROR.search(text)
+  return (f"{FLAG}={address} no longer serves this run's stream "
+          f"({found.group(1) if found else text}); a dispatcher restarted "
+          "without data_service.py --work_dir forgets its jobs: rerun the "
+          "same command to resume from the checkpoint, and give the "
+          "dispatcher --work_dir to survive its restarts")
+
+
 def job_name(model_dir, host, start_step):
   """The service job of host `host` of the run in `model_dir` from
   `start_step`, in this process: no other trainer reads this stream, and a

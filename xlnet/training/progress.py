@@ -37,6 +37,10 @@ class DataCorrupted(StopTraining):
   """An input record could not be read."""
 
 
+class InputLost(StopTraining):
+  """The input service lost the run's stream (its job) between steps."""
+
+
 class WorkerLost(errors.Stop):
   """Another worker of a multi-worker run stopped answering mid-step
   (crashed, killed, unreachable); nothing could be saved, since a

@@ -356,7 +356,7 @@ class Trainer:
                                  self.model_dir, e) from None
 
   def train(self, dist_dataset, train_steps, save_steps=None, max_save=None,
-            on_step=None, on_corrupt_data=None):
+            on_step=None, on_corrupt_data=None, input_lost=None):
     """Runs optimizer steps until `train_steps` (global step).
 
     Args:
@@ -367,17 +367,23 @@ class Trainer:
       on_step: callback(step, metrics) after every step (logging).
       on_corrupt_data: callback(error) -> str naming the corrupted file(s),
         called after the progress was saved.
+      input_lost: (error types, describe) of a remote input (the tf.data
+        service): those errors, raised by a step's fetch of its batches,
+        mean the stream is gone; the progress is saved and InputLost says
+        describe(error). None: no such input.
 
     Returns:
       the global step reached.
 
     Raises:
-      Interrupted, Diverged, DataCorrupted: after saving the last good state.
+      Interrupted, Diverged, DataCorrupted, InputLost: after saving the last
+        good state.
       WorkerLost: another worker of a multi-worker run stopped; nothing
         could be saved.
     """
     step_fn = self.make_train_step()
     iterator = iter(dist_dataset)
+    lost_errors, describe_lost = input_lost or ((), None)
     step = int(self.global_step.numpy())
     saved = step
     with self.peers_watched(lambda: step):
@@ -393,6 +399,11 @@ class Trainer:
                 "a corrupted input record stopped training after step "
                 f"{step} (progress saved in model.ckpt-{step}): {where}"
             ) from None
+          except lost_errors as e:  # the fetch comes before any update
+            self.save(max_save=max_save)
+            raise progress.InputLost(
+                f"the input stopped training after step {step} (progress "
+                f"saved in model.ckpt-{step}): {describe_lost(e)}") from None
           if not out["ok"]:
             prefix = self.save(max_save=max_save)
             raise progress.diverged(step, out, prefix,
@@ -414,7 +425,7 @@ class Trainer:
 
 def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
         units_per_step, unit, log_line, allow_missing=(), same_run=None,
-        prepare=None, on_step=None, on_corrupt_data=None):
+        prepare=None, on_step=None, on_corrupt_data=None, input_lost=None):
   """The training run of pretraining and fine-tuning alike: resumes from
   the newest checkpoint of `trainer.model_dir` (else warm-starts from
   `checkpoint.init_checkpoint`, else starts fresh) and trains to
@@ -438,7 +449,7 @@ def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
       built: checks and records of the run in its model_dir.
     on_step: `on_step(logger, writer)` -> the per-step callback (default:
       the logger).
-    on_corrupt_data: as `Trainer.train`.
+    on_corrupt_data, input_lost: as `Trainer.train`.
 
   Returns:
     list of (step, loss) of every step of this run.
@@ -470,5 +481,5 @@ def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
   trainer.train(dist_dataset, optimizer.train_steps, checkpoint.save_steps,
                 checkpoint.max_save or None,
                 on_step=on_step(logger, writer) if on_step else logger,
-                on_corrupt_data=on_corrupt_data)
+                on_corrupt_data=on_corrupt_data, input_lost=input_lost)
   return logger.history
