@@ -28,7 +28,7 @@ _GRAM_CDF[-1] = 1.0
 
 
 def check_sampling(mask_alpha, mask_beta, num_predict, seq_len, reuse_len,
-                   name=lambda key: f"--{key}"):
+                   name):
   """Validates the span-masking settings for examples of seq_len tokens
   whose first reuse_len form the reuse part.
 
@@ -36,7 +36,8 @@ def check_sampling(mask_alpha, mask_beta, num_predict, seq_len, reuse_len,
     mask_alpha, mask_beta: span context size n * alpha // beta.
     num_predict: targets per example (None: the walk runs to the end).
     seq_len, reuse_len: the example's layout.
-    name: how messages name a setting (default: as a flag, "--num_predict").
+    name: how messages name a setting: name("num_predict") is e.g.
+      "--num_predict" (the caller's flag) or "num_predict".
 
   Raises:
     ValueError: one line naming the setting.

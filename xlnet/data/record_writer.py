@@ -44,6 +44,9 @@ _PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
 # corpus_info.json entries a later run into the same save_dir must match:
 # flags, and the vocabulary size of the --sp_path model.
 _LAYOUT_FLAGS = record_format.CORPUS_INFO_KEYS + ("use_eod",)
+# How the span-mask checks name the settings (`check_sampling`).
+_SAMPLING_FLAGS = {"mask_alpha": "--mask_alpha", "mask_beta": "--mask_beta",
+                   "num_predict": "--num_predict", "reuse_len": "--reuse_len"}
 
 
 # ----------------------------------------------------------------------------
@@ -66,7 +69,8 @@ def _check_config(cfg):
                      f"= [1, {seq_len - 3}) to leave room for A, B and "
                      "<sep> <sep> <cls>")
   pretrain_examples.check_sampling(cfg["mask_alpha"], cfg["mask_beta"],
-                                   cfg["num_predict"], seq_len, reuse_len)
+                                   cfg["num_predict"], seq_len, reuse_len,
+                                   _SAMPLING_FLAGS.get)
   if not 0 <= cfg["task"] < cfg["num_task"]:
     raise ValueError(f"--task={cfg['task']} must be in [0, --num_task="
                      f"{cfg['num_task']})")
