@@ -210,8 +210,11 @@ def test_a_dispatcher_restarted_with_its_work_dir_keeps_the_stream(
     configs = train_configs(record_dir, tmp_path / "m", address)
     batches = iter(pretrain.dataset_fn_at(configs, input_fn)(0)(
         tf.distribute.InputContext()))
-    take = lambda n: [[{k: v.numpy() for k, v in next(batches).items()}  # noqa: E731
-                       for _ in range(CORES)] for _ in range(n)]
+
+    def take(n):
+      return [[{k: v.numpy() for k, v in next(batches).items()}
+               for _ in range(CORES)] for _ in range(n)]
+
     served = take(chunk // 2)
     restart_dispatcher()
     served += take(chunk + chunk // 2)
@@ -219,6 +222,7 @@ def test_a_dispatcher_restarted_with_its_work_dir_keeps_the_stream(
 
 
 @pytest.mark.slow
+@pytest.mark.only_env("latest", why="a trainer process on the service, minutes of CI; run on the newest TensorFlow, whose service changes")
 def test_train_gpu_survives_a_killed_worker(record_dir, tmp_path):
   """train_gpu.py --data_service trains all its steps though one of the two
   workers is SIGKILLed at step 10."""
@@ -245,6 +249,7 @@ def test_train_gpu_survives_a_killed_worker(record_dir, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.only_env("latest", why="a trainer process on the service, minutes of CI; run on the newest TensorFlow, whose service changes")
 def test_train_gpu_saves_and_says_so_when_the_dispatcher_forgets_its_job(
     record_dir, tmp_path):
   """A dispatcher restarted without --work_dir has lost the trainer's job:
