@@ -77,8 +77,9 @@ def lost_message(address, err):
   return (f"{FLAG}={address} no longer serves this run's stream "
           f"({found.group(1) if found else text}); a dispatcher restarted "
           "without data_service.py --work_dir forgets its jobs: rerun the "
-          "same command to resume from the checkpoint, and give the "
-          "dispatcher --work_dir to survive its restarts")
+          "same command to resume from the checkpoint (if it stops the same "
+          "way, restart the workers too), and give the dispatcher "
+          "--work_dir to survive its restarts")
 
 
 def job_name(model_dir, host, start_step):
