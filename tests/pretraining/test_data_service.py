@@ -221,6 +221,33 @@ def test_a_dispatcher_restarted_with_its_work_dir_keeps_the_stream(
   check_served(served, plain_configs, input_fn)
 
 
+def train_on_service(record_dir, model_dir, address, steps, at_step, act):
+  """Runs train_gpu.py --data_service=`address` for `steps` steps, calling
+  `act()` once when it logs step `at_step`.
+
+  Returns:
+    (its command, its exit code, its output lines).
+  """
+  cmd = fx.program_command(
+      "train_gpu.py", record_dir, model_dir, f"--train_steps={steps}",
+      f"--num_core_per_host={CORES}", f"--data_service={address}")
+  proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, cwd=REPO,
+                          env=ENV)
+  out, acted = [], False
+  for line in proc.stdout:
+    out.append(line)
+    if not acted and re.search(rf"\] \[{at_step}\] \|", line):
+      act()
+      acted = True
+  return cmd, proc.wait(timeout=300), out
+
+
+def logged_steps(text):
+  """The steps a trainer's progress lines name, in order."""
+  return [int(m.group(1)) for m in re.finditer(r"\] \[(\d+)\] \|", text)]
+
+
 @pytest.mark.slow
 @pytest.mark.only_env("latest", why="a trainer process on the service, minutes of CI; run on the newest TensorFlow, whose service changes")
 def test_train_gpu_survives_a_killed_worker(record_dir, tmp_path):
@@ -228,22 +255,12 @@ def test_train_gpu_survives_a_killed_worker(record_dir, tmp_path):
   workers is SIGKILLed at step 10."""
   steps = 150
   with loopback_cluster() as (address, workers, _):
-    cmd = fx.program_command(
-        "train_gpu.py", record_dir, tmp_path / "m", f"--train_steps={steps}",
-        f"--num_core_per_host={CORES}", f"--data_service={address}")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, cwd=REPO,
-                            env=ENV)
-    out = []
-    for line in proc.stdout:
-      out.append(line)
-      if re.search(r"\] \[10\] \|", line) and workers[0].poll() is None:
-        workers[0].send_signal(signal.SIGKILL)
-    assert proc.wait(timeout=300) == 0, "".join(out[-20:])
+    _, code, out = train_on_service(
+        record_dir, tmp_path / "m", address, steps, 10,
+        lambda: workers[0].send_signal(signal.SIGKILL))
+    assert code == 0, "".join(out[-20:])
     assert workers[0].wait(timeout=10) == -signal.SIGKILL
-  logged = [int(m.group(1)) for m in re.finditer(r"\] \[(\d+)\] \|",
-                                                   "".join(out))]
-  assert logged == list(range(1, steps + 1))
+  assert logged_steps("".join(out)) == list(range(1, steps + 1))
   assert tf.train.latest_checkpoint(str(tmp_path / "m")).endswith(
       f"model.ckpt-{steps}")
 
@@ -258,20 +275,10 @@ def test_train_gpu_saves_and_says_so_when_the_dispatcher_forgets_its_job(
   service, then resumes from that step and finishes."""
   steps = 150
   with loopback_cluster() as (address, _, restart_dispatcher):
-    cmd = fx.program_command(
-        "train_gpu.py", record_dir, tmp_path / "m", f"--train_steps={steps}",
-        f"--num_core_per_host={CORES}", f"--data_service={address}")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, cwd=REPO,
-                            env=ENV)
-    out = []
-    for line in proc.stdout:
-      out.append(line)
-      if re.search(r"\] \[2\] \|", line):
-        restart_dispatcher()
-    assert proc.wait(timeout=300) == 1, "".join(out[-20:])
-    logged = [int(m.group(1)) for m in re.finditer(r"\] \[(\d+)\] \|",
-                                                     "".join(out))]
+    cmd, code, out = train_on_service(record_dir, tmp_path / "m", address,
+                                      steps, 2, restart_dispatcher)
+    assert code == 1, "".join(out[-20:])
+    logged = logged_steps("".join(out))
     last = logged[-1]
     assert logged == list(range(1, last + 1)) and last < steps
     # (TensorFlow may log a warning of its own after it, at exit. Its
@@ -299,6 +306,5 @@ def test_train_gpu_saves_and_says_so_when_the_dispatcher_forgets_its_job(
     rerun = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
                            env=ENV, timeout=300)
   assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
-  resumed = [int(m.group(1)) for m in re.finditer(
-      r"\] \[(\d+)\] \|", rerun.stdout + rerun.stderr)]
+  resumed = logged_steps(rerun.stdout + rerun.stderr)
   assert resumed == list(range(last + 1, steps + 1))
