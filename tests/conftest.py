@@ -1,16 +1,40 @@
 """Shared pytest set-up: quiet TensorFlow, graph mode by default, two
-logical CPU devices, and common markers.
+logical CPU devices, which tests each environment of scripts/test.sh runs,
+and the run's shared artifacts.
 
 Each test runs inside a fresh `tf.Graph` (graph mode, as the tf.compat.v1
 model code and the TPUEstimator path run), except tests marked
 `@pytest.mark.eager`, which run eagerly (the tf.distribute engine).
+
+Which tests run where (docs/testing.md): scripts/test.sh names the
+environment in XLNET_TEST_ENV.
+  reference  every test, but those of tests/interop that are not marked
+             `tf_version` (the interop environment runs those);
+  latest     the tests marked `tf_version` (what depends on the TensorFlow
+             version) outside tests/interop;
+  interop    tests/interop (the newest TensorFlow beside PyTorch).
+A test marked `only_env(NAME)` runs in environment NAME only. A plain
+`pytest`, with no XLNET_TEST_ENV, runs every test.
 """
 import os
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# Started before the library is imported: which of its modules this run
+# exercises (scripts/test.sh sets XLNET_CHECK_MODULES on the newest
+# TensorFlow, which runs a part of the suite).
+from tests import module_check  # noqa: E402
+if os.environ.get("XLNET_CHECK_MODULES"):
+  module_check.start()
+
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+from tests import shared_artifacts  # noqa: E402
 
 from xlnet.training import tpu_estimator  # noqa: E402
 
@@ -26,23 +50,89 @@ HAS_TPU_ESTIMATOR = tpu_estimator.tpu_estimator() is not None
 # The environment scripts/test.sh runs the suite in (reference, latest,
 # interop); unset when pytest is run by hand, which runs every test.
 TEST_ENV = os.environ.get("XLNET_TEST_ENV")
+# What each environment runs, for the report's header.
+RUNS = {"reference": "every test but tests/interop's unmarked ones",
+        "latest": "the tests marked tf_version outside tests/interop",
+        "interop": "tests/interop"}
 
 
-def pytest_collection_modifyitems(items):
-  """Skips tests marked `tpu_estimator` where TensorFlow has none (>= 2.16),
-  and tests marked `only_env(NAME)` in scripts/test.sh's other
-  environments, saying so."""
+def runs_in(env, item):
+  """Whether environment `env` (None: a plain pytest) runs the test `item`
+  (see the module docstring)."""
+  if env is None:
+    return True
+  only = item.get_closest_marker("only_env")
+  if only:
+    return only.args[0] == env
+  versioned = item.get_closest_marker("tf_version") is not None
+  in_interop = item.nodeid.startswith("tests/interop/")
+  if env == "reference":
+    return versioned or not in_interop
+  if env == "latest":
+    return versioned and not in_interop
+  return in_interop
+
+
+def pytest_collection_modifyitems(config, items):
+  """Leaves out the tests this environment does not run (`runs_in`), and
+  skips tests marked `tpu_estimator` where TensorFlow has none (>= 2.16),
+  saying so."""
+  kept = [item for item in items if runs_in(TEST_ENV, item)]
+  if len(kept) < len(items):
+    config.hook.pytest_deselected(
+        items=[item for item in items if not runs_in(TEST_ENV, item)])
+    items[:] = kept
   skip = pytest.mark.skip(
       reason=f"TPUEstimator was removed in TensorFlow 2.16; this is "
       f"{tf.__version__} (run on the reference environment, TensorFlow 2.15)")
   for item in items:
     if not HAS_TPU_ESTIMATOR and item.get_closest_marker("tpu_estimator"):
       item.add_marker(skip)
-    only = item.get_closest_marker("only_env")
-    if only and TEST_ENV and TEST_ENV != only.args[0]:
-      item.add_marker(pytest.mark.skip(
-          reason=f"runs once per suite, in the '{only.args[0]}' environment "
-          f"({only.kwargs['why']}); this is '{TEST_ENV}'"))
+
+
+def pytest_report_header(config):
+  if TEST_ENV in RUNS:
+    return f"environment '{TEST_ENV}' (XLNET_TEST_ENV): {RUNS[TEST_ENV]}"
+  return None
+
+
+# ---- the run's shared artifacts (tests/shared_artifacts.py) ----------------
+def pytest_configure(config):
+  """One artifact directory per run, shared by its xdist workers (they
+  inherit the variable from the process that starts them)."""
+  if not os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["XLNET_TEST_RUN_DIR"] = tempfile.mkdtemp(prefix="xlnet-tests-")
+  shared_artifacts.set_root(os.path.join(os.environ["XLNET_TEST_RUN_DIR"],
+                                         "artifacts"))
+
+
+def pytest_sessionfinish(session, exitstatus):
+  """In each worker: records the modules it exercised. In the process that
+  started the run (after its workers ended): fails the run if a test
+  modified a shared artifact or, when checked, if a library module was not
+  exercised; removes the run's directory when everything passed."""
+  run_dir = os.environ.get("XLNET_TEST_RUN_DIR")
+  if module_check.started():
+    module_check.save(run_dir)
+  if os.environ.get("PYTEST_XDIST_WORKER"):
+    return
+  problems = []
+  changed = shared_artifacts.check_unchanged()
+  if changed:
+    problems.append("a test modified shared artifacts (use "
+                    "shared_artifacts.copy_of): " + ", ".join(changed))
+  if os.environ.get("XLNET_CHECK_MODULES"):
+    missing = module_check.not_exercised(run_dir)
+    if missing:
+      problems.append(
+          f"library modules no test exercised on TensorFlow {tf.__version__}"
+          f" (mark a test of each `tf_version`): " + ", ".join(missing))
+  for problem in problems:
+    print(f"\nconftest: error: {problem}", file=sys.stderr)
+  if problems:
+    session.exitstatus = 1
+  elif session.exitstatus == 0 and run_dir:
+    shutil.rmtree(run_dir, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -185,6 +185,8 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_backbone_matches_numpy_reference(case):
   shape_args, keys, opts = CASES[case]
   opts = dict(opts)
@@ -208,6 +210,7 @@ def test_backbone_matches_numpy_reference(case):
 
 
 @pytest.mark.parametrize("training", [False, True])
+@pytest.mark.tf_version
 def test_query_stream_on_target_rows_equals_full_path(training):
   """With target_mapping the query stream attends only from the target rows;
   that must give the numbers (and gradients) of the query stream computed
@@ -256,6 +259,8 @@ def test_query_stream_on_target_rows_equals_full_path(training):
                                err_msg=var.op.name)
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_two_stream_rel_attn_matches_numpy():
   """The public one-layer two-stream attention (query stream on the target
   rows) against the literal NumPy block, with memory and segments."""
@@ -307,6 +312,7 @@ def test_two_stream_rel_attn_matches_numpy():
   np.testing.assert_allclose(got_g, want_g, **TOL)
 
 
+@pytest.mark.quick
 def test_information_flow_respects_perm_mask():
   """A target never sees its own content; hidden tokens change nothing."""
   rng = np.random.default_rng(7)
@@ -378,6 +384,7 @@ def test_memory_gets_no_gradient():
       assert all(g is None for g in tf.gradients(new_mem, variables))
 
 
+@pytest.mark.tf_version
 def test_two_chunks_with_memory_equal_one_pass():
   rng = np.random.default_rng(11)
   qlen, bsz, chunk = 8, 2, 4
@@ -439,6 +446,7 @@ def _pretrain_run_config(precision="fp32"):
       reuse_len=None, bi_data=False)
 
 
+@pytest.mark.quick
 def test_variable_names_and_shapes_match_spec():
   inputs = _make_inputs(np.random.default_rng(0), 6, 2, num_predict=3,
                         mlen=2)
@@ -451,6 +459,8 @@ def test_variable_names_and_shapes_match_spec():
   assert got == np_reference.variable_shapes(CFG, summary=True)
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_checkpoint_written_by_name_restores_into_model(tmp_path):
   rng = np.random.default_rng(5)
   values = {name: rng.normal(0, 0.4, shape).astype(np.float32)
@@ -527,6 +537,7 @@ def _rel_error(got, want):
 
 
 @pytest.mark.parametrize("precision", sorted(MIXED_PRECISION))
+@pytest.mark.tf_version
 def test_mixed_precision_close_to_float32(precision):
   """bf16 / fp16 compute: output, memories, loss and gradients within the
   format's bound of float32, with the variables and outputs float32."""
@@ -553,6 +564,7 @@ def test_mixed_precision_close_to_float32(precision):
 
 
 @pytest.mark.parametrize("precision", sorted(MIXED_PRECISION))
+@pytest.mark.tf_version
 def test_mixed_precision_keeps_softmax_layernorm_and_loss_in_float32(
     precision):
   """Matrix products run in the low precision; every softmax, the LayerNorm
@@ -578,6 +590,7 @@ def test_mixed_precision_keeps_softmax_layernorm_and_loss_in_float32(
   assert [op.get_attr("T") for op in loss_ops] == [tf.float32]
 
 
+@pytest.mark.tf_version
 def test_jit_compiled_forward_backward_equals_graph():
   """The pretraining forward + backward step compiled whole by XLA
   (tf.function(jit_compile=True)) gives the numbers of the plain graph."""
@@ -638,6 +651,7 @@ def test_odd_static_batch_with_bi_data_is_rejected():
           **SIZES)
 
 
+@pytest.mark.tf_version
 def test_odd_dynamic_batch_with_bi_data_fails_at_run_time():
   with tf.Graph().as_default():
     ids = tf.compat.v1.placeholder(tf.int32, [4, None])
@@ -708,6 +722,7 @@ def test_config_json_round_trip(tmp_path):
   assert [p.name for p in path.parent.iterdir()] == ["config.json"]
 
 
+@pytest.mark.tf_version
 def test_config_json_to_a_file_system_url(tmp_path, monkeypatch):
   """A model_dir like gs://bucket/run goes through tf.io.gfile (here the
   in-memory ram:// file system), not into a local directory `gs:`."""
@@ -825,6 +840,7 @@ def test_byte_masks_drop_with_the_uniform_draws_probability():
   assert abs(pairs.sum() - (n - 1) * p * p) < 4.5 * np.sqrt(n * p * p) + 1
 
 
+@pytest.mark.tf_version
 def test_byte_masks_are_a_function_of_the_seed():
   """The same seed gives the same mask, another seed another one."""
   first, again, other = _byte_mask_draws(0.1, [64, 300],
@@ -839,6 +855,7 @@ def _op_types(graph):
 
 @pytest.mark.skipif(bool(tf.config.list_physical_devices("GPU")),
                     reason="the CPU's choice")
+@pytest.mark.tf_version
 def test_cpu_dropout_draws_byte_masks_for_every_caller_unless_xla():
   """On the CPU a float32 dropout mask comes from bytes (its Bitcast of the
   random words) whoever builds the model: outside any seed block (the
@@ -904,6 +921,8 @@ def test_attention_dropout_scales_the_kept_probabilities(dtype):
 # ------------------------------------------------------------- heads
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_sequence_summary_and_losses_match_numpy():
   rng = np.random.default_rng(2)
   qlen, bsz, d = 5, 3, SIZES["d_model"]

@@ -14,6 +14,8 @@ import tensorflow as tf
 
 from xlnet import modeling
 
+pytestmark = [pytest.mark.quick, pytest.mark.tf_version]
+
 
 @pytest.mark.parametrize("qlen,mlen", [(3, 0), (4, 2), (1, 5)])
 def test_rel_shift_puts_distance_mlen_plus_i_minus_j_at_column_j(qlen, mlen):

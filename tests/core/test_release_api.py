@@ -28,6 +28,8 @@ from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.finetuning.classifier.processors import InputExample
 from xlnet.training import config as train_config
 
+pytestmark = pytest.mark.tf_version
+
 REQUIRED = inspect.Parameter.empty
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -256,6 +258,7 @@ def check_signature(obj, release):
 
 @pytest.mark.parametrize("module,name,release", SIGNATURES,
                          ids=[f"{m}.{n}" for m, n, _ in SIGNATURES])
+@pytest.mark.quick
 def test_release_signature(module, name, release):
   check_signature(_ours(module, name), release)
 
@@ -349,6 +352,7 @@ def test_format_filename_as_get_input_fn():
                  "beta-1.fnp-6.json"
 
 
+@pytest.mark.quick
 def test_rel_shift_positional():
   """modeling.py (the release): rel_shift(x, klen); here on the score layout
   [bsz, n_head, qlen, rlen] (docs/model.md). Column r of row i is the
@@ -359,6 +363,7 @@ def test_rel_shift_positional():
   assert out[0, 0].tolist() == [[2., 3.], [11., 12.]]
 
 
+@pytest.mark.quick
 def test_two_stream_rel_attn_positional():
   """modeling.py (the release): two_stream_rel_attn with every argument
   positional. With the query stream equal to the content stream, no

@@ -2,6 +2,7 @@
 import signal
 
 import numpy as np
+import pytest
 
 from tests.data_reference import RecordingRng
 from xlnet.data import pretrain_examples
@@ -45,6 +46,7 @@ def spec_split(sent, begin, tot_len, draws):
   return a_end, b_begin, b_end, label
 
 
+@pytest.mark.quick
 def test_split_replayed_against_the_rule():
   rs = np.random.RandomState(0)
   results = set()

@@ -7,6 +7,8 @@ import tensorflow as tf
 
 from xlnet.data import example_proto
 
+pytestmark = pytest.mark.tf_version
+
 
 def protobuf_bytes(features, i):
   """Example i of `features` built with the protobuf classes."""
@@ -24,6 +26,7 @@ def protobuf_bytes(features, i):
 
 
 @pytest.mark.parametrize("high", [2, 2**14, 2**21 + 5, 2**62])
+@pytest.mark.quick
 def test_serialized_examples_equal_protobuf_bytes(high):
   rng = np.random.RandomState(0)
   feats = {"input": rng.randint(0, high, size=(3, 50), dtype=np.int64),

@@ -13,6 +13,8 @@ from xlnet.data import record_format
 from xlnet.data import input_pipeline
 from xlnet.pretraining import inputs
 
+pytestmark = pytest.mark.tf_version
+
 # The input pipeline's seed (every random draw of the features).
 SEED = data_helpers.INPUT_SEED
 
@@ -240,6 +242,7 @@ def resume_batches(fn, start, n, per_core, how):
 
 
 @pytest.mark.parametrize("reader_cores", [1, 4])
+@pytest.mark.quick
 def test_resumed_pipeline_continues_exactly(tmp_path, reader_cores):
   # Batch k of a fresh pipeline that skipped k host batches equals batch k
   # of an uninterrupted one, whatever k, across the end of the first epoch,

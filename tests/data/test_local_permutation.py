@@ -8,11 +8,14 @@ from tests import data_helpers
 from tests.data_reference import check_features
 from xlnet.data import input_pipeline
 
+pytestmark = pytest.mark.tf_version
+
 # The input pipeline's seed (every random draw of the features).
 SEED = data_helpers.INPUT_SEED
 
 
 @pytest.mark.parametrize("perm_size", [8, 32])
+@pytest.mark.quick
 def test_features_match_reference(tiny_data, perm_size):
   cfg = tiny_data.config
   input_fn, info = input_pipeline.get_input_fn(

@@ -98,6 +98,8 @@ def test_trim_lengths_equals_the_offline_rule():
   np.testing.assert_array_equal(np.stack([g.numpy() for g in got], 1), want)
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_masks_replay_the_offline_walk():
   """The online walk and top-up equal pretrain_examples.sample_masks fed
   the same uniforms (step i: fold_in(key, i); top-up: fold_in(key, 0))."""
@@ -167,6 +169,7 @@ def offline_batches(data, cfg, offsets, draws, seed=0):
 @pytest.mark.parametrize("cfg", [
     CFG, dict(CFG, seq_len=48, reuse_len=16, num_predict=8, bi_data=False,
               num_core_per_host=1)])
+@pytest.mark.tf_version
 def test_every_online_example_passes_the_record_checks(text_rows, cfg):
   data = text_rows
   if not cfg["bi_data"]:
@@ -251,6 +254,7 @@ def test_online_statistics_match_the_offline_writer(text_rows):
                       tests)
 
 
+@pytest.mark.tf_version
 def test_same_key_same_bits_other_key_new_draws(text_rows):
   data, cfg = text_rows, CFG
   bounds = online_examples.padded_bounds(data["sent"])

@@ -98,6 +98,7 @@ def test_wrong_typed_corpus_info_entry(records):
     record_format.load_corpus_info(path)
 
 
+@pytest.mark.tf_version
 def test_verify_finds_corrupt_truncated_and_miscounted_files(records,
                                                              tiny_data):
   save_dir, path = records
@@ -127,6 +128,7 @@ def test_verify_finds_corrupt_truncated_and_miscounted_files(records,
            f"{len(good)} records, its record info says 4")]
 
 
+@pytest.mark.tf_version
 def test_data_loss_in_training_names_the_file(records, tiny_data):
   save_dir, path = records
   cfg = tiny_data.config

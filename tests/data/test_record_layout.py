@@ -107,6 +107,7 @@ def check_records(record_dir, corpus_paths, cfg):
   return np.array(labels), examples
 
 
+@pytest.mark.quick
 def test_examples_bi_data_one_core(tiny_data):
   labels, _ = check_records(tiny_data.record_dir, [tiny_data.corpus],
                             tiny_data.config)

@@ -70,6 +70,8 @@ def sha256(path):
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN_CONFIGS))
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_output_bytes_unchanged(tmp_path, demo_corpus, name):
   cfg, digest, num_batch = GOLDEN_CONFIGS[name]
   input_glob = golden_inputs(demo_corpus, str(tmp_path))

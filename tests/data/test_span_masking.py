@@ -1,6 +1,7 @@
 """Tests of span masking: the walk replayed draw for draw, its statistics,
 the top-up, and the word-start table."""
 import numpy as np
+import pytest
 import sentencepiece as spm
 
 from tests.data_reference import RecordingRng, runs_of
@@ -29,6 +30,7 @@ def spec_walk(seg, is_start, goal, alpha, beta, draws):
   return mask
 
 
+@pytest.mark.quick
 def test_walk_replayed_against_the_rule():
   rs = np.random.RandomState(5)
   for trial in range(400):

@@ -18,6 +18,8 @@ from xlnet.data import pretrain_examples
 from xlnet.data import record_format
 from xlnet.data import record_writer
 
+pytestmark = pytest.mark.tf_version
+
 NUM_LINES = 150
 CFG = data_helpers.TINY_CONFIG
 

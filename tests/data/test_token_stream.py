@@ -42,6 +42,7 @@ def test_ids_input_eod_and_blank_lines(tmp_path, tiny_spm):
 
 
 @pytest.mark.parametrize("use_eod", [True, False])
+@pytest.mark.quick
 def test_text_file_matches_line_by_line_reference(tmp_path, tiny_spm,
                                                   demo_corpus, use_eod):
   lines = open(demo_corpus, encoding="utf-8").read().split("\n")[:300]

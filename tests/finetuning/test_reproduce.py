@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from tests import classifier_fixtures as fx
 from tests import data_helpers
+from tests import in_process
 from tests import qa_fixtures
 from xlnet.finetuning import memory_plan
 from xlnet.finetuning import paper_settings
@@ -643,8 +644,9 @@ def test_a_warmup_above_the_steps_is_warned_as_the_programs_do(tmp_path):
      "model's sizes)"),
 ])
 def test_bad_settings_are_one_line_errors(tmp_path, extra, message):
-  proc = _run(["--data_root=/nonexistent", f"--work_dir={tmp_path}"]
-              + _model_args("/m") + extra)
+  proc = in_process.run_program(
+      "reproduce.py", "--data_root=/nonexistent", f"--work_dir={tmp_path}",
+      *_model_args("/m"), *extra)
   assert proc.returncode == 2
   last = proc.stderr.strip().split("\n")[-1]
   assert last.startswith("reproduce.py: error: ") and message in last

@@ -65,8 +65,11 @@ def root(tmp_path):
 def _test_sh(root, *args, envs="reference interop", workers=0, cwd=None):
   """Runs the copy; returns (exit status, stdout, stderr, the environments
   set up)."""
-  env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-  env.update(XLNET_TEST_ENVS=envs, XLNET_TEST_WORKERS=str(workers))
+  env = {k: v for k, v in os.environ.items()
+         if not k.startswith(("PYTEST", "XLNET_TEST"))}
+  env.update(XLNET_TEST_WORKERS=str(workers))
+  if envs is not None:
+    env.update(XLNET_TEST_ENVS=envs)
   proc = subprocess.run(["bash", str(root / "scripts" / "test.sh"), *args],
                         cwd=cwd or root, env=env, capture_output=True,
                         text=True, timeout=300)
@@ -95,7 +98,8 @@ def _agrees(status, output):
 def test_help_is_its_own_and_builds_nothing(root):
   status, output, _, asked = _test_sh(root, "--help")
   assert status == 0
-  assert "Usage: bash scripts/test.sh [PYTEST OPTIONS] [TEST PATHS]" in output
+  assert ("Usage: bash scripts/test.sh [--quick] [PYTEST OPTIONS] "
+          "[TEST PATHS]") in output
   assert "pytest" in output and "collected" not in output
   assert asked == []
 
@@ -121,6 +125,58 @@ def test_paths_narrow_the_run(root):
       root, "interop/test_interop.py::test_interop", cwd=root / "tests")
   assert "reference: 1 passed" in output and "interop: 1 passed" in output
   assert _agrees(status, output) == (2, 0, 0)
+
+
+# Records, per run, the environment and whether the module check is on.
+RECORDER = """
+import os
+def test_records_its_environment():
+  with open(os.path.join(os.path.dirname(__file__), "..", "seen"), "a") as f:
+    f.write(os.environ["XLNET_TEST_ENV"] + ":" +
+            os.environ.get("XLNET_CHECK_MODULES", "") + "\\n")
+"""
+
+
+def test_only_a_whole_run_checks_the_modules_on_latest(root):
+  (root / "tests" / "test_recorder.py").write_text(RECORDER)
+  seen = root / "seen"
+  status, output, _, asked = _test_sh(root, envs="reference latest")
+  assert status == 0 and asked == ["reference", "latest"], output[-3000:]
+  assert seen.read_text().split() == ["reference:", "latest:1"]
+  seen.unlink()
+  _test_sh(root, "-k", "records", envs="reference latest")
+  assert seen.read_text().split() == ["reference:", "latest:"]
+
+
+def test_quick_runs_the_quick_tier_on_reference(root):
+  (root / "tests" / "test_tiers.py").write_text(
+      "import pytest\n@pytest.mark.quick\ndef test_core():\n  pass\n"
+      "def test_slow_part():\n  pass\n")
+  status, output, _, asked = _test_sh(root, "--quick",
+                                      envs=None)
+  assert asked == ["reference"], output[-3000:]
+  assert "reference: 1 passed, 0 failed, 0 skipped" in output
+  assert _agrees(status, output) == (1, 0, 0)
+  # Within a -m selection of the user's.
+  status, output, _, _ = _test_sh(root, "--quick", "-m", "not quick",
+                                  envs=None)
+  assert _agrees(status, output) == (0, 0, 0)
+
+
+def test_the_end_names_the_slowest_tests_and_each_environments_times(root):
+  (root / "tests" / "test_sleeps.py").write_text(
+      "import time\ndef test_sleeps():\n  time.sleep(1.2)\n")
+  status, output, _, _ = _test_sh(root)
+  lines = output.strip().split("\n")
+  start = lines.index("=== the ten slowest tests (seconds, set-up "
+                      "included) ===")
+  slowest = lines[start + 1:lines.index("=== summary ===")]
+  assert 1 <= len(slowest) <= 10
+  assert re.fullmatch(r" *1\.\d  reference  tests/test_sleeps\.py::"
+                      r"test_sleeps", slowest[0]), slowest
+  assert re.search(r"^reference: 4 passed, 0 failed, 1 skipped; set-up \d+ "
+                   r"s, tests \d+ s$", output, re.M), output[-3000:]
+  assert _agrees(status, output) == (5, 0, 1)
 
 
 def test_a_missing_path_is_one_line_and_builds_nothing(root):
