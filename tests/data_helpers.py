@@ -7,7 +7,9 @@ live in conftest.py; trainer tests call `make_records` directly:
                             bsz_per_host=4, num_core_per_host=2,
                             num_predict=8)   # -> {save_dir}/tfrecords
 
-Everything is cached per process, so a SentencePiece model is trained once.
+The SentencePiece model and `shared_records` are built once per test run
+and shared by its pytest workers (tests/shared_artifacts.py); the rest is
+cached per process.
 """
 import atexit
 import glob
@@ -20,6 +22,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from tests import shared_artifacts
 from xlnet.data import record_writer
 from xlnet.demo import demo_corpus as demo_corpus_lib
 from xlnet.data import spm_train
@@ -83,15 +86,24 @@ def train_tiny_spm(dest_dir=None, vocab_size=1000):
   """
   key = ("spm", vocab_size)
   if key not in _CACHE:
-    _CACHE[key] = spm_train.train_spm(
-        demo_corpus(), os.path.join(_cache_dir(), f"spiece-{vocab_size}"),
-        vocab_size=vocab_size)
+    if shared_artifacts.has_root():
+      directory = shared_artifacts.build_once("spm", _write_spm,
+                                              vocab_size=vocab_size)
+      _CACHE[key] = os.path.join(directory, f"spiece-{vocab_size}.model")
+    else:
+      _CACHE[key] = _write_spm(_cache_dir(), vocab_size)
   if dest_dir is None:
     return _CACHE[key]
   os.makedirs(dest_dir, exist_ok=True)
   path = os.path.join(dest_dir, os.path.basename(_CACHE[key]))
   shutil.copyfile(_CACHE[key], path)
   return path
+
+
+def _write_spm(directory, vocab_size):
+  return spm_train.train_spm(
+      demo_corpus(), os.path.join(directory, f"spiece-{vocab_size}"),
+      vocab_size=vocab_size)
 
 
 def read_records(record_dir):
@@ -127,6 +139,20 @@ def make_records(save_dir, num_lines=None, sp_path=None, **flags):
   record_writer.create_data(corpus, sp_path or train_tiny_spm(), save_dir,
                          num_workers=1, **config)
   return os.path.join(save_dir, "tfrecords")
+
+
+def shared_records(num_lines=None, **flags):
+  """`make_records(..., num_lines, **flags)` with the shared SentencePiece
+  model, written once per test run and shared read-only (copy it with
+  `shared_artifacts.copy_of` to change it).
+
+  Returns:
+    the tfrecord dir; its parent holds corpus_info.json.
+  """
+  directory = shared_artifacts.build_once(
+      "records", lambda d, **recipe: make_records(d, **recipe),
+      num_lines=num_lines, **flags)
+  return os.path.join(directory, "tfrecords")
 
 
 def take_batches(input_fn, n, **params):

@@ -42,6 +42,11 @@ def set_root(directory):
   _ROOT["dir"] = str(directory)
 
 
+def has_root():
+  """Whether this process is a pytest process of a run (set_root called)."""
+  return "dir" in _ROOT
+
+
 def _root():
   if "dir" not in _ROOT:
     raise RuntimeError("shared_artifacts.set_root was not called (conftest "

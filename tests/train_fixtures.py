@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from tests import data_helpers
+from tests import shared_artifacts
 from xlnet.training import trainer as trainer_lib
 from xlnet import model as model_lib
 from xlnet import pretraining_loss
@@ -53,12 +54,45 @@ def program_records(directory, num_core_per_host=2, num_lines=600, **flags):
       **flags)
 
 
+def shared_program_records(num_core_per_host=2, num_lines=600, **flags):
+  """`program_records` written once per test run and shared read-only."""
+  return data_helpers.shared_records(
+      num_lines=num_lines, seq_len=32, reuse_len=16, bsz_per_host=4,
+      num_core_per_host=num_core_per_host, num_predict=6, **flags)
+
+
 def program_command(program, record_dir, model_dir, *extra):
   """`python {program}` (train_gpu.py, train_tpu.py) on the tiny run, with
   `extra` flags (later ones win)."""
   return [sys.executable, os.path.join(data_helpers.REPO_ROOT, program),
           f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
           *PROGRAM_RUN, *extra]
+
+
+def shared_train_gpu_run(*flags, num_core_per_host=2, timeout=300):
+  """A model_dir that `train_gpu.py` trained on `shared_program_records(
+  num_core_per_host)` with the tiny run and `flags` (e.g. "--train_steps=4",
+  "--save_steps=2"), trained once per test run and shared read-only: a test
+  that changes it works on `shared_artifacts.copy_of(path, tmp_path / "m")`.
+
+  Returns:
+    (record_dir, model_dir).
+  """
+  records = shared_program_records(num_core_per_host)
+
+  def train(directory, flags, num_core_per_host):
+    model_dir = os.path.join(directory, "model")
+    proc = subprocess.run(
+        program_command("train_gpu.py", records, model_dir,
+                        f"--num_core_per_host={num_core_per_host}", *flags),
+        capture_output=True, text=True, cwd=data_helpers.REPO_ROOT,
+        timeout=timeout, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+  directory = shared_artifacts.build_once(
+      "train_gpu", train, flags=list(flags),
+      num_core_per_host=num_core_per_host)
+  return records, os.path.join(directory, "model")
 
 
 def tiny_flags(**overrides):
