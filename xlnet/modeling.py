@@ -1055,6 +1055,12 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
     r_w_bias = _variable("r_w_bias", bias_shape, tf_float, initializer)
     r_r_bias = _variable("r_r_bias", bias_shape, tf_float, initializer)
 
+    asserts = _check_bi_data_batch(inp_k) if bi_data else []
+    if asserts:
+      # Everything that uses the ids or their shape waits for the check, so
+      # an odd batch fails with its message, not in a reshape it breaks.
+      with tf.control_dependencies(asserts):
+        inp_k = tf.identity(inp_k)
     qlen = tf.shape(inp_k)[0]
     bsz = tf.shape(inp_k)[1]
     mlen = tf.shape(mems[0])[0] if mems is not None else 0
@@ -1092,7 +1098,6 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
     # Per-example positional dropout needs one encoding per batch row;
     # otherwise one (or two with bi_data) encodings are shared by the batch.
     pos_bsz = bsz if (is_training and dropout) else None
-    asserts = _check_bi_data_batch(inp_k) if bi_data else []
     with tf.control_dependencies(asserts):
       pos_emb = relative_positional_encoding(
           qlen, klen, d_model, clamp_len, attn_type, bi_data, bsz=pos_bsz,
