@@ -2,13 +2,12 @@
 import glob
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 
 from tests import data_helpers
+from tests import in_process
 from xlnet.data import input_pipeline
 from xlnet.data import record_writer
 from xlnet.data import record_format
@@ -152,17 +151,12 @@ def test_data_loss_in_training_names_the_file(records, tiny_data):
 
 def test_verify_command(records, tmp_path):
   save_dir, path = records
-  env = dict(os.environ, PYTHONPATH=data_helpers.REPO_ROOT,
-             TF_CPP_MIN_LOG_LEVEL="3")
-  cmd = [sys.executable, os.path.join(data_helpers.REPO_ROOT, "data_utils.py"),
-         "--verify", f"--save_dir={save_dir},{save_dir}/tfrecords"]
-  res = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                       timeout=300)
+  args = ["--verify", f"--save_dir={save_dir},{save_dir}/tfrecords"]
+  res = in_process.run_program("data_utils.py", *args)
   assert res.returncode == 0, res.stderr[-1000:]
   assert f"OK: 2 record files under {save_dir}" in res.stdout
   flip_byte(path, os.path.getsize(path) // 3)
-  res = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                       timeout=300)
+  res = in_process.run_program("data_utils.py", *args)
   assert res.returncode == 2
   assert res.stdout.count(f"BAD {path}: ") == 2
   assert res.stderr.strip().splitlines()[-1] == (

@@ -14,6 +14,7 @@ import pytest
 import sentencepiece as spm
 
 from tests import data_helpers
+from tests import in_process
 from tests.data_reference import ref_stream
 from xlnet.data import record_format
 from xlnet.data import example_proto
@@ -287,11 +288,9 @@ def test_bad_input_is_refused_before_anything_is_written(tmp_path, tiny_spm):
 
 
 def run_cli(args, cwd):
-  env = dict(os.environ, PYTHONPATH=data_helpers.REPO_ROOT,
-             TF_CPP_MIN_LOG_LEVEL="3")
-  return subprocess.run(
-      [sys.executable, os.path.join(data_helpers.REPO_ROOT, "data_utils.py")]
-      + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+  """`python data_utils.py ARGS` in `cwd`, run in this process (the
+  program's own process is tested by the kills below)."""
+  return in_process.run_program("data_utils.py", *args, cwd=str(cwd))
 
 
 def test_cli_error_is_one_line(tmp_path):
@@ -428,12 +427,9 @@ def test_command_line_writes_the_bytes_of_create_data(tmp_path, tiny_spm,
                   mask_beta=2, num_predict=7, use_eod=False, split="dev",
                   pass_id=1, num_task=2, task=1, num_workers=1)
   argv = [f"--{k}={v}" for k, v in settings.items()]
-  proc = subprocess.run(
-      [sys.executable, os.path.join(data_helpers.REPO_ROOT, "data_utils.py"),
-       f"--input_glob={tmp_path}/part*.txt", f"--sp_path={tiny_spm}",
-       f"--save_dir={tmp_path}/cli", "--num_passes=2"] + argv,
-      capture_output=True, text=True, timeout=300,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  proc = run_cli([f"--input_glob={tmp_path}/part*.txt",
+                  f"--sp_path={tiny_spm}", f"--save_dir={tmp_path}/cli",
+                  "--num_passes=2"] + argv, tmp_path)
   assert proc.returncode == 0, proc.stderr[-2000:]
   record_writer.create_data(f"{tmp_path}/part*.txt", tiny_spm,
                             str(tmp_path / "api"), **settings)

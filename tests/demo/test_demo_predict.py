@@ -69,6 +69,7 @@ def test_top_k():
   np.testing.assert_allclose(p, [[0.5, 0.2], [0.7, 0.15]])
 
 
+@pytest.mark.tf_version
 def test_predictions_never_see_the_hidden_pieces(tmp_path):
   predictor = demo_predict.MaskedPredictor(tiny_config(tmp_path), seed=3)
   feats = demo_predict.masked_features(np.arange(10, 30), [4, 5, 11])
@@ -92,6 +93,7 @@ def test_predictions_never_see_the_hidden_pieces(tmp_path):
   predictor.close()
 
 
+@pytest.mark.tf_version
 def test_predictor_loads_a_checkpoint_by_name(tmp_path):
   config = tiny_config(tmp_path)
   source = demo_predict.MaskedPredictor(config, seed=5)
