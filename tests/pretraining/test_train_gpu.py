@@ -12,7 +12,6 @@ import hashlib
 import os
 import pathlib
 import re
-import resource
 import shutil
 import signal
 
@@ -228,24 +227,6 @@ def test_damaged_newest_checkpoint_stops_without_touching_files(
   assert sorted(fx.log_lines(resumed.stderr)) == [21, 22, 23, 24]
 
 
-class _FileSizeLimit:
-  """Files this process writes may not grow beyond `limit` bytes (`ulimit
-  -f`) during the block; with SIGXFSZ ignored a write beyond it fails with
-  EFBIG, as on a full disk."""
-
-  def __init__(self, limit):
-    self.limit = limit
-
-  def __enter__(self):
-    self.signal = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    self.rlimit = resource.getrlimit(resource.RLIMIT_FSIZE)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (self.limit, self.rlimit[1]))
-
-  def __exit__(self, *exc):
-    resource.setrlimit(resource.RLIMIT_FSIZE, self.rlimit)
-    signal.signal(signal.SIGXFSZ, self.signal)
-
-
 def test_a_save_beyond_a_file_size_limit_is_one_line_and_a_rerun_resumes(
     tmp_path):
   """The save of model.ckpt-26 fails (file too large): one line naming the
@@ -256,7 +237,7 @@ def test_a_save_beyond_a_file_size_limit_is_one_line_and_a_rerun_resumes(
   data = model_dir / "model.ckpt-24.data-00000-of-00001"
   want = checkpoint_io.read_tensors(str(model_dir / "model.ckpt-24"))
   flags = [*TRAINED, "--train_steps=26"]
-  with _FileSizeLimit(data.stat().st_size // 2):
+  with fx.file_size_limit(data.stat().st_size // 2):
     proc = _run(records, model_dir, *flags)
   assert proc.returncode == 1, proc.stderr[-3000:]
   last = proc.stderr.strip().splitlines()[-1]

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests import checkpoint_fixtures as ckpt_fx
+from tests import train_fixtures as fx
 from xlnet.training import checkpoint_tools
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -69,17 +70,26 @@ def test_avg_checkpoints_errors(tmp_path):
 
 
 def run_cli(*args):
+  """`python model_utils.py args` in this process (`fx.run_program`)."""
+  return fx.run_program("model_utils.py", *args)
+
+
+def run_process(*args):
+  """`python model_utils.py args` in a process of its own."""
   return subprocess.run([sys.executable, os.path.join(REPO, "model_utils.py"),
                          *args], capture_output=True, text=True, cwd=REPO,
                         timeout=120)
 
 
 def test_command_line_clean_and_bad_input(tmp_path):
+  """The program in a process of its own once (a fresh interpreter's
+  imports, exit code 0); its other command-line checks run in-process."""
   values = ckpt_fx.random_values(3)
   ckpt_fx.save_checkpoints(str(tmp_path / "in"), [values])
   out_dir = str(tmp_path / "out")
-  ok = run_cli("clean_ckpt", f"--clean_input_ckpt={tmp_path / 'in'}/latest",
-               f"--clean_output_model_dir={out_dir}")
+  ok = run_process("clean_ckpt",
+                   f"--clean_input_ckpt={tmp_path / 'in'}/latest",
+                   f"--clean_output_model_dir={out_dir}")
   assert ok.returncode == 0, ok.stderr
   assert sorted(ckpt_fx.read_checkpoint(
       tf.train.latest_checkpoint(out_dir))) == sorted(ckpt_fx.MODEL_VARS)
