@@ -124,7 +124,6 @@ def _check_lines(got, want, first, last):
     assert line == want[step], (step, line, want[step])
 
 
-@pytest.mark.tf_version
 def test_killed_and_terminated_run_resumes_with_the_same_losses(
     tmp_path, tiny_records):
   """`python train_gpu.py` on 2 replicas is killed (SIGKILL) right after
@@ -174,6 +173,7 @@ def test_killed_and_terminated_run_resumes_with_the_same_losses(
   fx.assert_same_checkpoint(cut, reference)
 
 
+@pytest.mark.tf_version
 def test_a_rolled_back_run_resumes_with_the_same_losses(tmp_path):
   """On 1 device, on token records (examples sampled online, keyed by the
   data position): the shared run rolled back to checkpoint 10

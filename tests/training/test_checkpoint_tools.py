@@ -16,6 +16,8 @@ from xlnet.training import checkpoint_tools
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_clean_ckpt_keeps_only_model_variables(tmp_path):
   values = ckpt_fx.random_values(0)
   prefix, = ckpt_fx.save_checkpoints(str(tmp_path / "in"), [values])
@@ -45,6 +47,7 @@ def test_clean_ckpt_errors(tmp_path):
     checkpoint_tools.clean_ckpt(prefix, str(tmp_path / "in"))
 
 
+@pytest.mark.tf_version
 def test_avg_checkpoints_averages_the_last_k(tmp_path):
   model_dir, out_dir = str(tmp_path / "train"), str(tmp_path / "avg")
   all_values = [ckpt_fx.random_values(seed) for seed in range(4)]
@@ -100,6 +103,7 @@ def test_command_line_clean_and_bad_input(tmp_path):
   assert "avg_num=4" in bad.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.tf_version
 def test_damaged_inputs_and_bad_outputs_are_one_line_errors(tmp_path):
   prefixes = ckpt_fx.save_checkpoints(str(tmp_path / "in"),
                                       [ckpt_fx.random_values(0),
@@ -138,6 +142,7 @@ def test_damaged_inputs_and_bad_outputs_are_one_line_errors(tmp_path):
   assert not (tmp_path / "out").exists() or not os.listdir(tmp_path / "out")
 
 
+@pytest.mark.tf_version
 def test_rollback_moves_damaged_newer_checkpoints_to_quarantine(tmp_path):
   model_dir = tmp_path / "train"
   prefixes = ckpt_fx.save_checkpoints(str(model_dir), [ckpt_fx.random_values(s)

@@ -15,6 +15,9 @@ from tests import classifier_fixtures
 from tests import data_helpers
 from tests import train_fixtures as fx
 
+# The writers' errors are TensorFlow's file errors, translated.
+pytestmark = pytest.mark.tf_version
+
 
 def run(program, args, max_file_bytes=None):
   """Runs `program` (a top-level script) in this process; with

@@ -37,6 +37,7 @@ def _dead_pid():
   return proc.pid
 
 
+@pytest.mark.quick
 def test_a_second_holder_is_refused_with_the_directory_and_the_holder(
     tmp_path):
   token = run_lock.acquire(str(tmp_path))

@@ -17,7 +17,9 @@ import pytest
 import tensorflow as tf
 
 from tests import train_fixtures as fx
+from tests.training import test_optimizer
 from xlnet.training import progress
+from xlnet.training import trainer as trainer_lib
 from xlnet.training import checkpoint_io
 from xlnet import pretraining_loss
 
@@ -32,7 +34,8 @@ def _weights_close(got, want, atol=1e-5):
                                err_msg=name)
 
 
-@pytest.mark.parametrize("bi_data", [False, True])
+@pytest.mark.parametrize("bi_data", [
+    False, pytest.param(True, marks=pytest.mark.tf_version)])
 def test_two_replicas_match_one_replica_on_the_combined_batch(tmp_path,
                                                               bi_data):
   """Two logical-CPU replicas == one replica on all rows, weights and
@@ -115,6 +118,7 @@ def test_accumulation_advances_memories_per_micro_batch(tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.tf_version
 def test_xla_step_equals_the_plain_step(tmp_path):
   """The whole replica step jit-compiled (what a TPU compiles) gives the
   non-XLA numbers."""
@@ -202,6 +206,116 @@ def test_non_finite_loss_stops_without_applying_the_update(tmp_path):
     assert np.all(np.isfinite(values.get_tensor(name))), name
   for value in trainer.state_values().values():
     assert np.all(np.isfinite(value))
+
+
+# A quadratic loss small enough to follow in NumPy: sum(0.5 c w^2 + x w)
+# over two variables (one a LayerNorm weight, which AdamW does not decay),
+# x read from the batch.
+QUADRATIC = {"model/transformer/layer_0/ff/layer_1/kernel": (2, 3),
+             "model/transformer/layer_0/ff/LayerNorm/gamma": (3,)}
+
+
+def _quadratic_setup():
+  """(initial values, coefficients, offsets) of the QUADRATIC loss."""
+  rng = np.random.RandomState(1)
+  coefs = {n: rng.uniform(0.5, 2.0, s).astype(np.float32)
+           for n, s in QUADRATIC.items()}
+  offsets = {n: rng.randn(*s).astype(np.float32) for n, s in QUADRATIC.items()}
+  initial = {n: rng.randn(*s).astype(np.float32) for n, s in QUADRATIC.items()}
+  return initial, coefs, offsets
+
+
+def _quadratic_trainer(model_dir, opt):
+  initial, coefs, _ = _quadratic_setup()
+
+  def loss_fn(features, mems, is_training):
+    del mems, is_training
+    loss = 0.0
+    for i, (name, shape) in enumerate(QUADRATIC.items()):
+      w = tf.compat.v1.get_variable(
+          name, initializer=initial[name]) if shape else None
+      x = tf.reshape(features[f"x{i}"][0], shape)
+      loss += tf.reduce_sum(0.5 * coefs[name] * tf.square(w) + x * w)
+    return loss, None, {}
+
+  return trainer_lib.Trainer(tf.distribute.get_strategy(), loss_fn, opt,
+                             str(model_dir))
+
+
+def _quadratic_batches(start=0):
+  """The offsets as a batch of one row, every step."""
+  _, _, offsets = _quadratic_setup()
+  row = {f"x{i}": offsets[n].reshape(1, -1)
+         for i, n in enumerate(QUADRATIC)}
+  return tf.data.Dataset.from_tensors(row).repeat().skip(start)
+
+
+@pytest.mark.quick
+@pytest.mark.tf_version
+@pytest.mark.parametrize("weight_decay", [0.0, 0.05])
+def test_engine_steps_are_adams_and_resume_bit_for_bit(tmp_path,
+                                                       weight_decay):
+  """The engine's optimizer steps (`Trainer.train`: warm-up, clipping,
+  Adam or AdamW) on a quadratic loss are test_optimizer.py's NumPy
+  reference; a trainer restored from checkpoint 2 takes step 3 with the
+  uninterrupted trainer's bits (weights, Adam slots, step)."""
+  opt = test_optimizer.make_config(learning_rate=0.1, warmup_steps=2,
+                                   train_steps=10, weight_decay=weight_decay,
+                                   clip=1.5, adam_epsilon=1e-3)
+  initial, coefs, offsets = _quadratic_setup()
+  first = _quadratic_trainer(tmp_path / "first", opt)
+  first.build(_quadratic_batches().element_spec)
+  got = []
+  first.train(first.distribute(lambda ctx: _quadratic_batches()), 3,
+              save_steps=2, on_step=lambda step, o: got.append(
+                  {n: first.state_values()[n] for n in QUADRATIC}))
+  want = test_optimizer.np_adam_steps(initial, coefs, offsets, opt, 3)
+  for step in range(3):
+    for n in QUADRATIC:
+      np.testing.assert_allclose(got[step][n], want[step][n], rtol=2e-5,
+                                 atol=1e-6, err_msg=f"step {step} {n}")
+  assert not np.allclose(got[2][n], initial[n])
+
+  second = _quadratic_trainer(tmp_path / "second", opt)
+  second.build(_quadratic_batches().element_spec)
+  second.restore(str(tmp_path / "first" / "model.ckpt-2"))
+  second.train(second.distribute(lambda ctx: _quadratic_batches(2)), 3)
+  want, got = first.state_values(), second.state_values()
+  assert sorted(got) == sorted(want) and want["global_step"] == 3
+  for name, value in want.items():
+    np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+@pytest.mark.tf_version
+def test_a_trainer_restored_from_its_checkpoint_goes_on_bit_for_bit(
+    tmp_path):
+  """A trainer saves after step 1 and takes step 2; another, restored from
+  checkpoint 1, takes step 2 on the same batch: the same loss and the same
+  bits (weights, Adam slots, step, memories), dropout (0.1) and all: the
+  masks are a function of the step. One layer: the property is the
+  engine's, not the depth's."""
+  FL = fx.tiny_flags(n_layer=1, dropout=0.1, dropatt=0.1)
+  rng = np.random.RandomState(12)
+  batches = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(2)]
+  spec = fx.batches_dataset(batches[:1]).element_spec
+  first = fx.make_trainer(FL, 1, tmp_path / "first")
+  first.build(spec)
+  out = []
+  first.train(first.distribute(lambda ctx: fx.batches_dataset(batches)), 2,
+              save_steps=1, on_step=lambda step, o: out.append(o))
+  second = fx.make_trainer(FL, 1, tmp_path / "second")
+  second.build(spec)
+  second.restore(str(tmp_path / "first" / "model.ckpt-1"))
+  again = []
+  second.train(second.distribute(lambda ctx: fx.batches_dataset(
+      batches).skip(1)), 2, on_step=lambda step, o: again.append(o))
+  assert again[0]["loss"] == out[1]["loss"]
+  want, got = first.state_values(), second.state_values()
+  assert sorted(got) == sorted(want) and want["global_step"] == 2
+  for name, value in want.items():
+    np.testing.assert_array_equal(got[name], value, err_msg=name)
+  for g, w in zip(second.replica_memories()[0], first.replica_memories()[0]):
+    np.testing.assert_array_equal(g, w)
 
 
 def test_sigint_stops_after_the_next_step_with_its_checkpoint(tmp_path):
