@@ -1,16 +1,21 @@
 """Synthetic pretraining batches, tiny flags and engine helpers for the
 trainer tests."""
+import contextlib
 import dataclasses
 import json
 import os
 import re
+import resource
+import signal
 import subprocess
 import sys
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.eager import context
 
 from tests import data_helpers
+from tests import in_process
 from tests import shared_artifacts
 from xlnet.training import trainer as trainer_lib
 from xlnet import model as model_lib
@@ -72,27 +77,19 @@ def program_command(program, record_dir, model_dir, *extra):
 def shared_train_gpu_run(*flags, num_core_per_host=2, timeout=300):
   """A model_dir that `train_gpu.py` trained on `shared_program_records(
   num_core_per_host)` with the tiny run and `flags` (e.g. "--train_steps=4",
-  "--save_steps=2"), trained once per test run and shared read-only: a test
-  that changes it works on `shared_artifacts.copy_of(path, tmp_path / "m")`.
+  "--save_steps=2"), trained once per test run (in a test process, see
+  `shared_program_run`) and shared read-only: a test that changes it works
+  on `shared_artifacts.copy_of(path, tmp_path / "m")`.
 
   Returns:
     (record_dir, model_dir).
   """
+  del timeout  # the run is in-process
   records = shared_program_records(num_core_per_host)
-
-  def train(directory, flags, num_core_per_host):
-    model_dir = os.path.join(directory, "model")
-    proc = subprocess.run(
-        program_command("train_gpu.py", records, model_dir,
-                        f"--num_core_per_host={num_core_per_host}", *flags),
-        capture_output=True, text=True, cwd=data_helpers.REPO_ROOT,
-        timeout=timeout, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-  directory = shared_artifacts.build_once(
-      "train_gpu", train, flags=list(flags),
-      num_core_per_host=num_core_per_host)
-  return records, os.path.join(directory, "model")
+  model_dir, _ = shared_program_run(
+      "train_gpu.py", records, f"--num_core_per_host={num_core_per_host}",
+      *flags)
+  return records, model_dir
 
 
 def tiny_flags(**overrides):
@@ -276,3 +273,87 @@ def fake_data_dir(tmp_path, **overrides):
   (tmp_path / "tfrecords").mkdir(parents=True)
   (tmp_path / "corpus_info.json").write_text(json.dumps(info))
   return str(tmp_path / "tfrecords")
+
+
+# ---- programs run in the test process ---------------------------------------
+def run_program(program, *args):
+  """`python {program} args` (a top-level program, e.g. train_gpu.py) run
+  in this process (`tests/in_process.py`: no interpreter to start, no
+  TensorFlow import; the library's functions traced by earlier runs of
+  this process are reused), from the repository, eagerly whatever the
+  test's mode (the engine runs eagerly, a graph-mode test's graph would
+  hold its ops).
+
+  Returns:
+    in_process.Result(returncode, stdout, stderr).
+  """
+  with context.eager_mode():
+    return in_process.run_program(program, *args, cwd=data_helpers.REPO_ROOT)
+
+
+def run_in_process(command):
+  """`run_program` of a `program_command` list ([python, program, args])."""
+  return run_program(os.path.basename(command[1]), *command[2:])
+
+
+def shared_program_run(program, record_dir, *flags):
+  """A model_dir that `program` (train_gpu.py, train_tpu.py) trained on
+  `record_dir` with the tiny run (`PROGRAM_RUN`) and `flags`, trained once
+  per test run, in the process of the first test that asks (the same bits
+  as `python {program}`: the same command gives the same bits), and shared
+  read-only: copy it (`shared_artifacts.copy_of`) to change it.
+
+  Returns:
+    (model_dir, the run's log: stdout and stderr).
+  """
+
+  def train(directory, program, record_dir, flags):
+    result = run_in_process(program_command(
+        program, record_dir, os.path.join(directory, "model"), *flags))
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(os.path.join(directory, "log.txt"), "w") as f:
+      f.write(result.stdout + result.stderr)
+
+  directory = shared_artifacts.build_once(
+      "program-run", train, program=program, record_dir=record_dir,
+      flags=list(flags))
+  with open(os.path.join(directory, "log.txt")) as f:
+    return os.path.join(directory, "model"), f.read()
+
+
+def log_lines(text):
+  """{step: the logged '[step] | gnorm ... | loss ...' part} of a
+  pretraining program's output."""
+  return {int(m.group(1)): m.group(0) for m in re.finditer(
+      r"\[(\d+)\] \| gnorm \S+ lr \S+ \| loss \S+", text)}
+
+
+def checkpoint_values(path):
+  """{name: array} of every tensor of a checkpoint (a prefix, or a
+  directory's newest)."""
+  reader = tf.train.load_checkpoint(str(path))
+  return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+
+
+def assert_same_checkpoint(got, want):
+  """The two checkpoints hold the same names and the same bits."""
+  got, want = checkpoint_values(got), checkpoint_values(want)
+  assert sorted(got) == sorted(want)
+  for name, value in want.items():
+    np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+@contextlib.contextmanager
+def file_size_limit(limit):
+  """Files this process writes may not grow beyond `limit` bytes during the
+  block (`ulimit -f`, the soft limit); with SIGXFSZ ignored a write beyond
+  it fails with EFBIG ("File too large"), as a full disk fails a write
+  with ENOSPC. For a program run in-process (`run_program`)."""
+  previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+  previous = resource.getrlimit(resource.RLIMIT_FSIZE)
+  resource.setrlimit(resource.RLIMIT_FSIZE, (limit, previous[1]))
+  try:
+    yield
+  finally:
+    resource.setrlimit(resource.RLIMIT_FSIZE, previous)
+    signal.signal(signal.SIGXFSZ, previous_handler)

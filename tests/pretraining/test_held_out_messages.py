@@ -3,29 +3,22 @@ programs' own flags: `train_gpu.py --eval_steps=N` reading the training
 records (no --eval_record_info_dir) said "differs in --split=valid", a flag
 of data_utils.py only."""
 import os
-import subprocess
 
 import pytest
 
 from tests import train_fixtures as fx
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
-
 
 @pytest.fixture(scope="module")
-def train_records(tmp_path_factory):
-  return fx.program_records(tmp_path_factory.mktemp("data"),
-                            num_core_per_host=1, num_lines=200)
+def train_records():
+  return fx.shared_program_records(1, num_lines=200)
 
 
 def _train_gpu(tmp_path, records, *flags):
-  cmd = fx.program_command("train_gpu.py", records, tmp_path / "model",
-                           "--num_core_per_host=1", "--train_steps=1",
-                           "--eval_steps=1", *flags)
-  return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
-                        timeout=300,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  """train_gpu.py in this process (`fx.run_program`)."""
+  return fx.run_in_process(fx.program_command(
+      "train_gpu.py", records, tmp_path / "model", "--num_core_per_host=1",
+      "--train_steps=1", "--eval_steps=1", *flags))
 
 
 @pytest.mark.parametrize("given", [False, True])

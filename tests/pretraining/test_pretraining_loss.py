@@ -12,7 +12,7 @@ from xlnet.training import template as template_lib
 from xlnet import pretraining_loss
 from xlnet.pretraining import held_out
 
-pytestmark = pytest.mark.eager
+pytestmark = [pytest.mark.eager, pytest.mark.tf_version]
 
 
 def _numpy_metrics(FL, params, batches):

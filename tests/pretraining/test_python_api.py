@@ -8,8 +8,6 @@ import json
 import math
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -40,10 +38,8 @@ def example(tmp_path_factory):
     the namespace the example ran in (configs, history, results, ...).
   """
   root = tmp_path_factory.mktemp("api")
-  records = fx.program_records(root / "data", num_core_per_host=1,
-                               num_lines=300)
-  held_out = fx.program_records(root / "data_valid", num_core_per_host=1,
-                                num_lines=120, split="valid")
+  records = fx.shared_program_records(1, num_lines=300)
+  held_out = fx.shared_program_records(1, num_lines=120, split="valid")
   code = example_code()
   for name, value in (("RECORDS", records), ("HELD_OUT", held_out),
                       ("MODEL_DIR", str(root / "api"))):
@@ -85,10 +81,10 @@ def program_flags(configs, model_dir, config_path):
 
 
 def _program(name, flags):
-  proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, name),
-                         *flags], capture_output=True, text=True,
-                        cwd=REPO_ROOT, timeout=600,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  """The program's command line, run in this process (`fx.run_program`:
+  its flags, their resolution and its calls; what only a process of its
+  own shows is tests/pretraining/test_train_gpu.py's kill test)."""
+  proc = fx.run_program(name, *flags)
   assert proc.returncode == 0, proc.stderr[-3000:]
   return proc
 

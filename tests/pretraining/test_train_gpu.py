@@ -1,30 +1,36 @@
 """Tests of the pretraining program `train_gpu.py` on the engine: the log
-line, flags against the data, exact resume after SIGKILL, SIGTERM/SIGINT,
-damaged checkpoints, divergence, checkpoint retention, warm start, and
-end-to-end training on demo-corpus records."""
+line, flags against the data, exact resume after SIGKILL and SIGTERM and
+after a rollback, damaged checkpoints, a full disk, divergence, checkpoint
+retention, warm start, and end-to-end training on demo-corpus records.
+
+One test runs `python train_gpu.py` in processes of its own, for what only
+a process shows (a kill, a signal, the interpreter's start); the others run
+the program's command line in the test process (`fx.run_program`), most
+from a copy of one shared trained model_dir (`_trained`).
+"""
 import hashlib
 import os
+import pathlib
 import re
-import resource
 import shutil
 import signal
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import data_helpers
+from tests import shared_artifacts
 from tests import train_fixtures as fx
-from tests.data_helpers import make_records
 from xlnet.pretraining import pretrain
 from xlnet.training import checkpoint_io
 
 pytestmark = pytest.mark.eager
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = data_helpers.REPO_ROOT
 
 
+@pytest.mark.quick
 def test_log_line_format_and_a_diverged_loss():
   """The release's log line (docs/training.md); a diverged loss (exp overflows a float) is
   logged as pplx inf instead of killing the run with OverflowError."""
@@ -36,7 +42,9 @@ def test_log_line_format_and_a_diverged_loss():
       "bpc 1154.1560")
 
 
+@pytest.mark.quick
 def test_entry_point_bad_input_is_one_line_exit_2(tmp_path):
+  """Run in-process: the command-line wiring is the kill test's, below."""
   record_dir = fx.fake_data_dir(tmp_path)
   for argv, message in [
       ([f"--record_info_dir={record_dir}", "--perm_size=8"],
@@ -44,11 +52,7 @@ def test_entry_point_bad_input_is_one_line_exit_2(tmp_path):
       ([f"--record_info_dir={record_dir}", "--reuse_len=2"],
        "--reuse_len=2 does not match the data"),
       ([f"--record_info_dir={tmp_path}/nowhere"], "does not exist")]:
-    proc = subprocess.run(
-        [sys.executable, os.path.join(REPO, "train_gpu.py"),
-         f"--model_dir={tmp_path}/m"] + argv,
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    proc = fx.run_program("train_gpu.py", f"--model_dir={tmp_path}/m", *argv)
     assert proc.returncode == 2, proc.stderr[-2000:]
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("train_gpu.py: error: ") and message in last, last
@@ -74,8 +78,9 @@ def test_init_checkpoint_with_missing_variables_is_clear(tmp_path):
 # The program under faults: kills, signals, damaged checkpoints, divergence.
 ################################################################################
 @pytest.fixture(scope="module")
-def tiny_records(tmp_path_factory):
-  return fx.program_records(tmp_path_factory.mktemp("records"))
+def tiny_records():
+  """Example records written for 2 cores (read by 1 core unless told)."""
+  return fx.shared_program_records(2)
 
 
 def _command(record_dir, model_dir, *extra):
@@ -83,94 +88,108 @@ def _command(record_dir, model_dir, *extra):
                             *extra)
 
 
-def _run(cmd, timeout=300):
-  return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
-                        timeout=timeout,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+def _run(record_dir, model_dir, *extra):
+  """The program in this process (`fx.run_program`)."""
+  return fx.run_in_process(_command(record_dir, model_dir, *extra))
 
 
 def _signal_when(cmd, pattern, sig):
   return fx.signal_when(cmd, pattern, sig, REPO)
 
 
-def _log_lines(text):
-  """{step: the logged '[step] | gnorm ... | loss ...' part}."""
-  return {int(m.group(1)): m.group(0) for m in re.finditer(
-      r"\[(\d+)\] \| gnorm \S+ lr \S+ \| loss \S+", text)}
+# The shared run most fault tests start from (a copy of it): 24 steps on
+# token records (examples sampled online) on 1 core, checkpoints 10, 20, 24.
+TRAINED = ["--num_core_per_host=1", "--train_steps=24", "--save_steps=10"]
 
 
-@pytest.mark.parametrize("cores", [1, 2])
-def test_resume_after_sigkill_logs_the_same_losses(tmp_path, tiny_records,
-                                                   cores):
-  """Killed (SIGKILL) right after checkpoint 10 and restarted with the same
-  command, the run logs exactly the losses of an uninterrupted run (dropout
-  0.1: the masks are a function of the step, the permutations of the data
-  position)."""
-  _check_resume_after_sigkill(tmp_path, tiny_records, cores)
+def _token_records():
+  return fx.shared_program_records(1, record_kind="tokens")
 
 
-@pytest.mark.slow
-def test_resume_on_token_records_logs_the_same_losses(tmp_path_factory,
-                                                      tmp_path):
-  """The same on token records (data_utils.py --record_kind=tokens): the
-  examples sampled online, too, are a function of the data position."""
-  records = fx.program_records(tmp_path_factory.mktemp("tokens"),
-                               record_kind="tokens")
-  _check_resume_after_sigkill(tmp_path, records, 2)
+def _trained(tmp_path):
+  """(records, a private copy of the shared TRAINED model_dir, the shared
+  run's log)."""
+  records = _token_records()
+  model_dir, log = fx.shared_program_run("train_gpu.py", records, "--seed=1",
+                                         *TRAINED)
+  return (records, pathlib.Path(shared_artifacts.copy_of(
+      model_dir, tmp_path / "m")), log)
 
 
-def _check_resume_after_sigkill(tmp_path, tiny_records, cores):
-  """Asserts that a run killed after checkpoint 10 and restarted logs the
-  losses, and ends with the bits, of an uninterrupted run."""
-  extra = ["--train_steps=24", "--save_steps=10",
-           f"--num_core_per_host={cores}"]
-  full = _run(_command(tiny_records, tmp_path / "full", *extra))
-  assert full.returncode == 0, full.stderr[-3000:]
-  want = _log_lines(full.stderr)
-  assert sorted(want) == list(range(1, 25))
-
-  cut = tmp_path / "cut"
-  code, first = _signal_when(_command(tiny_records, cut, *extra),
-                           r"Saved checkpoint .*model\.ckpt-10$",
-                           signal.SIGKILL)
-  assert code == -signal.SIGKILL
-  rest = _run(_command(tiny_records, cut, *extra))
-  assert rest.returncode == 0, rest.stderr[-3000:]
-  got = _log_lines(rest.stderr)
-  assert min(got) == 11 and max(got) == 24
+def _check_lines(got, want, first, last):
+  """The logged lines `got` are steps first..last, each the line `want`
+  logged for its step ({step: line})."""
+  assert (min(got), max(got)) == (first, last), sorted(got)
   for step, line in got.items():
     assert line == want[step], (step, line, want[step])
-  # ... and ends with the same bits: every variable, memories included.
-  full_ckpt = tf.train.load_checkpoint(str(tmp_path / "full"))
-  cut_ckpt = tf.train.load_checkpoint(str(cut))
-  names = full_ckpt.get_variable_to_shape_map()
-  assert names == cut_ckpt.get_variable_to_shape_map()
-  for name in names:
-    np.testing.assert_array_equal(cut_ckpt.get_tensor(name),
-                                  full_ckpt.get_tensor(name), err_msg=name)
-  del first
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_saves_a_checkpoint_and_exits_non_zero(tmp_path, tiny_records,
-                                                      sig):
-  model_dir = tmp_path / "m"
-  code, out = _signal_when(
-      _command(tiny_records, model_dir, "--train_steps=100000"),
-      r"\[3\] \| gnorm", sig)
-  assert code == 128 + sig, out[-3000:]
-  last = out.strip().splitlines()[-1]
+def test_killed_and_terminated_run_resumes_with_the_same_losses(
+    tmp_path, tiny_records):
+  """`python train_gpu.py` on 2 replicas is killed (SIGKILL) right after
+  checkpoint 10, and the same command, rerun, gets SIGTERM after its
+  first step: it saves the step it is on and stops with one line (exit
+  143); rerun again it finishes. Every logged line is the line of an
+  uninterrupted run, and the end state (every variable, both replicas'
+  memories) its bits: dropout (0.1) masks are a function of the step, the
+  permutations of the data position.
+
+  40 steps: the SIGTERM must arrive before the run's end (step 11 + the
+  time it takes to deliver it under load)."""
+  flags = ["--num_core_per_host=2", "--train_steps=40", "--save_steps=10"]
+  reference, log = fx.shared_program_run("train_gpu.py", tiny_records,
+                                         "--seed=1", *flags)
+  want = fx.log_lines(log)
+  assert sorted(want) == list(range(1, 41))
+
+  cut = tmp_path / "cut"
+  code, first = _signal_when(_command(tiny_records, cut, *flags),
+                             r"Saved checkpoint .*model\.ckpt-10$",
+                             signal.SIGKILL)
+  assert code == -signal.SIGKILL
+  assert all(fx.log_lines(first)[s] == want[s] for s in range(1, 11))
+
+  code, second = _signal_when(_command(tiny_records, cut, *flags),
+                              r"\[11\] \| gnorm", signal.SIGTERM)
+  assert code == 128 + signal.SIGTERM, second[-3000:]
+  last = second.strip().splitlines()[-1]
   match = re.fullmatch(
-      rf"train_gpu\.py: stopped by {signal.Signals(sig).name} after step "
-      rf"(\d+); checkpoint model\.ckpt-(\d+) saved in .*; rerun the same "
-      r"command to resume", last)
+      r"train_gpu\.py: stopped by SIGTERM after step (\d+); checkpoint "
+      r"model\.ckpt-(\d+) saved in .*; rerun the same command to resume",
+      last)
   assert match and match.group(1) == match.group(2), last
-  assert "Traceback" not in out
-  step = int(match.group(1))
-  assert tf.train.latest_checkpoint(str(model_dir)).endswith(f"-{step}")
-  assert int(tf.train.load_checkpoint(str(model_dir)).get_tensor(
-      "global_step")) == step
-  assert not [p for p in os.listdir(model_dir) if ".tmp-" in p]
+  assert "Traceback" not in second
+  stop = int(match.group(1))
+  assert stop < 40, "SIGTERM came after the end; give the run more steps"
+  _check_lines(fx.log_lines(second), want, 11, stop)
+  assert tf.train.latest_checkpoint(str(cut)).endswith(f"-{stop}")
+  assert int(tf.train.load_checkpoint(str(cut)).get_tensor(
+      "global_step")) == stop
+  assert not [p for p in os.listdir(cut) if ".tmp-" in p]
+
+  rest = _run(tiny_records, cut, *flags)
+  assert rest.returncode == 0, rest.stderr[-3000:]
+  _check_lines(fx.log_lines(rest.stderr), want, stop + 1, 40)
+  fx.assert_same_checkpoint(cut, reference)
+
+
+@pytest.mark.tf_version
+def test_a_rolled_back_run_resumes_with_the_same_losses(tmp_path):
+  """On 1 device, on token records (examples sampled online, keyed by the
+  data position): the shared run rolled back to checkpoint 10
+  (`model_utils.py rollback_ckpt --step=10`) and rerun logs steps 11-24 as
+  it did, and ends with its bits (memories included)."""
+  records, model_dir, log = _trained(tmp_path)
+  fix = fx.run_program("model_utils.py", "rollback_ckpt",
+                       f"--model_dir={model_dir}", "--step=10")
+  assert fix.returncode == 0, fix.stderr[-2000:]
+  assert tf.train.latest_checkpoint(str(model_dir)).endswith(
+      "model.ckpt-10")
+  proc = _run(records, model_dir, *TRAINED)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  _check_lines(fx.log_lines(proc.stderr), fx.log_lines(log), 11, 24)
+  fx.assert_same_checkpoint(model_dir,
+                            model_dir / "quarantine" / "model.ckpt-24")
 
 
 def _checksums(directory):
@@ -180,92 +199,69 @@ def _checksums(directory):
 
 @pytest.mark.parametrize("damage", ["truncated data", "missing index"])
 def test_damaged_newest_checkpoint_stops_without_touching_files(
-    tmp_path, tiny_records, damage):
-  model_dir = tmp_path / "m"
-  first = _run(_command(tiny_records, model_dir, "--train_steps=4",
-                        "--save_steps=2"))
-  assert first.returncode == 0, first.stderr[-3000:]
-  newest = model_dir / "model.ckpt-4"
+    tmp_path, damage):
+  records, model_dir, _ = _trained(tmp_path)
   if damage == "truncated data":
-    data = model_dir / "model.ckpt-4.data-00000-of-00001"
+    data = model_dir / "model.ckpt-24.data-00000-of-00001"
     data.write_bytes(data.read_bytes()[:100])
     named = data.name
   else:
-    (model_dir / "model.ckpt-4.index").unlink()
-    named = "model.ckpt-4.index"
+    (model_dir / "model.ckpt-24.index").unlink()
+    named = "model.ckpt-24.index"
   before = _checksums(model_dir)
-  proc = _run(_command(tiny_records, model_dir, "--train_steps=6",
-                       "--save_steps=2"))
+  proc = _run(records, model_dir, *TRAINED)
   assert proc.returncode == 2, proc.stderr[-3000:]
   last = proc.stderr.strip().splitlines()[-1]
   assert last.startswith("train_gpu.py: error: ") and named in last, last
-  assert "model.ckpt-2 (the newest intact checkpoint)" in last, last
+  assert "model.ckpt-20 (the newest intact checkpoint)" in last, last
   assert "rollback_ckpt" in last and "Traceback" not in proc.stderr
   assert _checksums(model_dir) == before  # nothing written or removed
 
   # The suggested command moves the damaged files away; training resumes
-  # from step 2.
-  fix = subprocess.run(
-      [sys.executable, os.path.join(REPO, "model_utils.py"), "rollback_ckpt",
-       f"--model_dir={model_dir}"], capture_output=True, text=True, cwd=REPO,
-      timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  # from step 20.
+  fix = fx.run_program("model_utils.py", "rollback_ckpt",
+                       f"--model_dir={model_dir}")
   assert fix.returncode == 0, fix.stderr[-2000:]
-  resumed = _run(_command(tiny_records, model_dir, "--train_steps=6",
-                          "--save_steps=2"))
+  resumed = _run(records, model_dir, *TRAINED)
   assert resumed.returncode == 0, resumed.stderr[-3000:]
-  assert min(_log_lines(resumed.stderr)) == 3
-  del newest
+  assert sorted(fx.log_lines(resumed.stderr)) == [21, 22, 23, 24]
 
 
-def _file_size_limit(limit):
-  """A preexec_fn: files may not grow beyond `limit` bytes (`ulimit -f`);
-  with SIGXFSZ ignored a write beyond it fails with EFBIG."""
-  def preexec():
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-  return preexec
-
-
-@pytest.mark.slow
 def test_a_save_beyond_a_file_size_limit_is_one_line_and_a_rerun_resumes(
-    tmp_path, tiny_records):
-  """The save of model.ckpt-4 fails (file too large): one line naming the
-  path, the cause and the intact model.ckpt-2, exit code 1, no file of the
-  failed save left; model.ckpt-2 still loads, and the same command without
+    tmp_path):
+  """The save of model.ckpt-26 fails (file too large): one line naming the
+  path, the cause and the intact model.ckpt-24, exit code 1, no file of the
+  failed save left; model.ckpt-24 still loads, and the same command without
   the limit resumes from it."""
-  model_dir = tmp_path / "m"
-  first = _run(_command(tiny_records, model_dir, "--train_steps=2"))
-  assert first.returncode == 0, first.stderr[-3000:]
-  data = model_dir / "model.ckpt-2.data-00000-of-00001"
-  want = checkpoint_io.read_tensors(str(model_dir / "model.ckpt-2"))
-  proc = subprocess.run(
-      _command(tiny_records, model_dir, "--train_steps=4"),
-      capture_output=True, text=True, cwd=REPO, timeout=300,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-      preexec_fn=_file_size_limit(data.stat().st_size // 2))
+  records, model_dir, _ = _trained(tmp_path)
+  data = model_dir / "model.ckpt-24.data-00000-of-00001"
+  want = checkpoint_io.read_tensors(str(model_dir / "model.ckpt-24"))
+  flags = [*TRAINED, "--train_steps=26"]
+  with fx.file_size_limit(data.stat().st_size // 2):
+    proc = _run(records, model_dir, *flags)
   assert proc.returncode == 1, proc.stderr[-3000:]
   last = proc.stderr.strip().splitlines()[-1]
   assert last == (f"train_gpu.py: error: cannot write {model_dir}/"
-                  "model.ckpt-4: file too large; model.ckpt-2 is intact; "
+                  "model.ckpt-26: file too large; model.ckpt-24 is intact; "
                   "fix the cause and rerun the same command to resume from "
                   "it"), last
   assert "Traceback" not in proc.stderr
   assert not [p.name for p in model_dir.iterdir()
-              if p.name.startswith("model.ckpt-4") or ".tmp-" in p.name]
+              if p.name.startswith("model.ckpt-26") or ".tmp-" in p.name]
   assert not (model_dir / "trainer.lock").exists()
-  got = checkpoint_io.read_tensors(str(model_dir / "model.ckpt-2"))
+  got = checkpoint_io.read_tensors(str(model_dir / "model.ckpt-24"))
   for name, value in want.items():
     np.testing.assert_array_equal(got[name], value, err_msg=name)
-  rerun = _run(_command(tiny_records, model_dir, "--train_steps=4"))
+  rerun = _run(records, model_dir, *flags)
   assert rerun.returncode == 0, rerun.stderr[-3000:]
-  assert sorted(_log_lines(rerun.stderr)) == [3, 4]
+  assert sorted(fx.log_lines(rerun.stderr)) == [25, 26]
 
 
 def test_divergence_stops_and_never_saves_non_finite_weights(tmp_path,
                                                              tiny_records):
   model_dir = tmp_path / "m"
-  proc = _run(_command(tiny_records, model_dir, "--train_steps=50",
-                       "--learning_rate=1e30", "--warmup_steps=0"))
+  proc = _run(tiny_records, model_dir, "--train_steps=50",
+              "--learning_rate=1e30", "--warmup_steps=0")
   assert proc.returncode == 1, proc.stderr[-3000:]
   last = proc.stderr.strip().splitlines()[-1]
   assert last.startswith("train_gpu.py: error: non-finite loss"), last
@@ -278,34 +274,37 @@ def test_divergence_stops_and_never_saves_non_finite_weights(tmp_path,
       assert np.all(np.isfinite(reader.get_tensor(name))), (prefix, name)
 
 
-def test_max_save_bounds_checkpoints_across_restarts(tmp_path, tiny_records):
-  model_dir = tmp_path / "m"
-  for steps in (5, 9):
-    proc = _run(_command(tiny_records, model_dir, f"--train_steps={steps}",
-                         "--save_steps=1", "--max_save=2", "--dropout=0",
-                         "--dropatt=0"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_max_save_bounds_checkpoints_across_restarts(tmp_path):
+  """Resumed with --max_save=2 where an earlier run left checkpoints 10,
+  20 and 24: only the run's last two remain, the earlier run's are gone."""
+  records, model_dir, _ = _trained(tmp_path)
+  assert sorted(p.name for p in model_dir.glob("model.ckpt-*.index")) == [
+      "model.ckpt-10.index", "model.ckpt-20.index", "model.ckpt-24.index"]
+  proc = _run(records, model_dir, *TRAINED, "--train_steps=28",
+              "--save_steps=1", "--max_save=2")
+  assert proc.returncode == 0, proc.stderr[-3000:]
   indexes = sorted(p.name for p in model_dir.glob("model.ckpt-*.index"))
-  assert indexes == ["model.ckpt-8.index", "model.ckpt-9.index"]
+  assert indexes == ["model.ckpt-27.index", "model.ckpt-28.index"]
   assert sorted(p.name for p in model_dir.glob("model.ckpt-*.data-*")) == [
-      "model.ckpt-8.data-00000-of-00001", "model.ckpt-9.data-00000-of-00001"]
+      "model.ckpt-27.data-00000-of-00001", "model.ckpt-28.data-00000-of-00001"]
 
 
 @pytest.mark.slow
 def test_loss_falls_on_demo_corpus_records_with_two_replicas(tmp_path):
-  """Demo-corpus records (bi_data, written for 1 core) on 2 CPU replicas."""
-  record_dir = make_records(str(tmp_path / "data"), num_lines=1500)
+  """Demo-corpus records (bi_data, written for 1 core) on 2 CPU replicas.
+  80 steps of a d_model 32 model: the loss must fall by 1 nat."""
+  record_dir = data_helpers.shared_records(num_lines=1500)
   model_dir = tmp_path / "model"
-  proc = _run([
-      sys.executable, os.path.join(REPO, "train_gpu.py"),
-      f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
+  proc = fx.run_program(
+      "train_gpu.py", f"--record_info_dir={record_dir}",
+      f"--model_dir={model_dir}",
       "--n_layer=2", "--d_model=32", "--n_head=2", "--d_head=16",
       "--d_inner=64", "--dropout=0", "--dropatt=0", "--mem_len=32",
       "--perm_size=16", "--num_core_per_host=2", "--learning_rate=3e-3",
       "--warmup_steps=10", "--train_steps=80", "--iterations=1",
-      "--seed=1"])
+      "--seed=1")
   assert proc.returncode == 0, proc.stderr[-3000:]
-  losses = _log_lines(proc.stderr)
+  losses = fx.log_lines(proc.stderr)
   assert sorted(losses) == list(range(1, 81))
   values = [float(losses[s].rsplit(" ", 1)[1]) for s in sorted(losses)]
   assert values[0] > 6.0  # ~ln(vocab 1000) at the start
@@ -327,8 +326,8 @@ def test_corrupted_record_saves_progress_and_names_the_file(tmp_path,
   raw[len(raw) // 3] ^= 0xFF
   record.write_bytes(bytes(raw))
   model_dir = tmp_path / "m"
-  proc = _run(_command(data / "tfrecords", model_dir, "--train_steps=100000",
-                       "--iterations=100"))
+  proc = _run(data / "tfrecords", model_dir, "--train_steps=100000",
+              "--iterations=100")
   assert proc.returncode == 1, proc.stderr[-3000:]
   last = proc.stderr.strip().splitlines()[-1]
   match = re.match(r"train_gpu\.py: error: a corrupted input record stopped "
@@ -347,7 +346,7 @@ def test_model_dir_that_is_a_file_or_unwritable_is_one_line(tmp_path,
   blocker.write_text("x")
   for model_dir, words in ((blocker, "exists and is not a directory"),
                            (blocker / "sub", "is not writable")):
-    proc = _run(_command(tiny_records, model_dir, "--train_steps=2"))
+    proc = _run(tiny_records, model_dir, "--train_steps=2")
     assert proc.returncode == 2, proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("train_gpu.py: error: --model_dir=") and (
@@ -366,11 +365,10 @@ def test_corpus_info_path_reaches_the_input_function(tmp_path, tiny_records):
   info = tmp_path / "elsewhere" / "info.json"
   info.parent.mkdir()
   os.rename(data / "corpus_info.json", info)
-  ok = _run(_command(data / "tfrecords", tmp_path / "m", "--train_steps=2",
-                     f"--corpus_info_path={info}"))
+  ok = _run(data / "tfrecords", tmp_path / "m", "--train_steps=2",
+            f"--corpus_info_path={info}")
   assert ok.returncode == 0, ok.stderr[-3000:]
   assert "regrouped from 2 to 1 cores" in ok.stderr
-  missing = _run(_command(data / "tfrecords", tmp_path / "m2",
-                          "--train_steps=2"))
+  missing = _run(data / "tfrecords", tmp_path / "m2", "--train_steps=2")
   assert missing.returncode == 2
   assert "corpus_info.json" in missing.stderr.strip().splitlines()[-1]

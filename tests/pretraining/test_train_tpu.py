@@ -4,9 +4,8 @@ the only one on TensorFlow >= 2.16)."""
 import json
 import os
 import re
+import shutil
 import signal
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ import tensorflow as tf
 
 from xlnet.flags import catalog as flag_catalog
 from tests import train_fixtures as fx
-from tests.data_helpers import make_records
+from tests import data_helpers
 from xlnet.flags import pretraining as pretrain_flags
 from xlnet.pretraining import api
 from xlnet.pretraining import estimator
@@ -48,7 +47,7 @@ def _train_on_cpu(record_dir, model_dir, **flags):
 @pytest.mark.tpu_estimator
 @pytest.mark.slow
 def test_cpu_run_trains_with_memories_across_loops(tmp_path):
-  record_dir = make_records(str(tmp_path / "data"), num_lines=600)
+  record_dir = data_helpers.shared_records(num_lines=600)
   model_dir = str(tmp_path / "model")
   _train_on_cpu(record_dir, model_dir, n_layer=2, d_model=16, n_head=2,
                 d_head=8, d_inner=32, mem_len=32, learning_rate=1e-3,
@@ -86,7 +85,7 @@ def test_cpu_run_trains_with_memories_across_loops(tmp_path):
 def test_memories_carry_across_loop_boundaries(tmp_path):
   """With iterations=1 every step is its own loop: step 2 must still see
   step 1's memory (the release reset it to zeros at every loop start)."""
-  record_dir = make_records(str(tmp_path / "data"), num_lines=600)
+  record_dir = data_helpers.shared_records(num_lines=600)
   model_dir = str(tmp_path / "model")
   _train_on_cpu(record_dir, model_dir, n_layer=1, d_model=8, n_head=1,
                 d_head=8, d_inner=8, mem_len=48, learning_rate=0,
@@ -111,14 +110,11 @@ def test_memories_carry_across_loop_boundaries(tmp_path):
 def test_original_readme_command_runs_train_py(tmp_path):
   """The released README's command starts `python train.py` (the release's
   TPU trainer) with --corpus_info_path: both are accepted; here it stops with
-  one clear line because the records do not exist."""
+  one clear line because the records do not exist (in-process)."""
   argv = [a.replace("$DATA", str(tmp_path / "nowhere"))
           for a in fx.README_COMMAND]
-  proc = subprocess.run(
-      [sys.executable, os.path.join(REPO, "train.py"), "--use_tpu=False",
-       f"--model_dir={tmp_path}/m"] + argv,
-      capture_output=True, text=True, cwd=REPO, timeout=120,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  proc = fx.run_program("train.py", "--use_tpu=False",
+                        f"--model_dir={tmp_path}/m", *argv)
   assert proc.returncode == 2, proc.stderr[-2000:]
   assert "Traceback" not in proc.stderr
   line = proc.stderr.strip().splitlines()[-1]
@@ -135,6 +131,7 @@ def test_train_py_targets_a_tpu_like_the_release():
   assert (gpu.use_tpu, gpu.num_core_per_host) == (False, 1)
 
 
+@pytest.mark.tf_version
 def test_without_a_tpu_the_default_says_how_to_name_one(tmp_path,
                                                         tpu_records):
   proc = _run_tpu(tpu_records, tmp_path / "m", "--train_steps=2",
@@ -145,6 +142,7 @@ def test_without_a_tpu_the_default_says_how_to_name_one(tmp_path,
   assert "--use_tpu=False" in line and "Traceback" not in proc.stderr
 
 
+@pytest.mark.tf_version
 @pytest.mark.skipif(tpu_estimator.tpu_estimator() is not None,
                     reason="TensorFlow <= 2.15 has "
                     "TPUEstimator; the message is for >= 2.16")
@@ -180,8 +178,8 @@ def test_a_core_uses_only_memories_it_owns():
 
 
 @pytest.fixture(scope="module")
-def tpu_records(tmp_path_factory):
-  return fx.program_records(tmp_path_factory.mktemp("records"))
+def tpu_records():
+  return fx.shared_program_records(2)
 
 
 def _tpu_command(record_dir, model_dir, *args, use_tpu=False, extra=()):
@@ -193,17 +191,12 @@ def _tpu_command(record_dir, model_dir, *args, use_tpu=False, extra=()):
 
 
 def _run_tpu(*args, **kwargs):
-  return subprocess.run(_tpu_command(*args, **kwargs), capture_output=True,
-                        text=True, cwd=REPO, timeout=300,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  """train_tpu.py in this process (`fx.run_program`)."""
+  return fx.run_in_process(_tpu_command(*args, **kwargs))
 
 
 ENGINES = [pytest.param("estimator", marks=pytest.mark.tpu_estimator),
            "strategy"]
-
-
-_SAVED = {"estimator": r"Saving checkpoints for {step} into",
-          "strategy": r"Saved checkpoint .*model\.ckpt-{step}$"}
 
 
 def _weights(prefix):
@@ -211,39 +204,46 @@ def _weights(prefix):
   return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
 
 
-@pytest.mark.parametrize("tpu_engine", ENGINES)
-def test_resume_continues_the_data_where_it_stopped(tmp_path, tpu_records,
-                                                    tpu_engine):
-  """Killed after checkpoint 4 and restarted, the run ends at step 8 with
-  the weights, optimizer state and memories of an uninterrupted run, bit
-  for bit: the data resumed at the right batch, dropout drew the same
-  masks."""
+@pytest.mark.tpu_estimator
+def test_estimator_run_rolled_back_resumes_where_the_data_stopped(
+    tmp_path, tpu_records):
+  """TPUEstimator: a copy of a run of 8 steps (checkpoints 4 and 8) rolled
+  back to checkpoint 4 (`model_utils.py rollback_ckpt --step=4`) and rerun
+  ends at step 8 with the weights, optimizer state and memories of the
+  run, bit for bit: the data resumed at the right batch, dropout drew the
+  same masks. (The engine's resume, --tpu_engine=strategy's too: a killed
+  and a rolled-back train_gpu.py, tests/pretraining/test_train_gpu.py.)"""
   args = ["--train_steps=8", "--iterations=2", "--save_steps=4",
-          f"--tpu_engine={tpu_engine}"]
+          "--tpu_engine=estimator"]
   full = _run_tpu(tpu_records, tmp_path / "full", *args)
   assert full.returncode == 0, full.stderr[-3000:]
-  code, out = fx.signal_when(
-      _tpu_command(tpu_records, tmp_path / "cut", *args),
-      _SAVED[tpu_engine].format(step=4), signal.SIGKILL, REPO)
-  assert code == -signal.SIGKILL, out[-3000:]
-  rest = _run_tpu(tpu_records, tmp_path / "cut", *args)
+  cut = shutil.copytree(tmp_path / "full", tmp_path / "cut")
+  fix = fx.run_program("model_utils.py", "rollback_ckpt",
+                       f"--model_dir={cut}", "--step=4")
+  assert fix.returncode == 0, fix.stderr[-2000:]
+  assert not os.path.exists(os.path.join(cut, "model.ckpt-8.index"))
+  rest = _run_tpu(tpu_records, cut, *args)
   assert rest.returncode == 0, rest.stderr[-3000:]
+  assert "Restoring parameters from " + os.path.join(
+      cut, "model.ckpt-4") in rest.stderr
   want = _weights(str(tmp_path / "full" / "model.ckpt-8"))
-  got = _weights(str(tmp_path / "cut" / "model.ckpt-8"))
+  got = _weights(os.path.join(cut, "model.ckpt-8"))
   assert set(got) == set(want)
   for name, value in want.items():
     np.testing.assert_array_equal(got[name], value, err_msg=name)
 
 
-@pytest.mark.parametrize("tpu_engine", ENGINES)
-def test_sigterm_saves_and_exits_non_zero(tmp_path, tpu_records, tpu_engine):
+@pytest.mark.tpu_estimator
+def test_sigterm_saves_and_exits_non_zero(tmp_path, tpu_records):
+  """TPUEstimator's run in a process of its own, stopped by SIGTERM. (The
+  engine's, --tpu_engine=strategy's: train_gpu.py's kill test.)"""
   model_dir = tmp_path / "m"
   code, out = fx.signal_when(
-      _tpu_command(tpu_records, model_dir, "--train_steps=100000",
-                   "--iterations=2", "--save_steps=100000",
-                   f"--tpu_engine={tpu_engine}"),
-      r"global_step/sec|\[2\] \| gnorm|Saving checkpoints for 0 ",
-      signal.SIGTERM, REPO)
+      fx.program_command("train_tpu.py", tpu_records, model_dir, "--seed=1",
+                         "--train_steps=100000", "--iterations=2",
+                         "--save_steps=100000", "--tpu_engine=estimator",
+                         "--use_tpu=False"),
+      r"global_step/sec|Saving checkpoints for 0 ", signal.SIGTERM, REPO)
   assert code == 128 + signal.SIGTERM, out[-3000:]
   last = out.strip().splitlines()[-1]
   match = re.fullmatch(r"train_tpu\.py: stopped by SIGTERM after step (\d+);"
@@ -255,6 +255,7 @@ def test_sigterm_saves_and_exits_non_zero(tmp_path, tpu_records, tpu_engine):
   assert "Traceback" not in out
 
 
+@pytest.mark.eager
 @pytest.mark.parametrize("tpu_engine", ENGINES)
 def test_divergence_stops_with_finite_checkpoints(tmp_path, tpu_records,
                                                   tpu_engine):

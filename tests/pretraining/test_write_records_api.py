@@ -3,10 +3,9 @@
 `Records.data()` is the `PretrainData` of the sizes in corpus_info.json."""
 import json
 import os
-import subprocess
-import sys
 
 from tests import data_helpers
+from tests import train_fixtures as fx
 from xlnet.pretraining import api
 
 SETTINGS = dict(seq_len=32, reuse_len=16, bsz_per_host=4,
@@ -30,12 +29,10 @@ def test_write_records_writes_what_data_utils_writes(tmp_path):
   spm = data_helpers.train_tiny_spm()
   records = api.write_records(corpus, spm, str(tmp_path / "api"),
                               num_workers=1, **SETTINGS)
-  proc = subprocess.run(
-      [sys.executable, os.path.join(data_helpers.REPO_ROOT, "data_utils.py"),
-       f"--input_glob={corpus}", f"--sp_path={spm}",
-       f"--save_dir={tmp_path / 'cli'}", "--num_workers=1",
-       *[f"--{k}={v}" for k, v in SETTINGS.items()]],
-      capture_output=True, text=True, timeout=600)
+  proc = fx.run_program(
+      "data_utils.py", f"--input_glob={corpus}", f"--sp_path={spm}",
+      f"--save_dir={tmp_path / 'cli'}", "--num_workers=1",
+      *[f"--{k}={v}" for k, v in SETTINGS.items()])
   assert proc.returncode == 0, proc.stderr[-2000:]
   ours, theirs = _files(tmp_path / "api"), _files(tmp_path / "cli")
   assert ours.keys() == theirs.keys()

@@ -10,7 +10,7 @@ import pytest
 from xlnet.training import checkpoint_io
 from xlnet import io_utils
 
-pytestmark = pytest.mark.eager
+pytestmark = [pytest.mark.eager, pytest.mark.tf_version]
 
 
 def _values(step):
@@ -24,6 +24,7 @@ def _write(model_dir, step, max_save=None):
       max_save=max_save)
 
 
+@pytest.mark.quick
 def test_a_kill_between_the_steps_of_a_deletion_leaves_nothing_behind(
     tmp_path):
   """Pruning deletes the index, then the data. Killed in between, the data

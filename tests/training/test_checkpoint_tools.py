@@ -10,11 +10,14 @@ import pytest
 import tensorflow as tf
 
 from tests import checkpoint_fixtures as ckpt_fx
+from tests import train_fixtures as fx
 from xlnet.training import checkpoint_tools
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_clean_ckpt_keeps_only_model_variables(tmp_path):
   values = ckpt_fx.random_values(0)
   prefix, = ckpt_fx.save_checkpoints(str(tmp_path / "in"), [values])
@@ -44,6 +47,7 @@ def test_clean_ckpt_errors(tmp_path):
     checkpoint_tools.clean_ckpt(prefix, str(tmp_path / "in"))
 
 
+@pytest.mark.tf_version
 def test_avg_checkpoints_averages_the_last_k(tmp_path):
   model_dir, out_dir = str(tmp_path / "train"), str(tmp_path / "avg")
   all_values = [ckpt_fx.random_values(seed) for seed in range(4)]
@@ -69,17 +73,26 @@ def test_avg_checkpoints_errors(tmp_path):
 
 
 def run_cli(*args):
+  """`python model_utils.py args` in this process (`fx.run_program`)."""
+  return fx.run_program("model_utils.py", *args)
+
+
+def run_process(*args):
+  """`python model_utils.py args` in a process of its own."""
   return subprocess.run([sys.executable, os.path.join(REPO, "model_utils.py"),
                          *args], capture_output=True, text=True, cwd=REPO,
                         timeout=120)
 
 
 def test_command_line_clean_and_bad_input(tmp_path):
+  """The program in a process of its own once (a fresh interpreter's
+  imports, exit code 0); its other command-line checks run in-process."""
   values = ckpt_fx.random_values(3)
   ckpt_fx.save_checkpoints(str(tmp_path / "in"), [values])
   out_dir = str(tmp_path / "out")
-  ok = run_cli("clean_ckpt", f"--clean_input_ckpt={tmp_path / 'in'}/latest",
-               f"--clean_output_model_dir={out_dir}")
+  ok = run_process("clean_ckpt",
+                   f"--clean_input_ckpt={tmp_path / 'in'}/latest",
+                   f"--clean_output_model_dir={out_dir}")
   assert ok.returncode == 0, ok.stderr
   assert sorted(ckpt_fx.read_checkpoint(
       tf.train.latest_checkpoint(out_dir))) == sorted(ckpt_fx.MODEL_VARS)
@@ -90,6 +103,7 @@ def test_command_line_clean_and_bad_input(tmp_path):
   assert "avg_num=4" in bad.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.tf_version
 def test_damaged_inputs_and_bad_outputs_are_one_line_errors(tmp_path):
   prefixes = ckpt_fx.save_checkpoints(str(tmp_path / "in"),
                                       [ckpt_fx.random_values(0),
@@ -128,6 +142,7 @@ def test_damaged_inputs_and_bad_outputs_are_one_line_errors(tmp_path):
   assert not (tmp_path / "out").exists() or not os.listdir(tmp_path / "out")
 
 
+@pytest.mark.tf_version
 def test_rollback_moves_damaged_newer_checkpoints_to_quarantine(tmp_path):
   model_dir = tmp_path / "train"
   prefixes = ckpt_fx.save_checkpoints(str(model_dir), [ckpt_fx.random_values(s)

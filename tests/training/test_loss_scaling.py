@@ -15,6 +15,7 @@ from xlnet.training import trainer as trainer_lib
 pytestmark = pytest.mark.eager
 
 
+@pytest.mark.tf_version
 def test_float16_with_loss_scaling_tracks_float32(tmp_path):
   """--use_fp16: the loss of every step stays within float16 rounding of the
   float32 run's, from the same weights and batches."""
@@ -103,6 +104,8 @@ def _saved_state(model_dir):
           for name, _ in tf.train.list_variables(str(model_dir))}
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_overflow_at_loss_scale_one_saves_exactly_the_last_applied_state(
     tmp_path):
   """Scale 2: an overflow lowers it to 1 (never below), finite steps are

@@ -16,7 +16,13 @@ from xlnet.training import config
 from xlnet.training import optimizer
 from xlnet.training import tpu_estimator
 
+pytestmark = pytest.mark.tf_version
+
 BETA1, BETA2 = 0.9, 0.999
+# The betas as the Adam kernel gets them, float32 constants: 1 - 0.999f is
+# 0.00099998713, not 0.001 (a relative 1.3e-5 in every v increment, which
+# accumulates over steps).
+KERNEL_BETA1, KERNEL_BETA2 = float(np.float32(BETA1)), float(np.float32(BETA2))
 
 
 def make_config(**overrides):
@@ -70,6 +76,7 @@ def first_moment_slot(var_name, weight_decay):
 ################################################################################
 # Learning rate.
 ################################################################################
+@pytest.mark.quick
 @pytest.mark.parametrize("method", ["poly", "cos"])
 def test_learning_rate_schedule(method):
   opt = make_config(learning_rate=0.4, warmup_steps=5, train_steps=20,
@@ -215,8 +222,8 @@ def np_adam_steps(params, coefs, offsets, opt, num_steps):
     scale = opt.clip / max(norm, opt.clip)
     grads = {n: g * scale for n, g in grads.items()}
     for n in params:
-      m[n] = BETA1 * m[n] + (1 - BETA1) * grads[n]
-      v[n] = BETA2 * v[n] + (1 - BETA2) * grads[n] ** 2
+      m[n] = KERNEL_BETA1 * m[n] + (1 - KERNEL_BETA1) * grads[n]
+      v[n] = KERNEL_BETA2 * v[n] + (1 - KERNEL_BETA2) * grads[n] ** 2
       if opt.weight_decay:  # AdamW: no bias correction, decoupled decay.
         update = m[n] / (np.sqrt(v[n]) + opt.adam_epsilon)
         if "LayerNorm" not in n:
@@ -224,13 +231,14 @@ def np_adam_steps(params, coefs, offsets, opt, num_steps):
         params[n] = params[n] - lr * update
       else:  # tf.compat.v1.train.AdamOptimizer.
         t = step + 1
-        lr_t = lr * np.sqrt(1 - BETA2 ** t) / (1 - BETA1 ** t)
+        lr_t = lr * np.sqrt(1 - KERNEL_BETA2 ** t) / (1 - KERNEL_BETA1 ** t)
         params[n] = params[n] - lr_t * m[n] / (np.sqrt(v[n]) +
                                                opt.adam_epsilon)
     history.append(dict(params))
   return history
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("weight_decay", [0.0, 0.05])
 def test_optimizer_steps_match_numpy(weight_decay):
   names = {"model/transformer/layer_0/ff/layer_1/kernel": (2, 3),

@@ -2,35 +2,30 @@
 disk would) end with one line naming the file, the cause and what is safe,
 exit code 1, and leave no temporary file; a rerun with room succeeds.
 
-The limit is RLIMIT_FSIZE with SIGXFSZ ignored, set in the child process
-only: a write past it fails with EFBIG ("File too large"), like ENOSPC.
+The programs run in this process (`fx.run_program`) under RLIMIT_FSIZE with
+SIGXFSZ ignored (`fx.file_size_limit`, lifted afterwards): a write past it
+fails with EFBIG ("File too large"), like ENOSPC.
 """
 import glob
 import os
-import resource
-import signal
-import subprocess
-import sys
 
 import pytest
 
 from tests import classifier_fixtures
 from tests import data_helpers
+from tests import train_fixtures as fx
+
+# The writers' errors are TensorFlow's file errors, translated.
+pytestmark = pytest.mark.tf_version
 
 
 def run(program, args, max_file_bytes=None):
-  """Runs `program` (a top-level script); with `max_file_bytes`, no file it
-  writes may grow past that many bytes."""
-
-  def limit():
-    resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes,) * 2)
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-
-  return subprocess.run(
-      [sys.executable, os.path.join(data_helpers.REPO_ROOT, program)] + args,
-      capture_output=True, text=True, timeout=300,
-      preexec_fn=limit if max_file_bytes else None,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  """Runs `program` (a top-level script) in this process; with
+  `max_file_bytes`, no file it writes may grow past that many bytes."""
+  if max_file_bytes is None:
+    return fx.run_program(program, *args)
+  with fx.file_size_limit(max_file_bytes):
+    return fx.run_program(program, *args)
 
 
 def assert_one_line_resource_error(res, program, path):

@@ -37,6 +37,7 @@ def _dead_pid():
   return proc.pid
 
 
+@pytest.mark.quick
 def test_a_second_holder_is_refused_with_the_directory_and_the_holder(
     tmp_path):
   token = run_lock.acquire(str(tmp_path))
@@ -120,12 +121,13 @@ def _stale_lock(model_dir, kind, dead_pid):
   return path
 
 
-# Takes the lock of the directories it reads, one per line `DIR START`, at
-# the time START (so that every racer calls acquire at the same moment),
-# and answers `won TOKEN` or `locked`.
+# Says `ready` once imported, then takes the lock of the directories it
+# reads, one per line `DIR START`, at the time START (so that every racer
+# calls acquire at the same moment), and answers `won TOKEN` or `locked`.
 _RACER = r"""
 import sys, time
 from xlnet.training import run_lock
+print("ready", flush=True)
 for line in sys.stdin:
   model_dir, start = line.split()
   while time.time() < float(start):
@@ -149,11 +151,12 @@ def test_racers_on_a_stale_lock_take_it_over_exactly_once(tmp_path):
                              text=True) for _ in range(3)]
   kinds = ["dead pid here", "lease expired", "empty, written 60 s ago"]
   try:
+    assert [racer.stdout.readline() for racer in racers] == ["ready\n"] * 3
     for r in range(150):
       model_dir = tmp_path / f"round{r}"
       model_dir.mkdir()
       path = _stale_lock(str(model_dir), kinds[r % 3], dead_pid)
-      start = time.time() + (10.0 if r == 0 else 0.05)  # imports first
+      start = time.time() + 0.05
       for racer in racers:
         racer.stdin.write(f"{model_dir} {start}\n")
         racer.stdin.flush()
@@ -378,7 +381,7 @@ def test_train_gpu_stalled_past_its_lease_stops_with_one_line(tmp_path):
   over; resumed, it stops at its next save with one line and exit code 1,
   writing no checkpoint."""
   from tests import train_fixtures as fx  # pylint: disable=g-import-not-at-top
-  records = fx.program_records(tmp_path / "records")
+  records = fx.shared_program_records(2)
   model_dir = tmp_path / "m"
   proc = subprocess.Popen(
       fx.program_command("train_gpu.py", records, model_dir,

@@ -7,6 +7,8 @@ import tensorflow as tf
 from xlnet.training import config
 from xlnet.training import tpu_estimator
 
+pytestmark = pytest.mark.tf_version
+
 
 @pytest.mark.parametrize("weight_decay", [0.0, 0.01])
 def test_use_tpu_wraps_the_optimizer_for_cross_shard_reduction(weight_decay):

@@ -6,6 +6,7 @@ combined batch, or graph-mode computations of the loss with explicit
 memories; never the engine's own outputs.
 """
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -16,7 +17,9 @@ import pytest
 import tensorflow as tf
 
 from tests import train_fixtures as fx
+from tests.training import test_optimizer
 from xlnet.training import progress
+from xlnet.training import trainer as trainer_lib
 from xlnet.training import checkpoint_io
 from xlnet import pretraining_loss
 
@@ -31,7 +34,8 @@ def _weights_close(got, want, atol=1e-5):
                                err_msg=name)
 
 
-@pytest.mark.parametrize("bi_data", [False, True])
+@pytest.mark.parametrize("bi_data", [
+    False, pytest.param(True, marks=pytest.mark.tf_version)])
 def test_two_replicas_match_one_replica_on_the_combined_batch(tmp_path,
                                                               bi_data):
   """Two logical-CPU replicas == one replica on all rows, weights and
@@ -114,6 +118,7 @@ def test_accumulation_advances_memories_per_micro_batch(tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.tf_version
 def test_xla_step_equals_the_plain_step(tmp_path):
   """The whole replica step jit-compiled (what a TPU compiles) gives the
   non-XLA numbers."""
@@ -203,6 +208,150 @@ def test_non_finite_loss_stops_without_applying_the_update(tmp_path):
     assert np.all(np.isfinite(value))
 
 
+# A quadratic loss small enough to follow in NumPy: sum(0.5 c w^2 + x w)
+# over two variables (one a LayerNorm weight, which AdamW does not decay),
+# x read from the batch.
+QUADRATIC = {"model/transformer/layer_0/ff/layer_1/kernel": (2, 3),
+             "model/transformer/layer_0/ff/LayerNorm/gamma": (3,)}
+
+
+def _quadratic_setup():
+  """(initial values, coefficients, offsets) of the QUADRATIC loss."""
+  rng = np.random.RandomState(1)
+  coefs = {n: rng.uniform(0.5, 2.0, s).astype(np.float32)
+           for n, s in QUADRATIC.items()}
+  offsets = {n: rng.randn(*s).astype(np.float32) for n, s in QUADRATIC.items()}
+  initial = {n: rng.randn(*s).astype(np.float32) for n, s in QUADRATIC.items()}
+  return initial, coefs, offsets
+
+
+def _quadratic_trainer(model_dir, opt):
+  initial, coefs, _ = _quadratic_setup()
+
+  def loss_fn(features, mems, is_training):
+    del mems, is_training
+    loss = 0.0
+    for i, (name, shape) in enumerate(QUADRATIC.items()):
+      w = tf.compat.v1.get_variable(
+          name, initializer=initial[name]) if shape else None
+      x = tf.reshape(features[f"x{i}"][0], shape)
+      loss += tf.reduce_sum(0.5 * coefs[name] * tf.square(w) + x * w)
+    return loss, None, {}
+
+  return trainer_lib.Trainer(tf.distribute.get_strategy(), loss_fn, opt,
+                             str(model_dir))
+
+
+def _quadratic_batches(start=0):
+  """The offsets as a batch of one row, every step."""
+  _, _, offsets = _quadratic_setup()
+  row = {f"x{i}": offsets[n].reshape(1, -1)
+         for i, n in enumerate(QUADRATIC)}
+  return tf.data.Dataset.from_tensors(row).repeat().skip(start)
+
+
+@pytest.mark.quick
+@pytest.mark.tf_version
+@pytest.mark.parametrize("weight_decay", [0.0, 0.05])
+def test_engine_steps_are_adams_and_resume_bit_for_bit(tmp_path,
+                                                       weight_decay):
+  """The engine's optimizer steps (`Trainer.train`: warm-up, clipping,
+  Adam or AdamW) on a quadratic loss are test_optimizer.py's NumPy
+  reference; a trainer restored from checkpoint 2 takes step 3 with the
+  uninterrupted trainer's bits (weights, Adam slots, step)."""
+  opt = test_optimizer.make_config(learning_rate=0.1, warmup_steps=2,
+                                   train_steps=10, weight_decay=weight_decay,
+                                   clip=1.5, adam_epsilon=1e-3)
+  initial, coefs, offsets = _quadratic_setup()
+  first = _quadratic_trainer(tmp_path / "first", opt)
+  first.build(_quadratic_batches().element_spec)
+  got = []
+  first.train(first.distribute(lambda ctx: _quadratic_batches()), 3,
+              save_steps=2, on_step=lambda step, o: got.append(
+                  {n: first.state_values()[n] for n in QUADRATIC}))
+  want = test_optimizer.np_adam_steps(initial, coefs, offsets, opt, 3)
+  for step in range(3):
+    for n in QUADRATIC:
+      np.testing.assert_allclose(got[step][n], want[step][n], rtol=2e-5,
+                                 atol=1e-6, err_msg=f"step {step} {n}")
+  assert not np.allclose(got[2][n], initial[n])
+
+  second = _quadratic_trainer(tmp_path / "second", opt)
+  second.build(_quadratic_batches().element_spec)
+  second.restore(str(tmp_path / "first" / "model.ckpt-2"))
+  second.train(second.distribute(lambda ctx: _quadratic_batches(2)), 3)
+  want, got = first.state_values(), second.state_values()
+  assert sorted(got) == sorted(want) and want["global_step"] == 3
+  for name, value in want.items():
+    np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+@pytest.mark.tf_version
+def test_a_trainer_restored_from_its_checkpoint_goes_on_bit_for_bit(
+    tmp_path):
+  """A trainer saves after step 1 and takes step 2; another, restored from
+  checkpoint 1, takes step 2 on the same batch: the same loss and the same
+  bits (weights, Adam slots, step, memories), dropout (0.1) and all: the
+  masks are a function of the step. One layer: the property is the
+  engine's, not the depth's."""
+  FL = fx.tiny_flags(n_layer=1, dropout=0.1, dropatt=0.1)
+  rng = np.random.RandomState(12)
+  batches = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(2)]
+  spec = fx.batches_dataset(batches[:1]).element_spec
+  first = fx.make_trainer(FL, 1, tmp_path / "first")
+  first.build(spec)
+  out = []
+  first.train(first.distribute(lambda ctx: fx.batches_dataset(batches)), 2,
+              save_steps=1, on_step=lambda step, o: out.append(o))
+  second = fx.make_trainer(FL, 1, tmp_path / "second")
+  second.build(spec)
+  second.restore(str(tmp_path / "first" / "model.ckpt-1"))
+  again = []
+  second.train(second.distribute(lambda ctx: fx.batches_dataset(
+      batches).skip(1)), 2, on_step=lambda step, o: again.append(o))
+  assert again[0]["loss"] == out[1]["loss"]
+  want, got = first.state_values(), second.state_values()
+  assert sorted(got) == sorted(want) and want["global_step"] == 2
+  for name, value in want.items():
+    np.testing.assert_array_equal(got[name], value, err_msg=name)
+  for g, w in zip(second.replica_memories()[0], first.replica_memories()[0]):
+    np.testing.assert_array_equal(g, w)
+
+
+def test_sigint_stops_after_the_next_step_with_its_checkpoint(tmp_path):
+  """SIGINT (Ctrl-C) during step 2: the trainer runs one more step (the
+  stop is agreed on inside a step, as every worker must), saves it and
+  stops with `Interrupted`: exit code 130, one line naming the signal and
+  the checkpoint; the handlers it replaced are back. (SIGTERM, the same
+  handler: tests/pretraining/test_train_gpu.py, in a process of its own.)"""
+  trainer = fx.make_trainer(fx.tiny_flags(), 1, tmp_path)
+  batch = fx.fake_batch(np.random.RandomState(4), 4, 8, 3, 40)
+  trainer.build(fx.batches_dataset([batch]).element_spec)
+  missed = []
+
+  def on_step(step, out):
+    del out
+    if step == 2:
+      os.kill(os.getpid(), signal.SIGINT)
+
+  mine = lambda signum, frame: missed.append(signum)
+  previous = signal.signal(signal.SIGINT, mine)
+  try:
+    with pytest.raises(progress.Interrupted) as caught:
+      trainer.train(trainer.distribute(lambda ctx: fx.batches_dataset(
+          [batch])), 10, on_step=on_step)
+    assert signal.getsignal(signal.SIGINT) is mine
+  finally:
+    signal.signal(signal.SIGINT, previous)
+  assert not missed  # the trainer's handler took it
+  assert caught.value.exit_code == 130
+  assert str(caught.value) == (
+      f"stopped by SIGINT after step 3; checkpoint model.ckpt-3 saved in "
+      f"{tmp_path}; rerun the same command to resume")
+  assert [s for s, _ in checkpoint_io.list_checkpoints(str(tmp_path))] == [3]
+  assert fx.checkpoint_values(tmp_path)["global_step"] == 3
+
+
 ################################################################################
 # Two workers over loopback (MultiWorkerMirroredStrategy).
 ################################################################################
@@ -252,73 +401,71 @@ def _run_workers(tmp_path, model_dir, steps, save_steps=None, bi_data=False,
   return codes, results, logs
 
 
-@pytest.mark.parametrize("bi_data", [False, True])
-def test_two_workers_match_one_process_on_the_combined_batch(tmp_path,
-                                                             bi_data):
-  """Two MultiWorkerMirroredStrategy workers over loopback (one replica
-  each) give the weights of one replica on all rows (<= 1e-5), and each
-  worker's memories are the reference's memories of its rows."""
-  FL = fx.tiny_flags(bi_data=bi_data, learning_rate=3e-3)
-  rng = np.random.RandomState(11)  # as tests/engine_worker.py draws them
-  host = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(4)]
-  layout = [0, 2, 1, 3] if bi_data else [0, 1, 2, 3]
-  ref = fx.make_trainer(FL, 1, tmp_path / "ref")
-  ref.build(fx.batches_dataset(host[:1]).element_spec)
-  weights = fx.random_weights(ref, seed=9)
-  np.savez(tmp_path / "init.npz", **weights)
-  fx.train_batches(ref, [fx.take_rows(b, layout) for b in host], 3, weights)
-
-  codes, results, logs = _run_workers(tmp_path, tmp_path / "mw", 3,
-                                      bi_data=bi_data)
-  assert codes == [0, 0], logs
-  want = ref.state_values()
-  ref_mems = ref.replica_memories()[0]
-  for result in results:
-    _weights_close({k: result[k] for k in want}, want)
-    rows = [layout.index(2 * int(result["replica"])),
-            layout.index(2 * int(result["replica"]) + 1)]
-    for layer in range(FL.n_layer):
-      np.testing.assert_allclose(result[f"mem_{layer}"],
-                                 ref_mems[layer][:, rows], rtol=1e-5,
-                                 atol=1e-6)
-  # The chief merged both workers' shards into one checkpoint.
-  names = [n for n, _ in tf.train.list_variables(str(tmp_path / "mw"))]
-  assert {"mems/replica_0/layer_1", "mems/replica_1/layer_1"} <= set(names)
+def _memory_rows(layout, replica):
+  """The rows of the combined batch (the reference's, in `layout` order)
+  that replica `replica` holds (host rows 2r, 2r + 1)."""
+  return [layout.index(2 * replica), layout.index(2 * replica + 1)]
 
 
 @pytest.mark.slow
-def test_two_workers_killed_after_a_checkpoint_resume_their_memories(
-    tmp_path):
-  """Both workers killed after checkpoint 2 and restarted: each replica
-  resumes with its own memories; the end state equals an uninterrupted
-  run's. The killed and resumed runs name a 'chief' and a 'worker' task in
-  TF_CONFIG (the layout many launchers write), the uninterrupted one two
-  'worker' tasks: the chief is process 0 and the worker process 1 (their
-  own checkpoint shards and memories), as workers 0 and 1 are."""
-  FL = fx.tiny_flags(learning_rate=3e-3)
+@pytest.mark.tf_version
+def test_two_workers_match_one_process_when_killed_and_resumed(tmp_path):
+  """Two MultiWorkerMirroredStrategy workers over loopback (one replica
+  each, bi_data) are killed (SIGKILL) while holding after checkpoint 2,
+  and restarted to step 4. Checkpoint 2 (the chief merged both workers'
+  shards, both replicas' memories) and each worker's end state hold the
+  weights of one replica trained on all rows (<= 1e-5), and each replica's
+  memories are the reference's memories of its rows. The killed run names
+  two 'worker' tasks in TF_CONFIG, the resumed one a 'chief' and a
+  'worker' (the layout many launchers write): the chief is process 0 and
+  the worker process 1 (their own checkpoint shards and memories), as
+  workers 0 and 1 are."""
+  FL = fx.tiny_flags(bi_data=True, learning_rate=3e-3)
+  rng = np.random.RandomState(11)  # as tests/engine_worker.py draws them
+  host = [fx.fake_batch(rng, 4, 8, 3, 40) for _ in range(4)]
+  # Worker h holds host rows [2h, 2h + 1]: forward row 2h, backward row
+  # 2h + 1; one replica gets them as [forward..., backward...].
+  layout = [0, 2, 1, 3]
   ref = fx.make_trainer(FL, 1, tmp_path / "ref")
-  rng = np.random.RandomState(11)
-  ref.build(fx.batches_dataset(
-      [fx.fake_batch(rng, 4, 8, 3, 40)]).element_spec)
-  np.savez(tmp_path / "init.npz", **fx.random_weights(ref, seed=9))
-  codes, full, logs = _run_workers(tmp_path, tmp_path / "full", 4,
-                                   save_steps=2)
-  assert codes == [0, 0], logs
-  codes, _, logs = _run_workers(tmp_path, tmp_path / "cut", 4, save_steps=2,
-                                kill_after_save=2, chief=True)
+  combined = [fx.take_rows(b, layout) for b in host]
+  ref.build(fx.batches_dataset(combined[:1]).element_spec)
+  weights = fx.random_weights(ref, seed=9)
+  np.savez(tmp_path / "init.npz", **weights)
+  ref.load_values(weights)
+  want = {}
+  for steps in (2, 4):
+    ref.train(ref.distribute(lambda ctx, start=steps - 2: fx.batches_dataset(
+        combined).skip(start)), steps)
+    want[steps] = (ref.state_values(), ref.replica_memories()[0])
+
+  cut = tmp_path / "cut"
+  codes, _, logs = _run_workers(tmp_path, cut, 4, save_steps=2,
+                                kill_after_save=2, bi_data=True)
   assert codes == [-9, -9], logs  # killed while holding after step 2
-  assert not (tmp_path / "cut" / "model.ckpt-4.index").exists()
-  saved = tf.train.list_variables(str(tmp_path / "cut" / "model.ckpt-2"))
-  assert {"mems/replica_0/layer_0", "mems/replica_1/layer_0"} <= {
-      n for n, _ in saved}
-  codes, resumed, logs = _run_workers(tmp_path, tmp_path / "cut", 4,
-                                      save_steps=2, chief=True)
+  assert not (cut / "model.ckpt-4.index").exists()
+  saved = fx.checkpoint_values(cut / "model.ckpt-2")
+  values, mems = want[2]
+  _weights_close({k: saved[k] for k in values}, values)
+  for replica in (0, 1):
+    for layer in range(FL.n_layer):
+      np.testing.assert_allclose(
+          saved[f"mems/replica_{replica}/layer_{layer}"],
+          mems[layer][:, _memory_rows(layout, replica)], rtol=1e-5,
+          atol=1e-6)
+
+  codes, resumed, logs = _run_workers(tmp_path, cut, 4, save_steps=2,
+                                      bi_data=True, chief=True)
   assert codes == [0, 0], logs
-  for got, want in zip(sorted(resumed, key=lambda r: int(r["replica"])),
-                       sorted(full, key=lambda r: int(r["replica"]))):
-    for key, value in want.items():
-      np.testing.assert_allclose(got[key], value, rtol=1e-5, atol=1e-6,
-                                 err_msg=key)
+  values, mems = want[4]
+  assert sorted(int(r["replica"]) for r in resumed) == [0, 1]
+  for result in resumed:
+    _weights_close({k: result[k] for k in values}, values)
+    rows = _memory_rows(layout, int(result["replica"]))
+    for layer in range(FL.n_layer):
+      np.testing.assert_allclose(result[f"mem_{layer}"],
+                                 mems[layer][:, rows], rtol=1e-5, atol=1e-6)
+  moved = max(np.abs(values[n] - w).max() for n, w in weights.items())
+  assert moved > 1e-3  # the comparison is not vacuous
 
 
 def test_every_seed_seeds_the_initial_weights_zero_included(tmp_path):

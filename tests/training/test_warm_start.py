@@ -12,6 +12,8 @@ from xlnet.training import config
 from xlnet.training import tpu_estimator
 from xlnet.training import warm_start
 
+pytestmark = pytest.mark.tf_version
+
 
 def build_model_vars(shapes):
   """Zero-initialized variables plus optimizer state, as a trainer has them."""
