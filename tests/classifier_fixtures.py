@@ -15,6 +15,10 @@ from xlnet.finetuning import config as finetune_config
 
 TINY_CONFIG = dict(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16,
                    ff_activation="gelu", untie_r=True, n_token=32)
+# The stand-in model the programs' tests start (reproduce.py's tables,
+# multi-worker runs): one layer, as every program builds and traces its
+# model; its vocabulary covers the tests' 1000-piece SentencePiece model.
+PROGRAM_CONFIG = dict(TINY_CONFIG, n_layer=1, n_token=1000)
 
 
 def write_config(directory, config=None):

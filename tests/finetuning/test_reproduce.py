@@ -796,8 +796,7 @@ def test_progress_line_and_eta():
 
 
 # ---- whole tables on tiny stand-in data ------------------------------------
-# One layer: each program a table starts builds and traces its model.
-CONFIG = dict(fx.TINY_CONFIG, n_token=1000, n_layer=1)
+CONFIG = fx.PROGRAM_CONFIG
 SMOKE = ["--train_steps=2", "--max_seq_length=32", "--train_batch_size=2",
          "--warmup_steps=0", "--save_steps=2", "--iterations=1",
          "--eval_batch_size=4", "--max_qa_length=8", "--max_query_length=8",
