@@ -14,6 +14,7 @@ import pytest
 import sentencepiece as spm
 import tensorflow as tf
 
+from tests import in_process
 from tests import qa_fixtures
 from tests.data_helpers import REPO_ROOT
 from tests.data_helpers import train_tiny_spm
@@ -497,13 +498,13 @@ def test_bad_flags_name_the_flag(squad, extra, match):
 
 
 def test_command_line_errors_are_one_line(squad, tmp_path):
+  """The program's exit code and one line (its command line run in this
+  process, tests/in_process.py; real processes of run_squad.py:
+  test_prepro_script_runs_on_the_official_layout, test_reproduce.py)."""
   empty = qa_fixtures.write_json(tmp_path / "empty.json", {"data": []})
   args = [a for a in squad["argv"] if not a.startswith("--predict_file")]
-  proc = subprocess.run(
-      [sys.executable, os.path.join(REPO_ROOT, "run_squad.py")] + args[1:] +
-      ["--do_predict", f"--predict_file={empty}"],
-      capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  proc = in_process.run_program("run_squad.py", *args[1:], "--do_predict",
+                                f"--predict_file={empty}", cwd=REPO_ROOT)
   assert proc.returncode == 2
   assert proc.stderr.strip().splitlines()[-1] == (
       f"run_squad.py: error: --predict_file={empty}: no questions found")
