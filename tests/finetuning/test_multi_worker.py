@@ -165,52 +165,6 @@ def _eval_metrics(model_dir):
               if "=" in field)
 
 
-@pytest.mark.slow
-@pytest.mark.eager
-@pytest.mark.tf_version
-def test_two_workers_train_as_one_process_with_two_replicas(stsb, tmp_path):
-  """Two workers (one replica each) against one process with two replicas:
-  the same final variables, the same evaluation; the chief alone wrote the
-  records and the results."""
-  one = tmp_path / "one"
-  _one_process(_classifier_argv(stsb, one, "--num_core_per_host=2",
-                                "--do_train", "--do_eval"))
-
-  two = tmp_path / "two"
-  codes, logs = _finish(_cluster(
-      _classifier_argv(stsb, two, "--do_train", "--do_eval", "--do_predict"),
-      {0: [f"--predict_dir={two / 'predict-0'}"],
-       1: [f"--predict_dir={two / 'predict-1'}"]}))
-  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
-
-  want = _checkpoint_values(str(one / "model"))
-  got = _checkpoint_values(str(two / "model"))
-  assert int(got["global_step"]) == 4
-  _assert_same_variables(got, want)
-  # Trained: the backbone moved away from the pretrained values.
-  kernel = "model/transformer/layer_0/ff/layer_1/kernel"
-  assert np.abs(got[kernel] - tf.train.load_checkpoint(
-      stsb["ckpt"]).get_tensor(kernel)).max() > 1e-3
-
-  # The chief wrote the records once; the worker used them.
-  assert "written by the chief" in logs[1]
-  assert "written by the chief" not in logs[0]
-  # The chief alone evaluated and predicted (on its own device, after
-  # training): the same metrics as the one process's two replicas.
-  assert "left to the chief (process 0)" in logs[1]
-  assert "waiting for the chief to finish" in logs[1]
-  assert "eval_pearsonr" not in logs[1]
-  for key, value in _eval_metrics(one / "model").items():
-    if key.startswith("eval_"):
-      assert float(_eval_metrics(two / "model")[key]) == pytest.approx(
-          float(value), rel=1e-5, abs=1e-6), key
-  assert (two / "predict-0" / "sts-b.tsv").exists()
-  assert not (two / "predict-1").exists()
-  # The run records are the chief's: the layout counts both hosts.
-  layout = json.loads((two / "model" / "batch_layout.json").read_text())
-  assert layout["num_hosts"] == 2 and layout["train_batch_size"] == 2
-
-
 def test_every_training_input_is_the_same_stream_each_time_it_is_built(
     tmp_path):
   """Every worker builds the training input and keeps its replicas' share
@@ -414,18 +368,24 @@ def test_workers_given_different_commands_both_stop_with_one_line(stsb,
 ################################################################################
 @pytest.mark.slow
 @pytest.mark.eager
-def test_a_dead_worker_stops_the_chief_with_one_line_and_both_resume(
+@pytest.mark.tf_version
+def test_two_workers_train_as_one_process_and_resume_after_one_died(
     stsb, tmp_path):
-  """SIGKILL of worker 1 after checkpoint 2: the chief stops with one line
-  naming the last checkpoint (exit 1); both restarted with the same command
-  resume from it, each on its own share of the batches, and end with the
-  variables of one process with two replicas trained without a break."""
+  """Two workers (one replica each) against one process with two replicas
+  (this process), dropout and gradient accumulation on. SIGKILL of worker
+  1 after checkpoint 2: the chief stops with one line naming the last
+  checkpoint (exit 1); both restarted with the same command resume from
+  it, each on its own share of the batches, and end with the variables
+  (model, Adam slots, step) and the evaluation of the one process trained
+  without a break; the chief alone wrote the records, evaluated and
+  predicted. (A fresh start is what the killed run made before
+  checkpoint 2.)"""
   # A constant learning rate: --train_steps changes no update.
   steady = ["--do_train", "--min_lr_ratio=1", "--save_steps=2"]
-  cut = tmp_path / "cut"
-  procs = _cluster(_classifier_argv(stsb, cut, *steady,
+  two = tmp_path / "two"
+  procs = _cluster(_classifier_argv(stsb, two, *steady,
                                     "--train_steps=100000"))
-  index = cut / "model" / "model.ckpt-2.index"
+  index = two / "model" / "model.ckpt-2.index"
   deadline = time.monotonic() + 240
   while not index.exists() and time.monotonic() < deadline:
     time.sleep(0.05)
@@ -442,20 +402,45 @@ def test_a_dead_worker_stops_the_chief_with_one_line_and_both_resume(
   assert match, last
   saved = int(match.group(2))
   assert 2 <= saved <= int(match.group(1)) and match.group(3) == str(
-      cut / "model")
+      two / "model")
+  # The chief wrote the records once; the worker used them.
+  assert "written by the chief" in logs[1]
+  assert "written by the chief" not in logs[0]
 
   end = saved + 2
-  codes, logs = _finish(_cluster(_classifier_argv(
-      stsb, cut, *steady, f"--train_steps={end}")))
+  codes, logs = _finish(_cluster(
+      _classifier_argv(stsb, two, *steady, f"--train_steps={end}",
+                       "--do_eval", "--do_predict"),
+      {0: [f"--predict_dir={two / 'predict-0'}"],
+       1: [f"--predict_dir={two / 'predict-1'}"]}))
   assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
-  assert f"Resumed from {cut / 'model' / f'model.ckpt-{saved}'}" in logs[1]
+  assert f"Resumed from {two / 'model' / f'model.ckpt-{saved}'}" in logs[1]
   one = tmp_path / "one"
   _one_process(_classifier_argv(stsb, one, *steady, f"--train_steps={end}",
-                                "--num_core_per_host=2"))
+                                "--num_core_per_host=2", "--do_eval"))
   want = _checkpoint_values(str(one / "model"))
-  got = _checkpoint_values(str(cut / "model"))
+  got = _checkpoint_values(str(two / "model"))
   assert int(got["global_step"]) == end
   _assert_same_variables(got, want)
+  # Trained: the backbone moved away from the pretrained values.
+  kernel = "model/transformer/layer_0/ff/layer_1/kernel"
+  assert np.abs(got[kernel] - tf.train.load_checkpoint(
+      stsb["ckpt"]).get_tensor(kernel)).max() > 1e-3
+
+  # The chief alone evaluated and predicted (on its own device, after
+  # training): the same metrics as the one process's two replicas.
+  assert "left to the chief (process 0)" in logs[1]
+  assert "waiting for the chief to finish" in logs[1]
+  assert "eval_pearsonr" not in logs[1]
+  for key, value in _eval_metrics(one / "model").items():
+    if key.startswith("eval_"):
+      assert float(_eval_metrics(two / "model")[key]) == pytest.approx(
+          float(value), rel=1e-5, abs=1e-6), key
+  assert (two / "predict-0" / "sts-b.tsv").exists()
+  assert not (two / "predict-1").exists()
+  # The run records are the chief's: the layout counts both hosts.
+  layout = json.loads((two / "model" / "batch_layout.json").read_text())
+  assert layout["num_hosts"] == 2 and layout["train_batch_size"] == 2
 
 
 @pytest.mark.slow
