@@ -81,6 +81,8 @@ def _found_by_reproduce(task, root):
   return None
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_everything_lands_where_the_programs_read_it(server, tmp_path):
   bodies = fx.serve(server, files_of(None))
   out = io.StringIO()
@@ -197,6 +199,7 @@ def test_dry_run_lists_urls_and_places_and_writes_nothing(server, tmp_path):
   assert not root.exists() and not server.requests
 
 
+@pytest.mark.quick
 def test_truncated_download_resumes_with_range(server, tmp_path):
   (file,) = files_of(["rte"])
   body = fx.fake_body(file.name)

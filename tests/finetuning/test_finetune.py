@@ -193,6 +193,8 @@ def _scale_fn(features, is_training):
   return {"y": features["x"] * w, "id": features["id"]}
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 @pytest.mark.parametrize("replicas", [1, 2])
 def test_predict_returns_every_example_once_in_order(tmp_path, replicas,
                                                       monkeypatch):
@@ -221,6 +223,8 @@ def test_predict_returns_every_example_once_in_order(tmp_path, replicas,
   np.testing.assert_allclose(out["y"], x * [1., 2., 3.])
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_padding_to_full_steps_keeps_order_and_marks_fakes():
   dataset = tf.data.Dataset.from_tensor_slices(
       {"v": np.arange(7)}).batch(3)

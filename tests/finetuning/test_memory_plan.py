@@ -36,6 +36,7 @@ TINY_BACKBONE = 1424
 TINY_HEADS = {"classifier": 72 + 18, "race": 72 + 9, "squad": 9 + 161 + 144}
 
 
+@pytest.mark.quick
 def test_parameters_by_hand():
   for kind, head in TINY_HEADS.items():
     assert memory_plan.param_count(TINY, kind) == TINY_BACKBONE + head
@@ -145,6 +146,7 @@ def _fake_estimate(monkeypatch):
   monkeypatch.setattr(memory_plan, "step_peak_bytes", fake)
 
 
+@pytest.mark.quick
 def test_plan_smallest_accumulation_that_fits(monkeypatch):
   _fake_estimate(monkeypatch)
   # 48 over 4 replicas: 12 each. 8 GiB x 0.9 = 7.2 GiB: 12 (12 GiB) does not

@@ -165,6 +165,7 @@ def _eval_metrics(model_dir):
               if "=" in field)
 
 
+@pytest.mark.tf_version
 def test_every_training_input_is_the_same_stream_each_time_it_is_built(
     tmp_path):
   """Every worker builds the training input and keeps its replicas' share
@@ -300,6 +301,8 @@ def test_a_waiting_worker_takes_the_records_once_the_chief_wrote_them(
 ################################################################################
 # Which replica trains on which batch; who is the chief.
 ################################################################################
+@pytest.mark.quick
+@pytest.mark.tf_version
 @pytest.mark.eager
 @pytest.mark.parametrize("local", [1, 2])
 def test_worker_share_is_what_one_process_gives_the_same_replicas(local):
@@ -333,6 +336,7 @@ def test_worker_share_is_what_one_process_gives_the_same_replicas(local):
       "task": {"type": "worker", "index": 1}},
      {"worker_hosts": "a:1,b:1,c:1", "task_index": 0}, (0, 3)),
 ])
+@pytest.mark.quick
 def test_cluster_task_numbers_the_chief_first(monkeypatch, tf_config, flags,
                                               want):
   if tf_config is None:

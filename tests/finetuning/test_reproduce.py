@@ -85,6 +85,7 @@ TARGETS = {
 }
 
 
+@pytest.mark.quick
 def test_targets_and_paper_figures_are_the_sources():
   value = lambda figure: None if figure is None else figure.value
   got = {t.name: (value(t.target_large), value(t.target_base),
@@ -184,6 +185,7 @@ def _dry_run(capsys, args):
           and line != "wait"]
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("table,size,task,gpus,expected", EXPECTED)
 def test_dry_run_commands_carry_the_papers_settings(tmp_path, capsys, table,
                                                      size, task, gpus,
@@ -230,6 +232,7 @@ LARGE = dict(n_layer=24, d_model=1024, n_head=16, d_head=64, d_inner=4096,
              ff_activation="gelu", untie_r=True, n_token=32000)
 
 
+@pytest.mark.tf_version
 def test_device_memory_picks_the_memory_models_accumulation(tmp_path,
                                                               capsys):
   """--device_memory_gb passes, per task, the accumulation and micro-batch
@@ -656,6 +659,7 @@ def test_a_warmup_above_the_steps_is_warned_as_the_programs_do(tmp_path):
      "/m/xlnet_config.json not found (--device_memory_gb plans with the "
      "model's sizes)"),
 ])
+@pytest.mark.quick
 def test_bad_settings_are_one_line_errors(tmp_path, extra, message):
   proc = in_process.run_program(
       "reproduce.py", "--data_root=/nonexistent", f"--work_dir={tmp_path}",
@@ -746,6 +750,7 @@ def test_chart_range_line_spans_the_runs_over_the_median_bar(tmp_path):
 
 
 # ---- medians over seeds -----------------------------------------------------
+@pytest.mark.quick
 def test_a_task_row_is_the_median_and_range_of_its_runs():
   runs = [reproduce_report.run_row(RTE, seed, "done", ours, 10.0)
           for seed, ours in ((1, 71.0), (2, 75.5), (3, 68.25))]
@@ -1119,6 +1124,8 @@ def test_a_killed_table_resumes_from_a_moved_work_dir(tmp_path, model):
   assert row["target"] == 83.8
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_a_table_groups_each_tasks_runs(tmp_path):
   """Two tasks with two seeds, run seed by seed: each task's row holds its
   own runs in seed order, those done by an earlier run (their result.json)

@@ -284,6 +284,7 @@ def test_evaluating_an_unlabelled_test_split_is_a_one_line_error(tmp_path,
   assert engine.inferred == [] and not os.path.exists(tmp_path / "proc")
 
 
+@pytest.mark.quick
 def test_prediction_files_have_the_release_format(tmp_path):
   """Hand-made logits; the expected bytes are written out: the release's
   `index<TAB>prediction` lines (running index, label by the logit gap for
@@ -325,6 +326,7 @@ def test_prediction_files_have_the_release_format(tmp_path):
 ################################################################################
 # Results files.
 ################################################################################
+@pytest.mark.quick
 def test_eval_results_file_keeps_every_checkpoint_and_the_best(tmp_path):
   path = str(tmp_path / "eval_results.txt")
   update = checkpoint_eval.update_eval_results
@@ -479,6 +481,7 @@ def test_a_checkpoint_without_the_head_is_accepted(setup, engine):
     (["--data_dir={bad_label}", "--task_name=sst-2"],
      "train.tsv line 3: label 'negative' is not one of the labels"),
 ])
+@pytest.mark.quick
 def test_command_line_errors_are_one_line(setup, extra, message):
   """The program's exit code and last line (its command line run in this
   process, tests/in_process.py; real processes of run_classifier.py:

@@ -253,6 +253,7 @@ def test_training_order_follows_the_seed(squad):
   assert run_squad.parse_flags(["run_squad.py"]).seed == DEFAULT_SEED == 1
 
 
+@pytest.mark.tf_version
 def test_records_have_the_release_format_and_old_ones_still_read(squad):
   flags = squad["flags"]("--do_prepro")
   sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file,
@@ -304,6 +305,7 @@ def test_training_uses_the_releases_records_when_ours_are_missing(squad):
   assert sorted(got["unique_ids"].tolist()) == list(range(len(values)))
 
 
+@pytest.mark.tf_version
 def test_float_features_equal_protobuf_bytes():
   features = {"ids": np.array([[5, 300], [0, 1]]),
               "mask": np.array([[1.0, 0.0], [0.5, -2.25]], np.float32)}
@@ -317,6 +319,7 @@ def test_float_features_equal_protobuf_bytes():
     assert raw == expected.SerializeToString(deterministic=True)
 
 
+@pytest.mark.tf_version
 @pytest.mark.eager
 def test_training_runs_on_the_engine_and_resumes(squad):
   """Two real steps write model.ckpt-2 (heads under the release's root
@@ -331,6 +334,7 @@ def test_training_runs_on_the_engine_and_resumes(squad):
   assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-3")
 
 
+@pytest.mark.tf_version
 def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch,
                                                    caplog):
   monkeypatch.setattr(squad_task, "predict", qa_fixtures.session_predict(
@@ -492,6 +496,7 @@ def test_every_checkpoint_is_rated_and_the_best_picked(squad, monkeypatch,
      r"--model_dir=.*/model holds no checkpoint to evaluate \(train first "
      r"with --do_train\)"),
 ])
+@pytest.mark.quick
 def test_bad_flags_name_the_flag(squad, extra, match):
   with pytest.raises(ValueError, match=match):
     api.run_squad(**squad["flags"](*extra))
