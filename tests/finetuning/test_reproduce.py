@@ -1109,6 +1109,8 @@ def test_a_killed_table_resumes_from_a_moved_work_dir(tmp_path, model):
   assert "[1/2] RTE (seed 1): done by an earlier run, skipped" in (
       again.stdout)
   assert "[2/2] RTE (seed 2): starting" in again.stdout
+  # Seed 1 never ran a program here.
+  assert not os.path.exists(os.path.join(moved, "rte", "seed-1", "log.txt"))
   second_log = os.path.join(moved, "rte", "seed-2", "log.txt")
   with open(second_log) as f:
     text = f.read()
