@@ -2,16 +2,23 @@
 by variable name, as a released pretrained checkpoint holds them."""
 import json
 import os
+import shutil
 
 import numpy as np
 import tensorflow as tf
 
+from tests import data_helpers
 from tests import np_reference
+from tests import shared_artifacts
 from xlnet import model as model_lib
 from xlnet.finetuning import config as finetune_config
 
 TINY_CONFIG = dict(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16,
                    ff_activation="gelu", untie_r=True, n_token=32)
+# The stand-in model the programs' tests start (reproduce.py's tables,
+# multi-worker runs): one layer, as every program builds and traces its
+# model; its vocabulary covers the tests' 1000-piece SentencePiece model.
+PROGRAM_CONFIG = dict(TINY_CONFIG, n_layer=1, n_token=1000)
 
 
 def write_config(directory, config=None):
@@ -71,3 +78,26 @@ def head_model(model_config_path, **overrides):
   return finetune_config.ModelConfig(
       xlnet_config=model_lib.XLNetConfig(json_path=model_config_path),
       run=model_lib.RunConfig(**run), **head)
+
+
+def write_released_model(directory, config):
+  """Writes a stand-in for a released model directory into `directory`:
+  spiece.model (the tests' 1000-piece SentencePiece model),
+  xlnet_config.json (`config`) and xlnet_model.ckpt, a random pretrained
+  checkpoint by the released variable names."""
+  shutil.copyfile(data_helpers.train_tiny_spm(),
+                  os.path.join(directory, "spiece.model"))
+  write_config(directory, config)
+  write_checkpoint(os.path.join(directory, "xlnet_model.ckpt"),
+                   random_values(pretrained_shapes(config)))
+
+
+def shared_released_model(config):
+  """`write_released_model` of `config` (its n_token at least 1000), built
+  once per test run and shared read-only (tests/shared_artifacts.py).
+
+  Returns:
+    the directory (spiece.model, xlnet_config.json, xlnet_model.ckpt.*).
+  """
+  return shared_artifacts.build_once("released-model", write_released_model,
+                                     config=dict(config))

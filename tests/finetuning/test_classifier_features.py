@@ -31,6 +31,7 @@ def convert(text_a, text_b, max_seq_length, label="1", label_list=("0", "1")):
                                    fake_tokenize)
 
 
+@pytest.mark.quick
 def test_single_text_left_padded():
   f = convert("11 12 13", None, 8)
   assert f.input_ids == [0, 0, 0, 11, 12, 13, 4, 3]
@@ -39,6 +40,7 @@ def test_single_text_left_padded():
   assert f.label_id == 1 and f.is_real_example
 
 
+@pytest.mark.quick
 def test_pair_segments():
   f = convert("11 12", "21 22 23", 10)
   assert f.input_ids == [0, 0, 11, 12, 4, 21, 22, 23, 4, 3]
@@ -46,6 +48,7 @@ def test_pair_segments():
   assert f.input_mask == [1, 1, 0, 0, 0, 0, 0, 0, 0, 0]
 
 
+@pytest.mark.quick
 def test_pair_truncates_the_longer_side_first():
   # Budget 7 - 3 = 4: (5, 2) -> (4, 2) -> (3, 2) -> (2, 2).
   f = convert("11 12 13 14 15", "21 22", 7)
@@ -113,6 +116,8 @@ def write(tmp_path, examples=EXAMPLES, label_list=("0", "1"), length=6):
   return path
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_eval_input_every_real_example_once_then_marked_fakes(tmp_path):
   path = write(tmp_path)
   with tf.Graph().as_default():
@@ -160,6 +165,8 @@ def test_regression_labels_are_float(tmp_path):
   assert batch["segment_ids"][1].tolist() == [4, 0, 0, 1, 1, 2]
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_train_input_shuffles_and_repeats_full_batches(tmp_path):
   path = write(tmp_path)
   with tf.Graph().as_default():

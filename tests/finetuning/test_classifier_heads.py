@@ -78,6 +78,8 @@ def log_softmax(logits):
   return logits - top - np.log(np.exp(logits - top).sum(-1, keepdims=True))
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 @pytest.mark.parametrize("summary_type,use_proj,cls_scope", [
     ("last", True, None), ("mean", False, "shared_nli"),
     ("first", True, None)])
@@ -113,6 +115,7 @@ def test_classification_head_matches_numpy(tmp_path, summary_type, use_proj,
   assert names == sorted(expected)
 
 
+@pytest.mark.tf_version
 def test_regression_head_matches_numpy(tmp_path):
   scope = "regression_sts-b"
   shapes = dict(fx.pretrained_shapes(), **fx.head_shapes(scope, 1))
@@ -133,6 +136,7 @@ def test_regression_head_matches_numpy(tmp_path):
   assert f"model/{scope}/logit/kernel" in names
 
 
+@pytest.mark.tf_version
 def test_training_mode_applies_dropout_and_bfloat16_stays_close(tmp_path):
   scope = "classification_sst-2"
   params = fx.random_values(dict(fx.pretrained_shapes(),

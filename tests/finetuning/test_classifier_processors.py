@@ -192,6 +192,7 @@ def glue_dir(tmp_path, task):
   return tmp_path / task
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("task", sorted(GLUE_FILES))
 def test_glue_layouts(tmp_path, task):
   data_dir = glue_dir(tmp_path, task)
@@ -259,6 +260,7 @@ CLEANED = [('a ""b"" c', 'a "b" c'),
            ('lit \\n kept', 'lit \\n kept')]
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("task", ["yelp5", "yelp2", "amazon5", "amazon2",
                                   "dbpedia", "ag_news"])
 def test_csv_text_cleaning_as_the_release(tmp_path, task):

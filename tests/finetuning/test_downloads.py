@@ -6,12 +6,14 @@ ignored, refuses truncated, stalled, wrong and mislabelled downloads with
 one line, never leaves anything half-unpacked, and checks a published
 checksum."""
 import base64
+import contextlib
 import glob
 import hashlib
 import io
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -20,6 +22,7 @@ import time
 import pytest
 
 from tests import download_fixtures as fx
+from tests import in_process
 from xlnet.finetuning import downloads
 from xlnet.finetuning import http_fetch
 from xlnet.finetuning import paper_settings
@@ -78,6 +81,8 @@ def _found_by_reproduce(task, root):
   return None
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_everything_lands_where_the_programs_read_it(server, tmp_path):
   bodies = fx.serve(server, files_of(None))
   out = io.StringIO()
@@ -194,6 +199,7 @@ def test_dry_run_lists_urls_and_places_and_writes_nothing(server, tmp_path):
   assert not root.exists() and not server.requests
 
 
+@pytest.mark.quick
 def test_truncated_download_resumes_with_range(server, tmp_path):
   (file,) = files_of(["rte"])
   body = fx.fake_body(file.name)
@@ -471,17 +477,31 @@ def test_the_mirror_maps_every_url():
 
 
 ################################################################################
-# The program: one line, exit codes, signals, a full disk.
+# The program: one line, exit codes, signals, a full disk. Its command line
+# runs in this process (tests/in_process.py) but where a signal must reach
+# it: those tests start it as a process.
 ################################################################################
-def run_program(args, **kwargs):
-  return subprocess.run(
-      [sys.executable, os.path.join(REPO, "download.py")] + args,
-      capture_output=True, text=True, timeout=300, cwd=REPO,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), **kwargs)
+def run_program(args):
+  return in_process.run_program("download.py", *args, cwd=REPO)
 
 
 def error_lines(stderr):
   return [l for l in stderr.splitlines() if l.startswith("download.py:")]
+
+
+@contextlib.contextmanager
+def file_size_limit(limit):
+  """For the block, no file this process writes may grow beyond `limit`
+  bytes (`ulimit -f`: the soft limit, put back afterwards); with SIGXFSZ
+  ignored, a write beyond it fails with EFBIG, as on a full disk."""
+  soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+  previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+  resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+  try:
+    yield
+  finally:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    signal.signal(signal.SIGXFSZ, previous)
 
 
 def test_program_stalled_server_exits_1_with_one_line(server, tmp_path):
@@ -554,15 +574,10 @@ def test_program_full_disk_keeps_the_part_and_a_rerun_resumes(server,
   path = fx.mirror_path(file.url)
   server.routes[path] = fx.Route(body, mode="drip", delay=0.0)
   limit = 1500
-
-  def limited():  # a write past `limit` bytes fails (EFBIG), as on a full disk
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    import resource
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
   args = [f"--data_root={tmp_path}", "--only=xlnet-large",
           f"--mirror={server.url}"]
-  proc = run_program(args, preexec_fn=limited)
+  with file_size_limit(limit):
+    proc = run_program(args)
   assert proc.returncode == 1, proc.stderr[-2000:]
   assert error_lines(proc.stderr) == [
       f"download.py: error: cannot write {tmp_path}/downloads/"

@@ -65,6 +65,7 @@ def test_finetuning_records_the_model_in_its_model_dir(finetuned):
     assert a.read() == b.read()
 
 
+@pytest.mark.tf_version
 def test_in_memory_predictions_equal_the_written_ones(finetuned):
   model = loaded_model.load(os.path.join(finetuned, "model"))
   texts = _dev_texts(finetuned)
@@ -87,6 +88,7 @@ def test_in_memory_predictions_equal_the_written_ones(finetuned):
                              atol=1e-5)
 
 
+@pytest.mark.tf_version
 def test_the_loaded_weights_are_the_checkpoints(finetuned):
   model_dir = os.path.join(finetuned, "model")
   model = loaded_model.load(model_dir)

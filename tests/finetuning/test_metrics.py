@@ -7,11 +7,13 @@ import pytest
 from xlnet.finetuning.classifier import metrics
 
 
+@pytest.mark.quick
 def test_accuracy():
   # 2 of 4 right.
   assert metrics.accuracy([1, 0, 1, 1], [1, 1, 1, 0]) == 0.5
 
 
+@pytest.mark.quick
 def test_f1_of_class_one():
   # TP = 2 (positions 0, 4), FP = 1 (position 2), FN = 1 (position 1):
   # F1 = 2*2 / (2*2 + 1 + 1) = 2/3.
@@ -21,6 +23,7 @@ def test_f1_of_class_one():
   assert metrics.f1_score([0, 0], [0, 0]) == 0.0
 
 
+@pytest.mark.quick
 def test_matthews_correlation():
   # TP 2, TN 2, FP 1, FN 1: (2*2 - 1*1) / sqrt(3*3*3*3) = 3/9.
   assert metrics.matthews_corrcoef([1, 1, 1, 0, 0, 0],
@@ -42,6 +45,7 @@ def test_matthews_correlation_three_classes():
       12 / math.sqrt(528))
 
 
+@pytest.mark.quick
 def test_pearson():
   # dx = (-1.5, -.5, .5, 1.5), dy = (-3, -1, 0, 4): 11 / sqrt(5 * 26).
   assert metrics.pearsonr([1, 2, 3, 4], [2, 4, 5, 9]) == pytest.approx(
@@ -54,6 +58,7 @@ def test_ranks_average_ties():
   assert metrics.rankdata([3, 3, 3]).tolist() == [2, 2, 2]
 
 
+@pytest.mark.quick
 def test_spearman_with_ties():
   # Ranks x (1, 2.5, 2.5, 4), y (1, 3, 2, 4): 4.5 / sqrt(4.5 * 5).
   assert metrics.spearmanr([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(
@@ -65,6 +70,7 @@ def test_spearman_with_ties():
   assert metrics.pearsonr(x, y) < 0.99
 
 
+@pytest.mark.quick
 def test_evaluation_metrics_ignore_fake_examples():
   # Three real examples (2 right: accuracy 2/3, loss mean (1+2+3)/3 = 2)
   # and two fake ones that would change every number if counted.

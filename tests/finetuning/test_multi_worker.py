@@ -5,7 +5,10 @@ processes over loopback, ports from the OS.
   slots, step) of one process training two replicas (logical CPU devices,
   MirroredStrategy), dropout and gradient accumulation on: each replica
   trains on the batches, and draws the dropout masks, of the same replica
-  of the one process (run_classifier.py and run_squad.py).
+  of the one process (run_classifier.py; the engine and its split of the
+  batches are the same for every program, and every program's training
+  input is the same stream each time it is built, which is what the split
+  asks of it).
 * Only the chief writes the feature records, the results and the run
   records: a worker whose chief never comes writes nothing, waits
   --records_timeout seconds and stops with one line; in a full run the
@@ -13,8 +16,13 @@ processes over loopback, ports from the OS.
   it.
 * A worker that dies mid-training stops the other with one line naming the
   last checkpoint; both restarted resume from it to the uninterrupted end.
-  SIGTERM on one worker saves the same step on every worker.
+  SIGTERM on one worker saves the same step on every worker; resumed with
+  another batch, the chief refuses and the worker stops.
 * reproduce.py, one command per host: the chief alone records.
+
+The one-process runs the clusters are compared with, and what a worker
+says before any cluster forms, run in this process (tests/in_process.py);
+the model is one layer wide (each process builds and traces it).
 """
 import json
 import re
@@ -30,15 +38,18 @@ import pytest
 import tensorflow as tf
 
 from tests import classifier_fixtures as fx
+from tests import data_helpers
+from tests import in_process
 from tests import qa_fixtures
 from tests.data_helpers import train_tiny_spm
+from xlnet.finetuning import qa_records
 from xlnet.finetuning import record_cache
+from xlnet.finetuning.squad import features as squad_features
 from xlnet.training import strategies
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
-# A model config whose vocabulary covers the tiny SentencePiece model.
-CONFIG = dict(fx.TINY_CONFIG, n_token=1000)
+CONFIG = fx.PROGRAM_CONFIG
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
 
 
@@ -88,11 +99,10 @@ def _cluster(argv, per_task=None, tasks=(0, 1)):
 @pytest.fixture(scope="module")
 def stsb(tmp_path_factory):
   """A stand-in for the released model (SentencePiece model, config,
-  random backbone checkpoint) and an STS-B directory of 16 rows a split."""
+  random backbone checkpoint; shared read-only) and an STS-B directory of
+  16 rows a split."""
+  model = fx.shared_released_model(CONFIG)
   root = tmp_path_factory.mktemp("stsb")
-  config = fx.write_config(str(root / "model"), CONFIG)
-  prefix = fx.write_checkpoint(str(root / "model" / "xlnet_model.ckpt"),
-                               fx.random_values(fx.pretrained_shapes(CONFIG)))
   data = root / "STS-B"
   data.mkdir()
   head = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\t" \
@@ -102,7 +112,9 @@ def stsb(tmp_path_factory):
             f"{i} songs.\tA man plays music {i * 7 % 16}.\t{i % 6}.0\n"
             for i in range(16)]
     (data / f"{split}.tsv").write_text(head + "".join(rows))
-  return dict(config=config, ckpt=prefix, spm=train_tiny_spm(), data=data)
+  return dict(config=os.path.join(model, "xlnet_config.json"),
+              ckpt=os.path.join(model, "xlnet_model.ckpt"),
+              spm=os.path.join(model, "spiece.model"), data=data)
 
 
 def _classifier_argv(stsb, work, *extra):
@@ -118,6 +130,15 @@ def _classifier_argv(stsb, work, *extra):
           "--train_batch_size=2", "--accum_steps=2", "--train_steps=4",
           "--learning_rate=1e-2", "--iterations=1", "--eval_batch_size=4",
           "--seed=5", *extra]
+
+
+def _one_process(argv):
+  """Runs `argv` (the program first) in this process, as the one process
+  of two replicas (this process's two logical CPUs) that a cluster is
+  compared with; returns its output."""
+  result = in_process.run_program(argv[0], *argv[1:], cwd=REPO)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return result.stderr
 
 
 def _checkpoint_values(model_dir):
@@ -144,77 +165,32 @@ def _eval_metrics(model_dir):
               if "=" in field)
 
 
-@pytest.mark.slow
-def test_two_workers_train_as_one_process_with_two_replicas(stsb, tmp_path):
-  """Two workers (one replica each) against one process with two replicas:
-  the same final variables, the same evaluation; the chief alone wrote the
-  records and the results."""
-  one = tmp_path / "one"
-  codes, logs = _finish([_start(_classifier_argv(
-      stsb, one, "--num_core_per_host=2", "--do_train", "--do_eval"))])
-  assert codes == [0], logs[0][-3000:]
+@pytest.mark.tf_version
+def test_every_training_input_is_the_same_stream_each_time_it_is_built(
+    tmp_path):
+  """Every worker builds the training input and keeps its replicas' share
+  of it (`strategies.worker_share`): the SQuAD and RACE input (over two
+  shard files, shuffled with --seed) must give the same batches each time
+  it is built, and another seed another order. (The classifier's:
+  test_classifier_features.py.)"""
+  spec = squad_features.feature_spec(8, is_training=True)
+  rows = [{name: [i] * width for name, (width, _) in spec.items()}
+          for i in range(24)]
+  paths = [str(tmp_path / f"shard-{k}.tf_record") for k in range(2)]
+  for k, path in enumerate(paths):
+    qa_fixtures.write_protobuf_records(path, rows[k::2])
 
-  two = tmp_path / "two"
-  codes, logs = _finish(_cluster(
-      _classifier_argv(stsb, two, "--do_train", "--do_eval", "--do_predict"),
-      {0: [f"--predict_dir={two / 'predict-0'}"],
-       1: [f"--predict_dir={two / 'predict-1'}"]}))
-  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
+  def stream(seed):
+    input_fn = qa_records.make_input_fn(paths, spec, is_training=True,
+                                        drop_remainder=True,
+                                        shuffle_buffer=16, seed=seed)
+    return [b["unique_ids"].tolist()
+            for b in data_helpers.take_batches(input_fn, 12, batch_size=4)]
 
-  want = _checkpoint_values(str(one / "model"))
-  got = _checkpoint_values(str(two / "model"))
-  assert int(got["global_step"]) == 4
-  _assert_same_variables(got, want)
-  # Trained: the backbone moved away from the pretrained values.
-  kernel = "model/transformer/layer_0/ff/layer_1/kernel"
-  assert np.abs(got[kernel] - tf.train.load_checkpoint(
-      stsb["ckpt"]).get_tensor(kernel)).max() > 1e-3
-
-  # The chief wrote the records once; the worker used them.
-  assert "written by the chief" in logs[1]
-  assert "written by the chief" not in logs[0]
-  # The chief alone evaluated and predicted (on its own device, after
-  # training): the same metrics as the one process's two replicas.
-  assert "left to the chief (process 0)" in logs[1]
-  assert "waiting for the chief to finish" in logs[1]
-  assert "eval_pearsonr" not in logs[1]
-  for key, value in _eval_metrics(one / "model").items():
-    if key.startswith("eval_"):
-      assert float(_eval_metrics(two / "model")[key]) == pytest.approx(
-          float(value), rel=1e-5, abs=1e-6), key
-  assert (two / "predict-0" / "sts-b.tsv").exists()
-  assert not (two / "predict-1").exists()
-  # The run records are the chief's: the layout counts both hosts.
-  layout = json.loads((two / "model" / "batch_layout.json").read_text())
-  assert layout["num_hosts"] == 2 and layout["train_batch_size"] == 2
-
-
-@pytest.mark.slow
-def test_squad_on_two_workers_trains_as_one_process(tmp_path):
-  """run_squad.py (window records, the SQuAD loss from scratch) on two
-  workers against one process with two replicas: the same variables; the
-  chief alone predicts."""
-  argv = _squad_argv(tmp_path) + [
-      f"--model_config_path={qa_fixtures.write_tiny_config(tmp_path)}",
-      f"--predict_file={tmp_path / 'train-v2.0.json'}", "--do_train",
-      "--train_batch_size=2", "--train_steps=3", "--learning_rate=1e-2",
-      "--iterations=1", "--start_n_top=3", "--end_n_top=2", "--seed=4"]
-  runs = {name: [f"--output_dir={tmp_path / name / 'records'}",
-                 f"--model_dir={tmp_path / name / 'model'}"]
-          for name in ("one", "two")}
-  codes, logs = _finish([_start(argv + runs["one"] +
-                                ["--num_core_per_host=2"])])
-  assert codes == [0], logs[0][-3000:]
-  codes, logs = _finish(_cluster(argv + runs["two"] + ["--do_predict"], {
-      i: [f"--predict_dir={tmp_path / 'two' / f'predict-{i}'}"]
-      for i in range(2)}))
-  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
-  want = _checkpoint_values(str(tmp_path / "one" / "model"))
-  got = _checkpoint_values(str(tmp_path / "two" / "model"))
-  assert int(got["global_step"]) == 3
-  _assert_same_variables(got, want)
-  assert (tmp_path / "two" / "predict-0" / "predictions.json").exists()
-  assert not (tmp_path / "two" / "predict-1").exists()
+  first = stream(3)
+  assert stream(3) == first
+  assert sorted(sum(first[:6], [])) == list(range(24))  # an epoch: all
+  assert stream(4) != first
 
 
 ################################################################################
@@ -239,6 +215,25 @@ def _race_argv(tmp_path):
           "--max_qa_length=8"]
 
 
+def _as_worker_one(argv):
+  """Runs `argv` (the program first) in this process as task 1 of a
+  two-worker cluster on loopback whose chief never starts: what it does
+  before any cluster forms."""
+  hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
+  return in_process.run_program(argv[0], *argv[1:], f"--worker_hosts={hosts}",
+                                "--task_index=1", cwd=REPO)
+
+
+def _qa_argv(tmp_path, program):
+  """run_squad.py or run_race.py on tiny data, everything under
+  `tmp_path`."""
+  return (_squad_argv(tmp_path) if program == "squad" else
+          _race_argv(tmp_path)) + [
+              f"--output_dir={tmp_path / 'records'}",
+              f"--model_dir={tmp_path / 'model'}",
+              f"--model_config_path={qa_fixtures.write_tiny_config(tmp_path)}"]
+
+
 @pytest.mark.parametrize("program", ["classifier", "squad", "race"])
 def test_a_worker_writes_no_records_and_waits_for_the_chief(stsb, tmp_path,
                                                             program):
@@ -247,21 +242,30 @@ def test_a_worker_writes_no_records_and_waits_for_the_chief(stsb, tmp_path,
   if program == "classifier":
     argv = _classifier_argv(stsb, tmp_path)
   else:
-    argv = (_squad_argv(tmp_path) if program == "squad" else
-            _race_argv(tmp_path)) + [
-                f"--output_dir={tmp_path / 'records'}",
-                f"--model_dir={tmp_path / 'model'}",
-                f"--model_config_path={qa_fixtures.write_tiny_config(tmp_path)}"]
+    argv = _qa_argv(tmp_path, program)
   (records := tmp_path / "records").mkdir()
-  codes, logs = _finish(_cluster(argv + ["--do_train", "--records_timeout=1"],
-                                 tasks=(1,)), timeout=120)
-  assert codes == [2], logs[0][-3000:]
-  last = logs[0].strip().splitlines()[-1]
+  result = _as_worker_one(argv + ["--do_train", "--records_timeout=1"])
+  assert result.returncode == 2, result.stderr[-3000:]
+  last = result.stderr.strip().splitlines()[-1]
   assert last.startswith(f"run_{program}.py: error: ") and (
       "after 1 s of waiting (--records_timeout) for the chief" in last), last
-  assert "Traceback" not in logs[0]
+  assert "Traceback" not in result.stderr
   assert os.listdir(records) == []
   assert not (tmp_path / "model").exists()
+
+
+def test_a_worker_leaves_prediction_to_the_chief(tmp_path):
+  """A SQuAD worker (task 1) asked to predict writes nothing: it says the
+  chief predicts (the chief alone does, after the training)."""
+  argv = _qa_argv(tmp_path, "squad") + [
+      f"--predict_file={tmp_path / 'train-v2.0.json'}", "--do_predict",
+      f"--predict_dir={tmp_path / 'predict'}"]
+  result = _as_worker_one(argv)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert ("Process 1 of 2: prediction left to the chief (process 0)" in
+          result.stderr)
+  assert not (tmp_path / "predict").exists()
+  assert not (tmp_path / "records").exists()
 
 
 def test_a_waiting_worker_takes_the_records_once_the_chief_wrote_them(
@@ -297,6 +301,8 @@ def test_a_waiting_worker_takes_the_records_once_the_chief_wrote_them(
 ################################################################################
 # Which replica trains on which batch; who is the chief.
 ################################################################################
+@pytest.mark.quick
+@pytest.mark.tf_version
 @pytest.mark.eager
 @pytest.mark.parametrize("local", [1, 2])
 def test_worker_share_is_what_one_process_gives_the_same_replicas(local):
@@ -330,6 +336,7 @@ def test_worker_share_is_what_one_process_gives_the_same_replicas(local):
       "task": {"type": "worker", "index": 1}},
      {"worker_hosts": "a:1,b:1,c:1", "task_index": 0}, (0, 3)),
 ])
+@pytest.mark.quick
 def test_cluster_task_numbers_the_chief_first(monkeypatch, tf_config, flags,
                                               want):
   if tf_config is None:
@@ -364,18 +371,25 @@ def test_workers_given_different_commands_both_stop_with_one_line(stsb,
 # A worker that dies.
 ################################################################################
 @pytest.mark.slow
-def test_a_dead_worker_stops_the_chief_with_one_line_and_both_resume(
+@pytest.mark.eager
+@pytest.mark.tf_version
+def test_two_workers_train_as_one_process_and_resume_after_one_died(
     stsb, tmp_path):
-  """SIGKILL of worker 1 after checkpoint 2: the chief stops with one line
-  naming the last checkpoint (exit 1); both restarted with the same command
-  resume from it, each on its own share of the batches, and end with the
-  variables of one process with two replicas trained without a break."""
+  """Two workers (one replica each) against one process with two replicas
+  (this process), dropout and gradient accumulation on. SIGKILL of worker
+  1 after checkpoint 2: the chief stops with one line naming the last
+  checkpoint (exit 1); both restarted with the same command resume from
+  it, each on its own share of the batches, and end with the variables
+  (model, Adam slots, step) and the evaluation of the one process trained
+  without a break; the chief alone wrote the records, evaluated and
+  predicted. (A fresh start is what the killed run made before
+  checkpoint 2.)"""
   # A constant learning rate: --train_steps changes no update.
   steady = ["--do_train", "--min_lr_ratio=1", "--save_steps=2"]
-  cut = tmp_path / "cut"
-  procs = _cluster(_classifier_argv(stsb, cut, *steady,
+  two = tmp_path / "two"
+  procs = _cluster(_classifier_argv(stsb, two, *steady,
                                     "--train_steps=100000"))
-  index = cut / "model" / "model.ckpt-2.index"
+  index = two / "model" / "model.ckpt-2.index"
   deadline = time.monotonic() + 240
   while not index.exists() and time.monotonic() < deadline:
     time.sleep(0.05)
@@ -392,53 +406,57 @@ def test_a_dead_worker_stops_the_chief_with_one_line_and_both_resume(
   assert match, last
   saved = int(match.group(2))
   assert 2 <= saved <= int(match.group(1)) and match.group(3) == str(
-      cut / "model")
+      two / "model")
+  # The chief wrote the records once; the worker used them.
+  assert "written by the chief" in logs[1]
+  assert "written by the chief" not in logs[0]
 
   end = saved + 2
-  codes, logs = _finish(_cluster(_classifier_argv(
-      stsb, cut, *steady, f"--train_steps={end}")))
+  codes, logs = _finish(_cluster(
+      _classifier_argv(stsb, two, *steady, f"--train_steps={end}",
+                       "--do_eval", "--do_predict"),
+      {0: [f"--predict_dir={two / 'predict-0'}"],
+       1: [f"--predict_dir={two / 'predict-1'}"]}))
   assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
-  assert f"Resumed from {cut / 'model' / f'model.ckpt-{saved}'}" in logs[1]
+  assert f"Resumed from {two / 'model' / f'model.ckpt-{saved}'}" in logs[1]
   one = tmp_path / "one"
-  codes, logs = _finish([_start(_classifier_argv(
-      stsb, one, *steady, f"--train_steps={end}", "--num_core_per_host=2"))])
-  assert codes == [0], logs[0][-3000:]
+  _one_process(_classifier_argv(stsb, one, *steady, f"--train_steps={end}",
+                                "--num_core_per_host=2", "--do_eval"))
   want = _checkpoint_values(str(one / "model"))
-  got = _checkpoint_values(str(cut / "model"))
+  got = _checkpoint_values(str(two / "model"))
   assert int(got["global_step"]) == end
   _assert_same_variables(got, want)
+  # Trained: the backbone moved away from the pretrained values.
+  kernel = "model/transformer/layer_0/ff/layer_1/kernel"
+  assert np.abs(got[kernel] - tf.train.load_checkpoint(
+      stsb["ckpt"]).get_tensor(kernel)).max() > 1e-3
 
-
-@pytest.mark.slow
-def test_the_chief_refusing_to_resume_stops_the_worker_with_one_line(
-    stsb, tmp_path):
-  """Resumed with another batch: the chief refuses (exit 2, its line names
-  the flag); the worker, which learns it in a collective op of the set-up,
-  stops with one line (exit 1), no traceback."""
-  argv = _classifier_argv(stsb, tmp_path, "--do_train", "--train_steps=2")
-  codes, logs = _finish(_cluster(argv))
-  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
-  codes, logs = _finish(_cluster(argv + ["--train_steps=4",
-                                         "--train_batch_size=4"]))
-  assert codes == [2, 1], "\n".join(log[-3000:] for log in logs)
-  chief, worker = (log.strip().splitlines()[-1] for log in logs)
-  assert chief.startswith("run_classifier.py: error: ") and (
-      "--train_batch_size" in chief), chief
-  assert worker.startswith(
-      "run_classifier.py: error: a worker of the cluster stopped before "
-      "training ("), worker
-  assert worker.endswith("resume from model.ckpt-2, the newest checkpoint "
-                         f"in {tmp_path / 'model'}; the steps after it are "
-                         "lost, as saving needs every worker"), worker
-  assert "Traceback" not in logs[1]
+  # The chief alone evaluated and predicted (on its own device, after
+  # training): the same metrics as the one process's two replicas.
+  assert "left to the chief (process 0)" in logs[1]
+  assert "waiting for the chief to finish" in logs[1]
+  assert "eval_pearsonr" not in logs[1]
+  for key, value in _eval_metrics(one / "model").items():
+    if key.startswith("eval_"):
+      assert float(_eval_metrics(two / "model")[key]) == pytest.approx(
+          float(value), rel=1e-5, abs=1e-6), key
+  assert (two / "predict-0" / "sts-b.tsv").exists()
+  assert not (two / "predict-1").exists()
+  # The run records are the chief's: the layout counts both hosts.
+  layout = json.loads((two / "model" / "batch_layout.json").read_text())
+  assert layout["num_hosts"] == 2 and layout["train_batch_size"] == 2
 
 
 @pytest.mark.slow
 def test_sigterm_on_one_worker_saves_and_stops_every_worker(stsb, tmp_path):
   """SIGTERM to worker 1 (a preemption notice): both workers end the same
-  step, the chief saves it, both exit 143 with one line naming it."""
-  procs = _cluster(_classifier_argv(stsb, tmp_path, "--do_train",
-                                    "--save_steps=2", "--train_steps=100000"))
+  step, the chief saves it, both exit 143 with one line naming it. Resumed
+  with another batch, the chief refuses (exit 2, its line names the flag);
+  the worker, which learns it in a collective op of the set-up, stops with
+  one line (exit 1), no traceback."""
+  argv = _classifier_argv(stsb, tmp_path, "--do_train", "--save_steps=2",
+                          "--train_steps=100000")
+  procs = _cluster(argv)
   index = tmp_path / "model" / "model.ckpt-2.index"
   deadline = time.monotonic() + 240
   while not index.exists() and time.monotonic() < deadline:
@@ -458,6 +476,20 @@ def test_sigterm_on_one_worker_saves_and_stops_every_worker(stsb, tmp_path):
                       f"{tmp_path / 'model'}; rerun the same command to "
                       "resume")
   assert (tmp_path / "model" / f"model.ckpt-{step}.index").exists()
+
+  codes, logs = _finish(_cluster(argv + ["--train_batch_size=4"]))
+  assert codes == [2, 1], "\n".join(log[-3000:] for log in logs)
+  chief, worker = (log.strip().splitlines()[-1] for log in logs)
+  assert chief.startswith("run_classifier.py: error: ") and (
+      "--train_batch_size" in chief), chief
+  assert worker.startswith(
+      "run_classifier.py: error: a worker of the cluster stopped before "
+      "training ("), worker
+  assert worker.endswith(f"resume from model.ckpt-{step}, the newest "
+                         f"checkpoint in {tmp_path / 'model'}; the steps "
+                         "after it are lost, as saving needs every worker"), (
+                             worker)
+  assert "Traceback" not in logs[1]
 
 
 ################################################################################
@@ -512,11 +544,18 @@ def test_reproduce_on_two_hosts_the_chief_alone_records(stsb, tmp_path):
   result and the reports; the other host logs its program's output to its
   own file."""
   work = tmp_path / "work"
-  codes, logs = _finish(_cluster(_reproduce_argv(stsb, work)))
-  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
-  assert "Results:" in logs[0] and "Results:" not in logs[1]
+  hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
+  argv = _reproduce_argv(stsb, work, f"--worker_hosts={hosts}")
+  # Task 1 a process; the chief's reproduce.py in this process (each starts
+  # its run_classifier.py, and those two form the cluster).
+  other = _start(argv + ["--task_index=1"])
+  chief = in_process.run_program(*argv, "--task_index=0", cwd=REPO)
+  codes, logs = _finish([other])
+  assert (chief.returncode, codes) == (0, [0]), (chief.stderr[-3000:],
+                                                  logs[0][-3000:])
+  assert "Results:" in chief.stdout and "Results:" not in logs[0]
   assert ("STS-B (seed 1): starting (the chief evaluates and records it)"
-          in logs[1])
+          in logs[0])
   report = json.loads((work / "results.json").read_text())
   assert [row["status"] for row in report["rows"]] == ["done"]
   run_dir = work / "sts-b" / "seed-1"
@@ -527,8 +566,10 @@ def test_reproduce_on_two_hosts_the_chief_alone_records(stsb, tmp_path):
   assert "--task_index=1" in worker_log and "eval_pearsonr" not in worker_log
   assert "left to the chief" in worker_log
   # A rerun on either host skips the recorded task (the host flags are not
-  # settings of the result).
-  codes, logs = _finish(_cluster(_reproduce_argv(stsb, work)))
-  assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
-  for log in logs:
-    assert "STS-B (seed 1): done by an earlier run, skipped" in log
+  # settings of the result): no program starts, so each runs alone, here.
+  for index in (1, 0):
+    rerun = in_process.run_program(*argv, f"--task_index={index}",
+                                   "--worker_hosts=10.0.0.1:1,10.0.0.2:1",
+                                   cwd=REPO)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "STS-B (seed 1): done by an earlier run, skipped" in rerun.stdout

@@ -6,8 +6,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,6 +13,7 @@ import tensorflow as tf
 
 from tests import classifier_fixtures as fx
 from tests import data_helpers
+from tests import in_process
 
 pytestmark = pytest.mark.eager
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
@@ -79,12 +78,11 @@ def test_the_example_equals_the_command(tmp_path, monkeypatch, capsys):
   printed = capsys.readouterr().out.split()
   assert printed[0].endswith(os.path.join("sst-2", "model", "model.ckpt-6"))
 
-  # The command, into other directories.
+  # The command, into other directories (in this process:
+  # tests/in_process.py).
   argv = shlex.split(command.replace("\\\n", " "))
   argv = [a.replace("sst-2/", "cli/") for a in argv]
-  proc = subprocess.run([sys.executable, os.path.join(REPO, argv[1]),
-                         *argv[2:]], capture_output=True, text=True,
-                        cwd=tmp_path, timeout=600)
+  proc = in_process.run_program(argv[1], *argv[2:], cwd=tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
 
   ours, theirs = _variables("sst-2/model"), _variables("cli/model")

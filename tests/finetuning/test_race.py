@@ -32,6 +32,7 @@ def _race_file(article, questions):
           "answers": [a for _, _, a in questions], "id": "x"}
 
 
+@pytest.mark.quick
 def test_option_packing_hand_worked():
   articles = ["c1 c2 c3 c4 c5 c6 c7 c8", "c1 c2"]
   examples = [
@@ -125,6 +126,7 @@ def test_malformed_race_files(tmp_path, content, match):
     race_features.read_race_examples(str(tmp_path), "dev", ("high",))
 
 
+@pytest.mark.quick
 def test_accuracy_by_level_hand_worked():
   ex = [race_features.RaceExample(str(i), 0, "q", ("a", "b", "c", "d"), label,
                                   level)
@@ -143,6 +145,8 @@ def test_accuracy_by_level_hand_worked():
     race_features.accuracy_by_level(ex, results[:4])
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_race_head_matches_numpy(tmp_path):
   seq_len, bsz = 6, 2
   d = qa_fixtures.TINY_CONFIG["d_model"]

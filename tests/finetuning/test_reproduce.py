@@ -2,6 +2,7 @@
 (batch plans, seeds, SQuAD preprocessing shards), medians over seeds, the
 PNG chart, the progress text, the earlier layout's migration, and whole
 tables on tiny stand-in data (resumed after a SIGKILL)."""
+import contextlib
 import dataclasses
 import json
 import os
@@ -37,10 +38,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
 
 
-def _run(args, **kwargs):
-  return subprocess.run([sys.executable, os.path.join(REPO, "reproduce.py")]
-                        + args, capture_output=True, text=True, cwd=REPO,
-                        env=ENV, timeout=600, **kwargs)
+def _run_here(args):
+  """reproduce.py's command line run in this process (tests/in_process.py):
+  its flags, lines and exit code as `python reproduce.py ARGS` has them,
+  without a TensorFlow import of its own; the programs it starts are
+  processes still."""
+  return in_process.run_program("reproduce.py", *args, cwd=REPO)
 
 
 def _model_args(model):
@@ -82,6 +85,7 @@ TARGETS = {
 }
 
 
+@pytest.mark.quick
 def test_targets_and_paper_figures_are_the_sources():
   value = lambda figure: None if figure is None else figure.value
   got = {t.name: (value(t.target_large), value(t.target_base),
@@ -181,6 +185,7 @@ def _dry_run(capsys, args):
           and line != "wait"]
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("table,size,task,gpus,expected", EXPECTED)
 def test_dry_run_commands_carry_the_papers_settings(tmp_path, capsys, table,
                                                      size, task, gpus,
@@ -227,6 +232,7 @@ LARGE = dict(n_layer=24, d_model=1024, n_head=16, d_head=64, d_inner=4096,
              ff_activation="gelu", untie_r=True, n_token=32000)
 
 
+@pytest.mark.tf_version
 def test_device_memory_picks_the_memory_models_accumulation(tmp_path,
                                                               capsys):
   """--device_memory_gb passes, per task, the accumulation and micro-batch
@@ -341,6 +347,16 @@ def test_override_flags_replace_every_tasks_value(tmp_path, capsys):
     assert (got["learning_rate"], got["train_steps"], got["warmup_steps"],
             got["save_steps"], got["train_batch_size"],
             got["max_seq_length"]) == ("0.0001", "7", "7", "7", "4", "16")
+
+
+def _settings_of(args):
+  """reproduce.py's resolved settings of the command line `args` (paths
+  absolute, as `reproduce.run` makes them)."""
+  flag_values = flags.FlagValues()
+  reproduce.define_flags(flag_values)
+  flag_values(["reproduce.py"] + list(args))
+  return reproduce.absolute_paths(
+      finetune_flags.resolve_reproduce(flag_values))
 
 
 def _settings(work_dir, *extra):
@@ -535,7 +551,7 @@ def test_a_result_file_of_the_wrong_shape_ends_the_program_in_one_line(
   (work / "rte" / "seed-1").mkdir(parents=True)
   (work / "rte" / "seed-1" / "result.json").write_text(
       '{"row": [], "command": []}')
-  proc = _run(args + ["--num_seeds=1"])
+  proc = _run_here(args + ["--num_seeds=1"])
   assert proc.returncode == 2 and "Traceback" not in proc.stderr
   assert proc.stderr.strip().split("\n")[-1] == (
       f"reproduce.py: error: {work}/rte/seed-1/result.json does not hold a "
@@ -547,7 +563,7 @@ def test_a_result_file_of_the_wrong_shape_ends_the_program_in_one_line(
 def test_a_second_run_on_one_work_dir_is_refused(tmp_path):
   data, work = glue_root(str(tmp_path / "glue")), tmp_path / "work"
   with run_lock.hold(str(work)):  # as a running reproduce.py holds it
-    proc = _run(["--table=glue", "--tasks=rte", f"--data_root={data}",
+    proc = _run_here(["--table=glue", "--tasks=rte", f"--data_root={data}",
                  f"--work_dir={work}"] + _model_args("/m"))
     assert proc.returncode == 1, proc.stderr[-3000:]
     last = proc.stderr.strip().split("\n")[-1]
@@ -563,7 +579,7 @@ def test_a_second_run_on_one_work_dir_is_refused(tmp_path):
 def test_dry_run_lists_every_run_of_the_table(tmp_path):
   """Five seeds by default for GLUE (its figures are medians of 5 runs,
   zihangdai/xlnet#96), seed by seed; task names in any case."""
-  proc = _run(["--table=glue", "--data_root=/data", f"--work_dir={tmp_path}",
+  proc = _run_here(["--table=glue", "--data_root=/data", f"--work_dir={tmp_path}",
                "--dry_run"] + _model_args("/m"))
   assert proc.returncode == 0, proc.stderr[-2000:]
   runs = [(_flags_of(line)["task_name"], _flags_of(line)["seed"])
@@ -601,7 +617,7 @@ def test_seeds_default_per_table_and_start_at_seed(tmp_path, capsys, table,
 
 
 def test_a_warmup_above_the_steps_is_warned_as_the_programs_do(tmp_path):
-  proc = _run(["--table=glue", "--tasks=rte,mrpc", "--warmup_steps=900",
+  proc = _run_here(["--table=glue", "--tasks=rte,mrpc", "--warmup_steps=900",
                "--data_root=/data", f"--work_dir={tmp_path}", "--dry_run"] +
               _model_args("/m"))
   assert proc.returncode == 0, proc.stderr[-2000:]
@@ -643,6 +659,7 @@ def test_a_warmup_above_the_steps_is_warned_as_the_programs_do(tmp_path):
      "/m/xlnet_config.json not found (--device_memory_gb plans with the "
      "model's sizes)"),
 ])
+@pytest.mark.quick
 def test_bad_settings_are_one_line_errors(tmp_path, extra, message):
   proc = in_process.run_program(
       "reproduce.py", "--data_root=/nonexistent", f"--work_dir={tmp_path}",
@@ -733,6 +750,7 @@ def test_chart_range_line_spans_the_runs_over_the_median_bar(tmp_path):
 
 
 # ---- medians over seeds -----------------------------------------------------
+@pytest.mark.quick
 def test_a_task_row_is_the_median_and_range_of_its_runs():
   runs = [reproduce_report.run_row(RTE, seed, "done", ours, 10.0)
           for seed, ours in ((1, 71.0), (2, 75.5), (3, 68.25))]
@@ -793,7 +811,7 @@ def test_progress_line_and_eta():
 
 
 # ---- whole tables on tiny stand-in data ------------------------------------
-CONFIG = dict(fx.TINY_CONFIG, n_token=1000)
+CONFIG = fx.PROGRAM_CONFIG
 SMOKE = ["--train_steps=2", "--max_seq_length=32", "--train_batch_size=2",
          "--warmup_steps=0", "--save_steps=2", "--iterations=1",
          "--eval_batch_size=4", "--max_qa_length=8", "--max_query_length=8",
@@ -801,16 +819,11 @@ SMOKE = ["--train_steps=2", "--max_seq_length=32", "--train_batch_size=2",
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory):
+def model():
   """A stand-in for a released model directory: spiece.model,
-  xlnet_config.json and a pretrained checkpoint (by the released names)."""
-  root = str(tmp_path_factory.mktemp("xlnet_tiny"))
-  spm = data_helpers.train_tiny_spm(root)
-  os.rename(spm, os.path.join(root, "spiece.model"))
-  fx.write_config(root, CONFIG)
-  fx.write_checkpoint(os.path.join(root, "xlnet_model.ckpt"),
-                      fx.random_values(fx.pretrained_shapes(CONFIG)))
-  return root
+  xlnet_config.json and a pretrained checkpoint (by the released names),
+  shared read-only."""
+  return fx.shared_released_model(CONFIG)
 
 
 def _write(path, text):
@@ -903,13 +916,19 @@ def _check_reports(work_dir, names, steps=2):
   return rows
 
 
+@contextlib.contextmanager
 def _file_size_limit(limit):
-  """A preexec_fn: no file may grow beyond `limit` bytes (`ulimit -f`); with
-  SIGXFSZ ignored, a write beyond it fails with EFBIG as on a full disk."""
-  def preexec():
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-  return preexec
+  """For the block, no file this process writes may grow beyond `limit`
+  bytes (`ulimit -f`: the soft limit, put back afterwards); with SIGXFSZ
+  ignored, a write beyond it fails with EFBIG as on a full disk."""
+  soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+  previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+  resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+  try:
+    yield
+  finally:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    signal.signal(signal.SIGXFSZ, previous)
 
 
 # Larger than the work dir's lock, smaller than a task log's first line
@@ -924,9 +943,9 @@ def _temporaries(root):
 
 def test_a_task_log_beyond_a_file_size_limit_is_one_line(tmp_path):
   data, work = glue_root(str(tmp_path / "glue")), tmp_path / "work"
-  proc = _run(["--table=glue", "--tasks=rte", f"--data_root={data}",
-               f"--work_dir={work}"] + _model_args("/m"),
-              preexec_fn=_file_size_limit(SMALL_FILES))
+  with _file_size_limit(SMALL_FILES):
+    proc = _run_here(["--table=glue", "--tasks=rte", f"--data_root={data}",
+                      f"--work_dir={work}"] + _model_args("/m"))
   assert proc.returncode == 1, proc.stderr[-3000:]
   assert "Traceback" not in proc.stderr
   assert proc.stderr.strip().split("\n")[-1] == (
@@ -940,8 +959,9 @@ def test_reports_beyond_a_file_size_limit_are_one_line(tmp_path):
   data, work = glue_root(str(tmp_path / "glue")), tmp_path / "work"
   args = [f"--data_root={data}", "--tasks=rte", "--num_seeds=1"]
   _write_result(_settings(work, *args), data_dir=f"{data}/RTE")
-  proc = _run(["--table=glue", f"--work_dir={work}"] + _model_args("/m") +
-              args, preexec_fn=_file_size_limit(SMALL_FILES))
+  with _file_size_limit(SMALL_FILES):
+    proc = _run_here(["--table=glue", f"--work_dir={work}"] +
+                     _model_args("/m") + args)
   assert proc.returncode == 1, proc.stderr[-3000:]
   assert "[1/1] RTE (seed 1): done by an earlier run, skipped" in proc.stdout
   assert "Traceback" not in proc.stderr
@@ -971,8 +991,10 @@ def test_a_signal_reaches_the_running_task_which_saves(tmp_path, model,
   process group (Ctrl-C at a terminal), reaches the running task once: it
   saves a checkpoint of the step it is on and stops; reproduce.py waits for
   it, exits with 128 + the signal's number and one line, and leaves no
-  lock. The same command, run from the work dir's new place after a move,
-  resumes from that step."""
+  lock. (A rerun resuming a run from a moved work dir:
+  test_a_killed_table_resumes_from_a_moved_work_dir.) The task runs as
+  long as needed for the signal to find it running (400 steps); it stops
+  after 2 or 3."""
   data, work = glue_root(str(tmp_path / "glue")), str(tmp_path / "work")
   args = (["--table=glue", "--tasks=rte", f"--data_root={data}"] +
           _model_args(model) + SMOKE + ["--train_steps=400",
@@ -1018,43 +1040,50 @@ def test_a_signal_reaches_the_running_task_which_saves(tmp_path, model,
   with open(os.path.join(work, "results.json")) as f:
     assert json.load(f)["rows"][0]["status"] == "interrupted"
 
-  moved = str(tmp_path / "moved")
-  shutil.move(work, moved)
-  again = _run([f"--work_dir={moved}"] + args)
-  assert again.returncode == 0, (again.stdout, again.stderr[-3000:])
-  moved_log = os.path.join(moved, "rte", "seed-1", "log.txt")
-  with open(moved_log) as f:
-    second = f.read().split("\n$ ")[-1]
-  assert (f"Resumed from {moved}/rte/seed-1/model/model.ckpt-{step} at step "
-          f"{step}") in second
-  assert min(_logged_steps(moved_log)[
-      -(400 - step):]) == step + 1
-  _check_reports(moved, ["rte"], steps=400)
+
+
+def _published_steps(model_dir):
+  """Steps of the checkpoints published in `model_dir` (their .index file
+  renamed into place; not the `.tmp-` bundle a save writes first)."""
+  if not os.path.isdir(model_dir):
+    return []
+  return sorted(int(m[1]) for m in map(re.compile(
+      r"^model\.ckpt-(\d+)\.index$").match, os.listdir(model_dir)) if m)
 
 
 @pytest.mark.slow
-def test_glue_table_resumes_after_a_kill(tmp_path, model):
-  """Two tasks with two seeds each, seed by seed: killed while the third
-  run (RTE, seed 2) trains, the rerun skips the two finished runs, resumes
-  the third and runs the fourth; each task's row is the median of its
-  two runs."""
+def test_a_killed_table_resumes_from_a_moved_work_dir(tmp_path, model):
+  """One task with two seeds, seed 1 done by an earlier run (its
+  result.json): reproduce.py skips it and, SIGKILLed while seed 2 trains,
+  takes its running program with it. The same command, run from the work
+  dir's new place after a move, skips seed 1 again and resumes seed 2 from
+  its newest checkpoint (in the new place); the task's row is the median
+  of the two runs. (A result.json a real run wrote, read back by a rerun:
+  test_multi_worker.py's reproduce.py test; several tasks, each row of its
+  own runs: test_a_table_groups_each_tasks_runs.)"""
   data, work = glue_root(str(tmp_path / "glue")), str(tmp_path / "work")
   # 3 steps, a checkpoint after each: killed after the first.
-  args = (["--table=glue", "--tasks=rte,sts-b", f"--data_root={data}",
-           f"--work_dir={work}"] + _model_args(model) + SMOKE +
+  args = (["--table=glue", "--tasks=rte", f"--data_root={data}"] +
+          _model_args(model) + SMOKE +
           ["--train_steps=3", "--save_steps=1", "--num_seeds=2"])
+  settings = _settings_of([f"--work_dir={work}"] + args)
+  first_run = reproduce.plan_runs([RTE], settings)[0]
+  assert first_run.seed == 1
+  first = reproduce_report.run_row(RTE, 1, "done", 61.5, 12.5)
+  path = reproduce.task_dirs(settings, RTE, 1)["result"]
+  os.makedirs(os.path.dirname(path))
+  with open(path, "w") as f:
+    json.dump({"row": first, "command": list(first_run.command),
+               "work_dir": work}, f)
   proc = subprocess.Popen(
-      [sys.executable, os.path.join(REPO, "reproduce.py")] + args,
-      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
-      env=ENV)
-  third_model = os.path.join(work, "rte", "seed-2", "model")
-  # A published checkpoint, not the `.tmp-` bundle a save writes first (a
-  # kill then leaves nothing to resume from: the rerun starts afresh).
-  published = re.compile(r"^model\.ckpt-\d+\.index$")
+      [sys.executable, os.path.join(REPO, "reproduce.py"),
+       f"--work_dir={work}"] + args, stdout=subprocess.PIPE,
+      stderr=subprocess.STDOUT, text=True, cwd=REPO, env=ENV)
+  second_model = os.path.join(work, "rte", "seed-2", "model")
+  # A published checkpoint (a kill during the first save leaves nothing to
+  # resume from: the rerun starts afresh).
   deadline = time.time() + 600
-  while time.time() < deadline and not (
-      os.path.isdir(third_model) and
-      any(published.match(n) for n in os.listdir(third_model))):
+  while time.time() < deadline and not _published_steps(second_model):
     time.sleep(0.05)
   proc.send_signal(signal.SIGKILL)
   seen = proc.communicate(timeout=60)[0]
@@ -1063,34 +1092,78 @@ def test_glue_table_resumes_after_a_kill(tmp_path, model):
   while _processes_mentioning(work) and time.time() < deadline:
     time.sleep(0.2)
   assert not _processes_mentioning(work)
-  assert "[1/4] RTE (seed 1): starting; elapsed" in seen
-  assert "[3/4] RTE (seed 2): starting; elapsed" in seen
-  assert "from 2 finished" in seen
+  assert "[1/2] RTE (seed 1): done by an earlier run, skipped" in seen
+  assert ("[2/2] RTE (seed 2): starting; elapsed 0s; ETA unknown until a "
+          "run finishes") in seen
   assert ("# rte (seed 2): global batch 2 = 2 per device x 1 device x 1 "
           "accumulation step; fp32; target 83.8 (release README") in seen
-  firsts = []
-  for task in ("rte", "sts-b"):
-    with open(os.path.join(work, task, "seed-1", "result.json")) as f:
-      firsts.append(json.load(f)["row"])
   assert not os.path.exists(os.path.join(work, "rte", "seed-2",
                                          "result.json"))
+  # (A kill that comes late, under load, may find step 3 saved too; the
+  # rerun then resumes there and trains no more.)
+  newest = _published_steps(second_model)[-1]
+  assert 1 <= newest <= 3
 
-  again = _run(args)
+  moved = str(tmp_path / "moved")
+  shutil.move(work, moved)
+  again = _run_here([f"--work_dir={moved}"] + args)
   assert again.returncode == 0, (again.stdout, again.stderr[-3000:])
-  assert "[1/4] RTE (seed 1): done by an earlier run, skipped" in again.stdout
-  assert "[2/4] STS-B (seed 1): done by an earlier run, skipped" in (
+  assert "[1/2] RTE (seed 1): done by an earlier run, skipped" in (
       again.stdout)
-  assert "[3/4] RTE (seed 2): starting" in again.stdout
-  assert "[4/4] STS-B (seed 2): starting" in again.stdout
-  with open(os.path.join(work, "rte", "seed-1", "log.txt")) as f:
-    assert f.read().count("\n$ ") == 1  # ran once
-  with open(os.path.join(work, "rte", "seed-2", "log.txt")) as f:
-    third_log = f.read()
-  assert third_log.count("\n$ ") == 2 and "Resumed from" in third_log
-  rows = _check_reports(work, ["rte", "sts-b"], steps=3)
-  assert [r["runs"][0] for r in rows] == firsts
-  assert [[run["seed"] for run in r["runs"]] for r in rows] == [[1, 2]] * 2
-  assert rows[0]["target"] == 83.8 and rows[1]["target"] == 91.8
+  assert "[2/2] RTE (seed 2): starting" in again.stdout
+  # Seed 1 never ran a program here.
+  assert not os.path.exists(os.path.join(moved, "rte", "seed-1", "log.txt"))
+  second_log = os.path.join(moved, "rte", "seed-2", "log.txt")
+  with open(second_log) as f:
+    text = f.read()
+  assert text.count("\n$ ") == 2
+  resumed = text.split("\n$ ")[-1]
+  assert (f"Resumed from {moved}/rte/seed-2/model/model.ckpt-{newest} at "
+          f"step {newest}") in resumed
+  assert [int(n) for n in re.findall(r"\] \[(\d+)\] \| loss", resumed)] == (
+      list(range(newest + 1, 4)))
+  (row,) = _check_reports(moved, ["rte"], steps=3)
+  assert row["runs"][0] == first
+  assert [run["seed"] for run in row["runs"]] == [1, 2]
+  assert row["target"] == 83.8
+
+
+@pytest.mark.quick
+@pytest.mark.tf_version
+def test_a_table_groups_each_tasks_runs(tmp_path):
+  """Two tasks with two seeds, run seed by seed: each task's row holds its
+  own runs in seed order, those done by an earlier run (their result.json)
+  and those pending; its figure is the median of those done."""
+  data = glue_root(str(tmp_path / "glue"))
+  settings = _settings(tmp_path / "work", f"--data_root={data}",
+                       "--tasks=rte,sts-b", "--num_seeds=2")
+  tasks = paper_settings.select("glue", ["rte", "sts-b"])
+  runs = reproduce.plan_runs(tasks, settings)
+  assert [r.name for r in runs] == ["rte (seed 1)", "sts-b (seed 1)",
+                                    "rte (seed 2)", "sts-b (seed 2)"]
+  # Done: rte's two runs (70.0, 74.0) and sts-b's first (80.0).
+  for run, ours in zip(runs[:3], (70.0, 80.0, 74.0)):
+    path = reproduce.task_dirs(settings, run.task, run.seed)["result"]
+    os.makedirs(os.path.dirname(path))
+    with open(path, "w") as f:
+      json.dump({"row": reproduce_report.run_row(run.task, run.seed, "done",
+                                                 ours, 10.0),
+                 "command": list(run.command),
+                 "work_dir": settings.work_dir}, f)
+  table = reproduce.Table(tasks, runs, settings)
+  rte, stsb = table.rows()
+  assert (rte["task"], stsb["task"]) == ("rte", "sts-b")
+  assert [(r["seed"], r["status"], r["ours"]) for r in rte["runs"]] == [
+      (1, "done", 70.0), (2, "done", 74.0)]
+  assert (rte["ours"], rte["runs_done"], rte["status"]) == (72.0, 2, "done")
+  assert [(r["seed"], r["status"]) for r in stsb["runs"]] == [
+      (1, "done"), (2, "pending")]
+  assert (stsb["ours"], stsb["runs_done"], stsb["status"]) == (
+      80.0, 1, "partial")
+  table.write()
+  with open(os.path.join(settings.work_dir, "results.json")) as f:
+    assert [(r["task"], r["ours"]) for r in json.load(f)["rows"]] == [
+        ("rte", 72.0), ("sts-b", 80.0)]
 
 
 @pytest.mark.slow
@@ -1101,8 +1174,9 @@ def test_glue_table_resumes_after_a_kill(tmp_path, model):
 ])
 def test_other_tables_end_to_end(tmp_path, model, table, task, layout):
   data, work = layout(str(tmp_path / "data")), str(tmp_path / "work")
-  proc = _run([f"--table={table}", f"--tasks={task}", f"--data_root={data}",
-               f"--work_dir={work}"] + _model_args(model) + SMOKE)
+  proc = _run_here([f"--table={table}", f"--tasks={task}",
+                    f"--data_root={data}", f"--work_dir={work}"] +
+                   _model_args(model) + SMOKE)
   assert proc.returncode == 0, (proc.stdout, proc.stderr[-3000:])
   _check_reports(work, [task])
   if table == "squad":
@@ -1121,8 +1195,8 @@ def test_a_failing_task_says_so_in_one_line_and_its_row(tmp_path, model):
   data = glue_root(str(tmp_path / "glue"))
   os.remove(os.path.join(data, "RTE", "dev.tsv"))
   work = str(tmp_path / "work")
-  proc = _run(["--table=glue", "--tasks=rte", f"--data_root={data}",
-               f"--work_dir={work}"] + _model_args(model) + SMOKE)
+  proc = _run_here(["--table=glue", "--tasks=rte", f"--data_root={data}",
+                    f"--work_dir={work}"] + _model_args(model) + SMOKE)
   assert proc.returncode == 1
   errors = [l for l in proc.stderr.split("\n") if l.startswith(
       "reproduce.py:")]

@@ -10,7 +10,6 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 
 from absl import flags
 import numpy as np
@@ -19,6 +18,7 @@ import tensorflow as tf
 
 from tests import classifier_fixtures as fx
 from tests import data_helpers
+from tests import in_process
 from xlnet.finetuning import api
 from xlnet.finetuning import checkpoint_eval
 from xlnet.finetuning import finetune
@@ -284,6 +284,7 @@ def test_evaluating_an_unlabelled_test_split_is_a_one_line_error(tmp_path,
   assert engine.inferred == [] and not os.path.exists(tmp_path / "proc")
 
 
+@pytest.mark.quick
 def test_prediction_files_have_the_release_format(tmp_path):
   """Hand-made logits; the expected bytes are written out: the release's
   `index<TAB>prediction` lines (running index, label by the logit gap for
@@ -325,6 +326,7 @@ def test_prediction_files_have_the_release_format(tmp_path):
 ################################################################################
 # Results files.
 ################################################################################
+@pytest.mark.quick
 def test_eval_results_file_keeps_every_checkpoint_and_the_best(tmp_path):
   path = str(tmp_path / "eval_results.txt")
   update = checkpoint_eval.update_eval_results
@@ -479,13 +481,14 @@ def test_a_checkpoint_without_the_head_is_accepted(setup, engine):
     (["--data_dir={bad_label}", "--task_name=sst-2"],
      "train.tsv line 3: label 'negative' is not one of the labels"),
 ])
+@pytest.mark.quick
 def test_command_line_errors_are_one_line(setup, extra, message):
+  """The program's exit code and last line (its command line run in this
+  process, tests/in_process.py; real processes of run_classifier.py:
+  test_multi_worker.py, test_reproduce.py)."""
   paths = dict(setup, bad_label=bad_label_dir(setup["root"]))
   args = base_args(setup) + [e.format(**paths) for e in extra]
-  proc = subprocess.run([sys.executable, os.path.join(REPO,
-                                                      "run_classifier.py"),
-                         *args], capture_output=True, text=True, cwd=REPO,
-                        timeout=300)
+  proc = in_process.run_program("run_classifier.py", *args, cwd=REPO)
   assert proc.returncode == 2, proc.stderr[-2000:]
   assert "Traceback" not in proc.stderr
   last = proc.stderr.strip().splitlines()[-1]
@@ -493,11 +496,9 @@ def test_command_line_errors_are_one_line(setup, extra, message):
 
 
 def test_help_says_train_batch_size_is_per_gpu():
-  proc = subprocess.run([sys.executable, os.path.join(REPO,
-                                                      "run_classifier.py"),
-                         "--help"], capture_output=True, text=True, cwd=REPO,
-                        timeout=300)
-  assert "Traceback" not in proc.stderr  # (absl's --help exits with 1)
+  proc = in_process.run_program("run_classifier.py", "--help", cwd=REPO)
+  assert proc.returncode == 1  # as absl's --help
+  assert "Traceback" not in proc.stderr
   text = " ".join(proc.stdout.split())
   assert "--train_batch_size: Training batch size: PER GPU without --use_tpu" \
       in text

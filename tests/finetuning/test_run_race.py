@@ -145,6 +145,7 @@ def test_training_order_follows_the_seed(race):
   assert dev_path.endswith(".dev.tf_record")
 
 
+@pytest.mark.tf_version
 def test_records_have_the_release_format_and_old_ones_still_read(race,
                                                                  tmp_path):
   sp_model = prepro_utils.load_sp_model(train_tiny_spm(), "spiece_model_file")

@@ -14,6 +14,7 @@ import pytest
 import sentencepiece as spm
 import tensorflow as tf
 
+from tests import in_process
 from tests import qa_fixtures
 from tests.data_helpers import REPO_ROOT
 from tests.data_helpers import train_tiny_spm
@@ -252,6 +253,7 @@ def test_training_order_follows_the_seed(squad):
   assert run_squad.parse_flags(["run_squad.py"]).seed == DEFAULT_SEED == 1
 
 
+@pytest.mark.tf_version
 def test_records_have_the_release_format_and_old_ones_still_read(squad):
   flags = squad["flags"]("--do_prepro")
   sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file,
@@ -303,6 +305,7 @@ def test_training_uses_the_releases_records_when_ours_are_missing(squad):
   assert sorted(got["unique_ids"].tolist()) == list(range(len(values)))
 
 
+@pytest.mark.tf_version
 def test_float_features_equal_protobuf_bytes():
   features = {"ids": np.array([[5, 300], [0, 1]]),
               "mask": np.array([[1.0, 0.0], [0.5, -2.25]], np.float32)}
@@ -316,6 +319,7 @@ def test_float_features_equal_protobuf_bytes():
     assert raw == expected.SerializeToString(deterministic=True)
 
 
+@pytest.mark.tf_version
 @pytest.mark.eager
 def test_training_runs_on_the_engine_and_resumes(squad):
   """Two real steps write model.ckpt-2 (heads under the release's root
@@ -330,6 +334,7 @@ def test_training_runs_on_the_engine_and_resumes(squad):
   assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-3")
 
 
+@pytest.mark.tf_version
 def test_predict_end_to_end_with_a_stand_in_engine(squad, monkeypatch,
                                                    caplog):
   monkeypatch.setattr(squad_task, "predict", qa_fixtures.session_predict(
@@ -491,19 +496,20 @@ def test_every_checkpoint_is_rated_and_the_best_picked(squad, monkeypatch,
      r"--model_dir=.*/model holds no checkpoint to evaluate \(train first "
      r"with --do_train\)"),
 ])
+@pytest.mark.quick
 def test_bad_flags_name_the_flag(squad, extra, match):
   with pytest.raises(ValueError, match=match):
     api.run_squad(**squad["flags"](*extra))
 
 
 def test_command_line_errors_are_one_line(squad, tmp_path):
+  """The program's exit code and one line (its command line run in this
+  process, tests/in_process.py; real processes of run_squad.py:
+  test_prepro_script_runs_on_the_official_layout, test_reproduce.py)."""
   empty = qa_fixtures.write_json(tmp_path / "empty.json", {"data": []})
   args = [a for a in squad["argv"] if not a.startswith("--predict_file")]
-  proc = subprocess.run(
-      [sys.executable, os.path.join(REPO_ROOT, "run_squad.py")] + args[1:] +
-      ["--do_predict", f"--predict_file={empty}"],
-      capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  proc = in_process.run_program("run_squad.py", *args[1:], "--do_predict",
+                                f"--predict_file={empty}", cwd=REPO_ROOT)
   assert proc.returncode == 2
   assert proc.stderr.strip().splitlines()[-1] == (
       f"run_squad.py: error: --predict_file={empty}: no questions found")

@@ -23,6 +23,7 @@ def test_normalize_answer(text, expected):
   assert official_eval.normalize_answer(text) == expected
 
 
+@pytest.mark.quick
 def test_exact_and_f1_hand_worked():
   assert official_eval.compute_exact("The Eiffel tower", "eiffel  Tower!") == 1
   assert official_eval.compute_exact("Eiffel tower", "the tower") == 0
@@ -37,6 +38,7 @@ def test_exact_and_f1_hand_worked():
   assert official_eval.compute_f1("cat", "dog") == 0.0
 
 
+@pytest.mark.quick
 def test_scores_take_the_best_gold_answer_and_empty_for_impossible():
   data = _dataset([("multi", ["Denver Broncos", "the Broncos", "Broncos"]),
                    ("imp_ok", []), ("imp_bad", []),
@@ -53,6 +55,7 @@ def test_scores_take_the_best_gold_answer_and_empty_for_impossible():
   assert f1["imp_ok"] == 1.0 and f1["imp_bad"] == 0.0
 
 
+@pytest.mark.quick
 def test_threshold_search_hand_worked():
   data = _dataset([("q1", ["right"]), ("q2", ["right"]), ("q3", []),
                    ("q4", [])])

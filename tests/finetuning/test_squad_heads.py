@@ -126,6 +126,8 @@ def _np_backbone(params, features):
 
 
 # ------------------------------------------------------------------- tests
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_training_heads_and_loss_match_numpy(tmp_path, checkpoint):
   ckpt, params = checkpoint
   features = _features(np.random.default_rng(0))
@@ -167,6 +169,7 @@ def test_training_heads_and_loss_match_numpy(tmp_path, checkpoint):
                              0.5 * (start_ce + end_ce) + 0.5 * cls_ce, **TOL)
 
 
+@pytest.mark.tf_version
 def test_beam_matches_exhaustive_top_k(tmp_path, checkpoint):
   ckpt, params = checkpoint
   features = _features(np.random.default_rng(1))

@@ -170,6 +170,7 @@ def _release_rule_results():
                    "q1": ["", "x"], "q2": ["nothing"]}),
     (False, True, {"q0": ["alpha beta", "delta"], "q1": ["x"], "q2": [""]}),
 ])
+@pytest.mark.quick
 def test_nbest_hand_worked_with_the_releases_rules(last_piece, skip_empty,
                                                    want):
   texts, examples, converter = _hand_made_converter()

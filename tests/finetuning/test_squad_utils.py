@@ -80,6 +80,7 @@ def test_normalized_view_is_what_sentencepiece_spells(sp_model, lower):
       assert _as_sp_text(text[src_start[k]:src_end[k]], lower).find(c) >= 0
 
 
+@pytest.mark.quick
 def test_char_span_to_pieces_and_back(sp_model):
   text = "Tokyo  (東京) hosted the 1964, Olympics."
   paragraph = squad_alignment.tokenize_paragraph(
@@ -95,6 +96,7 @@ def test_char_span_to_pieces_and_back(sp_model):
   assert squad_alignment.char_span_to_pieces(paragraph, 5, 7) is None  # spaces
 
 
+@pytest.mark.quick
 def test_doc_windows_and_max_context_hand_worked():
   # 10 pieces, windows of 4, stride 3: [0,4) [3,7) [6,10).
   windows = squad_features.doc_windows(10, 4, 3)
@@ -111,6 +113,7 @@ def test_doc_windows_and_max_context_hand_worked():
   assert squad_features.doc_windows(4, 4, 2) == [(0, 4)]
 
 
+@pytest.mark.quick
 def test_window_features_layout_hand_worked():
   paragraph = squad_alignment.TokenizedParagraph(
       np.array([11, 12, 13, 14, 15], np.int32), None, None)
