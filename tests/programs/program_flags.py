@@ -118,23 +118,28 @@ def help_in_process(program):
   return in_process.run_program(program, "--help")
 
 
-# Forks one child per program (argv[1:]) from an interpreter that imported
-# only TensorFlow and absl; each child runs `PROGRAM --help` as its own
-# process would, with its output on files; prints {program: [exit status,
-# stdout, stderr]}.
-_FORKED_HELPS = r"""
+# Forks one child per command (argv[1:], each a JSON list: a program and
+# its arguments, or "-m" and a module) from an interpreter that imported
+# only TensorFlow and absl; each child runs the command as its own process
+# would (`python PROGRAM ARGS`, `python -m MODULE`), with its output on
+# files; prints [[exit status, stdout, stderr], ...].
+_FORKED = r"""
 import json, os, runpy, sys, tempfile, traceback
 import tensorflow
 from absl import app
 
-def child(program, out, err):
+def child(command, out, err):
   os.dup2(out.fileno(), 1)
   os.dup2(err.fileno(), 2)
-  sys.argv = [program, "--help"]
-  sys.path[0] = os.path.dirname(os.path.abspath(program))
   code = 0
   try:
-    runpy.run_path(program, run_name="__main__")
+    if command[0] == "-m":
+      sys.argv = [command[1]] + command[2:]
+      runpy.run_module(command[1], run_name="__main__", alter_sys=True)
+    else:
+      sys.argv = list(command)
+      sys.path[0] = os.path.dirname(os.path.abspath(command[0]))
+      runpy.run_path(command[0], run_name="__main__")
   except SystemExit as e:
     code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
     if code == 1 and not isinstance(e.code, int):
@@ -146,31 +151,43 @@ def child(program, out, err):
   sys.stderr.flush()
   os._exit(code)
 
-results = {}
-for program in sys.argv[1:]:
+results = []
+for command in map(json.loads, sys.argv[1:]):
   with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-      child(program, out, err)
+      child(command, out, err)
     _, status = os.waitpid(pid, 0)
     texts = []
     for f in (out, err):
       f.seek(0)
       texts.append(f.read().decode())
-    results[program] = [os.waitstatus_to_exitcode(status)] + texts
+    results.append([os.waitstatus_to_exitcode(status)] + texts)
 print(json.dumps(results))
 """
 
 
-def helps_in_fresh_processes(programs):
-  """{program: in_process.Result} of `PROGRAM --help`, each in a process
-  of its own (forked after TensorFlow's import, see the module's
-  docstring)."""
-  proc = subprocess.run([sys.executable, "-c", _FORKED_HELPS, *programs],
-                        cwd=REPO, capture_output=True, text=True,
-                        timeout=600, env=ENV)
+def run_in_fresh_processes(commands, python=sys.executable, cwd=REPO,
+                           env=None):
+  """[in_process.Result] of each command (a list: `[PROGRAM, *ARGS]`, or
+  `["-m", MODULE]`) run in a process of its own, forked after TensorFlow's
+  import (see the module's docstring), by `python` in `cwd` with the
+  environment `env` (default: this one, with the repository on
+  PYTHONPATH)."""
+  proc = subprocess.run(
+      [python, "-c", _FORKED, *map(json.dumps, commands)], cwd=cwd,
+      capture_output=True, text=True, timeout=600,
+      env=ENV if env is None else env)
   assert proc.returncode == 0, proc.stderr[-3000:]
   found = json.loads(proc.stdout.strip().split("\n")[-1])
-  return {p: in_process.Result(*found[p]) for p in programs}
+  return [in_process.Result(*result) for result in found]
+
+
+def helps_in_fresh_processes(programs, **kwargs):
+  """{program: in_process.Result} of `PROGRAM --help`, each in a process of
+  its own (`run_in_fresh_processes`, with its keyword arguments)."""
+  results = run_in_fresh_processes([[p, "--help"] for p in programs],
+                                   **kwargs)
+  return dict(zip(programs, results))
