@@ -154,6 +154,7 @@ def _check_classifier(tmp_path, extra):
   finetune_flags.check_common_flags(FL)
 
 
+@pytest.mark.quick
 def test_every_rule_is_exercised_and_every_config_is_built():
   assert {name for name, _, _ in REFUSED} == set(validation.NAMES)
   configs = {c for module in (model_lib, train_config, pretrain_config,
@@ -165,6 +166,7 @@ def test_every_rule_is_exercised_and_every_config_is_built():
     config_class(**values)
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("flag,value,message", REFUSED,
                          ids=[f"{f}={v}" for f, v, _ in REFUSED])
 def test_configs_refuse_what_the_programs_refuse(tmp_path, flag, value,

@@ -6,10 +6,10 @@ from any directory, and a file of the user's at ./configs/NAME wins.
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
+from tests import in_process
 from xlnet import configs
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
@@ -29,11 +29,13 @@ print(flags.FLAGS.learning_rate)
 
 def _parse(cwd, *args):
   """(model_config_path, learning_rate) as train_gpu.py's flags parse
-  `args` in the directory `cwd`."""
-  proc = subprocess.run([sys.executable, "-c", PARSE, *args], cwd=cwd,
-                        capture_output=True, text=True, timeout=300,
-                        env=dict(os.environ, PYTHONPATH=REPO,
-                                 TF_CPP_MIN_LOG_LEVEL="3"))
+  `args` in the directory `cwd` (the parsing run in this process, as
+  `python -c PARSE ARGS` would run it there)."""
+  script = os.path.join(cwd, "parse_flags.py")
+  with open(script, "w") as f:
+    f.write(PARSE)
+  proc = in_process.run_program(script, *args, cwd=cwd)
+  os.remove(script)
   assert proc.returncode == 0, proc.stderr[-2000:]
   path, rate = proc.stdout.split("\n")[-3:-1]
   return path, float(rate)

@@ -1,55 +1,19 @@
 """Every program's flags, names and defaults, as the released commands and
 docs use them: a literal table per program, checked against the flags the
-program defines when it starts (each program is run in one subprocess with
-absl's `app.run` replaced, so nothing but its flag definitions runs), and the
-help texts pinned by a digest. The catalog test below checks that every flag
-is defined in one place, the catalog (`xlnet/flags/catalog.py` and its task
-groups, `xlnet/flags/task_catalog.py`)."""
+program defines when it starts (program_flags.defined: the program run in
+this process with absl's `app.run` replaced, so nothing but its flag
+definitions runs), and the help texts pinned by a digest. The catalog test
+below checks that every flag is defined in one place, the catalog
+(`xlnet/flags/catalog.py` and its task groups,
+`xlnet/flags/task_catalog.py`)."""
 import hashlib
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
+from tests.programs import program_flags
 
-# Runs each program given on the command line up to `app.run` and prints
-# {program: {flag: [type, default, help, enum values, defining module]}} for
-# the flags it defined (absl's and TensorFlow's own left out); each program's
-# flags are deleted before the next one runs.
-_DUMP = r"""
-import json, runpy, sys
-from absl import app, flags
-
-class Started(Exception):
-  pass
-
-def _started(*args, **kwargs):
-  raise Started()
-
-app.run = _started
-FLAGS = flags.FLAGS
-before = set(FLAGS)
-out = {}
-for program in sys.argv[1:]:
-  sys.argv = [program]
-  try:
-    runpy.run_path(program, run_name="__main__")
-  except Started:
-    pass
-  names = [n for n in set(FLAGS) - before
-           if not FLAGS.find_module_defining_flag(n).startswith(
-               ("absl.", "tensorflow."))]
-  out[program] = {n: [FLAGS[n].flag_type(), FLAGS[n].default, FLAGS[n].help,
-                      getattr(FLAGS[n].parser, "enum_values", None),
-                      FLAGS.find_module_defining_flag(n)] for n in names}
-  for n in names:
-    delattr(FLAGS, n)
-print(json.dumps(out))
-"""
+REPO = program_flags.REPO
 
 # Flags with the same type and default in pretraining and fine-tuning.
 SHARED = {
@@ -402,12 +366,7 @@ HELP_DIGESTS = {
 @pytest.fixture(scope="module")
 def defined():
   """{program: {flag: [type, default, help, enum values, module]}}."""
-  proc = subprocess.run(
-      [sys.executable, "-c", _DUMP] + list(PROGRAMS), cwd=REPO,
-      capture_output=True, text=True, timeout=300,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO))
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  return json.loads(proc.stdout.strip().split("\n")[-1])
+  return {program: program_flags.defined(program) for program in PROGRAMS}
 
 
 def _help_digest(flags_of_program):
@@ -418,6 +377,7 @@ def _help_digest(flags_of_program):
   return digest.hexdigest()[:16]
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("program", sorted(PROGRAMS))
 def test_program_defines_these_flags_with_these_defaults(defined, program):
   got = {name: (kind, default)

@@ -1,85 +1,43 @@
 """Every program's `--help` lists exactly its own flags, grouped, with their
 defaults, and every flag the docs give it; it exits as absl's `--help`.
 
-The programs are setup.py's PROGRAMS (the installed commands, so a new one
-is covered) and the scripts under scripts/ and bench/ that run through
-`cli.run`. The flags a program defines come from running its definitions
-with absl's `app.run` replaced (test_flag_catalog's dump), independently of
-the help text; each `--help` runs in its own interpreter, as a user runs
-it."""
-import ast
-from concurrent import futures
-import json
+The programs are program_flags.PROGRAMS: setup.py's PROGRAMS (the installed
+commands, so a new one is covered) and the scripts under scripts/ and
+bench/ that run through `cli.run`. The flags a program defines come from
+running its definitions with absl's `app.run` replaced
+(program_flags.defined), independently of the help text. The help is
+checked as `--help` prints it in this process (the quick tier: every
+program in milliseconds); then each program's `--help` runs in a process
+of its own, as a user runs it (program_flags.helps_in_fresh_processes), and
+must print the same help and exit as absl's `--help` does there, with no
+traceback."""
+import contextlib
+import io
 import os
 import re
-import subprocess
-import sys
 
+from absl import app
 import pytest
 
-from tests.programs import test_flag_catalog
+from tests.programs import program_flags
 from tests.programs import test_readme
 
-REPO = test_flag_catalog.REPO
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
+REPO = program_flags.REPO
+PROGRAMS = program_flags.PROGRAMS
 # absl's flags that a --help may name in its prose and the docs may use.
 ABSL_FLAGS = {"flagfile", "help", "helpfull", "helpshort"}
+# A program defining no flag, run by absl alone: its --help is the
+# reference of the exit status.
+ABSL_ONLY = "from absl import app\napp.run(lambda argv: None)\n"
 
 
-def _setup_programs():
-  """setup.py's PROGRAMS (read, not imported: importing runs setup())."""
-  tree = ast.parse(test_readme._read("setup.py"))
-  for node in tree.body:
-    if isinstance(node, ast.Assign) and [t.id for t in node.targets] == [
-        "PROGRAMS"]:
-      return ast.literal_eval(node.value)
-  raise AssertionError("setup.py has no PROGRAMS list")
-
-
-def _cli_scripts():
-  """scripts/*.py and bench/*.py that run through `cli.run`."""
-  found = []
-  for folder in ("scripts", "bench"):
-    for name in sorted(os.listdir(os.path.join(REPO, folder))):
-      path = f"{folder}/{name}"
-      if name.endswith(".py") and "cli.run(" in test_readme._read(path):
-        found.append(path)
-  return found
-
-
-PROGRAMS = _setup_programs() + _cli_scripts()
-
-
-def _run_help(program):
-  return subprocess.run([sys.executable, program, "--help"], cwd=REPO,
-                        capture_output=True, text=True, timeout=300, env=ENV)
-
-
-@pytest.fixture(scope="module")
-def helps():
-  """{program: CompletedProcess of `python program --help`}."""
-  with futures.ThreadPoolExecutor(3) as pool:
-    return dict(zip(PROGRAMS, pool.map(_run_help, PROGRAMS)))
-
-
-@pytest.fixture(scope="module")
-def defined():
-  """{program: {flag: [type, default, help, enum values, module]}}."""
-  proc = subprocess.run([sys.executable, "-c", test_flag_catalog._DUMP]
-                        + PROGRAMS, cwd=REPO, capture_output=True, text=True,
-                        timeout=300, env=ENV)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  return json.loads(proc.stdout.strip().split("\n")[-1])
-
-
-@pytest.fixture(scope="module")
 def absl_help_status():
-  """The exit status of absl's own --help (a program defining no flag)."""
-  proc = subprocess.run(
-      [sys.executable, "-c", "from absl import app; app.run(lambda a: None)",
-       "--help"], capture_output=True, text=True, timeout=300, env=ENV)
-  assert "Try --helpfull" in proc.stdout, proc.stdout
-  return proc.returncode
+  """The exit status of absl's own --help flag (its handler, run here)."""
+  with contextlib.redirect_stdout(io.StringIO()) as out:
+    with pytest.raises(SystemExit) as info:
+      app.HelpFlag().parse("true")
+  assert "Try --helpfull" in out.getvalue(), out.getvalue()
+  return info.value.code
 
 
 def _sections(text):
@@ -112,16 +70,15 @@ def _default_text(kind, value):
   return str(value)
 
 
-@pytest.mark.parametrize("program", PROGRAMS)
-def test_help_lists_exactly_the_programs_flags_with_defaults(
-    helps, defined, absl_help_status, program):
-  proc = helps[program]
-  assert proc.returncode == absl_help_status, (program, proc.stderr[-2000:])
-  assert "Traceback" not in proc.stderr, (program, proc.stderr[-2000:])
-  sections = _sections(proc.stdout)
+def _check_help(program, result, status):
+  """`result` (of `PROGRAM --help`) exits with `status` and lists exactly
+  the program's flags, under their catalog groups, with their defaults."""
+  assert result.returncode == status, (program, result.stderr[-2000:])
+  assert "Traceback" not in result.stderr, (program, result.stderr[-2000:])
+  sections = _sections(result.stdout)
   listed = {name: entry for entries in sections.values()
             for name, entry in entries.items()}
-  own = defined[program]
+  own = program_flags.defined(program)
   # Its own flags, and no absl or TensorFlow flag (--logtostderr, --v, ...).
   assert sorted(listed) == sorted(own), program
   assert sum(len(e) for e in sections.values()) == len(own), program
@@ -135,7 +92,36 @@ def test_help_lists_exactly_the_programs_flags_with_defaults(
   catalog = {n for n, (*_, module) in own.items()
              if module.startswith("xlnet.")}
   assert not catalog & set(fallback), (program, catalog & set(fallback))
-  assert "Try --helpfull" in proc.stdout
+  assert "Try --helpfull" in result.stdout
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_help_lists_exactly_the_programs_flags_with_defaults(program):
+  _check_help(program, program_flags.help_in_process(program),
+              absl_help_status())
+
+
+@pytest.fixture(scope="module")
+def fresh_helps(tmp_path_factory):
+  """{program: Result of its --help in a process of its own}, and under
+  "absl" that of a program run by absl alone."""
+  absl_only = tmp_path_factory.mktemp("absl") / "absl_only.py"
+  absl_only.write_text(ABSL_ONLY)
+  helps = program_flags.helps_in_fresh_processes(PROGRAMS + [str(absl_only)])
+  helps["absl"] = helps.pop(str(absl_only))
+  return helps
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_help_in_a_process_of_its_own_is_the_same(fresh_helps, program):
+  """The program's own imports suffice to start it; its --help prints, on
+  the process's output, the help checked above, and exits as absl's."""
+  absl = fresh_helps["absl"]
+  assert "Try --helpfull" in absl.stdout, absl.stdout
+  fresh = fresh_helps[program]
+  _check_help(program, fresh, absl.returncode)
+  assert fresh.stdout == program_flags.help_in_process(program).stdout
 
 
 def _doc_mentions():
@@ -157,13 +143,14 @@ def _doc_mentions():
   return found
 
 
-def test_help_lists_every_flag_the_docs_give_a_program(helps):
+@pytest.mark.quick
+def test_help_lists_every_flag_the_docs_give_a_program():
   mentions = _doc_mentions()
   assert {"train_gpu.py", "data_utils.py", "run_classifier.py",
           "convert_checkpoint.py"} <= set(mentions)
   for program, uses in mentions.items():
-    listed = {n for e in _sections(helps[program].stdout).values()
-              for n in e}
+    help_text = program_flags.help_in_process(program).stdout
+    listed = {n for e in _sections(help_text).values() for n in e}
     for page, flags in uses:
       unknown = set(flags) - listed - ABSL_FLAGS
       assert not unknown, (page, program, unknown)

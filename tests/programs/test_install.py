@@ -1,14 +1,22 @@
 """`pip install .` into a fresh virtual environment puts every program on
-PATH and ships the configs: each command's --help runs, `python -m
-xlnet.configs` names the installed configs, and one pretraining step runs
-through the installed `train_gpu.py` with `--flagfile=configs/demo.flags`
-(which names `configs/xlnet_tiny.json`), from a directory outside the
-checkout (so the installed package and configs are the ones read).
+PATH and ships the configs: each installed command's --help prints the
+checkout's help, `python -m xlnet.configs` names the installed configs, and
+one pretraining step runs through the installed `train_gpu.py` with
+`--flagfile=configs/demo.flags` (which names `configs/xlnet_tiny.json`),
+from a directory outside the checkout (so the installed package and
+configs are the ones read).
+
+The installed commands' --help and `python -m xlnet.configs` run as
+tests/programs/test_help.py runs the checkout's programs: each in a process
+of its own, forked by the environment's Python after one TensorFlow import
+(program_flags.run_in_fresh_processes), a command's folder (the
+environment's bin/) first on sys.path, no PYTHONPATH. That a command starts
+by its first line (`#!` the environment's Python) the training step shows,
+and every command has that line.
 
 The environment is new but sees this test environment's packages (a `.pth`
 file naming its site-packages) and installs with `--no-deps
 --no-build-isolation`: the test needs no package index."""
-from concurrent import futures
 import os
 import shutil
 import subprocess
@@ -19,20 +27,27 @@ import pytest
 import tensorflow as tf
 
 from tests import train_fixtures
+from tests.programs import program_flags
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
-# Every program the README names, as an installed command.
-COMMANDS = ["data_utils.py", "spm_train.py", "train_gpu.py", "train_tpu.py",
-            "train.py", "eval_pretrain.py", "model_utils.py",
-            "convert_checkpoint.py", "run_classifier.py", "run_squad.py",
-            "run_race.py", "reproduce.py"]
+REPO = program_flags.REPO
+# Every installed command: setup.py's PROGRAMS, among them every program
+# the README names.
+COMMANDS = program_flags.SETUP_PROGRAMS
+README_PROGRAMS = ["data_utils.py", "spm_train.py", "train_gpu.py",
+                   "train_tpu.py", "train.py", "eval_pretrain.py",
+                   "model_utils.py", "convert_checkpoint.py",
+                   "run_classifier.py", "run_squad.py", "run_race.py",
+                   "reproduce.py"]
+
+
+def _env():
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  return dict(env, TF_CPP_MIN_LOG_LEVEL="3")
 
 
 def _run(cmd, cwd):
-  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
   return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
-                        timeout=300, env=dict(env, TF_CPP_MIN_LOG_LEVEL="3"))
+                        timeout=300, env=_env())
 
 
 def _fresh_install(tmp_path):
@@ -63,23 +78,24 @@ def _fresh_install(tmp_path):
 
 @pytest.mark.slow
 def test_pip_install_puts_every_program_on_path(tmp_path):
+  assert set(README_PROGRAMS) <= set(COMMANDS)
   bin_dir = _fresh_install(tmp_path)
   work = tmp_path / "work"
   work.mkdir()
-  where = _run([str(bin_dir / "python"), "-c",
-                "import xlnet; print(xlnet.__file__)"], cwd=str(work))
-  assert where.stdout.startswith(str(tmp_path / "venv")), where.stdout
-  with futures.ThreadPoolExecutor(4) as pool:  # each start imports TF
-    helps = pool.map(lambda c: _run([str(bin_dir / c), "--help"],
-                                    cwd=str(work)), COMMANDS)
-  for command, proc in zip(COMMANDS, helps):
-    # absl prints the usage and exits with 1 after --help.
-    assert "Traceback" not in proc.stderr, (command, proc.stderr[-2000:])
-    assert "--helpfull" in proc.stdout, (command, proc.stdout[-2000:])
+  python = str(bin_dir / "python")
+  *helps, where = program_flags.run_in_fresh_processes(
+      [[str(bin_dir / c), "--help"] for c in COMMANDS]
+      + [["-m", "xlnet.configs"]], python=python, cwd=str(work), env=_env())
+  for command, installed in zip(COMMANDS, helps):
+    with open(bin_dir / command, encoding="utf-8") as f:
+      assert f.readline() == f"#!{python}\n", command
+    assert os.access(bin_dir / command, os.X_OK), command
+    assert installed.returncode == 1, (command, installed.stderr[-2000:])
+    assert "Traceback" not in installed.stderr, (command,
+                                                 installed.stderr[-2000:])
+    assert installed.stdout == program_flags.help_in_process(command).stdout
 
   # The configs, installed beside the library: the checkout's files.
-  where = _run([str(bin_dir / "python"), "-m", "xlnet.configs"],
-               cwd=str(work))
   installed = where.stdout.strip()
   assert installed.startswith(str(tmp_path / "venv")), where.stderr[-2000:]
   shipped = sorted(n for n in os.listdir(os.path.join(REPO, "xlnet",

@@ -98,11 +98,13 @@ def _layer(module):
   raise AssertionError(f"{module} is in no layer of LAYERS: add it")
 
 
+@pytest.mark.quick
 def test_every_module_has_a_layer():
   for module in MODULES:
     _layer(module)
 
 
+@pytest.mark.quick
 def test_no_module_imports_a_layer_above_its_own():
   upward = {(src, dst) for src, targets in GRAPH.items() for dst in targets
             if _layer(dst) > _layer(src)}
@@ -127,6 +129,7 @@ def test_the_task_heads_need_only_the_model():
   assert not wrong, wrong
 
 
+@pytest.mark.quick
 def test_the_library_imports_neither_flags_nor_cli_nor_programs():
   """Named outright: the arrows the layers exist to forbid."""
   library = [m for m in GRAPH if not m.startswith(ABOVE_THE_LIBRARY)]

@@ -35,10 +35,11 @@ import re
 
 import pytest
 
+from tests.programs import program_flags
 from tests.programs import test_help
 
-REPO = test_help.REPO
-PROGRAMS = test_help.PROGRAMS
+REPO = program_flags.REPO
+PROGRAMS = program_flags.PROGRAMS
 FLAG_MODULES = ("xlnet.flags.catalog", "xlnet.flags.task_catalog")
 # `--name` (flags have no hyphen: `--no-deps`, a pip option, is not one).
 NAME = re.compile(r"(?<![\w-])--([a-z][a-z0-9_]*)(?![\w-])")
@@ -380,33 +381,43 @@ def _parameter_names(program, module, function, parameter, depth):
   positional = [a.arg for a in args.posonlyargs + args.args]
   named = positional + [a.arg for a in args.kwonlyargs]
   defaults = dict(zip(positional[::-1], args.defaults[::-1]))
-  found, calls = set(), 0
+  calls = _calls(program).get((module.name, function.name), [])
+  found = set()
+  for caller, call in calls:
+    if args.kwarg and parameter == args.kwarg.arg:
+      found |= {k.arg for k in call.keywords if k.arg not in named}
+      continue
+    given = [k.value for k in call.keywords if k.arg == parameter]
+    if parameter in positional:
+      # A method called as `obj.method(...)` has no `self` argument.
+      i = positional.index(parameter) - (positional[:1] == ["self"])
+      given += call.args[i:i + 1]
+      if not given and parameter in defaults:
+        given = [defaults[parameter]]
+    elif args.vararg and parameter == args.vararg.arg:
+      given += call.args[len(positional):]
+    ctx = (program, caller, _enclosing_function(caller, call))
+    names = _union([_names(ctx, v, depth + 1) for v in given])
+    if names is None:
+      return None
+    found |= names
+  return found if calls else None
+
+
+@functools.lru_cache(maxsize=None)
+def _calls(program):
+  """{(module, definition): [(calling _Module, ast.Call)]}: every call the
+  program's reach makes to a function of the repository (read once per
+  program; `_parameter_names` looks its calls up here)."""
+  out = {}
   for key in _reach(program):
     caller = _modules()[key[0]]
     for top in _body(key):
       for call in ast.walk(top):
-        if not isinstance(call, ast.Call) or _target(
-            caller, call.func) != (module.name, function.name):
-          continue
-        calls += 1
-        if args.kwarg and parameter == args.kwarg.arg:
-          found |= {k.arg for k in call.keywords if k.arg not in named}
-          continue
-        given = [k.value for k in call.keywords if k.arg == parameter]
-        if parameter in positional:
-          # A method called as `obj.method(...)` has no `self` argument.
-          i = positional.index(parameter) - (positional[:1] == ["self"])
-          given += call.args[i:i + 1]
-          if not given and parameter in defaults:
-            given = [defaults[parameter]]
-        elif args.vararg and parameter == args.vararg.arg:
-          given += call.args[len(positional):]
-        ctx = (program, caller, _enclosing_function(caller, call))
-        names = _union([_names(ctx, v, depth + 1) for v in given])
-        if names is None:
-          return None
-        found |= names
-  return found if calls else None
+        target = isinstance(call, ast.Call) and _target(caller, call.func)
+        if target:
+          out.setdefault(target, []).append((caller, call))
+  return out
 
 
 def _messages(program):
@@ -449,12 +460,15 @@ def _allowed(program, text, flags_of, others=()):
 
 
 @pytest.fixture(scope="module")
-def flags_of(request):
-  """{program: its flag names} (test_help's dump of the definitions)."""
-  return {p: set(f) for p, f in request.getfixturevalue("defined").items()}
+def defined():
+  """{program: {flag: [type, default, help, enum values, module]}}."""
+  return {p: program_flags.defined(p) for p in PROGRAMS}
 
 
-defined = test_help.defined
+@pytest.fixture(scope="module")
+def flags_of(defined):  # pylint: disable=redefined-outer-name
+  """{program: its flag names}."""
+  return {p: set(f) for p, f in defined.items()}
 
 
 @pytest.mark.parametrize("program", PROGRAMS)

@@ -2,9 +2,13 @@
 trainer per --model_dir: pretraining (train_gpu.py) and fine-tuning
 (run_classifier.py, run_squad.py, run_race.py through xlnet/finetuning/finetune.py).
 
-The reference of a run is another, independent run of the same command:
-every variable of the final checkpoints must be equal bit for bit, every
-logged line equal; another --seed must change them.
+The reference of a run is another, independent run of the same command
+(for train_gpu.py the run train_fixtures.shared_train_gpu_run made once
+for the whole test run): every variable of the final checkpoints must be
+equal bit for bit; another --seed must change them. A fine-tuning run
+resumed in a new process ends with the bits of the uninterrupted run.
+What a run's refusal says (the lock, another batch size) is checked on the
+command run in this process (tests/in_process.py).
 """
 import os
 import re
@@ -20,6 +24,7 @@ import tensorflow as tf
 from tests.finetuning import test_run_classifier as rc
 from tests.finetuning.test_run_race import race  # noqa: F401 (fixture)
 from tests.finetuning.test_run_squad import squad  # noqa: F401 (fixture)
+from tests import in_process
 from tests import train_fixtures as fx
 from xlnet.training import run_lock
 from xlnet.finetuning import api
@@ -28,8 +33,10 @@ pytestmark = [pytest.mark.eager, pytest.mark.slow]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-# No --seed: the default one.
-PRETRAIN = ["--train_steps=4", "--save_steps=2"]
+# No --seed: the default one. Two replicas (MirroredStrategy on the two
+# logical CPUs), as train_fixtures.shared_train_gpu_run runs it.
+PRETRAIN = ["--train_steps=4"]
+CORES = 2
 
 
 def _checkpoint(model_dir):
@@ -63,24 +70,24 @@ def _run(cmd):
                         timeout=300, env=ENV)
 
 
-@pytest.fixture(scope="module")
-def records(tmp_path_factory):
-  return fx.program_records(tmp_path_factory.mktemp("records"),
-                            num_core_per_host=1, num_lines=300)
-
-
 def _pretrain(records, model_dir, *extra):
-  return fx.program_command("train_gpu.py", records, model_dir, *PRETRAIN,
+  """The command shared_train_gpu_run(*PRETRAIN) ran, into `model_dir`."""
+  return fx.program_command("train_gpu.py", records, model_dir,
+                            f"--num_core_per_host={CORES}", *PRETRAIN,
                             *extra)
 
 
 def test_pretraining_twice_gives_the_same_bits_and_one_trainer_per_dir(
-    tmp_path, records):
+    tmp_path):
   """Run A is paused (SIGSTOP) after its first step, holding the lock: a
   second trainer on A's directory exits with code 1 naming the directory
-  and A; A then finishes with the checkpoints of an undisturbed run C of
-  the same command (every variable, bit for bit, and every log line);
-  --seed=2 gives other weights."""
+  and A; A then finishes (every step logged) with the checkpoint of an
+  undisturbed run C of the same command (every variable, bit for bit) and
+  the same files; --seed=2 gives other weights. (That the same command
+  logs the same losses, tests/pretraining/test_train_gpu.py's resumed runs
+  check against their references.)"""
+  records, reference = fx.shared_train_gpu_run(*PRETRAIN,
+                                               num_core_per_host=CORES)
   first = subprocess.Popen(_pretrain(records, tmp_path / "a"),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True, cwd=REPO, env=ENV)
@@ -90,7 +97,7 @@ def test_pretraining_twice_gives_the_same_bits_and_one_trainer_per_dir(
     if re.search(r"\[1\] \|", line):
       first.send_signal(signal.SIGSTOP)
       break
-  second = _run(_pretrain(records, tmp_path / "a"))
+  second = in_process.run_program(*_pretrain(records, tmp_path / "a")[1:])
   first.send_signal(signal.SIGCONT)
   out.append(first.stdout.read())
   assert first.wait(timeout=300) == 0, "".join(out)[-3000:]
@@ -100,18 +107,17 @@ def test_pretraining_twice_gives_the_same_bits_and_one_trainer_per_dir(
                          f"in use by another trainer (pid {first.pid} ")
   assert not (tmp_path / "a" / run_lock.LOCK_NAME).exists()  # released
 
-  again = _run(_pretrain(records, tmp_path / "c"))
-  assert again.returncode == 0, again.stderr[-3000:]
-  assert _logged("".join(out)) == _logged(again.stderr)
-  assert len(_logged(again.stderr)) == 4
-  _assert_same_bits(_checkpoint(tmp_path / "a"), _checkpoint(tmp_path / "c"))
-  assert _files(tmp_path / "a") == _files(tmp_path / "c")  # none from B
+  steps = [int(re.match(r"\[(\d+)\]", line).group(1))
+           for line in _logged("".join(out))]
+  assert steps == [1, 2, 3, 4]
+  _assert_same_bits(_checkpoint(tmp_path / "a"), _checkpoint(reference))
+  assert _files(tmp_path / "a") == _files(reference)  # none from B
 
   other = _run(_pretrain(records, tmp_path / "s2", "--seed=2"))
   assert other.returncode == 0, other.stderr[-3000:]
   kernel = "model/transformer/layer_0/ff/layer_1/kernel"
   assert not np.array_equal(_checkpoint(tmp_path / "s2")[kernel],
-                            _checkpoint(tmp_path / "c")[kernel])
+                            _checkpoint(reference)[kernel])
 
 
 ################################################################################
@@ -157,8 +163,9 @@ def test_classifier_resumed_after_sigkill_gives_the_same_bits(tmp_path,
   _assert_same_bits(_checkpoint(tmp_path / "cut"),
                     _checkpoint(tmp_path / "full"))
 
-  other = _run(_classify(classifier, tmp_path / "full",
-                         "--train_batch_size=4", "--train_steps=6"))
+  other = in_process.run_program(*_classify(
+      classifier, tmp_path / "full", "--train_batch_size=4",
+      "--train_steps=6")[1:])
   assert other.returncode == 2, other.stderr[-3000:]
   last = other.stderr.strip().splitlines()[-1]
   assert last.startswith("run_classifier.py: error: --train_batch_size=4 "
@@ -182,49 +189,38 @@ def _as_killed_after(source, target, step):
     f.write(f'model_checkpoint_path: "model.ckpt-{step}"\n')
 
 
-@pytest.mark.parametrize("task", ["squad", "race"])
-def test_qa_training_resumed_from_a_checkpoint_gives_the_same_bits(
+# RACE's run stands for the engine's reproducibility on every TensorFlow
+# (dropout, the seeded shuffle, a resumed run in a new process).
+@pytest.mark.parametrize("task", [
+    "squad", pytest.param("race", marks=pytest.mark.tf_version)])
+def test_qa_same_command_twice_and_resumed_gives_the_same_bits(
     tmp_path, task, request):
-  """run_squad.py / run_race.py with dropout: 4 steps in one go, and 4 steps
-  resumed from the uninterrupted run's model.ckpt-2 alone, end with the
-  same model.ckpt-4 (every variable, bit for bit): the heads' initial
-  weights, the data position and dropout are functions of the seed and
-  the step, and so is the input's shuffle (the default buffer, seeded by
-  --seed). Each run is a command, as a resumed run is."""
-  argv = (request.getfixturevalue("squad")["argv"] if task == "squad"
-          else request.getfixturevalue("race").argv)
-  common = ["--do_train", "--train_steps=4", "--save_steps=2",
-            "--dropout=0.1", "--dropatt=0.1",
-            "--warmup_steps=1", "--learning_rate=1e-3"]
-
-  def command(model_dir):
-    return [sys.executable, os.path.join(REPO, argv[0]), *argv[1:], *common,
-            f"--model_dir={model_dir}"]
-
-  full = _run(command(tmp_path / "full"))
-  assert full.returncode == 0, full.stderr[-3000:]
-  _as_killed_after(tmp_path / "full", tmp_path / "cut", 2)
-  cut = _run(command(tmp_path / "cut"))
-  assert cut.returncode == 0, cut.stderr[-3000:]
-  _assert_same_bits(_checkpoint(tmp_path / "cut"),
-                    _checkpoint(tmp_path / "full"))
-  assert tf.train.latest_checkpoint(str(tmp_path / "cut")).endswith("-4")
-
-
-@pytest.mark.parametrize("task", ["squad", "race"])
-def test_qa_same_command_twice_gives_the_same_bits(tmp_path, task, request):
-  """run_squad / run_race twice with the same flags (dropout on, the
-  default shuffle buffer) into two directories: every variable equal bit
-  for bit; another --seed gives other weights."""
-  make_flags = (request.getfixturevalue("squad")["flags"] if task == "squad"
-                else request.getfixturevalue("race"))
+  """run_squad.py / run_race.py with dropout and the default shuffle buffer,
+  4 steps: twice with the same flags (A, B: every variable of model.ckpt-4
+  equal bit for bit; another --seed gives other weights), and the command
+  resumed in a new process from A's model.ckpt-2 alone (as a kill leaves
+  it) ends with A's model.ckpt-4: the heads' initial weights, the data
+  position and dropout are functions of the seed and the step, and so is
+  the input's shuffle (seeded by --seed). A, B and the other seed run the
+  program's flags through the API in this process."""
+  fixture = request.getfixturevalue(task)
+  argv, make_flags = ((fixture["argv"], fixture["flags"]) if task == "squad"
+                      else (fixture.argv, fixture))
   run = api.run_squad if task == "squad" else api.run_race
-  common = ["--do_train", "--train_steps=2", "--dropout=0.1",
-            "--dropatt=0.1", "--warmup_steps=1", "--learning_rate=1e-3"]
+  common = ["--do_train", "--train_steps=4", "--save_steps=2",
+            "--dropout=0.1", "--dropatt=0.1", "--warmup_steps=1",
+            "--learning_rate=1e-3"]
   for name, extra in (("a", []), ("b", []), ("other", ["--seed=11"])):
     run(**make_flags(*common, *extra, f"--model_dir={tmp_path / name}"))
-  _assert_same_bits(_checkpoint(tmp_path / "b"), _checkpoint(tmp_path / "a"))
-  other = _checkpoint(tmp_path / "other")
   first = _checkpoint(tmp_path / "a")
+  _assert_same_bits(_checkpoint(tmp_path / "b"), first)
+  other = _checkpoint(tmp_path / "other")
   assert any(not np.array_equal(other[n], first[n]) for n in first
              if n != "global_step")
+
+  _as_killed_after(tmp_path / "a", tmp_path / "cut", 2)
+  cut = _run([sys.executable, os.path.join(REPO, argv[0]), *argv[1:],
+              *common, f"--model_dir={tmp_path / 'cut'}"])
+  assert cut.returncode == 0, cut.stderr[-3000:]
+  assert tf.train.latest_checkpoint(str(tmp_path / "cut")).endswith("-4")
+  _assert_same_bits(_checkpoint(tmp_path / "cut"), first)
