@@ -1,17 +1,22 @@
 """Random tiny checkpoints with each head, built from the graph builders'
 own variables (so the names are the ones the programs write), and our
-model's outputs on them (the side HF's outputs are compared with)."""
+model's outputs on them (the side HF's outputs are compared with); the
+checkpoints, their HF exports and SavedModels shared by a test run
+(`shared_checkpoint`, `shared_hf_export`, `shared_saved_model`)."""
 import json
 import os
 
 import numpy as np
 import tensorflow as tf
 
+from tests import shared_artifacts
 from xlnet import model as model_lib
 from xlnet import modeling
 from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.finetuning.race import head as race_head
 from xlnet.finetuning.squad import head as squad_head
+from xlnet.interop import hf_export
+from xlnet.interop import saved_model
 from xlnet.training import checkpoint_io
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
@@ -159,3 +164,86 @@ def run_ours(prefix, fetches_fn):
     with tf.compat.v1.Session() as sess:
       saver.restore(sess, prefix)
       return sess.run(fetches)
+
+
+# ---- shared artifacts (tests/shared_artifacts.py) ---------------------------
+def shared_checkpoint(kind, seed=0, summary=("last", True), **overrides):
+  """`random_checkpoint` of these arguments, written once per test run and
+  shared read-only (a test that changes its directory, e.g. writes a
+  head.json beside it, works on `shared_artifacts.copy_of`).
+
+  Returns:
+    (prefix, config path, XLNetConfig, {name: value}).
+  """
+  def write(directory, kind, seed, summary, overrides):
+    random_checkpoint(directory, kind, seed, tuple(summary), **overrides)
+
+  directory = shared_artifacts.build_once(
+      "interop-checkpoint", write, kind=kind, seed=seed,
+      summary=list(summary), overrides=overrides)
+  return checkpoint_in(directory)
+
+
+def checkpoint_in(directory):
+  """(prefix, config path, XLNetConfig, {name: value}) of the
+  `random_checkpoint` written into `directory` (e.g. a copy of a shared
+  one)."""
+  prefix = os.path.join(directory, "model.ckpt")
+  config_path = os.path.join(directory, "xlnet_config.json")
+  return (prefix, config_path, model_lib.XLNetConfig(json_path=config_path),
+          checkpoint_io.read_tensors(prefix))
+
+
+def task_of(kind):
+  """The --task_name an export of `kind`'s head needs (None: none)."""
+  return TASK if kind in ("classification", "regression") else None
+
+
+def shared_hf_export(kind, summary=("last", True), **overrides):
+  """The HF directory `hf_export.export_hf` writes of
+  `shared_checkpoint(kind, summary=summary, **overrides)` (with the
+  summary type given), once per test run, read-only.
+
+  Returns:
+    (HF directory, prefix, XLNetConfig).
+  """
+  prefix, _, config, _ = shared_checkpoint(kind, summary=summary,
+                                           **overrides)
+
+  def export(directory, **recipe):
+    del recipe
+    hf_export.export_hf(prefix, config, SPIECE, os.path.join(directory, "hf"),
+                        task_name=task_of(kind), summary_type=summary[0])
+
+  directory = shared_artifacts.build_once(
+      "interop-hf", export, kind=kind, summary=list(summary),
+      overrides=overrides)
+  return os.path.join(directory, "hf"), prefix, config
+
+
+def shared_saved_model(kind):
+  """The SavedModel `saved_model.export_saved_model` writes of
+  `shared_checkpoint(kind)`, once per test run, read-only.
+
+  Returns:
+    (SavedModel directory, prefix, XLNetConfig, {name: value}).
+  """
+  prefix, _, config, values = shared_checkpoint(kind)
+
+  def export(directory, kind):
+    assert saved_model.export_saved_model(
+        prefix, config, os.path.join(directory, "serving"),
+        task_of(kind)) == kind
+
+  directory = shared_artifacts.build_once("interop-saved-model", export,
+                                          kind=kind)
+  return os.path.join(directory, "serving"), prefix, config, values
+
+
+def copied_checkpoint(directory, kind, seed=0, summary=("last", True),
+                      **overrides):
+  """A writable copy, at `directory`, of `shared_checkpoint(kind, seed,
+  summary, **overrides)`: (prefix, config path, XLNetConfig, values)."""
+  prefix = shared_checkpoint(kind, seed, summary, **overrides)[0]
+  return checkpoint_in(shared_artifacts.copy_of(os.path.dirname(prefix),
+                                                directory))

@@ -1,16 +1,22 @@
 """convert_checkpoint.py without PyTorch: the HF directory it writes, the
 round trips TF -> HF -> TF and HF -> TF -> HF (bit for bit), the SavedModel
-and the one-line refusals of bad input (nothing half-written)."""
+and the one-line refusals of bad input (nothing half-written).
+
+The random checkpoints (and the SavedModels of the heads) are built once
+per test run and shared read-only (interop_fixtures.shared_checkpoint,
+shared_saved_model); a test that writes beside a checkpoint works on a
+copy. The checkpoint formats and the SavedModel depend on the TensorFlow
+version: a few representative tests are marked `tf_version` (so the
+reference environment runs them on TensorFlow 2.15 as well)."""
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 
+from tests import in_process
 from tests.interop import interop_fixtures as fx
 from xlnet.interop import hf_export
 from xlnet.interop import hf_import
@@ -18,20 +24,24 @@ from xlnet.interop import saved_model
 from xlnet.training import checkpoint_io
 
 
-def _task(kind):
-  return fx.TASK if kind in ("classification", "regression") else None
+_task = fx.task_of
+# A test of every TensorFlow (the reference environment runs it too).
+VERSIONED = pytest.mark.tf_version
 
 
 def _read(prefix):
   return checkpoint_io.read_tensors(prefix)
 
 
+# The LM and SQuAD's head stand for the checkpoint reading and writing of
+# every TensorFlow (the quick tier too).
 @pytest.mark.parametrize("kind,untie_r", [
-    ("lm", True), ("lm", False), ("classification", True),
-    ("regression", False), ("race", True), ("squad", True)])
+    pytest.param("lm", True, marks=[VERSIONED, pytest.mark.quick]),
+    ("lm", False), ("classification", True), ("regression", False),
+    ("race", True),
+    pytest.param("squad", True, marks=[VERSIONED, pytest.mark.quick])])
 def test_tf_hf_tf_and_hf_tf_hf_are_bit_identical(tmp_path, kind, untie_r):
-  prefix, _, config, values = fx.random_checkpoint(
-      str(tmp_path / "ckpt"), kind, untie_r=untie_r)
+  prefix, _, config, values = fx.shared_checkpoint(kind, untie_r=untie_r)
   hf1, tf_dir, hf2 = (str(tmp_path / n) for n in ("hf1", "tf", "hf2"))
   arch = hf_export.export_hf(prefix, config, fx.SPIECE, hf1, _task(kind))
   assert arch == {"lm": "XLNetLMHeadModel",
@@ -63,8 +73,7 @@ def test_export_layout(tmp_path):
   """Hand-checked names and layouts: a dense kernel is transposed, a shared
   relative bias is copied into every layer, the LM softmax is tied (not
   stored), the config names HF's tanh GELU and the vocabulary's ids."""
-  prefix, _, config, values = fx.random_checkpoint(
-      str(tmp_path / "ckpt"), "lm", untie_r=False)
+  prefix, _, config, values = fx.shared_checkpoint("lm", untie_r=False)
   out = str(tmp_path / "hf")
   hf_export.export_hf(prefix, config, fx.SPIECE, out)
   tensors = safetensors_numpy.load_file(os.path.join(out, "model.safetensors"))
@@ -90,17 +99,17 @@ def test_export_layout(tmp_path):
       "spiece.model", "tokenizer_config.json"]
 
 
+# SQuAD's head (the most outputs: the beam) stands for the SavedModel's
+# serving signature on every TensorFlow.
 @pytest.mark.eager
-@pytest.mark.parametrize("kind", ["classification", "regression", "race",
-                                  "squad", "lm"])
-def test_saved_model_equals_the_heads_predictions(tmp_path, kind):
+@pytest.mark.parametrize("kind", [
+    "classification", "regression", "race",
+    pytest.param("squad", marks=VERSIONED), "lm"])
+def test_saved_model_equals_the_heads_predictions(kind):
   """The SavedModel's serving signature (batch 2, then batch 1 and another
   length: both free) gives what the programs' graph builders give on the
   same features."""
-  prefix, _, config, _ = fx.random_checkpoint(str(tmp_path / "ckpt"), kind)
-  out = str(tmp_path / "serving" / "1")
-  assert saved_model.export_saved_model(prefix, config, out,
-                                        _task(kind)) == kind
+  out, prefix, config, _ = fx.shared_saved_model(kind)
   serve = tf.saved_model.load(out).signatures["serving_default"]
   for bsz, seq_len in ((2, 7), (1, 9)):
     feats = fx.features(kind, bsz=bsz, seq_len=seq_len)
@@ -130,16 +139,14 @@ def numpy_masked_lm(values, config, feats, perm_mask, target_mapping):
   return logits.transpose(1, 0, 2)
 
 
+@VERSIONED
 @pytest.mark.eager
-def test_saved_model_masked_lm_predicts_hidden_words(tmp_path):
+def test_saved_model_masked_lm_predicts_hidden_words():
   """A pretrained backbone's `masked_lm` signature computes the query
   stream's LM logits at `target_mapping`'s positions under `perm_mask`, as
   the literal NumPy model does (batch and lengths free); the hidden words
   themselves do not move them, a visible word does."""
-  prefix, _, config, values = fx.random_checkpoint(str(tmp_path / "ckpt"),
-                                                   "lm")
-  out = str(tmp_path / "serving")
-  saved_model.export_saved_model(prefix, config, out)
+  out, _, config, values = fx.shared_saved_model("lm")
   loaded = tf.saved_model.load(out)
   assert sorted(loaded.signatures) == ["masked_lm", "serving_default"]
   masked = loaded.signatures["masked_lm"]
@@ -169,8 +176,8 @@ def test_saved_model_masked_lm_predicts_hidden_words(tmp_path):
 def test_saved_model_of_a_fine_tuned_backbone_has_no_masked_lm(tmp_path):
   """Without mask_emb (fine-tuning does not train it) there is no query
   stream to serve: the SavedModel has serving_default only."""
-  prefix, _, config, values = fx.random_checkpoint(str(tmp_path / "ckpt"),
-                                                   "lm")
+  _, _, config, values = fx.shared_checkpoint("lm")
+  values = dict(values)
   del values["model/transformer/mask_emb/mask_emb"]
   bare = checkpoint_io.write_checkpoint(str(tmp_path / "bare" / "model.ckpt"),
                                         values)
@@ -200,7 +207,7 @@ def test_saved_model_pools_as_the_head_was_fine_tuned(tmp_path, kind,
   the checkpoint, the projection from the checkpoint's variables: the
   SavedModel gives the graph builders' outputs with that summary, not
   those of the default "last" with a projection."""
-  prefix, _, config, _ = fx.random_checkpoint(str(tmp_path / "ckpt"), kind,
+  prefix, _, config, _ = fx.copied_checkpoint(tmp_path / "ckpt", kind,
                                               summary=summary)
   _record_head(prefix, *summary)
   out = str(tmp_path / "serving")
@@ -223,8 +230,8 @@ def test_summary_type_from_the_record_the_flag_or_the_variables(tmp_path):
   """HF's config.json says how the head pools; a --summary_type that
   contradicts head.json or the checkpoint's variables is one line, and an
   'attn' summary (which HF lacks) is refused for HF."""
-  prefix, _, config, _ = fx.random_checkpoint(
-      str(tmp_path / "mean"), "classification", summary=("mean", True))
+  prefix, _, config, _ = fx.copied_checkpoint(
+      tmp_path / "mean", "classification", summary=("mean", True))
 
   def hf_summary(out, **kwargs):
     hf_export.export_hf(prefix, config, fx.SPIECE, str(tmp_path / out),
@@ -243,8 +250,8 @@ def test_summary_type_from_the_record_the_flag_or_the_variables(tmp_path):
            match=r"^--summary_type=last but .*head.json records "
            "summary_type=mean, the one the head was fine-tuned with$")
 
-  attn, _, config, _ = fx.random_checkpoint(
-      str(tmp_path / "attn"), "classification", summary=("attn", True))
+  attn, _, config, _ = fx.shared_checkpoint("classification",
+                                            summary=("attn", True))
   _refused(saved_model.export_saved_model, attn, config, output=out,
            match=r"summary_type=last but the checkpoint holds the 'attn' "
            r"summary's model/sequnece_summary/summary_bias; pass "
@@ -264,8 +271,8 @@ def test_hf_import_records_how_the_head_pools(tmp_path):
   """An HF classifier pooling by "mean" comes back as a checkpoint whose
   head.json says so, and goes to HF again as "mean"; HF's "cls_index" is
   our "last"; a summary we lack is one line."""
-  prefix, _, config, _ = fx.random_checkpoint(
-      str(tmp_path / "ckpt"), "classification", summary=("mean", True))
+  prefix, _, config, _ = fx.copied_checkpoint(
+      tmp_path / "ckpt", "classification", summary=("mean", True))
   _record_head(prefix, "mean")
   hf_dir = str(tmp_path / "hf")
   hf_export.export_hf(prefix, config, fx.SPIECE, hf_dir, fx.TASK)
@@ -293,18 +300,16 @@ def test_hf_import_records_how_the_head_pools(tmp_path):
 
 
 def _program(*args):
-  proc = subprocess.run(
-      [sys.executable, os.path.join(fx.REPO, "convert_checkpoint.py"),
-       *args], capture_output=True, text=True, timeout=300, cwd=fx.REPO,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  """convert_checkpoint.py's command line, run in this process (its runs
+  in a process of their own: test_convert_faults.py)."""
+  proc = in_process.run_program("convert_checkpoint.py", *args)
   return proc.returncode, proc.stderr.strip().splitlines()
 
 
 def test_program_round_trip_and_bad_input_one_line(tmp_path):
-  prefix, config_path, _, values = fx.random_checkpoint(
-      str(tmp_path / "ckpt"), "squad")
+  prefix, config_path, _, values = fx.shared_checkpoint("squad")
   hf_dir, tf_dir = str(tmp_path / "hf"), str(tmp_path / "tf")
-  code, _ = _program("--to=hf", f"--checkpoint={tmp_path / 'ckpt'}",
+  code, _ = _program("--to=hf", f"--checkpoint={os.path.dirname(prefix)}",
                      f"--model_config_path={config_path}",
                      f"--spiece_model_file={fx.SPIECE}",
                      f"--output_dir={hf_dir}")
@@ -334,8 +339,7 @@ def _refused(fn, *args, match, output, **kwargs):
 
 
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
-  prefix, _, config, _ = fx.random_checkpoint(str(tmp_path / "ckpt"),
-                                              "classification")
+  prefix, _, config, _ = fx.shared_checkpoint("classification")
   out = str(tmp_path / "out")
   _refused(hf_export.export_hf, prefix, config, fx.SPIECE, output=out,
            task_name="mnli", match="--task_name=mnli: the checkpoint has no "
@@ -379,8 +383,9 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
 @pytest.mark.eager
 def test_saved_model_equals_run_classifier_predictions(tmp_path):
   """run_classifier.py fine-tunes a tiny random model and labels SST-2's dev
-  set (--do_predict); the SavedModel of its checkpoint gives the logits of
-  {task}.logits.json on the same feature records."""
+  set (--do_predict; its command line run in this process); the
+  SavedModel of its checkpoint gives the logits of {task}.logits.json on
+  the same feature records."""
   from tests import classifier_fixtures  # pylint: disable=g-import-not-at-top
   from tests.finetuning import test_python_api  # pylint: disable=g-import-not-at-top
   from xlnet.finetuning.classifier import features as classifier_features  # pylint: disable=g-import-not-at-top
@@ -393,16 +398,14 @@ def test_saved_model_equals_run_classifier_predictions(tmp_path):
           classifier_fixtures.pretrained_shapes(config)))
   test_python_api.write_task(str(tmp_path))
   config_path = str(tmp_path / "pretrained" / "xlnet_config.json")
-  proc = subprocess.run(
-      [sys.executable, os.path.join(fx.REPO, "run_classifier.py"),
-       "--task_name=sst-2", "--data_dir=glue/SST-2",
-       "--output_dir=records", "--spiece_model_file=spiece.model",
-       f"--model_config_path={config_path}", "--init_checkpoint=pretrained",
-       "--model_dir=model", "--max_seq_length=32", "--train_batch_size=4",
-       "--eval_batch_size=4", "--train_steps=3", "--warmup_steps=1",
-       "--iterations=1", "--do_train", "--do_predict",
-       "--predict_dir=predict"], cwd=str(tmp_path), capture_output=True,
-      text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  proc = in_process.run_program(
+      "run_classifier.py", "--task_name=sst-2", "--data_dir=glue/SST-2",
+      "--output_dir=records", "--spiece_model_file=spiece.model",
+      f"--model_config_path={config_path}", "--init_checkpoint=pretrained",
+      "--model_dir=model", "--max_seq_length=32", "--train_batch_size=4",
+      "--eval_batch_size=4", "--train_steps=3", "--warmup_steps=1",
+      "--iterations=1", "--do_train", "--do_predict", "--predict_dir=predict",
+      cwd=str(tmp_path))
   assert proc.returncode == 0, proc.stderr[-3000:]
   with open(tmp_path / "predict" / "sst-2.logits.json") as f:
     expected = np.array(json.load(f), np.float32)

@@ -3,7 +3,14 @@ run's temporary folder, a full disk or a file size limit, a damaged
 `model.safetensors`, a config that does not fit the weights, a missing or
 malformed head.json. Each ends with one line (exit 143, 1 or 2) and leaves
 no output and no temporary folder, or a complete output; nothing is
-reported as something it is not."""
+reported as something it is not.
+
+The program runs in a process of its own where only a process shows it (a
+signal at a real moment of its reading or writing, a file size limit, a
+killed run); its other command lines run in this process
+(tests/in_process.py). The random checkpoints are shared by the test run
+(interop_fixtures.shared_checkpoint); a test that changes one works on a
+copy."""
 import errno
 import json
 import logging
@@ -21,7 +28,10 @@ import safetensors
 from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 
+from tests import in_process
+from tests import shared_artifacts
 from tests.interop import interop_fixtures as fx
+from tests.programs import test_sigterm_moments as moments
 from xlnet import cli
 from xlnet import io_utils
 from xlnet.interop import hf_export
@@ -40,9 +50,10 @@ def _env():
 
 
 def _program(*args, max_file_bytes=None):
-  """Runs convert_checkpoint.py; with `max_file_bytes`, no file it writes
-  may grow past that (`ulimit -f`; Python ignores SIGXFSZ, so a write past
-  it fails with EFBIG, as a full disk fails with ENOSPC)."""
+  """Runs convert_checkpoint.py in a process of its own; with
+  `max_file_bytes`, no file it writes may grow past that (`ulimit -f`;
+  Python ignores SIGXFSZ, so a write past it fails with EFBIG, as a full
+  disk fails with ENOSPC)."""
 
   def limit():
     resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes,) * 2)
@@ -50,6 +61,12 @@ def _program(*args, max_file_bytes=None):
   proc = subprocess.run([sys.executable, CONVERT, *args], capture_output=True,
                         text=True, timeout=300, cwd=fx.REPO, env=_env(),
                         preexec_fn=limit if max_file_bytes else None)
+  return proc.returncode, proc.stderr
+
+
+def _in_process(*args):
+  """convert_checkpoint.py's command line run in this process."""
+  proc = in_process.run_program("convert_checkpoint.py", *args)
   return proc.returncode, proc.stderr
 
 
@@ -89,7 +106,7 @@ def test_sigterm_while_reading_a_checkpoint_is_not_corruption(
   the handler's exception is raised inside the reader's own Python calls
   and swallowed there (TensorFlow's GetTensor runs NumPy's version check),
   the read stops all the same; it used to go on as if no signal came."""
-  prefix, _, _, _ = fx.random_checkpoint(str(tmp_path / "ckpt"), "lm")
+  prefix, _, _, _ = fx.shared_checkpoint("lm")
   load = tf.train.load_checkpoint
 
   class SignalledReader:
@@ -171,38 +188,55 @@ def _signal_when(args, condition, what):
 @pytest.mark.slow
 @pytest.mark.only_env("interop", why="the converter's signal and file handling, the same on every TensorFlow")
 def test_sigterm_at_many_moments_of_a_conversion(tmp_path):
-  """SIGTERM to `convert_checkpoint.py --to=hf` while it starts, reads the
-  checkpoint (the data file open), writes the output (its temporary folder
-  there) and at moments spread over a whole run: it ends with 143 and the
-  one line (never 'corrupt'), or before its handler is installed by the
-  signal itself, or after finishing with 0; no temporary folder is left and
-  the output is absent or whole."""
+  """SIGTERM to `convert_checkpoint.py --to=hf` while it reads the
+  checkpoint (the data file open) and while it writes the output (its
+  temporary folder there), each in a process of its own: it ends with 143
+  and the one line (never 'corrupt'), or after finishing with 0; no
+  temporary folder is left and the output is absent or whole. Then at 24
+  moments spread over the program's work (`export_hf` as its main calls it,
+  from resolving the checkpoint and its config to the output's rename, run
+  as cli.run runs main: test_sigterm_moments.sweep): the same, and the same
+  conversion rerun writes the whole output. (The start-up before the
+  handler, TensorFlow's import, is most of a run's time: a signal there
+  ends the process before it wrote anything.)"""
   prefix, _ = _big_checkpoint(str(tmp_path / "ckpt"))
   args = ["--to=hf", f"--checkpoint={prefix}",
           f"--spiece_model_file={fx.SPIECE}"]
   reference = str(tmp_path / "reference")
-  started = time.time()
-  assert _program(*args, f"--output_dir={reference}")[0] == 0
-  duration = time.time() - started
+  assert _in_process(*args, f"--output_dir={reference}")[0] == 0
   expected = _tree(reference)
   data_file = prefix + ".data-00000-of-00001"
-  moments = [("reading", lambda pid: _has_open(pid, data_file)),
-             ("writing", lambda pid: bool(_leftovers(out)))]
-  moments += [(f"{f:.0%} of a run", f * duration)
-              for f in (0.1, 0.3, 0.5, 0.7, 0.85, 0.95)]
+  moments_of_a_run = [("reading", lambda pid: _has_open(pid, data_file)),
+                      ("writing", lambda pid: bool(_leftovers(out)))]
   outcomes = {}
-  for i, (what, condition) in enumerate(moments):
+  for i, (what, condition) in enumerate(moments_of_a_run):
     out = str(tmp_path / f"out{i}")
     code, stderr = _signal_when(args + [f"--output_dir={out}"], condition,
                                 what)
     outcomes[what] = code
     assert "corrupt" not in stderr and "Traceback" not in stderr, stderr
-    assert code in (0, 143, -signal.SIGTERM), (what, stderr[-2000:])
+    assert code in (0, 143), (what, stderr[-2000:])
     if code == 143:
       assert _last_line(stderr) == STOPPED, what
     assert not _leftovers(out), what
     assert not os.path.exists(out) or _tree(out) == expected, what
   assert outcomes["reading"] == 143, outcomes
+
+  template = tmp_path / "convert"
+  prefix = fx.shared_checkpoint("classification")[0]
+  shared_artifacts.copy_of(os.path.dirname(prefix), template)
+
+  def convert(work):  # main of --to=hf --checkpoint=DIR --task_name=...
+    hf_export.export_hf(str(work), None, fx.SPIECE,
+                        os.path.join(work, "hf"), fx.TASK)
+
+  def check(stopped, before, after, now):
+    del stopped
+    assert any(p.startswith("hf/") for p in after)
+    assert moments.no_temporaries(now)
+    assert now in (before, after)
+
+  moments.sweep(template, convert, 24, check)
 
 
 # ---- a killed run's temporary folder ---------------------------------------
@@ -234,8 +268,7 @@ def test_a_killed_conversions_folder_is_swept_by_the_next(tmp_path):
   the output. It keeps the folder of a conversion still running (two
   converters on one output), one written on another host (a shared file
   system, where the pid means nothing here) and names not of this form."""
-  prefix, _, config, _ = fx.random_checkpoint(str(tmp_path / "ckpt"),
-                                              "squad")
+  prefix, config_path, _, _ = fx.shared_checkpoint("squad")
   out = str(tmp_path / "hf")
   killed, killed_tmp = _converter_inside_staged(out)
   running, running_tmp = _converter_inside_staged(out)
@@ -248,11 +281,10 @@ def test_a_killed_conversions_folder_is_swept_by_the_next(tmp_path):
     unrelated = f"{out}.tmp-notes"
     for path in (other_host, unrelated):
       os.makedirs(path)
-    code, stderr = _program("--to=hf", f"--checkpoint={prefix}",
-                            f"--model_config_path={tmp_path}/ckpt/"
-                            "xlnet_config.json",
-                            f"--spiece_model_file={fx.SPIECE}",
-                            f"--output_dir={out}")
+    code, stderr = _in_process("--to=hf", f"--checkpoint={prefix}",
+                               f"--model_config_path={config_path}",
+                               f"--spiece_model_file={fx.SPIECE}",
+                               f"--output_dir={out}")
     assert code == 0, stderr[-3000:]
     assert f"Removed {killed_tmp} (left by a killed conversion)" in stderr
     assert not os.path.exists(killed_tmp)
@@ -278,13 +310,11 @@ def test_file_size_limit_is_one_line(tmp_path, to):
   """A file size limit (`ulimit -f`: EFBIG, as a full disk's ENOSPC) while
   writing --to=hf (safetensors), saved_model or tf (a checkpoint): one line
   naming the output and the cause, exit code 1, nothing left; with room the
-  same command writes it."""
-  prefix, config_path, config, _ = fx.random_checkpoint(
-      str(tmp_path / "ckpt"), "classification")
+  same command writes it (run in this process)."""
+  prefix, config_path, _, _ = fx.shared_checkpoint("classification")
   source = prefix
   if to == "tf":
-    source = str(tmp_path / "hf")
-    hf_export.export_hf(prefix, config, fx.SPIECE, source, fx.TASK)
+    source = fx.shared_hf_export("classification")[0]
   out = str(tmp_path / "out")
   args = [f"--to={to}", f"--checkpoint={source}", f"--output_dir={out}",
           f"--spiece_model_file={fx.SPIECE}",
@@ -292,7 +322,7 @@ def test_file_size_limit_is_one_line(tmp_path, to):
   code, stderr = _program(*args, max_file_bytes=4096)
   assert (code, _last_line(stderr)) == (1, _no_room(out))
   assert not os.path.exists(out) and not _leftovers(out)
-  code, stderr = _program(*args)
+  code, stderr = _in_process(*args)
   assert code == 0, stderr[-3000:]
 
 
@@ -308,7 +338,7 @@ def test_full_disk_during_the_export_is_one_line(tmp_path, monkeypatch,
   cause; a file size limit above fails the same way for real). A
   `ResourceError` names the output and 'no space left on device', nothing
   is left."""
-  prefix, _, config, _ = fx.random_checkpoint(str(tmp_path / "ckpt"), "lm")
+  prefix, _, config, _ = fx.shared_checkpoint("lm")
 
   def full_disk(tensors, path, metadata=None):
     del tensors, metadata
@@ -340,14 +370,11 @@ def _refused(fn, *args, match, output, **kwargs):
   return str(info.value)
 
 
-def _hf_dir(tmp_path, kind="classification", **overrides):
-  """An exported HF directory of a random `kind` checkpoint."""
-  prefix, _, config, _ = fx.random_checkpoint(str(tmp_path / "ckpt"), kind,
-                                              **overrides)
-  hf_dir = str(tmp_path / "hf")
-  hf_export.export_hf(prefix, config, fx.SPIECE, hf_dir,
-                      fx.TASK if kind == "classification" else None)
-  return hf_dir
+def _hf_dir(tmp_path):
+  """A writable copy of the exported HF directory of the shared random
+  classification checkpoint."""
+  return shared_artifacts.copy_of(
+      fx.shared_hf_export("classification")[0], tmp_path / "hf")
 
 
 @pytest.mark.parametrize("damage", ["truncated", "a flipped byte"])
@@ -355,7 +382,7 @@ def test_a_damaged_checkpoint_is_one_line(tmp_path, damage):
   """--to=hf and saved_model on a checkpoint whose data file is truncated
   or has a flipped byte (its checksum fails): one line naming the data
   file, nothing written (saved_model's restore was a traceback)."""
-  prefix, _, config, _ = fx.random_checkpoint(str(tmp_path / "ckpt"),
+  prefix, _, config, _ = fx.copied_checkpoint(tmp_path / "ckpt",
                                               "classification")
   data_file = prefix + ".data-00000-of-00001"
   with open(data_file, "rb") as f:
@@ -394,8 +421,8 @@ def test_truncated_or_corrupt_safetensors_is_one_line(tmp_path):
     message = _refused(hf_import.import_hf, hf_dir, output=out,
                        match=f"^{weights} is truncated or corrupt ")
     assert message.endswith("; download or save it again"), what
-  code, stderr = _program("--to=tf", f"--checkpoint={hf_dir}",
-                          f"--output_dir={out}")
+  code, stderr = _in_process("--to=tf", f"--checkpoint={hf_dir}",
+                             f"--output_dir={out}")
   assert code == 2 and _last_line(stderr).startswith(
       f"convert_checkpoint.py: error: {weights} is truncated or corrupt (")
 
@@ -473,8 +500,7 @@ def test_exports_refuse_a_config_that_does_not_fit_the_checkpoint(tmp_path):
   """--to=hf and saved_model: a checkpoint with more layers than the
   config (they used to be dropped without a word) or a tensor of another
   shape is one line."""
-  prefix, _, _, _ = fx.random_checkpoint(str(tmp_path / "ckpt"), "lm",
-                                         n_layer=3)
+  prefix, _, _, _ = fx.shared_checkpoint("lm", n_layer=3)
   config_path, _ = fx.write_config(str(tmp_path / "small"))  # n_layer=2
   out = str(tmp_path / "out")
   for export, extra in ((hf_export.export_hf, (fx.SPIECE,)),
@@ -501,7 +527,7 @@ def test_head_record_missing_malformed_or_contradicting(tmp_path, caplog):
   A summary type that is not ours, a record that is not an object, or a
   projection the checkpoint lacks: one line naming the file, the value and
   what is allowed; nothing reaches HF's config.json."""
-  prefix, _, config, _ = fx.random_checkpoint(str(tmp_path / "ckpt"),
+  prefix, _, config, _ = fx.copied_checkpoint(tmp_path / "ckpt",
                                               "classification")
   head = os.path.join(os.path.dirname(prefix), "head.json")
   with caplog.at_level(logging.WARNING):
@@ -530,8 +556,8 @@ def test_head_record_missing_malformed_or_contradicting(tmp_path, caplog):
     _write_head(prefix, {"summary_type": "last", "use_summ_proj": "yes"})
     _refused(export, prefix, config, *extra, output=out, task_name=fx.TASK,
              match=rf'^{head}: use_summ_proj "yes" is not true or false$')
-  bare, _, config, _ = fx.random_checkpoint(
-      str(tmp_path / "bare"), "classification", summary=("last", False))
+  bare, _, config, _ = fx.copied_checkpoint(
+      tmp_path / "bare", "classification", summary=("last", False))
   _write_head(bare, {"summary_type": "last", "use_summ_proj": True})
   _refused(hf_export.export_hf, bare, config, fx.SPIECE, output=out,
            task_name=fx.TASK, match=r"head\.json records use_summ_proj=true "
@@ -542,53 +568,55 @@ def test_head_record_missing_malformed_or_contradicting(tmp_path, caplog):
 
 
 @pytest.mark.only_env("interop", why="the converter's defaults, the same on every TensorFlow")
+@pytest.mark.eager  # as in a process of its own (--to=saved_model)
 def test_config_and_vocabulary_default_to_the_checkpoints_directory(
     tmp_path):
   """--to=hf and saved_model without --model_config_path read the
   directory's config.json (what train_gpu.py writes), else its
   xlnet_config.json (a release's, or --to=tf's); --spiece_model_file
   defaults to its spiece.model. The flag still wins. A directory with
-  neither is one line naming both files and the flag."""
-  prefix, config_path, _, values = fx.random_checkpoint(
-      str(tmp_path / "run"), "lm")
+  neither is one line naming both files and the flag. (The command lines
+  run in this process.)"""
+  prefix, config_path, _, values = fx.copied_checkpoint(tmp_path / "run",
+                                                        "lm")
   run_dir = str(tmp_path / "run")
   os.rename(config_path, os.path.join(run_dir, "config.json"))
   hf_dir, tf_dir, again = (str(tmp_path / n) for n in ("hf", "tf", "again"))
-  code, stderr = _program("--to=hf", f"--checkpoint={run_dir}",
-                          f"--spiece_model_file={fx.SPIECE}",
-                          f"--output_dir={hf_dir}")
+  code, stderr = _in_process("--to=hf", f"--checkpoint={run_dir}",
+                             f"--spiece_model_file={fx.SPIECE}",
+                             f"--output_dir={hf_dir}")
   assert code == 0, stderr[-3000:]
-  code, stderr = _program("--to=tf", f"--checkpoint={hf_dir}",
-                          f"--output_dir={tf_dir}")
+  code, stderr = _in_process("--to=tf", f"--checkpoint={hf_dir}",
+                             f"--output_dir={tf_dir}")
   assert code == 0, stderr[-3000:]
   # A release-like directory: model.ckpt, xlnet_config.json, spiece.model.
-  code, stderr = _program("--to=hf", f"--checkpoint={tf_dir}",
-                          f"--output_dir={again}")
+  code, stderr = _in_process("--to=hf", f"--checkpoint={tf_dir}",
+                             f"--output_dir={again}")
   assert code == 0, stderr[-3000:]
   assert _tree(again) == _tree(hf_dir)
-  code, stderr = _program("--to=saved_model", f"--checkpoint={tf_dir}",
-                          f"--output_dir={tmp_path / 'serving'}")
+  code, stderr = _in_process("--to=saved_model", f"--checkpoint={tf_dir}",
+                             f"--output_dir={tmp_path / 'serving'}")
   assert code == 0, stderr[-3000:]
 
   wide, _ = fx.write_config(str(tmp_path / "wide"), d_inner=32)
-  code, stderr = _program("--to=hf", f"--checkpoint={run_dir}",
-                          f"--model_config_path={wide}",
-                          f"--spiece_model_file={fx.SPIECE}",
-                          f"--output_dir={tmp_path / 'x'}")
+  code, stderr = _in_process("--to=hf", f"--checkpoint={run_dir}",
+                             f"--model_config_path={wide}",
+                             f"--spiece_model_file={fx.SPIECE}",
+                             f"--output_dir={tmp_path / 'x'}")
   assert code == 2 and f"--model_config_path={wide} gives [8, 32]" in (
       _last_line(stderr))
   bare = checkpoint_io.write_checkpoint(
       str(tmp_path / "bare" / "model.ckpt"), values)
   for to in ("hf", "saved_model"):
-    code, stderr = _program(f"--to={to}", f"--checkpoint={bare}",
-                            f"--spiece_model_file={fx.SPIECE}",
-                            f"--output_dir={tmp_path / 'y'}")
+    code, stderr = _in_process(f"--to={to}", f"--checkpoint={bare}",
+                               f"--spiece_model_file={fx.SPIECE}",
+                               f"--output_dir={tmp_path / 'y'}")
     assert (code, _last_line(stderr)) == (2, (
         f"convert_checkpoint.py: error: --checkpoint={bare}: its directory "
         "holds no config.json or xlnet_config.json; give the model's config "
         "with --model_config_path"))
-  code, stderr = _program("--to=hf", f"--checkpoint={run_dir}",
-                          f"--output_dir={tmp_path / 'z'}")
+  code, stderr = _in_process("--to=hf", f"--checkpoint={run_dir}",
+                             f"--output_dir={tmp_path / 'z'}")
   assert (code, _last_line(stderr)) == (2, (
       f"convert_checkpoint.py: error: --checkpoint={run_dir}/model.ckpt: its "
       "directory holds no spiece.model; give the model's SentencePiece model "

@@ -23,17 +23,11 @@ pytestmark = pytest.mark.interop
 TOL = 1e-4
 
 
-def _export(tmp_path, kind, summary=("last", True), **overrides):
+def _export(kind, summary=("last", True), **overrides):
   """A random checkpoint of `kind` (its head pooling by `summary`, see
-  `fx.build`) exported; returns (HF dir, prefix, XLNetConfig)."""
-  prefix, _, xlnet_config, _ = fx.random_checkpoint(
-      str(tmp_path / "ckpt"), kind, summary=summary, **overrides)
-  out = str(tmp_path / "hf")
-  hf_export.export_hf(prefix, xlnet_config, fx.SPIECE, out,
-                      task_name=fx.TASK if kind in (
-                          "classification", "regression") else None,
-                      summary_type=summary[0])
-  return out, prefix, xlnet_config
+  `fx.build`) exported, shared by the test run (read-only); returns (HF
+  dir, prefix, XLNetConfig)."""
+  return fx.shared_hf_export(kind, summary, **overrides)
 
 
 def _torch(feats):
@@ -57,8 +51,8 @@ def _close(ours, theirs):
 
 
 @pytest.mark.parametrize("untie_r", [True, False])
-def test_lm_hidden_states_and_logits_with_memories(tmp_path, untie_r):
-  hf_dir, prefix, config = _export(tmp_path, "lm", untie_r=untie_r)
+def test_lm_hidden_states_and_logits_with_memories(untie_r):
+  hf_dir, prefix, config = _export("lm", untie_r=untie_r)
   first, second = fx.features("lm", seed=1), fx.features("lm", seed=2)
   mem_len = 5
 
@@ -86,10 +80,10 @@ def test_lm_hidden_states_and_logits_with_memories(tmp_path, untie_r):
     ("classification", ("last", True)), ("regression", ("last", True)),
     ("race", ("last", True)), ("classification", ("mean", True)),
     ("classification", ("first", False)), ("race", ("mean", True))])
-def test_summary_heads(tmp_path, kind, summary):
+def test_summary_heads(kind, summary):
   """Each summary HF has (ours: "last", "first", "mean"), with and without
   the projection."""
-  hf_dir, prefix, config = _export(tmp_path, kind, summary)
+  hf_dir, prefix, config = _export(kind, summary)
   feats = fx.features(kind)
   ours = fx.run_ours(prefix, lambda: fx.build(kind, config, feats,
                                               summary))["logits"]
@@ -112,15 +106,13 @@ def test_summary_heads(tmp_path, kind, summary):
 
 
 @pytest.mark.eager
-def test_saved_model_masked_lm_equals_hf_with_perm_mask(tmp_path):
+def test_saved_model_masked_lm_equals_hf_with_perm_mask():
   """The SavedModel's `masked_lm` signature and HF's XLNetLMHeadModel given
   the same `perm_mask` and `target_mapping` predict the hidden words
   alike."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from xlnet.interop import saved_model  # pylint: disable=g-import-not-at-top
-  hf_dir, prefix, config = _export(tmp_path, "lm")
-  out = str(tmp_path / "serving")
-  saved_model.export_saved_model(prefix, config, out)
+  hf_dir, _, _ = _export("lm")
+  out = fx.shared_saved_model("lm")[0]
   masked = tf.saved_model.load(out).signatures["masked_lm"]
   feats = fx.features("lm", seed=3)
   perm_mask, target_mapping = fx.masked_inputs(feats, [2, 3, 5])
@@ -134,14 +126,14 @@ def test_saved_model_masked_lm_equals_hf_with_perm_mask(tmp_path):
   _close(ours["lm_logits"].numpy(), theirs.logits)
 
 
-def test_squad_beam_and_answer_class(tmp_path):
+def test_squad_beam_and_answer_class():
   """HF's XLNetForQuestionAnswering at inference runs the release's beam:
   the same top starts, top ends per start and answerability logits. HF
   returns probabilities under the names `*_log_probs` (ours are log
   probabilities) and orders the ends end-major (e * K + k; ours k * E + e).
   Positions closed by p_mask tie at probability 0 and the two frameworks
   break the tie differently: only the open ones are compared."""
-  hf_dir, prefix, config = _export(tmp_path, "squad")
+  hf_dir, prefix, config = _export("squad")
   feats = fx.features("squad")
   ours = fx.run_ours(prefix, lambda: fx.build("squad", config, feats))
   model = transformers.XLNetForQuestionAnswering.from_pretrained(hf_dir)
@@ -178,12 +170,12 @@ TEXTS = [
 ]
 
 
-def test_tokenizer_gives_our_ids(tmp_path):
+def test_tokenizer_gives_our_ids():
   """Single texts end `<sep> <cls>`, pairs `a <sep> b <sep> <cls>`, as our
   fine-tuning features; HF has no digit-comma rule, so the texts here have
   no digit right before a comma (its rate is measured in
   test_digit_comma_rate)."""
-  hf_dir, _, _ = _export(tmp_path, "lm")
+  hf_dir, _, _ = _export("lm")
   tok = transformers.AutoTokenizer.from_pretrained(hf_dir)
   sp = _sp()
   assert tok.padding_side == "left"
@@ -239,7 +231,7 @@ def _stack(feats):
     ("classification", ("last", True)), ("regression", ("last", True)),
     ("classification", ("mean", True))])
 def test_exported_tokenizer_into_hf_gives_our_features_and_logits(
-    tmp_path, kind, summary):
+    kind, summary):
   """Text -> the exported tokenizer -> HF's model, for pairs and single
   texts: the ids and segments (A and its <sep> 0, B and its <sep> 1, <cls>
   2) of run_classifier.py's features, and the logits of our classifier on
@@ -248,7 +240,7 @@ def test_exported_tokenizer_into_hf_gives_our_features_and_logits(
   no padding, so with the default "last" summary padded batches agree with
   our features at any length; "first" and "mean" pool over the padding (in
   the release too), so they agree on unpadded inputs."""
-  hf_dir, prefix, config = _export(tmp_path, kind, summary)
+  hf_dir, prefix, config = _export(kind, summary)
   tok = transformers.AutoTokenizer.from_pretrained(hf_dir)
   model = transformers.XLNetForSequenceClassification.from_pretrained(
       hf_dir).eval()
@@ -288,7 +280,7 @@ def test_exported_tokenizer_into_hf_gives_our_features_and_logits(
 @pytest.mark.parametrize("kind", ["classification", "squad"])
 def test_hf_written_model_round_trips_bit_for_bit(tmp_path, kind):
   """HF -> TF -> HF on files HF itself wrote (`save_pretrained`)."""
-  hf_dir, _, _ = _export(tmp_path, kind)
+  hf_dir, _, _ = _export(kind)
   arch = getattr(transformers, hf_names.HEADS[kind][0])
   saved = str(tmp_path / "saved")
   arch.from_pretrained(hf_dir).save_pretrained(saved)
@@ -353,27 +345,25 @@ def test_ids_equal_on_every_line_of_a_novel_but_for_ties(tmp_path,
 
 
 def _program(args, cwd):
-  import subprocess  # pylint: disable=g-import-not-at-top
-  import sys  # pylint: disable=g-import-not-at-top
-  proc = subprocess.run([sys.executable, os.path.join(fx.REPO, args[0]),
-                         *args[1:]], cwd=cwd, capture_output=True, text=True,
-                        timeout=600,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  """A program's command line, run in this process."""
+  from tests import in_process  # pylint: disable=g-import-not-at-top
+  proc = in_process.run_program(*args, cwd=cwd)
   assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 @pytest.mark.slow
+@pytest.mark.eager  # the programs run as in a process of their own
 def test_a_pretrained_then_fine_tuned_model(tmp_path):
   """A model the programs trained (train_gpu.py, then run_classifier.py
-  from its checkpoint): the exported LM and classifier match HF's."""
+  from its checkpoint; their command lines run in this process): the
+  exported LM and classifier match HF's."""
   from tests import train_fixtures  # pylint: disable=g-import-not-at-top
   from tests.finetuning import test_python_api  # pylint: disable=g-import-not-at-top
   from xlnet import configs  # pylint: disable=g-import-not-at-top
   from xlnet import model as model_lib  # pylint: disable=g-import-not-at-top
   config_path = configs.path("xlnet_tiny.json")
   config = model_lib.XLNetConfig(json_path=config_path)
-  records = train_fixtures.program_records(tmp_path / "data",
-                                           num_core_per_host=1)
+  records = train_fixtures.shared_program_records(num_core_per_host=1)
   _program(train_fixtures.program_command(
       "train_gpu.py", records, tmp_path / "pretrained", "--train_steps=3",
       "--num_core_per_host=1", f"--model_config_path={config_path}")[1:],
