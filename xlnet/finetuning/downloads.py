@@ -39,6 +39,7 @@ import shutil
 import sys
 import tempfile
 from typing import Optional
+import urllib.parse
 
 from xlnet import errors
 from xlnet import io_utils
@@ -454,32 +455,45 @@ def _install_part(entry, part, root, config):
         f"{', '.join(unpack.missing(target, part.layout))}: it was not made "
         "by download.py (or is damaged); move it away and rerun")
   fetched = [_fetch_file(f, entry, downloads, config) for f in part.files]
-  staging = tempfile.mkdtemp(prefix=f"{part.member}{_STAGING_MARK}",
-                             dir=downloads)
+  staging = None
   try:
-    try:
+    with _room_needed(downloads):
+      staging = tempfile.mkdtemp(prefix=f"{part.member}{_STAGING_MARK}",
+                                 dir=downloads)
       _build(part, fetched, staging)
-    except OSError as e:
-      error = io_utils.resource_error(staging, e, (
-          "nothing half-unpacked is left and the download is kept: make "
-          "room and rerun"))
-      if error is None:
-        raise
-      raise error from None
-    signals.raise_if_terminated()
-    with signals.deferred_signals():
-      os.makedirs(os.path.dirname(target) or root, exist_ok=True)
-      os.rename(os.path.join(staging, part.member), target)
-      manifest = _read_manifest(root)
-      _record(manifest, entry, part, fetched)
-      io_utils.atomic_write(os.path.join(root, MANIFEST),
-                            json.dumps(manifest, indent=1, sort_keys=True))
-      if not config.keep_archives:
-        for f in fetched:
-          os.remove(f.path)
+      signals.raise_if_terminated()
+      with signals.deferred_signals():
+        # The record first: a disk full while writing it leaves nothing
+        # installed, so the rerun installs and records the part.
+        manifest = _read_manifest(root)
+        _record(manifest, entry, part, fetched)
+        io_utils.atomic_write(os.path.join(root, MANIFEST),
+                              json.dumps(manifest, indent=1, sort_keys=True))
+        os.makedirs(os.path.dirname(target) or root, exist_ok=True)
+        os.rename(os.path.join(staging, part.member), target)
+        if not config.keep_archives:
+          for f in fetched:
+            os.remove(f.path)
   finally:
-    shutil.rmtree(staging, ignore_errors=True)
+    if staging is not None:
+      shutil.rmtree(staging, ignore_errors=True)
   print(f"{entry.name}: installed {target}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _room_needed(downloads):
+  """Turns a resource failure (disk full, ...) while a part is unpacked and
+  installed into one line: nothing half-made is left, the downloaded files
+  are kept."""
+  try:
+    yield
+  except OSError as e:
+    error = io_utils.resource_error(e.filename or downloads, e, (
+        "nothing half-unpacked is left and the download is kept: make room "
+        "and rerun"))
+    if error is None:
+      raise
+    raise error from None
 
 
 class Failed(errors.Stop):
@@ -539,6 +553,20 @@ def _check_local(path, flag):
                      "afterwards (gsutil -m cp -r)")
 
 
+def _check_mirror(mirror):
+  """Refuses a `--mirror` that is no base URL to fetch from."""
+  if mirror is None:
+    return
+  parts = urllib.parse.urlsplit(mirror)
+  if (parts.scheme in ("http", "https") and parts.hostname) or (
+      parts.scheme == "file" and parts.path.startswith("/")):
+    return
+  raise ValueError(
+      f"--mirror={mirror}: expected the base URL of a copy of the files, "
+      "http(s)://HOST[:PORT][/PATH] or file:///DIR (https://host/path is "
+      f"then fetched from MIRROR/host/path), got {mirror!r}")
+
+
 def plan(entries, config):
   """Lines saying, for every part, what would be fetched and where it
   would land (nothing is fetched or written)."""
@@ -553,7 +581,7 @@ def plan(entries, config):
         continue
       for file in part.files:
         path = os.path.join(_downloads_dir(root), file.name)
-        have = http_fetch.part_size(path)
+        have = http_fetch.part_size(path, file.url)
         state = ("downloaded, to unpack" if os.path.isfile(path) else
                  f"resumes at byte {have}" if have else "to fetch")
         drive = "; Google Drive" if file.drive else ""
@@ -601,6 +629,14 @@ def _locked(config, kinds):
     yield
 
 
+def _not_tried(entries):
+  """Words naming the downloads a run left untried after a host could not
+  be reached (offline, every other one would fail the same way)."""
+  if not entries:
+    return ""
+  return (f"; not tried after it: {','.join(e.name for e in entries)}")
+
+
 def run(config, out=None):
   """Downloads, checks and installs the entries `config.only` selects;
   prints what it did and the flags to pass. Returns the failed entries'
@@ -610,6 +646,7 @@ def run(config, out=None):
   _check_local(config.data_root, "data_root")
   if config.model_root:
     _check_local(config.model_root, "model_root")
+  _check_mirror(config.options.mirror)
   if config.dry_run:
     for line in plan(entries, config) + ["flags to pass:"] + [
         "  " + f for f in flags_to_pass(config, entries)]:
@@ -617,9 +654,13 @@ def run(config, out=None):
     return []
   failed = []
   with _locked(config, {e.root for e in entries}):
-    for entry in entries:
+    for i, entry in enumerate(entries):
       try:
         install(entry, config)
+      except http_fetch.Unreachable as e:
+        failed.append(f"{entry.name}: {errors.error_text(e)}"
+                      f"{_not_tried(entries[i + 1:])}")
+        break
       except (http_fetch.FetchError, unpack.BadDownload) as e:
         failed.append(f"{entry.name}: {errors.error_text(e)}")
   done = [e for e in entries if all(

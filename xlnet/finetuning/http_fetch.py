@@ -22,7 +22,14 @@ complete:
   `options.retries` times, waiting `options.backoff` seconds, doubling;
   then one line (`FetchError`, exit code 1) names the URL, what happened
   and the remedy. HTTP 4xx and an HTML page where a file was expected fail
-  at once.
+  at once, and so does a host this machine cannot reach at all (its name
+  does not resolve, or no route leads to it: `Unreachable`): offline,
+  waiting cannot help.
+* A `{path}.part` without its `.part.json` (or of another URL) cannot be
+  resumed safely: which file, and which version of it, its bytes are is
+  unknown, and splicing the rest of another version onto them would make a
+  file no server ever sent. It is removed, with one line saying so, and the
+  file fetched from byte 0.
 * Google Drive: a large file's link answers with a confirmation page; its
   download form is followed once (`drive=True`). Where Drive still answers
   with a page (quota, permissions, a new page layout) the error says so and
@@ -36,6 +43,7 @@ Progress (bytes, rate, ETA) goes to `options.out` every
 """
 import base64
 import dataclasses
+import errno
 import hashlib
 import html.parser
 import http.client
@@ -98,6 +106,11 @@ class FetchError(errors.Stop):
   URL, the cause and the remedy. Exit code 1."""
 
 
+class Unreachable(FetchError):
+  """This machine cannot reach the host at all (the name does not resolve,
+  the network or the host is unreachable): not retried."""
+
+
 class _Transient(Exception):
   """A failure worth retrying; `str()` says what happened."""
 
@@ -139,13 +152,19 @@ def _state_path(part):
 
 
 def _read_state(part, url):
-  """The state of `part` if it belongs to `url`, else None."""
+  """(the state of `part`, None) if it belongs to `url`, else (None, why
+  not: words for a message)."""
+  record = os.path.basename(_state_path(part))
   try:
     with open(_state_path(part), encoding="utf-8") as f:
       state = _State(**json.load(f))
+  except FileNotFoundError:
+    return None, f"has no {record} (the URL and version its bytes are of)"
   except (OSError, ValueError, TypeError):
-    return None
-  return state if state.url == url else None
+    return None, f"has an unreadable {record}"
+  if state.url != url:
+    return None, f"is of another URL ({state.url})"
+  return state, None
 
 
 def _write_state(part, state):
@@ -160,10 +179,29 @@ def _discard(part):
       os.remove(path)
 
 
-def part_size(path):
-  """Bytes of `path`'s partial download (0 when there is none)."""
+def part_size(path, url):
+  """Bytes of `path`'s partial download of `url` a rerun resumes from (0
+  when there is none, or none that can be resumed)."""
   part = path + ".part"
-  return os.path.getsize(part) if os.path.isfile(part) else 0
+  if not os.path.isfile(part) or _read_state(part, url)[0] is None:
+    return 0
+  return os.path.getsize(part)
+
+
+def _start_afresh(part, url, label, out):
+  """The state to fetch `url` into `part` with: its recorded one, or a
+  fresh one (a part that cannot be resumed is removed, with one line)."""
+  state, why_not = _read_state(part, url)
+  if state is not None and os.path.isfile(part):
+    return state
+  if os.path.isfile(part):
+    print(f"{label}: {part} {why_not}: its {os.path.getsize(part)} bytes "
+          "cannot be resumed safely and were removed; fetching from byte 0 "
+          "(a complete file put in place of "
+          f"{os.path.basename(part)[:-len('.part')]} is used as it is)",
+          file=out or sys.stderr, flush=True)
+  _discard(part)
+  return _State(url)
 
 
 ################################################################################
@@ -174,6 +212,7 @@ def _request(url, start, validator, timeout):
 
   Raises:
     _Transient: a timeout, a connection failure, HTTP 5xx/429.
+    _NoRoute: the host's name does not resolve, or no route leads to it.
     FetchError: another HTTP error (404, 403, ...).
     urllib.error.HTTPError: 416 (the caller decides).
   """
@@ -200,9 +239,32 @@ def _request(url, start, validator, timeout):
     reason = e.reason
     if isinstance(reason, (TimeoutError, socket.timeout)):
       raise _Transient(f"no answer within {timeout:g} s (timeout)") from None
+    cause = _unreachable_cause(urllib.parse.urlsplit(url).hostname, reason)
+    if cause:
+      raise _NoRoute(cause) from None
     raise _Transient(f"cannot connect ({reason})") from None
   except (ConnectionError, http.client.HTTPException) as e:
     raise _Transient(f"connection failed ({errors.error_text(e)})") from None
+
+
+# Socket errors that say no route leads to the host from here: retrying
+# within seconds cannot help (a refused or reset connection, a timeout can).
+_NO_ROUTE = (errno.ENETUNREACH, errno.ENETDOWN, errno.EHOSTUNREACH)
+
+
+def _unreachable_cause(host, reason):
+  """Why `host` cannot be reached from here at all (the name does not
+  resolve, no route), from a connection failure's `reason`; else None."""
+  if isinstance(reason, socket.gaierror):
+    return (f"the host name {host} does not resolve "
+            f"({errors.error_text(reason)})")
+  if getattr(reason, "errno", None) in _NO_ROUTE:
+    return f"no route to {host} ({errors.error_text(reason)})"
+  return None
+
+
+class _NoRoute(Exception):
+  """The host cannot be reached from here (`_unreachable_cause`)."""
 
 
 def _is_html(response):
@@ -273,8 +335,8 @@ def _open(url, start, validator, options, drive):
   when `drive`).
 
   Raises:
-    _Transient, FetchError: as `_request`; FetchError also for an HTML page
-      where the file was expected.
+    _Transient, _NoRoute, FetchError: as `_request`; FetchError also for an
+      HTML page where the file was expected.
     _DriveRefused: Google Drive kept answering with a page.
   """
   where = mirrored(url, options.mirror)
@@ -423,12 +485,9 @@ def _attempt(url, path, part, options, drive, label):
 
   Raises:
     _Transient: retry (the part keeps what arrived).
-    FetchError, _DriveRefused, io_utils.ResourceError: give up.
+    FetchError, _NoRoute, _DriveRefused, io_utils.ResourceError: give up.
   """
-  state = _read_state(part, url)
-  if state is None or not os.path.isfile(part):
-    _discard(part)
-    state = _State(url)
+  state = _start_afresh(part, url, label, options.out)
   have = os.path.getsize(part) if os.path.isfile(part) else 0
   try:
     response = _open(url, have, state.validator, options, drive)
@@ -523,7 +582,8 @@ def fetch(url, path, options, drive=False, label=None, hint=None):
     hint: what the user can do instead (added to a final error).
 
   Raises:
-    FetchError: one line naming the URL, the cause and the remedy.
+    FetchError: one line naming the URL, the cause and the remedy (an
+      `Unreachable` at once, without retries).
     io_utils.ResourceError: the disk is full (the part is kept).
   """
   label = label or os.path.basename(path)
@@ -539,6 +599,8 @@ def fetch(url, path, options, drive=False, label=None, hint=None):
       raise FetchError(f"{where}: {str(e).rstrip('.')}{hint}") from None
     except FetchError as e:
       raise FetchError(f"{errors.error_text(e)}{hint}") from None
+    except _NoRoute as e:
+      raise Unreachable(_unreachable(where, e, path)) from None
     except _Transient as e:
       if attempt == options.retries:
         raise FetchError(_gave_up(where, e, options, part, hint)) from None
@@ -546,6 +608,15 @@ def fetch(url, path, options, drive=False, label=None, hint=None):
       print(f"{label}: {e}; retry {attempt + 1} of {options.retries} in "
             f"{wait:g} s", file=options.out or sys.stderr, flush=True)
       time.sleep(wait)
+
+
+def _unreachable(url, cause, path):
+  """The one line for a host this machine cannot reach: the cause and the
+  ways around it (the network, a mirror, the file put in place)."""
+  return (f"{url}: {cause}, not retried (no network here?): connect this "
+          "machine (or fix its DNS) and rerun, fetch from a copy of the "
+          "files with --mirror=URL, or put the file in place by hand as "
+          f"{path} and rerun")
 
 
 def _gave_up(url, problem, options, part, hint):

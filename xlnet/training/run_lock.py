@@ -191,8 +191,16 @@ def _create(path, content):
       fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
       return False
-    with os.fdopen(fd, "w") as f:
-      f.write(content)
+    try:
+      with os.fdopen(fd, "w") as f:
+        f.write(content)
+    except OSError as e:  # e.g. a full disk: no empty lock may stay
+      os.remove(path)
+      error = io_utils.resource_error(path, e, (
+          "no lock file is left: make room and rerun"))
+      if error is None:
+        raise
+      raise error from None
     return True
   if tf.io.gfile.exists(path):
     return False
@@ -314,6 +322,8 @@ def acquire(model_dir, lease=LEASE_SECONDS, flag="model_dir",
     Locked: another trainer holds it and is alive.
     ValueError: `model_dir` is not a writable directory, or its lock is
       not a file.
+    io_utils.ResourceError: the lock cannot be written (a full disk); no
+      lock file is left.
   """
   path = lock_path(model_dir)
   io_utils.ensure_writable_dir(model_dir, flag)
