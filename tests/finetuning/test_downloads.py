@@ -7,6 +7,7 @@ one line, never leaves anything half-unpacked, and checks a published
 checksum."""
 import base64
 import contextlib
+import errno
 import glob
 import hashlib
 import io
@@ -15,6 +16,7 @@ import os
 import re
 import resource
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -356,6 +358,82 @@ def test_http_errors_fail_at_once_or_are_retried(server, tmp_path):
         timeout=5, retries=1, backoff=0.01, mirror=server.url))
 
 
+@pytest.mark.parametrize("failure_point, reason, retried", [
+    # Offline, the name service answers EAI_AGAIN ("temporary") or
+    # EAI_NONAME; neither recovers within a run's retries.
+    ("getaddrinfo", socket.gaierror(socket.EAI_AGAIN, "Temporary failure in "
+                                    "name resolution"), False),
+    ("create_connection", OSError(errno.ENETUNREACH, "Network is "
+                                  "unreachable"), False),
+    ("create_connection", ConnectionRefusedError(errno.ECONNREFUSED,
+                                                 "Connection refused"), True),
+])
+def test_an_unreachable_host_fails_at_once_and_ends_the_run(
+    tmp_path, monkeypatch, failure_point, reason, retried):
+  """A name that does not resolve, or a network without a route, is no
+  transient error: one line at once naming the host and the remedies, the
+  entries after it not tried (they would fail the same way); a refused
+  connection (a server restarting) is still retried."""
+  calls = []
+
+  def fail(*args, **kwargs):
+    calls.append(args[0])
+    raise reason
+
+  monkeypatch.setattr(socket, failure_point, fail)
+  options = http_fetch.Options(timeout=5, retries=1, backoff=0.3)
+  start = time.monotonic()
+  failed = downloads.run(downloads.Config(
+      data_root=str(tmp_path), only=["rte", "sts-b"], options=options))
+  seconds = time.monotonic() - start
+  url = "https://dl.fbaipublicfiles.com/glue/data/"
+  if retried:
+    assert seconds >= 2 * 0.3 and len(calls) == 4  # 2 attempts per entry
+    assert failed[0] == (
+        f"rte: {url}RTE.zip: cannot connect ([Errno 111] Connection "
+        "refused), 2 attempts failed; rerun the same command to try again "
+        "(try later)")
+    return
+  assert seconds < 1 and len(calls) == 1
+  cause = ("the host name dl.fbaipublicfiles.com does not resolve ([Errno "
+           "-3] Temporary failure in name resolution)" if failure_point ==
+           "getaddrinfo" else "no route to dl.fbaipublicfiles.com ([Errno "
+           "101] Network is unreachable)")
+  assert failed == [
+      f"rte: {url}RTE.zip: {cause}, not retried (no network here?): connect "
+      "this machine (or fix its DNS) and rerun, fetch from a copy of the "
+      "files with --mirror=URL, or put the file in place by hand as "
+      f"{tmp_path}/downloads/RTE.zip and rerun; not tried after it: sts-b"]
+  assert os.listdir(tmp_path / "downloads") == []
+
+
+def test_a_part_without_its_record_is_fetched_again_saying_so(
+    server, tmp_path, capsys):
+  """Which file and version the bytes of a part without its .part.json are
+  is unknown: resuming could splice two versions (docs/reproducing.md:
+  "never spliced"), so the part is removed, with one line."""
+  (file,) = files_of(["sts-b"])
+  path = fx.mirror_path(file.url)
+  body = fx.fake_body(file.name)
+  server.routes[path] = fx.Route(body)
+  part = tmp_path / "downloads" / "STS-B.zip.part"
+  part.parent.mkdir()
+  part.write_bytes(b"other bytes")
+  cfg = config(tmp_path, server, ["sts-b"])
+  plan = downloads.plan(downloads.select(["sts-b"]), cfg)
+  assert f"{server.url}{path} (to fetch)" in plan[1], plan
+  assert downloads.run(cfg) == []
+  assert server.ranges(path) == [None]  # from byte 0
+  assert f"sts-b: STS-B.zip: {part} has no STS-B.zip.part.json (the URL " \
+         "and version its bytes are of): its 11 bytes cannot be resumed " \
+         "safely and were removed; fetching from byte 0 (a complete file " \
+         "put in place of STS-B.zip is used as it is)\n" in (
+             capsys.readouterr().err)
+  assert (tmp_path / "glue_data" / "STS-B" / "dev.tsv").read_text() == (
+      fx.glue_files("STS-B")["STS-B/dev.tsv"])
+  assert leftovers(tmp_path) == []
+
+
 def test_the_md5_a_server_publishes_is_checked(server, tmp_path):
   (file,) = files_of(["xlnet-base"])
   body = fx.fake_body(file.name)
@@ -591,6 +669,69 @@ def test_program_full_disk_keeps_the_part_and_a_rerun_resumes(server,
   assert proc.returncode == 0, proc.stderr[-2000:]
   assert server.ranges(path)[-1] == f"bytes={kept}-"
   assert "--init_checkpoint=" in proc.stdout
+
+
+@pytest.mark.parametrize("mirror", ["notaurl", "http://", "ftp://h/x"])
+def test_program_a_mirror_that_is_no_url_blames_the_flag(tmp_path, mirror):
+  proc = run_program([f"--data_root={tmp_path}", f"--mirror={mirror}",
+                      "--only=rte"])
+  assert proc.returncode == 2, proc.stderr[-2000:]
+  assert error_lines(proc.stderr) == [
+      f"download.py: error: --mirror={mirror}: expected the base URL of a "
+      "copy of the files, http(s)://HOST[:PORT][/PATH] or file:///DIR "
+      "(https://host/path is then fetched from MIRROR/host/path), got "
+      f"'{mirror}'"]
+  assert not os.listdir(tmp_path)
+
+
+def test_a_mirror_may_be_a_local_copy(tmp_path):
+  """file:///DIR: the files in the --mirror layout on a local disk (a copy
+  brought to a machine without a network)."""
+  (file,) = files_of(["sts-b"])
+  copy = tmp_path / "copy" / fx.mirror_path(file.url).lstrip("/")
+  copy.parent.mkdir(parents=True)
+  copy.write_bytes(fx.fake_body(file.name))
+  assert downloads.run(downloads.Config(
+      data_root=str(tmp_path / "data"), only=["sts-b"], options=
+      http_fetch.Options(mirror=f"file://{tmp_path}/copy"))) == []
+  assert (tmp_path / "data" / "glue_data" / "STS-B" / "dev.tsv").read_text(
+      ) == fx.glue_files("STS-B")["STS-B/dev.tsv"]
+
+
+# The lock record is about 120 bytes, the small archive's members about 30
+# and its manifest about 1 kB: each limit lets the run get one step further.
+@pytest.mark.parametrize("limit, member, written, safe", [
+    (50, 0, "trainer.lock", "no lock file is left: make room and rerun"),
+    (400, 5000, "downloads", "nothing half-unpacked is left and the download "
+     "is kept: make room and rerun"),
+    (400, 0, "download_manifest.json", "it is unchanged and no temporary "
+     "file is left; make room (or fix the permission) and rerun"),
+])
+def test_program_full_disk_with_a_placed_archive_is_one_line(
+    tmp_path, limit, member, written, safe):
+  """A disk that fills while an archive put in downloads/ by hand is
+  checked and installed: the full-disk line (exit code 1), no lock file,
+  nothing installed, the archive kept; a rerun with room installs it."""
+  files = fx.glue_files("STS-B")
+  if member:
+    files["STS-B/train.tsv"] = fx.noise(member, "sts-b")
+  archive = tmp_path / "downloads" / "STS-B.zip"
+  archive.parent.mkdir()
+  archive.write_bytes(fx.zip_bytes(files))
+  args = [f"--data_root={tmp_path}", "--only=sts-b", "--mirror=http://h.invalid"]
+  with file_size_limit(limit):
+    proc = run_program(args)
+  assert proc.returncode == 1, proc.stderr[-2000:]
+  assert error_lines(proc.stderr) == [
+      f"download.py: error: cannot write {tmp_path}/{written}: file too "
+      f"large; {safe}"]
+  assert sorted(os.listdir(tmp_path)) == ["downloads"]
+  assert os.listdir(archive.parent) == ["STS-B.zip"]
+  proc = run_program(args)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert (tmp_path / "glue_data" / "STS-B" / "train.tsv").read_bytes() == (
+      files["STS-B/train.tsv"] if member else
+      files["STS-B/train.tsv"].encode())
 
 
 def test_program_sigterm_while_unpacking_leaves_nothing_half_unpacked(
