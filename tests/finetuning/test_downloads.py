@@ -95,6 +95,8 @@ def test_everything_lands_where_the_programs_read_it(server, tmp_path):
     for task in table:
       found = _found_by_reproduce(task, root)
       assert found, task.name
+      # The place reproduce.py names when the data is missing.
+      assert found == os.path.join(root, downloads.data_dir(task.name))
       if task.program == paper_settings.CLASSIFIER and task.name in (
           "mnli", "qnli", "qqp", "rte", "sst-2", "mrpc", "cola", "sts-b"):
         processor = classifier_datasets.make_processor(

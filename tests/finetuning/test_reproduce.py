@@ -589,12 +589,17 @@ def test_dry_run_lists_every_run_of_the_table(tmp_path):
       "sts-b")]
   # Every missing data set is named at once, as a warning.
   warning = [l for l in proc.stderr.split("\n") if "warning" in l]
+  # Where download.py puts them (docs/reproducing.md's table), and the
+  # command that does.
   assert warning == [
       "reproduce.py: warning: --data_root=/data: no data for mnli (expected "
-      "/data/MNLI); qnli (expected /data/QNLI); qqp (expected /data/QQP); "
-      "rte (expected /data/RTE); sst-2 (expected /data/SST-2); mrpc "
-      "(expected /data/MRPC); cola (expected /data/CoLA); sts-b (expected "
-      "/data/STS-B)"]
+      "/data/glue_data/MNLI); qnli (expected /data/glue_data/QNLI); qqp "
+      "(expected /data/glue_data/QQP); rte (expected /data/glue_data/RTE); "
+      "sst-2 (expected /data/glue_data/SST-2); mrpc (expected "
+      "/data/glue_data/MRPC); cola (expected /data/glue_data/CoLA); sts-b "
+      "(expected /data/glue_data/STS-B); `python download.py "
+      "--data_root=/data --only=mnli,qnli,qqp,rte,sst-2,mrpc,cola,sts-b` "
+      "fetches it"]
 
 
 @pytest.mark.parametrize("table,tasks,seeds", [
@@ -638,8 +643,11 @@ def test_a_warmup_above_the_steps_is_warned_as_the_programs_do(tmp_path):
     (["--table=glue", "--tasks=sts-b,imdb"], "--tasks: imdb not in the glue"),
     (["--table=race"], "no data for race (expected /nonexistent/RACE)"),
     (["--table=glue", "--tasks=rte,STS-B"], "--data_root=/nonexistent: no "
-     "data for rte (expected /nonexistent/RTE); sts-b (expected "
-     "/nonexistent/STS-B)"),
+     "data for rte (expected /nonexistent/glue_data/RTE); sts-b (expected "
+     "/nonexistent/glue_data/STS-B); `python download.py "
+     "--data_root=/nonexistent --only=rte,sts-b` fetches it"),
+    (["--table=squad", "--tasks=squad2.0"], "no data for squad2.0 (expected "
+     "/nonexistent/squad with train-v2.0.json, dev-v2.0.json)"),
     (["--table=race", "--warmup_steps=-1"], "--warmup_steps=-1 must be >= 0"),
     (["--table=race", "--num_seeds=0"], "--num_seeds=0 must be >= 1"),
     (["--table=race", "--work_dir=gs://b/w"], "give Cloud Storage as "
@@ -668,6 +676,22 @@ def test_bad_settings_are_one_line_errors(tmp_path, extra, message):
   last = proc.stderr.strip().split("\n")[-1]
   assert last.startswith("reproduce.py: error: ") and message in last
   assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("missing, words", [
+    ("init_checkpoint", "the released model's files; `python download.py "
+     "--data_root=DIR --only=models` fetches them and prints the flags to "
+     "pass"),
+    ("data_root", "the directory of the data sets; `python download.py "
+     "--data_root=DIR --only=race` fetches the table's"),
+])
+def test_a_missing_path_flag_points_to_download_py(tmp_path, missing, words):
+  args = [f"--work_dir={tmp_path}", "--table=race", "--data_root=/d"]
+  args += _model_args("/m")
+  proc = _run_here([a for a in args if not a.startswith(f"--{missing}=")])
+  assert proc.returncode == 2
+  assert proc.stderr.strip().split("\n")[-1] == (
+      f"reproduce.py: error: --{missing} is required: {words}")
 
 
 # ---- the PNG writer ---------------------------------------------------------

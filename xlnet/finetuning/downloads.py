@@ -281,6 +281,16 @@ def select(names):
   return [e for e in ENTRIES if e.name in wanted or e.group in wanted]
 
 
+def data_dir(name):
+  """Where the entry `name` (a `reproduce.py --tasks` name) puts its data,
+  relative to its root (`glue_data/MNLI`, `squad`, `RACE`), or None for a
+  name that is no entry."""
+  for entry in ENTRIES:
+    if entry.name == name:
+      return os.path.commonpath([p.target for p in entry.parts])
+  return None
+
+
 ################################################################################
 # Where things are.
 ################################################################################

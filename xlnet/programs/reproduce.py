@@ -61,6 +61,7 @@ from xlnet import cli
 from xlnet import io_utils
 from xlnet import model as model_lib
 from xlnet import validation
+from xlnet.finetuning import downloads
 from xlnet.finetuning import memory_plan
 from xlnet.finetuning import paper_settings
 from xlnet.finetuning import reproduce_report as report
@@ -118,7 +119,7 @@ def check_settings(cfg):
                      f"{', '.join(paper_settings.TABLES)})")
   for name in PATH_FLAGS:
     if not getattr(cfg, name):
-      raise ValueError(f"--{name} is required")
+      raise ValueError(f"--{name} is required{_fetched_by(name, cfg)}")
   if "://" in cfg.work_dir:
     raise ValueError(f"--work_dir={cfg.work_dir} must be a local "
                      "directory (logs and results); give Cloud Storage as "
@@ -333,8 +334,8 @@ def find_data(task, data_root):
   that exists (and holds `task.data_files`).
 
   Returns:
-    (path, None), or (the first expected path, what is missing) when none
-    does.
+    (path, None), or (where download.py puts it, what is missing) when
+    none does.
   """
   candidates = [os.path.join(data_root, d) if d else data_root
                 for d in task.data]
@@ -342,23 +343,39 @@ def find_data(task, data_root):
     if os.path.isdir(path) and all(os.path.isfile(os.path.join(path, f))
                                    for f in task.data_files):
       return path, None
-  wanted = candidates[0] + (f" with {', '.join(task.data_files)}"
-                            if task.data_files else "")
-  return candidates[0], f"{task.name} (expected {wanted})"
+  place = downloads.data_dir(task.name)
+  expected = os.path.join(data_root, place) if place else candidates[0]
+  wanted = expected + (f" with {', '.join(task.data_files)}"
+                       if task.data_files else "")
+  return expected, f"{task.name} (expected {wanted})"
+
+
+def _fetched_by(flag, cfg):
+  """How to get what a missing path flag names (words for its message)."""
+  if flag in ("init_checkpoint", "model_config_path", "spiece_model_file"):
+    return (": the released model's files; `python download.py "
+            "--data_root=DIR --only=models` fetches them and prints the "
+            "flags to pass")
+  if flag == "data_root":
+    return (": the directory of the data sets; `python download.py "
+            f"--data_root=DIR --only={cfg.table}` fetches the table's")
+  return ""
 
 
 def find_all_data(tasks, cfg):
   """{task name: data directory}, every task's data looked for.
 
   Raises:
-    ValueError: one line naming every missing data set (with --dry_run a
-      warning instead).
+    ValueError: one line naming every missing data set and the download.py
+      command that fetches them (with --dry_run a warning instead).
   """
   found = {t.name: find_data(t, cfg.data_root) for t in tasks}
   missing = [problem for _, problem in found.values() if problem]
   if missing:
+    names = ",".join(name for name, (_, problem) in found.items() if problem)
     message = (f"--data_root={cfg.data_root}: no data for "
-               f"{'; '.join(missing)}")
+               f"{'; '.join(missing)}; `python download.py "
+               f"--data_root={cfg.data_root} --only={names}` fetches it")
     if not cfg.dry_run:
       raise ValueError(message)
     warn(message)
