@@ -598,7 +598,7 @@ def test_dry_run_lists_every_run_of_the_table(tmp_path):
       "sst-2 (expected /data/glue_data/SST-2); mrpc (expected "
       "/data/glue_data/MRPC); cola (expected /data/glue_data/CoLA); sts-b "
       "(expected /data/glue_data/STS-B); `python download.py "
-      "--data_root=/data --only=mnli,qnli,qqp,rte,sst-2,mrpc,cola,sts-b` "
+      "--only=mnli,qnli,qqp,rte,sst-2,mrpc,cola,sts-b --data_root=/data` "
       "fetches it"]
 
 
@@ -644,8 +644,8 @@ def test_a_warmup_above_the_steps_is_warned_as_the_programs_do(tmp_path):
     (["--table=race"], "no data for race (expected /nonexistent/RACE)"),
     (["--table=glue", "--tasks=rte,STS-B"], "--data_root=/nonexistent: no "
      "data for rte (expected /nonexistent/glue_data/RTE); sts-b (expected "
-     "/nonexistent/glue_data/STS-B); `python download.py "
-     "--data_root=/nonexistent --only=rte,sts-b` fetches it"),
+     "/nonexistent/glue_data/STS-B); `python download.py --only=rte,sts-b "
+     "--data_root=/nonexistent` fetches it"),
     (["--table=squad", "--tasks=squad2.0"], "no data for squad2.0 (expected "
      "/nonexistent/squad with train-v2.0.json, dev-v2.0.json)"),
     (["--table=race", "--warmup_steps=-1"], "--warmup_steps=-1 must be >= 0"),

@@ -334,8 +334,8 @@ def find_data(task, data_root):
   that exists (and holds `task.data_files`).
 
   Returns:
-    (path, None), or (where download.py puts it, what is missing) when
-    none does.
+    (path, None), or (the first expected path, what is missing: naming
+    where download.py puts the data) when none does.
   """
   candidates = [os.path.join(data_root, d) if d else data_root
                 for d in task.data]
@@ -347,7 +347,7 @@ def find_data(task, data_root):
   expected = os.path.join(data_root, place) if place else candidates[0]
   wanted = expected + (f" with {', '.join(task.data_files)}"
                        if task.data_files else "")
-  return expected, f"{task.name} (expected {wanted})"
+  return candidates[0], f"{task.name} (expected {wanted})"
 
 
 def _fetched_by(flag, cfg):
@@ -374,8 +374,8 @@ def find_all_data(tasks, cfg):
   if missing:
     names = ",".join(name for name, (_, problem) in found.items() if problem)
     message = (f"--data_root={cfg.data_root}: no data for "
-               f"{'; '.join(missing)}; `python download.py "
-               f"--data_root={cfg.data_root} --only={names}` fetches it")
+               f"{'; '.join(missing)}; `python download.py --only={names} "
+               f"--data_root={cfg.data_root}` fetches it")
     if not cfg.dry_run:
       raise ValueError(message)
     warn(message)
