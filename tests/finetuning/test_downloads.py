@@ -428,8 +428,8 @@ def test_a_part_without_its_record_is_fetched_again_saying_so(
   assert server.ranges(path) == [None]  # from byte 0
   assert f"sts-b: STS-B.zip: {part} has no STS-B.zip.part.json (the URL " \
          "and version its bytes are of): its 11 bytes cannot be resumed " \
-         "safely and were removed; fetching from byte 0 (a complete file " \
-         "put in place of STS-B.zip is used as it is)\n" in (
+         "safely and were removed; fetching from byte 0 (a complete copy " \
+         "saved as STS-B.zip is used as it is)\n" in (
              capsys.readouterr().err)
   assert (tmp_path / "glue_data" / "STS-B" / "dev.tsv").read_text() == (
       fx.glue_files("STS-B")["STS-B/dev.tsv"])
@@ -720,7 +720,8 @@ def test_program_full_disk_with_a_placed_archive_is_one_line(
   archive = tmp_path / "downloads" / "STS-B.zip"
   archive.parent.mkdir()
   archive.write_bytes(fx.zip_bytes(files))
-  args = [f"--data_root={tmp_path}", "--only=sts-b", "--mirror=http://h.invalid"]
+  args = [f"--data_root={tmp_path}", "--only=sts-b",
+          "--mirror=http://h.invalid"]
   with file_size_limit(limit):
     proc = run_program(args)
   assert proc.returncode == 1, proc.stderr[-2000:]

@@ -644,7 +644,7 @@ def _not_tried(entries):
   be reached (offline, every other one would fail the same way)."""
   if not entries:
     return ""
-  return (f"; not tried after it: {','.join(e.name for e in entries)}")
+  return f"; not tried after it: {','.join(e.name for e in entries)}"
 
 
 def run(config, out=None):

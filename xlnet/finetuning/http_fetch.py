@@ -197,8 +197,8 @@ def _start_afresh(part, url, label, out):
   if os.path.isfile(part):
     print(f"{label}: {part} {why_not}: its {os.path.getsize(part)} bytes "
           "cannot be resumed safely and were removed; fetching from byte 0 "
-          "(a complete file put in place of "
-          f"{os.path.basename(part)[:-len('.part')]} is used as it is)",
+          "(a complete copy saved as "
+          f"{os.path.basename(part).removesuffix('.part')} is used as it is)",
           file=out or sys.stderr, flush=True)
   _discard(part)
   return _State(url)
