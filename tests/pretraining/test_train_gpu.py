@@ -335,6 +335,7 @@ def test_corrupted_record_saves_progress_and_names_the_file(tmp_path,
                    r"model\.ckpt-(\d+)\): 1 of 1 record files are corrupt", last)
   assert match and match.group(1) == match.group(2), last
   assert str(record) in last and "Traceback" not in proc.stderr
+  assert re.search(r": corrupted record at \d+\); rewrite them", last), last
   step = int(match.group(1))
   assert step > 50  # a third into the file, after many good batches
   assert tf.train.latest_checkpoint(str(model_dir)).endswith(f"-{step}")

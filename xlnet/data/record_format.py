@@ -23,6 +23,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from xlnet import errors
 from xlnet import io_utils
 
 CORPUS_INFO = "corpus_info.json"
@@ -369,7 +370,7 @@ def verify_records(paths, num_records=None):
       try:
         got = counter.count(path)
       except tf.errors.OpError as e:
-        bad.append((path, " ".join(e.message.split())))
+        bad.append((path, errors.op_error_cause(e)))
         continue
       want = (num_records or {}).get(path)
       if want is not None and got != want:
