@@ -3,7 +3,8 @@
 The library raises them and the programs' convention (`xlnet/cli.py`)
 prints them: `Stop` for an expected end (exit code 1, or a subclass's),
 `Terminated` for SIGTERM (exit code 143, raised by `xlnet/signals.py`).
-`error_text` is the one line an exception's message makes. This module sits
+`error_text` is the one line an exception's message makes (`op_error_cause`
+that of a TensorFlow error without its graph trace). This module sits
 below everything else (it imports neither the flags nor the programs), so a
 low module (atomic files, checkpoints, locks) needs nothing above itself to
 stop a program cleanly.
@@ -17,6 +18,16 @@ def error_text(err):
   """One line describing `err` (tf.errors carry their message separately)."""
   text = err.message if isinstance(err, tf.errors.OpError) else str(err)
   return " ".join(text.split()) or type(err).__name__
+
+
+def op_error_cause(err):
+  """The cause of a tf.errors.OpError in one line, without the graph's
+  trace: a graph-mode message wraps its cause ("corrupted record at 2900")
+  in the Python stack where the op was built and the node's name, all on
+  lines of their own, the stack's and the node's indented."""
+  own = [line for line in err.message.splitlines()
+         if line.strip() and not line[0].isspace()]
+  return " ".join(own[-1].split()) if own else error_text(err)
 
 
 class Stop(Exception):

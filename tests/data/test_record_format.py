@@ -1,6 +1,7 @@
 """Tests of the metadata files' errors and of record verification."""
 import glob
 import os
+import re
 import shutil
 
 import pytest
@@ -105,8 +106,8 @@ def test_verify_finds_corrupt_truncated_and_miscounted_files(records,
   size = os.path.getsize(path)
   flip_byte(path, size // 2)  # inside some record's data: bad CRC
   ((bad_path, error),) = record_format.verify_records([path])
-  assert bad_path == path and "corrupted record" in error.lower()
-  assert "\n" not in error
+  # TensorFlow's cause alone, without the graph's Python stack around it.
+  assert bad_path == path and re.fullmatch(r"corrupted record at \d+", error)
   num_files, bad = record_format.verify_record_dirs([save_dir])
   assert num_files == 1 and [p for p, _ in bad] == [path]
   # Truncation is seen from the size, and from the records themselves.

@@ -76,6 +76,16 @@ def test_token_records_hold_the_rows(token_dir, tmp_path):
                          record_format.CORPUS_INFO)) as f:
     assert json.load(f)["record_kind"] == "tokens"
   assert record_format.verify_record_dirs([token_dir]) == (1, [])
+  # The largest id, recorded at write time and scanned by --verify: an id
+  # equal to the vocabulary size is beyond it, one below is not.
+  top = max(max(row) for row, _ in rows)
+  assert info["max_token_id"] == top
+  (path,) = glob.glob(os.path.join(token_dir, "*.tfrecords"))
+  assert record_format.verify_records([path], vocab_sizes={path: top}) == [
+      (path, f"holds token id {top}, beyond the {top} pieces of the corpus "
+             "info's SentencePiece model (written with another model?)")]
+  assert record_format.verify_records([path],
+                                      vocab_sizes={path: top + 1}) == []
 
 
 def test_long_rows_are_split_into_records_and_read_back_whole(

@@ -346,7 +346,26 @@ def test_override_flags_replace_every_tasks_value(tmp_path, capsys):
     got = _flags_of(line)
     assert (got["learning_rate"], got["train_steps"], got["warmup_steps"],
             got["save_steps"], got["train_batch_size"],
-            got["max_seq_length"]) == ("0.0001", "7", "7", "7", "4", "16")
+            got["max_seq_length"]) == ("0.0001", "7", "1", "7", "4", "16")
+
+
+def test_a_shortened_run_keeps_the_papers_warmup_fraction(tmp_path):
+  # The table's steps/warm-up: MNLI 10000/1000, RTE 800/200 (paper_settings
+  # cites issue 96); 300 steps keep 10 % and 25 %: 30 and 75 (not 300).
+  proc = _run_here(["--dry_run", "--table=glue", "--tasks=mnli,rte",
+                    "--train_steps=300", "--data_root=/data",
+                    f"--work_dir={tmp_path}", "--num_seeds=1"] +
+                   _model_args("/m"))
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert [_flags_of(line)["warmup_steps"] for line in proc.stdout.split("\n")
+          if "run_classifier.py" in line and " &" not in line] == ["30", "75"]
+  notes = [l for l in proc.stderr.split("\n") if "warm-up" in l]
+  assert notes == [
+      "reproduce.py: mnli: --train_steps=300: warm-up scaled to 30 steps "
+      "(the paper's 1000 of 10000, the same fraction); --warmup_steps sets "
+      "it", "reproduce.py: rte: --train_steps=300: warm-up scaled to 75 "
+      "steps (the paper's 200 of 800, the same fraction); --warmup_steps "
+      "sets it"]
 
 
 def _settings_of(args):

@@ -25,6 +25,7 @@ from xlnet.finetuning import finetune
 from xlnet.finetuning.classifier import task as classifier_task
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.programs import run_classifier
+from xlnet.training import checkpoint_io
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # A model config whose vocabulary covers the tiny SentencePiece model.
@@ -389,6 +390,41 @@ def test_checkpoints_sorted_by_step(tmp_path):
                                                      eval_all_ckpt=True)
   assert [os.path.basename(p) for p in prefixes] == [
       "model.ckpt-500", "model.ckpt-1000", "model.ckpt-1500"]
+
+
+@pytest.mark.parametrize("damage", ["newest index missing",
+                                    "state file names a deleted checkpoint"])
+def test_eval_reads_the_newest_intact_checkpoint(tmp_path, damage, caplog):
+  """--do_eval on a directory whose newest checkpoint lost its index, or
+  whose `checkpoint` file names a deleted one, evaluates the newest intact
+  checkpoint and says so in one line (it said the directory holds no
+  checkpoint, train first), as the other readers of a directory do
+  (docs/reliability.md)."""
+  model_dir = str(tmp_path)
+  for step in (10, 20):
+    checkpoint_io.write_checkpoint(
+        os.path.join(model_dir, f"model.ckpt-{step}"),
+        {"w": np.full([2], step, np.float32)}, model_dir)
+  if damage == "newest index missing":
+    os.remove(os.path.join(model_dir, "model.ckpt-20.index"))
+    intact, skipped = "model.ckpt-10", f"{model_dir}/model.ckpt-20.index"
+  else:
+    for name in os.listdir(model_dir):
+      if name.startswith("model.ckpt-20"):
+        os.remove(os.path.join(model_dir, name))
+    checkpoint_io.write_state_file(model_dir, os.path.join(
+        model_dir, "model.ckpt-20"), [os.path.join(model_dir, name) for name
+                                      in ("model.ckpt-10", "model.ckpt-20")])
+    intact, skipped = "model.ckpt-10", f"{model_dir}/model.ckpt-20.index"
+  assert checkpoint_eval.checkpoints_to_evaluate(model_dir) == [
+      os.path.join(model_dir, intact)]
+  (line,) = [r.getMessage() for r in caplog.records if "intact" in
+             r.getMessage()]
+  assert line == (f"--model_dir={model_dir}: reading {intact}, the newest "
+                  f"intact checkpoint of {model_dir} (skipped: {skipped} is "
+                  "missing)")
+  with pytest.raises(ValueError, match=r"holds no checkpoint to evaluate"):
+    checkpoint_eval.checkpoints_to_evaluate(str(tmp_path / "empty"))
 
 
 ################################################################################

@@ -9,6 +9,7 @@ the program's command line in the test process (`fx.run_program`), most
 from a copy of one shared trained model_dir (`_trained`).
 """
 import hashlib
+import json
 import os
 import pathlib
 import re
@@ -335,6 +336,7 @@ def test_corrupted_record_saves_progress_and_names_the_file(tmp_path,
                    r"model\.ckpt-(\d+)\): 1 of 1 record files are corrupt", last)
   assert match and match.group(1) == match.group(2), last
   assert str(record) in last and "Traceback" not in proc.stderr
+  assert re.search(r": corrupted record at \d+\); rewrite them", last), last
   step = int(match.group(1))
   assert step > 50  # a third into the file, after many good batches
   assert tf.train.latest_checkpoint(str(model_dir)).endswith(f"-{step}")
@@ -372,3 +374,92 @@ def test_corpus_info_path_reaches_the_input_function(tmp_path, tiny_records):
   missing = _run(data / "tfrecords", tmp_path / "m2", "--train_steps=2")
   assert missing.returncode == 2
   assert "corpus_info.json" in missing.stderr.strip().splitlines()[-1]
+
+
+################################################################################
+# The objective a run was trained with, and the records it reads.
+################################################################################
+def _last_error(proc):
+  """The one line of a refused run (exit code 2, no traceback)."""
+  assert proc.returncode == 2, proc.stderr[-3000:]
+  assert "Traceback" not in proc.stderr
+  return proc.stderr.strip().splitlines()[-1]
+
+
+def test_a_resume_that_changes_the_objective_is_refused(tmp_path):
+  """The shared run (token records, their corpus info's num_predict=6,
+  word_span) resumed with another span-mask setting, or on the example
+  records of the same text, stops before its first step with one line
+  naming the flag (or the records), the recorded value and the given one;
+  nothing in the model dir changes. Token records take any sampling flags,
+  so without objective.json these runs went on silently."""
+  records, model_dir, _ = _trained(tmp_path)
+  before = _checksums(model_dir)
+  record = model_dir / "objective.json"
+  more = [*TRAINED, "--train_steps=26"]
+  for flag, recorded in (("--sample_strategy=token_span", "word_span"),
+                         ("--num_predict=5", "6")):
+    name = flag.split("=")[0]
+    assert _last_error(_run(records, model_dir, *more, flag)) == (
+        f"train_gpu.py: error: {flag} but {model_dir} was trained with "
+        f"{name}={recorded} ({record}): a resumed run keeps the objective "
+        "it was trained with (how its examples' span masks are made); "
+        f"rerun with {name}={recorded} or use another --model_dir")
+  examples = fx.shared_program_records(1)
+  assert _last_error(_run(examples, model_dir, *more)) == (
+      f"train_gpu.py: error: --record_info_dir={examples} holds example "
+      f"records but {model_dir} was trained on token records (data_utils.py "
+      f"--record_kind=tokens) ({record}): a resumed run keeps the objective "
+      "it was trained with (how its examples' span masks are made); give "
+      "--record_info_dir token records or use another --model_dir")
+  assert _checksums(model_dir) == before
+
+
+def test_token_and_example_dirs_together_are_one_line(tmp_path):
+  """--record_info_dir naming a token dir and an example dir (either
+  order: the trainer reads the first dir's corpus info for both) stops
+  before training with one line naming both dirs (was a TensorFlow error
+  at the first step)."""
+  tokens, examples = _token_records(), fx.shared_program_records(1)
+  for dirs in ((tokens, examples), (examples, tokens)):
+    kinds = {tokens: "token", examples: "example"}
+    proc = _run(",".join(dirs), tmp_path / "m", "--num_core_per_host=1",
+                "--train_steps=2")
+    assert _last_error(proc) == (
+        f"train_gpu.py: error: --record_info_dir={dirs[0]},{dirs[1]} mixes "
+        f"record kinds: {dirs[0]} holds {kinds[dirs[0]]} records, {dirs[1]} "
+        f"holds {kinds[dirs[1]]} records (data_utils.py --record_kind); "
+        "train on one kind at a time")
+  assert not (tmp_path / "m").exists() or not list(
+      (tmp_path / "m").glob("model.ckpt-*"))
+
+
+def test_token_ids_beyond_the_vocabulary_are_one_line_and_fail_verify(
+    tmp_path):
+  """The shared token records (1000-piece model) under a corpus info of the
+  800-piece model: a file written with another SentencePiece model. The
+  trainer stops before training with one line naming the file (was an
+  error inside the sampler's lookup of the 800 word starts), and
+  data_utils.py --verify reports it (it said OK)."""
+  data = pathlib.Path(shared_artifacts.copy_of(
+      os.path.dirname(_token_records()), tmp_path / "data"))
+  info = json.loads((data / "corpus_info.json").read_text())
+  info.update(vocab_size=800, sp_path=data_helpers.train_tiny_spm(
+      vocab_size=800))
+  (data / "corpus_info.json").write_text(json.dumps(info))
+  (token_file,) = (data / "tfrecords").glob("*.tfrecords")
+  (record_info,) = (data / "tfrecords").glob("record_info-*.json")
+  # The largest id, read from the file itself.
+  top = max(max(r["tokens"]) for r in data_helpers.read_records(
+      data / "tfrecords"))
+  assert top >= 800
+  assert _last_error(_run(data / "tfrecords", tmp_path / "m",
+                          "--num_core_per_host=1", "--train_steps=2")) == (
+      f"train_gpu.py: error: {token_file}: holds token id {top}, beyond the "
+      "800 pieces of the corpus info's SentencePiece model (written with "
+      f"another model?) ({record_info}); rewrite it with data_utils.py "
+      "and the corpus info's sp_path, or move its record info away")
+  verify = fx.run_program("data_utils.py", "--verify", f"--save_dir={data}")
+  assert verify.returncode != 0
+  assert f"BAD {token_file}: holds token id {top}, beyond the 800 pieces" in (
+      verify.stdout), verify.stdout + verify.stderr[-2000:]

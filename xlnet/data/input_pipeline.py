@@ -65,8 +65,26 @@ def _describe_mismatch(record_dir, wanted, num_passes, name):
                                         for d, name in seen.items())
 
 
+def check_token_ids(info_path, info, vocab_size):
+  """Raises a one-line ValueError when a token record info says its file
+  holds ids beyond a vocabulary of `vocab_size` pieces: a file written with
+  another SentencePiece model, which would fail inside the sampler's
+  lookups. Its `max_token_id` is recorded when the file is written (a
+  record info without it passes here; data_utils.py --verify scans the
+  file)."""
+  top = info.get("max_token_id")
+  error = None if top is None else record_format.token_id_error(top,
+                                                                vocab_size)
+  if error:
+    files = ", ".join(path for path, _ in record_format.listed_files(
+        info_path, info))
+    raise ValueError(f"{files}: {error} ({info_path}); rewrite it with "
+                     "data_utils.py and the corpus info's sp_path, or move "
+                     "its record info away")
+
+
 def find_record_files(record_dirs, split, settings, num_passes=None,
-                      flag_names=None):
+                      flag_names=None, vocab_size=None):
   """The record files of some directories that match the settings.
 
   Args:
@@ -76,6 +94,8 @@ def find_record_files(record_dirs, split, settings, num_passes=None,
       when its name has these values (keys left out: any value).
     num_passes: use only passes with pass_id < num_passes (None: all).
     flag_names: how messages name the settings (see `namer`).
+    vocab_size: token records: the pieces of the reader's vocabulary
+      (`check_token_ids`; None: no check).
 
   Returns:
     (list of record file paths in directory and name order, total number of
@@ -98,6 +118,8 @@ def find_record_files(record_dirs, split, settings, num_passes=None,
       if num_passes is not None and got["pass_id"] >= num_passes:
         continue
       info = record_format.read_record_info(path)
+      if vocab_size is not None:
+        check_token_ids(path, info, vocab_size)
       listed = record_format.listed_files(path, info)
       for file_path, error in listed:
         if error:
@@ -392,16 +414,21 @@ def _data_core_count(record_dirs, infos, bi_data, bsz_per_host,
   return data_core
 
 
-def _record_kind(record_dirs, infos):
+def _record_kind(record_dirs, infos, name):
   """"tokens" when the corpus infos say the dirs hold token records
-  (data_utils.py --record_kind=tokens), else "examples"; mixed kinds are an
-  error."""
-  kinds = {(info or {}).get("record_kind", "examples") for info in infos}
-  if len(kinds) > 1:
-    raise ValueError(f"{','.join(record_dirs)}: the record dirs mix token "
-                     "records and example records (data_utils.py "
-                     "--record_kind); read one kind at a time")
-  return kinds.pop()
+  (data_utils.py --record_kind=tokens), else "examples". Each dir's kind is
+  that of its own corpus_info.json when it has one (the trainers pass the
+  first dir's for all); mixed kinds are a one-line ValueError (read as one
+  kind, the others' records fail inside TensorFlow)."""
+  kinds = [(record_format.load_corpus_info(d) or info or {}).get(
+      "record_kind", "examples") for d, info in zip(record_dirs, infos)]
+  if len(set(kinds)) > 1:
+    held = ", ".join(f"{d} holds {kind[:-1]} records"
+                     for d, kind in zip(record_dirs, kinds))
+    raise ValueError(f"{name('record_info_dir')}={','.join(record_dirs)} "
+                     f"mixes record kinds: {held} (data_utils.py "
+                     "--record_kind); train on one kind at a time")
+  return kinds[0]
 
 
 SAMPLE_STRATEGIES = ("word_span", "token_span")
@@ -543,7 +570,10 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
     starts the stream after that many host batches, as if they had been
     consumed. record_info = {"num_batch": total host batches of all hosts,
     "filenames": all files, "host_filenames": per host, its files in the
-    order it reads them}.
+    order it reads them, "sampling": how the examples are made, the
+    records' kind ("record_kind": "tokens" or "examples") and the span-mask
+    settings (mask_alpha, mask_beta, num_predict; sample_strategy, None for
+    example records)}.
   """
   name = namer(flag_names)
   perm_size = reuse_len if perm_size is None else perm_size
@@ -561,24 +591,28 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
            mask_beta=mask_beta, num_predict=num_predict), infos, tfrecord_dir,
       name)
   regroup = bi_data and data_core != num_core_per_host
-  kind = _record_kind(record_dirs, infos)
-  named = settings
+  kind = _record_kind(record_dirs, infos, name)
+  named, is_start = settings, None
+  sampling = dict(record_kind=kind, **{
+      k: settings[k] for k in record_format.SAMPLING_KEYS})
   if kind == "tokens":  # drawn now: any valid values, whatever the names say
     pretrain_examples.check_sampling(
         *(settings[k] for k in record_format.SAMPLING_KEYS), seq_len,
         reuse_len, name=name)
     named = {k: v for k, v in settings.items()
              if k not in record_format.SAMPLING_KEYS}
+    is_start = _span_starts(infos, sample_strategy, name)
+  sampling["sample_strategy"] = sample_strategy if kind == "tokens" else None
   filenames, num_batch, file_batches = find_record_files(
-      record_dirs, split, named, num_passes, flag_names)
+      record_dirs, split, named, num_passes, flag_names,
+      vocab_size=None if is_start is None else len(is_start))
   logging.info("Input: %d files, %d batches%s%s", len(filenames), num_batch,
                f", rows regrouped from {data_core} to {num_core_per_host} "
                "cores" if regroup else "",
                ", token records: examples sampled online"
                if kind == "tokens" else "")
-  sampler_cfg = is_start = None
+  sampler_cfg = None
   if kind == "tokens":
-    is_start = _span_starts(infos, sample_strategy, name)
     sampler_cfg = {key: settings[key] for key in (
         "bsz_per_host", "seq_len", "reuse_len", "num_predict", "mask_alpha",
         "mask_beta", "bi_data")}
@@ -652,4 +686,4 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
   host_filenames = [host_file_order(filenames, h, num_hosts, seed)
                     for h in range(num_hosts)]
   return input_fn, {"num_batch": num_batch, "filenames": filenames,
-                    "host_filenames": host_filenames}
+                    "host_filenames": host_filenames, "sampling": sampling}

@@ -23,6 +23,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from xlnet import errors
 from xlnet import io_utils
 
 CORPUS_INFO = "corpus_info.json"
@@ -326,35 +327,63 @@ def listed_files(info_path, info):
 # ----------------------------------------------------------------------------
 # Integrity.
 # ----------------------------------------------------------------------------
+def token_id_error(top, vocab_size):
+  """Why a token file whose largest id is `top` cannot be read with a
+  vocabulary of `vocab_size` pieces (None when it can)."""
+  if top < vocab_size:
+    return None
+  return (f"holds token id {top}, beyond the {vocab_size} pieces of the "
+          "corpus info's SentencePiece model (written with another model?)")
+
+
+def _largest_token(record):
+  """The largest id of a token record (-1 when it holds none)."""
+  tokens = tf.io.parse_single_example(
+      record, {"tokens": tf.io.RaggedFeature(tf.int64)})["tokens"]
+  return tf.reduce_max(tf.concat([[np.int64(-1)], tokens], 0))
+
+
 class _RecordCounter:
-  """Counts the records of files, checking every record's CRC, in C++."""
+  """Counts the records of files, checking every record's CRC, in C++; of
+  token files also the largest id."""
 
   def __init__(self):
     self._graph = tf.Graph()
     with self._graph.as_default():
       self._path = tf.compat.v1.placeholder(tf.string, [])
-      self._count = tf.data.TFRecordDataset(self._path).reduce(
-          np.int64(0), lambda n, _: n + 1)
+      records = tf.data.TFRecordDataset(self._path)
+      self._count = records.reduce(np.int64(0), lambda n, _: n + 1)
+      self._tokens = records.map(_largest_token).reduce(
+          (np.int64(0), np.int64(-1)),
+          lambda state, top: (state[0] + 1, tf.maximum(state[1], top)))
     self._sess = tf.compat.v1.Session(graph=self._graph)
 
   def count(self, path):
     """Number of records of `path`; raises tf.errors.OpError when bad."""
     return int(self._sess.run(self._count, {self._path: path}))
 
+  def count_tokens(self, path):
+    """(number of records, largest token id) of the token file `path`;
+    raises tf.errors.OpError when bad."""
+    count, top = self._sess.run(self._tokens, {self._path: path})
+    return int(count), int(top)
+
   def close(self):
     self._sess.close()
 
 
-def verify_records(paths, num_records=None):
+def verify_records(paths, num_records=None, vocab_sizes=None):
   """Reads every record of every file and reports the bad files.
 
   A file is bad when it is missing, unreadable, truncated, has a record
-  whose length or data checksum (CRC) is wrong, or (when `num_records`
-  gives its expected count) holds a different number of records.
+  whose length or data checksum (CRC) is wrong, (when `num_records`
+  gives its expected count) holds a different number of records, or (a
+  token file of `vocab_sizes`) holds an id beyond its vocabulary.
 
   Args:
     paths: record files (local paths or tf.io.gfile URLs).
     num_records: optional dict path -> expected number of records.
+    vocab_sizes: optional dict path -> the vocabulary size of a token file.
 
   Returns:
     list of (path, one-line error) for the bad files, in `paths` order.
@@ -366,14 +395,20 @@ def verify_records(paths, num_records=None):
       if not tf.io.gfile.exists(path):
         bad.append((path, "file not found"))
         continue
+      vocab_size = (vocab_sizes or {}).get(path)
       try:
-        got = counter.count(path)
+        if vocab_size is None:
+          got = counter.count(path)
+        else:
+          got, top = counter.count_tokens(path)
       except tf.errors.OpError as e:
-        bad.append((path, " ".join(e.message.split())))
+        bad.append((path, errors.op_error_cause(e)))
         continue
       want = (num_records or {}).get(path)
       if want is not None and got != want:
         bad.append((path, f"{got} records, its record info says {want}"))
+      elif vocab_size is not None and token_id_error(top, vocab_size):
+        bad.append((path, token_id_error(top, vocab_size)))
   finally:
     counter.close()
   return bad
@@ -412,13 +447,14 @@ def verify_record_dirs(dirs):
     (number of record files checked, list of (path, one-line error) for the
     bad record infos and record files).
   """
-  bad, paths, counts, num_files = [], [], {}, 0
+  bad, paths, counts, vocab_sizes, num_files = [], [], {}, {}, 0
   for d in dirs:
     record_dir = d
     if tf.io.gfile.isdir(os.path.join(d, RECORD_DIR)):
       record_dir = os.path.join(d, RECORD_DIR)
     if not tf.io.gfile.isdir(record_dir):
       raise ValueError(f"--save_dir: {d} is not a directory")
+    vocab_size = (load_corpus_info(record_dir) or {}).get("vocab_size")
     infos = find_record_infos(record_dir)
     if not infos:
       raise ValueError(f"--save_dir: {record_dir} holds no "
@@ -441,4 +477,6 @@ def verify_record_dirs(dirs):
         counts[files[0][0]] = name["bsz_per_host"] * (
             info.get("row_chunks", 1) if is_token_info(info)
             else info["num_batch"])
-  return num_files, bad + verify_records(paths, counts)
+      if is_token_info(info) and vocab_size is not None:
+        vocab_sizes.update((path, vocab_size) for path, _ in files)
+  return num_files, bad + verify_records(paths, counts, vocab_sizes)

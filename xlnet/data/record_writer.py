@@ -566,8 +566,9 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
   record_info = {
       "filenames": [record_name], "num_batch": num_batch,
       "file_bytes": {record_name: tf.io.gfile.stat(record_path).length}}
-  if record_kind != "examples":
-    record_info.update(record_kind=record_kind, row_chunks=chunks)
+  if record_kind != "examples":  # max_token_id: `check_token_ids`
+    record_info.update(record_kind=record_kind, row_chunks=chunks,
+                       max_token_id=int(rows.max()))
   io_utils.atomic_write(info_path, json.dumps(record_info))
   if task == 0:
     io_utils.atomic_write(corpus_info_path, json.dumps(info, indent=2))

@@ -10,19 +10,24 @@ from xlnet.training import checkpoint_io
 
 def checkpoints_to_evaluate(model_dir, eval_all_ckpt=False):
   """Every checkpoint of `model_dir` (oldest first) with `eval_all_ckpt`,
-  else the latest.
+  else the newest intact one (a newer one whose index is missing, deleted
+  but still named by the `checkpoint` file, or damaged is skipped with a
+  warning line, as every reader of a directory does:
+  `checkpoint_io.newest_readable`).
 
   Returns:
     list of checkpoint prefixes.
 
   Raises:
-    ValueError: when model_dir holds none.
+    ValueError: when model_dir holds none (CheckpointError: none of those
+      it names is intact).
   """
   if eval_all_ckpt:
     prefixes = [p for _, p in checkpoint_io.list_checkpoints(model_dir)]
   else:
-    latest = tf.train.latest_checkpoint(model_dir)
-    prefixes = [latest] if latest else []
+    newest = checkpoint_io.newest_readable(model_dir,
+                                           f"--model_dir={model_dir}")
+    prefixes = [newest] if newest else []
   if not prefixes:
     raise ValueError(f"--model_dir={model_dir} holds no checkpoint to "
                      "evaluate (train first with --do_train)")

@@ -144,10 +144,10 @@ def get_model_fn(configs):
   return model_fn
 
 
-def estimator_input_fn(configs, start_step):
-  """The TPUEstimator input function: per-core batches with their core id,
-  starting after the host batches a resumed run already consumed."""
-  base_input_fn, _ = inputs.training_input_fn(configs)
+def estimator_input_fn(configs, start_step, base_input_fn):
+  """The TPUEstimator input function: per-core batches with their core id
+  (of `base_input_fn`, `inputs.training_input_fn`'s), starting after the
+  host batches a resumed run already consumed."""
   cores_per_host = configs.batch.num_core_per_host
 
   def input_fn(params):
@@ -179,6 +179,10 @@ def run_estimator(configs):
   ckpt = configs.checkpoint
   resume = checkpoint_io.find_resume_checkpoint(ckpt.model_dir)
   start_step = checkpoint_io.step_of(resume) if resume else 0
+  input_fn, record_info = inputs.training_input_fn(configs)
+  pretrain_lib.check_objective(ckpt.model_dir, record_info["sampling"],
+                               configs.data.record_info_dir,
+                               resume is not None)
   pretrain_lib.save_xlnet_config(configs.model, ckpt.model_dir)
   tpu_estimator.train(
       tpu_estimator.estimator(
@@ -186,5 +190,5 @@ def run_estimator(configs):
           configs.train.iterations, configs.optimizer.train_steps,
           configs.train.seed,
           train_batch_size=configs.batch.train_batch_size),
-      estimator_input_fn(configs, start_step), ckpt.model_dir,
+      estimator_input_fn(configs, start_step, input_fn), ckpt.model_dir,
       configs.optimizer.train_steps, ckpt.max_save)

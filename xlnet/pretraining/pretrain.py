@@ -66,6 +66,47 @@ def save_xlnet_config(xlnet_config, model_dir):
   return path
 
 
+OBJECTIVE_FILE = "objective.json"
+_OBJECTIVE_WHY = ("a resumed run keeps the objective it was trained with "
+                  "(how its examples' span masks are made)")
+_KIND_NAMES = {"tokens": "token records (data_utils.py --record_kind=tokens)",
+               "examples": "example records"}
+
+
+def check_objective(model_dir, sampling, record_dir, resuming):
+  """Records how a run's examples are made in `model_dir/objective.json`
+  and refuses to resume with another way: the records' kind and the span
+  masks' settings (token records draw them at run time, so any flags would
+  do and a resumed run would change its objective without a word).
+
+  Args:
+    model_dir: the run's directory (the caller holds its run lock).
+    sampling: `inputs.training_input_fn`'s record_info["sampling"].
+    record_dir: --record_info_dir, for messages.
+    resuming: whether the run resumes from a checkpoint of `model_dir`.
+
+  Raises:
+    ValueError: one line naming the records or the first flag that differs
+      from the record.
+  """
+  path = os.path.join(model_dir, OBJECTIVE_FILE)
+  saved = (train_state.read_run_record(path) if resuming else None) or {}
+  kind = saved.get("record_kind", sampling["record_kind"])
+  if kind != sampling["record_kind"]:
+    raise ValueError(
+        f"--record_info_dir={record_dir} holds "
+        f"{_KIND_NAMES[sampling['record_kind']]} but {model_dir} was trained "
+        f"on {_KIND_NAMES[kind]} ({path}): {_OBJECTIVE_WHY}; give "
+        f"--record_info_dir {kind[:-1]} records or use another --model_dir")
+  if resuming:  # the flags that set the masks (the kind is no flag)
+    flags = dict(sample_strategy=sampling["sample_strategy"],
+                 num_predict=sampling["num_predict"],
+                 mask_alpha=sampling["mask_alpha"],
+                 mask_beta=sampling["mask_beta"])
+    train_state.compare_run_record(path, flags, model_dir, _OBJECTIVE_WHY)
+  train_state.write_run_record(path, sampling)
+
+
 def dataset_fn_at(configs, input_fn):
   """`trainer_lib.fit`'s `dataset_fn_at`: the per-worker dataset of
   per-core batches, positioned after the data a resumed run consumed (the
@@ -127,6 +168,8 @@ def train(configs, strategy, held_out=None):
 
   def prepare(resuming):
     train_state.check_batch_layout(model_dir, layout.record(), resuming)
+    check_objective(model_dir, record_info["sampling"],
+                    configs.data.record_info_dir, resuming)
     save_xlnet_config(configs.model, model_dir)
 
   on_step = None

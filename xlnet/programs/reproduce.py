@@ -163,11 +163,30 @@ def effective_settings(task, cfg):
   steps = pick("train_steps", s.steps)
   return dict(learning_rate=pick("learning_rate", s.learning_rate),
               batch=pick("train_batch_size", s.batch), steps=steps,
-              warmup=pick("warmup_steps", min(s.warmup, steps)),
+              warmup=pick("warmup_steps", scaled_warmup(s, steps)),
               seq_len=pick("max_seq_length", s.seq_len),
               save_steps=pick("save_steps", min(s.save_steps, steps)),
               iterations=pick("iterations", min(1000, steps)),
               layer_decay=s.layer_decay, adam_epsilon=s.adam_epsilon)
+
+
+def scaled_warmup(settings, steps):
+  """The warm-up of a run of `steps` steps: the paper's fraction of them
+  (`settings`: the task's `paper_settings.Settings`), so that a shortened
+  run still trains mostly after its warm-up."""
+  return round(settings.warmup * steps / settings.steps)
+
+
+def note_scaled_warmup(task, cfg, settings):
+  """Says, in one line on stderr, when --train_steps scaled the paper's
+  warm-up (`scaled_warmup`)."""
+  paper = task.settings(cfg.model_size)
+  if cfg.warmup_steps is not None or settings["steps"] == paper.steps:
+    return
+  print(f"{cli.program_name()}: {task.name}: --train_steps="
+        f"{settings['steps']}: warm-up scaled to {settings['warmup']} steps "
+        f"(the paper's {paper.warmup} of {paper.steps}, the same fraction); "
+        "--warmup_steps sets it", file=sys.stderr, flush=True)
 
 
 def warn_long_warmup(task, settings):
@@ -487,6 +506,7 @@ def plan_runs(tasks, cfg):
   plans = {}
   for task in tasks:
     settings = effective_settings(task, cfg)
+    note_scaled_warmup(task, cfg, settings)
     warn_long_warmup(task, settings)
     plans[task.name] = (
         batch_plan(task, settings["batch"], cfg) if xlnet_config is None

@@ -433,7 +433,7 @@ def resolve_checkpoint(path, flag_name="checkpoint"):
       path ending in `latest` (both meaning the directory's latest checkpoint).
     flag_name: str, the flag the path came from, for error messages.
 
-  A directory gives its newest intact checkpoint (see `_newest_readable`):
+  A directory gives its newest intact checkpoint (see `newest_readable`):
   readers evaluate, predict or convert what is there, saying so when a
   newer checkpoint is missing or damaged (training instead refuses to
   resume, `find_resume_checkpoint`).
@@ -451,7 +451,7 @@ def resolve_checkpoint(path, flag_name="checkpoint"):
   elif tf.io.gfile.isdir(path):
     ckpt_dir = path
   if ckpt_dir is not None:
-    prefix = _newest_readable(ckpt_dir, f"{flag_name}={path}")
+    prefix = newest_readable(ckpt_dir, f"{flag_name}={path}")
     if prefix is None:
       what = ("holds no checkpoint" if tf.io.gfile.isdir(ckpt_dir) else
               "does not exist")
@@ -469,7 +469,7 @@ def resolve_checkpoint(path, flag_name="checkpoint"):
   return path
 
 
-def _newest_readable(ckpt_dir, what):
+def newest_readable(ckpt_dir, what):
   """The newest intact checkpoint of `ckpt_dir` for a reader, or None when
   the directory names none; a newer one that is missing or damaged is
   skipped with a warning (`what`: the flag and value, for it). Reads only.
