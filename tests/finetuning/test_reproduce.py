@@ -708,6 +708,8 @@ def test_a_warmup_above_the_steps_is_warned_as_the_programs_do(tmp_path):
      "--accum_steps and --device_memory_gb exclude each other"),
     (["--table=race", "--device_memory_gb=0"], "--device_memory_gb=0.0 "
      "must be > 0"),
+    (["--table=race", "--memory_calibration=c.json"],
+     "--memory_calibration=c.json needs --device_memory_gb"),
     (["--table=race", "--device_memory_gb=16", "--dry_run"],
      "--model_config_path=/m/xlnet_config.json: XLNetConfig: config file "
      "/m/xlnet_config.json not found (--device_memory_gb plans with the "
