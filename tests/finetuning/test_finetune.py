@@ -306,3 +306,17 @@ def test_a_step_out_of_memory_stops_with_a_safer_command_that_resumes(
   assert re.search(r"Resumed from \S*model.ckpt-1 at step 1", resumed.stderr)
   assert [s for s, _ in checkpoint_io.list_checkpoints(str(model_dir))][
       -1] == 3
+
+
+def test_the_next_safer_split_keeps_each_devices_examples():
+  """By hand: the next smaller micro-batch that divides the device's
+  examples per step (8 x 1 -> 4 x 2; 3 x 1 -> 1 x 3), none below 1; the
+  command keeps every other argument and drops both forms of a flag."""
+  assert finetune.safer_split(8, 1) == (4, 2)
+  assert finetune.safer_split(6, 2) == (3, 4)
+  assert finetune.safer_split(3, 1) == (1, 3)
+  assert finetune.safer_split(1, 4) is None
+  assert finetune.with_flags(
+      ["--a=1", "--train_batch_size", "8", "x", "--accum_steps=1", "-b"],
+      train_batch_size=4, accum_steps=2) == [
+          "--a=1", "x", "-b", "--train_batch_size=4", "--accum_steps=2"]

@@ -351,7 +351,7 @@ def _device_names(strategy):
   for device in devices:
     short = device.split("device:")[-1]
     gpus = [g for g in tf.config.list_physical_devices("GPU")
-            if g.name.endswith(short)]
+            if g.name.split("physical_device:")[-1] == short]
     detail = (tf.config.experimental.get_device_details(gpus[0]).get(
         "device_name") if gpus else None)
     names.append(f"{short} ({detail})" if detail else short)
