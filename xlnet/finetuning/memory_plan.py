@@ -45,9 +45,9 @@ import math
 
 GIB = 2 ** 30
 # Of the device's memory, the share the plan fills with the estimate. The
-# rest covers what the CPU-calibrated estimate does not see on a GPU: the
-# memory TensorFlow leaves to the driver (0.5-1.5 GiB), cuBLAS/cuDNN
-# workspaces and the allocator's fragmentation.
+# rest is what TensorFlow leaves to the driver (0.5-1.5 GiB); what the
+# CPU-checked count does not see on a GPU is `DeviceTerms`' (`PUBLISHED`
+# was fitted with this share).
 DEVICE_MEMORY_FRACTION = 0.9
 
 TASK_KINDS = ("classifier", "squad", "race")
@@ -78,11 +78,12 @@ class DeviceTerms:
   update's alike.
 
   Attributes:
-    activation_factor: the activations' multiplier (per-layer temporaries
-      kept for the backward pass, workspaces, fragmentation: all scale with
-      the batch).
-    weight_copies: float32 copies of the weights beyond the state (gradient
-      and clipping copies, Adam's update temporaries).
+    activation_factor: the activations' multiplier (what grows with the
+      batch: likely per-layer temporaries kept for the backward pass,
+      workspaces, fragmentation).
+    weight_copies: float32 copies of the weights beyond the state (what
+      grows with the weights: likely gradient and clipping copies, Adam's
+      update temporaries).
     source: where the terms come from, as the plan's first line says it.
   """
   activation_factor: float
@@ -92,12 +93,11 @@ class DeviceTerms:
 
 # Fitted to the published GPU measurements of the release's programs (its
 # README's 16 GB table, zihangdai/xlnet#101, #115; docs/performance.md,
-# "Held to the published GPU measurements"): the smallest weight copies, then
-# the smallest activation factor (steps of 0.5 and 0.05), that put the batch
-# one above every published maximum over 90% of the memory. The cause is
-# not measured here (no GPU): the terms scale like the gradient, clipping
-# and Adam temporaries and the per-layer attention temporaries, but nothing
-# here says which they are.
+# "Held to the published GPU measurements"): of the pairs (activation factor
+# in steps of 0.05, weight copies in steps of 0.5) that put the batch one
+# above every published maximum over 90% of the memory, the one whose plans
+# come closest to the published batches. The cause is not measured here
+# (no GPU): nothing here says which temporaries the terms are.
 PUBLISHED = DeviceTerms(1.2, 4.5, "published GPU measurements of the "
                         "release's programs (docs/performance.md)")
 # Format of a calibration file (bench/finetune_memory.py writes them).
