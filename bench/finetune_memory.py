@@ -14,10 +14,17 @@ Usage (from the repository root):
   python bench/finetune_memory.py                    # --grid=check
   python bench/finetune_memory.py --grid=calibration
   python bench/finetune_memory.py --points=squad:bf16:2:256:512:4
+  python bench/finetune_memory.py --calibrate=WORK_DIR/memory_calibration.json
 A point is task:precision:layers:d_model:seq_len:batch[:accum_steps]
-(heads of 64, d_inner = 4 d_model, --n_token tokens); batch counts
-examples per micro-step (a RACE example is 4 sequences): with accum_steps
-each optimizer step runs accum_steps micro-batches of that size.
+(heads of 64, d_inner = 4 d_model, --n_token tokens), or
+task:precision:base|large:seq_len:batch[:accum_steps] (xlnet/configs/);
+batch counts examples per micro-step (a RACE example is 4 sequences): with
+accum_steps each optimizer step runs accum_steps micro-batches of that size.
+
+--calibrate measures XLNet-Base and -Large at 128 and 512 tokens (two
+batches each, --precision; a few minutes on a GPU) and writes the peaks as
+a calibration file that reproduce.py --device_memory_gb plans with
+(--memory_calibration=FILE, or found as work_dir/memory_calibration.json).
 """
 import argparse
 import dataclasses
@@ -50,6 +57,14 @@ GRIDS = {
         "classifier:fp32:2:512:256:16:4", "squad:bf16:2:256:512:4:2",
     ],
 }
+
+
+# --calibrate's points: (model, seq_len, batch), batches small enough for
+# a 16 GB device (docs/performance.md, "Held to the published GPU
+# measurements"); two batches per length separate the batch's share.
+CALIBRATION_POINTS = (("base", 128, 4), ("base", 128, 8), ("base", 512, 1),
+                      ("base", 512, 2), ("large", 128, 2), ("large", 128, 4),
+                      ("large", 512, 1), ("large", 512, 2))
 
 
 def fit_table():
@@ -85,7 +100,7 @@ def plan_table(replicas=(1, 4)):
               ("base", "squad", squad.base, "SQuAD"),
               ("large", "race", race.large, "RACE (questions)")]
   settings += [("large", "classifier", s, label) for s, label in (
-      [(ps.Settings(0, b, 0, 0, 128, 0), "GLUE") for b in glue]
+      [(ps.Settings(0, b, 0, 0, 128, 0, ""), "GLUE") for b in glue]
       + [(imdb.large, "IMDB"), (yelp.large, "Yelp, Amazon, DBpedia, AG")])]
   sizes = (16, 24, 40, 80)
   lines = ["| setting | model | GPUs | precision | " + " | ".join(
@@ -109,9 +124,26 @@ def plan_table(replicas=(1, 4)):
   return "\n".join(lines)
 
 
+def released_config(name):
+  """The sizes of xlnet/configs/xlnet_{name}.json (base, large)."""
+  with open(os.path.join(ROOT, "xlnet", "configs",
+                         f"xlnet_{name}.json")) as f:
+    config = json.load(f)
+  return {k: config[k] for k in ("n_layer", "d_model", "n_head", "d_head",
+                                 "d_inner", "ff_activation", "untie_r",
+                                 "n_token")}
+
+
 def parse_point(text, n_token):
-  """task:precision:layers:d_model:seq_len:batch[:accum] -> dict."""
+  """task:precision:layers:d_model:seq_len:batch[:accum] (or
+  task:precision:base|large:seq_len:batch[:accum]) -> dict."""
   parts = text.split(":")
+  if len(parts) > 2 and parts[2] in ("base", "large") and len(parts) in (5,
+                                                                         6):
+    seq_len, batch = map(int, parts[3:5])
+    return dict(task=parts[0], precision=parts[1], seq_len=seq_len,
+                batch=batch, accum=int(parts[5]) if len(parts) == 6 else 1,
+                config=released_config(parts[2]))
   if len(parts) not in (6, 7) or parts[0] not in TASKS:
     raise SystemExit(f"finetune_memory.py: error: bad point {text!r}: "
                      "expected task:precision:layers:d_model:seq_len:batch"
@@ -177,8 +209,50 @@ def measure(point, pool_gib):
   before = tf.config.experimental.get_memory_info(device)["current"]
   step(iterator, False)
   info = tf.config.experimental.get_memory_info(device)
-  return dict(device=device, peak=info["peak"], before=before,
+  name = device
+  if device == "GPU:0":
+    details = tf.config.experimental.get_device_details(
+        tf.config.list_physical_devices("GPU")[0])
+    name = f"GPU:0 {details.get('device_name', '')}".strip()
+  return dict(device=name, peak=info["peak"], before=before,
               params=sum(int(np.prod(v.shape)) for v in trainer.trainable))
+
+
+def calibration_record(points, results):
+  """The calibration file's content (`memory_plan.read_calibration`).
+
+  Args:
+    points: parsed points (`parse_point`).
+    results: their measurements (`measure`), in the same order.
+  """
+  from xlnet.finetuning import memory_plan  # pylint: disable=g-import-not-at-top
+  return {"format": memory_plan.CALIBRATION_FORMAT,
+          "device": results[0]["device"],
+          "points": [dict(config=p["config"], task_kind=p["task"],
+                          seq_len=p["seq_len"], micro_batch=p["batch"],
+                          precision=p["precision"],
+                          accumulate=p["accum"] > 1, peak_bytes=r["peak"])
+                     for p, r in zip(points, results)]}
+
+
+def calibrate(args):
+  """Measures `CALIBRATION_POINTS` (or --points) and writes the file
+  --calibrate names, whole or not at all."""
+  texts = (args.points.split(",") if args.points else
+           [f"classifier:{args.precision}:{m}:{n}:{b}"
+            for m, n, b in CALIBRATION_POINTS])
+  points = [parse_point(t, args.n_token) for t in texts]
+  results = []
+  for text in texts:
+    results.append(max((run_point(text, args) for _ in range(args.repeats)),
+                       key=lambda r: r["peak"]))
+    print(f"{text}: peak {results[-1]['peak'] / 2 ** 20:.1f} MiB on "
+          f"{results[-1]['device']}", flush=True)
+  from xlnet import io_utils  # pylint: disable=g-import-not-at-top
+  io_utils.atomic_write(args.calibrate, json.dumps(
+      calibration_record(points, results), indent=1).encode())
+  print(f"wrote {args.calibrate}: reproduce.py --device_memory_gb plans "
+        f"with it (--memory_calibration={args.calibrate})")
 
 
 def phase_of(est):
@@ -216,8 +290,18 @@ def main():
   parser.add_argument("--tables", action="store_true",
                       help="Print the model's tables for XLNet-Base and "
                       "-Large (no measurement).")
+  parser.add_argument("--calibrate", metavar="FILE",
+                      help="Measure this device at XLNet-Base and -Large, "
+                      "128 and 512 tokens, and write the calibration FILE "
+                      "that reproduce.py --device_memory_gb plans with.")
+  parser.add_argument("--precision", default="fp32",
+                      choices=("fp32", "fp16", "bf16"),
+                      help="With --calibrate: the precision to measure.")
   parser.add_argument("--measure", help=argparse.SUPPRESS)
   args = parser.parse_args()
+  if args.calibrate:
+    calibrate(args)
+    return
   if args.measure:
     print(json.dumps(measure(parse_point(args.measure, args.n_token),
                              args.pool_gib)))

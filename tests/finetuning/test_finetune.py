@@ -5,6 +5,7 @@ inference returns every example once, in order."""
 import json
 import os
 import random
+import re
 
 import numpy as np
 import pytest
@@ -252,3 +253,70 @@ def test_a_resume_with_other_model_sizes_is_refused_in_one_line(tmp_path):
       f"--model_config_path gives d_model=64 but {tmp_path} was trained with "
       f"d_model=32 ({path}): its checkpoints have those sizes; give the "
       "config it was trained with or use another --model_dir")
+
+
+def test_a_step_out_of_memory_stops_with_a_safer_command_that_resumes(
+    tmp_path, pretrained, monkeypatch):
+  """A planned step that runs out of device memory (injected: the 2nd step
+  raises what TensorFlow's allocator raises) ends the program with one line
+  naming the plan, the device and the command with --accum_steps doubled
+  (--train_batch_size halved: the same batch); the newest checkpoint stays
+  as it was, and that command resumes from it to the end."""
+  from xlnet.training import trainer as trainer_lib  # pylint: disable=import-outside-toplevel
+  data = tmp_path / "data"
+  data.mkdir()
+  rng = random.Random(0)
+  rows = [(i % 2, " ".join(rng.choice(WORDS) for _ in range(8)))
+          for i in range(40)]
+  _tsv(data / "train.tsv", rows)
+  args = [a for a in _classifier_args(pretrained, tmp_path, data)
+          if a.split("=")[0] not in ("--do_eval", "--train_steps",
+                                     "--train_batch_size", "--iterations")]
+  args += ["--train_batch_size=4", "--train_steps=3", "--save_steps=1",
+           "--iterations=1"]
+  model_dir = tmp_path / "finetuned"
+  make_step = trainer_lib.Trainer.make_train_step
+
+  def failing_second(self):
+    step_fn, calls = make_step(self), []
+
+    def run(iterator, stop_flag):
+      calls.append(1)
+      if len(calls) == 2:
+        raise tf.errors.ResourceExhaustedError(
+            None, None, "OOM when allocating tensor with shape[4,2,24,48]")
+      return step_fn(iterator, stop_flag)
+    return run
+
+  with monkeypatch.context() as patch:
+    patch.setattr(trainer_lib.Trainer, "make_train_step", failing_second)
+    result = _run(args)
+  assert result.returncode == 1
+  line = result.stderr.strip().split("\n")[-1]
+  want = ("run_classifier.py: error: out of device memory in step 2: the "
+          "plan --train_batch_size=4 per device x --accum_steps=1 does not "
+          "fit CPU:0; the same batch, split further: run_classifier.py ")
+  assert line.startswith(want), line
+  assert line.endswith(f" --train_batch_size=2 --accum_steps=2 (it resumes "
+                       f"from model.ckpt-1 in {model_dir})"), line
+  assert [s for s, _ in checkpoint_io.list_checkpoints(str(model_dir))] == [1]
+  command = line[len(want) - len("run_classifier.py "):-len(
+      f" (it resumes from model.ckpt-1 in {model_dir})")]
+  resumed = _ok(command.split()[1:])
+  assert re.search(r"Resumed from \S*model.ckpt-1 at step 1", resumed.stderr)
+  assert [s for s, _ in checkpoint_io.list_checkpoints(str(model_dir))][
+      -1] == 3
+
+
+def test_the_next_safer_split_keeps_each_devices_examples():
+  """By hand: the next smaller micro-batch that divides the device's
+  examples per step (8 x 1 -> 4 x 2; 3 x 1 -> 1 x 3), none below 1; the
+  command keeps every other argument and drops both forms of a flag."""
+  assert finetune.safer_split(8, 1) == (4, 2)
+  assert finetune.safer_split(6, 2) == (3, 4)
+  assert finetune.safer_split(3, 1) == (1, 3)
+  assert finetune.safer_split(1, 4) is None
+  assert finetune.with_flags(
+      ["--a=1", "--train_batch_size", "8", "x", "--accum_steps=1", "-b"],
+      train_batch_size=4, accum_steps=2) == [
+          "--a=1", "x", "-b", "--train_batch_size=4", "--accum_steps=2"]

@@ -242,7 +242,7 @@ def test_device_memory_picks_the_memory_models_accumulation(tmp_path,
   base = ["--data_root=/data", f"--work_dir={tmp_path}", "--num_seeds=1",
           "--init_checkpoint=/m/x", "--spiece_model_file=/m/s",
           f"--model_config_path={config}", "--num_core_per_host=8"]
-  common = base + ["--device_memory_gb=16", "--use_fp16"]
+  common = base + ["--device_memory_gb=24", "--use_fp16"]
   for table, tasks in (("glue", "mnli,rte"), ("squad", "squad2.0"),
                        ("race", "race")):
     text = _dry_run_text(capsys, [f"--table={table}", f"--tasks={tasks}"] +
@@ -257,15 +257,15 @@ def test_device_memory_picks_the_memory_models_accumulation(tmp_path,
       task = paper_settings.select(table, [name])[0]
       batch = task.large.batch
       expected = memory_plan.plan_accumulation(
-          LARGE, task.kind, task.large.seq_len, batch, 8, "fp16", 16)
+          LARGE, task.kind, task.large.seq_len, batch, 8, "fp16", 24)
       got = _flags_of(command)
       micro, accum = int(got["train_batch_size"]), int(got["accum_steps"])
       assert (micro, accum) == (expected.micro_batch, expected.accum_steps)
       assert micro * 8 * accum == batch
       assert (f"global batch {batch} = {micro} per device x 8 devices x "
               f"{accum} accumulation step") in plan
-      assert f"; fp16; about {expected.estimated_gb:.1f} of 16 GiB per " \
-          "device (memory model)" in plan
+      assert f"; fp16; about {expected.estimated_gb:.1f} of 24 GiB per " \
+          "device (memory model held to published GPU measurements" in plan
   # A two-layer model of width 8 fits 80 GB whole: no accumulation.
   tiny = fx.write_config(str(tmp_path / "tiny"))
   text = _dry_run_text(capsys, ["--table=race", "--data_root=/data",
@@ -285,6 +285,60 @@ def test_device_memory_picks_the_memory_models_accumulation(tmp_path,
                      r"devices, or a shorter --max_seq_length$"):
     _dry_run_text(capsys, ["--table=race", "--device_memory_gb=8"] + base)
 
+
+
+def _fake_calibration(path, peaks_gib):
+  """A calibration file as bench/finetune_memory.py --calibrate writes it,
+  of made-up XLNet-Large classifier peaks {(seq_len, batch): GiB} on a
+  made-up device."""
+  with open(path, "w") as f:
+    json.dump({"format": memory_plan.CALIBRATION_FORMAT,
+               "device": "GPU:0 Fake-16GB",
+               "points": [dict(config=LARGE, task_kind="classifier",
+                               seq_len=n, micro_batch=b, precision="fp32",
+                               accumulate=False, peak_bytes=int(gib * 2**30))
+                          for (n, b), gib in peaks_gib.items()]}, f)
+  return str(path)
+
+
+def test_a_calibration_file_plans_and_is_named(tmp_path):
+  """--memory_calibration=FILE (or work_dir/memory_calibration.json) is
+  what the plan holds to, and each plan's line says so; without one, the
+  published measurements. The made-up device fits 2 x 512 in 5.5 GiB,
+  where the published measurements allow 1 on 16 GB: its plan on 24 GB is
+  larger."""
+  config = fx.write_config(str(tmp_path / "large"), LARGE)
+  path = _fake_calibration(tmp_path / "cal.json",
+                           {(512, 1): 4.8, (512, 2): 5.5})
+  args = ["--table=squad", "--tasks=squad2.0", "--data_root=/data",
+          "--num_seeds=1", "--init_checkpoint=/m/x", "--dry_run",
+          "--spiece_model_file=/m/s", f"--model_config_path={config}",
+          "--device_memory_gb=24"]
+  plans = {}
+  for name, extra in (("file", [f"--memory_calibration={path}"]),
+                      ("published", [])):
+    got = _run_here(args + extra + [f"--work_dir={tmp_path / name}"])
+    assert got.returncode == 0, got.stderr
+    plans[name] = got.stdout.split("\n")[0]
+  assert (f"(memory model held to calibration file {path} (measured on "
+          "GPU:0 Fake-16GB)); target") in plans["file"]
+  assert "(memory model held to published GPU measurements" in (
+      plans["published"])
+  micro = lambda line: int(  # noqa: E731
+      re.search(r"= (\d+) per device", line).group(1))
+  assert micro(plans["file"]) > micro(plans["published"])
+  # found in the work dir
+  os.makedirs(tmp_path / "found")
+  shutil.copy(path, tmp_path / "found" / reproduce.CALIBRATION_FILE)
+  got = _run_here(args + [f"--work_dir={tmp_path / 'found'}"])
+  assert got.returncode == 0
+  assert "calibration file " in got.stdout.split("\n")[0]
+  os.remove(path)
+  got = _run_here(args + [f"--memory_calibration={path}",
+                          f"--work_dir={tmp_path}"])
+  assert got.returncode != 0 and got.stderr.strip().endswith(
+      f"--memory_calibration={path}: No such file or directory (bench/"
+      "finetune_memory.py writes one on the device)"), got.stderr
 
 
 def test_the_plan_keeps_the_global_batch_and_is_passed_to_the_programs(
@@ -681,6 +735,8 @@ def test_a_warmup_above_the_steps_is_warned_as_the_programs_do(tmp_path):
      "--accum_steps and --device_memory_gb exclude each other"),
     (["--table=race", "--device_memory_gb=0"], "--device_memory_gb=0.0 "
      "must be > 0"),
+    (["--table=race", "--memory_calibration=c.json"],
+     "--memory_calibration=c.json needs --device_memory_gb"),
     (["--table=race", "--device_memory_gb=16", "--dry_run"],
      "--model_config_path=/m/xlnet_config.json: XLNetConfig: config file "
      "/m/xlnet_config.json not found (--device_memory_gb plans with the "

@@ -401,6 +401,7 @@ class ReproduceConfig:
   num_seeds: Optional[int] = None
   accum_steps: Optional[int] = None
   device_memory_gb: Optional[float] = None
+  memory_calibration: Optional[str] = None
   use_fp16: bool = False
   use_bfloat16: bool = False
   num_proc: int = 8
@@ -426,6 +427,9 @@ class ReproduceConfig:
     if self.learning_rate is not None and not self.learning_rate > 0:
       # An override: every task trains, so a rate of 0 is no setting.
       raise ValueError(f"--learning_rate={self.learning_rate} must be > 0")
+    if self.memory_calibration and self.device_memory_gb is None:
+      raise ValueError(f"--memory_calibration={self.memory_calibration} "
+                       "needs --device_memory_gb (the memory it plans for)")
     if self.device_memory_gb is not None:
       if not self.device_memory_gb > 0:
         raise ValueError(f"--device_memory_gb={self.device_memory_gb} must "

@@ -27,6 +27,8 @@ devices after training) and writes the results (docs/distributed.md).
 
 import contextlib
 import os
+import shlex
+import sys
 
 from absl import logging
 import numpy as np
@@ -273,6 +275,13 @@ def _engine_train(run, strategy, input_fn, loss_fn, allow_missing, head,
   layout_record = batch_layout_record(layout, run.device.use_tpu)
 
   def prepare(resuming):
+    if resuming and is_resplit(model_dir, layout_record):
+      logging.warning(
+          "Resuming with --train_batch_size=%d --accum_steps=%d, another "
+          "split of the same examples per step than %s records",
+          layout_record["train_batch_size"], layout_record["accum_steps"],
+          train_state.LAYOUT_FILE)
+      resuming = False  # records the new split
     train_state.check_batch_layout(model_dir, layout_record, resuming)
     _record_head(model_dir, head, resuming)
     _record_model(model_dir, record, resuming)
@@ -283,7 +292,85 @@ def _engine_train(run, strategy, input_fn, loss_fn, allow_missing, head,
       allow_missing=allow_missing, same_run=dict(
           model_dir=os.path.normpath(model_dir),
           train_steps=run.optimizer.train_steps, **layout_record),
-      prepare=prepare)
+      prepare=prepare,
+      out_of_memory=lambda: out_of_memory_advice(strategy, layout))
+
+
+def is_resplit(model_dir, record):
+  """Whether `record` (`batch_layout_record`) splits each optimizer step's
+  examples differently from the layout `model_dir` records, keeping every
+  device's examples per step (train_batch_size x accum_steps) and the
+  devices: the data stays exact, as each step takes the next train_batch_size
+  x accum_steps x devices examples of one stream
+  (`strategies.worker_share`) whatever the split; only the dropout masks,
+  drawn per micro-batch, differ."""
+  old = train_state.read_run_record(
+      os.path.join(model_dir, train_state.LAYOUT_FILE))
+  if not old or old == record or set(old) != set(record):
+    return False
+  same = lambda k: old[k] == record[k]  # noqa: E731
+  return (all(same(k) for k in record
+              if k not in ("train_batch_size", "accum_steps"))
+          and old["train_batch_size"] * old["accum_steps"]
+          == record["train_batch_size"] * record["accum_steps"])
+
+
+def safer_split(micro_batch, accum_steps):
+  """The next split of a device's micro_batch x accum_steps examples with
+  a smaller micro-batch (accum_steps doubled when micro_batch is even), or
+  None when the micro-batch is 1."""
+  smaller = [d for d in range(micro_batch - 1, 0, -1) if micro_batch % d == 0]
+  if not smaller:
+    return None
+  return smaller[0], accum_steps * micro_batch // smaller[0]
+
+
+def with_flags(argv, **values):
+  """`argv` with each flag of `values` set to its value (appended after
+  any earlier form of it is dropped)."""
+  out, value_next = [], False
+  for arg in argv:
+    if value_next:  # the value of a dropped `--flag value`
+      value_next = False
+      continue
+    if arg.startswith("-") and arg.lstrip("-").split("=")[0] in values:
+      value_next = "=" not in arg
+      continue
+    out.append(arg)
+  return out + [f"--{k}={v}" for k, v in values.items()]
+
+
+def _device_names(strategy):
+  """The training devices, e.g. `GPU:0 (NVIDIA A100-SXM4-40GB)`."""
+  try:
+    devices = strategy.extended.worker_devices
+  except RuntimeError:  # the default strategy: TensorFlow's default device
+    devices = [(tf.config.list_logical_devices("GPU")
+                or tf.config.list_logical_devices("CPU"))[0].name]
+  names = []
+  for device in devices:
+    short = device.split("device:")[-1]
+    gpus = [g for g in tf.config.list_physical_devices("GPU")
+            if g.name.split("physical_device:")[-1] == short]
+    detail = (tf.config.experimental.get_device_details(gpus[0]).get(
+        "device_name") if gpus else None)
+    names.append(f"{short} ({detail})" if detail else short)
+  return ", ".join(names)
+
+
+def out_of_memory_advice(strategy, layout):
+  """The part of the out-of-memory line that names the plan, the device
+  and the command with the next safer plan."""
+  b, accum = layout.bsz_per_core, layout.accum_steps
+  plan = (f"the plan --train_batch_size={b} per device x --accum_steps="
+          f"{accum} does not fit {_device_names(strategy)}")
+  split = safer_split(b, accum)
+  if split is None:
+    return (f"{plan}, and 1 example per device is the least: use "
+            "--use_fp16 or --use_bfloat16, or a shorter --max_seq_length")
+  command = shlex.join([os.path.basename(sys.argv[0])] + with_flags(
+      sys.argv[1:], train_batch_size=split[0], accum_steps=split[1]))
+  return f"{plan}; the same batch, split further: {command}"
 
 
 def predict(run, checkpoint, input_fn, outputs_fn, global_batch):

@@ -28,18 +28,26 @@ slots stay float32 (docs/model.md, "Mixed precision"); activations and the
 compute-dtype copies of the layer weights are 2 bytes, the softmax
 probabilities and the LayerNorm statistics 4.
 
+That count was checked against TensorFlow's CPU allocator. On a GPU the
+published measurements need more (docs/performance.md, "Held to the
+published GPU measurements"): a `DeviceTerms` carries what a device adds,
+either `PUBLISHED` (fitted to those measurements) or one read from a
+calibration file that bench/finetune_memory.py writes on the user's GPU
+(`read_calibration`).
+
 `plan_accumulation` picks the smallest `accum_steps` whose micro-batch fits
 `DEVICE_MEMORY_FRACTION` of the device, keeping `global_batch = micro_batch
 x replicas x accum_steps` exactly.
 """
 import dataclasses
+import json
 import math
 
 GIB = 2 ** 30
 # Of the device's memory, the share the plan fills with the estimate. The
-# rest covers what the CPU-calibrated estimate does not see on a GPU: the
-# memory TensorFlow leaves to the driver (0.5-1.5 GiB), cuBLAS/cuDNN
-# workspaces and the allocator's fragmentation.
+# rest is what TensorFlow leaves to the driver (0.5-1.5 GiB); what the
+# CPU-checked count does not see on a GPU is `DeviceTerms`' (`PUBLISHED`
+# was fitted with this share).
 DEVICE_MEMORY_FRACTION = 0.9
 
 TASK_KINDS = ("classifier", "squad", "race")
@@ -59,6 +67,41 @@ _N_CLASS = 2  # classifier head width (a few more classes: a few KB)
 # check grid measured 0.977 to 1.068 (docs/performance.md, "Fine-tuning
 # memory").
 ALLOCATOR_OVERHEAD = 1.04
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceTerms:
+  """What a device's peak adds to the counted tensors (`StepMemory`).
+
+  peak = ALLOCATOR_OVERHEAD x (state + activation_factor x activations
+  + weight_copies x 4 bytes per weight), at the activations' peak and the
+  update's alike.
+
+  Attributes:
+    activation_factor: the activations' multiplier (what grows with the
+      batch: likely per-layer temporaries kept for the backward pass,
+      workspaces, fragmentation).
+    weight_copies: float32 copies of the weights beyond the state (what
+      grows with the weights: likely gradient and clipping copies, Adam's
+      update temporaries).
+    source: where the terms come from, as the plan's first line says it.
+  """
+  activation_factor: float
+  weight_copies: float
+  source: str
+
+
+# Fitted to the published GPU measurements of the release's programs (its
+# README's 16 GB table, zihangdai/xlnet#101, #115; docs/performance.md,
+# "Held to the published GPU measurements"): of the pairs (activation factor
+# in steps of 0.05, weight copies in steps of 0.5) that put the batch one
+# above every published maximum over 90% of the memory, the one whose plans
+# come closest to the published batches. The cause is not measured here
+# (no GPU): nothing here says which temporaries the terms are.
+PUBLISHED = DeviceTerms(1.2, 4.5, "published GPU measurements of the "
+                        "release's programs (docs/performance.md)")
+# Format of a calibration file (bench/finetune_memory.py writes them).
+CALIBRATION_FORMAT = "xlnet-tf fine-tuning memory calibration 1"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -294,6 +337,19 @@ class StepMemory:
     """The allocator's peak: the tensors and `ALLOCATOR_OVERHEAD`."""
     return ALLOCATOR_OVERHEAD * self.tensor_bytes
 
+  @property
+  def activation_bytes(self):
+    """What the activations' peak holds beyond the state."""
+    return sum(self.below.values()) + max(self.top.values())
+
+  def device_peak_bytes(self, terms):
+    """The peak on a device whose additions are `terms` (`DeviceTerms`)."""
+    state = sum(self.state.values())
+    copies = terms.weight_copies * self.state["weights"]
+    return ALLOCATOR_OVERHEAD * max(
+        state + terms.activation_factor * self.activation_bytes + copies,
+        self.update_peak + copies)
+
 
 def step_memory(xlnet_config, task_kind, seq_len, micro_batch, precision,
                 accumulate=False):
@@ -347,11 +403,73 @@ def step_memory(xlnet_config, task_kind, seq_len, micro_batch, precision,
 
 
 def step_peak_bytes(xlnet_config, task_kind, seq_len, micro_batch, precision,
-                    accumulate=False):
+                    accumulate=False, terms=PUBLISHED):
   """Estimated peak bytes per device of one fine-tuning training step (see
-  `step_memory`)."""
+  `step_memory`) on a device whose additions are `terms`."""
   return step_memory(xlnet_config, task_kind, seq_len, micro_batch,
-                     precision, accumulate).peak_bytes
+                     precision, accumulate).device_peak_bytes(terms)
+
+
+################################################################################
+# A calibration file: measured peaks of the user's device.
+################################################################################
+def fit_terms(points, source):
+  """The `DeviceTerms` whose estimate is at least every measured peak and
+  least above them: for each weight_copies of a grid (steps of 0.25), the
+  smallest activation_factor that covers every point; of those, the pair
+  whose estimates exceed the peaks least in sum.
+
+  Args:
+    points: dicts with config (an `XLNetConfig`'s sizes), task_kind,
+      seq_len, micro_batch, precision, accumulate, peak_bytes.
+    source: the terms' `source`.
+  """
+  steps = []
+  for p in points:
+    est = step_memory(p["config"], p["task_kind"], p["seq_len"],
+                      p["micro_batch"], p["precision"], p["accumulate"])
+    steps.append((est, p["peak_bytes"] / ALLOCATOR_OVERHEAD))
+  best = None
+  for quarter in range(0, 41):
+    copies = quarter / 4
+    factor = max(0.0, max(
+        (peak - sum(e.state.values()) - copies * e.state["weights"])
+        / e.activation_bytes for e, peak in steps))
+    terms = DeviceTerms(factor, copies, source)
+    excess = sum(e.device_peak_bytes(terms) / ALLOCATOR_OVERHEAD - peak
+                 for e, peak in steps)
+    if best is None or excess < best[0]:
+      best = (excess, terms)
+  return best[1]
+
+
+def read_calibration(path):
+  """The `DeviceTerms` fitted to the peaks of a calibration file.
+
+  Raises:
+    ValueError: one line naming the file when it cannot be read or is not a
+      calibration of bench/finetune_memory.py.
+  """
+  try:
+    with open(path) as f:
+      data = json.load(f)
+    if data.get("format") != CALIBRATION_FORMAT:
+      raise ValueError(f"format is {data.get('format')!r}, expected "
+                       f"{CALIBRATION_FORMAT!r}")
+    points = data["points"]
+    if not points:
+      raise ValueError("no measured points")
+    for p in points:
+      _check(p["task_kind"], p["precision"])
+      if not p["peak_bytes"] > 0:
+        raise ValueError(f"peak_bytes {p['peak_bytes']!r} is not > 0")
+    return fit_terms(points, f"calibration file {path} (measured on "
+                     f"{data.get('device', 'an unnamed device')})")
+  except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+    what = (e.strerror or str(e)) if isinstance(e, OSError) else (
+        f"missing {e}" if isinstance(e, KeyError) else str(e))
+    raise ValueError(f"--memory_calibration={path}: {what} (bench/"
+                     "finetune_memory.py writes one on the device)") from None
 
 
 ################################################################################
@@ -380,6 +498,7 @@ class AccumulationPlan:
   accum_steps: int
   estimated_gb: float
   fits: bool
+  source: str = PUBLISHED.source
 
   def summary(self):
     """One line: the split and the estimate."""
@@ -394,16 +513,18 @@ class AccumulationPlan:
 
 
 def max_micro_batch(xlnet_config, task_kind, seq_len, precision,
-                    device_memory_gb, accumulate=True):
+                    device_memory_gb, accumulate=True, terms=PUBLISHED):
   """The most examples per device and micro-step whose estimate fits
   `DEVICE_MEMORY_FRACTION` of `device_memory_gb` GiB (0: not even one).
 
   Args:
     accumulate: with --accum_steps > 1 (the gradient sums take room).
+    terms: the device's `DeviceTerms`.
   """
   budget = DEVICE_MEMORY_FRACTION * device_memory_gb * GIB
   fits = lambda b: step_peak_bytes(  # noqa: E731
-      xlnet_config, task_kind, seq_len, b, precision, accumulate) <= budget
+      xlnet_config, task_kind, seq_len, b, precision, accumulate,
+      terms) <= budget
   low, high = 0, 1
   while fits(high):  # the estimate grows with the batch
     low, high = high, 2 * high
@@ -425,7 +546,8 @@ def _positive_int(name, value):
 
 
 def plan_accumulation(xlnet_config, task_kind, seq_len, global_batch,
-                      replicas, precision, device_memory_gb):
+                      replicas, precision, device_memory_gb,
+                      terms=PUBLISHED):
   """The smallest accumulation whose micro-batch fits each device.
 
   Args:
@@ -437,6 +559,7 @@ def plan_accumulation(xlnet_config, task_kind, seq_len, global_batch,
     replicas: devices training in sync (all hosts).
     precision: "fp32", "fp16" or "bf16".
     device_memory_gb: memory of one device in GiB (16, 24, 40, 80).
+    terms: the device's `DeviceTerms` (`PUBLISHED`, or `read_calibration`).
 
   Returns:
     an `AccumulationPlan` with global_batch = micro_batch x replicas x
@@ -463,11 +586,12 @@ def plan_accumulation(xlnet_config, task_kind, seq_len, global_batch,
   for accum in _divisors(per_replica):
     micro = per_replica // accum
     estimated_gb = step_peak_bytes(xlnet_config, task_kind, seq_len, micro,
-                                   precision, accumulate=accum > 1) / GIB
+                                   precision, accum > 1, terms) / GIB
     if estimated_gb <= budget_gb:
       return AccumulationPlan(
           task_kind, seq_len, global_batch, replicas, precision,
-          device_memory_gb, budget_gb, micro, accum, estimated_gb, True)
+          device_memory_gb, budget_gb, micro, accum, estimated_gb, True,
+          terms.source)
   raise ValueError(
       f"{task_kind} at {seq_len} tokens in {precision}: even 1 example per "
       f"micro-step needs about {estimated_gb:.1f} GiB, more than "

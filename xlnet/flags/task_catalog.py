@@ -276,6 +276,12 @@ def define_reproduce_flags(flag_values, *, tables):
                      "micro-batch fits, by the fine-tuning memory model "
                      "(xlnet/finetuning/memory_plan.py); needs "
                      "--model_config_path readable.", **fv)
+  flags.DEFINE_string("memory_calibration", None,
+                      "With --device_memory_gb: a calibration file that "
+                      "bench/finetune_memory.py wrote on this kind of "
+                      "device (its measured peaks) to plan with. Default: "
+                      "work_dir/memory_calibration.json if present, else "
+                      "the published GPU measurements.", **fv)
   flags.DEFINE_bool("use_fp16", False, "Passed to every program: float16 "
                     "activations with dynamic loss scaling (GPUs).", **fv)
   flags.DEFINE_bool("use_bfloat16", False, "Passed to every program: "

@@ -218,6 +218,7 @@ class BatchPlan:
       micro-batch (over all cores), else the per-replica one.
     estimated_gb, device_memory_gb: with --device_memory_gb, the memory
       model's estimate of a device's peak (`memory_plan`) and the memory.
+    memory_source: what the estimate holds to (`memory_plan.DeviceTerms`).
   """
   global_batch: int
   replicas: int
@@ -227,6 +228,7 @@ class BatchPlan:
   use_tpu: bool = False
   estimated_gb: Optional[float] = None
   device_memory_gb: Optional[float] = None
+  memory_source: Optional[str] = None
 
   @property
   def train_batch_size(self):
@@ -240,7 +242,7 @@ class BatchPlan:
     devices = "device" if self.replicas == 1 else "devices"
     fit = ("" if self.estimated_gb is None else
            f"; about {self.estimated_gb:.1f} of {self.device_memory_gb:g} "
-           "GiB per device (memory model)")
+           f"GiB per device (memory model held to {self.memory_source})")
     return (f"global batch {self.global_batch} = {self.micro_batch} per "
             f"device x {self.replicas} {devices} x {self.accum_steps} "
             f"accumulation {steps}; {self.precision}{fit}")
@@ -281,9 +283,31 @@ def hosts(cfg):
   return flag_configs.num_hosts(cfg, cfg.use_tpu)  # cfg: fields as flags
 
 
-def memory_batch_plan(task, batch, seq_len, cfg, xlnet_config):
+# A calibration file in the work dir that --device_memory_gb plans with
+# when --memory_calibration is not given.
+CALIBRATION_FILE = "memory_calibration.json"
+
+
+def device_terms(cfg):
+  """What --device_memory_gb holds the memory model to: the file of
+  --memory_calibration, else work_dir/memory_calibration.json, else the
+  published GPU measurements (`memory_plan.PUBLISHED`).
+
+  Raises:
+    ValueError: one line naming the file when it cannot be read.
+  """
+  path = cfg.memory_calibration
+  if path is None and cfg.work_dir:
+    found = os.path.join(cfg.work_dir, CALIBRATION_FILE)
+    path = found if os.path.exists(found) else None
+  return memory_plan.PUBLISHED if path is None else (
+      memory_plan.read_calibration(path))
+
+
+def memory_batch_plan(task, batch, seq_len, cfg, xlnet_config, terms):
   """The `BatchPlan` whose accumulation is the smallest that fits
-  --device_memory_gb per device (`memory_plan.plan_accumulation`).
+  --device_memory_gb per device (`memory_plan.plan_accumulation`), by the
+  memory model held to `terms` (`device_terms`).
 
   Raises:
     ValueError: one line naming the task when even one example per device
@@ -293,7 +317,7 @@ def memory_batch_plan(task, batch, seq_len, cfg, xlnet_config):
   try:
     plan = memory_plan.plan_accumulation(
         xlnet_config, task.kind, seq_len, batch, replicas, precision(cfg),
-        cfg.device_memory_gb)
+        cfg.device_memory_gb, terms)
   except ValueError as e:
     raise ValueError(
         f"--device_memory_gb={cfg.device_memory_gb:g}: {task.name}: {e}; "
@@ -302,7 +326,8 @@ def memory_batch_plan(task, batch, seq_len, cfg, xlnet_config):
   return BatchPlan(batch, replicas, plan.accum_steps, plan.micro_batch,
                    precision(cfg), use_tpu=cfg.use_tpu,
                    estimated_gb=plan.estimated_gb,
-                   device_memory_gb=cfg.device_memory_gb)
+                   device_memory_gb=cfg.device_memory_gb,
+                   memory_source=plan.source)
 
 
 def batch_plan(task, batch, cfg):
@@ -503,6 +528,7 @@ def plan_runs(tasks, cfg):
   """
   data = find_all_data(tasks, cfg)
   xlnet_config = model_config(cfg)
+  terms = None if xlnet_config is None else device_terms(cfg)
   plans = {}
   for task in tasks:
     settings = effective_settings(task, cfg)
@@ -511,7 +537,7 @@ def plan_runs(tasks, cfg):
     plans[task.name] = (
         batch_plan(task, settings["batch"], cfg) if xlnet_config is None
         else memory_batch_plan(task, settings["batch"], settings["seq_len"],
-                               cfg, xlnet_config))
+                               cfg, xlnet_config, terms))
   runs = []
   for seed in seeds(cfg):
     for task in tasks:

@@ -41,6 +41,11 @@ class InputLost(StopTraining):
   """The input service lost the run's stream (its job) between steps."""
 
 
+class OutOfMemory(StopTraining):
+  """A step ran out of device memory; nothing was saved after the last
+  checkpoint, which stays intact."""
+
+
 class WorkerLost(errors.Stop):
   """Another worker of a multi-worker run stopped answering mid-step
   (crashed, killed, unreachable); nothing could be saved, since a
@@ -83,6 +88,16 @@ def diverged(step, out, prefix, loss_scaling):
       f"last finite state (step {step}) is saved in {prefix}. Lower "
       "--learning_rate or raise --warmup_steps and rerun to resume "
       "from it")
+
+
+def out_of_memory(step, newest, model_dir, advice):
+  """The `OutOfMemory` of the step after `step`; `newest`: the newest
+  checkpoint prefix in `model_dir` (None: none yet); `advice`: what to run
+  instead (names the plan, the device and the safer command)."""
+  kept = (f"it resumes from {os.path.basename(newest)} in {model_dir}"
+          if newest else f"nothing was saved in {model_dir} yet")
+  return OutOfMemory(f"out of device memory in step {step + 1}: {advice} "
+                     f"({kept})")
 
 
 def interrupted(signum, step, model_dir):

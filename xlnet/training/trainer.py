@@ -356,7 +356,8 @@ class Trainer:
                                  self.model_dir, e) from None
 
   def train(self, dist_dataset, train_steps, save_steps=None, max_save=None,
-            on_step=None, on_corrupt_data=None, input_lost=None):
+            on_step=None, on_corrupt_data=None, input_lost=None,
+            out_of_memory=None):
     """Runs optimizer steps until `train_steps` (global step).
 
     Args:
@@ -371,6 +372,9 @@ class Trainer:
         service): those errors, raised by a step's fetch of its batches,
         mean the stream is gone; the progress is saved and InputLost says
         describe(error). None: no such input.
+      out_of_memory: () -> what to run instead when a step runs out of
+        device memory (the plan, the device, a safer command); None: the
+        error goes up as it is.
 
     Returns:
       the global step reached.
@@ -378,6 +382,9 @@ class Trainer:
     Raises:
       Interrupted, Diverged, DataCorrupted, InputLost: after saving the last
         good state.
+      OutOfMemory: a step ran out of device memory (with `out_of_memory`);
+        nothing is saved (the failed step may have updated some weights),
+        the newest checkpoint stays as it was.
       WorkerLost: another worker of a multi-worker run stopped; nothing
         could be saved.
     """
@@ -399,6 +406,13 @@ class Trainer:
                 "a corrupted input record stopped training after step "
                 f"{step} (progress saved in model.ckpt-{step}): {where}"
             ) from None
+          except tf.errors.ResourceExhaustedError:
+            if out_of_memory is None:
+              raise
+            found = checkpoint_io.list_checkpoints(self.model_dir)
+            raise progress.out_of_memory(
+                step, found[-1][1] if found else None, self.model_dir,
+                out_of_memory()) from None
           except lost_errors as e:  # the fetch comes before any update
             self.save(max_save=max_save)
             raise progress.InputLost(
@@ -425,7 +439,8 @@ class Trainer:
 
 def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
         units_per_step, unit, log_line, allow_missing=(), same_run=None,
-        prepare=None, on_step=None, on_corrupt_data=None, input_lost=None):
+        prepare=None, on_step=None, on_corrupt_data=None, input_lost=None,
+        out_of_memory=None):
   """The training run of pretraining and fine-tuning alike: resumes from
   the newest checkpoint of `trainer.model_dir` (else warm-starts from
   `checkpoint.init_checkpoint`, else starts fresh) and trains to
@@ -449,7 +464,7 @@ def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
       built: checks and records of the run in its model_dir.
     on_step: `on_step(logger, writer)` -> the per-step callback (default:
       the logger).
-    on_corrupt_data, input_lost: as `Trainer.train`.
+    on_corrupt_data, input_lost, out_of_memory: as `Trainer.train`.
 
   Returns:
     list of (step, loss) of every step of this run.
@@ -481,5 +496,6 @@ def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
   trainer.train(dist_dataset, optimizer.train_steps, checkpoint.save_steps,
                 checkpoint.max_save or None,
                 on_step=on_step(logger, writer) if on_step else logger,
-                on_corrupt_data=on_corrupt_data, input_lost=input_lost)
+                on_corrupt_data=on_corrupt_data, input_lost=input_lost,
+                out_of_memory=out_of_memory)
   return logger.history
