@@ -20,7 +20,6 @@ from absl import flags
 
 from xlnet import cli
 from xlnet.flags import catalog as flag_catalog
-from xlnet.training import checkpoint_tools
 
 FLAGS = flags.FLAGS
 
@@ -36,6 +35,9 @@ def _require(**values):
 
 def main(argv):
   """Dispatches the command `argv[1]`."""
+  # pylint: disable=g-import-not-at-top
+  # (the library, imported here: --help needs no TensorFlow)
+  from xlnet.training import checkpoint_tools
   if len(argv) != 2 or argv[1] not in _COMMANDS:
     raise ValueError(f"expected one command out of {', '.join(_COMMANDS)}, "
                      f"got {' '.join(argv[1:]) or 'none'}")

@@ -38,9 +38,18 @@ def _use_bfc_cpu_allocator():
 
 _use_bfc_cpu_allocator()
 
-from xlnet import modeling  # noqa: F401,E402
-from xlnet.model import (  # noqa: F401,E402
-    RunConfig,
-    XLNetConfig,
-    XLNetModel,
-)
+# The public names, imported on first use (PEP 562): importing a
+# subpackage (the programs' `--help`, `xlnet.data.spm_train`) then costs no
+# TensorFlow import.
+_FROM_MODEL = ("RunConfig", "XLNetConfig", "XLNetModel")
+
+
+def __getattr__(name):
+  """`xlnet.modeling` and the model's classes, imported when first named."""
+  if name == "modeling":
+    import importlib  # pylint: disable=g-import-not-at-top
+    return importlib.import_module("xlnet.modeling")
+  if name in _FROM_MODEL:
+    from xlnet import model  # pylint: disable=g-import-not-at-top
+    return getattr(model, name)
+  raise AttributeError(f"module 'xlnet' has no attribute '{name}'")

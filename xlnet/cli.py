@@ -24,7 +24,6 @@ import sys
 from absl import app
 from absl import flags
 from absl import logging
-import tensorflow as tf
 
 from xlnet import errors
 from xlnet import signals
@@ -41,9 +40,25 @@ deferred_signals = signals.deferred_signals
 
 EXIT_USAGE = 2
 
-# Errors that describe bad input; their message is meant for the user.
-USER_ERRORS = (ValueError, OSError, app.UsageError, tf.errors.NotFoundError,
-               tf.errors.PermissionDeniedError)
+
+
+def quiet_tensorflow():
+  """Hides TensorFlow's C++ start-up lines (the CUDA stubs, the cuDNN,
+  cuFFT and cuBLAS "factory" errors on a CPU machine, the CPU-feature
+  note) unless the user set TF_CPP_MIN_LOG_LEVEL. TensorFlow reads the
+  variable once, when it is imported; errors a program must act on still
+  arrive as Python exceptions."""
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+quiet_tensorflow()
+
+
+def user_errors():
+  """The errors that describe bad input (their message is meant for the
+  user)."""
+  return (ValueError, OSError, app.UsageError) + errors.tf_errors(
+      "NotFoundError", "PermissionDeniedError")
 
 
 def program_name():
@@ -177,7 +192,7 @@ def guarded(main):
       return result
     except (Stop, Terminated) as e:
       end(e)
-    except USER_ERRORS as e:
+    except user_errors() as e:
       fail(error_text(e))
     except KeyboardInterrupt:
       fail("interrupted (Ctrl-C)", 130)

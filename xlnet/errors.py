@@ -10,13 +10,21 @@ low module (atomic files, checkpoints, locks) needs nothing above itself to
 stop a program cleanly.
 """
 import signal
+import sys
 
-import tensorflow as tf
+
+def tf_errors(*names):
+  """TensorFlow's error classes `names` (e.g. "NotFoundError"), or () before
+  TensorFlow is imported: none can be raised then. Naming them imports no
+  TensorFlow, so that `--help`, spm_train.py and download.py start fast."""
+  tf = sys.modules.get("tensorflow")
+  return tuple(getattr(tf.errors, name) for name in names) if tf else ()
 
 
 def error_text(err):
   """One line describing `err` (tf.errors carry their message separately)."""
-  text = err.message if isinstance(err, tf.errors.OpError) else str(err)
+  is_tf_error = isinstance(err, tf_errors("OpError"))
+  text = err.message if is_tf_error else str(err)
   return " ".join(text.split()) or type(err).__name__
 
 

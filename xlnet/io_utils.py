@@ -14,10 +14,12 @@ import errno
 import os
 import uuid
 
-import tensorflow as tf
-
 from xlnet import errors
 from xlnet import signals
+
+# TensorFlow (for `tf.io.gfile`) is imported by the functions that use it:
+# spm_train.py and download.py write through this module and never need
+# TensorFlow otherwise.
 
 TMP_MARK = ".tmp-"
 
@@ -82,6 +84,7 @@ def tmp_path_for(path):
 
 def remove_quietly(path):
   """Deletes `path` if it exists; never raises."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
     if tf.io.gfile.exists(path):
       tf.io.gfile.remove(path)
@@ -101,6 +104,7 @@ def remove_stale_tmp(path):
   Returns:
     list of the removed paths.
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   stale = [name for name in tf.io.gfile.glob(glob_escape(path) + TMP_MARK + "*")
            if not _writer_is_running(name)]
   for name in stale:
@@ -152,6 +156,7 @@ def atomic_output(path, safe=None):
     with atomic_output("out/x.tfrecords") as tmp:
       with tf.io.TFRecordWriter(tmp) as w: ...
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   parent = os.path.dirname(path)
   tmp = tmp_path_for(path)
   try:
@@ -181,6 +186,7 @@ def _as_resource_error(path, err, safe):
 def atomic_write(path, data, safe=None):
   """Writes `data` (str or bytes) to `path` atomically (`safe`: see
   `atomic_output`)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   mode = "wb" if isinstance(data, (bytes, bytearray)) else "w"
   with atomic_output(path, safe) as tmp:
     with tf.io.gfile.GFile(tmp, mode) as f:
@@ -195,6 +201,7 @@ def ensure_writable_dir(path, flag_name):
     ValueError: one line naming the flag and path (a file in the way, no
       permission, a read-only file system, ...).
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
     raise ValueError(f"--{flag_name}={path} exists and is not a directory")
   probe = os.path.join(path, f".write-test{TMP_MARK}{os.getpid()}")

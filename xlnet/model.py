@@ -11,10 +11,11 @@ import os
 from typing import Optional
 import uuid
 
-import tensorflow as tf
-
-from xlnet import modeling
 from xlnet import validation
+
+# TensorFlow (and `modeling`) are imported by the functions that use them:
+# every program's flags read the configs here, and `--help` or a dry run
+# needs no TensorFlow.
 
 
 class XLNetConfig:
@@ -81,6 +82,7 @@ class XLNetConfig:
 
   def init_from_json(self, json_path):
     """Sets every key from a JSON file holding exactly `keys`."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     try:
       with tf.io.gfile.GFile(json_path) as f:
         values = json.load(f)
@@ -118,6 +120,7 @@ class XLNetConfig:
 
     `json_path` may be local or any `tf.io.gfile` URL (e.g. gs://...).
     """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     json_dir = os.path.dirname(json_path)
     if json_dir:
       tf.io.gfile.makedirs(json_dir)
@@ -172,6 +175,7 @@ class RunConfig:
 def _get_initializer(run_config):
   """The run's initializer: normal(init_std) or uniform(+-init_range)
   (`RunConfig` allows no other `init`)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if run_config.init == "uniform":
     return tf.compat.v1.initializers.random_uniform(
         minval=-run_config.init_range, maxval=run_config.init_range)
@@ -194,6 +198,8 @@ class XLNetModel:
   def __init__(self, xlnet_config, run_config, input_ids, seg_ids, input_mask,
                mems=None, perm_mask=None, target_mapping=None, inp_q=None,
                **kwargs):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from xlnet import modeling  # pylint: disable=g-import-not-at-top
     initializer = _get_initializer(run_config)
     with tf.compat.v1.variable_scope("model",
                                      reuse=tf.compat.v1.AUTO_REUSE):
@@ -225,6 +231,8 @@ class XLNetModel:
       summary_type: "last", "first", "mean" or "attn".
       use_summ_proj: add the dense tanh projection `summary`.
     """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from xlnet import modeling  # pylint: disable=g-import-not-at-top
     xlnet_config = self.xlnet_config
     run_config = self.run_config
     with tf.compat.v1.variable_scope("model",
@@ -241,6 +249,8 @@ class XLNetModel:
     """float32 `[len, bsz, n_token]` logits of the tied LM softmax over the
     sequence output (variables `model/lm_loss/bias`, weights tied to the
     embedding), for prediction without targets."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from xlnet import modeling  # pylint: disable=g-import-not-at-top
     with tf.compat.v1.variable_scope("model",
                                      reuse=tf.compat.v1.AUTO_REUSE):
       # lm_loss owns the softmax variables; its loss against a dummy target

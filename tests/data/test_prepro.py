@@ -80,3 +80,6 @@ def test_model_without_special_symbols_is_rejected(tmp_path, demo_corpus):
                      "SentencePiece model not found"):
     prepro_utils.load_sp_model(str(tmp_path / "missing.model"),
                                "--sp_path")
+  with pytest.raises(ValueError, match=r"^--sp_path is required: the "
+                     "SentencePiece model"):
+    prepro_utils.load_sp_model("", "--sp_path")

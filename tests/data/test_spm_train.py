@@ -1,6 +1,8 @@
 """Tests of xlnet.data.spm_train: the trained model's special ids, the
 bytes SentencePiece itself writes for the same options, determinism, and
 nothing written on failure."""
+import re
+
 import pytest
 import sentencepiece as spm
 
@@ -51,9 +53,16 @@ def test_spm_train_failure_writes_nothing(tmp_path, demo_corpus,
                                           monkeypatch):
   """A failed training (too large a vocabulary) or a model that fails the
   special-id check: one error, and no file under the prefix."""
-  with pytest.raises(ValueError, match="SentencePiece training failed"):
+  with pytest.raises(ValueError, match=r"--vocab_size=200000 is more "
+                     r"pieces than this text yields \(at most (\d+)\): "
+                     r"rerun with --vocab_size=\1 or less") as info:
     spm_train.train_spm(demo_corpus, str(tmp_path / "out" / "sp"),
                         vocab_size=200000)
+  assert not list((tmp_path / "out").iterdir())
+  # The size it advises is one SentencePiece accepts.
+  fits = int(re.search(r"at most (\d+)", str(info.value)).group(1))
+  spm_train.train_spm(demo_corpus, str(tmp_path / "fits" / "sp"),
+                      vocab_size=fits)
 
   def reject(sp_model, path):
     raise ValueError(f"{path}: id 3 is not <cls>")

@@ -34,5 +34,6 @@ def test_no_held_out_split_names_eval_split_and_the_directory_flag(
   assert last == (
       f"train_gpu.py: error: --eval_split=valid: {where} holds no records of "
       "split valid (only train); give --eval_record_info_dir the tfrecords "
-      "directory of the held-out records (data_utils.py --split=valid)")
+      "directory of the held-out records (data_utils.py --split=valid), or "
+      "train without held-out evaluation: --eval_steps=0")
   assert not os.path.exists(tmp_path / "model" / "model.ckpt-1.index")

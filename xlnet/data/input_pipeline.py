@@ -672,14 +672,16 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
           lambda records: tf.gather(records, regroup_perm))
       dataset = dataset.batch(bsz_per_host, drop_remainder=True).map(
           regroup_fn).unbatch()
-    # Raw records are cached: the file order repeats every epoch, while the
+    # The files are read again every epoch, in the same order, while the
     # example index (counted across epochs) gives new factorization orders.
-    # A resumed stream skips at most one epoch of raw records and numbers
-    # the rest from where it starts.
+    # (No `cache()`: a corpus need not fit in memory, and a cache that is
+    # not read to its end - held-out evaluation, a run that stops - is
+    # discarded with a warning.) A resumed stream skips at most one epoch
+    # of raw records and numbers the rest from where it starts.
     start = start_batch * bsz_per_host
     counts = [file_batches.get(f) for f in files]
     epoch = None if None in counts else sum(counts) * bsz_per_host
-    dataset = dataset.cache().repeat()
+    dataset = dataset.repeat()
     dataset = dataset.skip(start % epoch if epoch else start)
     return dataset.enumerate(start=start)
 

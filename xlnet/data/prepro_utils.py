@@ -133,7 +133,10 @@ def load_sp_model(sp_path, name):
   """
   import sentencepiece as spm  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  if not sp_path or not tf.io.gfile.exists(sp_path):
+  if not sp_path:
+    raise ValueError(f"{name} is required: the SentencePiece model (the "
+                     ".model file spm_train.py writes)")
+  if not tf.io.gfile.exists(sp_path):
     raise ValueError(f"{name}={sp_path}: SentencePiece model not found")
   with tf.io.gfile.GFile(sp_path, "rb") as f:
     proto = f.read()

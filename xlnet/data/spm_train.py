@@ -9,6 +9,7 @@ Special ids are checked after training: <unk> 0, <s> 1, </s> 2, <cls> 3,
 """
 import io
 import os
+import re
 
 from absl import logging
 
@@ -21,6 +22,21 @@ from xlnet.data import prepro_utils
 CONTROL_SYMBOLS = ["<cls>", "<sep>", "<pad>", "<mask>", "<eod>"]
 USER_DEFINED_SYMBOLS = ["<eop>", ".", "(", ")", '"', "-", "\u2013", "\u00a3",
                         "\u20ac"]
+
+
+def _training_error(err, vocab_size):
+  """The ValueError for SentencePiece's failure `err`; a vocabulary larger
+  than the text holds (the default 32,000 on a few MB of text) names the
+  flag and the largest size that fits."""
+  text = str(err).splitlines()[0]
+  fits = re.search(r"Vocabulary size too high.*<= (\d+)", text)
+  if fits:
+    return ValueError(
+        f"--vocab_size={vocab_size} is more pieces than this text yields "
+        f"(at most {fits.group(1)}): rerun with --vocab_size={fits.group(1)} "
+        "or less, or give more text (docs/training.md, \"Pretrain on your "
+        "own corpus\")")
+  return ValueError(f"SentencePiece training failed: {text}")
 
 
 def train_spm(input_files, model_prefix, vocab_size=32000,
@@ -68,8 +84,7 @@ def train_spm(input_files, model_prefix, vocab_size=32000,
   try:
     spm.SentencePieceTrainer.train(**kwargs)
   except RuntimeError as e:
-    raise ValueError(f"SentencePiece training failed: "
-                     f"{str(e).splitlines()[0]}") from None
+    raise _training_error(e, vocab_size) from None
   model_path = model_prefix + ".model"
   sp_model = spm.SentencePieceProcessor(model_proto=model.getvalue())
   prepro_utils.check_special_symbols(sp_model, model_path)

@@ -106,7 +106,7 @@ def chief_alone():
                  "workers of a run leave together)")
   try:
     strategies.barrier(strategy)
-  except progress.PEER_ERRORS as e:
+  except progress.peer_errors() as e:
     raise progress.WorkerLost(
         f"the chief stopped before it finished ({type(e).__name__} in a "
         "collective op; its log says why); the training is complete and "

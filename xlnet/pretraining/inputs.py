@@ -119,4 +119,5 @@ def check_split(record_dir, split, dir_flag):
       f"--eval_split={split}: {where} holds no records of split {split} "
       f"(only {', '.join(sorted(found)) or 'none'}); give "
       "--eval_record_info_dir the tfrecords directory of the held-out "
-      f"records (data_utils.py --split={split})")
+      f"records (data_utils.py --split={split}), or train without held-out "
+      "evaluation: --eval_steps=0")

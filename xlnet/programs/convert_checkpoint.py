@@ -5,9 +5,6 @@ from absl import logging
 
 from xlnet import cli
 from xlnet.flags import catalog as flag_catalog
-from xlnet.interop import hf_export
-from xlnet.interop import hf_import
-from xlnet.interop import saved_model
 
 
 def _require(flag_values, *names):
@@ -20,6 +17,10 @@ def _require(flag_values, *names):
 
 def main(unused_argv):
   from absl import flags  # pylint: disable=g-import-not-at-top
+  # (the library, imported here: --help needs no TensorFlow)
+  from xlnet.interop import hf_export
+  from xlnet.interop import hf_import
+  from xlnet.interop import saved_model
   f = flags.FLAGS
   _require(f, "to", "checkpoint", "output_dir")
   if f.to == "tf":

@@ -8,7 +8,6 @@ import threading
 
 from xlnet import cli
 from xlnet.flags import catalog as flag_catalog
-from xlnet.training import data_servers
 
 
 def serve_until_signal(server):
@@ -34,6 +33,8 @@ def serve_until_signal(server):
 
 def main(unused_argv):
   from absl import flags  # pylint: disable=g-import-not-at-top
+  # (the library, imported here: --help needs no TensorFlow)
+  from xlnet.training import data_servers
   f = flags.FLAGS
   if f.port is None or not 0 < f.port < 65536:
     raise ValueError(f"--port={f.port}: give the port this server listens "

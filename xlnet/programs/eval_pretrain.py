@@ -3,12 +3,13 @@ eval_pretrain.py`): the flags resolved into `PretrainConfigs`, then
 `api.evaluate` (`xlnet/pretraining/held_out.py`)."""
 from xlnet import cli
 from xlnet.flags import catalog as flag_catalog
-from xlnet.flags import pretraining as pretrain_flags
-from xlnet.pretraining import api
 
 
 def main(unused_argv):
   from absl import flags  # pylint: disable=g-import-not-at-top
+  # (the library, imported here: --help needs no TensorFlow)
+  from xlnet.flags import pretraining as pretrain_flags
+  from xlnet.pretraining import api
   api.evaluate(pretrain_flags.for_eval_pretrain(flags.FLAGS))
 
 

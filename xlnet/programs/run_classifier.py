@@ -27,11 +27,9 @@ call directly (docs/python_api.md, "Fine-tuning").
 from absl import flags
 
 from xlnet import cli
-from xlnet.finetuning import api
 from xlnet.finetuning.classifier import datasets as classifier_datasets
 from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.flags import catalog as flag_catalog
-from xlnet.flags import finetuning as finetune_flags
 from xlnet.flags import task_catalog
 
 
@@ -52,6 +50,10 @@ def define_flags(flag_values=flags.FLAGS):
 
 def main(unused_argv):
   """absl main: resolves the parsed flags once and runs the fine-tuning."""
+  # pylint: disable=g-import-not-at-top
+  # (the library, imported here: --help needs no TensorFlow)
+  from xlnet.finetuning import api
+  from xlnet.flags import finetuning as finetune_flags
   api.run_classifier(**finetune_flags.resolve_classifier(flags.FLAGS))
 
 

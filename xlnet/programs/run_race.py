@@ -14,10 +14,8 @@ settings for `xlnet.finetuning.api.run_race`.
 from absl import flags
 
 from xlnet import cli
-from xlnet.finetuning import api
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import task_catalog
-from xlnet.flags import finetuning as finetune_flags
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -35,6 +33,10 @@ def parse_flags(argv):
 
 def main(unused_argv):
   """absl main: resolves the parsed flags once and runs the steps."""
+  # pylint: disable=g-import-not-at-top
+  # (the library, imported here: --help needs no TensorFlow)
+  from xlnet.finetuning import api
+  from xlnet.flags import finetuning as finetune_flags
   api.run_race(**finetune_flags.resolve_race(flags.FLAGS))
 
 

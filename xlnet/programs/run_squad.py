@@ -21,10 +21,8 @@ settings for `xlnet.finetuning.api.run_squad`.
 from absl import flags
 
 from xlnet import cli
-from xlnet.finetuning import api
 from xlnet.finetuning.squad import task as squad_task
 from xlnet.flags import catalog as flag_catalog
-from xlnet.flags import finetuning as finetune_flags
 from xlnet.flags import task_catalog
 
 
@@ -44,6 +42,10 @@ def parse_flags(argv):
 
 def main(unused_argv):
   """absl main: resolves the parsed flags once and runs the steps."""
+  # pylint: disable=g-import-not-at-top
+  # (the library, imported here: --help needs no TensorFlow)
+  from xlnet.finetuning import api
+  from xlnet.flags import finetuning as finetune_flags
   api.run_squad(**finetune_flags.resolve_squad(flags.FLAGS))
 
 

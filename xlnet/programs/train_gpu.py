@@ -3,12 +3,13 @@ the flags resolved into `PretrainConfigs`, then `api.pretrain` (the shared
 engine, `xlnet/pretraining/pretrain.py`)."""
 from xlnet import cli
 from xlnet.flags import catalog as flag_catalog
-from xlnet.flags import pretraining as pretrain_flags
-from xlnet.pretraining import api
 
 
 def main(unused_argv):
   from absl import flags  # pylint: disable=g-import-not-at-top
+  # (the library, imported here: --help needs no TensorFlow)
+  from xlnet.flags import pretraining as pretrain_flags
+  from xlnet.pretraining import api
   api.pretrain(pretrain_flags.for_train_gpu(flags.FLAGS))
 
 

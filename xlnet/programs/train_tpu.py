@@ -4,12 +4,13 @@ TPUEstimator (TensorFlow 2.15; `xlnet/pretraining/estimator.py`) or the
 shared engine on a TPUStrategy (`--tpu_engine`)."""
 from xlnet import cli
 from xlnet.flags import catalog as flag_catalog
-from xlnet.flags import pretraining as pretrain_flags
-from xlnet.pretraining import api
 
 
 def main(unused_argv):
   from absl import flags  # pylint: disable=g-import-not-at-top
+  # (the library, imported here: --help needs no TensorFlow)
+  from xlnet.flags import pretraining as pretrain_flags
+  from xlnet.pretraining import api
   api.pretrain(pretrain_flags.for_train_tpu(flags.FLAGS))
 
 

@@ -8,7 +8,6 @@ import time
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 
 from xlnet import errors
 
@@ -52,16 +51,20 @@ class WorkerLost(errors.Stop):
   checkpoint needs every worker."""
 
 
-# What TensorFlow's collective ops raise when a peer is gone: its socket
-# closed, its heartbeats stopped, the collective was aborted or timed out.
-PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError,
-               tf.errors.CancelledError, tf.errors.DeadlineExceededError)
+def peer_errors():
+  """What TensorFlow's collective ops raise when a peer is gone: its socket
+  closed, its heartbeats stopped, the collective was aborted or timed out.
+  (TensorFlow is imported here, not with the module: download.py formats
+  its durations with this module and needs no TensorFlow.)"""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return (tf.errors.UnavailableError, tf.errors.AbortedError,
+          tf.errors.CancelledError, tf.errors.DeadlineExceededError)
 
 
 def worker_lost(step, newest, model_dir, err):
   """The `WorkerLost` of a multi-worker run whose step after `step` (or
   its save; None: its set-up before training) failed with `err` (one of
-  `PEER_ERRORS`); `newest`: the newest checkpoint prefix in `model_dir`,
+  `peer_errors()`); `newest`: the newest checkpoint prefix in `model_dir`,
   or None."""
   when = ("before training" if step is None else
           f"during step {step + 1}")
@@ -117,17 +120,16 @@ def interrupted(signum, step, model_dir):
 # TensorBoard shows a summary as a scalar curve when its metadata names the
 # "scalars" plugin; tf.summary.write (core TensorFlow) needs no tensorboard
 # package, which TensorFlow >= 2.16 no longer installs.
-_SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
-    plugin_data=tf.compat.v1.SummaryMetadata.PluginData(
-        plugin_name="scalars")).SerializeToString()
-
-
 def write_scalars(writer, values, step):
   """Writes {tag: float} as TensorBoard scalars at `step` and flushes."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  metadata = tf.compat.v1.SummaryMetadata(
+      plugin_data=tf.compat.v1.SummaryMetadata.PluginData(
+          plugin_name="scalars")).SerializeToString()
   with writer.as_default():
     for tag, value in values.items():
       tf.summary.write(tag, tf.constant(float(value), tf.float32), step=step,
-                       metadata=_SCALAR_METADATA)
+                       metadata=metadata)
   writer.flush()
 
 

@@ -42,7 +42,6 @@ import time
 import uuid
 
 from absl import logging
-import tensorflow as tf
 
 from xlnet import errors
 from xlnet import io_utils
@@ -130,12 +129,13 @@ def read_lock(path):
         data = f.read()
       mtime = info.st_mtime
     else:
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
       if tf.io.gfile.isdir(path):
         raise _not_a_file(path, True)
       with tf.io.gfile.GFile(path, "rb") as f:
         data = f.read()
       mtime = tf.io.gfile.stat(path).mtime_nsec / 1e9
-  except (FileNotFoundError, tf.errors.NotFoundError):
+  except (FileNotFoundError, *errors.tf_errors("NotFoundError")):
     return None
   return Found(_parse(data), len(data), time.time() - mtime)
 
@@ -202,6 +202,7 @@ def _create(path, content):
         raise
       raise error from None
     return True
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if tf.io.gfile.exists(path):
     return False
   io_utils.atomic_write(path, content)
@@ -388,7 +389,7 @@ class _Heartbeat(threading.Thread):
         if self.lost:
           return
         self._refresh()
-      except (tf.errors.OpError, OSError) as e:  # e.g. a network hiccup
+      except (OSError, *errors.tf_errors("OpError")) as e:  # a hiccup
         logging.warning("Cannot refresh %s: %s", self.path,
                         errors.error_text(e))
 

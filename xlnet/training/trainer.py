@@ -348,7 +348,7 @@ class Trainer:
     """
     try:
       yield
-    except progress.PEER_ERRORS as e:
+    except progress.peer_errors() as e:
       if strategies.num_workers(self.strategy) == 1:
         raise
       found = checkpoint_io.list_checkpoints(self.model_dir)

@@ -1,0 +1,66 @@
+"""Programs start without TensorFlow where they need none.
+
+`--help` of the programs below runs in one fresh interpreter (in sequence, each as `python PROGRAM ARGS` runs it,
+`in_process.run_program`) that must not have imported TensorFlow at the
+end: its import costs 5-10 s and prints a screen of start-up lines. That
+interpreter starts without TF_CPP_MIN_LOG_LEVEL, so it also shows the
+default the programs set before TensorFlow could be imported.
+"""
+import json
+import os
+import subprocess
+import sys
+
+from xlnet import cli
+from tests.programs import program_flags
+
+# The programs whose --help must not import TensorFlow (run_classifier.py,
+# run_squad.py, data_utils.py and reproduce.py still do: their flags' task
+# tables and the release's re-exports import it).
+NO_TENSORFLOW = ("spm_train.py", "download.py", "train_gpu.py",
+                 "train_tpu.py", "train.py", "eval_pretrain.py",
+                 "convert_checkpoint.py", "data_service.py",
+                 "model_utils.py", "run_race.py")
+
+# Runs each command of argv[1] (a JSON list of [PROGRAM, *ARGS]) in this
+# interpreter; prints what TensorFlow's import state was after each.
+_RUNS = r"""
+import json, os, sys
+from absl import app  # its flags, as in every test process
+from tests.in_process import run_program
+from xlnet import cli  # what every program imports first
+level = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+found = []
+for command in json.loads(sys.argv[1]):
+  result = run_program(*command)
+  found.append([command, result.returncode, "tensorflow" in sys.modules,
+                result.stderr[-1000:]])
+print(json.dumps({"runs": found, "level": level}))
+"""
+
+
+def test_help_imports_no_tensorflow():
+  """Each program's --help leaves TensorFlow unimported; TensorFlow's C++
+  log level defaults to 3."""
+  commands = [[p, "--help"] for p in NO_TENSORFLOW]
+  env = {k: v for k, v in program_flags.ENV.items()
+         if k != "TF_CPP_MIN_LOG_LEVEL"}
+  proc = subprocess.run([sys.executable, "-c", _RUNS, json.dumps(commands)],
+                        cwd=program_flags.REPO, env=env, capture_output=True,
+                        text=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  report = json.loads(proc.stdout.strip().split("\n")[-1])
+  for command, code, imported, stderr in report["runs"]:
+    assert code == 1, (command, stderr)  # absl's --help status
+    assert not imported, f"{' '.join(command)} imported TensorFlow"
+  assert report["level"] == "3"
+
+
+def test_a_users_tensorflow_log_level_is_kept(monkeypatch):
+  """TF_CPP_MIN_LOG_LEVEL set by the user wins over the programs' 3."""
+  monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
+  cli.quiet_tensorflow()
+  assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"
+  monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL")
+  cli.quiet_tensorflow()
+  assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "3"
