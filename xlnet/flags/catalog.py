@@ -359,6 +359,10 @@ def define_worker_flags(flag_values):
   flags.DEFINE_integer("task_index", 0,
                        "This host's index in --worker_hosts (0 = chief: "
                        "writes checkpoints, summaries and results).", **fv)
+  flags.DEFINE_float("cluster_timeout", train_config.CLUSTER_TIMEOUT,
+                     "Seconds each host waits for the others to start "
+                     "before it stops with one line naming those that did "
+                     "not.", **fv)
 
 
 @group("TPU engine")
