@@ -653,6 +653,9 @@ def define_data_service_server_flags(flag_values=flags.FLAGS):
   flags.DEFINE_integer("worker_timeout_ms", None,
                        "The dispatcher drops a worker silent this long "
                        "(default: TensorFlow's).", **fv)
+  flags.DEFINE_float("dispatcher_timeout", 600.0,
+                     "Seconds a worker waits for its dispatcher to answer "
+                     "before it stops with one line.", **fv)
 
 
 @group("Downloads")

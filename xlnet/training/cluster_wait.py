@@ -98,10 +98,15 @@ def _listen(name, address):
   except OSError as e:
     raise ValueError(f"this task ({name}) cannot listen on its cluster "
                      f"address {address} (--worker_hosts or TF_CONFIG): "
-                     f"{e.strerror or e}; another process holds port {port} "
-                     "(a worker of an earlier run still running?)") from None
+                     f"{reason(e)}; another process holds port {port} (a "
+                     "worker of an earlier run still running?)") from None
   sock.setblocking(False)
   return sock
+
+
+def reason(err):
+  """An OSError's reason alone ("Address already in use")."""
+  return os.strerror(err.errno) if err.errno else str(err)
 
 
 def _drain(sock):
@@ -115,7 +120,7 @@ def _drain(sock):
     conn.close()
 
 
-def _answers(address, timeout):
+def answers(address, timeout):
   """Whether a server accepts a TCP connection at `address`."""
   try:
     socket.create_connection(split_address(address), timeout).close()
@@ -166,7 +171,7 @@ def _await(sock, peers, deadline, clock):
   while peers:
     _drain(sock)
     peers[:] = [(n, a) for n, a in peers
-                if not _answers(a, max(0.01, min(_CONNECT,
+                if not answers(a, max(0.01, min(_CONNECT,
                                                  deadline - clock())))]
     now = clock()
     if not peers or now >= deadline:
@@ -190,6 +195,20 @@ def exit_after(seconds):
       yield
     finally:
       faulthandler.cancel_dump_traceback_later()
+
+
+@contextlib.contextmanager
+def default_signals():
+  """SIGTERM and SIGINT end the process at once during the block (C++ code
+  that holds the interpreter, where no Python handler would run); the
+  Python handlers again afterwards."""
+  previous = {signum: signal.signal(signum, signal.SIG_DFL)
+              for signum in (signal.SIGTERM, signal.SIGINT)}
+  try:
+    yield
+  finally:
+    for signum, handler in previous.items():
+      signal.signal(signum, handler)
 
 
 def restore_signal_handlers():
