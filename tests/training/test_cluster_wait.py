@@ -14,6 +14,7 @@ import pytest
 from xlnet import errors
 from xlnet import signals
 from xlnet.training import cluster_wait
+from xlnet.training import waits
 
 
 def _free_port():
@@ -54,7 +55,7 @@ def test_the_wait_ends_at_its_bound_naming_the_tasks_that_never_answered():
 
   def knock():
     time.sleep(0.2)
-    seen.append(cluster_wait.answers(f"127.0.0.1:{own}", 1.0))
+    seen.append(waits.answers(f"127.0.0.1:{own}", 1.0))
 
   knocker = threading.Thread(target=knock)
   knocker.start()

@@ -17,9 +17,6 @@ exits with code 1 if it has not ended (a task that died in between), after
 a line that said so in advance. Afterwards the Python signal handlers are
 installed again in place of TensorFlow's.
 """
-import contextlib
-import faulthandler
-import os
 import signal
 import socket
 import time
@@ -27,6 +24,7 @@ import time
 from absl import logging
 
 from xlnet import errors
+from xlnet.training import waits
 
 FLAG = "--cluster_timeout"
 # Seconds between two rounds of connections to the tasks not yet seen.
@@ -98,15 +96,11 @@ def _listen(name, address):
   except OSError as e:
     raise ValueError(f"this task ({name}) cannot listen on its cluster "
                      f"address {address} (--worker_hosts or TF_CONFIG): "
-                     f"{reason(e)}; another process holds port {port} (a "
-                     "worker of an earlier run still running?)") from None
+                     f"{waits.reason(e)}; another process holds port "
+                     f"{port} (a worker of an earlier run still running?)"
+                     ) from None
   sock.setblocking(False)
   return sock
-
-
-def reason(err):
-  """An OSError's reason alone ("Address already in use")."""
-  return os.strerror(err.errno) if err.errno else str(err)
 
 
 def _drain(sock):
@@ -118,15 +112,6 @@ def _drain(sock):
     except (BlockingIOError, InterruptedError):
       return
     conn.close()
-
-
-def answers(address, timeout):
-  """Whether a server accepts a TCP connection at `address`."""
-  try:
-    socket.create_connection(split_address(address), timeout).close()
-    return True
-  except OSError:
-    return False
 
 
 def wait_for_peers(tf_config, timeout, clock=time.monotonic):
@@ -171,7 +156,7 @@ def _await(sock, peers, deadline, clock):
   while peers:
     _drain(sock)
     peers[:] = [(n, a) for n, a in peers
-                if not answers(a, max(0.01, min(_CONNECT,
+                if not waits.answers(a, max(0.01, min(_CONNECT,
                                                  deadline - clock())))]
     now = clock()
     if not peers or now >= deadline:
@@ -182,33 +167,6 @@ def _await(sock, peers, deadline, clock):
       reported = now
     time.sleep(min(_POLL, deadline - now))
   return peers
-
-
-@contextlib.contextmanager
-def exit_after(seconds):
-  """Ends the process with code 1 if the block has not ended after
-  `seconds`, even while C++ code holds the interpreter (faulthandler's
-  timer runs outside it; its traceback goes to the null device)."""
-  with open(os.devnull, "w") as null:
-    faulthandler.dump_traceback_later(seconds, exit=True, file=null)
-    try:
-      yield
-    finally:
-      faulthandler.cancel_dump_traceback_later()
-
-
-@contextlib.contextmanager
-def default_signals():
-  """SIGTERM and SIGINT end the process at once during the block (C++ code
-  that holds the interpreter, where no Python handler would run); the
-  Python handlers again afterwards."""
-  previous = {signum: signal.signal(signum, signal.SIG_DFL)
-              for signum in (signal.SIGTERM, signal.SIGINT)}
-  try:
-    yield
-  finally:
-    for signum, handler in previous.items():
-      signal.signal(signum, handler)
 
 
 def restore_signal_handlers():
@@ -233,7 +191,7 @@ def start(create, tf_config, timeout):
                "cluster (this process exits with code 1 if that takes "
                "over %g s, %s)", timeout, FLAG)
   try:
-    with exit_after(timeout):
+    with waits.exit_after(timeout):
       return create()
   finally:
     restore_signal_handlers()

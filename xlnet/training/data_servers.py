@@ -16,7 +16,7 @@ import time
 import tensorflow as tf
 
 from xlnet import errors
-from xlnet.training import cluster_wait
+from xlnet.training import waits
 
 _POLL = 0.5
 _REPORT = 30.0
@@ -48,7 +48,7 @@ def check_port(port, dispatcher=None):
       raise ValueError(f"--port={port} is the port of --dispatcher="
                        f"{dispatcher}: a worker needs a port of its own "
                        f"(e.g. --port={port + 1})") from None
-    raise ValueError(f"--port={port}: {cluster_wait.reason(e)}; another "
+    raise ValueError(f"--port={port}: {waits.reason(e)}; another "
                      "server serves this port (a dispatcher or worker "
                      "already running?): stop it or choose another port"
                      ) from None
@@ -104,7 +104,7 @@ def wait_for_dispatcher(dispatcher, timeout, say):
   deadline = time.monotonic() + timeout
   waited = 0.0
   try:
-    while not cluster_wait.answers(dispatcher, _POLL):
+    while not waits.answers(dispatcher, _POLL):
       left = deadline - time.monotonic()
       if left <= 0:
         raise errors.Stop(f"no dispatcher answered at {dispatcher} within "
@@ -140,5 +140,5 @@ def start_worker(port, dispatcher, host, timeout, say=print):
   config = tf.data.experimental.service.WorkerConfig(
       dispatcher_address=dispatcher, worker_address=f"{host}:{port}",
       port=port)
-  with cluster_wait.default_signals(), cluster_wait.exit_after(timeout):
+  with waits.default_signals(), waits.exit_after(timeout):
     return tf.data.experimental.service.WorkerServer(config)
