@@ -24,7 +24,8 @@ which names the setting in the words a user of the programs types
   learning_rate, weight_decay
   dropout, dropatt                  >= 0 and < 1
   clip, adam_epsilon,               > 0
-  lr_layer_decay_rate
+  lr_layer_decay_rate,
+  cluster_timeout
   summary_type, init,               one of CHOICES
   decay_method, tpu_engine
   use_fp16                          excludes use_bfloat16 and use_tpu
@@ -74,7 +75,8 @@ AT_LEAST = {
 # name -> the value it must stay below (dropout rates: 1 drops everything).
 BELOW = {"dropout": 1, "dropatt": 1}
 # name -> the value it must exceed.
-ABOVE = {"clip": 0, "adam_epsilon": 0, "lr_layer_decay_rate": 0}
+ABOVE = {"clip": 0, "adam_epsilon": 0, "lr_layer_decay_rate": 0,
+         "cluster_timeout": 0}
 # name -> the values it may take (the programs' enum flags list the same).
 CHOICES = {
     "summary_type": ("last", "first", "mean", "attn"),

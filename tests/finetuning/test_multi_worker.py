@@ -492,6 +492,56 @@ def test_sigterm_on_one_worker_saves_and_stops_every_worker(stsb, tmp_path):
   assert "Traceback" not in logs[1]
 
 
+def test_a_chief_whose_worker_never_comes_stops_at_the_bound(stsb,
+                                                             tmp_path):
+  """A chief whose worker 1 never starts (TensorFlow alone waits for ever)
+  given --cluster_timeout=1 stops after it with one line naming worker 1
+  and its address (exit 1), no checkpoint written."""
+  ports = _free_ports(2)
+  result = in_process.run_program(*_classifier_argv(
+      stsb, tmp_path, "--do_train", "--worker_hosts=127.0.0.1:"
+      f"{ports[0]},127.0.0.1:{ports[1]}", "--cluster_timeout=1"), cwd=REPO)
+  assert result.returncode == 1, result.stderr[-3000:]
+  assert result.stderr.strip().splitlines()[-1] == (
+      "run_classifier.py: error: the cluster did not form within "
+      f"--cluster_timeout=1 s: worker 1 at 127.0.0.1:{ports[1]} never "
+      "answered; start every host with the same --worker_hosts (or "
+      "TF_CONFIG cluster) and its own --task_index, or raise "
+      "--cluster_timeout")
+  assert not list((tmp_path / "model").glob("model.ckpt*"))
+
+
+@pytest.mark.slow
+def test_a_chief_waiting_for_its_cluster_ends_at_sigterm(stsb, tmp_path):
+  """A chief waiting for a worker that never starts (TensorFlow's own
+  wait holds the interpreter and ignores SIGTERM and Ctrl-C), sent SIGTERM
+  once it says it waits: it says at once, in one line, that it stopped and
+  which task it waited for, and exits 143; no traceback."""
+  ports = _free_ports(2)
+  waiting = _start(_classifier_argv(stsb, tmp_path, "--do_train") + [
+      f"--worker_hosts=127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}",
+      "--cluster_timeout=120"])
+  seen = []
+  for line in waiting.stdout:
+    seen.append(line)
+    if "Waiting up to 120 s (--cluster_timeout)" in line:
+      break
+  waiting.send_signal(signal.SIGTERM)
+  sent = time.monotonic()
+  said = waiting.stdout.readline()
+  # The line comes at once; the exit follows after the interpreter's
+  # teardown of TensorFlow (about 1 s alone, 5 s on a loaded machine).
+  assert time.monotonic() - sent < 2.0
+  codes, logs = _finish([waiting], timeout=60)
+  log = "".join(seen) + said + logs[0]
+  assert codes == [128 + signal.SIGTERM], log[-3000:]
+  assert log.strip().splitlines()[-1] == (
+      "run_classifier.py: stopped by SIGTERM while waiting for the cluster "
+      f"(worker 1 at 127.0.0.1:{ports[1]} not seen yet); nothing was "
+      "trained; rerun the same command")
+  assert "Traceback" not in log
+
+
 ################################################################################
 # reproduce.py, one command per host.
 ################################################################################

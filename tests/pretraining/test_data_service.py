@@ -12,17 +12,20 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import in_process
 from tests import train_fixtures as fx
 from xlnet import configs as shipped_configs
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import pretraining as pretrain_flags
 from xlnet.pretraining import inputs
 from xlnet.pretraining import pretrain
+from xlnet.training import data_servers
 from xlnet.training import data_service
 
 pytestmark = pytest.mark.eager
@@ -152,6 +155,76 @@ def test_malformed_or_silent_address_is_one_line_naming_the_flag():
   assert "\n" not in str(e.value)
 
 
+def _server(*flags):
+  """data_service.py with `flags`, in this process: (exit code, stdout
+  lines, stderr's last line)."""
+  result = in_process.run_program("data_service.py", *flags, cwd=REPO)
+  return (result.returncode, result.stdout.splitlines(),
+          result.stderr.strip().splitlines()[-1])
+
+
+def test_a_server_on_a_busy_port_or_a_file_as_journal_is_one_line(
+    tmp_path):
+  """Each refused before any server starts, one line naming the flag: a
+  port another program listens on; --work_dir naming a file; a worker
+  given its own dispatcher's port (here in the trainers' grpc:// form,
+  which a worker takes too)."""
+  with socket.create_server(("127.0.0.1", 0)) as held:
+    port = held.getsockname()[1]
+    code, out, last = _server(f"--port={port}")
+    assert (code, out) == (2, [])
+    assert last == (f"data_service.py: error: --port={port}: Address "
+                    "already in use; another server serves this port (a "
+                    "dispatcher or worker already running?): stop it or "
+                    "choose another port")
+    code, out, last = _server(f"--port={port}",
+                              f"--dispatcher=grpc://127.0.0.1:{port}")
+    assert code == 2
+    assert last == (f"data_service.py: error: --port={port} is the port of "
+                    f"--dispatcher=127.0.0.1:{port}: a worker needs a port "
+                    f"of its own (e.g. --port={port + 1})")
+  (journal := tmp_path / "journal").write_text("")
+  code, out, last = _server(f"--port={free_port()}", f"--work_dir={journal}")
+  assert (code, out) == (2, [])
+  assert last == (f"data_service.py: error: --work_dir={journal} is a file: "
+                  "the dispatcher journals its state in a directory (made "
+                  "if missing)")
+
+
+def test_a_worker_whose_dispatcher_is_not_running_says_so_and_stops():
+  """It prints its address and what it waits for at once, then stops
+  after --dispatcher_timeout with one line (exit 1)."""
+  dispatcher, port = f"127.0.0.1:{free_port()}", free_port()
+  code, out, last = _server(f"--port={port}", f"--dispatcher={dispatcher}",
+                            "--dispatcher_timeout=1")
+  assert code == 1
+  assert out == [
+      f"data_service.py: worker at localhost:{port} for the dispatcher "
+      f"{dispatcher}",
+      f"data_service.py: waiting up to 1 s more for the dispatcher at "
+      f"{dispatcher} (--dispatcher_timeout)"]
+  assert last == (f"data_service.py: error: no dispatcher answered at "
+                  f"{dispatcher} within --dispatcher_timeout=1 s: start it "
+                  "first (data_service.py --port=PORT) or raise "
+                  "--dispatcher_timeout")
+
+
+@pytest.mark.tf_version
+def test_a_second_dispatcher_on_a_served_port_is_refused():
+  """TensorFlow's servers share a port (gRPC's SO_REUSEPORT): without the
+  check a second dispatcher would serve it too and trainers would reach
+  either."""
+  port = free_port()
+  running = data_servers.start_dispatcher(port)
+  try:
+    code, out, last = _server(f"--port={port}")
+  finally:
+    running._stop()  # pylint: disable=protected-access
+  assert (code, out) == (2, [])
+  assert last.startswith(f"data_service.py: error: --port={port}: Address "
+                         "already in use; another server serves this port")
+
+
 def test_the_service_sends_the_plain_paths_steps_on_token_records(
     token_record_dir, tmp_path):
   """Two chunks' worth of steps from two workers, on token records (the
@@ -244,6 +317,40 @@ def train_on_service(record_dir, model_dir, address, steps, at_step, act):
 def logged_steps(text):
   """The steps a trainer's progress lines name, in order."""
   return [int(m.group(1)) for m in re.finditer(r"\] \[(\d+)\] \|", text)]
+
+
+@pytest.mark.slow
+@pytest.mark.only_env("latest", why="a trainer process on the service; run on the newest TensorFlow, whose service changes")
+def test_train_gpu_on_an_address_that_is_no_dispatcher_ends_at_sigterm(
+    record_dir, tmp_path):
+  """--data_service names a port that accepts connections but is no
+  dispatcher: TensorFlow retries the stream's registration for ever in
+  C++, where no Python signal handler runs. The trainer says what it waits
+  for; SIGTERM then ends it within seconds with one line (exit 143)."""
+  with socket.create_server(("127.0.0.1", 0)) as fake:
+    address = f"grpc://127.0.0.1:{fake.getsockname()[1]}"
+    cmd = fx.program_command(
+        "train_gpu.py", record_dir, tmp_path / "m", "--train_steps=2",
+        f"--num_core_per_host={CORES}", f"--data_service={address}")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=REPO,
+                            env=ENV)
+    out = []
+    for line in proc.stdout:
+      out.append(line)
+      if f"for the dispatcher at {address} to register" in line:
+        break
+    time.sleep(2)  # into TensorFlow's retries
+    proc.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    out += proc.communicate(timeout=60)[0].splitlines(keepends=True)
+  stopped_after = time.monotonic() - sent
+  assert proc.returncode == 128 + signal.SIGTERM, "".join(out[-20:])
+  assert stopped_after < 5.0
+  assert out[-1].rstrip("\n") == (
+      f"train_gpu.py: stopped by SIGTERM while waiting for the dispatcher "
+      f"at {address} to register this run's stream; nothing was trained in "
+      "this run")
 
 
 @pytest.mark.slow

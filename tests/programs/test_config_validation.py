@@ -55,6 +55,7 @@ REFUSED = [
     ("clip", 0.0, "--clip=0.0 must be > 0"),
     ("adam_epsilon", -1e-06, "--adam_epsilon=-1e-06 must be > 0"),
     ("lr_layer_decay_rate", 0.0, "--lr_layer_decay_rate=0.0 must be > 0"),
+    ("cluster_timeout", 0.0, "--cluster_timeout=0.0 must be > 0"),
     ("max_seq_length", 0, "--max_seq_length=0 must be >= 1"),
     ("max_query_length", 0, "--max_query_length=0 must be >= 1"),
     ("max_qa_length", 0, "--max_qa_length=0 must be >= 1"),

@@ -49,6 +49,7 @@ SHARED = {
     "use_tpu": ("bool", False),
     "use_xla": ("bool", False),
     "task_index": ("int", 0),
+    "cluster_timeout": ("float", 600.0),
     "worker_hosts": ("string", None),
 }
 
@@ -252,6 +253,7 @@ REPRODUCE = {
     "table": ("string enum", None),
     "tasks": ("comma separated list of strings", None),
     "task_index": ("int", 0),
+    "cluster_timeout": ("float", 600.0),
     "tpu": ("string", None),
     "train_batch_size": ("int", None),
     "train_steps": ("int", None),
@@ -277,6 +279,7 @@ DOWNLOAD = {
 
 DATA_SERVICE = {
     "dispatcher": ("string", None),
+    "dispatcher_timeout": ("float", 600.0),
     "host": ("string", "localhost"),
     "port": ("int", None),
     "work_dir": ("string", None),
@@ -345,18 +348,18 @@ PROGRAMS = {
 # sha256 of every flag's name, help text and enum values (see _help_digest):
 # the help a program prints stays the same.
 HELP_DIGESTS = {
-    "train_gpu.py": "8b8a82f1f1a2ea2c",
-    "train_tpu.py": "8b8a82f1f1a2ea2c",
-    "train.py": "8b8a82f1f1a2ea2c",
-    "eval_pretrain.py": "8b8a82f1f1a2ea2c",
-    "run_classifier.py": "ef2eeb52333e08b6",
-    "run_squad.py": "d3cabd9a5207303d",
-    "run_race.py": "5cd0d1bd62e20a7e",
+    "train_gpu.py": "ffb1ee1d8ea9393f",
+    "train_tpu.py": "ffb1ee1d8ea9393f",
+    "train.py": "ffb1ee1d8ea9393f",
+    "eval_pretrain.py": "ffb1ee1d8ea9393f",
+    "run_classifier.py": "d08f3204b863f9e9",
+    "run_squad.py": "95734bcc312c105a",
+    "run_race.py": "f31e3dfad3ebc855",
     "data_utils.py": "03f67a473ade2b6a",
     "spm_train.py": "5a7a05bafc11bef9",
-    "reproduce.py": "2270832034f9fa51",
+    "reproduce.py": "e2cfd72d0065c710",
     "download.py": "f54d5bb3e5abfb80",
-    "data_service.py": "b546ac48618fc826",
+    "data_service.py": "28cd39006d74fa2f",
     "model_utils.py": "581c583b41329fda",
     "convert_checkpoint.py": "c25d6785ee07cb6a",
     "scripts/demo_report.py": "fa3b202534fe40c9",

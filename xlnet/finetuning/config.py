@@ -395,6 +395,7 @@ class ReproduceConfig:
   tpu: Optional[str] = None
   worker_hosts: Optional[str] = None
   task_index: int = 0
+  cluster_timeout: float = train_config_lib.CLUSTER_TIMEOUT
   gcs_dir: Optional[str] = None
   eval_batch_size: int = 8
   seed: Optional[int] = None

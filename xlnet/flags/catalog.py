@@ -359,6 +359,10 @@ def define_worker_flags(flag_values):
   flags.DEFINE_integer("task_index", 0,
                        "This host's index in --worker_hosts (0 = chief: "
                        "writes checkpoints, summaries and results).", **fv)
+  flags.DEFINE_float("cluster_timeout", train_config.CLUSTER_TIMEOUT,
+                     "Seconds each host waits for the others to start "
+                     "before it stops with one line naming those that did "
+                     "not.", **fv)
 
 
 @group("TPU engine")
@@ -649,6 +653,9 @@ def define_data_service_server_flags(flag_values=flags.FLAGS):
   flags.DEFINE_integer("worker_timeout_ms", None,
                        "The dispatcher drops a worker silent this long "
                        "(default: TensorFlow's).", **fv)
+  flags.DEFINE_float("dispatcher_timeout", 600.0,
+                     "Seconds a worker waits for its dispatcher to answer "
+                     "before it stops with one line.", **fv)
 
 
 @group("Downloads")

@@ -120,7 +120,8 @@ def engine_config(FLAGS):  # pylint: disable=invalid-name
           use_tpu=FLAGS.use_tpu, tpu=FLAGS.tpu, tpu_zone=FLAGS.tpu_zone,
           gcp_project=FLAGS.gcp_project, master=FLAGS.master,
           tpu_job_name=FLAGS.tpu_job_name, worker_hosts=FLAGS.worker_hosts,
-          task_index=FLAGS.task_index))
+          task_index=FLAGS.task_index,
+          cluster_timeout=FLAGS.cluster_timeout))
 
 
 def from_flags(config_class, FLAGS, **resolved):  # pylint: disable=invalid-name

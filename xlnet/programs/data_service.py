@@ -39,18 +39,22 @@ def main(unused_argv):
   if f.port is None or not 0 < f.port < 65536:
     raise ValueError(f"--port={f.port}: give the port this server listens "
                      "on (1-65535)")
+  say = lambda line: print(f"{cli.program_name()}: {line}", flush=True)
   if f.dispatcher:
-    server = data_servers.start_worker(f.port, f.dispatcher, f.host)
+    dispatcher = data_servers.dispatcher_address(f.dispatcher)
+    say(f"worker at {f.host}:{f.port} for the dispatcher {dispatcher}")
+    server = data_servers.start_worker(f.port, dispatcher, f.host,
+                                       f.dispatcher_timeout, say)
     what = (f"worker at {f.host}:{f.port} serving the dispatcher "
-            f"{f.dispatcher}")
+            f"{dispatcher}")
   else:
     server = data_servers.start_dispatcher(f.port, f.work_dir,
                                            f.worker_timeout_ms)
     what = (f"dispatcher at grpc://{f.host}:{f.port} (trainers: "
             f"train_gpu.py --data_service=grpc://{f.host}:{f.port})")
-  print(f"{cli.program_name()}: {what}", flush=True)
+  say(what)
   name = serve_until_signal(server)
-  print(f"{cli.program_name()}: {name}: stopped", flush=True)
+  say(f"{name}: stopped")
 
 
 def entry_point():

@@ -81,7 +81,7 @@ RESULT_FILE = "result.json"
 OVERRIDES = tuple(name for name, _, _ in task_catalog.REPRODUCE_OVERRIDES)
 # Flags naming this host's place in a multi-host run: not settings of a
 # result (a rerun may use other hosts or ports).
-HOST_FLAGS = ("worker_hosts", "task_index")
+HOST_FLAGS = ("worker_hosts", "task_index", "cluster_timeout")
 # Flags naming files or directories (local ones are made absolute).
 PATH_FLAGS = ("init_checkpoint", "model_config_path", "spiece_model_file",
               "data_root", "work_dir")
@@ -476,6 +476,8 @@ def task_command(task, data_dir, cfg, seed, plan):
     values.update(use_tpu=True, tpu=cfg.tpu)
   if cfg.worker_hosts:
     values.update(worker_hosts=cfg.worker_hosts, task_index=cfg.task_index)
+  if strategies.cluster_workers(cfg.worker_hosts) > 1:
+    values.update(cluster_timeout=cfg.cluster_timeout)
   values.update(_program_flags(task, data_dir, dirs, cfg))
   return _argv(task.program, values)
 

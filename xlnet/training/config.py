@@ -126,6 +126,11 @@ def memory_shape(mem_len, bsz, d_model):
   return [mem_len, bsz, d_model] if mem_len else None
 
 
+# Seconds the workers of a cluster wait for each other by default: hosts
+# started by hand, one after the other, join within minutes.
+CLUSTER_TIMEOUT = 600.0
+
+
 @dataclasses.dataclass(frozen=True)
 class DeviceConfig:
   """Where the replicas run.
@@ -136,6 +141,8 @@ class DeviceConfig:
     worker_hosts: comma-separated host:port of every GPU worker, or None
       (one host, or TF_CONFIG).
     task_index: this worker's index in worker_hosts (0 = chief).
+    cluster_timeout: seconds the workers wait for each other at the start
+      before they stop with one line (`cluster_wait.py`).
     tpu_engine: "auto", "estimator" or "strategy" (pretraining on TPUs).
     data_service: a tf.data service dispatcher, grpc://HOST:PORT, whose
       workers run the pretraining input pipeline (`data_service.py`); ""
@@ -149,6 +156,7 @@ class DeviceConfig:
   tpu_job_name: Optional[str] = None
   worker_hosts: Optional[str] = None
   task_index: int = 0
+  cluster_timeout: float = CLUSTER_TIMEOUT
   tpu_engine: str = "auto"
   data_service: str = ""
 

@@ -14,12 +14,19 @@ at most once (its chunks in flight are lost); chunks arrive in no fixed
 order, two workers' chunks interleaved step by step. The servers are
 `data_servers.py`'s.
 """
+import contextlib
 import hashlib
 import os
 import re
+import select
+import signal
 import socket
+import sys
+import threading
+import time
 import uuid
 
+from absl import logging
 import tensorflow as tf
 
 FLAG = "--data_service"
@@ -29,6 +36,11 @@ FLAG = "--data_service"
 CHUNK_STEPS = 64
 # Seconds the trainer waits for the dispatcher to accept a connection.
 CONNECT_TIMEOUT = 10.0
+# Seconds the trainer waits for the dispatcher to register its stream.
+REGISTER_TIMEOUT = 60.0
+# Seconds a blocked wait has to end by itself after a signal (its Python
+# handler then runs) before the watchdog ends the process.
+_SIGNAL_GRACE = 1.0
 _ADDRESS = re.compile(r"grpc://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})")
 _INT64_MAX = 2 ** 63 - 1
 # Tells this trainer process's jobs from those of earlier runs.
@@ -112,10 +124,80 @@ def distribute(batches_at, start_step, batches_per_step, address, job):
     return (batches_at(first_step).take(CHUNK_STEPS * batches_per_step)
             .batch(batches_per_step, drop_remainder=True))
 
-  chunk_starts = tf.data.Dataset.range(start_step, _INT64_MAX, CHUNK_STEPS)
-  steps = chunk_starts.flat_map(chunk).apply(
-      tf.data.experimental.service.distribute(
-          processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC,
-          service=address, job_name=job))
+  chunks = tf.data.Dataset.range(start_step, _INT64_MAX,
+                                 CHUNK_STEPS).flat_map(chunk)
+  # The stream is registered with the dispatcher here, in C++, which
+  # retries an address that answers but is no dispatcher for ever.
+  with watched(f"the dispatcher at {address} to register this run's "
+               "stream", REGISTER_TIMEOUT):
+    steps = chunks.apply(tf.data.experimental.service.distribute(
+        processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC,
+        service=address, job_name=job))
   return steps.unbatch().prefetch(tf.data.AUTOTUNE)
+
+
+def _say_and_exit(line, code):
+  """Ends the process at once with one line on stderr (the main thread is
+  held in C++ and cannot unwind)."""
+  print(f"{os.path.basename(sys.argv[0] or 'xlnet')}: {line}",
+        file=sys.stderr, flush=True)
+  os._exit(code)  # pylint: disable=protected-access
+
+
+@contextlib.contextmanager
+def watched(what, seconds):
+  """Bounds a wait of the main thread in TensorFlow's C++ code, which lets
+  other threads run but no Python signal handler: a watchdog thread ends
+  the process with one line (exit code 1) if the block lasts `seconds`,
+  and after SIGTERM or SIGINT (exit code 128 + the signal) if the block
+  has not ended within `_SIGNAL_GRACE` seconds of it; otherwise the
+  signal's Python handler runs as usual when the block ends. Outside the
+  main thread only the bound applies.
+
+  Args:
+    what: what the block waits for, for the lines ("the dispatcher at
+      ... to register this run's stream").
+    seconds: the bound.
+  """
+  logging.info("Waiting up to %g s for %s", seconds, what)
+  done = threading.Event()
+  read_fd, write_fd = os.pipe()
+  os.set_blocking(write_fd, False)
+  try:
+    previous = signal.set_wakeup_fd(write_fd)
+  except ValueError:  # not the main thread
+    previous = None
+  watchdog = threading.Thread(target=_watch, daemon=True,
+                              args=(what, seconds, read_fd, done))
+  watchdog.start()
+  try:
+    yield
+  finally:
+    done.set()
+    if previous is not None:
+      signal.set_wakeup_fd(previous)
+    os.write(write_fd, b"\0")  # wakes the watchdog up to see `done`
+    watchdog.join()
+    os.close(read_fd)
+    os.close(write_fd)
+
+
+def _watch(what, seconds, read_fd, done):
+  """The watchdog of `watched`."""
+  deadline = time.monotonic() + seconds
+  while not done.is_set():
+    ready, _, _ = select.select([read_fd], [], [],
+                                max(0.0, deadline - time.monotonic()))
+    if done.is_set():
+      return
+    if not ready:
+      _say_and_exit(f"error: gave up waiting for {what} after {seconds:g} "
+                    "s: the address answers but no tf.data service "
+                    "dispatcher serves it, or it is overloaded; check "
+                    f"{FLAG}", 1)
+    signums = [b for b in os.read(read_fd, 64) if b]
+    if signums and not done.wait(_SIGNAL_GRACE):
+      name = signal.Signals(signums[0]).name
+      _say_and_exit(f"stopped by {name} while waiting for {what}; nothing "
+                    "was trained in this run", 128 + signums[0])
 

@@ -13,6 +13,9 @@ import zlib
 from absl import logging
 import tensorflow as tf
 
+from xlnet.training import cluster_wait
+from xlnet.training import config as train_config
+
 
 def tpu_cluster_resolver(tpu, zone=None, project=None):
   """The TPUClusterResolver of `--tpu` (a name, or grpc://ip:port).
@@ -82,7 +85,8 @@ def cluster_workers(worker_hosts=None):
 
 
 def create_strategy(num_core_per_host=1, worker_hosts=None, task_index=None,
-                    use_tpu=False, tpu=None, tpu_zone=None, gcp_project=None):
+                    use_tpu=False, tpu=None, tpu_zone=None, gcp_project=None,
+                    cluster_timeout=train_config.CLUSTER_TIMEOUT):
   """Chooses and creates the tf.distribute strategy.
 
   Call it before any other TensorFlow op (logical CPU devices and the
@@ -95,6 +99,8 @@ def create_strategy(num_core_per_host=1, worker_hosts=None, task_index=None,
       every worker and this worker's index (they build TF_CONFIG); a
       TF_CONFIG naming several workers works as well.
     use_tpu, tpu, tpu_zone, gcp_project: a TPUStrategy on the named TPU.
+    cluster_timeout: seconds the workers wait for each other at the start
+      (`cluster_wait.start`).
 
   Returns:
     a `tf.distribute.Strategy`.
@@ -112,7 +118,8 @@ def create_strategy(num_core_per_host=1, worker_hosts=None, task_index=None,
       logging.warning("%d GPUs visible on this worker; all are used "
                       "(--num_core_per_host=%d)", len(gpus),
                       num_core_per_host)
-    return tf.distribute.MultiWorkerMirroredStrategy()
+    return cluster_wait.start(tf.distribute.MultiWorkerMirroredStrategy,
+                              _tf_config(), cluster_timeout)
   return one_host_strategy(num_core_per_host)
 
 
@@ -179,7 +186,8 @@ def for_training(device, layout):
     strategy = for_inference(device, layout.num_core_per_host)
   else:
     strategy = _created_once(_CLUSTER, lambda: create_strategy(
-        layout.num_core_per_host, device.worker_hosts, device.task_index))
+        layout.num_core_per_host, device.worker_hosts, device.task_index,
+        cluster_timeout=device.cluster_timeout))
   check_layout(strategy, layout, device.use_tpu)
   return strategy
 
