@@ -465,3 +465,19 @@ def test_saved_model_equals_run_classifier_predictions(tmp_path):
   got = np.concatenate(got)
   assert got.shape == expected.shape == (6, 2)
   np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_interop_doc_lists_every_installed_command():
+  """docs/interop.md names each program setup.py installs (`PROGRAMS`,
+  read from its source) and says how many there are."""
+  import ast  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(fx.REPO, "setup.py"), encoding="utf-8") as f:
+    tree = ast.parse(f.read())
+  programs = next(ast.literal_eval(node.value) for node in tree.body
+                  if isinstance(node, ast.Assign)
+                  and node.targets[0].id == "PROGRAMS")
+  with open(os.path.join(fx.REPO, "docs", "interop.md"),
+            encoding="utf-8") as f:
+    installing = f.read().split("## Installing", 1)[1].split("\n## ", 1)[0]
+  assert [p for p in programs if f"`{p}`" not in installing] == []
+  assert f"The {len(programs)} commands" in installing
