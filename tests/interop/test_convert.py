@@ -96,7 +96,46 @@ def test_export_layout(tmp_path):
       5, 1, 2)
   assert sorted(os.listdir(out)) == [
       "config.json", "model.safetensors", "special_tokens_map.json",
-      "spiece.model", "tokenizer_config.json"]
+      "spiece.model", "tokenizer.json", "tokenizer_config.json"]
+
+
+def _task_record(directory, **record):
+  with open(os.path.join(directory, "task.json"), "w") as f:
+    json.dump(dict({"kind": "classifier", "task_name": fx.TASK,
+                    "cls_scope": None}, **record), f)
+
+
+def test_label_names_travel_from_the_task_record(tmp_path):
+  """config.json's id2label/label2id are the label_list fine-tuning
+  recorded in task.json (for this head only); a record whose labels do not
+  fit the head is one line; without a record, HF's LABEL_i."""
+  prefix = fx.copied_checkpoint(str(tmp_path / "ckpt"), "classification")[0]
+  config = fx.shared_checkpoint("classification")[2]
+
+  def exported(name, task=fx.TASK):
+    out = str(tmp_path / name)
+    hf_export.export_hf(prefix, config, fx.SPIECE, out, task)
+    with open(os.path.join(out, "config.json")) as f:
+      hf = json.load(f)
+    return hf["id2label"], hf["label2id"]
+
+  assert exported("plain") == ({"0": "LABEL_0", "1": "LABEL_1",
+                                "2": "LABEL_2"},
+                               {"LABEL_0": 0, "LABEL_1": 1, "LABEL_2": 2})
+  _task_record(os.path.dirname(prefix),
+               label_list=["contradiction", "entailment", "neutral"])
+  assert exported("named") == (
+      {"0": "contradiction", "1": "entailment", "2": "neutral"},
+      {"contradiction": 0, "entailment": 1, "neutral": 2})
+  _task_record(os.path.dirname(prefix), task_name="other",
+               label_list=["a", "b"])
+  assert exported("other")[0]["1"] == "LABEL_1"  # another head's record
+  _task_record(os.path.dirname(prefix), label_list=["neg", "pos"])
+  _refused(hf_export.export_hf, prefix, config, fx.SPIECE,
+           output=str(tmp_path / "bad"), task_name=fx.TASK,
+           match=r'task.json: label_list \["neg", "pos"\] is not 3 distinct '
+           "names, one per class of the checkpoint's classification_sts-b "
+           "head")
 
 
 # SQuAD's head (the most outputs: the beam) stands for the SavedModel's
@@ -426,3 +465,19 @@ def test_saved_model_equals_run_classifier_predictions(tmp_path):
   got = np.concatenate(got)
   assert got.shape == expected.shape == (6, 2)
   np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_interop_doc_lists_every_installed_command():
+  """docs/interop.md names each program setup.py installs (`PROGRAMS`,
+  read from its source) and says how many there are."""
+  import ast  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(fx.REPO, "setup.py"), encoding="utf-8") as f:
+    tree = ast.parse(f.read())
+  programs = next(ast.literal_eval(node.value) for node in tree.body
+                  if isinstance(node, ast.Assign)
+                  and node.targets[0].id == "PROGRAMS")
+  with open(os.path.join(fx.REPO, "docs", "interop.md"),
+            encoding="utf-8") as f:
+    installing = f.read().split("## Installing", 1)[1].split("\n## ", 1)[0]
+  assert [p for p in programs if f"`{p}`" not in installing] == []
+  assert f"The {len(programs)} commands" in installing

@@ -2,6 +2,7 @@
 computes (<= 1e-4): hidden states, LM logits with memories, and each head's
 logits; HF's tokenizer from the export gives our ids. Needs PyTorch and
 transformers (the `interop` environment); skipped elsewhere."""
+import json
 import os
 
 import numpy as np
@@ -304,7 +305,7 @@ def test_hf_written_model_round_trips_bit_for_bit(tmp_path, kind):
 def _tokenizer_of(spiece, out):
   """HF's tokenizer from the export's tokenizer files and `spiece`."""
   import shutil  # pylint: disable=g-import-not-at-top
-  for name, value in hf_export.tokenizer_files(False).items():
+  for name, value in hf_export.tokenizer_files(False, spiece).items():
     hf_export._write_json(os.path.join(out, name), value)  # pylint: disable=protected-access
   shutil.copyfile(spiece, os.path.join(out, "spiece.model"))
   return transformers.AutoTokenizer.from_pretrained(out)
@@ -320,14 +321,20 @@ def test_ids_equal_on_every_line_of_a_novel_but_for_ties(tmp_path,
   2,000-piece vocabulary, none with 1,000 pieces). There the two splits
   spell the same text with the same total score. The release splits a
   piece ending in digit + ',' ("1999," -> "1999" ","), which HF lacks;
-  these vocabularies hold no such piece (`hf_export.digit_comma_pieces`)."""
+  these vocabularies hold no such piece (`hf_export.digit_comma_pieces`).
+  Both ways HF reads the export's tokenizer.json: transformers 5's
+  XLNetTokenizer (which takes its pieces, scores, post-processor and
+  character map) and the `tokenizers` library alone (the whole file, as
+  transformers 4's fast tokenizer)."""
   from tests import data_helpers  # pylint: disable=g-import-not-at-top
   import sentencepiece as spm  # pylint: disable=g-import-not-at-top
+  import tokenizers  # pylint: disable=g-import-not-at-top
   spiece = data_helpers.train_tiny_spm(vocab_size=vocab_size)
   sp = spm.SentencePieceProcessor()
   sp.Load(spiece)
   assert hf_export.digit_comma_pieces(spiece) == []
   tok = _tokenizer_of(spiece, str(tmp_path))
+  raw = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
   with open(data_helpers.demo_corpus(), encoding="utf-8") as f:
     lines = [l for l in f.read().splitlines() if l.strip()]
   lines += TEXTS
@@ -337,11 +344,51 @@ def test_ids_equal_on_every_line_of_a_novel_but_for_ties(tmp_path,
     return sum(sp.GetScore(i) for i in ids)
 
   for line in lines:
-    theirs = tok(line, add_special_tokens=False)["input_ids"]
     ours = prepro_utils.encode_ids(sp, prepro_utils.preprocess_text(line))
-    if theirs != ours:
-      assert sp.DecodeIds(theirs) == sp.DecodeIds(ours), line
-      assert abs(score(theirs) - score(ours)) <= 1e-4, line
+    for theirs in (tok(line, add_special_tokens=False)["input_ids"],
+                   raw.encode(line, add_special_tokens=False).ids):
+      if theirs != ours:
+        assert sp.DecodeIds(theirs) == sp.DecodeIds(ours), line
+        assert abs(score(theirs) - score(ours)) <= 1e-4, line
+
+
+def test_tokenizer_json_reads_the_models_character_map():
+  """The export's normalizer ends with SentencePiece's own character map
+  (nmt_nfkc, which spm_train.py's models hold), read without protobuf:
+  the bytes sentencepiece's protobuf module reads."""
+  import base64  # pylint: disable=g-import-not-at-top
+  from sentencepiece import sentencepiece_model_pb2  # pylint: disable=g-import-not-at-top
+  from tests import data_helpers  # pylint: disable=g-import-not-at-top
+  from xlnet.interop import hf_tokenizer  # pylint: disable=g-import-not-at-top
+  spiece = data_helpers.train_tiny_spm(vocab_size=1000)
+  proto = sentencepiece_model_pb2.ModelProto()
+  with open(spiece, "rb") as f:
+    proto.ParseFromString(f.read())
+  charsmap = proto.normalizer_spec.precompiled_charsmap
+  assert len(charsmap) > 1000
+  last = hf_tokenizer.tokenizer_json(spiece, False)["normalizer"][
+      "normalizers"][-1]
+  assert last["type"] == "Precompiled"
+  assert base64.b64decode(last["precompiled_charsmap"]) == charsmap
+
+
+def test_export_refuses_a_tokenizer_json_that_disagrees_with_ours():
+  """`check_ids` runs the file through the `tokenizers` library and
+  compares ids and segments with our features: a file that lost the pair's
+  segment B, or whose scores split a word otherwise, is one line."""
+  from xlnet.interop import hf_tokenizer  # pylint: disable=g-import-not-at-top
+  config = hf_tokenizer.tokenizer_json(fx.SPIECE, False)
+  assert hf_tokenizer.check_ids(config, fx.SPIECE, False)
+  one_segment = json.loads(json.dumps(config))
+  one_segment["post_processor"]["pair"][2]["Sequence"]["type_id"] = 0
+  sp = _sp()
+  rescored = json.loads(json.dumps(config))
+  rescored["model"]["vocab"][sp.PieceToId("▁the")][1] = -1e3
+  for bad in (one_segment, rescored):
+    with pytest.raises(ValueError, match="the tokenizer.json built from it "
+                       "encodes .* ours as .*; nothing written") as info:
+      hf_tokenizer.check_ids(bad, fx.SPIECE, False)
+    assert "\n" not in str(info.value)
 
 
 def _program(args, cwd):

@@ -2,8 +2,9 @@
 
 Writes `config.json`, `model.safetensors` (through the `safetensors`
 package's NumPy API: no PyTorch needed), `spiece.model` and the tokenizer
-files, so that `XLNet*.from_pretrained(DIR)` and
-`AutoTokenizer.from_pretrained(DIR)` load the model and its tokenizer.
+files (`tokenizer.json`: `hf_tokenizer`), so that
+`XLNet*.from_pretrained(DIR)` and `AutoTokenizer.from_pretrained(DIR)` load
+the model and its tokenizer.
 """
 import json
 import os
@@ -17,7 +18,9 @@ import tensorflow as tf
 from xlnet import model as model_lib
 from xlnet.data import prepro_utils
 from xlnet.finetuning import config as finetuning_config
+from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.interop import hf_names
+from xlnet.interop import hf_tokenizer
 from xlnet.interop import output_dir as output_dir_lib
 from xlnet.training import checkpoint_io
 from xlnet.training import checkpoint_tools
@@ -255,7 +258,34 @@ def digit_comma_pieces(spiece_model_file):
           if prepro_utils.ends_with_digit_comma(p)]
 
 
-def hf_config(xlnet_config, kind, scope, n_class, ids, summary):
+def recorded_labels(prefix, kind, scope, n_class):
+  """The label names fine-tuning recorded for a classification head
+  (`label_list` of the checkpoint directory's `TASK_FILE`), or None: no
+  record, another head's record, or not a classification head.
+
+  Raises:
+    ValueError: one line when the record's labels are not `n_class`
+      distinct names.
+  """
+  path = os.path.join(os.path.dirname(prefix), finetuning_config.TASK_FILE)
+  record = train_state.read_run_record(path)
+  if kind != "classification" or not isinstance(record, dict):
+    return None
+  task = str(record.get("task_name", ""))
+  if classifier_head.classification_scope(task,
+                                          record.get("cls_scope")) != scope:
+    return None
+  labels = record.get("label_list")
+  names = [str(l) for l in labels] if isinstance(labels, list) else []
+  if len(names) != n_class or len(set(names)) != n_class:
+    raise ValueError(f"{path}: label_list {json.dumps(labels)[:80]} is not "
+                     f"{n_class} distinct names, one per class of the "
+                     f"checkpoint's {scope} head")
+  return names
+
+
+def hf_config(xlnet_config, kind, scope, n_class, ids, summary,
+              labels=None):
   """config.json of the exported model (a dict).
 
   Args:
@@ -265,6 +295,8 @@ def hf_config(xlnet_config, kind, scope, n_class, ids, summary):
     ids: `special_ids`.
     summary: `summary_settings`; None for a head without a summary
       (written as "last" without a projection, which HF does not read).
+    labels: a classification head's label names (`recorded_labels`), or
+      None: HF's `LABEL_{i}`.
   """
   summary_type, use_summ_proj = summary or ("last", False)
   c = xlnet_config
@@ -288,8 +320,7 @@ def hf_config(xlnet_config, kind, scope, n_class, ids, summary):
   }
   if kind in ("classification", "regression"):
     task = scope.split("_", 1)[1]
-    labels = ["LABEL_0"] if kind == "regression" else [
-        f"LABEL_{i}" for i in range(n_class)]
+    labels = labels or [f"LABEL_{i}" for i in range(n_class or 1)]
     config.update(
         finetuning_task=task,
         problem_type=("regression" if kind == "regression" else
@@ -305,10 +336,13 @@ def hf_config(xlnet_config, kind, scope, n_class, ids, summary):
 MODEL_INPUT_NAMES = ("input_ids", "token_type_ids", "attention_mask")
 
 
-def tokenizer_files(uncased):
-  """{file name: dict} of HF's XLNetTokenizer settings: our text
-  normalization (spaces collapsed, accents stripped, lower-casing for
-  uncased models), XLNet's left padding, and segment ids in the outputs."""
+def tokenizer_files(uncased, spiece_model_file):
+  """{file name: dict} of HF's XLNetTokenizer: the fast tokenizer itself
+  (`hf_tokenizer.tokenizer_json`), and the settings of the tokenizer
+  transformers builds from `spiece.model` when it does not read
+  `tokenizer.json`: our text normalization (spaces collapsed, accents
+  stripped, lower-casing for uncased models), XLNet's left padding, and
+  segment ids in the outputs."""
   specials = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
               "sep_token": "<sep>", "pad_token": "<pad>",
               "cls_token": "<cls>", "mask_token": "<mask>",
@@ -318,7 +352,9 @@ def tokenizer_files(uncased):
                 keep_accents=False, padding_side="left",
                 model_input_names=list(MODEL_INPUT_NAMES))
   return {"tokenizer_config.json": config,
-          "special_tokens_map.json": specials}
+          "special_tokens_map.json": specials,
+          "tokenizer.json": hf_tokenizer.tokenizer_json(spiece_model_file,
+                                                        uncased)}
 
 
 def _write_json(path, value):
@@ -367,19 +403,22 @@ def export_hf(checkpoint, xlnet_config, spiece_model_file, output_dir,
   tensors = hf_names.tf_to_hf(
       values, kind, scope, hf_names.sizes_of(xlnet_config, n_class or 1),
       f"--checkpoint={prefix}", config_source)
-  config = hf_config(xlnet_config, kind, scope, n_class, ids, summary)
+  config = hf_config(xlnet_config, kind, scope, n_class, ids, summary,
+                     recorded_labels(prefix, kind, scope, n_class))
   digit_comma = digit_comma_pieces(spiece_model_file)
   if digit_comma:
     logging.warning(
         "%d pieces of %s end in a digit and ',' (e.g. %s): HF's tokenizer "
         "keeps them where ours splits the comma off (docs/interop.md)",
         len(digit_comma), spiece_model_file, digit_comma[:3])
+  files = tokenizer_files(uncased, spiece_model_file)
+  hf_tokenizer.check_ids(files["tokenizer.json"], spiece_model_file, uncased)
   with output_dir_lib.staged(output_dir) as tmp:
     _write_json(os.path.join(tmp, "config.json"), config)
     safetensors_numpy.save_file(tensors,
                                 os.path.join(tmp, "model.safetensors"),
                                 metadata={"format": "pt"})
     shutil.copyfile(spiece_model_file, os.path.join(tmp, "spiece.model"))
-    for name, value in tokenizer_files(uncased).items():
+    for name, value in files.items():
       _write_json(os.path.join(tmp, name), value)
   return config["architectures"][0]
