@@ -163,6 +163,7 @@ def _server(*flags):
           result.stderr.strip().splitlines()[-1])
 
 
+@pytest.mark.tf_version
 def test_a_server_on_a_busy_port_or_a_file_as_journal_is_one_line(
     tmp_path):
   """Each refused before any server starts, one line naming the flag: a

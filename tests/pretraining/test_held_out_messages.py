@@ -37,3 +37,20 @@ def test_no_held_out_split_names_eval_split_and_the_directory_flag(
       "directory of the held-out records (data_utils.py --split=valid), or "
       "train without held-out evaluation: --eval_steps=0")
   assert not os.path.exists(tmp_path / "model" / "model.ckpt-1.index")
+
+
+@pytest.mark.tf_version
+def test_eval_pretrain_on_a_directory_without_a_checkpoint_is_one_line(
+    tmp_path, train_records):
+  """eval_pretrain.py's command line (in this process) on a model
+  directory that holds no checkpoint: one line naming the flag and the
+  directory, exit code 2, nothing evaluated."""
+  (tmp_path / "model").mkdir()
+  proc = fx.run_program(
+      "eval_pretrain.py", f"--record_info_dir={train_records}",
+      f"--eval_record_info_dir={train_records}", "--eval_split=train",
+      f"--model_dir={tmp_path / 'model'}", *fx.PROGRAM_RUN)
+  assert proc.returncode == 2, proc.stderr[-3000:]
+  assert proc.stderr.strip().splitlines()[-1].endswith(
+      f"directory {tmp_path / 'model'} holds no checkpoint; train first, "
+      "or give a checkpoint prefix")

@@ -3,8 +3,10 @@
 from any directory, and a file of the user's at ./configs/NAME wins.
 
 (`tests/programs/test_install.py` checks the same after `pip install`.)"""
+import importlib
 import json
 import os
+import runpy
 import subprocess
 
 import pytest
@@ -93,3 +95,13 @@ def test_a_program_reads_the_users_copies(tmp_path):
   (tmp_path / "configs" / "xlnet_tiny.json").write_text("{}")
   path, rate = _parse(str(tmp_path), "--flagfile=configs/demo.flags")
   assert (path, rate) == ("configs/xlnet_tiny.json", 0.5)
+
+
+@pytest.mark.tf_version
+def test_python_m_xlnet_configs_prints_the_shipped_directory(capsys):
+  """`python -m xlnet.configs` (run as the interpreter runs it, then
+  imported) prints the directory of the shipped files."""
+  runpy.run_module("xlnet.configs", run_name="__main__")
+  assert capsys.readouterr().out == os.path.join(REPO, "xlnet",
+                                                 "configs") + "\n"
+  importlib.import_module("xlnet.configs.__main__")
