@@ -33,6 +33,8 @@ import tempfile  # noqa: E402
 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from tensorflow.python.eager import context  # noqa: E402
+from tensorflow.python.framework import ops  # noqa: E402
 
 from tests import shared_artifacts  # noqa: E402
 
@@ -133,6 +135,42 @@ def pytest_sessionfinish(session, exitstatus):
     session.exitstatus = 1
   elif session.exitstatus == 0 and run_dir:
     shutil.rmtree(run_dir, ignore_errors=True)
+
+
+# A test's MirroredStrategy numbers its collectives from a key base of its
+# own. Every MirroredStrategy of a process starts its group and instance
+# keys at 1 + that base (TensorFlow's own tests raise it per strategy): two
+# strategies on the same devices in one pytest worker (a test's own and a
+# program run in-process, each with another model) would otherwise share
+# collective keys, and the runtime aborts the second on a shape mismatch
+# ("Shape mismatch in the collective instance 100"), for the rest of the
+# process. The programs create one strategy per process
+# (`strategies._created_once`), as a user's process does.
+_KEY_BASE_STEP = 100000
+
+
+@pytest.fixture(autouse=True)
+def _collective_keys_of_its_own():
+  tf.distribute.MirroredStrategy._collective_key_base += _KEY_BASE_STEP  # pylint: disable=protected-access
+  yield
+
+
+def _tf_stacks():
+  """TensorFlow's default-graph and context-switch stacks."""
+  return (ops._default_graph_stack.stack,  # pylint: disable=protected-access
+          context.context().context_switches.stack)
+
+
+@pytest.fixture(autouse=True)
+def _tf_stacks_as_found():
+  """Each test leaves TensorFlow's graph stacks as it found them: a test
+  that stops a program run in-process inside TensorFlow's own
+  `Graph.as_default` (a signal between its push and its pop) would leave
+  graph mode on for every later test of the worker."""
+  depths = [len(stack) for stack in _tf_stacks()]
+  yield
+  for stack, depth in zip(_tf_stacks(), depths):
+    del stack[depth:]
 
 
 @pytest.fixture(autouse=True)

@@ -27,6 +27,7 @@ from xlnet.finetuning.squad import predictions as squad_predictions
 from xlnet.finetuning.squad import task as squad_task
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.programs import run_squad
+from xlnet.training import checkpoint_io
 from xlnet.training.config import DEFAULT_SEED
 
 SMALL = ["--max_seq_length=48", "--max_query_length=8", "--doc_stride=12",
@@ -432,8 +433,9 @@ def test_every_checkpoint_is_rated_and_the_best_picked(squad, monkeypatch,
                                {"data": data})
   model_dir = squad["tmp"] / "model"
   model_dir.mkdir()
-  for step in (1, 2):
-    (model_dir / f"model.ckpt-{step}.index").touch()
+  for step in (1, 2):  # intact checkpoints of one variable (predict stands in)
+    checkpoint_io.write_checkpoint(str(model_dir / f"model.ckpt-{step}"),
+                                   {"step": np.array(step, np.int64)})
   (model_dir / "checkpoint").write_text(
       'model_checkpoint_path: "model.ckpt-2"\n')
   monkeypatch.setattr(squad_task, "predict", _stand_in_by_checkpoint({

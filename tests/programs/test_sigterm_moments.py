@@ -22,6 +22,8 @@ import sys
 
 import numpy as np
 import pytest
+from tensorflow.python.eager import context
+from tensorflow.python.framework import ops
 
 from tests import checkpoint_fixtures as ckpt_fx
 from tests import data_helpers
@@ -55,6 +57,25 @@ class _Profile:
       os.kill(os.getpid(), signal.SIGTERM)
 
 
+def _tf_context_depth():
+  """How deep TensorFlow's default-graph and context-switch stacks are."""
+  return (len(ops._default_graph_stack.stack),  # pylint: disable=protected-access
+          len(context.context().context_switches.stack))
+
+
+def _restore_tf_context(depth):
+  """Pops what a stopped run left on TensorFlow's stacks. A stop raised
+  inside TensorFlow's own `Graph.as_default` (after its push, before the
+  `try` that pops) leaves that graph the default, graph mode on, for the
+  rest of the process; the program's process ends at the stop, this one
+  runs the next test."""
+  graphs, switches = depth
+  while len(ops._default_graph_stack.stack) > graphs:  # pylint: disable=protected-access
+    ops._default_graph_stack.stack.pop()  # pylint: disable=protected-access
+  while len(context.context().context_switches.stack) > switches:
+    context.context().context_switches.pop()
+
+
 def run_as_program(operation, fire_at=None):
   """Runs `operation()` as a program's `main` runs (`cli.run`: SIGTERM
   raises cli.Terminated, `cli.guarded` ends it), sending SIGTERM at
@@ -65,6 +86,7 @@ def run_as_program(operation, fire_at=None):
   """
   profile = _Profile(fire_at)
   err = io.StringIO()
+  depth = _tf_context_depth()
   with cli.sigterm_raises(), contextlib.redirect_stderr(err):
     try:
       sys.setprofile(profile)
@@ -80,6 +102,7 @@ def run_as_program(operation, fire_at=None):
       code = e.code
     finally:
       sys.setprofile(None)
+      _restore_tf_context(depth)
   if profile.fired or code:
     assert (code, err.getvalue()) == (
         143, f"{cli.program_name()}: {STOPPED}\n"), (
