@@ -155,22 +155,36 @@ def _collective_keys_of_its_own():
   yield
 
 
-def _tf_stacks():
-  """TensorFlow's default-graph and context-switch stacks."""
-  return (ops._default_graph_stack.stack,  # pylint: disable=protected-access
-          context.context().context_switches.stack)
+def _tf_state():
+  """TensorFlow's default-graph stack, context-switch stack and eager flag
+  of this thread."""
+  ctx = context.context()
+  return (list(ops._default_graph_stack.stack),  # pylint: disable=protected-access
+          list(ctx.context_switches.stack),
+          ctx._thread_local_data.is_eager)  # pylint: disable=protected-access
 
 
-@pytest.fixture(autouse=True)
-def _tf_stacks_as_found():
-  """Each test leaves TensorFlow's graph stacks as it found them: a test
-  that stops a program run in-process inside TensorFlow's own
-  `Graph.as_default` (a signal between its push and its pop) would leave
-  graph mode on for every later test of the worker."""
-  depths = [len(stack) for stack in _tf_stacks()]
-  yield
-  for stack, depth in zip(_tf_stacks(), depths):
-    del stack[depth:]
+# As TensorFlow is before any test: eager, no graph made the default.
+_PRISTINE = _tf_state()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+  """Each `eager` test, and the module fixtures it is the first to need,
+  start in TensorFlow's state of a fresh process (eager, no default graph;
+  the other tests start in a graph of their own, `_graph_mode`). A test
+  that stops a program run in-process inside TensorFlow's own context
+  managers (`Graph.as_default`, `context.graph_mode`: a signal between
+  their change and the `try` that undoes it) would otherwise leave graph
+  mode on for every later test of the worker; a real process ends at the
+  stop."""
+  if not item.get_closest_marker("eager"):
+    return
+  graphs, switches, is_eager = _PRISTINE
+  ctx = context.context()
+  ops._default_graph_stack.stack[:] = graphs  # pylint: disable=protected-access
+  ctx.context_switches.stack[:] = switches
+  ctx._thread_local_data.is_eager = is_eager  # pylint: disable=protected-access
 
 
 @pytest.fixture(autouse=True)
