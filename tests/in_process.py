@@ -17,7 +17,9 @@ import contextlib
 import dataclasses
 import io
 import os
+import resource
 import runpy
+import signal
 import sys
 import traceback
 
@@ -121,3 +123,20 @@ def run_program(program, *args, env=None, cwd=None):
   finally:
     sys.argv = saved_argv
   return Result(code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def file_size_limit(limit):
+  """Files this process writes may not grow beyond `limit` bytes during the
+  block (`ulimit -f`, the soft limit, put back afterwards); with SIGXFSZ
+  ignored a write beyond it fails with EFBIG ("File too large"), as a full
+  disk fails a write with ENOSPC. For a program run in-process
+  (`run_program`)."""
+  previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+  previous = resource.getrlimit(resource.RLIMIT_FSIZE)
+  resource.setrlimit(resource.RLIMIT_FSIZE, (limit, previous[1]))
+  try:
+    yield
+  finally:
+    resource.setrlimit(resource.RLIMIT_FSIZE, previous)
+    signal.signal(signal.SIGXFSZ, previous_handler)

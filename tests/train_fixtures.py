@@ -1,12 +1,9 @@
 """Synthetic pretraining batches, tiny flags and engine helpers for the
 trainer tests."""
-import contextlib
 import dataclasses
 import json
 import os
 import re
-import resource
-import signal
 import subprocess
 import sys
 
@@ -342,18 +339,3 @@ def assert_same_checkpoint(got, want):
   for name, value in want.items():
     np.testing.assert_array_equal(got[name], value, err_msg=name)
 
-
-@contextlib.contextmanager
-def file_size_limit(limit):
-  """Files this process writes may not grow beyond `limit` bytes during the
-  block (`ulimit -f`, the soft limit); with SIGXFSZ ignored a write beyond
-  it fails with EFBIG ("File too large"), as a full disk fails a write
-  with ENOSPC. For a program run in-process (`run_program`)."""
-  previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-  previous = resource.getrlimit(resource.RLIMIT_FSIZE)
-  resource.setrlimit(resource.RLIMIT_FSIZE, (limit, previous[1]))
-  try:
-    yield
-  finally:
-    resource.setrlimit(resource.RLIMIT_FSIZE, previous)
-    signal.signal(signal.SIGXFSZ, previous_handler)

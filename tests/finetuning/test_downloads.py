@@ -6,7 +6,6 @@ ignored, refuses truncated, stalled, wrong and mislabelled downloads with
 one line, never leaves anything half-unpacked, and checks a published
 checksum."""
 import base64
-import contextlib
 import errno
 import glob
 import hashlib
@@ -14,7 +13,6 @@ import io
 import json
 import os
 import re
-import resource
 import signal
 import socket
 import subprocess
@@ -569,20 +567,6 @@ def error_lines(stderr):
   return [l for l in stderr.splitlines() if l.startswith("download.py:")]
 
 
-@contextlib.contextmanager
-def file_size_limit(limit):
-  """For the block, no file this process writes may grow beyond `limit`
-  bytes (`ulimit -f`: the soft limit, put back afterwards); with SIGXFSZ
-  ignored, a write beyond it fails with EFBIG, as on a full disk."""
-  soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-  previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-  resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
-  try:
-    yield
-  finally:
-    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-    signal.signal(signal.SIGXFSZ, previous)
-
 
 def test_program_stalled_server_exits_1_with_one_line(server, tmp_path):
   (file,) = files_of(["rte"])
@@ -656,7 +640,7 @@ def test_program_full_disk_keeps_the_part_and_a_rerun_resumes(server,
   limit = 1500
   args = [f"--data_root={tmp_path}", "--only=xlnet-large",
           f"--mirror={server.url}"]
-  with file_size_limit(limit):
+  with in_process.file_size_limit(limit):
     proc = run_program(args)
   assert proc.returncode == 1, proc.stderr[-2000:]
   assert error_lines(proc.stderr) == [
@@ -722,7 +706,7 @@ def test_program_full_disk_with_a_placed_archive_is_one_line(
   archive.write_bytes(fx.zip_bytes(files))
   args = [f"--data_root={tmp_path}", "--only=sts-b",
           "--mirror=http://h.invalid"]
-  with file_size_limit(limit):
+  with in_process.file_size_limit(limit):
     proc = run_program(args)
   assert proc.returncode == 1, proc.stderr[-2000:]
   assert error_lines(proc.stderr) == [

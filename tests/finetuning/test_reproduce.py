@@ -2,12 +2,10 @@
 (batch plans, seeds, SQuAD preprocessing shards), medians over seeds, the
 PNG chart, the progress text, the earlier layout's migration, and whole
 tables on tiny stand-in data (resumed after a SIGKILL)."""
-import contextlib
 import dataclasses
 import json
 import os
 import re
-import resource
 import shlex
 import shutil
 import signal
@@ -1015,20 +1013,6 @@ def _check_reports(work_dir, names, steps=2):
   return rows
 
 
-@contextlib.contextmanager
-def _file_size_limit(limit):
-  """For the block, no file this process writes may grow beyond `limit`
-  bytes (`ulimit -f`: the soft limit, put back afterwards); with SIGXFSZ
-  ignored, a write beyond it fails with EFBIG as on a full disk."""
-  soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-  previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-  resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
-  try:
-    yield
-  finally:
-    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-    signal.signal(signal.SIGXFSZ, previous)
-
 
 # Larger than the work dir's lock, smaller than a task log's first line
 # (the command) and results.md.
@@ -1042,7 +1026,7 @@ def _temporaries(root):
 
 def test_a_task_log_beyond_a_file_size_limit_is_one_line(tmp_path):
   data, work = glue_root(str(tmp_path / "glue")), tmp_path / "work"
-  with _file_size_limit(SMALL_FILES):
+  with in_process.file_size_limit(SMALL_FILES):
     proc = _run_here(["--table=glue", "--tasks=rte", f"--data_root={data}",
                       f"--work_dir={work}"] + _model_args("/m"))
   assert proc.returncode == 1, proc.stderr[-3000:]
@@ -1058,7 +1042,7 @@ def test_reports_beyond_a_file_size_limit_are_one_line(tmp_path):
   data, work = glue_root(str(tmp_path / "glue")), tmp_path / "work"
   args = [f"--data_root={data}", "--tasks=rte", "--num_seeds=1"]
   _write_result(_settings(work, *args), data_dir=f"{data}/RTE")
-  with _file_size_limit(SMALL_FILES):
+  with in_process.file_size_limit(SMALL_FILES):
     proc = _run_here(["--table=glue", f"--work_dir={work}"] +
                      _model_args("/m") + args)
   assert proc.returncode == 1, proc.stderr[-3000:]

@@ -21,6 +21,7 @@ import pytest
 import tensorflow as tf
 
 from tests import data_helpers
+from tests import in_process
 from tests import shared_artifacts
 from tests import train_fixtures as fx
 from xlnet.pretraining import pretrain
@@ -238,7 +239,7 @@ def test_a_save_beyond_a_file_size_limit_is_one_line_and_a_rerun_resumes(
   data = model_dir / "model.ckpt-24.data-00000-of-00001"
   want = checkpoint_io.read_tensors(str(model_dir / "model.ckpt-24"))
   flags = [*TRAINED, "--train_steps=26"]
-  with fx.file_size_limit(data.stat().st_size // 2):
+  with in_process.file_size_limit(data.stat().st_size // 2):
     proc = _run(records, model_dir, *flags)
   assert proc.returncode == 1, proc.stderr[-3000:]
   last = proc.stderr.strip().splitlines()[-1]

@@ -13,6 +13,7 @@ import pytest
 
 from tests import classifier_fixtures
 from tests import data_helpers
+from tests import in_process
 from tests import train_fixtures as fx
 
 # The writers' errors are TensorFlow's file errors, translated.
@@ -24,7 +25,7 @@ def run(program, args, max_file_bytes=None):
   `max_file_bytes`, no file it writes may grow past that many bytes."""
   if max_file_bytes is None:
     return fx.run_program(program, *args)
-  with fx.file_size_limit(max_file_bytes):
+  with in_process.file_size_limit(max_file_bytes):
     return fx.run_program(program, *args)
 
 
