@@ -119,6 +119,7 @@ def test_predictor_names_a_missing_checkpoint(tmp_path):
                                  str(tmp_path / "model.ckpt-9"))
 
 
+@pytest.mark.tf_version
 def test_render_shows_hidden_pieces_as_numbers():
   pieces = ["\u2581The", "\u2581cat", "s", "\u2581sat", "."]
   assert demo_report.render(pieces, {1: 1, 4: 2}) == "The [1]s sat[2]"

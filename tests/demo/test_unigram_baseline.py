@@ -10,6 +10,7 @@ from xlnet.demo import unigram_baseline
 from xlnet.data.prepro_utils import CLS_ID, EOD_ID, SEP_ID
 
 
+@pytest.mark.tf_version
 def test_cross_entropy_hand_worked():
   # Counts 3, 1, 0, 0 (4 pieces seen) + 1 each -> p = 4/8, 2/8, 1/8, 1/8.
   # Targets 0, 1, 2 cost ln 2, ln 4, ln 8: mean 2 ln 2.
