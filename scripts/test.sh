@@ -133,6 +133,54 @@ if rows:
 PY
 }
 
+# Building an environment takes 1 to 2 minutes of one core (unpacking,
+# compiling to bytecode); the first environment's tests leave about a tenth
+# of the CPU idle (processes starting, waits). So every environment after
+# the first is built (or found built) in the background, one after the
+# other, at the lowest priority, while the first runs its tests.
+# later/ENV.done holds "EXIT_CODE SECONDS" once ENV's build ended.
+later="$(mktemp -d)" builder=""
+trap '[ -n "$builder" ] && kill -- -"$builder" 2>/dev/null; rm -rf "$later"' EXIT
+build_later() {
+  [ $# -gt 0 ] || return 0
+  set -m  # the builder in a process group of its own, to stop it whole
+  ( for env in "$@"; do
+      began=$SECONDS
+      nice -n 19 bash scripts/setup_env.sh "$env" >"$later/$env.out" 2>"$later/$env.err"
+      echo "$? $(( SECONDS - began ))" >"$later/$env.done"
+    done ) &
+  builder=$!
+  set +m
+}
+
+# set_up ENV: sets py (ENV's python) and setup_note (its words for the
+# summary); status 1 if ENV could not be built.
+set_up() {
+  local started=$SECONDS rc took
+  if [ -z "${building[$1]-}" ]; then
+    py="$(bash scripts/setup_env.sh "$1" | tail -n 1)" || return 1
+    setup_note="set-up $(( SECONDS - started )) s"
+    return 0
+  fi
+  while [ ! -f "$later/$1.done" ]; do
+    kill -0 "$builder" 2>/dev/null || [ -f "$later/$1.done" ] \
+      || { echo "test.sh: the background build of '$1' stopped" >&2; return 1; }
+    sleep 1
+  done
+  cat "$later/$1.err" >&2
+  read -r rc took <"$later/$1.done"
+  [ "$rc" = 0 ] || return 1
+  py="$(tail -n 1 "$later/$1.out")"
+  setup_note="set-up $took s beside the tests before (waited $(( SECONDS - started )) s)"
+}
+
+declare -A building=() reached=()
+to_run=()
+for env in $envs; do
+  mapfile -t run_paths < <(env_paths "$env")
+  [ ${#run_paths[@]} -gt 0 ] && to_run+=("$env")
+done
+
 summary=() reports=()
 for env in $envs; do
   mapfile -t run_paths < <(env_paths "$env")
@@ -142,12 +190,20 @@ for env in $envs; do
     summary+=("$env: not run ($note)")
     continue
   fi
-  started=$SECONDS
-  py="$(bash scripts/setup_env.sh "$env" | tail -n 1)" \
+  reached[$env]=1
+  set_up "$env" \
     || { echo "test.sh: could not set up the '$env' environment" >&2
          summary+=("$env: 0 passed, 1 failed, 0 skipped (the environment could not be set up)")
          continue; }
-  set_up=$(( SECONDS - started )) report_py="$py"
+  report_py="$py"
+  if [ -z "$builder" ]; then
+    rest=()
+    for e in "${to_run[@]}"; do
+      [ -n "${reached[$e]-}" ] || rest+=("$e")
+    done
+    for e in ${rest[@]+"${rest[@]}"}; do building[$e]=1; done
+    build_later ${rest[@]+"${rest[@]}"}
+  fi
   echo "=== tests on '$env': TensorFlow $("$py" -c 'from importlib import metadata; print(metadata.version("tensorflow"))' 2>/dev/null || echo '(none)'): ${run_paths[*]} ==="
   report="$(mktemp)"
   reports+=("$env:$report")
@@ -172,7 +228,7 @@ for env in $envs; do
     fi
     [ $rc -eq 1 ] || line+=" ($note)"
   fi
-  summary+=("$env: $line; set-up ${set_up} s, tests ${took} s")
+  summary+=("$env: $line; $setup_note, tests ${took} s")
 done
 
 [ ${#reports[@]} -gt 0 ] && slowest "${reports[@]}"

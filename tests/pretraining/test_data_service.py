@@ -36,22 +36,37 @@ ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
 CORES = 2  # replicas of the trainer (logical CPU devices)
 
 
+def free_ports(n):
+  """`n` different ports nothing listens on now."""
+  with contextlib.ExitStack() as stack:
+    held = [stack.enter_context(socket.socket()) for _ in range(n)]
+    for s in held:
+      s.bind(("127.0.0.1", 0))
+    return [s.getsockname()[1] for s in held]
+
+
 def free_port():
   """A port nothing listens on now."""
-  with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    return s.getsockname()[1]
+  return free_ports(1)[0]
 
 
-def start_server(*flags):
-  """`data_service.py` with `flags`, once it logged its address."""
-  proc = subprocess.Popen(
+def spawn_server(*flags):
+  """`data_service.py` with `flags`, started (see `started`)."""
+  return subprocess.Popen(
       [sys.executable, os.path.join(REPO, "data_service.py"), *flags],
       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
       env=ENV)
+
+
+def started(proc):
+  """`proc` of `spawn_server`, once it logged its address."""
   line = proc.stdout.readline()
   assert re.match(r"data_service.py: (dispatcher|worker) at ", line), line
   return proc
+
+
+def start_server(*flags):
+  return started(spawn_server(*flags))
 
 
 def stop(proc):
@@ -68,20 +83,23 @@ def loopback_cluster(*dispatcher_flags):
   processes, a function that stops the dispatcher and starts it again with
   the same flags); at the end every server still running must stop on
   SIGTERM with exit code 0, the workers first (docs/distributed.md)."""
-  port = free_port()
+  port, *worker_ports = free_ports(3)
   flags = [f"--port={port}", "--host=127.0.0.1", "--worker_timeout_ms=2000",
            *dispatcher_flags]
-  servers = [start_server(*flags)]
+  # Started together (workers wait for their dispatcher): each start is
+  # mostly TensorFlow's import.
+  servers = [spawn_server(*flags)] + [
+      spawn_server(f"--port={worker_port}", "--host=127.0.0.1",
+                   f"--dispatcher=127.0.0.1:{port}")
+      for worker_port in worker_ports]
 
   def restart_dispatcher():
     stop(servers[0])
     servers[0] = start_server(*flags)
 
   try:
-    for _ in range(2):
-      servers.append(start_server(
-          f"--port={free_port()}", "--host=127.0.0.1",
-          f"--dispatcher=127.0.0.1:{port}"))
+    for proc in servers:
+      started(proc)
     yield f"grpc://127.0.0.1:{port}", servers[1:], restart_dispatcher
   finally:
     for proc in servers[1:] + servers[:1]:

@@ -211,11 +211,36 @@ def test_nothing_selected_is_said_and_not_a_success(root):
   assert _agrees(status, output) == (2, 0, 0)
 
 
-def test_an_environment_that_cannot_be_built_fails_the_run(root):
-  status, output, _, asked = _test_sh(root, envs="broken reference")
-  assert asked == ["broken", "reference"]
+@pytest.mark.parametrize("envs", ["broken reference", "reference broken"])
+def test_an_environment_that_cannot_be_built_fails_the_run(root, envs):
+  """First (built before any test) or later (built in the background)."""
+  status, output, err, asked = _test_sh(root, envs=envs)
+  assert asked == envs.split()
   assert "broken: 0 passed, 1 failed" in output
+  assert "no such environment" in err
   assert _agrees(status, output) == (3, 1, 1)
+
+
+# Waits until the interop environment's set-up was asked for.
+WAITS_FOR_THE_BUILD = """
+import os, time
+def test_later_environments_build_meanwhile():
+  calls = os.path.join(os.path.dirname(__file__), "..", "setup_calls")
+  deadline = time.monotonic() + 30
+  while "interop" not in open(calls).read().split():
+    assert time.monotonic() < deadline, "interop was not being built"
+    time.sleep(0.1)
+"""
+
+
+def test_later_environments_are_built_while_the_first_runs_its_tests(root):
+  (root / "tests" / "test_waits.py").write_text(WAITS_FOR_THE_BUILD)
+  status, output, _, asked = _test_sh(root)
+  assert asked == ["reference", "interop"]
+  assert re.search(r"^interop: 1 passed, 0 failed, 0 skipped; set-up \d+ s "
+                   r"beside the tests before \(waited \d+ s\), tests \d+ s$",
+                   output, re.M), output[-3000:]
+  assert _agrees(status, output) == (5, 0, 1)
 
 
 @pytest.mark.parametrize("args,status", [(["--help"], 0), (["-h"], 0),
