@@ -11,7 +11,7 @@
 # docs/testing.md says which tier to run when.)
 #
 # Usage: bash scripts/test.sh [--quick] [PYTEST OPTIONS] [TEST PATHS]
-#   bash scripts/test.sh                  everything (about 25 min on 2 cores)
+#   bash scripts/test.sh                  everything (about 30 min on 2 cores)
 #   bash scripts/test.sh --quick          the quick tier: the tests marked
 #                                         quick, on reference (about 2 min)
 #   bash scripts/test.sh tests/core       one folder (or file, or
@@ -133,53 +133,36 @@ if rows:
 PY
 }
 
-# Building an environment takes 1 to 2 minutes of one core (unpacking,
-# compiling to bytecode); the first environment's tests leave about a tenth
-# of the CPU idle (processes starting, waits). So every environment after
-# the first is built (or found built) in the background, one after the
-# other, at the lowest priority, while the first runs its tests.
-# later/ENV.done holds "EXIT_CODE SECONDS" once ENV's build ended.
-later="$(mktemp -d)" builder=""
-trap '[ -n "$builder" ] && kill -- -"$builder" 2>/dev/null; rm -rf "$later"' EXIT
-build_later() {
-  [ $# -gt 0 ] || return 0
-  set -m  # the builder in a process group of its own, to stop it whole
-  ( for env in "$@"; do
-      began=$SECONDS
-      nice -n 19 bash scripts/setup_env.sh "$env" >"$later/$env.out" 2>"$later/$env.err"
-      echo "$? $(( SECONDS - began ))" >"$later/$env.done"
-    done ) &
-  builder=$!
-  set +m
-}
-
-# set_up ENV: sets py (ENV's python) and setup_note (its words for the
-# summary); status 1 if ENV could not be built.
-set_up() {
-  local started=$SECONDS rc took
-  if [ -z "${building[$1]-}" ]; then
-    py="$(bash scripts/setup_env.sh "$1" | tail -n 1)" || return 1
-    setup_note="set-up $(( SECONDS - started )) s"
-    return 0
-  fi
-  while [ ! -f "$later/$1.done" ]; do
-    kill -0 "$builder" 2>/dev/null || [ -f "$later/$1.done" ] \
-      || { echo "test.sh: the background build of '$1' stopped" >&2; return 1; }
-    sleep 1
-  done
-  cat "$later/$1.err" >&2
-  read -r rc took <"$later/$1.done"
-  [ "$rc" = 0 ] || return 1
-  py="$(tail -n 1 "$later/$1.out")"
-  setup_note="set-up $took s beside the tests before (waited $(( SECONDS - started )) s)"
-}
-
-declare -A building=() reached=()
-to_run=()
+# Building an environment is 1 to 2 minutes of one core (unpacking wheels,
+# compiling them to bytecode), so the environments this run needs are
+# built (or found built) together, each in a process of its own, before
+# any test runs: on 2 cores the three take about as long as the largest
+# alone. (Built in the background during the tests instead, they slowed
+# the tests by a fifth: more than they saved.) built/ENV.done holds
+# "EXIT_CODE SECONDS" once ENV's build ended.
+built="$(mktemp -d)"
+declare -A builder=()
+trap 'for b in ${builder[@]+"${builder[@]}"}; do kill "$b" 2>/dev/null; done; rm -rf "$built"' EXIT
 for env in $envs; do
   mapfile -t run_paths < <(env_paths "$env")
-  [ ${#run_paths[@]} -gt 0 ] && to_run+=("$env")
+  [ ${#run_paths[@]} -gt 0 ] || continue
+  ( began=$SECONDS
+    bash scripts/setup_env.sh "$env" >"$built/$env.out" 2>"$built/$env.err"
+    echo "$? $(( SECONDS - began ))" >"$built/$env.done" ) &
+  builder[$env]=$!
 done
+
+# set_up ENV: waits for ENV's build and shows its messages; sets py (ENV's
+# python) and set_up_took (the build's seconds); status 1 if it failed.
+set_up() {
+  local rc
+  wait "${builder[$1]}"
+  [ -f "$built/$1.done" ] || { echo "test.sh: the build of '$1' was stopped" >&2; return 1; }
+  cat "$built/$1.err" >&2
+  read -r rc set_up_took <"$built/$1.done"
+  [ "$rc" = 0 ] || return 1
+  py="$(tail -n 1 "$built/$1.out")"
+}
 
 summary=() reports=()
 for env in $envs; do
@@ -190,20 +173,11 @@ for env in $envs; do
     summary+=("$env: not run ($note)")
     continue
   fi
-  reached[$env]=1
   set_up "$env" \
     || { echo "test.sh: could not set up the '$env' environment" >&2
          summary+=("$env: 0 passed, 1 failed, 0 skipped (the environment could not be set up)")
          continue; }
   report_py="$py"
-  if [ -z "$builder" ]; then
-    rest=()
-    for e in "${to_run[@]}"; do
-      [ -n "${reached[$e]-}" ] || rest+=("$e")
-    done
-    for e in ${rest[@]+"${rest[@]}"}; do building[$e]=1; done
-    build_later ${rest[@]+"${rest[@]}"}
-  fi
   echo "=== tests on '$env': TensorFlow $("$py" -c 'from importlib import metadata; print(metadata.version("tensorflow"))' 2>/dev/null || echo '(none)'): ${run_paths[*]} ==="
   report="$(mktemp)"
   reports+=("$env:$report")
@@ -228,7 +202,7 @@ for env in $envs; do
     fi
     [ $rc -eq 1 ] || line+=" ($note)"
   fi
-  summary+=("$env: $line; $setup_note, tests ${took} s")
+  summary+=("$env: $line; set-up $set_up_took s, tests ${took} s")
 done
 
 [ ${#reports[@]} -gt 0 ] && slowest "${reports[@]}"

@@ -16,6 +16,7 @@ environment in XLNET_TEST_ENV.
 A test marked `only_env(NAME)` runs in environment NAME only. A plain
 `pytest`, with no XLNET_TEST_ENV, runs every test.
 """
+import json
 import os
 import sys
 
@@ -75,15 +76,42 @@ def runs_in(env, item):
   return in_interop
 
 
+def file_seconds(env):
+  """{test file: its seconds in a whole run} of environment `env` (a plain
+  pytest: reference's), from tests/file_seconds.json
+  (scripts/file_seconds.py writes it)."""
+  path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                      "file_seconds.json")
+  try:
+    with open(path, encoding="utf-8") as f:
+      table = json.load(f)
+  except (OSError, ValueError):
+    return {}
+  return table.get(env or "reference", {})
+
+
+def longest_files_first(items, seconds):
+  """`items` ordered by their file's `seconds`, longest first (files not
+  in `seconds` last), each file's tests in their order: the workers take
+  whole files in this order (--dist loadfile), so a long file never starts
+  last while the other worker runs out of work."""
+  order = {}
+  for item in items:
+    order.setdefault(item.nodeid.split("::")[0], len(order))
+  return sorted(items, key=lambda item: (
+      -seconds.get(item.nodeid.split("::")[0], 0.0),
+      order[item.nodeid.split("::")[0]]))
+
+
 def pytest_collection_modifyitems(config, items):
-  """Leaves out the tests this environment does not run (`runs_in`), and
-  skips tests marked `tpu_estimator` where TensorFlow has none (>= 2.16),
-  saying so."""
+  """Leaves out the tests this environment does not run (`runs_in`),
+  orders the files longest first (`longest_files_first`), and skips tests
+  marked `tpu_estimator` where TensorFlow has none (>= 2.16), saying so."""
   kept = [item for item in items if runs_in(TEST_ENV, item)]
   if len(kept) < len(items):
     config.hook.pytest_deselected(
         items=[item for item in items if not runs_in(TEST_ENV, item)])
-    items[:] = kept
+  items[:] = longest_files_first(kept, file_seconds(TEST_ENV))
   skip = pytest.mark.skip(
       reason=f"TPUEstimator was removed in TensorFlow 2.16; this is "
       f"{tf.__version__} (run on the reference environment, TensorFlow 2.15)")
@@ -101,7 +129,11 @@ def pytest_report_header(config):
 # ---- the run's shared artifacts (tests/shared_artifacts.py) ----------------
 def pytest_configure(config):
   """One artifact directory per run, shared by its xdist workers (they
-  inherit the variable from the process that starts them)."""
+  inherit the variable from the process that starts them). xdist hands out
+  the files in the collection's order (`longest_files_first`), not
+  reordered by their number of tests."""
+  if hasattr(config.option, "loadscopereorder"):
+    config.option.loadscopereorder = False
   if not os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["XLNET_TEST_RUN_DIR"] = tempfile.mkdtemp(prefix="xlnet-tests-")
   shared_artifacts.set_root(os.path.join(os.environ["XLNET_TEST_RUN_DIR"],

@@ -9,12 +9,15 @@ Each case runs a copy of the script in a scratch root with test files of
 its own and a fake `scripts/setup_env.sh` that records the environments
 asked for and answers with this interpreter, so nothing is built and the
 project's tests are not run."""
+import importlib.util
+import json
 import os
 import re
 import shutil
 import stat
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -106,7 +109,7 @@ def test_help_is_its_own_and_builds_nothing(root):
 
 def test_without_paths_each_environment_runs_its_part(root):
   status, output, _, asked = _test_sh(root)
-  assert asked == ["reference", "interop"]
+  assert sorted(asked) == ["interop", "reference"]
   assert "reference: 3 passed, 0 failed, 1 skipped" in output
   assert "interop: 1 passed, 0 failed, 0 skipped" in output
   assert _agrees(status, output) == (4, 0, 1)
@@ -141,7 +144,8 @@ def test_only_a_whole_run_checks_the_modules_on_latest(root):
   (root / "tests" / "test_recorder.py").write_text(RECORDER)
   seen = root / "seen"
   status, output, _, asked = _test_sh(root, envs="reference latest")
-  assert status == 0 and asked == ["reference", "latest"], output[-3000:]
+  assert status == 0 and sorted(asked) == ["latest", "reference"], \
+      output[-3000:]
   assert seen.read_text().split() == ["reference:", "latest:1"]
   seen.unlink()
   _test_sh(root, "-k", "records", envs="reference latest")
@@ -213,34 +217,35 @@ def test_nothing_selected_is_said_and_not_a_success(root):
 
 @pytest.mark.parametrize("envs", ["broken reference", "reference broken"])
 def test_an_environment_that_cannot_be_built_fails_the_run(root, envs):
-  """First (built before any test) or later (built in the background)."""
   status, output, err, asked = _test_sh(root, envs=envs)
-  assert asked == envs.split()
+  assert sorted(asked) == sorted(envs.split())
   assert "broken: 0 passed, 1 failed" in output
   assert "no such environment" in err
   assert _agrees(status, output) == (3, 1, 1)
 
 
-# Waits until the interop environment's set-up was asked for.
-WAITS_FOR_THE_BUILD = """
-import os, time
-def test_later_environments_build_meanwhile():
-  calls = os.path.join(os.path.dirname(__file__), "..", "setup_calls")
-  deadline = time.monotonic() + 30
-  while "interop" not in open(calls).read().split():
-    assert time.monotonic() < deadline, "interop was not being built"
-    time.sleep(0.1)
+# Builds "reference" only once "interop" is being built too.
+WAITING_SETUP = f"""#!/usr/bin/env bash
+calls="$(dirname "$0")/../setup_calls"
+echo "$1" >> "$calls"
+if [ "$1" = reference ]; then
+  for _ in $(seq 300); do
+    grep -qx interop "$calls" && break
+    sleep 0.1
+  done
+  grep -qx interop "$calls" || {{ echo "built alone" >&2; exit 1; }}
+fi
+echo "{sys.executable}"
 """
 
 
-def test_later_environments_are_built_while_the_first_runs_its_tests(root):
-  (root / "tests" / "test_waits.py").write_text(WAITS_FOR_THE_BUILD)
+def test_the_environments_are_built_together_before_the_tests(root):
+  (root / "scripts" / "setup_env.sh").write_text(WAITING_SETUP)
   status, output, _, asked = _test_sh(root)
-  assert asked == ["reference", "interop"]
-  assert re.search(r"^interop: 1 passed, 0 failed, 0 skipped; set-up \d+ s "
-                   r"beside the tests before \(waited \d+ s\), tests \d+ s$",
-                   output, re.M), output[-3000:]
-  assert _agrees(status, output) == (5, 0, 1)
+  assert sorted(asked) == ["interop", "reference"]
+  assert re.search(r"^interop: 1 passed, 0 failed, 0 skipped; set-up \d+ s, "
+                   r"tests \d+ s$", output, re.M), output[-3000:]
+  assert _agrees(status, output) == (4, 0, 1)
 
 
 @pytest.mark.parametrize("args,status", [(["--help"], 0), (["-h"], 0),
@@ -258,3 +263,40 @@ def test_demo_help_and_a_wrong_argument_set_up_nothing(root, args, status):
                            "demo takes none (see --help)\n")
   assert not (root / "setup_calls").exists()
   assert not (root / "demo_out").exists()
+
+
+def test_the_workers_take_the_longest_files_first():
+  """tests/conftest.py's order: files by their seconds, longest first; a
+  file without a figure last; each file's tests in their order."""
+  from tests import conftest
+  item = lambda nodeid: types.SimpleNamespace(nodeid=nodeid)
+  items = [item(n) for n in ("a.py::1", "b.py::1", "a.py::2", "new.py::1",
+                             "c.py::1", "b.py::2", "other.py::1")]
+  ordered = conftest.longest_files_first(
+      items, {"a.py": 1.0, "b.py": 30.0, "c.py": 2.5})
+  assert [i.nodeid for i in ordered] == [
+      "b.py::1", "b.py::2", "c.py::1", "a.py::1", "a.py::2", "new.py::1",
+      "other.py::1"]
+  # The table names files that exist (a renamed file would lose its place).
+  for env, files in json.load(open(os.path.join(
+      REPO, "tests", "file_seconds.json"))).items():
+    missing = [path for path in files
+               if not os.path.isfile(os.path.join(REPO, path))]
+    assert not missing, (env, missing, "run scripts/file_seconds.py")
+
+
+def test_file_seconds_sums_each_files_durations_per_environment():
+  spec = importlib.util.spec_from_file_location(
+      "file_seconds", os.path.join(REPO, "scripts", "file_seconds.py"))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  log = ["=== tests on 'reference': TensorFlow 2.15.1: tests ===",
+         "12.50s call     tests/a/test_x.py::test_one[2]",
+         "0.50s setup    tests/a/test_x.py::test_one[2]",
+         "1.00s call     tests/b/test_y.py::test_two",
+         "=== tests on 'latest': TensorFlow 2.21.0: tests ===",
+         "3.00s teardown tests/a/test_x.py::test_three",
+         "12 passed in 30.0s"]
+  assert module.file_seconds(log) == {
+      "latest": {"tests/a/test_x.py": 3.0},
+      "reference": {"tests/a/test_x.py": 13.0, "tests/b/test_y.py": 1.0}}
