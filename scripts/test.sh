@@ -11,7 +11,7 @@
 # docs/testing.md says which tier to run when.)
 #
 # Usage: bash scripts/test.sh [--quick] [PYTEST OPTIONS] [TEST PATHS]
-#   bash scripts/test.sh                  everything (about 30 min on 2 cores)
+#   bash scripts/test.sh                  everything (about 32 min on 2 cores)
 #   bash scripts/test.sh --quick          the quick tier: the tests marked
 #                                         quick, on reference (about 2 min)
 #   bash scripts/test.sh tests/core       one folder (or file, or

@@ -95,12 +95,12 @@ def longest_files_first(items, seconds):
   in `seconds` last), each file's tests in their order: the workers take
   whole files in this order (--dist loadfile), so a long file never starts
   last while the other worker runs out of work."""
+  file_of = lambda item: item.nodeid.split("::")[0]
   order = {}
   for item in items:
-    order.setdefault(item.nodeid.split("::")[0], len(order))
-  return sorted(items, key=lambda item: (
-      -seconds.get(item.nodeid.split("::")[0], 0.0),
-      order[item.nodeid.split("::")[0]]))
+    order.setdefault(file_of(item), len(order))
+  return sorted(items, key=lambda item: (-seconds.get(file_of(item), 0.0),
+                                         order[file_of(item)]))
 
 
 def pytest_collection_modifyitems(config, items):

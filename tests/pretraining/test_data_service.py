@@ -65,10 +65,6 @@ def started(proc):
   return proc
 
 
-def start_server(*flags):
-  return started(spawn_server(*flags))
-
-
 def stop(proc):
   """SIGTERM; the server must stop with exit code 0."""
   proc.send_signal(signal.SIGTERM)
@@ -95,7 +91,7 @@ def loopback_cluster(*dispatcher_flags):
 
   def restart_dispatcher():
     stop(servers[0])
-    servers[0] = start_server(*flags)
+    servers[0] = started(spawn_server(*flags))
 
   try:
     for proc in servers:
