@@ -138,7 +138,7 @@ PY
 # built (or found built) together, each in a process of its own, before
 # any test runs: on 2 cores the three take about as long as the largest
 # alone. (Built in the background during the tests instead, they slowed
-# the tests by a fifth: more than they saved.) built/ENV.done holds
+# the tests more than they saved: docs/testing.md.) built/ENV.done holds
 # "EXIT_CODE SECONDS" once ENV's build ended.
 built="$(mktemp -d)"
 declare -A builder=()
