@@ -12,6 +12,7 @@ cost the three environments about 140 s of a run. Regenerate it when a
 file's time changes by much; a file it does not name goes last, in
 collection order.
 """
+import argparse
 import collections
 import json
 import os
@@ -42,19 +43,28 @@ def file_seconds(lines):
 
 
 def main(argv):
-  if len(argv) != 2:
-    sys.exit(f"usage: python {argv[0]} RUN_LOG (the output of "
-             "`bash scripts/test.sh --durations=0`)")
-  with open(argv[1], encoding="utf-8", errors="replace") as f:
-    table = file_seconds(f)
+  parser = argparse.ArgumentParser(
+      prog="file_seconds.py",
+      description="Writes each test file's seconds, per environment, from "
+                  "the output of `bash scripts/test.sh --durations=0`.")
+  parser.add_argument("run_log", help="the saved output of the run")
+  parser.add_argument("--table", default=TABLE,
+                      help="where to write the table (default: %(default)s)")
+  args = parser.parse_args(argv[1:])
+  try:
+    with open(args.run_log, encoding="utf-8", errors="replace") as f:
+      table = file_seconds(f)
+  except OSError as e:
+    sys.exit(f"file_seconds.py: cannot read the run's output "
+             f"{args.run_log}: {e.strerror}")
   if not table:
-    sys.exit(f"file_seconds.py: no test durations in {argv[1]}: run "
+    sys.exit(f"file_seconds.py: no test durations in {args.run_log}: run "
              "`bash scripts/test.sh --durations=0` and give its output")
-  with open(TABLE + ".tmp", "w", encoding="utf-8") as f:
+  with open(args.table + ".tmp", "w", encoding="utf-8") as f:
     json.dump(table, f, indent=1, sort_keys=True)
     f.write("\n")
-  os.replace(TABLE + ".tmp", TABLE)
-  print(f"wrote {TABLE}: " + ", ".join(
+  os.replace(args.table + ".tmp", args.table)
+  print(f"wrote {args.table}: " + ", ".join(
       f"{env} {len(files)} files, {sum(files.values()):.0f} s"
       for env, files in table.items()))
 

@@ -143,6 +143,27 @@ def online_batches(token_dir, n, start=0, seed=5):
       input_fn, n, batch_size=CFG["bsz_per_host"], start_host_batch=start)
 
 
+@pytest.mark.quick
+def test_online_batches_read_the_rows_at_their_offsets(token_dir):
+  # Host batch b (counted across epochs) begins with the reuse part of
+  # every row at offset (b mod epoch) * reuse_len, from a start or resumed
+  # anywhere. (A stream that is off by a batch everywhere resumes
+  # consistently with itself; only the rows can tell.)
+  sp = spm.SentencePieceProcessor(model_file=data_helpers.train_tiny_spm())
+  rows = ref_rows(*ref_stream([data_helpers.corpus_slice(NUM_LINES)], sp),
+                  CFG["bsz_per_host"], CFG["num_core_per_host"],
+                  CFG["bi_data"])
+  reuse_len = CFG["reuse_len"]
+  with open(glob.glob(os.path.join(token_dir, "record_info-*.json"))[0]) as f:
+    epoch = json.load(f)["num_batch"]
+  for start in (0, epoch - 1):  # the second crosses the epoch's end
+    _, batches = online_batches(token_dir, 2, start=start)
+    for b, batch in enumerate(batches, start):
+      offset = b % epoch * reuse_len
+      want = [row[offset:offset + reuse_len] for row, _ in rows]
+      assert batch["input_k"][:, :reuse_len].tolist() == want, (start, b)
+
+
 def test_online_input_fn_resumes_exactly_and_draws_anew_each_epoch(
     token_dir):
   with open(glob.glob(os.path.join(token_dir, "record_info-*.json"))[0]) as f:

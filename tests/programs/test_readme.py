@@ -12,6 +12,10 @@ import pytest
 from tests import in_process
 from xlnet import configs
 
+# Quick: the whole file takes about a second, and an edit of the docs is as
+# likely to break it as an edit of a program's flags.
+pytestmark = pytest.mark.quick
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOCS = sorted(os.path.join("docs", n) for n in os.listdir(
     os.path.join(REPO, "docs")) if n.endswith(".md"))
