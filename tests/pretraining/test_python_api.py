@@ -128,13 +128,30 @@ def test_the_programs_compute_what_the_api_computes(example, tmp_path):
   assert [np.float32(loss) for _, loss in example["history"]] == [
       np.float32(losses[s]) for s in sorted(losses)]
 
-  _program("eval_pretrain.py", flags)
-  with open(os.path.join(model_dir, "eval_results_pretrain.json")) as f:
-    results = json.load(f)
-  assert results.pop("checkpoint") == os.path.join(model_dir, "model.ckpt-4")
   want = dict(example["results"])
   want.pop("checkpoint")
-  assert results == want
+  # Every flag given; then only the checkpoint and the held-out records:
+  # the run's recorded settings (mem_len 16, not the flag's 384; seed 7,
+  # not 1: the factorization orders; perm_size, clamp_len, same_length)
+  # evaluate as training did.
+  bare = [f"--model_dir={model_dir}",
+          f"--record_info_dir={configs.held_out.eval_record_info_dir}"]
+  for eval_flags in (flags, bare):
+    proc = _program("eval_pretrain.py", eval_flags)
+    with open(os.path.join(model_dir, "eval_results_pretrain.json")) as f:
+      results = json.load(f)
+    assert results.pop("checkpoint") == os.path.join(model_dir,
+                                                     "model.ckpt-4")
+    assert results == want, eval_flags
+  assert re.search(r"Settings of the training run \(.*objective\.json\): "
+                   r"clamp_len=-1 mem_len=16 perm_size=\d+ same_length=False "
+                   r"seed=7",
+                   proc.stderr), proc.stderr[-2000:]
+  # A flag given wins, with a word.
+  proc = _program("eval_pretrain.py", bare + ["--mem_len=8"])
+  assert re.search(r"--mem_len=8: the training run used 16 \(", proc.stderr)
+  with open(os.path.join(model_dir, "eval_results_pretrain.json")) as f:
+    assert json.load(f)["loss"] != want["loss"]
 
 
 def test_configs_that_disagree_are_refused(example):

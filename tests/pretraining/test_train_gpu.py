@@ -392,26 +392,31 @@ def test_a_resume_that_changes_the_objective_is_refused(tmp_path):
   word_span) resumed with another span-mask setting, or on the example
   records of the same text, stops before its first step with one line
   naming the flag (or the records), the recorded value and the given one;
-  nothing in the model dir changes. Token records take any sampling flags,
-  so without objective.json these runs went on silently."""
+  so does another factorization-order block (--perm_size); nothing in
+  the model dir changes. Token
+  records take any sampling flags, so without objective.json these runs
+  went on silently."""
   records, model_dir, _ = _trained(tmp_path)
   before = _checksums(model_dir)
   record = model_dir / "objective.json"
   more = [*TRAINED, "--train_steps=26"]
   for flag, recorded in (("--sample_strategy=token_span", "word_span"),
-                         ("--num_predict=5", "6")):
+                         ("--num_predict=5", "6"),
+                         ("--perm_size=16", "8")):
     name = flag.split("=")[0]
     assert _last_error(_run(records, model_dir, *more, flag)) == (
         f"train_gpu.py: error: {flag} but {model_dir} was trained with "
         f"{name}={recorded} ({record}): a resumed run keeps the objective "
-        "it was trained with (how its examples' span masks are made); "
+        "it was trained with (how its examples' span masks and "
+        "factorization orders are made); "
         f"rerun with {name}={recorded} or use another --model_dir")
   examples = fx.shared_program_records(1)
   assert _last_error(_run(examples, model_dir, *more)) == (
       f"train_gpu.py: error: --record_info_dir={examples} holds example "
       f"records but {model_dir} was trained on token records (data_utils.py "
       f"--record_kind=tokens) ({record}): a resumed run keeps the objective "
-      "it was trained with (how its examples' span masks are made); give "
+      "it was trained with (how its examples' span masks and factorization "
+      "orders are made); give "
       "--record_info_dir token records or use another --model_dir")
   assert _checksums(model_dir) == before
 

@@ -8,6 +8,7 @@ programs' resolutions (their own checks first, then `resolve`)."""
 import dataclasses
 import os
 
+from absl import logging
 import tensorflow as tf
 
 from xlnet.training import checkpoint_io
@@ -290,5 +291,46 @@ def for_eval_pretrain(FLAGS):
   if not config_path:
     beside = os.path.join(os.path.dirname(prefix), "config.json")
     config_path = beside if tf.io.gfile.exists(beside) else None
-  return resolve(FLAGS, model_config_path=config_path,
-                 held_out=held_out_config(FLAGS, eval_ckpt=prefix))
+  configs = resolve(FLAGS, model_config_path=config_path,
+                    held_out=held_out_config(FLAGS, eval_ckpt=prefix))
+  return with_recorded_settings(configs, FLAGS, os.path.dirname(prefix))
+
+
+def with_recorded_settings(configs, FLAGS, model_dir):
+  """`configs` evaluated as the training run in `model_dir` evaluated: each
+  setting it recorded (`pretrain.recorded_settings`: mem_len, clamp_len,
+  same_length, perm_size, seed; the span masks' settings on token records)
+  whose
+  flag is not given takes the recorded value. Logs one line of what was
+  taken, and one per given flag that differs from the record.
+  """
+  held_out_dir = (configs.held_out.eval_record_info_dir
+                  or configs.data.record_info_dir).split(",")[0]
+  info = record_format.load_corpus_info(held_out_dir) or {}
+  recorded = pretrain_lib.recorded_settings(
+      model_dir, record_format.is_token_info(info))
+  # The config each setting lives in (the others: PretrainData).
+  owners = {name: part for part, names in (
+      ("run", pretrain_lib.RUN_SETTINGS),
+      ("train", pretrain_lib.TRAIN_SETTINGS)) for name in names}
+  current = {name: getattr(getattr(configs, owners.get(name, "data")), name)
+             for name in recorded}
+  current["perm_size"] = configs.data.perm_size or configs.data.reuse_len
+  source = os.path.join(model_dir, pretrain_lib.OBJECTIVE_FILE)
+  taken = {}
+  for name, value in recorded.items():
+    if not FLAGS[name].present:
+      taken[name] = value
+    elif current[name] != value:
+      logging.warning("--%s=%s: the training run used %s (%s); evaluating "
+                      "with %s", name, current[name], value, source,
+                      current[name])
+  if taken:
+    logging.info("Settings of the training run (%s): %s", source, " ".join(
+        f"{name}={value}" for name, value in sorted(taken.items())))
+  parts = {}
+  for name, value in taken.items():
+    parts.setdefault(owners.get(name, "data"), {})[name] = value
+  return dataclasses.replace(configs, **{
+      part: dataclasses.replace(getattr(configs, part), **values)
+      for part, values in parts.items()})

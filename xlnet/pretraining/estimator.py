@@ -180,8 +180,7 @@ def run_estimator(configs):
   resume = checkpoint_io.find_resume_checkpoint(ckpt.model_dir)
   start_step = checkpoint_io.step_of(resume) if resume else 0
   input_fn, record_info = inputs.training_input_fn(configs)
-  pretrain_lib.check_objective(ckpt.model_dir, record_info["sampling"],
-                               configs.data.record_info_dir,
+  pretrain_lib.check_objective(configs, record_info["sampling"],
                                resume is not None)
   pretrain_lib.save_xlnet_config(configs.model, ckpt.model_dir)
   tpu_estimator.train(

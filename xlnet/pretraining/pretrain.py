@@ -68,27 +68,52 @@ def save_xlnet_config(xlnet_config, model_dir):
 
 OBJECTIVE_FILE = "objective.json"
 _OBJECTIVE_WHY = ("a resumed run keeps the objective it was trained with "
-                  "(how its examples' span masks are made)")
+                  "(how its examples' span masks and factorization orders "
+                  "are made)")
 _KIND_NAMES = {"tokens": "token records (data_utils.py --record_kind=tokens)",
                "examples": "example records"}
+# What the loss depends on besides the weights and the records' sizes, kept
+# with the run so that eval_pretrain.py evaluates as training did
+# (`recorded_settings`). The config each lives in:
+RUN_SETTINGS = ("mem_len", "clamp_len", "same_length")  # RunConfig
+DATA_SETTINGS = ("perm_size",)                           # PretrainData
+TRAIN_SETTINGS = ("seed",)  # TrainConfig: keys the factorization orders
+# Token records only (example records hold their span masks): PretrainData.
+SAMPLING_SETTINGS = ("sample_strategy", "num_predict", "mask_alpha",
+                     "mask_beta")
 
 
-def check_objective(model_dir, sampling, record_dir, resuming):
-  """Records how a run's examples are made in `model_dir/objective.json`
-  and refuses to resume with another way: the records' kind and the span
-  masks' settings (token records draw them at run time, so any flags would
-  do and a resumed run would change its objective without a word).
+def objective_record(configs, sampling):
+  """The dict `objective.json` holds: `sampling` (`inputs.training_input_fn`'s
+  record_info["sampling"]: the record kind and the span masks' settings),
+  the factorization-order block length in effect, the seed the orders are
+  drawn with and the attention's memory settings."""
+  return dict(sampling,
+              perm_size=configs.data.perm_size or configs.data.reuse_len,
+              seed=configs.train.seed,
+              **{name: getattr(configs.run, name) for name in RUN_SETTINGS})
+
+
+def check_objective(configs, sampling, resuming):
+  """Records how a run's examples are made and evaluated in
+  `model_dir/objective.json` and refuses to resume with another objective:
+  the records' kind, the span masks' settings (token records draw them at
+  run time, so any flags would do and a resumed run would change its
+  objective without a word) and the factorization-order blocks.
 
   Args:
-    model_dir: the run's directory (the caller holds its run lock).
+    configs: the run's `PretrainConfigs` (its `checkpoint.model_dir`: the
+      run's directory, whose run lock the caller holds).
     sampling: `inputs.training_input_fn`'s record_info["sampling"].
-    record_dir: --record_info_dir, for messages.
     resuming: whether the run resumes from a checkpoint of `model_dir`.
 
   Raises:
     ValueError: one line naming the records or the first flag that differs
       from the record.
   """
+  model_dir = configs.checkpoint.model_dir
+  record_dir = configs.data.record_info_dir
+  record = objective_record(configs, sampling)
   path = os.path.join(model_dir, OBJECTIVE_FILE)
   saved = (train_state.read_run_record(path) if resuming else None) or {}
   kind = saved.get("record_kind", sampling["record_kind"])
@@ -98,13 +123,30 @@ def check_objective(model_dir, sampling, record_dir, resuming):
         f"{_KIND_NAMES[sampling['record_kind']]} but {model_dir} was trained "
         f"on {_KIND_NAMES[kind]} ({path}): {_OBJECTIVE_WHY}; give "
         f"--record_info_dir {kind[:-1]} records or use another --model_dir")
-  if resuming:  # the flags that set the masks (the kind is no flag)
-    flags = dict(sample_strategy=sampling["sample_strategy"],
-                 num_predict=sampling["num_predict"],
-                 mask_alpha=sampling["mask_alpha"],
-                 mask_beta=sampling["mask_beta"])
-    train_state.compare_run_record(path, flags, model_dir, _OBJECTIVE_WHY)
-  train_state.write_run_record(path, sampling)
+  if resuming:  # the flags of the objective (the kind is no flag)
+    train_state.compare_run_record(
+        path, {name: record[name]
+               for name in SAMPLING_SETTINGS + DATA_SETTINGS},
+        model_dir, _OBJECTIVE_WHY)
+  train_state.write_run_record(path, record)
+
+
+def recorded_settings(model_dir, token_records):
+  """The settings of `RUN_SETTINGS`, `DATA_SETTINGS`, `TRAIN_SETTINGS` and
+  (when both the
+  training and `token_records` are token records) `SAMPLING_SETTINGS` that
+  the run in `model_dir` recorded; {} when it recorded none (a run of an
+  older version, or a directory of downloaded checkpoints).
+
+  Raises:
+    ValueError: one line when the record is not valid JSON.
+  """
+  saved = train_state.read_run_record(
+      os.path.join(model_dir, OBJECTIVE_FILE)) or {}
+  names = RUN_SETTINGS + DATA_SETTINGS + TRAIN_SETTINGS
+  if token_records and saved.get("record_kind") == "tokens":
+    names += SAMPLING_SETTINGS
+  return {name: saved[name] for name in names if name in saved}
 
 
 def dataset_fn_at(configs, input_fn):
@@ -168,8 +210,7 @@ def train(configs, strategy, held_out=None):
 
   def prepare(resuming):
     train_state.check_batch_layout(model_dir, layout.record(), resuming)
-    check_objective(model_dir, record_info["sampling"],
-                    configs.data.record_info_dir, resuming)
+    check_objective(configs, record_info["sampling"], resuming)
     save_xlnet_config(configs.model, model_dir)
 
   on_step = None
