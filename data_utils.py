@@ -6,29 +6,47 @@ As a module it keeps the release's names for users who import it
 (`data_utils.get_input_fn`, `data_utils.create_data`, ...); the library
 itself imports the modules of `xlnet/data/` directly.
 """
+import importlib
+
 from absl import flags
 from absl import logging
 
 from xlnet import cli
-from xlnet.data import record_writer
-# pylint: disable=unused-import
-from xlnet.data.input_pipeline import find_record_files  # noqa: F401
-from xlnet.data.input_pipeline import get_input_fn  # noqa: F401
-from xlnet.data.input_pipeline import make_parser  # noqa: F401
-from xlnet.data.record_format import CORPUS_INFO  # noqa: F401
-from xlnet.data.record_format import data_loss_message  # noqa: F401
-from xlnet.data.record_format import format_filename  # noqa: F401
-from xlnet.data.record_format import load_corpus_info  # noqa: F401
-from xlnet.data.record_format import parse_filename  # noqa: F401
-from xlnet.data.record_format import verify_records  # noqa: F401
-from xlnet.data.record_writer import create_data  # noqa: F401
-from xlnet.data.token_stream import batchify  # noqa: F401
 from xlnet.flags import catalog as flag_catalog
+
+# The release's names, each from the module that holds it now; imported on
+# first use (module __getattr__), so that --help needs no TensorFlow.
+_RELEASE_NAMES = {
+    "find_record_files": "xlnet.data.input_pipeline",
+    "get_input_fn": "xlnet.data.input_pipeline",
+    "make_parser": "xlnet.data.input_pipeline",
+    "CORPUS_INFO": "xlnet.data.record_format",
+    "data_loss_message": "xlnet.data.record_format",
+    "format_filename": "xlnet.data.record_format",
+    "load_corpus_info": "xlnet.data.record_format",
+    "parse_filename": "xlnet.data.record_format",
+    "verify_records": "xlnet.data.record_format",
+    "create_data": "xlnet.data.record_writer",
+    "batchify": "xlnet.data.token_stream",
+}
+
+
+def __getattr__(name):
+  if name not in _RELEASE_NAMES:
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+  return getattr(importlib.import_module(_RELEASE_NAMES[name]), name)
+
+
+def __dir__():
+  return sorted(list(globals()) + list(_RELEASE_NAMES))
 
 
 def main(argv):
   """Writes one (task, pass_id) of records, or checks them (--verify)."""
   del argv
+  # pylint: disable=g-import-not-at-top
+  # (the library, imported here: --help needs no TensorFlow)
+  from xlnet.data import record_writer
   f = flags.FLAGS
   if f.verify:
     record_writer.verify(f.save_dir)
@@ -36,7 +54,7 @@ def main(argv):
   if f.pass_id >= f.num_passes:
     logging.info("--pass_id=%d >= --num_passes=%d: the input function reads "
                  "only passes below --num_passes", f.pass_id, f.num_passes)
-  create_data(
+  record_writer.create_data(
       f.input_glob, f.sp_path, f.save_dir, bsz_per_host=f.bsz_per_host,
       num_core_per_host=f.num_core_per_host, seq_len=f.seq_len,
       reuse_len=f.reuse_len, uncased=f.uncased, bi_data=f.bi_data,

@@ -421,6 +421,17 @@ def test_user_regression_and_bad_values(tmp_path):
 ################################################################################
 # Errors.
 ################################################################################
+@pytest.mark.quick
+def test_the_task_choices_are_the_processors():
+  # --task_name's choices are listed where the flags read them without
+  # TensorFlow (xlnet/finetuning/config.py): each has a processor, and each
+  # processor is a choice.
+  assert cd.TASK_NAMES == tuple(sorted(cd.PROCESSORS)) + ("tsv", "csv")
+  for name in cd.TASK_NAMES:
+    assert cd.make_processor(name, **({"label_list": ["a", "b"]} if name in (
+        "tsv", "csv") else {})).name == name
+
+
 def test_unknown_task():
   with pytest.raises(ValueError, match=r"--task_name=glue: unknown task; "
                      r"expected one of .*sts-b.*tsv"):

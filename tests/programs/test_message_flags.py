@@ -311,10 +311,12 @@ def _names(ctx, node, depth=0):
                    if isinstance(r, ast.Return) and r.value is not None])
   if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
     return _method_return_names(program, node.func.attr, depth)
-  if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)) and (
-      isinstance(node.elt, ast.Name)):
+  comprehension_of = {ast.ListComp: "elt", ast.SetComp: "elt",
+                      ast.GeneratorExp: "elt", ast.DictComp: "key"}
+  element = getattr(node, comprehension_of.get(type(node), ""), None)
+  if isinstance(element, ast.Name):  # (a dict's: its keys)
     loops = [g for g in node.generators if _first_name(g.target) ==
-             node.elt.id]
+             element.id]
     return _loop_names(ctx, loops[0], depth) if loops else None
   # A name a nested function does not bind is its enclosing function's
   # (a closure: the `prepare` callback a caller hands to `trainer.fit`).

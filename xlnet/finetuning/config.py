@@ -38,6 +38,20 @@ SUMMARY_TYPES = validation.CHOICES["summary_type"]
 # The smallest max_seq_length of a classification task: one piece plus
 # `<sep>` and `<cls>`.
 MIN_SEQ_LENGTH = 3
+# The sequence length of the released checkpoints' pretraining: a longer
+# max_seq_length reaches relative distances they never saw.
+PRETRAIN_SEQ_LENGTH = 512
+# run_classifier.py's --task_name choices: the datasets with a processor of
+# their own (`classifier/datasets.py`'s PROCESSORS), then your own files.
+CLASSIFIER_USER_TASKS = ("tsv", "csv")
+CLASSIFIER_TASKS = ("ag_news", "amazon2", "amazon5", "cola", "dbpedia",
+                    "imdb", "mnli_matched", "mnli_mismatched", "mrpc",
+                    "qnli", "qqp", "rte", "sst-2", "sts-b", "wnli", "yelp2",
+                    "yelp5") + CLASSIFIER_USER_TASKS
+# The metrics run_squad.py's --target_eval_key may name
+# (`squad/official_eval.evaluate`'s).
+SQUAD_TARGET_EVAL_KEYS = ("best_f1", "best_exact", "has_ans_f1",
+                          "has_ans_exact", "f1", "exact")
 # The splits a task evaluates or predicts (run_classifier.py, run_race.py).
 CLASSIFIER_EVAL_SPLITS = ("dev", "test", "train")
 RACE_EVAL_SPLITS = ("dev", "test")

@@ -81,6 +81,9 @@ TRAIN_SETTINGS = ("seed",)  # TrainConfig: keys the factorization orders
 # Token records only (example records hold their span masks): PretrainData.
 SAMPLING_SETTINGS = ("sample_strategy", "num_predict", "mask_alpha",
                      "mask_beta")
+# Those a resumed run must keep: the objective (the others only change how
+# a step computes it).
+RESUME_SETTINGS = SAMPLING_SETTINGS + DATA_SETTINGS
 
 
 def objective_record(configs, sampling):
@@ -125,9 +128,8 @@ def check_objective(configs, sampling, resuming):
         f"--record_info_dir {kind[:-1]} records or use another --model_dir")
   if resuming:  # the flags of the objective (the kind is no flag)
     train_state.compare_run_record(
-        path, {name: record[name]
-               for name in SAMPLING_SETTINGS + DATA_SETTINGS},
-        model_dir, _OBJECTIVE_WHY)
+        path, {name: record[name] for name in RESUME_SETTINGS}, model_dir,
+        _OBJECTIVE_WHY)
   train_state.write_run_record(path, record)
 
 

@@ -27,8 +27,7 @@ call directly (docs/python_api.md, "Fine-tuning").
 from absl import flags
 
 from xlnet import cli
-from xlnet.finetuning.classifier import datasets as classifier_datasets
-from xlnet.finetuning.classifier import features as classifier_features
+from xlnet.finetuning import config as finetune_config
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import task_catalog
 
@@ -39,9 +38,9 @@ def define_flags(flag_values=flags.FLAGS):
   if "task_name" in flag_values:
     return
   task_catalog.define_classifier_flags(
-      flag_values, task_names=classifier_datasets.TASK_NAMES,
-      min_seq_length=classifier_features.MIN_SEQ_LENGTH,
-      pretrain_seq_length=classifier_features.PRETRAIN_SEQ_LENGTH)
+      flag_values, task_names=finetune_config.CLASSIFIER_TASKS,
+      min_seq_length=finetune_config.MIN_SEQ_LENGTH,
+      pretrain_seq_length=finetune_config.PRETRAIN_SEQ_LENGTH)
   # The release's run_classifier.py defaulted --adam_epsilon to 1e-8, and
   # its README's STS-B and IMDB commands ran with it (they do not pass it);
   # its run_squad.py and run_race.py defaulted to 1e-6, as ours do.

@@ -21,7 +21,7 @@ settings for `xlnet.finetuning.api.run_squad`.
 from absl import flags
 
 from xlnet import cli
-from xlnet.finetuning.squad import task as squad_task
+from xlnet.finetuning import config as finetune_config
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import task_catalog
 
@@ -32,7 +32,7 @@ def define_flags(flag_values=flags.FLAGS):
     return
   flag_catalog.define_common_flags(flag_values)
   task_catalog.define_squad_flags(
-      flag_values, target_eval_keys=squad_task.TARGET_EVAL_KEYS)
+      flag_values, target_eval_keys=finetune_config.SQUAD_TARGET_EVAL_KEYS)
 
 
 def parse_flags(argv):

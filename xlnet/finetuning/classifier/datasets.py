@@ -14,6 +14,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import record_cache
 from xlnet.finetuning.classifier import processors as classifier_processors
 
@@ -391,8 +392,10 @@ PROCESSORS = {p.name: p for p in (
     MnliMatchedProcessor, MnliMismatchedProcessor, QnliProcessor, RteProcessor,
     WnliProcessor, ImdbProcessor, Yelp5Processor, Yelp2Processor,
     Amazon5Processor, Amazon2Processor, DbpediaProcessor, AgNewsProcessor)}
-USER_TASKS = ("tsv", "csv")
-TASK_NAMES = tuple(sorted(PROCESSORS)) + USER_TASKS
+USER_TASKS = finetune_config.CLASSIFIER_USER_TASKS
+# (Listed in the config, which the flags read without TensorFlow; a test
+# keeps it equal to PROCESSORS' names.)
+TASK_NAMES = finetune_config.CLASSIFIER_TASKS
 
 
 def make_processor(task_name, **user_options):

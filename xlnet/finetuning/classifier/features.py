@@ -45,7 +45,7 @@ PAD_ID = 0
 MIN_SEQ_LENGTH = finetune_config.MIN_SEQ_LENGTH
 # Longest sequence of the released models' pretraining: longer inputs give
 # relative distances (beyond +-(512 - 1)) the released models never saw.
-PRETRAIN_SEQ_LENGTH = 512
+PRETRAIN_SEQ_LENGTH = finetune_config.PRETRAIN_SEQ_LENGTH
 
 _LOG_EVERY_SECONDS = 10
 

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from xlnet import io_utils
 from xlnet.finetuning import checkpoint_eval
+from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
 from xlnet.finetuning import record_cache
@@ -22,8 +23,7 @@ from xlnet.finetuning.squad import official_eval
 from xlnet.finetuning.squad import predictions as squad_predictions
 
 # Metrics target_eval_key may name (see official_eval.evaluate).
-TARGET_EVAL_KEYS = ("best_f1", "best_exact", "has_ans_f1", "has_ans_exact",
-                    "f1", "exact")
+TARGET_EVAL_KEYS = finetune_config.SQUAD_TARGET_EVAL_KEYS
 # Every evaluated checkpoint's metrics and the best (checkpoint_eval).
 EVAL_RESULTS = "eval_results.txt"
 # Variables of the SQuAD heads, which a pretrained checkpoint lacks.
