@@ -7,19 +7,20 @@ which the next run writing the same `path` removes (`remove_stale_tmp`),
 unless the process that wrote it is still running: two runs may write the
 same file at once (a shared feature cache, the demo corpus), and the last
 rename wins with the same bytes.
-Works for local paths and every `tf.io.gfile` URL (e.g. gs://).
+Works for local paths (with Python's own calls) and every `tf.io.gfile`
+URL (e.g. gs://, through TensorFlow).
 """
 import contextlib
 import errno
+import glob
 import os
 import uuid
 
 from xlnet import errors
 from xlnet import signals
 
-# TensorFlow (for `tf.io.gfile`) is imported by the functions that use it:
-# spm_train.py and download.py write through this module and never need
-# TensorFlow otherwise.
+# TensorFlow (for `tf.io.gfile`) is imported only for a URL: spm_train.py
+# and download.py write local files through this module and never import it.
 
 TMP_MARK = ".tmp-"
 
@@ -77,6 +78,11 @@ def resource_error(path, err, safe):
   return ResourceError(f"cannot write {path}: {cause}; {safe}", cause)
 
 
+def is_local(path):
+  """Whether `path` is on the local file system (no `scheme://`)."""
+  return "://" not in path
+
+
 def tmp_path_for(path):
   """A fresh temporary name next to `path`: `{path}.tmp-{pid}-{8 hex}`."""
   return f"{path}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -84,6 +90,12 @@ def tmp_path_for(path):
 
 def remove_quietly(path):
   """Deletes `path` if it exists; never raises."""
+  if is_local(path):
+    try:
+      os.remove(path)
+    except OSError:
+      pass
+    return
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
     if tf.io.gfile.exists(path):
@@ -104,9 +116,12 @@ def remove_stale_tmp(path):
   Returns:
     list of the removed paths.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  stale = [name for name in tf.io.gfile.glob(glob_escape(path) + TMP_MARK + "*")
-           if not _writer_is_running(name)]
+  if is_local(path):
+    found = glob.glob(glob.escape(path) + TMP_MARK + "*")
+  else:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    found = tf.io.gfile.glob(glob_escape(path) + TMP_MARK + "*")
+  stale = [name for name in found if not _writer_is_running(name)]
   for name in stale:
     remove_quietly(name)
   return stale
@@ -156,15 +171,14 @@ def atomic_output(path, safe=None):
     with atomic_output("out/x.tfrecords") as tmp:
       with tf.io.TFRecordWriter(tmp) as w: ...
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   parent = os.path.dirname(path)
   tmp = tmp_path_for(path)
   try:
     if parent:
-      tf.io.gfile.makedirs(parent)
+      _makedirs(parent)
     yield tmp
     signals.raise_if_terminated()  # never publish after SIGTERM
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+    _replace(tmp, path)
   except BaseException as e:
     remove_quietly(tmp)
     error = _as_resource_error(path, e, safe)
@@ -186,11 +200,52 @@ def _as_resource_error(path, err, safe):
 def atomic_write(path, data, safe=None):
   """Writes `data` (str or bytes) to `path` atomically (`safe`: see
   `atomic_output`)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  mode = "wb" if isinstance(data, (bytes, bytearray)) else "w"
+  binary = isinstance(data, (bytes, bytearray))
   with atomic_output(path, safe) as tmp:
-    with tf.io.gfile.GFile(tmp, mode) as f:
-      f.write(data)
+    if is_local(tmp):
+      with open(tmp, "wb" if binary else "w",
+                encoding=None if binary else "utf-8") as f:
+        f.write(data)
+    else:
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      with tf.io.gfile.GFile(tmp, "wb" if binary else "w") as f:
+        f.write(data)
+
+
+def _exists(path):
+  if is_local(path):
+    return os.path.exists(path)
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.io.gfile.exists(path)
+
+
+def _touch(path):
+  """Creates `path` as an empty file, in place (a probe, not an output)."""
+  if is_local(path):
+    with open(path, "w", encoding="utf-8"):
+      pass
+  else:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    with tf.io.gfile.GFile(path, "w") as f:
+      f.write("")
+
+
+def _makedirs(path):
+  """Creates directory `path` and its parents if needed."""
+  if is_local(path):
+    os.makedirs(path, exist_ok=True)
+  else:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    tf.io.gfile.makedirs(path)
+
+
+def _replace(src, dst):
+  """Renames `src` over `dst` (one atomic rename on a local disk)."""
+  if is_local(dst):
+    os.replace(src, dst)
+  else:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    tf.io.gfile.rename(src, dst, overwrite=True)
 
 
 def ensure_writable_dir(path, flag_name):
@@ -201,17 +256,20 @@ def ensure_writable_dir(path, flag_name):
     ValueError: one line naming the flag and path (a file in the way, no
       permission, a read-only file system, ...).
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
+  if is_local(path):
+    isdir, failures = os.path.isdir, (OSError,)
+  else:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    isdir, failures = tf.io.gfile.isdir, (tf.errors.OpError, OSError)
+  if _exists(path) and not isdir(path):
     raise ValueError(f"--{flag_name}={path} exists and is not a directory")
   probe = os.path.join(path, f".write-test{TMP_MARK}{os.getpid()}")
   # A SIGTERM in the middle (while the probe is removed) would leave it.
   with signals.deferred_signals():
     try:
-      tf.io.gfile.makedirs(path)
-      with tf.io.gfile.GFile(probe, "w") as f:
-        f.write("")
-    except (tf.errors.OpError, OSError) as e:
+      _makedirs(path)
+      _touch(probe)
+    except failures as e:
       raise ValueError(f"--{flag_name}={path} is not writable "
                        f"({errors.error_text(e)[:200]})") from None
     finally:
