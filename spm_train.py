@@ -18,7 +18,7 @@ def main(argv):
     raise ValueError("--input and --model_prefix are required")
   spm_train.train_spm(f.input, f.model_prefix, f.vocab_size,
                       f.input_sentence_size, f.character_coverage,
-                      f.num_threads)
+                      f.num_threads, f.split_digits)
 
 
 if __name__ == "__main__":

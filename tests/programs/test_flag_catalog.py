@@ -223,6 +223,7 @@ SPM_TRAIN = {
     "input_sentence_size": ("int", 10000000),
     "model_prefix": ("string", None),
     "num_threads": ("int", None),
+    "split_digits": ("bool", False),
     "vocab_size": ("int", 32000),
 }
 
@@ -356,7 +357,7 @@ HELP_DIGESTS = {
     "run_squad.py": "95734bcc312c105a",
     "run_race.py": "f31e3dfad3ebc855",
     "data_utils.py": "03f67a473ade2b6a",
-    "spm_train.py": "5a7a05bafc11bef9",
+    "spm_train.py": "241e95276b875059",
     "reproduce.py": "e2cfd72d0065c710",
     "download.py": "f54d5bb3e5abfb80",
     "data_service.py": "28cd39006d74fa2f",

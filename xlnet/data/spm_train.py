@@ -39,9 +39,29 @@ def _training_error(err, vocab_size):
   return ValueError(f"SentencePiece training failed: {text}")
 
 
+def digit_comma_pieces(sp_model):
+  """The pieces of `sp_model` (a SentencePieceProcessor) ending in a digit
+  and ',' (`▁1999,`, `0,`): the release's encoder splits the comma off them,
+  so a model never sees them, and HF's tokenizer of an export keeps them
+  whole."""
+  return [p for p in (sp_model.id_to_piece(i)
+                      for i in range(sp_model.get_piece_size()))
+          if prepro_utils.ends_with_digit_comma(p)]
+
+
+def digit_comma_advice(pieces, model_path):
+  """The warning for `digit_comma_pieces` of the model at `model_path`."""
+  return (f"{model_path} holds {len(pieces)} piece(s) ending in a digit and "
+          f"',' (e.g. {' '.join(pieces[:3])}): the release's encoder splits the "
+          "comma off, so the model never sees them, and HF's tokenizer of an "
+          "export keeps them whole (its ids differ on text such as '2000,'); "
+          "to train a vocabulary without them, rerun spm_train.py with "
+          "--split_digits (docs/interop.md, \"Digit + comma\")")
+
+
 def train_spm(input_files, model_prefix, vocab_size=32000,
               input_sentence_size=10000000, character_coverage=0.99995,
-              num_threads=None):
+              num_threads=None, split_digits=False):
   """Trains a unigram SentencePiece model and checks its special ids.
 
   Args:
@@ -51,6 +71,8 @@ def train_spm(input_files, model_prefix, vocab_size=32000,
     input_sentence_size: number of (shuffled) sentences used for training.
     character_coverage: fraction of characters covered by the model.
     num_threads: trainer threads (default: SentencePiece's default).
+    split_digits: every digit a piece of its own (SentencePiece's option;
+      not the release's): no piece then ends in a digit and ','.
 
   Returns:
     path of the `.model` file.
@@ -81,6 +103,8 @@ def train_spm(input_files, model_prefix, vocab_size=32000,
       minloglevel=2)
   if num_threads:
     kwargs["num_threads"] = num_threads
+  if split_digits:
+    kwargs["split_digits"] = True
   try:
     spm.SentencePieceTrainer.train(**kwargs)
   except RuntimeError as e:
@@ -91,6 +115,9 @@ def train_spm(input_files, model_prefix, vocab_size=32000,
   io_utils.atomic_write(model_prefix + ".vocab", vocab_text(sp_model))
   io_utils.atomic_write(model_path, model.getvalue())
   logging.info("Wrote %s (%d pieces)", model_path, sp_model.get_piece_size())
+  pieces = digit_comma_pieces(sp_model)
+  if pieces:
+    logging.warning(digit_comma_advice(pieces, model_path))
   return model_path
 
 

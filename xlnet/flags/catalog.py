@@ -632,6 +632,11 @@ def define_spm_flags(flag_values=flags.FLAGS):
   flags.DEFINE_float("character_coverage", 0.99995, "Character coverage.",
                      **fv)
   flags.DEFINE_integer("num_threads", None, "Trainer threads.", **fv)
+  flags.DEFINE_bool("split_digits", False,
+                    "Every digit a piece of its own (not the release's "
+                    "option): no piece then ends in a digit and ',', which "
+                    "the release's encoder splits and HF's tokenizer keeps "
+                    "whole.", **fv)
 
 
 @group("tf.data service servers")

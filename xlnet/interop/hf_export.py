@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from xlnet import model as model_lib
 from xlnet.data import prepro_utils
+from xlnet.data import spm_train
 from xlnet.finetuning import config as finetuning_config
 from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.interop import hf_names
@@ -249,13 +250,12 @@ def special_ids(spiece_model_file):
 
 
 def digit_comma_pieces(spiece_model_file):
-  """The vocabulary's pieces ending in a digit and ',': text that
-  SentencePiece cuts into one of them is where our tokenizer (which splits
-  the comma off, as the release) and HF's (which has no such step) differ."""
-  sp = spm.SentencePieceProcessor()
-  sp.Load(spiece_model_file)
-  return [p for p in (sp.IdToPiece(i) for i in range(sp.GetPieceSize()))
-          if prepro_utils.ends_with_digit_comma(p)]
+  """The vocabulary's pieces ending in a digit and ',' (`spm_train`'s):
+  text that SentencePiece cuts into one of them is where our tokenizer
+  (which splits the comma off, as the release) and HF's (which has no such
+  step) differ."""
+  return spm_train.digit_comma_pieces(
+      spm.SentencePieceProcessor(model_file=spiece_model_file))
 
 
 def recorded_labels(prefix, kind, scope, n_class):
@@ -407,10 +407,8 @@ def export_hf(checkpoint, xlnet_config, spiece_model_file, output_dir,
                      recorded_labels(prefix, kind, scope, n_class))
   digit_comma = digit_comma_pieces(spiece_model_file)
   if digit_comma:
-    logging.warning(
-        "%d pieces of %s end in a digit and ',' (e.g. %s): HF's tokenizer "
-        "keeps them where ours splits the comma off (docs/interop.md)",
-        len(digit_comma), spiece_model_file, digit_comma[:3])
+    logging.warning(spm_train.digit_comma_advice(digit_comma,
+                                                 spiece_model_file))
   files = tokenizer_files(uncased, spiece_model_file)
   hf_tokenizer.check_ids(files["tokenizer.json"], spiece_model_file, uncased)
   with output_dir_lib.staged(output_dir) as tmp:
