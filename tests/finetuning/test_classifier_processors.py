@@ -432,6 +432,18 @@ def test_the_task_choices_are_the_processors():
         "tsv", "csv") else {})).name == name
 
 
+@pytest.mark.quick
+def test_which_tasks_are_text_pairs():
+  # By the public layouts: GLUE's two-sentence tasks, and the CSV sets whose
+  # rows hold a title before the text (class, title, text).
+  pairs = {"mrpc", "qqp", "sts-b", "mnli_matched", "mnli_mismatched", "qnli",
+           "rte", "wnli", "ag_news", "dbpedia", "amazon2", "amazon5"}
+  for name in cd.PROCESSORS:
+    assert cd.make_processor(name).pairs == (name in pairs), name
+  assert not cd.make_processor("tsv", label_list=["a"]).pairs
+  assert cd.make_processor("tsv", label_list=["a"], text_b_column="b").pairs
+
+
 def test_unknown_task():
   with pytest.raises(ValueError, match=r"--task_name=glue: unknown task; "
                      r"expected one of .*sts-b.*tsv"):

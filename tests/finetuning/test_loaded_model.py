@@ -5,6 +5,7 @@ checkpoint's; its logits for the dev texts are those `run_classifier`'s
 prediction wrote to `sst-2.logits.json`, its labels those of `sst-2.tsv`."""
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -60,6 +61,7 @@ def test_finetuning_records_the_model_in_its_model_dir(finetuned):
     task = json.load(f)
   assert task["task_name"] == "sst-2" and task["label_list"] == ["0", "1"]
   assert task["max_seq_length"] == 16 and task["uncased"] is False
+  assert task["pairs"] is False  # SST-2: one sentence per example
   with open(os.path.join(model_dir, "spiece.model"), "rb") as a, open(
       os.path.join(finetuned, "spiece.model"), "rb") as b:
     assert a.read() == b.read()
@@ -102,6 +104,14 @@ def test_the_loaded_weights_are_the_checkpoints(finetuned):
   for name, value in loaded.items():
     np.testing.assert_array_equal(value, tf.train.load_variable(prefix, name),
                                   err_msg=name)
+
+
+def test_a_pair_for_a_single_text_model_is_refused(finetuned):
+  model = loaded_model.load(os.path.join(finetuned, "model"))
+  with pytest.raises(ValueError, match=re.escape(
+      "texts[1] is a pair but sst-2 was fine-tuned on single texts; give "
+      "strings")):
+    model.features(["a fine film", ("a fine film", "a dull plot")])
 
 
 def test_a_directory_without_its_records_is_refused_in_one_line(

@@ -98,7 +98,8 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
             shuffle_buffer=task.shuffle_buffer, seed=task.seed), head,
         model.head_record(), finetune_config.ModelRecord(
             model.xlnet_config, classifier_task.task_record(
-                task, model, labels), task.spiece_model_file))
+                task, model, labels, processor.pairs),
+            task.spiece_model_file))
   with finetune.chief_alone():
     # The checkpoints evaluated, or predicted with, pool as this run's head.
     if do_eval:

@@ -331,6 +331,10 @@ class UserTableProcessor(classifier_processors.TableProcessor):
   def is_regression(self):
     return self._is_regression
 
+  @property
+  def pairs(self):
+    return self._spec["text_b"] is not None
+
   def options(self):
     """The settings that shape the examples (part of the records' key)."""
     return dict(self._spec, header=self.header, labels=self.labels)

@@ -120,10 +120,23 @@ class Classifier:
   def features(self, texts):
     """The model inputs of `texts` (str, or (text_a, text_b) pairs): dict
     of NumPy arrays `input_ids`, `segment_ids` int32 [n, L], `input_mask`
-    float32 [n, L] (1 = padding), `label_ids` [n] (zeros)."""
+    float32 [n, L] (1 = padding), `label_ids` [n] (zeros).
+
+    Raises:
+      ValueError: naming the first text that is a pair for a model
+        fine-tuned on single texts, or the reverse (`task.json`'s "pairs";
+        a model_dir fine-tuned before it was recorded takes either).
+    """
     rows = []
+    pairs = self.task.get("pairs")
     for i, text in enumerate(texts):
       text_a, text_b = (text, None) if isinstance(text, str) else text
+      if pairs is not None and (text_b is not None) != pairs:
+        raise ValueError(
+            f"texts[{i}] is {'a pair' if text_b is not None else 'one text'}"
+            f" but {self.task['task_name']} was fine-tuned on "
+            f"{'pairs (text_a, text_b)' if pairs else 'single texts'}; give "
+            f"{'(text_a, text_b) pairs' if pairs else 'strings'}")
       example = classifier_processors.InputExample(str(i), text_a, text_b)
       rows.append(classifier_features.convert_single_example(
           i, example, self.label_list, self.task["max_seq_length"],

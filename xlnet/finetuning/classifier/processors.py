@@ -64,6 +64,7 @@ class DataProcessor:
     primary_metric: the metric that picks the best checkpoint.
     glue_task: True for GLUE tasks (predictions in the GLUE submission
       format).
+    pairs: True when the examples are text pairs (a text_b).
   """
 
   name = None
@@ -71,6 +72,7 @@ class DataProcessor:
   metrics = ("accuracy",)
   primary_metric = "accuracy"
   glue_task = False
+  pairs = False
 
   @property
   def is_regression(self):
@@ -258,6 +260,10 @@ class TableProcessor(DataProcessor):
   quoting = False
   layout = None
   skip_bad_lines = False
+
+  @property
+  def pairs(self):
+    return self.columns["train"].text_b is not None
 
   def clean_text(self, text):
     """Hook for a dataset's escaping conventions; identity here."""

@@ -77,7 +77,7 @@ def head_fn(task, model, n_class):
   return fn
 
 
-def task_record(task, model, labels):
+def task_record(task, model, labels, pairs):
   """What a fine-tuned classifier's model_dir records of its task
   (`config.TASK_FILE`): how `loaded_model` turns texts into the features
   the head was trained on and its outputs into labels.
@@ -86,8 +86,9 @@ def task_record(task, model, labels):
     task: a `ClassifierConfig`.
     model: a `ModelConfig` (its `clamp_len`; the summary is in HEAD_FILE).
     labels: the task's label list, or None for regression.
+    pairs: whether the task's examples are text pairs (the processor's).
   """
-  return {"kind": "classifier", "task_name": task.task_name,
+  return {"kind": "classifier", "task_name": task.task_name, "pairs": pairs,
           "cls_scope": task.cls_scope,
           "label_list": None if labels is None else list(labels),
           "max_seq_length": task.max_seq_length, "uncased": task.uncased,
