@@ -286,6 +286,38 @@ def test_engine_steps_are_adams_and_resume_bit_for_bit(tmp_path,
     np.testing.assert_array_equal(got[name], value, err_msg=name)
 
 
+def test_a_corrupted_record_without_a_callback_is_tensorflows_cause_in_one_line(
+    tmp_path):
+  """Records 0-2 whole, record 3's bytes flipped (its CRC fails): steps 1-3
+  run, the fourth read stops training with checkpoint 3 saved and one line
+  ending in TensorFlow's cause (the fine-tuning trainer passes no
+  callback), not in the graph's Python stack."""
+  path = str(tmp_path / "x.tfrecords")
+  with tf.io.TFRecordWriter(path) as writer:
+    for i in range(5):
+      writer.write(b"record %d " % i + b"x" * 40)
+  # A record: 12 bytes (its length and the length's CRC), 49 of data, 4
+  # (the data's CRC). TensorFlow names the offset of the bad data.
+  data_of_record_3 = 3 * (12 + 49 + 4) + 12
+  raw = bytearray(open(path, "rb").read())
+  raw[data_of_record_3 + 20] ^= 0xFF
+  open(path, "wb").write(bytes(raw))
+  row = {k: tf.constant(v) for k, v in
+         next(iter(_quadratic_batches().take(1))).items()}
+  opt = test_optimizer.make_config(learning_rate=0.1, warmup_steps=0,
+                                   train_steps=10)
+  trainer = _quadratic_trainer(tmp_path / "m", opt)
+  trainer.build(_quadratic_batches().element_spec)
+  records = tf.data.TFRecordDataset(path).map(lambda _: row)
+  with pytest.raises(progress.DataCorrupted) as info:
+    trainer.train(trainer.distribute(lambda ctx: records), 10)
+  assert str(info.value) == (
+      "a corrupted input record stopped training after step 3 (progress "
+      f"saved in model.ckpt-3): corrupted record at {data_of_record_3}")
+  assert tf.train.latest_checkpoint(str(tmp_path / "m")).endswith(
+      "model.ckpt-3")
+
+
 @pytest.mark.tf_version
 def test_a_trainer_restored_from_its_checkpoint_goes_on_bit_for_bit(
     tmp_path):

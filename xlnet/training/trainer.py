@@ -34,6 +34,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from xlnet import errors
 from xlnet import modeling
 from xlnet.training import checkpoint_io
 from xlnet.training import config
@@ -401,7 +402,9 @@ class Trainer:
             out = step_fn(iterator, signals.signum is not None)
           except tf.errors.DataLossError as e:
             self.save(max_save=max_save)
-            where = on_corrupt_data(e) if on_corrupt_data else e.message
+            # (Without a callback, TensorFlow's cause, not its graph stack.)
+            where = (on_corrupt_data(e) if on_corrupt_data
+                     else errors.op_error_cause(e))
             raise progress.DataCorrupted(
                 "a corrupted input record stopped training after step "
                 f"{step} (progress saved in model.ckpt-{step}): {where}"
