@@ -327,3 +327,57 @@ def test_a_calibration_covers_its_measured_peaks(tmp_path):
     with open(path, "w") as f:
       json.dump({"format": "v0", "points": []}, f)
     memory_plan.read_calibration(path)
+
+
+def _planned(tmp_path, caplog, name, *argv):
+  """run_classifier.py's batch layout for `argv` (its flags resolved as the
+  program resolves them) and the lines it logs, planned for model `name`."""
+  from xlnet.flags import catalog  # pylint: disable=g-import-not-at-top
+  from xlnet.flags import finetuning as finetune_flags  # pylint: disable=g-import-not-at-top
+  from xlnet.programs import run_classifier  # pylint: disable=g-import-not-at-top
+  values = catalog.parse_fresh(run_classifier.define_flags, [
+      "run_classifier.py", f"--model_dir={tmp_path / 'm'}", *argv])
+  caplog.clear()
+  with caplog.at_level("INFO", logger="absl"):
+    engine = finetune_flags.memory_planned(
+        values, finetune_flags.engine_config(values),
+        model_lib.XLNetConfig.from_dict(_released(name), source="test"),
+        "classifier")
+  return engine.layout, list(caplog.messages)
+
+
+@pytest.mark.quick
+def test_the_finetuning_programs_plan_with_device_memory_gb(tmp_path,
+                                                          caplog):
+  """run_classifier.py --device_memory_gb splits each device's examples per
+  step into micro-batches the published measurements allow (XLNet-Base at
+  128 tokens: at most 56 on 16 GB, so 64 are split), keeping the examples
+  per step; a calibration file rules where given; the plan's source is
+  logged first."""
+  layout, lines = _planned(tmp_path, caplog, "base", "--max_seq_length=128",
+                           "--train_batch_size=64", "--device_memory_gb=16")
+  assert layout.accum_steps >= 2 and layout.bsz_per_core <= 56
+  assert layout.bsz_per_core * layout.accum_steps == 64
+  assert lines[0].startswith("Memory plan (published GPU measurements")
+  assert f"{layout.bsz_per_core} sequences per device" in lines[0]
+  # Without the flag: the flags as given.
+  layout, lines = _planned(tmp_path, caplog, "base", "--max_seq_length=128",
+                           "--train_batch_size=64")
+  assert (layout.bsz_per_core, layout.accum_steps, lines) == (64, 1, [])
+  # A (fake) calibration measured 15 GiB at 2 x 512 on XLNet-Large: one
+  # sequence per micro-step on 16 GiB (14.4 GiB budget).
+  path = _calibration(tmp_path / "c.json", "GPU:0 Fake V100",
+                      {(512, 1): 9.0, (512, 2): 15.0}, _released("large"))
+  layout, lines = _planned(tmp_path, caplog, "large", "--max_seq_length=512",
+                           "--train_batch_size=2", "--accum_steps=2",
+                           "--device_memory_gb=16",
+                           f"--memory_calibration={path}")
+  assert (layout.bsz_per_core, layout.accum_steps) == (1, 4)
+  assert lines[0].startswith(f"Memory plan (calibration file {path}")
+  with pytest.raises(ValueError, match=r"^--memory_calibration=.* needs "
+                     r"--device_memory_gb"):
+    _planned(tmp_path, caplog, "large", f"--memory_calibration={path}")
+  with pytest.raises(ValueError, match=r"^--device_memory_gb=1: classifier "
+                     r"at 512 tokens in fp32: even 1 example"):
+    _planned(tmp_path, caplog, "large", "--max_seq_length=512",
+             "--device_memory_gb=1")

@@ -472,6 +472,23 @@ def read_calibration(path):
                      "finetune_memory.py writes one on the device)") from None
 
 
+def device_terms(calibration_path=None):
+  """The `DeviceTerms` a plan holds the memory model to: those fitted to
+  the calibration file at `calibration_path` (`read_calibration`), else the
+  published GPU measurements (`PUBLISHED`)."""
+  if calibration_path is None:
+    return PUBLISHED
+  return read_calibration(calibration_path)
+
+
+def precision_of(use_tpu, use_bfloat16, use_fp16):
+  """The plan's precision of the programs' flags: "bf16" (a TPU, or
+  --use_bfloat16), "fp16" (--use_fp16) or "fp32"."""
+  if use_bfloat16 or use_tpu:
+    return "bf16"
+  return "fp16" if use_fp16 else "fp32"
+
+
 ################################################################################
 # The plan.
 ################################################################################

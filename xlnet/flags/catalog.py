@@ -396,6 +396,25 @@ def define_unused_release_flags(flag_values):
                     "unused.", flag_values=flag_values)
 
 
+@group("Memory plan")
+def define_memory_plan_flags(flag_values=flags.FLAGS):
+  """--device_memory_gb and --memory_calibration of the fine-tuning
+  programs (`xlnet/flags/finetuning.py` `memory_planned`)."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_float("device_memory_gb", None,
+                     "Memory of one GPU in GiB (e.g. 16, 24, 40, 80): each "
+                     "device's examples per step (--train_batch_size x "
+                     "--accum_steps) are split into the fewest micro-batches "
+                     "that fit, by the fine-tuning memory model "
+                     "(xlnet/finetuning/memory_plan.py); the plan replaces "
+                     "both flags and is logged first.", **fv)
+  flags.DEFINE_string("memory_calibration", None,
+                      "With --device_memory_gb: a calibration file that "
+                      "bench/finetune_memory.py wrote on this kind of "
+                      "device (its measured peaks) to plan with. Default: "
+                      "the published GPU measurements.", **fv)
+
+
 @group("Fine-tuning input")
 def define_finetuning_flags(flag_values):
   """Fine-tuning's own: the summary projection, the text, the feature
@@ -596,6 +615,7 @@ def define_common_flags(flag_values=flags.FLAGS):
       "training example order and dropout.",
       accum_steps_help="Batches accumulated per optimizer step (the "
       "effective batch is accum_steps times larger).")
+  define_memory_plan_flags(flag_values)
   define_core_flags(
       flag_values, use_tpu=False,
       use_tpu_help="Run on TPU (TensorFlow 2.15).", num_core_per_host=1,

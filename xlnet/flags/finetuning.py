@@ -17,6 +17,7 @@ from xlnet import model as model_lib
 from xlnet import validation
 from xlnet.data import prepro_utils
 from xlnet.finetuning import config as finetune_config
+from xlnet.finetuning import memory_plan
 from xlnet.finetuning.classifier import datasets as classifier_datasets
 from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.flags import configs as config_flags
@@ -124,6 +125,45 @@ def engine_config(FLAGS):  # pylint: disable=invalid-name
           cluster_timeout=FLAGS.cluster_timeout))
 
 
+def memory_planned(FLAGS, engine, xlnet_config, task_kind):  # pylint: disable=invalid-name
+  """`engine` with its batch layout split for --device_memory_gb: the
+  examples of each optimizer step (--train_batch_size x --accum_steps per
+  device) in the fewest micro-batches whose estimate fits the device
+  (`memory_plan.plan_accumulation`, held to --memory_calibration or the
+  published GPU measurements). Logs the plan, its source first.
+
+  Raises:
+    ValueError: one line naming the flag when even one example per device
+      does not fit, or --memory_calibration is given alone or unreadable.
+  """
+  gib, calibration = FLAGS.device_memory_gb, FLAGS.memory_calibration
+  if gib is None:
+    if calibration:
+      raise ValueError(f"--memory_calibration={calibration} needs "
+                       "--device_memory_gb (the memory it plans for)")
+    return engine
+  if not gib > 0:
+    raise ValueError(f"--device_memory_gb={gib} must be > 0 (GiB of one "
+                     "device)")
+  layout = engine.layout
+  replicas = layout.num_hosts * layout.num_core_per_host
+  try:
+    plan = memory_plan.plan_accumulation(
+        xlnet_config, task_kind, FLAGS.max_seq_length,
+        layout.train_batch_size * layout.accum_steps, replicas,
+        memory_plan.precision_of(FLAGS.use_tpu, FLAGS.use_bfloat16,
+                                 FLAGS.use_fp16),
+        gib, memory_plan.device_terms(calibration))
+  except ValueError as e:
+    raise ValueError(f"--device_memory_gb={gib:g}: {e}; use --use_fp16 or "
+                     "--use_bfloat16, larger devices, or a shorter "
+                     "--max_seq_length") from None
+  logging.info("Memory plan (%s): %s", plan.source, plan.summary())
+  return dataclasses.replace(engine, layout=dataclasses.replace(
+      layout, train_batch_size=plan.micro_batch * replicas,
+      accum_steps=plan.accum_steps))
+
+
 def from_flags(config_class, FLAGS, **resolved):  # pylint: disable=invalid-name
   """A `config_class` (a dataclass of `xlnet/finetuning/config.py`) whose
   fields are the flags of their names, but for those given in `resolved`
@@ -195,7 +235,8 @@ def resolve_classifier(FLAGS):  # pylint: disable=invalid-name
       label_list=None if FLAGS.label_list is None else tuple(
           FLAGS.label_list))
   return dict(task=task, model=model_config(FLAGS, xlnet_config),
-              engine=engine_config(FLAGS), do_train=FLAGS.do_train,
+              engine=memory_planned(FLAGS, engine_config(FLAGS), xlnet_config,
+                                    "classifier"), do_train=FLAGS.do_train,
               do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
 
 
@@ -231,7 +272,8 @@ def resolve_squad(FLAGS):  # pylint: disable=invalid-name
   if FLAGS.do_train or FLAGS.do_predict:
     model = model_config(FLAGS, model_lib.XLNetConfig(
         json_path=FLAGS.model_config_path))
-    engine = engine_config(FLAGS)
+    engine = memory_planned(FLAGS, engine_config(FLAGS), model.xlnet_config,
+                            "squad")
   return dict(task=task, model=model, engine=engine,
               do_prepro=FLAGS.do_prepro, do_train=FLAGS.do_train,
               do_predict=FLAGS.do_predict)
@@ -261,7 +303,8 @@ def resolve_race(FLAGS):  # pylint: disable=invalid-name
       eval_batch_size=global_batch_size(FLAGS, FLAGS.eval_batch_size))
   model = model_config(FLAGS, model_lib.XLNetConfig(
       json_path=FLAGS.model_config_path))
-  return dict(task=task, model=model, engine=engine_config(FLAGS),
+  return dict(task=task, model=model, engine=memory_planned(
+      FLAGS, engine_config(FLAGS), model.xlnet_config, "race"),
               do_train=FLAGS.do_train, do_eval=FLAGS.do_eval)
 
 

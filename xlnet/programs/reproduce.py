@@ -250,9 +250,8 @@ class BatchPlan:
 
 def precision(cfg):
   """"bf16" (--use_bfloat16, or a TPU), "fp16" (--use_fp16) or "fp32"."""
-  if cfg.use_bfloat16 or cfg.use_tpu:
-    return "bf16"
-  return "fp16" if cfg.use_fp16 else "fp32"
+  return memory_plan.precision_of(cfg.use_tpu, cfg.use_bfloat16,
+                                  cfg.use_fp16)
 
 
 def model_config(cfg):
@@ -300,8 +299,7 @@ def device_terms(cfg):
   if path is None and cfg.work_dir:
     found = os.path.join(cfg.work_dir, CALIBRATION_FILE)
     path = found if os.path.exists(found) else None
-  return memory_plan.PUBLISHED if path is None else (
-      memory_plan.read_calibration(path))
+  return memory_plan.device_terms(path)
 
 
 def memory_batch_plan(task, batch, seq_len, cfg, xlnet_config, terms):
