@@ -25,7 +25,7 @@ which names the setting in the words a user of the programs types
   dropout, dropatt                  >= 0 and < 1
   clip, adam_epsilon,               > 0
   lr_layer_decay_rate,
-  cluster_timeout
+  cluster_timeout, data_service_timeout
   summary_type, init,               one of CHOICES
   decay_method, tpu_engine
   use_fp16                          excludes use_bfloat16 and use_tpu
@@ -76,7 +76,7 @@ AT_LEAST = {
 BELOW = {"dropout": 1, "dropatt": 1}
 # name -> the value it must exceed.
 ABOVE = {"clip": 0, "adam_epsilon": 0, "lr_layer_decay_rate": 0,
-         "cluster_timeout": 0}
+         "cluster_timeout": 0, "data_service_timeout": 0}
 # name -> the values it may take (the programs' enum flags list the same).
 CHOICES = {
     "summary_type": ("last", "first", "mean", "attn"),

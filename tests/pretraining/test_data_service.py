@@ -428,3 +428,80 @@ def test_train_gpu_saves_and_says_so_when_the_dispatcher_forgets_its_job(
   assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
   resumed = logged_steps(rerun.stdout + rerun.stderr)
   assert resumed == list(range(last + 1, steps + 1))
+
+
+# A training loop whose step blocks as one waiting for the service's batches
+# does: in a system call that a signal's Python handler does not end (PEP
+# 475 resumes it), as TensorFlow's C++ wait ignores it.
+_BLOCKED_STEP = r"""
+import os, signal, sys
+from xlnet.training import data_service
+data_service._STEP_SIGNAL_GRACE = 1.0
+watch = data_service.StepWatch("grpc://127.0.0.1:1", float(sys.argv[1]))
+signal.signal(signal.SIGTERM, lambda *a: None)  # the trainer's: notes it
+blocked, _ = os.pipe()
+with watch.running():
+  with watch.step(6, 5):
+    pass  # a step that ends
+  print("ready", flush=True)
+  with watch.step(7, 5):
+    os.read(blocked, 1)
+"""
+
+
+def test_a_step_blocked_on_the_service_ends_at_its_bound_or_at_sigterm():
+  """A step that waits for the service's batches (a dispatcher with no
+  worker, or a dead one) ends the trainer after --data_service_timeout
+  (exit 1), or a second after SIGTERM (exit 143), with one line naming the
+  step, the flag and the checkpoint that holds the progress."""
+  procs = [subprocess.Popen([sys.executable, "-c", _BLOCKED_STEP, seconds],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=REPO, env=ENV)
+           for seconds in ("2", "600")]
+  for proc in procs:
+    assert proc.stdout.readline() == "ready\n", proc.stderr.read()
+  procs[1].send_signal(signal.SIGTERM)
+  sent = time.monotonic()
+  _, err = procs[1].communicate(timeout=60)
+  assert procs[1].returncode == 143 and time.monotonic() - sent < 5, err
+  assert err.strip().splitlines()[-1] == (
+      "-c: stopped by SIGTERM while step 8 waited for its batches from the "
+      "tf.data service (--data_service=grpc://127.0.0.1:1); model.ckpt-5 "
+      "holds the progress (the steps after it are lost); rerun the same "
+      "command to resume from it")
+  _, err = procs[0].communicate(timeout=60)
+  assert procs[0].returncode == 1, err
+  assert err.strip().splitlines()[-1] == (
+      "-c: error: step 8 waited 2 s for its batches from the tf.data service "
+      "(--data_service=grpc://127.0.0.1:1, --data_service_timeout): does the "
+      "dispatcher run, with at least one worker (data_service.py "
+      "--dispatcher=HOST:PORT)? model.ckpt-5 holds the progress; rerun the "
+      "same command to resume from it")
+
+
+@pytest.mark.slow
+@pytest.mark.only_env("latest", why="a trainer process on the service; run on the newest TensorFlow, whose service changes")
+def test_train_gpu_on_a_dispatcher_without_workers_stops_at_its_bound(
+    record_dir, tmp_path):
+  """A dispatcher that no worker serves sends no batch: the first step
+  waits --data_service_timeout seconds, then the trainer stops with one
+  line naming the flags and what to start (it waited for ever before)."""
+  port = free_port()
+  dispatcher = started(spawn_server(f"--port={port}", "--host=127.0.0.1"))
+  try:
+    address = f"grpc://127.0.0.1:{port}"
+    cmd = fx.program_command(
+        "train_gpu.py", record_dir, tmp_path / "m", "--train_steps=2",
+        f"--num_core_per_host={CORES}", f"--data_service={address}",
+        "--data_service_timeout=5")
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
+                          env=ENV, timeout=300)
+  finally:
+    stop(dispatcher)
+  assert proc.returncode == 1, proc.stderr[-3000:]
+  assert proc.stderr.strip().splitlines()[-1] == (
+      "train_gpu.py: error: step 1 waited 5 s for its batches from the "
+      f"tf.data service (--data_service={address}, --data_service_timeout): "
+      "does the dispatcher run, with at least one worker (data_service.py "
+      "--dispatcher=HOST:PORT)? nothing was saved yet; rerun the same "
+      "command to resume from it")

@@ -56,6 +56,7 @@ REFUSED = [
     ("adam_epsilon", -1e-06, "--adam_epsilon=-1e-06 must be > 0"),
     ("lr_layer_decay_rate", 0.0, "--lr_layer_decay_rate=0.0 must be > 0"),
     ("cluster_timeout", 0.0, "--cluster_timeout=0.0 must be > 0"),
+    ("data_service_timeout", 0.0, "--data_service_timeout=0.0 must be > 0"),
     ("max_seq_length", 0, "--max_seq_length=0 must be >= 1"),
     ("max_query_length", 0, "--max_query_length=0 must be >= 1"),
     ("max_qa_length", 0, "--max_qa_length=0 must be >= 1"),

@@ -59,6 +59,7 @@ PRETRAINING = dict(SHARED, **{
     "bi_data": ("bool", None),
     "corpus_info_path": ("string", None),
     "data_service": ("string", ""),
+    "data_service_timeout": ("float", 600.0),
     "d_embed": ("int", None),
     "d_head": ("int", 64),
     "d_inner": ("int", 4096),
@@ -351,10 +352,10 @@ PROGRAMS = {
 # sha256 of every flag's name, help text and enum values (see _help_digest):
 # the help a program prints stays the same.
 HELP_DIGESTS = {
-    "train_gpu.py": "ffb1ee1d8ea9393f",
-    "train_tpu.py": "ffb1ee1d8ea9393f",
-    "train.py": "ffb1ee1d8ea9393f",
-    "eval_pretrain.py": "ffb1ee1d8ea9393f",
+    "train_gpu.py": "f99c95114b083319",
+    "train_tpu.py": "f99c95114b083319",
+    "train.py": "f99c95114b083319",
+    "eval_pretrain.py": "f99c95114b083319",
     "run_classifier.py": "4118e3ddd0b5999a",
     "run_squad.py": "ee03d42477be2dfb",
     "run_race.py": "83a8d0e141321eb7",

@@ -386,6 +386,13 @@ def define_data_service_flags(flag_values):
                       "training input pipeline (the engine only; "
                       "docs/distributed.md). Empty: the trainer runs it.",
                       flag_values=flag_values)
+  flags.DEFINE_float("data_service_timeout",
+                     train_config.DATA_SERVICE_TIMEOUT,
+                     "Seconds a training step waits for its batches from "
+                     "the service (a dispatcher with no worker, or one "
+                     "that died, sends none) before the trainer stops with "
+                     "one line naming the last checkpoint.",
+                     flag_values=flag_values)
 
 
 @group("Accepted for the release's commands")

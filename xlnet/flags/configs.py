@@ -73,7 +73,8 @@ def device_config(FLAGS):  # pylint: disable=invalid-name
       gcp_project=FLAGS.gcp_project, master=FLAGS.master,
       tpu_job_name=FLAGS.tpu_job_name, worker_hosts=FLAGS.worker_hosts,
       task_index=FLAGS.task_index, cluster_timeout=FLAGS.cluster_timeout,
-      tpu_engine=FLAGS.tpu_engine, data_service=FLAGS.data_service)
+      tpu_engine=FLAGS.tpu_engine, data_service=FLAGS.data_service,
+      data_service_timeout=FLAGS.data_service_timeout)
 
 
 def run_config(is_training, is_finetune, FLAGS, **resolved):  # pylint: disable=invalid-name

@@ -231,6 +231,9 @@ def train(configs, strategy, held_out=None):
       on_corrupt_data=lambda e: record_format.data_loss_message(host_files),
       input_lost=(data_service.LOST_ERRORS, functools.partial(
           data_service.lost_message, configs.device.data_service))
+      if configs.device.data_service else None,
+      step_watch=data_service.StepWatch(
+          configs.device.data_service, configs.device.data_service_timeout)
       if configs.device.data_service else None)
 
 

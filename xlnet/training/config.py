@@ -129,6 +129,10 @@ def memory_shape(mem_len, bsz, d_model):
 # Seconds the workers of a cluster wait for each other by default: hosts
 # started by hand, one after the other, join within minutes.
 CLUSTER_TIMEOUT = 600.0
+# Seconds a training step waits for its batches from the tf.data service
+# (a dispatcher with no worker, or one that died, sends none): longer than
+# any step's own time, tracing and compiling the first included.
+DATA_SERVICE_TIMEOUT = 600.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,6 +151,8 @@ class DeviceConfig:
     data_service: a tf.data service dispatcher, grpc://HOST:PORT, whose
       workers run the pretraining input pipeline (`data_service.py`); ""
       runs it in the trainer.
+    data_service_timeout: seconds a step waits for its batches from the
+      service before the trainer stops with one line.
   """
   use_tpu: bool = False
   tpu: Optional[str] = None
@@ -159,6 +165,7 @@ class DeviceConfig:
   cluster_timeout: float = CLUSTER_TIMEOUT
   tpu_engine: str = "auto"
   data_service: str = ""
+  data_service_timeout: float = DATA_SERVICE_TIMEOUT
 
   def __post_init__(self):
     validation.check_fields(self)

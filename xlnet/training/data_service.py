@@ -41,6 +41,11 @@ REGISTER_TIMEOUT = 60.0
 # Seconds a blocked wait has to end by itself after a signal (its Python
 # handler then runs) before the watchdog ends the process.
 _SIGNAL_GRACE = 1.0
+# A training step after a signal: at least this long, and twice the longest
+# step done so far (a step that runs, however slow, ends and saves).
+_STEP_SIGNAL_GRACE = 10.0
+# How often the step watchdog looks (seconds).
+_STEP_POLL = 0.5
 _ADDRESS = re.compile(r"grpc://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})")
 _INT64_MAX = 2 ** 63 - 1
 # Tells this trainer process's jobs from those of earlier runs.
@@ -200,4 +205,96 @@ def _watch(what, seconds, read_fd, done):
       name = signal.Signals(signums[0]).name
       _say_and_exit(f"stopped by {name} while waiting for {what}; nothing "
                     "was trained in this run", 128 + signums[0])
+
+
+class StepWatch:
+  """Bounds the training steps of a run fed by the tf.data service. A step
+  waits for its batches in TensorFlow's C++ code, where no Python signal
+  handler runs: with a dispatcher that has no worker, or that died, it
+  would wait for ever and ignore SIGTERM. A watchdog thread ends the
+  process with one line when a step has waited `seconds` (exit code 1), or
+  when it has not ended `_STEP_SIGNAL_GRACE` seconds (and twice the
+  longest step so far) after SIGTERM or SIGINT (exit code 128 + the
+  signal); a step that ends in time leaves the signal to the trainer's own
+  handler (save, then stop).
+
+  Usage (`Trainer.train`):
+    with watch.running():
+      while ...:
+        with watch.step(step, saved):
+          step_fn(...)
+  """
+
+  def __init__(self, address, seconds):
+    self.address = address
+    self.seconds = seconds
+    self._current = None  # (step done before it, last saved step, start)
+    self._longest = 0.0
+
+  @contextlib.contextmanager
+  def running(self):
+    """The watchdog, around the training loop."""
+    done = threading.Event()
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    try:
+      previous = signal.set_wakeup_fd(write_fd)
+    except ValueError:  # not the main thread: the bound alone
+      previous = None
+    watchdog = threading.Thread(target=self._watch, args=(read_fd, done),
+                                daemon=True)
+    watchdog.start()
+    try:
+      yield self
+    finally:
+      done.set()
+      if previous is not None:
+        signal.set_wakeup_fd(previous)
+      watchdog.join()
+      os.close(read_fd)
+      os.close(write_fd)
+
+  @contextlib.contextmanager
+  def step(self, done_step, saved_step):
+    """One step, after `done_step`; `saved_step`: the newest checkpoint's
+    step (None: none yet), for the lines."""
+    began = time.monotonic()
+    self._current = (done_step, saved_step, began)
+    try:
+      yield
+    finally:
+      self._current = None
+      self._longest = max(self._longest, time.monotonic() - began)
+
+  def _watch(self, read_fd, done):
+    signalled = None  # (signal number, when)
+    while not done.is_set():
+      ready, _, _ = select.select([read_fd], [], [], _STEP_POLL)
+      if ready:
+        signums = [b for b in os.read(read_fd, 64) if b]
+        if signums and signalled is None:
+          signalled = (signums[0], time.monotonic())
+      current, now = self._current, time.monotonic()
+      if current is None:
+        signalled = None  # between steps the trainer's handler takes it
+        continue
+      done_step, saved, began = current
+      kept = (f"model.ckpt-{saved} holds the progress" if saved is not None
+              else "nothing was saved yet")
+      lost = " (the steps after it are lost)" if saved is not None else ""
+      grace = max(_STEP_SIGNAL_GRACE, 2 * self._longest)
+      if signalled and now - max(signalled[1], began) >= grace:
+        name = signal.Signals(signalled[0]).name
+        _say_and_exit(
+            f"stopped by {name} while step {done_step + 1} waited for its "
+            f"batches from the tf.data service ({FLAG}={self.address}); "
+            f"{kept}{lost}; rerun the same command to resume from it",
+            128 + signalled[0])
+      if now - began >= self.seconds:
+        _say_and_exit(
+            f"error: step {done_step + 1} waited {self.seconds:g} s for its "
+            f"batches from the tf.data service ({FLAG}={self.address}, "
+            "--data_service_timeout): does the dispatcher run, with at "
+            "least one worker (data_service.py --dispatcher=HOST:PORT)? "
+            f"{kept}; rerun the same command to resume from it", 1)
 

@@ -358,7 +358,7 @@ class Trainer:
 
   def train(self, dist_dataset, train_steps, save_steps=None, max_save=None,
             on_step=None, on_corrupt_data=None, input_lost=None,
-            out_of_memory=None):
+            out_of_memory=None, step_watch=None):
     """Runs optimizer steps until `train_steps` (global step).
 
     Args:
@@ -376,6 +376,9 @@ class Trainer:
       out_of_memory: () -> what to run instead when a step runs out of
         device memory (the plan, the device, a safer command); None: the
         error goes up as it is.
+      step_watch: bounds each step's wait for a remote input and ends a
+        step blocked after a signal (`data_service.StepWatch`); None: no
+        bound.
 
     Returns:
       the global step reached.
@@ -394,12 +397,14 @@ class Trainer:
     lost_errors, describe_lost = input_lost or ((), None)
     step = int(self.global_step.numpy())
     saved = step
-    with self.peers_watched(lambda: step):
+    watch = step_watch or _NO_WATCH
+    with self.peers_watched(lambda: step), watch.running():
       with progress.SignalCatcher() as signals:
         while step < train_steps:
           run_lock.check_held(self.model_dir, read=False)
           try:
-            out = step_fn(iterator, signals.signum is not None)
+            with watch.step(step, saved or None):
+              out = step_fn(iterator, signals.signum is not None)
           except tf.errors.DataLossError as e:
             self.save(max_save=max_save)
             # (Without a callback, TensorFlow's cause, not its graph stack.)
@@ -440,10 +445,24 @@ class Trainer:
     return step
 
 
+class _NoWatch:
+  """`Trainer.train`'s step watch when none is given."""
+
+  def running(self):
+    return contextlib.nullcontext()
+
+  def step(self, done_step, saved_step):
+    del done_step, saved_step
+    return contextlib.nullcontext()
+
+
+_NO_WATCH = _NoWatch()
+
+
 def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
         units_per_step, unit, log_line, allow_missing=(), same_run=None,
         prepare=None, on_step=None, on_corrupt_data=None, input_lost=None,
-        out_of_memory=None):
+        out_of_memory=None, step_watch=None):
   """The training run of pretraining and fine-tuning alike: resumes from
   the newest checkpoint of `trainer.model_dir` (else warm-starts from
   `checkpoint.init_checkpoint`, else starts fresh) and trains to
@@ -467,7 +486,8 @@ def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
       built: checks and records of the run in its model_dir.
     on_step: `on_step(logger, writer)` -> the per-step callback (default:
       the logger).
-    on_corrupt_data, input_lost, out_of_memory: as `Trainer.train`.
+    on_corrupt_data, input_lost, out_of_memory, step_watch: as
+      `Trainer.train`.
 
   Returns:
     list of (step, loss) of every step of this run.
@@ -500,5 +520,5 @@ def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
                 checkpoint.max_save or None,
                 on_step=on_step(logger, writer) if on_step else logger,
                 on_corrupt_data=on_corrupt_data, input_lost=input_lost,
-                out_of_memory=out_of_memory)
+                out_of_memory=out_of_memory, step_watch=step_watch)
   return logger.history
