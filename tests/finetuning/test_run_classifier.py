@@ -512,6 +512,27 @@ def test_a_checkpoint_without_the_head_is_accepted(setup, engine):
   assert engine.trained
 
 
+def test_the_model_config_beside_the_checkpoint_is_the_default(
+    setup, engine, caplog, tmp_path):
+  """Without --model_config_path: the released model's xlnet_config.json
+  beside --init_checkpoint (our trainers' config.json likewise), named in
+  a log line; a checkpoint with no config beside it needs the flag."""
+  with caplog.at_level("INFO", logger="absl"):
+    run(parse(base_args(setup, model_config_path=None)))
+  assert engine.trained
+  large = setup["large"]
+  assert f"The model's sizes: {large}/xlnet_config.json (--model_config_path " \
+      "not given)" in caplog.messages
+  alone = fx.write_checkpoint(str(tmp_path / "alone" / "model.ckpt"),
+                              fx.random_values(fx.pretrained_shapes(CONFIG)))
+  with pytest.raises(ValueError, match=r"^--model_config_path is required "
+                     r"\(the pretrained model's config json\): no config\.json "
+                     r"or xlnet_config\.json beside --init_checkpoint or in "
+                     r"--model_dir$"):
+    run(parse(base_args(setup, model_config_path=None, init_checkpoint=alone,
+                        model_dir=str(tmp_path / "exp2"))))
+
+
 @pytest.mark.parametrize("extra,message", [
     (["--task_name=foo"], "--task_name=foo: unknown task"),
     (["--data_dir={bad_label}", "--task_name=sst-2"],

@@ -31,6 +31,9 @@ HEAD_FILE = "head.json"
 # sizes, as a pretraining model_dir holds them; the task's settings; and a
 # copy of the SentencePiece model.
 MODEL_CONFIG_FILE = "config.json"
+# A model's config beside its checkpoint: ours (a pretraining or
+# fine-tuning model_dir), then the released models' name.
+CONFIG_FILES = (MODEL_CONFIG_FILE, "xlnet_config.json")
 TASK_FILE = "task.json"
 SPIECE_FILE = "spiece.model"
 # The sequence summaries (`modeling.summarize_sequence`).

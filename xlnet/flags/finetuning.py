@@ -46,6 +46,41 @@ def _same_dir(a, b):
   return os.path.abspath(a).rstrip("/") == os.path.abspath(b).rstrip("/")
 
 
+def pretrained_config(FLAGS):  # pylint: disable=invalid-name
+  """The model's XLNetConfig: `--model_config_path`, else the config beside
+  the model's checkpoint (`finetune_config.CONFIG_FILES` in
+  --init_checkpoint's directory, then in --model_dir), named in a log line.
+
+  Returns:
+    (the XLNetConfig, the path it was read from).
+
+  Raises:
+    ValueError: one line naming the flag when none is found or it cannot
+      be read.
+  """
+  path = FLAGS.model_config_path
+  if not path:
+    dirs = [FLAGS.model_dir] if FLAGS.model_dir else []
+    if FLAGS.init_checkpoint:
+      dirs.insert(0, os.path.dirname(checkpoint_io.resolve_checkpoint(
+          FLAGS.init_checkpoint, "--init_checkpoint")) or ".")
+    found = [os.path.join(d, name) for d in dirs
+             for name in finetune_config.CONFIG_FILES
+             if tf.io.gfile.exists(os.path.join(d, name))]
+    if not found:
+      raise ValueError(
+          "--model_config_path is required (the pretrained model's config "
+          f"json): no {' or '.join(finetune_config.CONFIG_FILES)} beside "
+          "--init_checkpoint or in --model_dir")
+    path = found[0]
+    logging.info("The model's sizes: %s (--model_config_path not given)",
+                 path)
+  try:
+    return model_lib.XLNetConfig(json_path=path), path
+  except ValueError as e:
+    raise ValueError(f"--model_config_path={path}: {e}") from None
+
+
 def check_common_flags(FLAGS):  # pylint: disable=invalid-name
   """Validates the common flags; raises a one-line ValueError naming one.
 
@@ -58,17 +93,12 @@ def check_common_flags(FLAGS):  # pylint: disable=invalid-name
   `config_flags.check_rules`), the precision possible.
 
   Returns:
-    the XLNetConfig of `--model_config_path`.
+    (the XLNetConfig, its path): `pretrained_config`.
   """
-  _require(FLAGS, "model_config_path", "the pretrained model's config json")
   _require(FLAGS, "spiece_model_file", "the pretrained model's "
            "SentencePiece model")
   _require(FLAGS, "model_dir", "fine-tuning checkpoints and results")
-  try:
-    config = model_lib.XLNetConfig(json_path=FLAGS.model_config_path)
-  except ValueError as e:
-    raise ValueError(f"--model_config_path={FLAGS.model_config_path}: {e}"
-                     ) from None
+  config, config_path = pretrained_config(FLAGS)
   if FLAGS.init_checkpoint:
     prefix = checkpoint_io.resolve_checkpoint(FLAGS.init_checkpoint,
                                             "--init_checkpoint")
@@ -81,7 +111,7 @@ def check_common_flags(FLAGS):  # pylint: disable=invalid-name
   config_flags.check_rules(FLAGS)
   validation.check_precision(FLAGS.use_tpu, FLAGS.use_bfloat16,
                              FLAGS.use_fp16)
-  return config
+  return config, config_path
 
 
 def require(FLAGS, *names, why):  # pylint: disable=invalid-name
@@ -210,15 +240,16 @@ def check_classifier_flags(FLAGS):  # pylint: disable=invalid-name
     raise ValueError(f"--num_passes={FLAGS.num_passes} must be >= 1")
 
 
-def _check_vocabulary(FLAGS, xlnet_config):  # pylint: disable=invalid-name
-  """Raises unless the SentencePiece model fits the model's vocabulary."""
+def _check_vocabulary(FLAGS, xlnet_config, config_path):  # pylint: disable=invalid-name
+  """Raises unless the SentencePiece model fits the model's vocabulary
+  (that of the config at `config_path`)."""
   sp_model = prepro_utils.load_sp_model(FLAGS.spiece_model_file,
                                         "--spiece_model_file")
   if sp_model.get_piece_size() > xlnet_config.n_token:
     raise ValueError(
         f"--spiece_model_file={FLAGS.spiece_model_file} has "
         f"{sp_model.get_piece_size()} pieces but --model_config_path="
-        f"{FLAGS.model_config_path} has n_token={xlnet_config.n_token}: "
+        f"{config_path} has n_token={xlnet_config.n_token}: "
         "they belong to different models")
 
 
@@ -226,8 +257,8 @@ def resolve_classifier(FLAGS):  # pylint: disable=invalid-name
   """run_classifier.py's flags, checked, as the keyword arguments of
   `api.run_classifier`."""
   check_classifier_flags(FLAGS)
-  xlnet_config = check_common_flags(FLAGS)
-  _check_vocabulary(FLAGS, xlnet_config)
+  xlnet_config, config_path = check_common_flags(FLAGS)
+  _check_vocabulary(FLAGS, xlnet_config, config_path)
   task = from_flags(
       finetune_config.ClassifierConfig, FLAGS,
       eval_batch_size=global_batch_size(FLAGS, FLAGS.eval_batch_size),
@@ -253,8 +284,7 @@ def check_squad_flags(FLAGS):  # pylint: disable=invalid-name
   if FLAGS.do_prepro or FLAGS.do_train:
     require(FLAGS, "train_file", why="with --do_prepro/--do_train")
   if FLAGS.do_train or FLAGS.do_predict:
-    require(FLAGS, "model_config_path", "model_dir",
-            why="with --do_train/--do_predict")
+    require(FLAGS, "model_dir", why="with --do_train/--do_predict")
   if FLAGS.do_predict:
     require(FLAGS, "predict_file", why="with --do_predict")
   finetune_config.check_squad(FLAGS)
@@ -270,8 +300,7 @@ def resolve_squad(FLAGS):  # pylint: disable=invalid-name
       predict_batch_size=global_batch_size(FLAGS, FLAGS.predict_batch_size))
   model = engine = None
   if FLAGS.do_train or FLAGS.do_predict:
-    model = model_config(FLAGS, model_lib.XLNetConfig(
-        json_path=FLAGS.model_config_path))
+    model = model_config(FLAGS, pretrained_config(FLAGS)[0])
     engine = memory_planned(FLAGS, engine_config(FLAGS), model.xlnet_config,
                             "squad")
   return dict(task=task, model=model, engine=engine,
@@ -287,9 +316,9 @@ def check_race_flags(FLAGS):  # pylint: disable=invalid-name
   if not (FLAGS.do_train or FLAGS.do_eval):
     raise ValueError("nothing to do: set --do_train and/or --do_eval")
   require(FLAGS, "data_dir", "spiece_model_file", "output_dir",
-          "model_config_path", "model_dir",
-          why="(RACE data, SentencePiece model, records directory, "
-          "model config and checkpoint directory)")
+          "model_dir",
+          why="(RACE data, SentencePiece model, records directory and "
+          "checkpoint directory)")
   finetune_config.check_race(FLAGS)
   config_flags.check_rules(FLAGS)
 
@@ -301,8 +330,7 @@ def resolve_race(FLAGS):  # pylint: disable=invalid-name
   task = from_flags(
       finetune_config.RaceConfig, FLAGS,
       eval_batch_size=global_batch_size(FLAGS, FLAGS.eval_batch_size))
-  model = model_config(FLAGS, model_lib.XLNetConfig(
-      json_path=FLAGS.model_config_path))
+  model = model_config(FLAGS, pretrained_config(FLAGS)[0])
   return dict(task=task, model=model, engine=memory_planned(
       FLAGS, engine_config(FLAGS), model.xlnet_config, "race"),
               do_train=FLAGS.do_train, do_eval=FLAGS.do_eval)

@@ -37,7 +37,7 @@ LAYER_NORM_EPS = 1e-12
 
 # What a checkpoint's directory may hold of its config: a run of ours
 # writes config.json, a release (and --to=tf) xlnet_config.json.
-CONFIG_FILES = ("config.json", "xlnet_config.json")
+CONFIG_FILES = finetuning_config.CONFIG_FILES
 SPIECE_FILE = "spiece.model"
 
 
