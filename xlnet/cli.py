@@ -26,6 +26,7 @@ from absl import flags
 from absl import logging
 
 from xlnet import errors
+from xlnet import io_utils
 from xlnet import signals
 from xlnet.flags import catalog as flag_catalog
 
@@ -59,6 +60,20 @@ def user_errors():
   user)."""
   return (ValueError, OSError, app.UsageError) + errors.tf_errors(
       "NotFoundError", "PermissionDeniedError")
+
+
+def exhausted_text(err):
+  """One line for a TensorFlow ResourceExhaustedError that reached the
+  program's top (the trainers name the step, the plan and a safer command
+  themselves): a full disk or quota as such, else out of device memory
+  while the model was built, restored or evaluated."""
+  cause = errors.op_error_cause(err)
+  if io_utils.resource_cause(err):
+    return f"{cause}; make room and rerun the same command"
+  return (f"out of device memory ({cause[:300]}): a smaller batch, shorter "
+          "sequences or more accumulation steps per update fit (see the "
+          "program's --help); a training run resumes from its newest "
+          "checkpoint")
 
 
 def program_name():
@@ -194,6 +209,8 @@ def guarded(main):
       end(e)
     except user_errors() as e:
       fail(error_text(e))
+    except errors.tf_errors("ResourceExhaustedError") as e:
+      fail(exhausted_text(e), 1)
     except KeyboardInterrupt:
       fail("interrupted (Ctrl-C)", 130)
 

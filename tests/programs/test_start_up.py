@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from xlnet import cli
 from tests import data_helpers
 from tests.programs import program_flags
@@ -73,3 +75,28 @@ def test_a_users_tensorflow_log_level_is_kept(monkeypatch):
   monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL")
   cli.quiet_tensorflow()
   assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "3"
+
+
+def test_resources_exhausted_outside_a_step_are_one_line(capsys,
+                                                        monkeypatch):
+  """A ResourceExhaustedError that reaches a program's top (out of device
+  memory while the model is built or restored; a full disk under a
+  TensorFlow write): one line, exit code 1, no traceback."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(sys, "argv", ["prog"])
+  for message, want in (
+      ("OOM when allocating tensor with shape[1024,4096]\n\t [[{{node x}}]]",
+       "prog: error: out of device memory (OOM when allocating tensor with "
+       "shape[1024,4096]): a smaller batch, shorter sequences or more "
+       "accumulation steps per update fit (see the program's --help); a "
+       "training run resumes from its newest checkpoint"),
+      ("/data/x.tmp; No space left on device",
+       "prog: error: /data/x.tmp; No space left on device; make room and "
+       "rerun the same command")):
+    def main(argv, message=message):
+      del argv
+      raise tf.errors.ResourceExhaustedError(None, None, message)
+    with pytest.raises(SystemExit) as info:
+      cli.guarded(main)(["prog"])
+    assert info.value.code == 1
+    assert capsys.readouterr().err == want + "\n"
