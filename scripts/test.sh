@@ -11,9 +11,9 @@
 # docs/testing.md says which tier to run when.)
 #
 # Usage: bash scripts/test.sh [--quick] [PYTEST OPTIONS] [TEST PATHS]
-#   bash scripts/test.sh                  everything (about 32 min on 2 cores)
+#   bash scripts/test.sh                  everything (about 27 min on 2 cores)
 #   bash scripts/test.sh --quick          the quick tier: the tests marked
-#                                         quick, on reference (about 2 min)
+#                                         quick, on reference (about 1 min)
 #   bash scripts/test.sh tests/core       one folder (or file, or
 #                                         file::test) on each environment
 #   bash scripts/test.sh -m "not slow" -k rel_shift
