@@ -202,7 +202,15 @@ def guarded(main):
 
   def wrapper(argv):
     try:
-      result = main(argv)
+      try:
+        result = main(argv)
+      except Exception:  # pylint: disable=broad-except
+        # C code that SIGTERM's Terminated crossed may have replaced it
+        # (pybind11's RuntimeError "MISMATCH of original and normalized
+        # active exception types", a TypeError of tracing): after a
+        # SIGTERM, the signal ends the program as itself.
+        raise_if_terminated()
+        raise
       raise_if_terminated()
       return result
     except (Stop, Terminated) as e:

@@ -8,6 +8,7 @@ default the programs set before TensorFlow could be imported.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -100,3 +101,29 @@ def test_resources_exhausted_outside_a_step_are_one_line(capsys,
       cli.guarded(main)(["prog"])
     assert info.value.code == 1
     assert capsys.readouterr().err == want + "\n"
+
+
+def test_sigterm_replaced_by_c_code_still_ends_as_sigterm(capsys,
+                                                         monkeypatch):
+  """SIGTERM's exception crossing TensorFlow's C++ code can come back as
+  another one (pybind11: "MISMATCH of original and normalized active
+  exception types ... REPLACED BY Terminated"): the program still ends
+  with SIGTERM's one line and exit code 143, not a traceback."""
+  monkeypatch.setattr(sys, "argv", ["prog"])
+
+  def main(argv):
+    del argv
+    try:
+      os.kill(os.getpid(), signal.SIGTERM)
+      for _ in range(10000):  # the handler runs at a bytecode boundary
+        pass
+    except cli.Terminated:
+      raise RuntimeError("pybind11::error_already_set: MISMATCH of "
+                         "original and normalized active exception "
+                         "types") from None
+  with cli.sigterm_raises(), pytest.raises(SystemExit) as info:
+    cli.guarded(main)(["prog"])
+  assert info.value.code == 143
+  assert capsys.readouterr().err == (
+      "prog: stopped by SIGTERM; no temporary file is left; rerun the same "
+      "command to redo the work\n")
