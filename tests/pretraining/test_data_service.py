@@ -434,7 +434,7 @@ def test_train_gpu_saves_and_says_so_when_the_dispatcher_forgets_its_job(
 # does: in a system call that a signal's Python handler does not end (PEP
 # 475 resumes it), as TensorFlow's C++ wait ignores it.
 _BLOCKED_STEP = r"""
-import os, signal, sys
+import os, select, signal, sys
 from xlnet.training import data_service
 data_service._STEP_SIGNAL_GRACE = 1.0
 watch = data_service.StepWatch("grpc://127.0.0.1:1", float(sys.argv[1]))
@@ -443,6 +443,9 @@ blocked, _ = os.pipe()
 with watch.running():
   with watch.step(6, 5):
     pass  # a step that ends
+  if sys.argv[2] == "between":  # SIGTERM before the next step begins
+    os.kill(os.getpid(), signal.SIGTERM)
+    select.select([], [], [], 2 * data_service._STEP_POLL)
   print("ready", flush=True)
   with watch.step(7, 5):
     os.read(blocked, 1)
@@ -453,22 +456,27 @@ def test_a_step_blocked_on_the_service_ends_at_its_bound_or_at_sigterm():
   """A step that waits for the service's batches (a dispatcher with no
   worker, or a dead one) ends the trainer after --data_service_timeout
   (exit 1), or a second after SIGTERM (exit 143), with one line naming the
-  step, the flag and the checkpoint that holds the progress."""
-  procs = [subprocess.Popen([sys.executable, "-c", _BLOCKED_STEP, seconds],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=REPO, env=ENV)
-           for seconds in ("2", "600")]
+  step, the flag and the checkpoint that holds the progress. A SIGTERM
+  that came between two steps counts from the next step's start (it was
+  dropped, and the blocked step waited out the bound)."""
+  procs = [subprocess.Popen(
+      [sys.executable, "-c", _BLOCKED_STEP, seconds, signalled],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+      env=ENV)
+           for seconds, signalled in (("2", "no"), ("600", "during"),
+                                      ("600", "between"))]
   for proc in procs:
     assert proc.stdout.readline() == "ready\n", proc.stderr.read()
   procs[1].send_signal(signal.SIGTERM)
   sent = time.monotonic()
-  _, err = procs[1].communicate(timeout=60)
-  assert procs[1].returncode == 143 and time.monotonic() - sent < 5, err
-  assert err.strip().splitlines()[-1] == (
-      "-c: stopped by SIGTERM while step 8 waited for its batches from the "
-      "tf.data service (--data_service=grpc://127.0.0.1:1); model.ckpt-5 "
-      "holds the progress (the steps after it are lost); rerun the same "
-      "command to resume from it")
+  for proc in procs[1:]:
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and time.monotonic() - sent < 5, err
+    assert err.strip().splitlines()[-1] == (
+        "-c: stopped by SIGTERM while step 8 waited for its batches from "
+        "the tf.data service (--data_service=grpc://127.0.0.1:1); "
+        "model.ckpt-5 holds the progress (the steps after it are lost); "
+        "rerun the same command to resume from it")
   _, err = procs[0].communicate(timeout=60)
   assert procs[0].returncode == 1, err
   assert err.strip().splitlines()[-1] == (

@@ -214,9 +214,10 @@ class StepWatch:
   would wait for ever and ignore SIGTERM. A watchdog thread ends the
   process with one line when a step has waited `seconds` (exit code 1), or
   when it has not ended `_STEP_SIGNAL_GRACE` seconds (and twice the
-  longest step so far) after SIGTERM or SIGINT (exit code 128 + the
-  signal); a step that ends in time leaves the signal to the trainer's own
-  handler (save, then stop).
+  longest step so far) after SIGTERM or SIGINT, or after its start for a
+  signal that came between steps (exit code 128 + the signal); a step that
+  ends in time leaves the signal to the trainer's own handler (the step
+  agrees to stop, then the trainer saves).
 
   Usage (`Trainer.train`):
     with watch.running():
@@ -276,7 +277,8 @@ class StepWatch:
           signalled = (signums[0], time.monotonic())
       current, now = self._current, time.monotonic()
       if current is None:
-        signalled = None  # between steps the trainer's handler takes it
+        # Between steps the trainer's handler takes a signal; one that came
+        # just before a step began is kept: that step must end in time too.
         continue
       done_step, saved, began = current
       kept = (f"model.ckpt-{saved} holds the progress" if saved is not None
