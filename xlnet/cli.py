@@ -29,6 +29,7 @@ from xlnet import errors
 from xlnet import io_utils
 from xlnet import signals
 from xlnet.flags import catalog as flag_catalog
+from xlnet.training import run_lock
 
 # The exceptions and signal handling live below the library
 # (`xlnet/errors.py`, `xlnet/signals.py`); the programs name them here too.
@@ -221,6 +222,8 @@ def guarded(main):
       fail(exhausted_text(e), 1)
     except KeyboardInterrupt:
       fail("interrupted (Ctrl-C)", 130)
+    finally:
+      run_lock.release_held()  # one a signal stopped at a `with`'s edge
 
   return wrapper
 

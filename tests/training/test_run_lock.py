@@ -93,6 +93,28 @@ def test_hold_refreshes_the_lock_and_releases_it_on_an_error(tmp_path):
   assert not os.path.exists(path)
 
 
+@pytest.mark.quick
+def test_a_stop_at_the_edge_of_a_hold_block_leaves_no_lock(tmp_path):
+  """SIGTERM raises where it lands: in `contextlib`'s `__enter__` after
+  the lock was taken, or as `__exit__` begins, no `finally` of `hold`
+  runs; the lock stayed until the process ended (a rerun then took it
+  over as stale). `cli.guarded` releases it as the program ends."""
+  path = tmp_path / run_lock.LOCK_NAME
+
+  def main(argv):
+    del argv
+    block = run_lock.hold(str(tmp_path))
+    block.__enter__()  # as if the stop came before the `with` took it
+    assert path.exists()
+    raise cli.Terminated("stopped by SIGTERM")
+
+  with pytest.raises(SystemExit) as ended:
+    with contextlib.redirect_stderr(io.StringIO()):
+      cli.guarded(main)(["prog"])
+  assert ended.value.code == 143
+  assert not path.exists()
+
+
 def test_release_leaves_a_lock_taken_over_by_another_trainer(tmp_path):
   token = run_lock.acquire(str(tmp_path))
   _write_lock(str(tmp_path), host="elsewhere", pid=1)

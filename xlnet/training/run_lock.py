@@ -457,17 +457,33 @@ def hold(model_dir, active=True, lease=LEASE_SECONDS,
       beat.start()
     yield
   finally:
-    # A signal that arrives before they are held back (in the calls that
-    # set up `deferred_signals`) raises here: release again until done.
-    stopped = None
-    while beat is not None and beat.path in _HELD:
-      try:
-        with signals.deferred_signals():
-          beat.stopped.set()
-          beat.join()
-          release(model_dir, token)
-          del _HELD[beat.path]
-      except errors.Terminated as e:
-        stopped = e
-    if stopped is not None:
-      raise stopped
+    if beat is not None:
+      _let_go(beat)
+
+
+def _let_go(beat):
+  """Stops the heartbeat `beat` and removes its lock, if still held; a
+  signal that arrives before they are held back (in the calls that set up
+  `deferred_signals`) raises after the release, which is then retried."""
+  stopped = None
+  while beat.path in _HELD:
+    try:
+      with signals.deferred_signals():
+        beat.stopped.set()
+        beat.join()
+        _remove_if(beat.path, lambda found: found.token() != beat.token)
+        _HELD.pop(beat.path, None)
+    except errors.Terminated as e:
+      stopped = e
+  if stopped is not None:
+    raise stopped
+
+
+def release_held():
+  """Releases every lock this process still holds. A signal can stop a
+  program at the edges of a `hold` block, where no `finally` of it runs
+  (in `contextlib`'s `__enter__` after the lock was taken; at the start of
+  its `__exit__`); `cli.guarded` calls this as the program's `main` ends,
+  so no lock outlives its program."""
+  for beat in list(_HELD.values()):
+    _let_go(beat)
