@@ -11,7 +11,7 @@ import importlib
 from absl import flags
 from absl import logging
 
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet.flags import catalog as flag_catalog
 
 # The release's names, each from the module that holds it now; imported on

@@ -13,7 +13,7 @@ import sys
 
 from absl import flags
 
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet.finetuning import downloads
 from xlnet.finetuning import http_fetch
 from xlnet.flags import catalog as flag_catalog

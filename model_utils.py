@@ -18,7 +18,7 @@ moved into DIR/quarantine/, nothing is deleted.
 """
 from absl import flags
 
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet.flags import catalog as flag_catalog
 
 FLAGS = flags.FLAGS

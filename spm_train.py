@@ -5,7 +5,7 @@
 """
 from absl import flags
 
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet.data import spm_train
 from xlnet.flags import catalog as flag_catalog
 

@@ -66,7 +66,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 from bench import model_step  # noqa: E402  (its flags are this bench's too)
 from bench import scratch  # noqa: E402
-from xlnet import cli  # noqa: E402
+from xlnet.programs import cli  # noqa: E402
 from xlnet import model as model_lib  # noqa: E402
 from xlnet import modeling  # noqa: E402
 from xlnet import pretraining_loss  # noqa: E402

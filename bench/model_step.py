@@ -73,7 +73,7 @@ from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 from bench import release_compat  # noqa: E402
-from xlnet import cli  # noqa: E402
+from xlnet.programs import cli  # noqa: E402
 from xlnet import io_utils  # noqa: E402
 from xlnet import modeling  # noqa: E402
 from xlnet.training import strategies  # noqa: E402

@@ -27,7 +27,7 @@ from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
-from xlnet import cli  # noqa: E402
+from xlnet.programs import cli  # noqa: E402
 
 flags.DEFINE_integer("top", 30, "Rows printed, slowest first.")
 FLAGS = flags.FLAGS

@@ -26,7 +26,7 @@ import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
-from xlnet import cli  # noqa: E402
+from xlnet.programs import cli  # noqa: E402
 
 B, N, D, QLEN, KLEN, RLEN, D_MODEL, D_INNER, ROWS = (
     2, 12, 64, 512, 896, 1408, 768, 3072, 597)

@@ -15,7 +15,7 @@ from absl import flags
 sys.path.insert(
     0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from xlnet import cli  # noqa: E402
+from xlnet.programs import cli  # noqa: E402
 from xlnet.demo import demo_corpus  # noqa: E402
 from xlnet.flags import catalog as flag_catalog  # noqa: E402
 

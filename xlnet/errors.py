@@ -1,6 +1,6 @@
 """The exceptions that end a run with one line, for every layer.
 
-The library raises them and the programs' convention (`xlnet/cli.py`)
+The library raises them and the programs' convention (`xlnet/programs/cli.py`)
 prints them: `Stop` for an expected end (exit code 1, or a subclass's),
 `Terminated` for SIGTERM (exit code 143, raised by `xlnet/signals.py`).
 `error_text` is the one line an exception's message makes (`op_error_cause`

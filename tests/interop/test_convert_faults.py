@@ -32,7 +32,7 @@ from tests import in_process
 from tests import shared_artifacts
 from tests.interop import interop_fixtures as fx
 from tests.programs import test_sigterm_moments as moments
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet import io_utils
 from xlnet.interop import hf_export
 from xlnet.interop import hf_import

@@ -409,10 +409,10 @@ NOT_IN_CATALOG = {}
 # the fine-tuning programs and reproduce.py.
 CATALOG_MODULES = ("xlnet.flags.catalog", "xlnet.flags.task_catalog")
 # The files holding those definitions (relative to the repository), and
-# xlnet/cli.py, which replaces absl's --help with one listing the program's
+# xlnet/programs/cli.py, which replaces absl's --help with one listing the program's
 # flags.
 DEFINING_FILES = {"xlnet/flags/catalog.py", "xlnet/flags/task_catalog.py",
-                  "xlnet/cli.py"}
+                  "xlnet/programs/cli.py"}
 
 
 @pytest.mark.parametrize("program", sorted(PROGRAMS))

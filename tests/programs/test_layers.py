@@ -5,7 +5,7 @@ The import graph of `xlnet/` is read from the sources (every `import` and
 import that runs only on some path. Each module belongs to one layer of
 LAYERS; a module may import its own layer and those below it, never one
 above (docs/layout.md, "Layers"). In particular no library module imports
-`xlnet.flags`, `xlnet.cli` or `xlnet.programs`, and importing the Python
+`xlnet.flags` or `xlnet.programs` (`cli` is `xlnet.programs.cli`), and importing the Python
 API defines no absl flag (checked in a fresh interpreter).
 """
 import ast
@@ -34,11 +34,11 @@ LAYERS = (
                                  "xlnet.demo")),
     ("interop", ("xlnet.interop",)),  # reads finetuning's configs
     ("flags", ("xlnet.flags",)),
-    ("cli", ("xlnet.cli",)),
+    ("cli", ("xlnet.programs.cli",)),
     ("programs", ("xlnet.programs",)),
 )
 # What only the programs (xlnet/programs/, the top-level scripts) import.
-ABOVE_THE_LIBRARY = ("xlnet.flags", "xlnet.cli", "xlnet.programs")
+ABOVE_THE_LIBRARY = ("xlnet.flags", "xlnet.programs")
 
 # Arrows that still point up, each with the work that removes it.
 # Arrows allowed to run up for now (none: the record writer's flag rules
@@ -116,6 +116,24 @@ def test_no_module_imports_a_layer_above_its_own():
   assert not gone, f"no longer imported, remove from KNOWN_UPWARD: {gone}"
 
 
+def _folder(module):
+  """The folder right under `xlnet/` that holds `module` (`xlnet` for the
+  root's modules: a task's folder is part of `finetuning`)."""
+  parts = module.split(".")
+  is_folder = MODULES[module].endswith("__init__.py")
+  return ".".join(parts[:2]) if len(parts) > 2 or is_folder else "xlnet"
+
+
+@pytest.mark.quick
+def test_no_two_folders_import_each_other():
+  """Folders of modules, not only layers, point one way: the programs'
+  convention (`cli`) left the root, which `flags/` imports."""
+  arrows = {(_folder(src), _folder(dst)) for src, targets in GRAPH.items()
+            for dst in targets if _folder(src) != _folder(dst)}
+  both = sorted((a, b) for a, b in arrows if a < b and (b, a) in arrows)
+  assert not both, both
+
+
 def test_the_task_heads_need_only_the_model():
   """Each task's head (`xlnet/finetuning/<task>/head.py`) imports nothing
   above the model, so the SavedModel export (`xlnet/interop/`) takes a head
@@ -159,14 +177,15 @@ def test_the_import_graph_sees_every_kind_of_import(tmp_path):
       "from . import config\n"
       "from ..flags import catalog\n"
       "def main():\n"
-      "  from xlnet import cli\n"
+      "  from xlnet.programs import cli\n"
       "  from xlnet.pretraining.api import pretrain\n")
   assert _imported("xlnet.training.fake", str(path)) == {
       "xlnet.io_utils", "xlnet.data.token_stream", "xlnet.training.config",
-      "xlnet.flags.catalog", "xlnet.cli", "xlnet.pretraining.api"}
+      "xlnet.flags.catalog", "xlnet.programs.cli",
+      "xlnet.pretraining.api"}
   # And the package's own: train_gpu.py imports absl's flags in `main`,
   # the library's API at module level.
-  assert {"xlnet.cli", "xlnet.flags.pretraining",
+  assert {"xlnet.programs.cli", "xlnet.flags.pretraining",
           "xlnet.pretraining.api"} <= GRAPH["xlnet.programs.train_gpu"]
 
 
@@ -184,8 +203,7 @@ import xlnet.interop.hf_import
 print(json.dumps({
     "new_flags": sorted(set(flags.FLAGS) - before),
     "above": sorted(m for m in sys.modules
-                    if m.startswith(("xlnet.flags", "xlnet.programs"))
-                    or m == "xlnet.cli"),
+                    if m.startswith(("xlnet.flags", "xlnet.programs"))),
     "loaded": "xlnet.pretraining.api" in sys.modules}))
 """
 

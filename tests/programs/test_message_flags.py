@@ -85,7 +85,7 @@ GUARDED = {
     ("xlnet.validation", "check_precision"): (
         ("convert_checkpoint.py", "scripts/demo_report.py"), "their "
         "RunConfig (saved_model.py, demo_predict.py) keeps use_fp16=False"),
-    ("xlnet.cli", "_flag_entry"): (
+    ("xlnet.programs.cli", "_flag_entry"): (
         None, "prints --help entries of the program's own flags (checked "
         "by test_help.py)"),
     ("xlnet.training.config", "BatchLayout.__post_init__"): (

@@ -29,7 +29,7 @@ from tests import checkpoint_fixtures as ckpt_fx
 from tests import data_helpers
 from tests import shared_artifacts
 from tests import train_fixtures as fx
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet.data import record_writer
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import pretraining as pretrain_flags
@@ -250,7 +250,7 @@ def test_sigterm_while_writing_records_leaves_whole_files_only(tmp_path):
 # `F:N`), as `run_as_program` does in this process.
 _AT_EVENT = r"""
 import os, runpy, signal, sys
-from xlnet import cli
+from xlnet.programs import cli
 function, fire_at = sys.argv[1].split(":")
 fire_at, sys.argv = int(fire_at), sys.argv[2:]
 events = [0]

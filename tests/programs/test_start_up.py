@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from xlnet import cli
+from xlnet.programs import cli
 from tests import data_helpers
 from tests.programs import program_flags
 
@@ -33,7 +33,7 @@ _RUNS = r"""
 import json, os, sys
 from absl import app  # its flags, as in every test process
 from tests.in_process import run_program
-from xlnet import cli  # what every program imports first
+from xlnet.programs import cli  # what every program imports first
 level = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
 found = []
 for command in json.loads(sys.argv[1]):

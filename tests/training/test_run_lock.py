@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet.training import checkpoint_io
 from xlnet.training import run_lock
 

@@ -33,7 +33,7 @@ Fine-tuning defaults are the released programs' defaults (`adam_epsilon`:
 1e-8 in run_classifier.py, 1e-6 in run_squad.py and run_race.py, as there).
 
 Each group carries a title (`@group`): a program's `--help` lists its flags
-under their groups' titles (`xlnet/cli.py`).
+under their groups' titles (`xlnet/programs/cli.py`).
 """
 import functools
 import weakref

@@ -2,7 +2,7 @@
 
 Each top-level script (`train_gpu.py`, `run_classifier.py`, ...) calls the
 `entry_point` of its module here: it defines the program's flags
-(`xlnet/flags/`), parses them under the programs' convention (`xlnet/cli.py`)
+(`xlnet/flags/`), parses them under the programs' convention (`xlnet/programs/cli.py`)
 and hands the resolved configs to the library's Python API. Nothing in the
 library imports this package, the flags or `cli` (docs/layout.md, "Layers").
 

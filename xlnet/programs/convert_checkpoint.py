@@ -3,7 +3,7 @@ checked, then `hf_export.export_hf`, `hf_import.import_hf` or
 `saved_model.export_saved_model` (docs/interop.md)."""
 from absl import logging
 
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet.flags import catalog as flag_catalog
 
 

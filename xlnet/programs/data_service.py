@@ -6,7 +6,7 @@ service")."""
 import signal
 import threading
 
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet.flags import catalog as flag_catalog
 
 

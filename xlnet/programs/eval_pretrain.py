@@ -1,7 +1,7 @@
 """Held-out evaluation of a pretraining checkpoint (`python
 eval_pretrain.py`): the flags resolved into `PretrainConfigs`, then
 `api.evaluate` (`xlnet/pretraining/held_out.py`)."""
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet.flags import catalog as flag_catalog
 
 

@@ -57,7 +57,7 @@ from typing import Optional
 from absl import flags
 import tensorflow as tf
 
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet import io_utils
 from xlnet import model as model_lib
 from xlnet import validation

@@ -26,7 +26,7 @@ call directly (docs/python_api.md, "Fine-tuning").
 """
 from absl import flags
 
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet.finetuning import config as finetune_config
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import task_catalog

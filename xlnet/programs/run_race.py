@@ -13,7 +13,7 @@ settings for `xlnet.finetuning.api.run_race`.
 """
 from absl import flags
 
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import task_catalog
 

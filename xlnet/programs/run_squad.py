@@ -20,7 +20,7 @@ settings for `xlnet.finetuning.api.run_squad`.
 """
 from absl import flags
 
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet.finetuning import config as finetune_config
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import task_catalog

@@ -1,7 +1,7 @@
 """XLNet pretraining on GPUs, CPUs and several hosts (`python train_gpu.py`):
 the flags resolved into `PretrainConfigs`, then `api.pretrain` (the shared
 engine, `xlnet/pretraining/pretrain.py`)."""
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet.flags import catalog as flag_catalog
 
 

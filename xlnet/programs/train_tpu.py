@@ -2,7 +2,7 @@
 the flags resolved into `PretrainConfigs`, then `api.pretrain`, with
 TPUEstimator (TensorFlow 2.15; `xlnet/pretraining/estimator.py`) or the
 shared engine on a TPUStrategy (`--tpu_engine`)."""
-from xlnet import cli
+from xlnet.programs import cli
 from xlnet.flags import catalog as flag_catalog
 
 
