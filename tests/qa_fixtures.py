@@ -236,3 +236,22 @@ def all_batches(input_fn, batch_size=4):
   with tf.Graph().as_default():
     parts = data_helpers.batches_of(input_fn({"batch_size": batch_size}))
   return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def assert_read_alike(make_input_fn, spec, paths):
+  """Reads each record file of `paths` with `make_input_fn([path], spec,
+  ...)` (qa_records') and checks that every later one gives the first's
+  features, values and dtypes alike.
+
+  Returns:
+    the first file's features (dict name -> array).
+  """
+  ours, *others = [all_batches(make_input_fn(
+      [str(p)], spec, is_training=False, drop_remainder=False))
+                   for p in paths]
+  for other in others:
+    assert other.keys() == ours.keys()
+    for name in ours:
+      np.testing.assert_array_equal(other[name], ours[name])
+      assert other[name].dtype == ours[name].dtype
+  return ours

@@ -64,16 +64,21 @@ def _locked(path):
       fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _digests(directory):
-  """{relative path: sha256} of every file under `directory`."""
+def file_bytes(directory):
+  """{relative path: bytes} of every file under `directory`."""
   out = {}
   for folder, _, files in os.walk(directory):
     for name in files:
       path = os.path.join(folder, name)
       with open(path, "rb") as f:
-        out[os.path.relpath(path, directory)] = hashlib.sha256(
-            f.read()).hexdigest()
+        out[os.path.relpath(path, directory)] = f.read()
   return out
+
+
+def _digests(directory):
+  """{relative path: sha256} of every file under `directory`."""
+  return {path: hashlib.sha256(data).hexdigest()
+          for path, data in file_bytes(directory).items()}
 
 
 def build_once(name, build, **recipe):

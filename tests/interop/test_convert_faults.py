@@ -32,12 +32,12 @@ from tests import in_process
 from tests import shared_artifacts
 from tests.interop import interop_fixtures as fx
 from tests.programs import test_sigterm_moments as moments
-from xlnet.programs import cli
 from xlnet import io_utils
 from xlnet.interop import hf_export
 from xlnet.interop import hf_import
 from xlnet.interop import output_dir
 from xlnet.interop import saved_model
+from xlnet.programs import cli
 from xlnet.training import checkpoint_io
 
 CONVERT = os.path.join(fx.REPO, "convert_checkpoint.py")
@@ -80,17 +80,6 @@ def _leftovers(out):
   parent, base = os.path.split(out)
   return sorted(n for n in os.listdir(parent)
                 if n.startswith(base + io_utils.TMP_MARK))
-
-
-def _tree(root):
-  """{relative path: bytes} of every file under `root`."""
-  files = {}
-  for dirpath, _, names in os.walk(root):
-    for name in names:
-      path = os.path.join(dirpath, name)
-      with open(path, "rb") as f:
-        files[os.path.relpath(path, root)] = f.read()
-  return files
 
 
 # ---- SIGTERM ---------------------------------------------------------------
@@ -204,7 +193,7 @@ def test_sigterm_at_many_moments_of_a_conversion(tmp_path):
           f"--spiece_model_file={fx.SPIECE}"]
   reference = str(tmp_path / "reference")
   assert _in_process(*args, f"--output_dir={reference}")[0] == 0
-  expected = _tree(reference)
+  expected = shared_artifacts.file_bytes(reference)
   data_file = prefix + ".data-00000-of-00001"
   moments_of_a_run = [("reading", lambda pid: _has_open(pid, data_file)),
                       ("writing", lambda pid: bool(_leftovers(out)))]
@@ -219,7 +208,8 @@ def test_sigterm_at_many_moments_of_a_conversion(tmp_path):
     if code == 143:
       assert _last_line(stderr) == STOPPED, what
     assert not _leftovers(out), what
-    assert not os.path.exists(out) or _tree(out) == expected, what
+    assert (not os.path.exists(out)
+            or shared_artifacts.file_bytes(out) == expected), what
   assert outcomes["reading"] == 143, outcomes
 
   template = tmp_path / "convert"
@@ -598,7 +588,8 @@ def test_config_and_vocabulary_default_to_the_checkpoints_directory(
   code, stderr = _in_process("--to=hf", f"--checkpoint={tf_dir}",
                              f"--output_dir={again}")
   assert code == 0, stderr[-3000:]
-  assert _tree(again) == _tree(hf_dir)
+  assert (shared_artifacts.file_bytes(again)
+          == shared_artifacts.file_bytes(hf_dir))
   code, stderr = _in_process("--to=saved_model", f"--checkpoint={tf_dir}",
                              f"--output_dir={tmp_path / 'serving'}")
   assert code == 0, stderr[-3000:]

@@ -5,23 +5,13 @@ import json
 import os
 
 from tests import data_helpers
+from tests import shared_artifacts
 from tests import train_fixtures as fx
 from xlnet.pretraining import api
 
 SETTINGS = dict(seq_len=32, reuse_len=16, bsz_per_host=4,
                 num_core_per_host=1, num_predict=6, bi_data=True,
                 mask_alpha=6, mask_beta=1)
-
-
-def _files(save_dir):
-  """relative path -> bytes of every file under save_dir."""
-  out = {}
-  for root, _, names in os.walk(save_dir):
-    for name in names:
-      path = os.path.join(root, name)
-      with open(path, "rb") as f:
-        out[os.path.relpath(path, save_dir)] = f.read()
-  return out
 
 
 def test_write_records_writes_what_data_utils_writes(tmp_path):
@@ -34,7 +24,8 @@ def test_write_records_writes_what_data_utils_writes(tmp_path):
       f"--save_dir={tmp_path / 'cli'}", "--num_workers=1",
       *[f"--{k}={v}" for k, v in SETTINGS.items()])
   assert proc.returncode == 0, proc.stderr[-2000:]
-  ours, theirs = _files(tmp_path / "api"), _files(tmp_path / "cli")
+  ours = shared_artifacts.file_bytes(tmp_path / "api")
+  theirs = shared_artifacts.file_bytes(tmp_path / "cli")
   assert ours.keys() == theirs.keys()
   assert any(name.endswith(".tfrecords") for name in ours)
   for name in ours:
