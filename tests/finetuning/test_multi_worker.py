@@ -28,7 +28,6 @@ import json
 import re
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -40,6 +39,7 @@ import tensorflow as tf
 from tests import classifier_fixtures as fx
 from tests import data_helpers
 from tests import in_process
+from tests import loopback
 from tests import qa_fixtures
 from tests.data_helpers import train_tiny_spm
 from xlnet.finetuning import qa_records
@@ -51,17 +51,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 CONFIG = fx.PROGRAM_CONFIG
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-
-
-def _free_ports(n):
-  """`n` ports the OS says are free on 127.0.0.1."""
-  sockets = [socket.socket() for _ in range(n)]
-  for s in sockets:
-    s.bind(("127.0.0.1", 0))
-  ports = [s.getsockname()[1] for s in sockets]
-  for s in sockets:
-    s.close()
-  return ports
 
 
 def _start(argv):
@@ -91,7 +80,7 @@ def _finish(procs, timeout=300):
 def _cluster(argv, per_task=None, tasks=(0, 1)):
   """Starts `argv` as `tasks` of a two-worker cluster on loopback;
   `per_task[i]` adds flags to task i."""
-  hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
+  hosts = ",".join(f"127.0.0.1:{p}" for p in loopback.free_ports(2))
   return [_start(argv + [f"--worker_hosts={hosts}", f"--task_index={i}"] +
                  list((per_task or {}).get(i, ()))) for i in tasks]
 
@@ -219,7 +208,7 @@ def _as_worker_one(argv):
   """Runs `argv` (the program first) in this process as task 1 of a
   two-worker cluster on loopback whose chief never starts: what it does
   before any cluster forms."""
-  hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
+  hosts = ",".join(f"127.0.0.1:{p}" for p in loopback.free_ports(2))
   return in_process.run_program(argv[0], *argv[1:], f"--worker_hosts={hosts}",
                                 "--task_index=1", cwd=REPO)
 
@@ -497,7 +486,7 @@ def test_a_chief_whose_worker_never_comes_stops_at_the_bound(stsb,
   """A chief whose worker 1 never starts (TensorFlow alone waits for ever)
   given --cluster_timeout=1 stops after it with one line naming worker 1
   and its address (exit 1), no checkpoint written."""
-  ports = _free_ports(2)
+  ports = loopback.free_ports(2)
   result = in_process.run_program(*_classifier_argv(
       stsb, tmp_path, "--do_train", "--worker_hosts=127.0.0.1:"
       f"{ports[0]},127.0.0.1:{ports[1]}", "--cluster_timeout=1"), cwd=REPO)
@@ -517,7 +506,7 @@ def test_a_chief_waiting_for_its_cluster_ends_at_sigterm(stsb, tmp_path):
   wait holds the interpreter and ignores SIGTERM and Ctrl-C), sent SIGTERM
   once it says it waits: it says at once, in one line, that it stopped and
   which task it waited for, and exits 143; no traceback."""
-  ports = _free_ports(2)
+  ports = loopback.free_ports(2)
   waiting = _start(_classifier_argv(stsb, tmp_path, "--do_train") + [
       f"--worker_hosts=127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}",
       "--cluster_timeout=120"])
@@ -594,7 +583,7 @@ def test_reproduce_on_two_hosts_the_chief_alone_records(stsb, tmp_path):
   result and the reports; the other host logs its program's output to its
   own file."""
   work = tmp_path / "work"
-  hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
+  hosts = ",".join(f"127.0.0.1:{p}" for p in loopback.free_ports(2))
   argv = _reproduce_argv(stsb, work, f"--worker_hosts={hosts}")
   # Task 1 a process; the chief's reproduce.py in this process (each starts
   # its run_classifier.py, and those two form the cluster).

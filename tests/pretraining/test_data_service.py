@@ -19,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 from tests import in_process
+from tests import loopback
 from tests import train_fixtures as fx
 from xlnet import configs as shipped_configs
 from xlnet.flags import catalog as flag_catalog
@@ -34,20 +35,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
 CORES = 2  # replicas of the trainer (logical CPU devices)
-
-
-def free_ports(n):
-  """`n` different ports nothing listens on now."""
-  with contextlib.ExitStack() as stack:
-    held = [stack.enter_context(socket.socket()) for _ in range(n)]
-    for s in held:
-      s.bind(("127.0.0.1", 0))
-    return [s.getsockname()[1] for s in held]
-
-
-def free_port():
-  """A port nothing listens on now."""
-  return free_ports(1)[0]
 
 
 def spawn_server(*flags):
@@ -79,7 +66,7 @@ def loopback_cluster(*dispatcher_flags):
   processes, a function that stops the dispatcher and starts it again with
   the same flags); at the end every server still running must stop on
   SIGTERM with exit code 0, the workers first (docs/distributed.md)."""
-  port, *worker_ports = free_ports(3)
+  port, *worker_ports = loopback.free_ports(3)
   flags = [f"--port={port}", "--host=127.0.0.1", "--worker_timeout_ms=2000",
            *dispatcher_flags]
   # Started together (workers wait for their dispatcher): each start is
@@ -162,7 +149,7 @@ def test_malformed_or_silent_address_is_one_line_naming_the_flag():
                        r"grpc://HOST:PORT") as e:
       data_service.check_dispatcher(bad)
     assert "\n" not in str(e.value)
-  address = f"grpc://127.0.0.1:{free_port()}"
+  address = f"grpc://127.0.0.1:{loopback.free_port()}"
   with pytest.raises(ValueError, match=rf"^--data_service={address}: no "
                      "dispatcher answers at 127.0.0.1:") as e:
     data_service.check_dispatcher(address, timeout=2)
@@ -199,7 +186,7 @@ def test_a_server_on_a_busy_port_or_a_file_as_journal_is_one_line(
                     f"--dispatcher=127.0.0.1:{port}: a worker needs a port "
                     f"of its own (e.g. --port={port + 1})")
   (journal := tmp_path / "journal").write_text("")
-  code, out, last = _server(f"--port={free_port()}", f"--work_dir={journal}")
+  code, out, last = _server(f"--port={loopback.free_port()}", f"--work_dir={journal}")
   assert (code, out) == (2, [])
   assert last == (f"data_service.py: error: --work_dir={journal} is a file: "
                   "the dispatcher journals its state in a directory (made "
@@ -209,7 +196,7 @@ def test_a_server_on_a_busy_port_or_a_file_as_journal_is_one_line(
 def test_a_worker_whose_dispatcher_is_not_running_says_so_and_stops():
   """It prints its address and what it waits for at once, then stops
   after --dispatcher_timeout with one line (exit 1)."""
-  dispatcher, port = f"127.0.0.1:{free_port()}", free_port()
+  dispatcher, port = f"127.0.0.1:{loopback.free_port()}", loopback.free_port()
   code, out, last = _server(f"--port={port}", f"--dispatcher={dispatcher}",
                             "--dispatcher_timeout=1")
   assert code == 1
@@ -229,7 +216,7 @@ def test_a_second_dispatcher_on_a_served_port_is_refused():
   """TensorFlow's servers share a port (gRPC's SO_REUSEPORT): without the
   check a second dispatcher would serve it too and trainers would reach
   either."""
-  port = free_port()
+  port = loopback.free_port()
   running = data_servers.start_dispatcher(port)
   try:
     code, out, last = _server(f"--port={port}")
@@ -494,7 +481,7 @@ def test_train_gpu_on_a_dispatcher_without_workers_stops_at_its_bound(
   """A dispatcher that no worker serves sends no batch: the first step
   waits --data_service_timeout seconds, then the trainer stops with one
   line naming the flags and what to start (it waited for ever before)."""
-  port = free_port()
+  port = loopback.free_port()
   dispatcher = started(spawn_server(f"--port={port}", "--host=127.0.0.1"))
   try:
     address = f"grpc://127.0.0.1:{port}"

@@ -11,16 +11,11 @@ import time
 
 import pytest
 
+from tests import loopback
 from xlnet import errors
 from xlnet import signals
 from xlnet.training import cluster_wait
 from xlnet.training import waits
-
-
-def _free_port():
-  with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    return s.getsockname()[1]
 
 
 def _config(ports, kind="worker", index=0):
@@ -48,7 +43,7 @@ def test_the_wait_ends_at_its_bound_naming_the_tasks_that_never_answered():
   """Worker 1 listens, worker 2 never does: after the bound, one line
   names worker 2 and its address (not worker 1); meanwhile this task's own
   port accepts connections (how the others see it waiting)."""
-  own, silent = _free_port(), _free_port()
+  own, silent = loopback.free_port(), loopback.free_port()
   peer = socket.create_server(("127.0.0.1", 0))
   config = _config([own, peer.getsockname()[1], silent])
   seen = []
@@ -75,7 +70,7 @@ def test_the_wait_ends_at_its_bound_naming_the_tasks_that_never_answered():
 
 def test_the_wait_returns_once_every_task_answered():
   peers = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
-  config = _config([_free_port()] + [p.getsockname()[1] for p in peers])
+  config = _config([loopback.free_port()] + [p.getsockname()[1] for p in peers])
   start = time.monotonic()
   cluster_wait.wait_for_peers(config, 30)
   assert time.monotonic() - start < 2.0
@@ -88,7 +83,7 @@ def test_the_wait_returns_once_every_task_answered():
 def test_sigterm_and_ctrl_c_end_the_wait_at_once(signum, exception):
   """A signal 0.3 s into a 30 s wait ends it within a second; SIGTERM's
   line names the task not seen yet."""
-  config = _config([_free_port(), _free_port()], index=1)
+  config = _config([loopback.free_port(), loopback.free_port()], index=1)
   timer = threading.Timer(0.3, os.kill, (os.getpid(), signum))
   start = time.monotonic()
   # Ctrl-C as a program gets it (a pytest-xdist worker ignores SIGINT).
@@ -112,7 +107,7 @@ def test_a_port_another_process_holds_is_one_line_naming_the_address():
   holder = socket.create_server(("127.0.0.1", 0))
   port = holder.getsockname()[1]
   with holder, pytest.raises(ValueError) as refused:
-    cluster_wait.wait_for_peers(_config([port, _free_port()]), 30)
+    cluster_wait.wait_for_peers(_config([port, loopback.free_port()]), 30)
   assert str(refused.value).startswith(
       f"this task (worker 0) cannot listen on its cluster address "
       f"127.0.0.1:{port} (--worker_hosts or TF_CONFIG): ")
@@ -120,7 +115,7 @@ def test_a_port_another_process_holds_is_one_line_naming_the_address():
 
 
 def test_a_task_missing_from_its_cluster_is_one_line():
-  config = _config([_free_port()], index=3)
+  config = _config([loopback.free_port()], index=3)
   with pytest.raises(ValueError, match="TF_CONFIG task worker 3 is not in "
                      "its cluster"):
     cluster_wait.wait_for_peers(config, 30)

@@ -7,7 +7,6 @@ memories; never the engine's own outputs.
 """
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import loopback
 from tests import train_fixtures as fx
 from tests.training import test_optimizer
 from xlnet.training import progress
@@ -387,21 +387,11 @@ def test_sigint_stops_after_the_next_step_with_its_checkpoint(tmp_path):
 ################################################################################
 # Two workers over loopback (MultiWorkerMirroredStrategy).
 ################################################################################
-def _free_ports(n):
-  sockets = [socket.socket() for _ in range(n)]
-  for s in sockets:
-    s.bind(("127.0.0.1", 0))
-  ports = [s.getsockname()[1] for s in sockets]
-  for s in sockets:
-    s.close()
-  return ports
-
-
 def _run_workers(tmp_path, model_dir, steps, save_steps=None, bi_data=False,
                  kill_after_save=None, chief=False):
   """Runs the two workers of tests/engine_worker.py to `steps`; returns the
   exit codes and each worker's result (None when killed)."""
-  hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
+  hosts = ",".join(f"127.0.0.1:{p}" for p in loopback.free_ports(2))
   procs, outs = [], []
   for task in range(2):
     out = tmp_path / f"{model_dir.name}-w{task}.npz"
