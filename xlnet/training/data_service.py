@@ -15,6 +15,7 @@ order, two workers' chunks interleaved step by step. The servers are
 `data_servers.py`'s.
 """
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -165,16 +166,25 @@ def watched(what, seconds):
     seconds: the bound.
   """
   logging.info("Waiting up to %g s for %s", seconds, what)
+  with _watchdog(functools.partial(_watch, what, seconds)):
+    yield
+
+
+@contextlib.contextmanager
+def _watchdog(watch):
+  """Runs `watch(read_fd, done)` in a daemon thread during the block:
+  SIGTERM and SIGINT reach it as bytes on `read_fd` (the signal wakeup fd;
+  in the main thread only), and `done` (a threading.Event) is set, and a
+  zero byte written, as the block ends."""
   done = threading.Event()
   read_fd, write_fd = os.pipe()
   os.set_blocking(write_fd, False)
   try:
     previous = signal.set_wakeup_fd(write_fd)
-  except ValueError:  # not the main thread
+  except ValueError:  # not the main thread: no signal reaches it
     previous = None
-  watchdog = threading.Thread(target=_watch, daemon=True,
-                              args=(what, seconds, read_fd, done))
-  watchdog.start()
+  thread = threading.Thread(target=watch, args=(read_fd, done), daemon=True)
+  thread.start()
   try:
     yield
   finally:
@@ -182,7 +192,7 @@ def watched(what, seconds):
     if previous is not None:
       signal.set_wakeup_fd(previous)
     os.write(write_fd, b"\0")  # wakes the watchdog up to see `done`
-    watchdog.join()
+    thread.join()
     os.close(read_fd)
     os.close(write_fd)
 
@@ -235,25 +245,8 @@ class StepWatch:
   @contextlib.contextmanager
   def running(self):
     """The watchdog, around the training loop."""
-    done = threading.Event()
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(write_fd, False)
-    try:
-      previous = signal.set_wakeup_fd(write_fd)
-    except ValueError:  # not the main thread: the bound alone
-      previous = None
-    watchdog = threading.Thread(target=self._watch, args=(read_fd, done),
-                                daemon=True)
-    watchdog.start()
-    try:
+    with _watchdog(self._watch):
       yield self
-    finally:
-      done.set()
-      if previous is not None:
-        signal.set_wakeup_fd(previous)
-      watchdog.join()
-      os.close(read_fd)
-      os.close(write_fd)
 
   @contextlib.contextmanager
   def step(self, done_step, saved_step):
