@@ -77,6 +77,13 @@ def _finish(procs, timeout=300):
   return codes, logs
 
 
+def _wait_for(path, seconds=240):
+  """Returns once the file `path` exists (or `seconds` passed)."""
+  deadline = time.monotonic() + seconds
+  while not path.exists() and time.monotonic() < deadline:
+    time.sleep(0.05)
+
+
 def _cluster(argv, per_task=None, tasks=(0, 1)):
   """Starts `argv` as `tasks` of a two-worker cluster on loopback;
   `per_task[i]` adds flags to task i."""
@@ -378,10 +385,7 @@ def test_two_workers_train_as_one_process_and_resume_after_one_died(
   two = tmp_path / "two"
   procs = _cluster(_classifier_argv(stsb, two, *steady,
                                     "--train_steps=100000"))
-  index = two / "model" / "model.ckpt-2.index"
-  deadline = time.monotonic() + 240
-  while not index.exists() and time.monotonic() < deadline:
-    time.sleep(0.05)
+  _wait_for(two / "model" / "model.ckpt-2.index")
   procs[1].send_signal(signal.SIGKILL)
   codes, logs = _finish(procs, timeout=120)
   assert codes == [1, -signal.SIGKILL], logs[0][-3000:]
@@ -446,10 +450,7 @@ def test_sigterm_on_one_worker_saves_and_stops_every_worker(stsb, tmp_path):
   argv = _classifier_argv(stsb, tmp_path, "--do_train", "--save_steps=2",
                           "--train_steps=100000")
   procs = _cluster(argv)
-  index = tmp_path / "model" / "model.ckpt-2.index"
-  deadline = time.monotonic() + 240
-  while not index.exists() and time.monotonic() < deadline:
-    time.sleep(0.05)
+  _wait_for(tmp_path / "model" / "model.ckpt-2.index")
   procs[1].send_signal(signal.SIGTERM)
   codes, logs = _finish(procs, timeout=120)
   assert codes == [128 + signal.SIGTERM] * 2, logs[0][-3000:]
