@@ -52,3 +52,25 @@ def truncate_data(prefix):
   with open(data, "wb") as f:
     f.write(raw[:10])
   return os.path.basename(data)
+
+
+def random_checkpoint(path, shapes, seed=0, scale=0.4):
+  """Writes a checkpoint of random values under exactly the given names.
+
+  Args:
+    path: checkpoint prefix.
+    shapes: dict variable name -> shape.
+
+  Returns:
+    dict name -> float64 value (what the checkpoint holds, as float32).
+  """
+  rng = np.random.default_rng(seed)
+  values = {name: rng.normal(0.0, scale, shape).astype(np.float32)
+            for name, shape in shapes.items()}
+  with tf.Graph().as_default():
+    plain = [tf.compat.v1.get_variable(name, initializer=value)
+             for name, value in values.items()]
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      tf.compat.v1.train.Saver(plain).save(sess, path)
+  return {name: value.astype(np.float64) for name, value in values.items()}

@@ -14,6 +14,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
 from xlnet.flags import configs as config_flags
+from tests import checkpoint_fixtures as ckpt_fx
 from tests import np_reference
 from xlnet import model as xlnet_model
 from xlnet import modeling
@@ -462,25 +463,17 @@ def test_variable_names_and_shapes_match_spec():
 @pytest.mark.quick
 @pytest.mark.tf_version
 def test_checkpoint_written_by_name_restores_into_model(tmp_path):
-  rng = np.random.default_rng(5)
-  values = {name: rng.normal(0, 0.4, shape).astype(np.float32)
-            for name, shape in np_reference.variable_shapes(CFG, summary=True).items()}
   ckpt = str(tmp_path / "model.ckpt")
-  with tf.Graph().as_default():
-    plain = [tf.compat.v1.get_variable(name, initializer=value)
-             for name, value in values.items()]
-    with tf.compat.v1.Session() as sess:
-      sess.run(tf.compat.v1.global_variables_initializer())
-      tf.compat.v1.train.Saver(plain).save(sess, ckpt)
-
-  inputs = _make_inputs(rng, 7, 2, num_predict=3, mlen=3)
+  params = ckpt_fx.random_checkpoint(
+      ckpt, np_reference.variable_shapes(CFG, summary=True), seed=5)
+  inputs = _make_inputs(np.random.default_rng(6), 7, 2, num_predict=3,
+                        mlen=3)
   with tf.Graph().as_default():
     model, _, _ = _build_full_model(inputs, _pretrain_run_config())
     with tf.compat.v1.Session() as sess:
       tf.compat.v1.train.Saver().restore(sess, ckpt)
       out, new_mems = sess.run([model.get_sequence_output(),
                                 model.get_new_memory()])
-  params = {k: v.astype(np.float64) for k, v in values.items()}
   ref_out, ref_mems = _reference(
       params, _pick(inputs, "inp_k", "seg_id", "mems", "perm_mask",
                     "target_mapping", "inp_q"),

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import checkpoint_fixtures as ckpt_fx
 from tests import np_reference
 from tests import qa_fixtures
 from xlnet.data import prepro_utils
@@ -155,7 +156,7 @@ def test_race_head_matches_numpy(tmp_path):
       "model/sequnece_summary/summary/bias": [d],
       "logits/dense/kernel": [d, 1], "logits/dense/bias": [1]})
   ckpt = str(tmp_path / "race.ckpt")
-  params = qa_fixtures.random_checkpoint(ckpt, shapes, seed=4)
+  params = ckpt_fx.random_checkpoint(ckpt, shapes, seed=4)
   rng = np.random.default_rng(0)
   input_ids = rng.integers(9, 1000, [bsz, 4 * seq_len]).astype(np.int32)
   segment_ids = np.tile([4, 0, 0, 1, 1, 2], [bsz, 4]).astype(np.int32)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import checkpoint_fixtures as ckpt_fx
 from tests import np_reference
 from tests import qa_fixtures
 from xlnet.finetuning.squad import alignment as squad_alignment
@@ -92,7 +93,7 @@ def checkpoint(tmp_path_factory):
   """(checkpoint prefix, params) of a random model + heads, by name."""
   path = str(tmp_path_factory.mktemp("squad_ckpt") / "model.ckpt")
   shapes = dict(qa_fixtures.backbone_shapes(), **HEAD_SHAPES)
-  return path, qa_fixtures.random_checkpoint(path, shapes, seed=3)
+  return path, ckpt_fx.random_checkpoint(path, shapes, seed=3)
 
 
 def _run(fn, ckpt, features):
