@@ -143,6 +143,23 @@ def layer_decay_scales(var_names, n_layer, lr_layer_decay_rate):
   return scales
 
 
+def scheduled_learning_rate(config, step):
+  """The float32 learning rate of `config` (an `OptimizerConfig`: its
+  schedule) at the integer scalar tensor `step`; see
+  `learning_rate_schedule`."""
+  return learning_rate_schedule(step, config.learning_rate,
+                                config.warmup_steps, config.train_steps,
+                                config.decay_method, config.min_lr_ratio)
+
+
+def clipped_gradients(config, gradients, var_names):
+  """(gradients clipped by `config.clip` and scaled per layer, gnorm
+  before clipping) under `config` (an `OptimizerConfig`); see
+  `scale_gradients`."""
+  return scale_gradients(gradients, var_names, config.clip, config.n_layer,
+                         config.lr_layer_decay_rate)
+
+
 def is_optimizer_variable(var_name):
   """Whether `var_name` is an optimizer slot or step counter, not a weight."""
   return _OPTIMIZER_VAR_RE.search(var_name) is not None
@@ -342,16 +359,11 @@ class AdamState:
 
   def learning_rate(self, step):
     """The schedule's float32 learning rate at the int64 scalar `step`."""
-    c = self.config
-    return learning_rate_schedule(step, c.learning_rate, c.warmup_steps,
-                                  c.train_steps, c.decay_method,
-                                  c.min_lr_ratio)
+    return scheduled_learning_rate(self.config, step)
 
   def clip(self, grads):
     """(clipped and layer-scaled gradients, gnorm); see `scale_gradients`."""
-    c = self.config
-    return scale_gradients(grads, self.names, c.clip, c.n_layer,
-                           c.lr_layer_decay_rate)
+    return clipped_gradients(self.config, grads, self.names)
 
   def outcome(self, loss, gnorm):
     """Whether the step's update is applied and whether the step counts.

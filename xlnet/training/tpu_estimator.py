@@ -159,9 +159,7 @@ def get_train_op(optimizer, total_loss, grads_and_vars=None, use_tpu=False):
   c = optimizer
   with _root_variable_scope():
     global_step = tf.compat.v1.train.get_or_create_global_step()
-  learning_rate = optimizer_lib.learning_rate_schedule(
-      global_step, c.learning_rate, c.warmup_steps, c.train_steps,
-      c.decay_method, c.min_lr_ratio)
+  learning_rate = optimizer_lib.scheduled_learning_rate(c, global_step)
 
   inner = AdamWeightDecayOptimizer(
       learning_rate=learning_rate, epsilon=c.adam_epsilon,
@@ -179,10 +177,9 @@ def get_train_op(optimizer, total_loss, grads_and_vars=None, use_tpu=False):
   variables = [v for _, v in grads_and_vars]
   # Sparse gradients (embedding lookups) are made dense: the global norm must
   # see duplicate rows summed, and the update uses the fused dense kernels.
-  clipped, gnorm = optimizer_lib.scale_gradients(
-      [tf.convert_to_tensor(g) for g, _ in grads_and_vars],
-      [checkpoint_io.variable_name(v) for v in variables], c.clip,
-      c.n_layer, c.lr_layer_decay_rate)
+  clipped, gnorm = optimizer_lib.clipped_gradients(
+      c, [tf.convert_to_tensor(g) for g, _ in grads_and_vars],
+      [checkpoint_io.variable_name(v) for v in variables])
   inner.apply_if = update_applied(gnorm, total_loss, use_tpu)
   train_op = graph_optimizer.apply_gradients(zip(clipped, variables),
                                              global_step=global_step)
