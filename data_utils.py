@@ -19,7 +19,7 @@ from xlnet.flags import catalog as flag_catalog
 _RELEASE_NAMES = {
     "find_record_files": "xlnet.data.input_pipeline",
     "get_input_fn": "xlnet.data.input_pipeline",
-    "make_parser": "xlnet.data.input_pipeline",
+    "make_parser": "xlnet.data.perm_features",
     "CORPUS_INFO": "xlnet.data.record_format",
     "data_loss_message": "xlnet.data.record_format",
     "format_filename": "xlnet.data.record_format",

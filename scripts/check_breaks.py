@@ -53,7 +53,7 @@ BREAKS = (
           "return tf.cast(new_mem, tf.float32)",
           ("tests/core/test_modeling.py",), False),
     Break("perm_mask", "a target may see itself in the factorization order",
-          "xlnet/data/input_pipeline.py",
+          "xlnet/data/perm_features.py",
           "self_rev_index = tf.where(target_tokens, rev_index, rev_index + 1)",
           "self_rev_index = tf.where(target_tokens, rev_index + 1, "
           "rev_index + 1)",

@@ -7,6 +7,7 @@ import tensorflow as tf
 from tests import data_helpers
 from tests.data_reference import check_features
 from xlnet.data import input_pipeline
+from xlnet.data import perm_features
 
 pytestmark = pytest.mark.tf_version
 
@@ -70,7 +71,7 @@ def test_orders_are_uniform_and_keyed():
 
   def first_position(i):
     key = tf.stack([tf.constant(7, tf.int64), i])
-    pm = input_pipeline.local_permutation(
+    pm = perm_features.local_permutation(
         tf.constant(inputs), tf.constant(inputs), tf.ones([16], tf.bool),
         perm_size, 16, key)[0]
     # The first target in the order is the one that sees no target.

@@ -7,7 +7,7 @@ with the alpha/beta span walk topped up to exactly `num_predict` targets
 (num_predict - num_predict//2 in the reuse part, num_predict//2 in the
 rest), walked backwards in bi_data's backward rows. It returns the feature
 dict the offline records hold, so the permutation stage
-(`input_pipeline.make_parser`) runs unchanged after it.
+(`perm_features.make_parser`) runs unchanged after it.
 
 Everything is plain TensorFlow graph ops (no py_function): it runs inside
 tf.data, on tf.data service workers too. The draws are stateless functions

@@ -440,21 +440,21 @@ def _estimator(run, model_fn, **batch_sizes):
 
 def _estimator_train(run, input_fn, loss_fn, allow_missing):
   """Fine-tunes with TPUEstimator (the release's TPU path)."""
-  tpu = tpu_estimator.tpu_estimator()
   checkpoint_io.find_resume_checkpoint(run.model_dir)
 
-  def model_fn(features, labels, mode, params):
-    del labels, params
-    loss = loss_fn(features, True)
-    scaffold_fn = None
-    if not tf.train.latest_checkpoint(run.model_dir):
-      scaffold_fn = warm_start.init_from_checkpoint(
-          run.checkpoint.init_checkpoint, use_tpu=True,
-          allow_missing=allow_missing)
-    train_op, _, _, _ = tpu_estimator.guarded_train_op(run.optimizer, loss,
-                                                       use_tpu=True)
-    return tpu.TPUEstimatorSpec(mode=mode, loss=loss, train_op=train_op,
-                                scaffold_fn=scaffold_fn)
+  def step_fn(features, labels):
+    del labels
+    return loss_fn(features, True), None
+
+  def scaffold_fn_of():
+    if tf.train.latest_checkpoint(run.model_dir):
+      return None
+    return warm_start.init_from_checkpoint(
+        run.checkpoint.init_checkpoint, use_tpu=True,
+        allow_missing=allow_missing)
+
+  model_fn = tpu_estimator.training_model_fn(step_fn, run.optimizer, True,
+                                             scaffold_fn_of)
 
   def estimator_input_fn(params):
     return input_fn({"batch_size": params["batch_size"]})

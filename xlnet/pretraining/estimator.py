@@ -3,13 +3,13 @@
 
 The TPU trainer (`python train_tpu.py`, or `python train.py`) has two paths,
 one loss and one optimizer step (`pretraining_loss.get_loss`,
-`optimizer.adam_update`):
+`optimizer.variable_update`):
 
 * TPUEstimator (TensorFlow 2.15, the release's trainer; the default there):
   `iterations_per_loop = --iterations`, `num_shards = num_hosts *
   num_core_per_host`, per-host input (PER_HOST_V2: per-core batches), scalar
   summaries `train/total_loss`, `train/lr`, `train/gnorm` (core means) every
-  100 steps through a host call.
+  100 steps through a host call (`tpu_estimator.training_model_fn`).
 * The shared tf.distribute engine on a `TPUStrategy` (TensorFlow >= 2.16,
   where TPUEstimator is gone; `--tpu_engine=strategy` on 2.15): the same
   loop as `train_gpu.py` (`trainer.py`), per-replica memories included.
@@ -40,31 +40,7 @@ from xlnet.pretraining import pretrain as pretrain_lib
 from xlnet.training import checkpoint_io
 from xlnet.training import config as train_config
 
-SUMMARY_EVERY = 100
 CORE_ID = "core_id"
-
-
-def make_host_call(model_dir):
-  """A host call writing the cores' mean scalars every `SUMMARY_EVERY` steps.
-
-  Returns:
-    host_call_fn(global_step [n], total_loss [n], lr [n], gnorm [n]) where
-    n is the number of cores (each core sends one value).
-  """
-
-  def host_call_fn(global_step, total_loss, lr, gnorm):
-    step = global_step[0]
-    writer = tf.compat.v2.summary.create_file_writer(model_dir)
-    with writer.as_default(), tf.compat.v2.summary.record_if(
-        tf.equal(step % SUMMARY_EVERY, 0)):
-      tf.compat.v2.summary.scalar("train/total_loss",
-                                  tf.reduce_mean(total_loss), step=step)
-      tf.compat.v2.summary.scalar("train/lr", tf.reduce_mean(lr), step=step)
-      tf.compat.v2.summary.scalar("train/gnorm", tf.reduce_mean(gnorm),
-                                  step=step)
-      return tf.compat.v1.summary.all_v2_summary_ops()
-
-  return host_call_fn
 
 
 def owned_memories(mem_vars, owner, core):
@@ -101,13 +77,12 @@ def create_memories(xlnet_config, mem_len, bsz):
 
 def get_model_fn(configs):
   """The TPUEstimator model function of XLNet pretraining (`configs`: the
-  run's `PretrainConfigs`)."""
+  run's `PretrainConfigs`): the loss with the core's own memories, the
+  guarded update, then the memories' assignment (`owned_memories`)."""
   xlnet_config, mem_len = configs.model, configs.run.mem_len
 
-  def model_fn(features, labels, mode, params):
-    """Builds the loss, the guarded update and the memory assignment."""
-    del params
-    tpu = tpu_estimator.tpu_estimator()
+  def step_fn(features, labels):
+    """The loss; after the update, the new memories where it applied."""
     features = dict(features)
     core = tf.cast(features.pop(CORE_ID)[0], tf.int64)
     bsz = features["input_k"].shape[0]
@@ -122,26 +97,20 @@ def get_model_fn(configs):
       total_loss, new_mems, _ = pretraining_loss.get_loss(
           xlnet_config, configs.run, features, labels, mems, True)
 
-    scaffold_fn = warm_start.init_from_checkpoint(
-        configs.checkpoint.init_checkpoint, configs.device.use_tpu)
-    train_op, learning_rate, gnorm, applied = (
-        tpu_estimator.guarded_train_op(configs.optimizer, total_loss,
-                                       configs.device.use_tpu))
-    with tf.control_dependencies([train_op]):
+    def after_update(applied):
       updates = [v.assign(tf.where(applied, m, v.read_value()))
                  for v, m in zip(mem_vars or [], new_mems or [])]
       if mem_vars:
         updates.append(owner.assign(core))
-    train_op = tf.group(train_op, *updates)
+      return updates
 
-    host_call = (make_host_call(configs.checkpoint.model_dir), [
-        tf.reshape(global_step, [1]), tf.reshape(total_loss, [1]),
-        tf.reshape(learning_rate, [1]), tf.reshape(gnorm, [1])])
-    return tpu.TPUEstimatorSpec(mode=mode, loss=total_loss,
-                                train_op=train_op, host_call=host_call,
-                                scaffold_fn=scaffold_fn)
+    return total_loss, after_update
 
-  return model_fn
+  return tpu_estimator.training_model_fn(
+      step_fn, configs.optimizer, configs.device.use_tpu,
+      lambda: warm_start.init_from_checkpoint(
+          configs.checkpoint.init_checkpoint, configs.device.use_tpu),
+      summary_dir=configs.checkpoint.model_dir)
 
 
 def estimator_input_fn(configs, start_step, base_input_fn):

@@ -2,8 +2,12 @@
 clipping and layer-wise decay, the Adam/AdamW update, and `AdamState`, the
 optimizer's variables and guarded update under a `tf.distribute` strategy.
 
-The graph-mode optimizer of TPUEstimator (`tpu_estimator.py`) runs the same
-`adam_update`, so both trainers give the same numbers.
+The update of one variable (`variable_update`: moments, bias correction,
+decay and its exclusions), the clipping and layer-wise decay
+(`scale_gradients`), the schedule and the guard (`finite_step`) are the one
+Adam/AdamW of both trainers: `AdamState` runs them under a strategy, the
+graph-mode `tpu_estimator.AdamWeightDecayOptimizer` under TPUEstimator (why
+that second driver stays: its docstring).
 """
 import math
 import re
@@ -139,6 +143,23 @@ def layer_decay_scales(var_names, n_layer, lr_layer_decay_rate):
   return scales
 
 
+def scheduled_learning_rate(config, step):
+  """The float32 learning rate of `config` (an `OptimizerConfig`: its
+  schedule) at the integer scalar tensor `step`; see
+  `learning_rate_schedule`."""
+  return learning_rate_schedule(step, config.learning_rate,
+                                config.warmup_steps, config.train_steps,
+                                config.decay_method, config.min_lr_ratio)
+
+
+def clipped_gradients(config, gradients, var_names):
+  """(gradients clipped by `config.clip` and scaled per layer, gnorm
+  before clipping) under `config` (an `OptimizerConfig`); see
+  `scale_gradients`."""
+  return scale_gradients(gradients, var_names, config.clip, config.n_layer,
+                         config.lr_layer_decay_rate)
+
+
 def is_optimizer_variable(var_name):
   """Whether `var_name` is an optimizer slot or step counter, not a weight."""
   return _OPTIMIZER_VAR_RE.search(var_name) is not None
@@ -149,6 +170,7 @@ def is_optimizer_variable(var_name):
 # and the tf.distribute trainer (`AdamState`).
 ################################################################################
 BETA_1, BETA_2 = 0.9, 0.999
+BETAS = (BETA_1, BETA_2)
 # TF AdamOptimizer's non-slot step counters (plain Adam only).
 ADAM_POWER_NAMES = ("beta1_power", "beta2_power")
 
@@ -236,6 +258,31 @@ def decay_rate_of(var_name, weight_decay):
   return 0.0 if exclude_from_weight_decay(var_name) else weight_decay
 
 
+def variable_update(var, var_name, m, v, grad, learning_rate, epsilon,
+                    weight_decay, powers):
+  """The Adam/AdamW update of the variable `var_name`, in place: its decay
+  rate by name (`decay_rate_of`), then `adam_update`.
+
+  Args:
+    var, m, v, grad, learning_rate, epsilon: as `adam_update`.
+    var_name: str, the variable's checkpoint name.
+    weight_decay: float, the run's rate (0: plain Adam).
+    powers: (beta1_power, beta2_power) float32 scalars, (0, 0) for AdamW.
+
+  Returns:
+    the update op.
+  """
+  return adam_update(var, m, v, grad, learning_rate, epsilon,
+                     decay_rate_of(var_name, weight_decay), *powers)
+
+
+def finite_step(loss, gnorm):
+  """Whether a step may be applied: loss and gradient norm finite (bool
+  scalar; `loss` of any float dtype, read in float32)."""
+  return tf.logical_and(tf.math.is_finite(tf.cast(loss, tf.float32)),
+                        tf.math.is_finite(gnorm))
+
+
 ################################################################################
 # The optimizer state of the tf.distribute trainer.
 ################################################################################
@@ -289,7 +336,7 @@ class AdamState:
         for var, name in zip(self.trainable, self.names)]
     if not weight_decay:
       self.powers = [tf.Variable(b, dtype=tf.float32, trainable=False, name=n)
-                     for n, b in zip(ADAM_POWER_NAMES, (BETA_1, BETA_2))]
+                     for n, b in zip(ADAM_POWER_NAMES, BETAS)]
     if self.loss_scaling:
       self.loss_scale = tf.Variable(
           float(self.initial_loss_scale),
@@ -312,16 +359,11 @@ class AdamState:
 
   def learning_rate(self, step):
     """The schedule's float32 learning rate at the int64 scalar `step`."""
-    c = self.config
-    return learning_rate_schedule(step, c.learning_rate, c.warmup_steps,
-                                  c.train_steps, c.decay_method,
-                                  c.min_lr_ratio)
+    return scheduled_learning_rate(self.config, step)
 
   def clip(self, grads):
     """(clipped and layer-scaled gradients, gnorm); see `scale_gradients`."""
-    c = self.config
-    return scale_gradients(grads, self.names, c.clip, c.n_layer,
-                           c.lr_layer_decay_rate)
+    return clipped_gradients(self.config, grads, self.names)
 
   def outcome(self, loss, gnorm):
     """Whether the step's update is applied and whether the step counts.
@@ -337,7 +379,7 @@ class AdamState:
       update is skipped but the step counts (`ok`) and the scale halves; an
       overflow at scale 1, or a non-finite loss, means the run diverged.
     """
-    finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(gnorm))
+    finite = finite_step(loss, gnorm)
     if not self.loss_scaling:
       return finite, finite
     ok = tf.logical_and(tf.math.is_finite(loss), tf.logical_or(
@@ -351,25 +393,25 @@ class AdamState:
     Returns:
       the update ops, for control dependencies.
     """
-    epsilon = self.config.adam_epsilon
+    c = self.config
     powers = [p.read_value() for p in self.powers] or [0.0, 0.0]
 
-    def update(var, grad, m, v, lr, ok, rate):
+    def update(var, grad, m, v, lr, ok, name):
       def apply():
-        with tf.control_dependencies([adam_update(
-            var, m, v, grad, lr, epsilon, rate, *powers)]):
+        with tf.control_dependencies([variable_update(
+            var, name, m, v, grad, lr, c.adam_epsilon, c.weight_decay,
+            powers)]):
           return tf.constant(True)
       return tf.cond(ok, apply, lambda: tf.constant(False))
 
     done = []
     for var, grad, (m, v), name in zip(self.trainable, grads, self.slots,
                                        self.names):
-      rate = decay_rate_of(name, self.config.weight_decay)
       done.append(strategy.extended.update(
-          var, update, args=(grad, m, v, lr, applied, rate), group=False))
+          var, update, args=(grad, m, v, lr, applied, name), group=False))
     done = tf.nest.flatten(done)
     with tf.control_dependencies(done):
-      for power, beta in zip(self.powers, (BETA_1, BETA_2)):
+      for power, beta in zip(self.powers, BETAS):
         strategy.extended.update(
             power, lambda p, ok, b=beta: p.assign(tf.where(ok, p * b, p)),
             args=(applied,))

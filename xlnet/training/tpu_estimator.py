@@ -4,8 +4,10 @@ TensorFlow has it).
 
   * `get_train_op`: warmup + poly/cos learning rate, Adam or Adam with
     decoupled weight decay, global-norm clipping, optional layer-wise decay,
-    all from an `OptimizerConfig` (the math of `optimizer.py`).
+    all from an `OptimizerConfig` (the update of `optimizer.py`).
   * `guarded_train_op`: that update, counting the steps it skipped.
+  * `training_model_fn`: the model function of pretraining and fine-tuning
+    alike: the caller's loss, the guarded update, the scalars' host call.
   * `configure_tpu`, `estimator`: the TPUEstimator and its `RunConfig`.
   * `train`: the training run of pretraining and fine-tuning alike: stop
     after a signal (saved) or a skipped update (not saved), a lost run lock
@@ -18,8 +20,6 @@ from xlnet.training import optimizer as optimizer_lib
 from xlnet.training import progress
 from xlnet.training import run_lock
 from xlnet.training import strategies
-
-_BETAS = (optimizer_lib.BETA_1, optimizer_lib.BETA_2)
 
 def _root_variable_scope():
   """Context manager entering the root variable scope with AUTO_REUSE.
@@ -42,8 +42,20 @@ class AdamWeightDecayOptimizer(tf.compat.v1.train.Optimizer):
   `exclude_from_weight_decay` names. With `tf_adam=True`: the numbers and
   checkpoint names of `tf.compat.v1.train.AdamOptimizer` (slots `{p}/Adam`,
   `{p}/Adam_1`, step counters `beta1_power`, `beta2_power`), no decay.
-  Both run `adam_update`, the update the tf.distribute engine runs too.
   `apply_gradients` increments `global_step` itself after all updates.
+
+  Why a second driver of the one update (`optimizer.variable_update`,
+  which `optimizer.AdamState` drives on the engine): TPUEstimator runs a
+  TF1 graph whose optimizer must be a `tf.compat.v1.train.Optimizer`, so
+  that `CrossShardOptimizer` can wrap it (summing the cores' gradients in
+  `apply_gradients`) and its slots are graph variables made by
+  `get_variable` in the root scope, restored by name by the Estimator's
+  saver. The engine's state instead lives in `tf.Variable`s made under a
+  strategy's scope and updated per device by `strategy.extended.update`,
+  saved by `train_state`. The two drivers differ in where the variables
+  live and how the update is placed, not in the numbers:
+  tests/training/test_adam_drivers.py checks that both give the same
+  weights, bit for bit, step by step.
   """
 
   def __init__(self, learning_rate, weight_decay_rate=0.0, epsilon=1e-6,
@@ -83,7 +95,7 @@ class AdamWeightDecayOptimizer(tf.compat.v1.train.Optimizer):
     power_vars = []
     if self.tf_adam:
       power_vars = [self._root_variable(n, [], b) for n, b in
-                    zip(optimizer_lib.ADAM_POWER_NAMES, _BETAS)]
+                    zip(optimizer_lib.ADAM_POWER_NAMES, optimizer_lib.BETAS)]
       powers = [p.read_value() for p in power_vars]
     slots = []
     for _, param in pairs:
@@ -96,15 +108,14 @@ class AdamWeightDecayOptimizer(tf.compat.v1.train.Optimizer):
                                                       not self.tf_adam)])
 
     def apply():
-      updates = [optimizer_lib.adam_update(
-          param, m, v, tf.convert_to_tensor(grad), learning_rate,
-          self.epsilon, optimizer_lib.decay_rate_of(
-              checkpoint_io.variable_name(param), self.weight_decay_rate),
-          *powers)
+      updates = [optimizer_lib.variable_update(
+          param, checkpoint_io.variable_name(param), m, v,
+          tf.convert_to_tensor(grad), learning_rate, self.epsilon,
+          self.weight_decay_rate, powers)
                  for (grad, param), (m, v) in zip(pairs, slots)]
       with tf.control_dependencies(updates):
         return tf.group(*[p.assign(p * b) for p, b in
-                          zip(power_vars, _BETAS)], *updates)
+                          zip(power_vars, optimizer_lib.BETAS)], *updates)
 
     if self.apply_if is None:
       update = apply()
@@ -148,9 +159,7 @@ def get_train_op(optimizer, total_loss, grads_and_vars=None, use_tpu=False):
   c = optimizer
   with _root_variable_scope():
     global_step = tf.compat.v1.train.get_or_create_global_step()
-  learning_rate = optimizer_lib.learning_rate_schedule(
-      global_step, c.learning_rate, c.warmup_steps, c.train_steps,
-      c.decay_method, c.min_lr_ratio)
+  learning_rate = optimizer_lib.scheduled_learning_rate(c, global_step)
 
   inner = AdamWeightDecayOptimizer(
       learning_rate=learning_rate, epsilon=c.adam_epsilon,
@@ -168,10 +177,9 @@ def get_train_op(optimizer, total_loss, grads_and_vars=None, use_tpu=False):
   variables = [v for _, v in grads_and_vars]
   # Sparse gradients (embedding lookups) are made dense: the global norm must
   # see duplicate rows summed, and the update uses the fused dense kernels.
-  clipped, gnorm = optimizer_lib.scale_gradients(
-      [tf.convert_to_tensor(g) for g, _ in grads_and_vars],
-      [checkpoint_io.variable_name(v) for v in variables], c.clip,
-      c.n_layer, c.lr_layer_decay_rate)
+  clipped, gnorm = optimizer_lib.clipped_gradients(
+      c, [tf.convert_to_tensor(g) for g, _ in grads_and_vars],
+      [checkpoint_io.variable_name(v) for v in variables])
   inner.apply_if = update_applied(gnorm, total_loss, use_tpu)
   train_op = graph_optimizer.apply_gradients(zip(clipped, variables),
                                              global_step=global_step)
@@ -185,8 +193,7 @@ def update_applied(gnorm, total_loss, use_tpu=False):
   Returns:
     bool scalar tensor.
   """
-  ok = tf.logical_and(tf.math.is_finite(tf.cast(total_loss, tf.float32)),
-                      tf.math.is_finite(gnorm))
+  ok = optimizer_lib.finite_step(total_loss, gnorm)
   if use_tpu:
     bad = tf.compat.v1.tpu.cross_replica_sum(1.0 - tf.cast(ok, tf.float32))
     ok = tf.equal(bad, 0.0)
@@ -314,6 +321,80 @@ def guarded_train_op(optimizer, total_loss, use_tpu=False):
   with tf.control_dependencies([train_op]):
     count = nonfinite_counter().assign_add(1 - tf.cast(applied, tf.int64))
   return tf.group(train_op, count), learning_rate, gnorm, applied
+
+
+################################################################################
+# The model function of a training run (pretraining and fine-tuning).
+################################################################################
+SUMMARY_EVERY = 100
+
+
+def training_model_fn(step_fn, optimizer, use_tpu, scaffold_fn_of,
+                      summary_dir=None):
+  """The TPUEstimator model function of a training run: the caller's loss,
+  the guarded update (`guarded_train_op`), what the caller runs after the
+  update, and optionally the run's scalars.
+
+  Args:
+    step_fn: `step_fn(features, labels)` -> (loss, after_update): the
+      float32 scalar loss of the model it builds, and None or
+      `after_update(applied)` -> list of ops that run after the update
+      (`applied`: bool scalar, whether the update changed the weights).
+    optimizer: the run's `OptimizerConfig`.
+    use_tpu: bool, as `get_train_op`.
+    scaffold_fn_of: () -> the warm start's `scaffold_fn` or None
+      (`warm_start.init_from_checkpoint`), called once the model is built.
+    summary_dir: where `scalars_host_call` writes the run's scalars; None:
+      no host call.
+
+  Returns:
+    model_fn(features, labels, mode, params) -> `TPUEstimatorSpec`.
+  """
+
+  def model_fn(features, labels, mode, params):
+    del params
+    loss, after_update = step_fn(features, labels)
+    scaffold_fn = scaffold_fn_of()
+    train_op, learning_rate, gnorm, applied = guarded_train_op(
+        optimizer, loss, use_tpu)
+    if after_update is not None:
+      with tf.control_dependencies([train_op]):
+        after = after_update(applied)
+      train_op = tf.group(train_op, *after)
+    host_call = None
+    if summary_dir is not None:
+      host_call = (scalars_host_call(summary_dir), [
+          tf.reshape(x, [1]) for x in (tf.compat.v1.train.get_global_step(),
+                                       loss, learning_rate, gnorm)])
+    return tpu_estimator().TPUEstimatorSpec(
+        mode=mode, loss=loss, train_op=train_op, host_call=host_call,
+        scaffold_fn=scaffold_fn)
+
+  return model_fn
+
+
+def scalars_host_call(summary_dir):
+  """A host call writing the cores' mean scalars every `SUMMARY_EVERY`
+  steps: `train/total_loss`, `train/lr`, `train/gnorm`.
+
+  Returns:
+    host_call_fn(global_step [n], total_loss [n], lr [n], gnorm [n]) where
+    n is the number of cores (each core sends one value).
+  """
+
+  def host_call_fn(global_step, total_loss, lr, gnorm):
+    step = global_step[0]
+    writer = tf.compat.v2.summary.create_file_writer(summary_dir)
+    with writer.as_default(), tf.compat.v2.summary.record_if(
+        tf.equal(step % SUMMARY_EVERY, 0)):
+      tf.compat.v2.summary.scalar("train/total_loss",
+                                  tf.reduce_mean(total_loss), step=step)
+      tf.compat.v2.summary.scalar("train/lr", tf.reduce_mean(lr), step=step)
+      tf.compat.v2.summary.scalar("train/gnorm", tf.reduce_mean(gnorm),
+                                  step=step)
+      return tf.compat.v1.summary.all_v2_summary_ops()
+
+  return host_call_fn
 
 
 def diverged(step):

@@ -11,11 +11,11 @@ One optimizer step (`Trainer._replica_step`), per replica:
      micro-batch);
   2. gradients averaged over replicas (as the release averaged GPU towers),
      clipped by their global norm, scaled per layer;
-  3. the Adam/AdamW update of `optimizer.adam_update`, applied only when the
-     loss and the gradient norm are finite; otherwise nothing changes and the
-     loop stops with `Diverged` after saving the last finite state (with
-     float16 loss scaling an overflow above scale 1 only skips the update
-     and halves the scale; see `AdamState.outcome`).
+  3. the Adam/AdamW update of `optimizer.variable_update`, applied only when
+     the loss and the gradient norm are finite; otherwise nothing changes
+     and the loop stops with `Diverged` after saving the last finite state
+     (with float16 loss scaling an overflow above scale 1 only skips the
+     update and halves the scale; see `AdamState.outcome`).
 Memories are per-replica variables (`synchronization=ON_READ`): every replica
 reads and writes its own; checkpoints keep every replica's memories under
 `mems/replica_{r}/layer_{i}`.
@@ -58,6 +58,20 @@ class MemoryConfig:
   def shape(self):
     """`[mem_len, bsz, d_model]` of one layer's memory."""
     return config.memory_shape(self.mem_len, self.bsz, self.d_model)
+
+  def zeros(self):
+    """n_layer float32 zero tensors `shape`: the memories that build the
+    model's variables."""
+    return [tf.zeros(self.shape)] * self.n_layer
+
+  def variables(self):
+    """n_layer per-replica float32 variables `shape` of zeros (every
+    replica reads and writes its own); call inside `strategy.scope()`."""
+    return [tf.Variable(tf.zeros(self.shape), trainable=False,
+                        name=f"mems_layer_{i}",
+                        synchronization=tf.VariableSynchronization.ON_READ,
+                        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+            for i in range(self.n_layer)]
 
 
 class Trainer:
@@ -126,10 +140,7 @@ class Trainer:
     with self.strategy.scope():
       features = {k: template_lib.zeros_like_spec(s)
                   for k, s in element_spec.items()}
-      mems = None
-      if self.memory:
-        m = self.memory
-        mems = [tf.zeros(m.shape)] * m.n_layer
+      mems = self.memory.zeros() if self.memory else None
       self._template(features, mems, False)  # creates the model variables
       self.trainable = list(self._template.trainable_variables)
       self.names = [self._name(v) for v in self.trainable]
@@ -137,14 +148,7 @@ class Trainer:
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-      self.mem_vars = []
-      if self.memory:
-        self.mem_vars = [
-            tf.Variable(tf.zeros(m.shape),
-                        trainable=False, name=f"mems_layer_{i}",
-                        synchronization=tf.VariableSynchronization.ON_READ,
-                        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-            for i in range(m.n_layer)]
+      self.mem_vars = self.memory.variables() if self.memory else []
     variables = dict(zip(self.names, self.trainable))
     variables.update(self.adam.variables())
     for var in self._template.non_trainable_variables:
@@ -174,15 +178,6 @@ class Trainer:
   # --------------------------------------------------------------------------
   # The step.
   # --------------------------------------------------------------------------
-  def _dropout_seed(self, step, micro):
-    """Stateless dropout seed of (seed, step, replica, micro-batch)."""
-    replica = tf.distribute.get_replica_context().replica_id_in_sync_group
-    seed = tf.constant([self.seed, 0x584C4E], tf.int64)
-    for value in (step, replica, micro):
-      seed = tf.random.experimental.stateless_fold_in(
-          seed, tf.cast(value, tf.int64))
-    return seed
-
   def _forward_backward(self, features, mems, step, micro):
     """Loss, dense gradients and new memories of one micro-batch.
 
@@ -191,7 +186,8 @@ class Trainer:
     the float32 gradients are divided by it again.
     """
     with tf.GradientTape() as tape:
-      with modeling.stateless_dropout_seed(self._dropout_seed(step, micro),
+      with modeling.stateless_dropout_seed(_dropout_seed(self.seed, step,
+                                                         micro),
                                            byte_masks=self.byte_masks):
         loss, new_mems, _ = self._template(features, mems, True)
       scaling = self.adam.loss_scaling
@@ -338,24 +334,6 @@ class Trainer:
   # --------------------------------------------------------------------------
   # The loop.
   # --------------------------------------------------------------------------
-  @contextlib.contextmanager
-  def peers_watched(self, step_now=lambda: None):
-    """Turns the error of a collective op whose peer worker is gone (it
-    crashed, was killed, or stopped on an error of its own) into one line
-    (`progress.WorkerLost`) on a multi-worker run.
-
-    Args:
-      step_now: () -> the last step done, or None before training.
-    """
-    try:
-      yield
-    except progress.peer_errors() as e:
-      if strategies.num_workers(self.strategy) == 1:
-        raise
-      found = checkpoint_io.list_checkpoints(self.model_dir)
-      raise progress.worker_lost(step_now(), found[-1][1] if found else None,
-                                 self.model_dir, e) from None
-
   def train(self, dist_dataset, train_steps, save_steps=None, max_save=None,
             on_step=None, on_corrupt_data=None, input_lost=None,
             out_of_memory=None, step_watch=None):
@@ -367,15 +345,8 @@ class Trainer:
       save_steps: save every this many steps (None: only at the end).
       max_save: checkpoints kept on disk.
       on_step: callback(step, metrics) after every step (logging).
-      on_corrupt_data: callback(error) -> str naming the corrupted file(s),
-        called after the progress was saved.
-      input_lost: (error types, describe) of a remote input (the tf.data
-        service): those errors, raised by a step's fetch of its batches,
-        mean the stream is gone; the progress is saved and InputLost says
-        describe(error). None: no such input.
-      out_of_memory: () -> what to run instead when a step runs out of
-        device memory (the plan, the device, a safer command); None: the
-        error goes up as it is.
+      on_corrupt_data, input_lost, out_of_memory: how a step's errors end
+        the run (`_step_errors`).
       step_watch: bounds each step's wait for a remote input and ends a
         step blocked after a signal (`data_service.StepWatch`); None: no
         bound.
@@ -394,38 +365,17 @@ class Trainer:
     """
     step_fn = self.make_train_step()
     iterator = iter(dist_dataset)
-    lost_errors, describe_lost = input_lost or ((), None)
     step = int(self.global_step.numpy())
     saved = step
     watch = step_watch or _NO_WATCH
-    with self.peers_watched(lambda: step), watch.running():
+    with peers_watched(self, lambda: step), watch.running():
       with progress.SignalCatcher() as signals:
         while step < train_steps:
           run_lock.check_held(self.model_dir, read=False)
-          try:
+          with _step_errors(self, step, max_save, on_corrupt_data,
+                            input_lost, out_of_memory):
             with watch.step(step, saved or None):
               out = step_fn(iterator, signals.signum is not None)
-          except tf.errors.DataLossError as e:
-            self.save(max_save=max_save)
-            # (Without a callback, TensorFlow's cause, not its graph stack.)
-            where = (on_corrupt_data(e) if on_corrupt_data
-                     else errors.op_error_cause(e))
-            raise progress.DataCorrupted(
-                "a corrupted input record stopped training after step "
-                f"{step} (progress saved in model.ckpt-{step}): {where}"
-            ) from None
-          except tf.errors.ResourceExhaustedError:
-            if out_of_memory is None:
-              raise
-            found = checkpoint_io.list_checkpoints(self.model_dir)
-            raise progress.out_of_memory(
-                step, found[-1][1] if found else None, self.model_dir,
-                out_of_memory()) from None
-          except lost_errors as e:  # the fetch comes before any update
-            self.save(max_save=max_save)
-            raise progress.InputLost(
-                f"the input stopped training after step {step} (progress "
-                f"saved in model.ckpt-{step}): {describe_lost(e)}") from None
           if not out["ok"]:
             prefix = self.save(max_save=max_save)
             raise progress.diverged(step, out, prefix,
@@ -443,6 +393,82 @@ class Trainer:
       if saved != step:
         self.save(step, max_save)
     return step
+
+
+def _dropout_seed(seed, step, micro):
+  """Stateless dropout seed (int64 `[2]`) of (seed, step, replica,
+  micro-batch), in a replica context."""
+  replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+  out = tf.constant([seed, 0x584C4E], tf.int64)
+  for value in (step, replica, micro):
+    out = tf.random.experimental.stateless_fold_in(
+        out, tf.cast(value, tf.int64))
+  return out
+
+
+@contextlib.contextmanager
+def peers_watched(trainer, step_now=lambda: None):
+  """Turns the error of a collective op whose peer worker is gone (it
+  crashed, was killed, or stopped on an error of its own) into one line
+  (`progress.WorkerLost`) on a multi-worker run.
+
+  Args:
+    trainer: the `Trainer` of the run.
+    step_now: () -> the last step done, or None before training.
+  """
+  try:
+    yield
+  except progress.peer_errors() as e:
+    if strategies.num_workers(trainer.strategy) == 1:
+      raise
+    found = checkpoint_io.list_checkpoints(trainer.model_dir)
+    raise progress.worker_lost(step_now(), found[-1][1] if found else None,
+                               trainer.model_dir, e) from None
+
+
+@contextlib.contextmanager
+def _step_errors(trainer, step, max_save, on_corrupt_data, input_lost,
+                 out_of_memory):
+  """Turns the errors of the step after `step` into `Trainer.train`'s
+  one-line stops, saving the progress first where the step changed nothing.
+
+  Args:
+    trainer: the `Trainer`.
+    step: int, the steps done.
+    max_save: checkpoints kept on disk.
+    on_corrupt_data: callback(error) -> str naming the corrupted file(s),
+      called after the progress was saved; None: TensorFlow's cause.
+    input_lost: (error types, describe) of a remote input (the tf.data
+      service): those errors, raised by a step's fetch of its batches, mean
+      the stream is gone; the progress is saved and InputLost says
+      describe(error). None: no such input.
+    out_of_memory: () -> what to run instead when a step runs out of device
+      memory (the plan, the device, a safer command); None: the error goes
+      up as it is.
+  """
+  lost_errors, describe_lost = input_lost or ((), None)
+  try:
+    yield
+  except tf.errors.DataLossError as e:
+    trainer.save(max_save=max_save)
+    # (Without a callback, TensorFlow's cause, not its graph stack.)
+    where = (on_corrupt_data(e) if on_corrupt_data
+             else errors.op_error_cause(e))
+    raise progress.DataCorrupted(
+        "a corrupted input record stopped training after step "
+        f"{step} (progress saved in model.ckpt-{step}): {where}") from None
+  except tf.errors.ResourceExhaustedError:
+    if out_of_memory is None:
+      raise
+    found = checkpoint_io.list_checkpoints(trainer.model_dir)
+    raise progress.out_of_memory(
+        step, found[-1][1] if found else None, trainer.model_dir,
+        out_of_memory()) from None
+  except lost_errors as e:  # the fetch comes before any update
+    trainer.save(max_save=max_save)
+    raise progress.InputLost(
+        f"the input stopped training after step {step} (progress "
+        f"saved in model.ckpt-{step}): {describe_lost(e)}") from None
 
 
 class _NoWatch:
@@ -498,7 +524,7 @@ def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
   dataset_fn = dataset_fn_at(start)
   # A worker whose peer stops on an error of its own (the chief refusing
   # the layout) learns it in a collective op of the set-up.
-  with trainer.peers_watched():
+  with peers_watched(trainer):
     if same_run is not None:
       strategies.check_same_run(trainer.strategy, same_run)
     if trainer.chief and prepare is not None:
