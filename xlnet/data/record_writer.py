@@ -33,7 +33,7 @@ from xlnet.data import pretrain_examples
 from xlnet.data import record_format
 from xlnet.data import token_stream
 
-RECORD_KINDS = ("examples", "tokens")
+RECORD_KINDS = validation.CHOICES["record_kind"]
 _SEED_MARK = 0x584C4E  # "XLN": part of every (task, pass_id) seed
 # Lines per encoding job of a worker process; a job spans files, so that
 # many small files do not cost one job (a pipe round trip and a

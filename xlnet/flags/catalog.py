@@ -203,7 +203,7 @@ def define_pretraining_data_flags(flag_values):
                        "divide and not exceed reuse_len and "
                        "seq_len-reuse_len.", **fv)
   flags.DEFINE_enum("sample_strategy", "word_span",
-                    ["word_span", "token_span"],
+                    validation.CHOICES["sample_strategy"],
                     "Token records (data_utils.py --record_kind=tokens) "
                     "only: where the span masks drawn online may start: "
                     "word_span at word starts (the release's rule), "
@@ -469,7 +469,8 @@ def define_record_writing_flags(flag_values):
   flags.DEFINE_integer("num_workers", None, "Processes that encode the text "
                        "and serialize the examples; default: one per CPU. "
                        "The output does not depend on it.", **fv)
-  flags.DEFINE_enum("record_kind", "examples", ["examples", "tokens"],
+  flags.DEFINE_enum("record_kind", "examples",
+                    validation.CHOICES["record_kind"],
                     "examples: the release's records, each example with its "
                     "A/B split and span masks fixed (one pass per "
                     "--pass_id). tokens: the rows of tokens and sentence "
