@@ -22,15 +22,18 @@ takes them as arguments, so each flag keeps one definition:
 
 Pretraining defaults follow the paper's XLNet-Large recipe (docs/training.md)
 where the release shipped toy values: a 24-layer 1024-wide gelu model with
-untied relative biases, dropout 0.1, attention dropout 0.1, Adam epsilon 1e-6,
-40K warmup steps, linear ("poly") decay over 500K steps, weight decay 0.01,
-mem_len 384. The data flags (`seq_len`, `reuse_len`, `uncased`, `bi_data`,
+untied relative biases, dropout 0.1, attention dropout 0.1, mem_len 384; the
+optimizer's and the loop's defaults of every program (Adam epsilon 1e-6, 40K
+warmup steps, linear ("poly") decay over 500K steps, weight decay 0.01 for
+pretraining) are in `xlnet/training/program_defaults.py`, which the typed
+configs read too. The data flags (`seq_len`, `reuse_len`, `uncased`, `bi_data`,
 `mask_alpha`, `mask_beta`, `num_predict`, `train_batch_size`) default to
 None: they are read from the records' `corpus_info.json`, and when given
 they are checked against it (`xlnet/flags/pretraining.py`).
 
 Fine-tuning defaults are the released programs' defaults (`adam_epsilon`:
-1e-8 in run_classifier.py, 1e-6 in run_squad.py and run_race.py, as there).
+1e-8 in run_classifier.py, 1e-6 in run_squad.py and run_race.py, as there),
+with the paper's settings for SQuAD and RACE (`program_defaults.py`).
 
 Each group carries a title (`@group`): a program's `--help` lists its flags
 under their groups' titles (`xlnet/programs/cli.py`).
@@ -45,6 +48,7 @@ from xlnet import validation
 from xlnet import configs
 from xlnet.finetuning import config as finetune_config
 from xlnet.training import config as train_config
+from xlnet.training import program_defaults
 
 
 # The title of the group that defined each flag: absl Flag -> str.
@@ -253,55 +257,62 @@ def define_record_layout_flags(flag_values, *, writing):
 
 
 @group("Optimizer")
-def define_optimizer_flags(flag_values, *, learning_rate, warmup_steps,
-                           weight_decay, lr_layer_decay_rate_help):
-  """AdamW with warmup and decay (OptimizerConfig)."""
+def define_optimizer_flags(flag_values, *, program, lr_layer_decay_rate_help):
+  """AdamW with warmup and decay (OptimizerConfig), with `program`'s
+  defaults (`program_defaults.of`)."""
   fv = dict(flag_values=flag_values)
-  flags.DEFINE_float("learning_rate", learning_rate, "Peak learning rate.",
-                     **fv)
-  flags.DEFINE_float("clip", 1.0, "Gradient clipping (global norm).", **fv)
-  flags.DEFINE_float("min_lr_ratio", 0.0,
+  default = program_defaults.of(program)
+  flags.DEFINE_float("learning_rate", default["learning_rate"],
+                     "Peak learning rate.", **fv)
+  flags.DEFINE_float("clip", default["clip"],
+                     "Gradient clipping (global norm).", **fv)
+  flags.DEFINE_float("min_lr_ratio", default["min_lr_ratio"],
                      "Final learning rate as a fraction of the peak.", **fv)
-  flags.DEFINE_integer("warmup_steps", warmup_steps, "Linear warmup steps.",
-                       **fv)
-  flags.DEFINE_float("adam_epsilon", 1e-6, "Adam epsilon.", **fv)
-  flags.DEFINE_enum("decay_method", "poly", validation.CHOICES["decay_method"],
+  flags.DEFINE_integer("warmup_steps", default["warmup_steps"],
+                       "Linear warmup steps.", **fv)
+  flags.DEFINE_float("adam_epsilon", default["adam_epsilon"], "Adam epsilon.",
+                     **fv)
+  flags.DEFINE_enum("decay_method", default["decay_method"],
+                    validation.CHOICES["decay_method"],
                     "Learning rate decay after warmup.", **fv)
-  flags.DEFINE_float("weight_decay", weight_decay, "Decoupled weight decay.",
-                     **fv)
-  flags.DEFINE_float("lr_layer_decay_rate", 1.0, lr_layer_decay_rate_help,
-                     **fv)
+  flags.DEFINE_float("weight_decay", default["weight_decay"],
+                     "Decoupled weight decay.", **fv)
+  flags.DEFINE_float("lr_layer_decay_rate", default["lr_layer_decay_rate"],
+                     lr_layer_decay_rate_help, **fv)
 
 
 @group("Training loop")
-def define_training_flags(flag_values, *, train_batch_size,
-                          train_batch_size_help, train_steps,
+def define_training_flags(flag_values, *, program, train_batch_size_help,
                           iterations_help, seed_help, accum_steps_help):
   """The training loop: batch, steps, log interval, seed, accumulation,
-  XLA (TrainConfig, BatchLayout)."""
+  XLA (TrainConfig, BatchLayout), with `program`'s defaults."""
   fv = dict(flag_values=flag_values)
-  flags.DEFINE_integer("train_batch_size", train_batch_size,
+  default = program_defaults.of(program)
+  flags.DEFINE_integer("train_batch_size", default["train_batch_size"],
                        train_batch_size_help, **fv)
-  flags.DEFINE_integer("train_steps", train_steps,
+  flags.DEFINE_integer("train_steps", default["train_steps"],
                        "Number of training steps.", **fv)
-  flags.DEFINE_integer("iterations", 1000, iterations_help, **fv)
-  define_seed_flag(flag_values, train_config.DEFAULT_SEED, seed_help)
+  flags.DEFINE_integer("iterations", default["iterations"], iterations_help,
+                       **fv)
+  define_seed_flag(flag_values, default["seed"], seed_help)
   flags.DEFINE_integer("accum_steps", 1, accum_steps_help, **fv)
   flags.DEFINE_bool("use_xla", False,
                     "Jit-compile the training step with XLA.", **fv)
 
 
 @group("Checkpoints")
-def define_checkpoint_flags(flag_values, *, model_dir_help,
-                            init_checkpoint_help, save_steps_help, max_save,
+def define_checkpoint_flags(flag_values, *, program, model_dir_help,
+                            init_checkpoint_help, save_steps_help,
                             max_save_help):
   """Where checkpoints go, which one starts the run, how many are kept
-  (CheckpointConfig)."""
+  (CheckpointConfig), with `program`'s defaults."""
   fv = dict(flag_values=flag_values)
+  default = program_defaults.of(program)
   define_model_dir_flag(flag_values, model_dir_help)
   flags.DEFINE_string("init_checkpoint", None, init_checkpoint_help, **fv)
-  flags.DEFINE_integer("save_steps", None, save_steps_help, **fv)
-  flags.DEFINE_integer("max_save", max_save, max_save_help, **fv)
+  flags.DEFINE_integer("save_steps", default["save_steps"], save_steps_help,
+                       **fv)
+  flags.DEFINE_integer("max_save", default["max_save"], max_save_help, **fv)
 
 
 @group("Held-out evaluation")
@@ -511,15 +522,15 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
                          use_bfloat16_help="Use bfloat16 activations.")
   define_pretraining_data_flags(flag_values)
   define_record_layout_flags(flag_values, writing=False)
+  program = "train_tpu" if tpu_defaults else "train_gpu"
   define_optimizer_flags(
-      flag_values, learning_rate=4e-4, warmup_steps=40000, weight_decay=0.01,
+      flag_values, program=program,
       lr_layer_decay_rate_help="Layer l's gradients are scaled by "
       "rate^(n_layer-1-l).")
   define_training_flags(
-      flag_values, train_batch_size=None,
+      flag_values, program=program,
       train_batch_size_help="Global batch size (= bsz_per_host * "
       "num_hosts); None = from corpus_info.json.",
-      train_steps=500000,
       iterations_help="Steps between log lines (GPU) / per TPU loop.",
       seed_help="Random seed of the initial weights, the input order, the "
       "factorization orders and dropout.",
@@ -528,13 +539,13 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
       "batches (memories advance from one to the next); global_step, the "
       "schedule and the log count optimizer steps.")
   define_checkpoint_flags(
-      flag_values,
+      flag_values, program=program,
       model_dir_help="Checkpoints, summaries; training resumes from the "
       "latest checkpoint found here.",
       init_checkpoint_help="Checkpoint to initialize the model from (e.g. "
       "the released weights); ignored when resuming.",
       save_steps_help="Steps between checkpoints; None = only at the end.",
-      max_save=100000, max_save_help="Max checkpoints to keep.")
+      max_save_help="Max checkpoints to keep.")
   define_unused_release_flags(flag_values)
   define_heldout_eval_flags(flag_values)
   define_core_flags(
@@ -578,11 +589,13 @@ def parse_fresh(define, argv):
   return flag_values
 
 
-def define_common_flags(flag_values=flags.FLAGS):
+def define_common_flags(flag_values, program):
   """Defines the common fine-tuning flags (no-op if already defined).
 
   Args:
-    flag_values: an `absl.flags.FlagValues`; the global FLAGS by default.
+    flag_values: an `absl.flags.FlagValues`.
+    program: "run_classifier", "run_squad" or "run_race": whose defaults
+      (`program_defaults.of`).
   """
   if "model_config_path" in flag_values:
     return
@@ -599,25 +612,24 @@ def define_common_flags(flag_values=flags.FLAGS):
       "(variables stay float32).")
   define_finetuning_flags(flag_values)
   define_checkpoint_flags(
-      flag_values,
+      flag_values, program=program,
       model_dir_help="Fine-tuning checkpoints, summaries and eval results; "
       "training resumes from its latest checkpoint.",
       init_checkpoint_help="Pretrained checkpoint to start from (a prefix "
       "such as xlnet_model.ckpt, a directory or DIR/latest); ignored when "
       "model_dir already holds a fine-tuning checkpoint.",
       save_steps_help="Steps between checkpoints; None: only at the end.",
-      max_save=0, max_save_help="Checkpoints to keep; 0 keeps all (to "
+      max_save_help="Checkpoints to keep; 0 keeps all (to "
       "evaluate every one later).")
   define_optimizer_flags(
-      flag_values, learning_rate=1e-5, warmup_steps=0, weight_decay=0.0,
+      flag_values, program=program,
       lr_layer_decay_rate_help="Layer l's gradients are scaled by "
       "rate^(n_layer-1-l) (1.0: no layer-wise decay).")
   define_training_flags(
-      flag_values, train_batch_size=8,
+      flag_values, program=program,
       train_batch_size_help="Training batch size: PER GPU without --use_tpu "
       "(the released GPU command trains STS-B with 8 on each of 4 GPUs, "
       "i.e. 32 per step); the global batch over all cores with --use_tpu.",
-      train_steps=1000,
       iterations_help="Steps between log lines / per TPU loop.",
       seed_help="Random seed of the new head's initial weights, the "
       "training example order and dropout.",
@@ -834,13 +846,6 @@ def define_demo_corpus_flags(flag_values=flags.FLAGS, *, dest_dir):
   flags.DEFINE_float("heldout_fraction", 0.1,
                      "Fraction of the documents (the last ones) held out.",
                      **fv)
-
-
-def set_defaults(flag_values, **defaults):
-  """Sets a program's defaults (e.g. the paper's settings) on defined
-  flags."""
-  for name, value in defaults.items():
-    flag_values.set_default(name, value)
 
 
 def parse_command_line(argv):

@@ -117,8 +117,8 @@ def define_classifier_flags(flag_values, *, task_names, min_seq_length,
 
 @catalog.group("Task: SQuAD")
 def define_squad_flags(flag_values, *, target_eval_keys):
-  """run_squad.py's task flags, with the paper's XLNet-Large settings as
-  defaults.
+  """run_squad.py's task flags (the paper's XLNet-Large settings are its
+  optimizer's and loop's defaults: `program_defaults.py`).
 
   Args:
     flag_values: an `absl.flags.FlagValues` holding the common flags.
@@ -176,15 +176,12 @@ def define_squad_flags(flag_values, *, target_eval_keys):
                     "Metric of eval_results.json that rates a checkpoint "
                     "and picks the best in eval_results.txt (has_ans_f1 "
                     "for the paper's Model I).", **fv)
-  catalog.set_defaults(flag_values, learning_rate=3e-5, train_batch_size=48,
-               train_steps=8000, warmup_steps=1000, lr_layer_decay_rate=0.75,
-               save_steps=1000)
 
 
 @catalog.group("Task: RACE")
 def define_race_flags(flag_values):
-  """run_race.py's task flags, with the paper's XLNet-Large settings as
-  defaults (`flag_values` holds the common flags)."""
+  """run_race.py's task flags (`flag_values` holds the common flags; the
+  paper's XLNet-Large settings are the defaults: `program_defaults.py`)."""
   fv = dict(flag_values=flag_values)
   define_task_flags(
       flag_values,
@@ -199,8 +196,6 @@ def define_race_flags(flag_values):
                        "Question+option pieces kept (the last ones).", **fv)
   flags.DEFINE_bool("high_only", False, "Use only RACE-H.", **fv)
   flags.DEFINE_bool("middle_only", False, "Use only RACE-M.", **fv)
-  catalog.set_defaults(flag_values, learning_rate=2e-5, train_batch_size=32,
-               train_steps=12000, warmup_steps=1000, save_steps=1000)
 
 
 # reproduce.py's flags that replace every task's setting: (name, type, what).
