@@ -509,7 +509,7 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
     sp_path: SentencePiece model.
     save_dir: output dir (gets tfrecords/ and corpus_info.json).
     bsz_per_host ... task: the record settings (the flags of data_utils.py,
-      `xlnet/flags/catalog.define_record_flags`).
+      `xlnet/flags/tool_catalog.define_record_flags`).
     num_workers: processes that encode and serialize (None: one per CPU).
     record_kind: "examples" (the release's records: examples with their
       span masks) or "tokens" (the rows and their sentence ids, for online
