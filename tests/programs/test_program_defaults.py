@@ -1,16 +1,17 @@
-"""One home for the defaults a run inherits (xlnet/training/program_defaults.py):
-a program and its typed configs built from Python with `for_program` run
-alike with the same explicit values and the same defaults."""
+"""One home for the defaults a run inherits (xlnet/program_defaults.py): a
+program and its typed configs built from Python with `for_program` run alike
+with the same explicit values and the same defaults."""
 from absl import flags as absl_flags
 import pytest
 
+from xlnet import program_defaults
+from xlnet.finetuning import config as finetune_config
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import configs as config_flags
 from xlnet.programs import run_classifier
 from xlnet.programs import run_race
 from xlnet.programs import run_squad
 from xlnet.training import config as train_config
-from xlnet.training import program_defaults
 
 # Each program's flags: program -> a function defining them.
 DEFINE = {
@@ -63,6 +64,8 @@ def test_for_program_gives_the_programs_configs(program):
 @pytest.mark.quick
 def test_the_configs_own_defaults_are_run_classifiers():
   FL = _flags("run_classifier", "--model_dir=m")
+  assert finetune_config.DEFAULT_RUN == config_flags.run_config(True, True,
+                                                                FL)
   assert train_config.OptimizerConfig(
       FL.learning_rate, FL.train_steps) == config_flags.optimizer_config(FL)
   assert train_config.TrainConfig() == config_flags.train_config(FL)

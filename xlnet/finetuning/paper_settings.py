@@ -17,7 +17,7 @@ SQuAD, where the release ships a separate Base script.
 import dataclasses
 from typing import Optional
 
-from xlnet.training import program_defaults
+from xlnet import program_defaults
 
 CLASSIFIER = "run_classifier.py"
 SQUAD = "run_squad.py"

@@ -21,7 +21,7 @@ where the release shipped toy values: a 24-layer 1024-wide gelu model with
 untied relative biases, dropout 0.1, attention dropout 0.1, mem_len 384; the
 optimizer's and the loop's defaults of every program (Adam epsilon 1e-6, 40K
 warmup steps, linear ("poly") decay over 500K steps, weight decay 0.01 for
-pretraining) are in `xlnet/training/program_defaults.py`, which the typed
+pretraining) are in `xlnet/program_defaults.py`, which the typed
 configs read too. The data flags (`seq_len`, `reuse_len`, `uncased`, `bi_data`,
 `mask_alpha`, `mask_beta`, `num_predict`, `train_batch_size`) default to
 None: they are read from the records' `corpus_info.json`, and when given
@@ -44,7 +44,7 @@ from xlnet import validation
 from xlnet import configs
 from xlnet.finetuning import config as finetune_config
 from xlnet.training import config as train_config
-from xlnet.training import program_defaults
+from xlnet import program_defaults
 
 
 # The title of the group that defined each flag: absl Flag -> str.
@@ -156,19 +156,23 @@ def define_model_flags(flag_values, *, model_config_path_help,
   """The model's config file, regularization, sequence summary and
   initializer (RunConfig), shared by pretraining and fine-tuning."""
   fv = dict(flag_values=flag_values)
+  # Every program's alike (run_classifier.py's are the configs' defaults).
+  default = program_defaults.of(program_defaults.LIBRARY)
   define_model_config_path_flag(flag_values, model_config_path_help)
-  flags.DEFINE_float("dropout", 0.1, "Dropout rate.", **fv)
-  flags.DEFINE_float("dropatt", 0.1, "Attention dropout rate.", **fv)
-  flags.DEFINE_integer("clamp_len", -1, clamp_len_help, **fv)
+  flags.DEFINE_float("dropout", default["dropout"], "Dropout rate.", **fv)
+  flags.DEFINE_float("dropatt", default["dropatt"], "Attention dropout rate.",
+                     **fv)
+  flags.DEFINE_integer("clamp_len", default["clamp_len"], clamp_len_help,
+                       **fv)
   flags.DEFINE_enum("summary_type", "last",
                     validation.CHOICES["summary_type"], summary_type_help,
                     **fv)
-  flags.DEFINE_enum("init", "normal", validation.CHOICES["init"], init_help,
-                    **fv)
-  flags.DEFINE_float("init_std", 0.02, "Stddev of the normal initializer.",
-                     **fv)
-  flags.DEFINE_float("init_range", 0.1, "Range of the uniform initializer.",
-                     **fv)
+  flags.DEFINE_enum("init", default["init"], validation.CHOICES["init"],
+                    init_help, **fv)
+  flags.DEFINE_float("init_std", default["init_std"],
+                     "Stddev of the normal initializer.", **fv)
+  flags.DEFINE_float("init_range", default["init_range"],
+                     "Range of the uniform initializer.", **fv)
 
 
 @group("Precision")

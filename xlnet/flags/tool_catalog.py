@@ -247,8 +247,8 @@ def define_record_writing_flags(flag_values):
                     "A/B split and span masks fixed (one pass per "
                     "--pass_id). tokens: the rows of tokens and sentence "
                     "ids (a row in records of up to 2**24), written once; "
-                    "the trainers then draw the A/B split and span masks online, anew "
-                    "every epoch (docs/data.md).", **fv)
+                    "the trainers then draw the A/B split and span masks "
+                    "online, anew every epoch (docs/data.md).", **fv)
   flags.DEFINE_bool("verify", False, "Write nothing; instead check every "
                     "record file listed by the record infos under "
                     "--save_dir (comma-separated dirs; a save_dir or its "

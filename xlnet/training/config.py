@@ -18,7 +18,7 @@ from typing import Optional
 
 from xlnet import configs
 from xlnet import validation
-from xlnet.training import program_defaults
+from xlnet import program_defaults
 
 DEFAULT_SEED = configs.DEFAULT_SEED
 # The configs' own defaults: run_classifier.py's flags'.

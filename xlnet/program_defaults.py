@@ -1,8 +1,9 @@
 """The defaults a run inherits from its program, in one table.
 
 The programs' flags (`xlnet/flags/catalog.py`) take their defaults from
-here, and so do the typed configs (`xlnet/training/config.py`): a config's
-own defaults are run_classifier.py's, and `for_program` builds a config
+here, and so do the typed configs (`xlnet/model.py`'s RunConfig,
+`xlnet/training/config.py`, `xlnet/finetuning/config.py`'s DEFAULT_RUN): a
+config's own defaults are run_classifier.py's, and `for_program` builds a config
 with another program's (`OptimizerConfig.for_program("run_squad", ...)`
 trains as `run_squad.py` with the same flags). Each value is the flag's
 default in that program:
@@ -19,8 +20,10 @@ default in that program:
 """
 from xlnet import configs
 
-# Every program alike.
-_SHARED = dict(clip=1.0, min_lr_ratio=0.0, decay_method="poly",
+# Every program alike: the model's run (RunConfig), the optimizer, the loop.
+_SHARED = dict(dropout=0.1, dropatt=0.1, init="normal", init_range=0.1,
+               init_std=0.02, clamp_len=-1,
+               clip=1.0, min_lr_ratio=0.0, decay_method="poly",
                lr_layer_decay_rate=1.0, iterations=1000,
                seed=configs.DEFAULT_SEED, save_steps=None)
 _PRETRAINING = dict(learning_rate=4e-4, warmup_steps=40000,
