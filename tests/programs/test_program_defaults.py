@@ -8,6 +8,7 @@ from xlnet import program_defaults
 from xlnet.finetuning import config as finetune_config
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import configs as config_flags
+from xlnet.flags import task_catalog
 from xlnet.programs import run_classifier
 from xlnet.programs import run_race
 from xlnet.programs import run_squad
@@ -77,3 +78,19 @@ def test_an_unknown_program_is_named():
   with pytest.raises(ValueError, match="program='run_glue': the programs "
                      "with defaults are train_gpu, "):
     train_config.OptimizerConfig.for_program("run_glue")
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("program,config_class", [
+    ("run_classifier", finetune_config.ClassifierConfig),
+    ("run_squad", finetune_config.SquadConfig),
+    ("run_race", finetune_config.RaceConfig)])
+def test_task_configs_default_as_their_programs(program, config_class):
+  """Every defaulted field of a task config has its flag's default (the
+  batch sizes: the same number, per GPU in the flag, over all replicas in
+  the config)."""
+  FL = _flags(program)
+  defaults = task_catalog.config_defaults(config_class)
+  assert defaults
+  for name, value in defaults.items():
+    assert FL[name].default == value, name
