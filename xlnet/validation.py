@@ -78,7 +78,9 @@ BELOW = {"dropout": 1, "dropatt": 1}
 # name -> the value it must exceed.
 ABOVE = {"clip": 0, "adam_epsilon": 0, "lr_layer_decay_rate": 0,
          "cluster_timeout": 0, "data_service_timeout": 0}
-# name -> the values it may take (the programs' enum flags list the same).
+# name -> the values it may take (the programs' enum flags list the same);
+# where the library and the flags default to one, it is the first
+# (`first_choice`: record_kind, sample_strategy).
 CHOICES = {
     "summary_type": ("last", "first", "mean", "attn"),
     "init": ("normal", "uniform"),
@@ -91,6 +93,11 @@ CHOICES = {
 }
 # Every name with a rule.
 NAMES = tuple(dict.fromkeys([*AT_LEAST, *BELOW, *ABOVE, *CHOICES]))
+
+
+def first_choice(name):
+  """The default of the setting `name` that has CHOICES: the first."""
+  return CHOICES[name][0]
 
 
 def check_value(name, value):

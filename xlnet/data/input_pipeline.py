@@ -539,7 +539,8 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                  mask_alpha=None, mask_beta=None, uncased=False,
                  num_passes=None, use_bfloat16=False, num_predict=None,
                  corpus_info=None, *, seed=configs.DEFAULT_SEED,
-                 flag_names=None, sample_strategy="word_span"):
+                 flag_names=None,
+                 sample_strategy=validation.first_choice("sample_strategy")):
   """Builds the pretraining input function.
 
   Args:

@@ -496,7 +496,8 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
                 num_core_per_host=8, seq_len=512, reuse_len=256, uncased=False,
                 bi_data=True, mask_alpha=6, mask_beta=1, num_predict=85,
                 use_eod=True, from_raw_text=True, split="train", pass_id=0,
-                num_task=1, task=0, num_workers=None, record_kind="examples"):
+                num_task=1, task=0, num_workers=None,
+                record_kind=validation.first_choice("record_kind")):
   """Creates the TFRecords of one (task, pass_id).
 
   Every input is checked before anything is written; the record file, its

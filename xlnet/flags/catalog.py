@@ -206,7 +206,8 @@ def define_pretraining_data_flags(flag_values):
                        "Permutation block size; None = reuse_len. Must "
                        "divide and not exceed reuse_len and "
                        "seq_len-reuse_len.", **fv)
-  flags.DEFINE_enum("sample_strategy", "word_span",
+  flags.DEFINE_enum("sample_strategy",
+                    validation.first_choice("sample_strategy"),
                     validation.CHOICES["sample_strategy"],
                     "Token records (data_utils.py --record_kind=tokens) "
                     "only: where the span masks drawn online may start: "

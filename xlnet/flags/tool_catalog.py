@@ -241,7 +241,7 @@ def define_record_writing_flags(flag_values):
   flags.DEFINE_integer("num_workers", None, "Processes that encode the text "
                        "and serialize the examples; default: one per CPU. "
                        "The output does not depend on it.", **fv)
-  flags.DEFINE_enum("record_kind", "examples",
+  flags.DEFINE_enum("record_kind", validation.first_choice("record_kind"),
                     validation.CHOICES["record_kind"],
                     "examples: the release's records, each example with its "
                     "A/B split and span masks fixed (one pass per "

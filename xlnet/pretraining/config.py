@@ -54,7 +54,7 @@ class PretrainData:
   uncased: bool = False
   num_passes: Optional[int] = None
   corpus_info: Optional[dict] = None
-  sample_strategy: str = "word_span"
+  sample_strategy: str = validation.first_choice("sample_strategy")
 
   def __post_init__(self):
     """The rules the programs' flags follow: `sample_strategy` one of its
@@ -67,7 +67,9 @@ class PretrainData:
 
   @classmethod
   def from_corpus_info(cls, path_or_dict, record_info_dir, perm_size=None,
-                       num_passes=None, sample_strategy="word_span"):
+                       num_passes=None,
+                       sample_strategy=validation.first_choice(
+                           "sample_strategy")):
     """The records of `record_info_dir` with the sizes they were written
     with.
 
