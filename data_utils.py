@@ -12,7 +12,7 @@ from absl import flags
 from absl import logging
 
 from xlnet.programs import cli
-from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import tool_catalog
 
 # The release's names, each from the module that holds it now; imported on
 # first use (module __getattr__), so that --help needs no TensorFlow.
@@ -66,4 +66,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  cli.run(main, flag_catalog.define_record_flags)
+  cli.run(main, tool_catalog.define_record_flags)

@@ -16,7 +16,7 @@ from absl import flags
 from xlnet.programs import cli
 from xlnet.finetuning import downloads
 from xlnet.finetuning import http_fetch
-from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import tool_catalog
 
 
 def main(argv):
@@ -43,4 +43,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  cli.run(main, flag_catalog.define_download_flags)
+  cli.run(main, tool_catalog.define_download_flags)

@@ -19,7 +19,7 @@ moved into DIR/quarantine/, nothing is deleted.
 from absl import flags
 
 from xlnet.programs import cli
-from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import tool_catalog
 
 FLAGS = flags.FLAGS
 
@@ -58,4 +58,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  cli.run(main, flag_catalog.define_model_utils_flags)
+  cli.run(main, tool_catalog.define_model_utils_flags)

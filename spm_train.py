@@ -7,7 +7,7 @@ from absl import flags
 
 from xlnet.programs import cli
 from xlnet.data import spm_train
-from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import tool_catalog
 
 
 def main(argv):
@@ -22,4 +22,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  cli.run(main, flag_catalog.define_spm_flags)
+  cli.run(main, tool_catalog.define_spm_flags)

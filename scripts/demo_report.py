@@ -16,7 +16,7 @@ sys.path.insert(
 
 from xlnet.programs import cli  # noqa: E402
 from xlnet.demo import demo_report  # noqa: E402
-from xlnet.flags import catalog as flag_catalog  # noqa: E402
+from xlnet.flags import tool_catalog  # noqa: E402
 
 REQUIRED = ("model_dir", "record_info_dir", "train_text", "heldout_text")
 
@@ -36,4 +36,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  cli.run(main, flag_catalog.define_demo_report_flags)
+  cli.run(main, tool_catalog.define_demo_report_flags)

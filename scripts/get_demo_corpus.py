@@ -17,12 +17,12 @@ sys.path.insert(
 
 from xlnet.programs import cli  # noqa: E402
 from xlnet.demo import demo_corpus  # noqa: E402
-from xlnet.flags import catalog as flag_catalog  # noqa: E402
+from xlnet.flags import tool_catalog  # noqa: E402
 
 
 def define_flags():
   """The script's flags."""
-  flag_catalog.define_demo_corpus_flags(dest_dir=demo_corpus.DEFAULT_DEST)
+  tool_catalog.define_demo_corpus_flags(dest_dir=demo_corpus.DEFAULT_DEST)
 
 
 def main(unused_argv):

@@ -11,6 +11,7 @@ import os
 from typing import Optional
 import uuid
 
+from xlnet import program_defaults
 from xlnet import validation
 
 # TensorFlow (and `modeling`) are imported by the functions that use them:
@@ -135,6 +136,10 @@ class XLNetConfig:
       raise
 
 
+# RunConfig's defaults: the programs' flags' (`program_defaults.py`).
+_DEFAULTS = program_defaults.of(program_defaults.LIBRARY)
+
+
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
   """Settings of one run (training, evaluation or fine-tuning).
@@ -153,13 +158,13 @@ class RunConfig:
   use_bfloat16: bool
   dropout: float
   dropatt: float
-  init: str = "normal"
-  init_range: float = 0.1
-  init_std: float = 0.02
+  init: str = _DEFAULTS["init"]
+  init_range: float = _DEFAULTS["init_range"]
+  init_std: float = _DEFAULTS["init_std"]
   mem_len: Optional[int] = None
   reuse_len: Optional[int] = None
   bi_data: bool = False
-  clamp_len: int = -1
+  clamp_len: int = _DEFAULTS["clamp_len"]
   same_length: bool = False
   use_fp16: bool = False
 

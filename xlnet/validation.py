@@ -27,7 +27,8 @@ which names the setting in the words a user of the programs types
   lr_layer_decay_rate,
   cluster_timeout, data_service_timeout
   summary_type, init,               one of CHOICES
-  decay_method, tpu_engine
+  decay_method, tpu_engine,
+  record_kind, sample_strategy
   use_fp16                          excludes use_bfloat16 and use_tpu
 
 `warmup_steps` above `train_steps` is a run that ends during warm-up (the
@@ -77,15 +78,26 @@ BELOW = {"dropout": 1, "dropatt": 1}
 # name -> the value it must exceed.
 ABOVE = {"clip": 0, "adam_epsilon": 0, "lr_layer_decay_rate": 0,
          "cluster_timeout": 0, "data_service_timeout": 0}
-# name -> the values it may take (the programs' enum flags list the same).
+# name -> the values it may take (the programs' enum flags list the same);
+# where the library and the flags default to one, it is the first
+# (`first_choice`: record_kind, sample_strategy).
 CHOICES = {
     "summary_type": ("last", "first", "mean", "attn"),
     "init": ("normal", "uniform"),
     "decay_method": ("poly", "cos"),
     "tpu_engine": ("auto", "estimator", "strategy"),
+    # data_utils.py's records: the release's examples, or token rows whose
+    # examples are drawn online; where those draws may start a span mask.
+    "record_kind": ("examples", "tokens"),
+    "sample_strategy": ("word_span", "token_span"),
 }
 # Every name with a rule.
 NAMES = tuple(dict.fromkeys([*AT_LEAST, *BELOW, *ABOVE, *CHOICES]))
+
+
+def first_choice(name):
+  """The default of the setting `name` that has CHOICES: the first."""
+  return CHOICES[name][0]
 
 
 def check_value(name, value):

@@ -75,9 +75,15 @@ REFUSED = [
                             "<poly|cos>"),
     ("tpu_engine", "tpu", "--tpu_engine=tpu: value should be one of "
                           "<auto|estimator|strategy>"),
+    ("record_kind", "words", "--record_kind=words: value should be one of "
+                             "<examples|tokens>"),
+    ("sample_strategy", "whole_word", "--sample_strategy=whole_word: value "
+                                      "should be one of "
+                                      "<word_span|token_span>"),
 ]
 # Flags no config holds, each with where its rule is applied instead.
-NO_CONFIG = {"bsz_per_host": "data_utils.py's record writer"}
+NO_CONFIG = {"bsz_per_host": "data_utils.py's record writer",
+             "record_kind": "data_utils.py's record writer"}
 # Configs that ask more of a flag (checked in `_task_cases`).
 STRICTER = {("max_seq_length", "ClassifierConfig")}
 # The program that shows which values are refused by a task's rules.
@@ -329,3 +335,66 @@ def test_model_config_refuses_pretraining_settings():
   assert _message(lambda: finetune_config.ModelConfig(_XLNET, run)) == (
       "ModelConfig.run sets mem_len=16, bi_data=True: pretraining settings; "
       "fine-tuning reads no memory and no permutation (leave them unset)")
+
+
+# The records of `fake_data_dir` (tests/train_fixtures.py): vocab_size 40,
+# bsz_per_host 4, seq_len 8, reuse_len 4, bi_data.
+_DATA_CASES = [
+    (["--perm_size=3"], dict(data=dict(perm_size=3)),
+     "--perm_size=3 must be <= and divide both --reuse_len=4 and --seq_len "
+     "- --reuse_len = 4"),
+    (["--sample_strategy=whole_word"],
+     dict(data=dict(sample_strategy="whole_word")),
+     "--sample_strategy=whole_word: value should be one of "
+     "<word_span|token_span>"),
+    (["--train_batch_size=8"], dict(batch=8),
+     "--train_batch_size=8 does not match the data: {where} has "
+     "bsz_per_host=4, so with --num_hosts=1 it must be 4"),
+    (["--n_token=10"], dict(n_token=10),
+     "n_token=10 ({source}) is smaller than the data's vocabulary: {where} "
+     "has vocab_size=40"),
+]
+
+
+def _pretrain_configs(record_dir, data=None, batch=4, n_token=40):
+  """PretrainConfigs of `fake_data_dir`'s records, as Python builds them
+  (`data`: PretrainData fields given besides the corpus info's)."""
+  import json, os  # pylint: disable=g-import-not-at-top,multiple-imports
+  with open(os.path.join(os.path.dirname(record_dir),
+                         "corpus_info.json")) as f:
+    info = json.load(f)
+  xlnet = model_lib.XLNetConfig(**dict(_XLNET.to_dict(), n_token=n_token))
+  return pretrain_config.PretrainConfigs(
+      model=xlnet,
+      run=model_lib.RunConfig(**dict(VALID[model_lib.RunConfig], mem_len=0,
+                                     reuse_len=4, bi_data=True)),
+      data=pretrain_config.PretrainData.from_corpus_info(
+          info, record_dir, **(data or {})),
+      batch=train_config.BatchLayout(batch),
+      optimizer=train_config.OptimizerConfig(1e-4, 10), checkpoint=None)
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("case", range(len(_DATA_CASES)))
+def test_pretraining_configs_refuse_what_the_data_refuses(tmp_path, case):
+  """The data's rules are the configs' own: PretrainData refuses a bad
+  sample_strategy or perm_size when built, PretrainConfigs a batch that is
+  not bsz_per_host x hosts and an n_token below the vocabulary, in the
+  programs' words (the Python message names where n_token came from and
+  the records, the program the corpus_info.json's path)."""
+  argv, values, message = _DATA_CASES[case]
+  record_dir = program_checks.fx.fake_data_dir(tmp_path)
+  _pretrain_configs(record_dir)  # the valid run
+  program_dir = program_checks.fx.fake_data_dir(tmp_path / "p")
+  try:
+    said = _message(lambda: pretrain_flags.resolve(flag_catalog.parse_flags(
+        ["train_gpu.py", f"--record_info_dir={program_dir}", "--n_layer=1",
+         "--d_model=8"] + argv)))
+  except absl_flags.IllegalFlagValueError as e:  # an enum flag
+    said = str(e).removeprefix("flag ")
+  assert said == message.format(
+      where=tmp_path / "p" / "corpus_info.json",
+      source="--n_token or --model_config_path")
+  assert _message(lambda: _pretrain_configs(record_dir, **values)) == (
+      message.format(where=f"the corpus info of {record_dir}",
+                     source="XLNetConfig.n_token"))

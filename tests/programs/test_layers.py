@@ -25,7 +25,8 @@ LAYERS = (
     ("errors", ("xlnet.errors",)),
     ("signals", ("xlnet.signals",)),
     ("files, configs, rules", ("xlnet.io_utils", "xlnet.configs",
-                               "xlnet.validation")),
+                               "xlnet.validation",
+                               "xlnet.program_defaults")),
     ("data, model", ("xlnet.data", "xlnet.modeling", "xlnet.model",
                      "xlnet.pretraining_loss", "xlnet.finetune_backbone",
                      "xlnet")),  # the package: `from xlnet import XLNetModel`

@@ -32,6 +32,7 @@ from xlnet.data import prepro_utils
 from xlnet.data import pretrain_examples
 from xlnet.data import record_format
 from xlnet import configs
+from xlnet import validation
 
 
 # ----------------------------------------------------------------------------
@@ -174,6 +175,20 @@ def _regroup_perm(bsz_per_host, data_cores, reader_cores):
   return perm
 
 
+def check_perm_size(perm_size, seq_len, reuse_len, name):
+  """Raises unless the factorization blocks of `perm_size` positions tile
+  both parts of a row, the `reuse_len` reused tokens and the
+  `seq_len - reuse_len` others (`local_permutation` permutes each part
+  block by block); `name` (a `namer`) names the settings."""
+  rest_len = seq_len - reuse_len
+  if not 0 < perm_size <= min(reuse_len, rest_len) or reuse_len % perm_size \
+      or rest_len % perm_size:
+    raise ValueError(
+        f"{name('perm_size')}={perm_size} must be <= and divide both "
+        f"{name('reuse_len')}={reuse_len} and {name('seq_len')} - "
+        f"{name('reuse_len')} = {rest_len}")
+
+
 def _check_settings(bsz_per_host, seq_len, reuse_len, bi_data,
                     num_core_per_host, perm_size, seed, name):
   """Validates the reader's settings; ValueError names the setting as
@@ -183,13 +198,7 @@ def _check_settings(bsz_per_host, seq_len, reuse_len, bi_data,
     the per-core batch, bsz_per_host / num_core_per_host (what
     `BatchLayout.bsz_per_core` is for the trainers' layouts).
   """
-  rest_len = seq_len - reuse_len
-  if not 0 < perm_size <= min(reuse_len, rest_len) or reuse_len % perm_size \
-      or rest_len % perm_size:
-    raise ValueError(
-        f"{name('perm_size')}={perm_size} must be <= and divide both "
-        f"{name('reuse_len')}={reuse_len} and {name('seq_len')} - "
-        f"{name('reuse_len')} = {rest_len}")
+  check_perm_size(perm_size, seq_len, reuse_len, name)
   bsz, cores = name("bsz_per_host"), name("num_core_per_host")
   if num_core_per_host < 1 or bsz_per_host % num_core_per_host:
     raise ValueError(f"{bsz}={bsz_per_host} must be a multiple of "
@@ -292,7 +301,7 @@ def _record_kind(record_dirs, infos, name):
   return kinds[0]
 
 
-SAMPLE_STRATEGIES = ("word_span", "token_span")
+SAMPLE_STRATEGIES = validation.CHOICES["sample_strategy"]
 
 
 def _span_starts(infos, sample_strategy, name):
@@ -391,7 +400,8 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                  mask_alpha=None, mask_beta=None, uncased=False,
                  num_passes=None, use_bfloat16=False, num_predict=None,
                  corpus_info=None, *, seed=configs.DEFAULT_SEED,
-                 flag_names=None, sample_strategy="word_span"):
+                 flag_names=None,
+                 sample_strategy=validation.first_choice("sample_strategy")):
   """Builds the pretraining input function.
 
   Args:

@@ -33,7 +33,7 @@ from xlnet.data import pretrain_examples
 from xlnet.data import record_format
 from xlnet.data import token_stream
 
-RECORD_KINDS = ("examples", "tokens")
+RECORD_KINDS = validation.CHOICES["record_kind"]
 _SEED_MARK = 0x584C4E  # "XLN": part of every (task, pass_id) seed
 # Lines per encoding job of a worker process; a job spans files, so that
 # many small files do not cost one job (a pipe round trip and a
@@ -496,7 +496,8 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
                 num_core_per_host=8, seq_len=512, reuse_len=256, uncased=False,
                 bi_data=True, mask_alpha=6, mask_beta=1, num_predict=85,
                 use_eod=True, from_raw_text=True, split="train", pass_id=0,
-                num_task=1, task=0, num_workers=None, record_kind="examples"):
+                num_task=1, task=0, num_workers=None,
+                record_kind=validation.first_choice("record_kind")):
   """Creates the TFRecords of one (task, pass_id).
 
   Every input is checked before anything is written; the record file, its
@@ -509,7 +510,7 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
     sp_path: SentencePiece model.
     save_dir: output dir (gets tfrecords/ and corpus_info.json).
     bsz_per_host ... task: the record settings (the flags of data_utils.py,
-      `xlnet/flags/catalog.define_record_flags`).
+      `xlnet/flags/tool_catalog.define_record_flags`).
     num_workers: processes that encode and serialize (None: one per CPU).
     record_kind: "examples" (the release's records: examples with their
       span masks) or "tokens" (the rows and their sentence ids, for online

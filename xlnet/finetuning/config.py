@@ -18,6 +18,7 @@ import dataclasses
 from typing import Optional, Tuple
 
 from xlnet import model as model_lib
+from xlnet import program_defaults
 from xlnet import validation
 from xlnet.training import config as train_config_lib
 
@@ -67,9 +68,10 @@ RECORDS_TIMEOUT = 7200
 # The fine-tuning programs' backbone settings by default (their flags'
 # defaults, as the release's): dropout 0.1, normal(0.02) initializer, no
 # clamp, float32 on GPUs/CPUs.
-DEFAULT_RUN = model_lib.RunConfig(is_training=True, use_tpu=False,
-                                  use_bfloat16=False, dropout=0.1,
-                                  dropatt=0.1)
+DEFAULT_RUN = model_lib.RunConfig(
+    is_training=True, use_tpu=False, use_bfloat16=False,
+    **{name: program_defaults.of(program_defaults.LIBRARY)[name]
+       for name in ("dropout", "dropatt")})
 
 
 @dataclasses.dataclass(frozen=True)

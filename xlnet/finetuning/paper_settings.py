@@ -17,6 +17,8 @@ SQuAD, where the release ships a separate Base script.
 import dataclasses
 from typing import Optional
 
+from xlnet import program_defaults
+
 CLASSIFIER = "run_classifier.py"
 SQUAD = "run_squad.py"
 RACE = "run_race.py"
@@ -54,9 +56,9 @@ RACE_SCRIPT = "release scripts/tpu_race_large_bsz32.sh"
 
 # Adam epsilon as the release's commands ran: run_classifier.py's default
 # (1e-8; the README's STS-B and IMDB commands do not pass it), run_squad.py's
-# and run_race.py's scripts pass 1e-6.
-CLASSIFIER_EPSILON = 1e-8
-QA_EPSILON = 1e-6
+# and run_race.py's scripts pass 1e-6 (our programs' defaults).
+CLASSIFIER_EPSILON = program_defaults.of("run_classifier")["adam_epsilon"]
+QA_EPSILON = program_defaults.of("run_squad")["adam_epsilon"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,6 +5,8 @@ never reads flags).
   catalog       the flag definitions: one function per group (each flag
                 defined once), composed per program
   task_catalog  the fine-tuning programs' and reproduce.py's task groups
+  tool_catalog  the groups of the programs that neither train nor
+                fine-tune (data_utils.py, download.py, ...)
   configs       flags -> OptimizerConfig, TrainConfig, CheckpointConfig,
                 DeviceConfig, RunConfig; `check_rules`: the flags checked
                 by the rules of the configs (`xlnet/validation.py`: one

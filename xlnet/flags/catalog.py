@@ -11,26 +11,25 @@ takes them as arguments, so each flag keeps one definition:
                         adding its task flags: define_classifier_flags,
                         define_squad_flags, define_race_flags (the shared
                         ones through define_task_flags)
-  define_reproduce_flags  reproduce.py
-  define_record_flags   data_utils.py
-  define_spm_flags      spm_train.py
-  define_download_flags download.py
-  define_data_service_server_flags  data_service.py
-  define_convert_flags  convert_checkpoint.py
-  define_model_utils_flags  model_utils.py
-  define_demo_report_flags, define_demo_corpus_flags   the demo's scripts
+  define_reproduce_flags  reproduce.py (`task_catalog.py`, with the tasks)
+  data_utils.py, spm_train.py, download.py, data_service.py,
+  convert_checkpoint.py, model_utils.py, the demo's scripts:
+                        `tool_catalog.py`
 
 Pretraining defaults follow the paper's XLNet-Large recipe (docs/training.md)
 where the release shipped toy values: a 24-layer 1024-wide gelu model with
-untied relative biases, dropout 0.1, attention dropout 0.1, Adam epsilon 1e-6,
-40K warmup steps, linear ("poly") decay over 500K steps, weight decay 0.01,
-mem_len 384. The data flags (`seq_len`, `reuse_len`, `uncased`, `bi_data`,
+untied relative biases, dropout 0.1, attention dropout 0.1, mem_len 384; the
+optimizer's and the loop's defaults of every program (Adam epsilon 1e-6, 40K
+warmup steps, linear ("poly") decay over 500K steps, weight decay 0.01 for
+pretraining) are in `xlnet/program_defaults.py`, which the typed
+configs read too. The data flags (`seq_len`, `reuse_len`, `uncased`, `bi_data`,
 `mask_alpha`, `mask_beta`, `num_predict`, `train_batch_size`) default to
 None: they are read from the records' `corpus_info.json`, and when given
 they are checked against it (`xlnet/flags/pretraining.py`).
 
 Fine-tuning defaults are the released programs' defaults (`adam_epsilon`:
-1e-8 in run_classifier.py, 1e-6 in run_squad.py and run_race.py, as there).
+1e-8 in run_classifier.py, 1e-6 in run_squad.py and run_race.py, as there),
+with the paper's settings for SQuAD and RACE (`program_defaults.py`).
 
 Each group carries a title (`@group`): a program's `--help` lists its flags
 under their groups' titles (`xlnet/programs/cli.py`).
@@ -45,6 +44,7 @@ from xlnet import validation
 from xlnet import configs
 from xlnet.finetuning import config as finetune_config
 from xlnet.training import config as train_config
+from xlnet import program_defaults
 
 
 # The title of the group that defined each flag: absl Flag -> str.
@@ -156,19 +156,23 @@ def define_model_flags(flag_values, *, model_config_path_help,
   """The model's config file, regularization, sequence summary and
   initializer (RunConfig), shared by pretraining and fine-tuning."""
   fv = dict(flag_values=flag_values)
+  # Every program's alike (run_classifier.py's are the configs' defaults).
+  default = program_defaults.of(program_defaults.LIBRARY)
   define_model_config_path_flag(flag_values, model_config_path_help)
-  flags.DEFINE_float("dropout", 0.1, "Dropout rate.", **fv)
-  flags.DEFINE_float("dropatt", 0.1, "Attention dropout rate.", **fv)
-  flags.DEFINE_integer("clamp_len", -1, clamp_len_help, **fv)
+  flags.DEFINE_float("dropout", default["dropout"], "Dropout rate.", **fv)
+  flags.DEFINE_float("dropatt", default["dropatt"], "Attention dropout rate.",
+                     **fv)
+  flags.DEFINE_integer("clamp_len", default["clamp_len"], clamp_len_help,
+                       **fv)
   flags.DEFINE_enum("summary_type", "last",
                     validation.CHOICES["summary_type"], summary_type_help,
                     **fv)
-  flags.DEFINE_enum("init", "normal", validation.CHOICES["init"], init_help,
-                    **fv)
-  flags.DEFINE_float("init_std", 0.02, "Stddev of the normal initializer.",
-                     **fv)
-  flags.DEFINE_float("init_range", 0.1, "Range of the uniform initializer.",
-                     **fv)
+  flags.DEFINE_enum("init", default["init"], validation.CHOICES["init"],
+                    init_help, **fv)
+  flags.DEFINE_float("init_std", default["init_std"],
+                     "Stddev of the normal initializer.", **fv)
+  flags.DEFINE_float("init_range", default["init_range"],
+                     "Range of the uniform initializer.", **fv)
 
 
 @group("Precision")
@@ -202,8 +206,9 @@ def define_pretraining_data_flags(flag_values):
                        "Permutation block size; None = reuse_len. Must "
                        "divide and not exceed reuse_len and "
                        "seq_len-reuse_len.", **fv)
-  flags.DEFINE_enum("sample_strategy", "word_span",
-                    ["word_span", "token_span"],
+  flags.DEFINE_enum("sample_strategy",
+                    validation.first_choice("sample_strategy"),
+                    validation.CHOICES["sample_strategy"],
                     "Token records (data_utils.py --record_kind=tokens) "
                     "only: where the span masks drawn online may start: "
                     "word_span at word starts (the release's rule), "
@@ -253,55 +258,62 @@ def define_record_layout_flags(flag_values, *, writing):
 
 
 @group("Optimizer")
-def define_optimizer_flags(flag_values, *, learning_rate, warmup_steps,
-                           weight_decay, lr_layer_decay_rate_help):
-  """AdamW with warmup and decay (OptimizerConfig)."""
+def define_optimizer_flags(flag_values, *, program, lr_layer_decay_rate_help):
+  """AdamW with warmup and decay (OptimizerConfig), with `program`'s
+  defaults (`program_defaults.of`)."""
   fv = dict(flag_values=flag_values)
-  flags.DEFINE_float("learning_rate", learning_rate, "Peak learning rate.",
-                     **fv)
-  flags.DEFINE_float("clip", 1.0, "Gradient clipping (global norm).", **fv)
-  flags.DEFINE_float("min_lr_ratio", 0.0,
+  default = program_defaults.of(program)
+  flags.DEFINE_float("learning_rate", default["learning_rate"],
+                     "Peak learning rate.", **fv)
+  flags.DEFINE_float("clip", default["clip"],
+                     "Gradient clipping (global norm).", **fv)
+  flags.DEFINE_float("min_lr_ratio", default["min_lr_ratio"],
                      "Final learning rate as a fraction of the peak.", **fv)
-  flags.DEFINE_integer("warmup_steps", warmup_steps, "Linear warmup steps.",
-                       **fv)
-  flags.DEFINE_float("adam_epsilon", 1e-6, "Adam epsilon.", **fv)
-  flags.DEFINE_enum("decay_method", "poly", validation.CHOICES["decay_method"],
+  flags.DEFINE_integer("warmup_steps", default["warmup_steps"],
+                       "Linear warmup steps.", **fv)
+  flags.DEFINE_float("adam_epsilon", default["adam_epsilon"], "Adam epsilon.",
+                     **fv)
+  flags.DEFINE_enum("decay_method", default["decay_method"],
+                    validation.CHOICES["decay_method"],
                     "Learning rate decay after warmup.", **fv)
-  flags.DEFINE_float("weight_decay", weight_decay, "Decoupled weight decay.",
-                     **fv)
-  flags.DEFINE_float("lr_layer_decay_rate", 1.0, lr_layer_decay_rate_help,
-                     **fv)
+  flags.DEFINE_float("weight_decay", default["weight_decay"],
+                     "Decoupled weight decay.", **fv)
+  flags.DEFINE_float("lr_layer_decay_rate", default["lr_layer_decay_rate"],
+                     lr_layer_decay_rate_help, **fv)
 
 
 @group("Training loop")
-def define_training_flags(flag_values, *, train_batch_size,
-                          train_batch_size_help, train_steps,
+def define_training_flags(flag_values, *, program, train_batch_size_help,
                           iterations_help, seed_help, accum_steps_help):
   """The training loop: batch, steps, log interval, seed, accumulation,
-  XLA (TrainConfig, BatchLayout)."""
+  XLA (TrainConfig, BatchLayout), with `program`'s defaults."""
   fv = dict(flag_values=flag_values)
-  flags.DEFINE_integer("train_batch_size", train_batch_size,
+  default = program_defaults.of(program)
+  flags.DEFINE_integer("train_batch_size", default["train_batch_size"],
                        train_batch_size_help, **fv)
-  flags.DEFINE_integer("train_steps", train_steps,
+  flags.DEFINE_integer("train_steps", default["train_steps"],
                        "Number of training steps.", **fv)
-  flags.DEFINE_integer("iterations", 1000, iterations_help, **fv)
-  define_seed_flag(flag_values, train_config.DEFAULT_SEED, seed_help)
+  flags.DEFINE_integer("iterations", default["iterations"], iterations_help,
+                       **fv)
+  define_seed_flag(flag_values, default["seed"], seed_help)
   flags.DEFINE_integer("accum_steps", 1, accum_steps_help, **fv)
   flags.DEFINE_bool("use_xla", False,
                     "Jit-compile the training step with XLA.", **fv)
 
 
 @group("Checkpoints")
-def define_checkpoint_flags(flag_values, *, model_dir_help,
-                            init_checkpoint_help, save_steps_help, max_save,
+def define_checkpoint_flags(flag_values, *, program, model_dir_help,
+                            init_checkpoint_help, save_steps_help,
                             max_save_help):
   """Where checkpoints go, which one starts the run, how many are kept
-  (CheckpointConfig)."""
+  (CheckpointConfig), with `program`'s defaults."""
   fv = dict(flag_values=flag_values)
+  default = program_defaults.of(program)
   define_model_dir_flag(flag_values, model_dir_help)
   flags.DEFINE_string("init_checkpoint", None, init_checkpoint_help, **fv)
-  flags.DEFINE_integer("save_steps", None, save_steps_help, **fv)
-  flags.DEFINE_integer("max_save", max_save, max_save_help, **fv)
+  flags.DEFINE_integer("save_steps", default["save_steps"], save_steps_help,
+                       **fv)
+  flags.DEFINE_integer("max_save", default["max_save"], max_save_help, **fv)
 
 
 @group("Held-out evaluation")
@@ -447,44 +459,6 @@ def define_finetuning_flags(flag_values):
                        "Training examples in the shuffle buffer.", **fv)
 
 
-@group("Text in, records out")
-def define_record_writing_flags(flag_values):
-  """data_utils.py: the text read, the records written, the workers."""
-  fv = dict(flag_values=flag_values)
-  flags.DEFINE_integer("bsz_per_host", 32, "Batch size (rows) per host.",
-                       **fv)
-  flags.DEFINE_bool("use_eod", True, "Add <eod> at document ends.", **fv)
-  flags.DEFINE_bool("from_raw_text", True, "Input is raw text (else lines "
-                    "of space-separated ids).", **fv)
-  flags.DEFINE_string("input_glob", "data/example/*.txt",
-                      "Comma-separated globs of input files.", **fv)
-  flags.DEFINE_string("sp_path", "", "SentencePiece model.", **fv)
-  flags.DEFINE_string("save_dir", "proc_data/example", "Output directory.",
-                      **fv)
-  flags.DEFINE_string("split", "train", "Split name in file names.", **fv)
-  flags.DEFINE_integer("pass_id", 0, "Pass written by this run; run once "
-                       "per pass_id in [0, num_passes).", **fv)
-  flags.DEFINE_integer("num_task", 1, "Number of parallel tasks.", **fv)
-  flags.DEFINE_integer("task", 0, "Task id in [0, num_task).", **fv)
-  flags.DEFINE_integer("num_workers", None, "Processes that encode the text "
-                       "and serialize the examples; default: one per CPU. "
-                       "The output does not depend on it.", **fv)
-  flags.DEFINE_enum("record_kind", "examples", ["examples", "tokens"],
-                    "examples: the release's records, each example with its "
-                    "A/B split and span masks fixed (one pass per "
-                    "--pass_id). tokens: the rows of tokens and sentence "
-                    "ids (a row in records of up to 2**24), written once; the trainers "
-                    "then draw the A/B split and span masks online, anew "
-                    "every epoch (docs/data.md).", **fv)
-  flags.DEFINE_bool("verify", False, "Write nothing; instead check every "
-                    "record file listed by the record infos under "
-                    "--save_dir (comma-separated dirs; a save_dir or its "
-                    "tfrecords/): each record's checksum, the file sizes and "
-                    "record counts. Prints each bad file; fails if any.",
-                    **fv)
-
-
-# ----------------------------------------------------------------------------
 # Programs.
 # ----------------------------------------------------------------------------
 def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
@@ -510,15 +484,15 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
                          use_bfloat16_help="Use bfloat16 activations.")
   define_pretraining_data_flags(flag_values)
   define_record_layout_flags(flag_values, writing=False)
+  program = "train_tpu" if tpu_defaults else "train_gpu"
   define_optimizer_flags(
-      flag_values, learning_rate=4e-4, warmup_steps=40000, weight_decay=0.01,
+      flag_values, program=program,
       lr_layer_decay_rate_help="Layer l's gradients are scaled by "
       "rate^(n_layer-1-l).")
   define_training_flags(
-      flag_values, train_batch_size=None,
+      flag_values, program=program,
       train_batch_size_help="Global batch size (= bsz_per_host * "
       "num_hosts); None = from corpus_info.json.",
-      train_steps=500000,
       iterations_help="Steps between log lines (GPU) / per TPU loop.",
       seed_help="Random seed of the initial weights, the input order, the "
       "factorization orders and dropout.",
@@ -527,13 +501,13 @@ def define_flags(flag_values=flags.FLAGS, tpu_defaults=False):
       "batches (memories advance from one to the next); global_step, the "
       "schedule and the log count optimizer steps.")
   define_checkpoint_flags(
-      flag_values,
+      flag_values, program=program,
       model_dir_help="Checkpoints, summaries; training resumes from the "
       "latest checkpoint found here.",
       init_checkpoint_help="Checkpoint to initialize the model from (e.g. "
       "the released weights); ignored when resuming.",
       save_steps_help="Steps between checkpoints; None = only at the end.",
-      max_save=100000, max_save_help="Max checkpoints to keep.")
+      max_save_help="Max checkpoints to keep.")
   define_unused_release_flags(flag_values)
   define_heldout_eval_flags(flag_values)
   define_core_flags(
@@ -577,11 +551,13 @@ def parse_fresh(define, argv):
   return flag_values
 
 
-def define_common_flags(flag_values=flags.FLAGS):
+def define_common_flags(flag_values, program):
   """Defines the common fine-tuning flags (no-op if already defined).
 
   Args:
-    flag_values: an `absl.flags.FlagValues`; the global FLAGS by default.
+    flag_values: an `absl.flags.FlagValues`.
+    program: "run_classifier", "run_squad" or "run_race": whose defaults
+      (`program_defaults.of`).
   """
   if "model_config_path" in flag_values:
     return
@@ -598,25 +574,24 @@ def define_common_flags(flag_values=flags.FLAGS):
       "(variables stay float32).")
   define_finetuning_flags(flag_values)
   define_checkpoint_flags(
-      flag_values,
+      flag_values, program=program,
       model_dir_help="Fine-tuning checkpoints, summaries and eval results; "
       "training resumes from its latest checkpoint.",
       init_checkpoint_help="Pretrained checkpoint to start from (a prefix "
       "such as xlnet_model.ckpt, a directory or DIR/latest); ignored when "
       "model_dir already holds a fine-tuning checkpoint.",
       save_steps_help="Steps between checkpoints; None: only at the end.",
-      max_save=0, max_save_help="Checkpoints to keep; 0 keeps all (to "
+      max_save_help="Checkpoints to keep; 0 keeps all (to "
       "evaluate every one later).")
   define_optimizer_flags(
-      flag_values, learning_rate=1e-5, warmup_steps=0, weight_decay=0.0,
+      flag_values, program=program,
       lr_layer_decay_rate_help="Layer l's gradients are scaled by "
       "rate^(n_layer-1-l) (1.0: no layer-wise decay).")
   define_training_flags(
-      flag_values, train_batch_size=8,
+      flag_values, program=program,
       train_batch_size_help="Training batch size: PER GPU without --use_tpu "
       "(the released GPU command trains STS-B with 8 on each of 4 GPUs, "
       "i.e. 32 per step); the global batch over all cores with --use_tpu.",
-      train_steps=1000,
       iterations_help="Steps between log lines / per TPU loop.",
       seed_help="Random seed of the new head's initial weights, the "
       "training example order and dropout.",
@@ -631,215 +606,6 @@ def define_common_flags(flag_values=flags.FLAGS):
                    "without --use_tpu the number of workers, which "
                    "--worker_hosts/TF_CONFIG determine.")
   define_worker_flags(flag_values)
-
-
-def define_record_flags(flag_values=flags.FLAGS):
-  """Defines the flags of data_utils.py (names and defaults as in the
-  release)."""
-  define_core_flags(
-      flag_values, use_tpu=True,
-      use_tpu_help="Accepted for compatibility; the core layout follows "
-      "--num_core_per_host in every case.",
-      num_core_per_host=8, num_core_per_host_help="Cores (or GPUs) per host.")
-  define_record_layout_flags(flag_values, writing=True)
-  define_record_writing_flags(flag_values)
-
-
-@group("SentencePiece training")
-def define_spm_flags(flag_values=flags.FLAGS):
-  """Defines the flags of spm_train.py."""
-  fv = dict(flag_values=flag_values)
-  flags.DEFINE_string("input", None, "Comma-separated training text files.",
-                      **fv)
-  flags.DEFINE_string("model_prefix", None, "Output prefix (.model/.vocab).",
-                      **fv)
-  flags.DEFINE_integer("vocab_size", 32000, "Vocabulary size.", **fv)
-  flags.DEFINE_integer("input_sentence_size", 10000000,
-                       "Sentences sampled (shuffled) for training.", **fv)
-  flags.DEFINE_float("character_coverage", 0.99995, "Character coverage.",
-                     **fv)
-  flags.DEFINE_integer("num_threads", None, "Trainer threads.", **fv)
-  flags.DEFINE_bool("split_digits", False,
-                    "Every digit a piece of its own (not the release's "
-                    "option): no piece then ends in a digit and ',', which "
-                    "the release's encoder splits and HF's tokenizer keeps "
-                    "whole.", **fv)
-
-
-@group("tf.data service servers")
-def define_data_service_server_flags(flag_values=flags.FLAGS):
-  """Defines the flags of data_service.py."""
-  fv = dict(flag_values=flag_values)
-  flags.DEFINE_integer("port", None, "The port this server listens on.",
-                       **fv)
-  flags.DEFINE_string("dispatcher", None,
-                      "HOST:PORT of the dispatcher: start a worker serving "
-                      "it. Unset: start the dispatcher.", **fv)
-  flags.DEFINE_string("host", "localhost",
-                      "A worker's host name as the trainers reach it (on a "
-                      "cluster: this machine's name or address).", **fv)
-  flags.DEFINE_string("work_dir", None,
-                      "The dispatcher's journal directory: a restarted "
-                      "dispatcher resumes its jobs. Unset: no journal.",
-                      **fv)
-  flags.DEFINE_integer("worker_timeout_ms", None,
-                       "The dispatcher drops a worker silent this long "
-                       "(default: TensorFlow's).", **fv)
-  flags.DEFINE_float("dispatcher_timeout", 600.0,
-                     "Seconds a worker waits for its dispatcher to answer "
-                     "before it stops with one line.", **fv)
-
-
-@group("Downloads")
-def define_download_flags(flag_values=flags.FLAGS):
-  """Defines the flags of download.py."""
-  fv = dict(flag_values=flag_values)
-  flags.DEFINE_string("data_root", None,
-                      "Where the data sets land, in the layout reproduce.py "
-                      "reads (pass the same --data_root to it).", **fv)
-  flags.DEFINE_string("model_root", None,
-                      "Where the released checkpoints' directories land "
-                      "(default: --data_root).", **fv)
-  flags.DEFINE_list("only", None,
-                    "Download only these (any case): models, glue, "
-                    "classification, squad, race, or single names "
-                    "(xlnet-large, xlnet-base, mnli, sts-b, imdb, yelp5, "
-                    "squad2.0, ...); default: everything.", **fv)
-  flags.DEFINE_string("mirror", None,
-                      "Fetch every URL from this base instead: "
-                      "https://host/path becomes MIRROR/host/path (a copy "
-                      "of the same files, or a test server).", **fv)
-  flags.DEFINE_float("timeout", 60.0,
-                     "Seconds to wait for a connection and for each read "
-                     "before the try counts as failed.", **fv)
-  flags.DEFINE_integer("retries", 5,
-                       "Retries of a transient failure (timeout, broken "
-                       "connection, HTTP 5xx) per file, waiting 2, 4, 8 ... "
-                       "seconds.", **fv)
-  flags.DEFINE_bool("keep_archives", False,
-                    "Keep the downloaded archives in ROOT/downloads/ after "
-                    "unpacking them.", **fv)
-  flags.DEFINE_bool("dry_run", False,
-                    "List what would be fetched and where it would land; "
-                    "fetch nothing.", **fv)
-
-
-@group("Conversion")
-def define_convert_flags(flag_values=flags.FLAGS):
-  """Defines the flags of convert_checkpoint.py."""
-  fv = dict(flag_values=flag_values)
-  flags.DEFINE_enum("to", None, ["hf", "tf", "saved_model"],
-                    "hf: a checkpoint -> a HuggingFace transformers "
-                    "directory; tf: a HuggingFace directory -> a checkpoint; "
-                    "saved_model: a checkpoint -> a SavedModel for serving.",
-                    **fv)
-  flags.DEFINE_string("checkpoint", None,
-                      "The input: a checkpoint (prefix, directory or "
-                      "DIR/latest) for --to=hf and saved_model; a "
-                      "HuggingFace directory for --to=tf.", **fv)
-  define_model_config_path_flag(
-      flag_values, "--to=hf, saved_model: the checkpoint's config (default: "
-      "config.json, else xlnet_config.json, in the checkpoint's directory).")
-  define_spiece_model_file_flag(flag_values)
-  define_uncased_flag(flag_values, False,
-                      "The model lower-cases its text (the HF tokenizer's "
-                      "do_lower_case).")
-  flags.DEFINE_string("output_dir", None,
-                      "A new (or empty) directory for the result; written "
-                      "whole or not at all.", **fv)
-  flags.DEFINE_string("task_name", None,
-                      "The head to convert: a classification or regression "
-                      "task (its head classification_TASK or "
-                      "regression_TASK), squad or race; by default the only "
-                      "head of the checkpoint, or none (the backbone and "
-                      "its LM). --to=tf: the scope of a sequence "
-                      "classification head (default: the HF config's "
-                      "finetuning_task).", **fv)
-  flags.DEFINE_bool("is_regression", None,
-                    "With --task_name: take the regression (true) or the "
-                    "classification (false) head.", **fv)
-  flags.DEFINE_enum("summary_type", None, validation.CHOICES["summary_type"],
-                    "--to=hf, saved_model: how the classification, "
-                    "regression or RACE head pools the sequence, as "
-                    "fine-tuned (default: what the checkpoint's directory "
-                    "records in head.json, else 'last'; HF has no 'attn').",
-                    **fv)
-
-
-@group("Checkpoint tools")
-def define_model_utils_flags(flag_values=flags.FLAGS):
-  """Defines the flags of model_utils.py (each names its command)."""
-  fv = dict(flag_values=flag_values)
-  flags.DEFINE_string("clean_input_ckpt", None,
-                      "clean_ckpt: input checkpoint (prefix, directory or "
-                      "DIR/latest).", **fv)
-  flags.DEFINE_string("clean_output_model_dir", None,
-                      "clean_ckpt: output directory for the cleaned "
-                      "checkpoint.", **fv)
-  flags.DEFINE_string("avg_model_dir", None,
-                      "avg_checkpoints: directory holding the checkpoints.",
-                      **fv)
-  flags.DEFINE_string("avg_output_model_dir", None,
-                      "avg_checkpoints: output directory for the average.",
-                      **fv)
-  flags.DEFINE_integer("avg_num", 5,
-                       "avg_checkpoints: how many latest checkpoints to "
-                       "average.", **fv)
-  define_model_dir_flag(flag_values,
-                        "rollback_ckpt: the training directory.")
-  flags.DEFINE_integer("step", None,
-                       "rollback_ckpt: resume from model.ckpt-STEP instead "
-                       "of the newest intact checkpoint.", **fv)
-
-
-@group("Demo report")
-def define_demo_report_flags(flag_values=flags.FLAGS):
-  """Defines the flags of scripts/demo_report.py."""
-  fv = dict(flag_values=flag_values)
-  define_model_dir_flag(
-      flag_values, "Checkpoint prefix, or the model directory (its latest "
-      "checkpoint); config.json is read from the checkpoint's directory.")
-  define_record_info_dir_flag(
-      flag_values, "The held-out records ({save_dir}/tfrecords, with "
-      "corpus_info.json beside them); their SentencePiece model and text "
-      "settings are used throughout.")
-  define_eval_split_flag(flag_values, "Split name of the held-out records.")
-  flags.DEFINE_string("train_text", None, "The training text (piece "
-                      "frequencies of the unigram baseline).", **fv)
-  flags.DEFINE_string("heldout_text", None, "The held-out text (sentences "
-                      "to hide words in).", **fv)
-  flags.DEFINE_integer("num_sentences", 4, "Held-out sentences shown.", **fv)
-  flags.DEFINE_float("hide_fraction", 0.15, "Words hidden per word of a "
-                     "sentence (at least one; only one-piece words are "
-                     "hidden).", **fv)
-  flags.DEFINE_integer("top_k", 3, "Predictions shown per hidden piece.",
-                       **fv)
-  define_seed_flag(flag_values, 0, "Seed of the choice of hidden words.")
-
-
-@group("Demo corpus")
-def define_demo_corpus_flags(flag_values=flags.FLAGS, *, dest_dir):
-  """Defines the flags of scripts/get_demo_corpus.py.
-
-  Args:
-    flag_values: an `absl.flags.FlagValues`.
-    dest_dir: the default --dest_dir (demo_corpus.DEFAULT_DEST).
-  """
-  fv = dict(flag_values=flag_values)
-  flags.DEFINE_string("dest_dir", dest_dir,
-                      "Where botchan.txt is kept (downloaded once).", **fv)
-  flags.DEFINE_string("split_dir", None,
-                      "If set, write train.txt and valid.txt here.", **fv)
-  flags.DEFINE_float("heldout_fraction", 0.1,
-                     "Fraction of the documents (the last ones) held out.",
-                     **fv)
-
-
-def set_defaults(flag_values, **defaults):
-  """Sets a program's defaults (e.g. the paper's settings) on defined
-  flags."""
-  for name, value in defaults.items():
-    flag_values.set_default(name, value)
 
 
 def parse_command_line(argv):

@@ -126,22 +126,12 @@ def resolve_flags(FLAGS, corpus_info, model=None, num_hosts=None):
     values[name] = data_value
 
   data_bsz = corpus_info["bsz_per_host"] * num_hosts
-  given = FLAGS.train_batch_size
-  if given is not None and given != data_bsz:
-    raise ValueError(
-        f"--train_batch_size={given} does not match the "
-        f"data: {where} has bsz_per_host={corpus_info['bsz_per_host']}, so "
-        f"with --num_hosts={num_hosts} it must be {data_bsz}")
+  if FLAGS.train_batch_size is not None:
+    pretrain_config.check_batch(FLAGS.train_batch_size, num_hosts,
+                                corpus_info, where)
   values["train_batch_size"] = data_bsz
-
-  vocab_size = corpus_info["vocab_size"]
-  n_token = model["n_token"]
-  if n_token and n_token < vocab_size:
-    raise ValueError(
-        f"n_token={n_token} (--n_token or --model_config_path) is "
-        f"smaller than the data's vocabulary: {where} has "
-        f"vocab_size={vocab_size}")
-  values["n_token"] = n_token or vocab_size
+  pretrain_config.check_vocabulary(model["n_token"], corpus_info, where)
+  values["n_token"] = model["n_token"] or corpus_info["vocab_size"]
   if FLAGS.d_embed is not None and FLAGS.d_embed != model["d_model"]:
     raise ValueError(
         f"--d_embed={FLAGS.d_embed} must equal d_model={model['d_model']} "

@@ -9,6 +9,8 @@
   define_race_flags       run_race.py
   define_reproduce_flags  reproduce.py
 """
+import dataclasses
+
 from absl import flags
 
 from xlnet.finetuning import config as finetune_config
@@ -27,6 +29,14 @@ _TASK_FLAGS = {
     "eval_all_ckpt": flags.DEFINE_bool,
     "predict_dir": flags.DEFINE_string,
 }
+
+
+def config_defaults(config_class):
+  """The defaults of a task config's fields (dict field name -> value): the
+  defaults of the flags of those names, which the config holds."""
+  return {field.name: field.default
+          for field in dataclasses.fields(config_class)
+          if field.default is not dataclasses.MISSING}
 
 
 def define_task_flags(flag_values, **settings):
@@ -53,13 +63,15 @@ def define_classifier_flags(flag_values, *, task_names, min_seq_length,
     pretrain_seq_length: int, the released models' pretraining length.
   """
   fv = dict(flag_values=flag_values)
+  default = config_defaults(finetune_config.ClassifierConfig)
   flags.DEFINE_string("task_name", None, "Task: " + ", ".join(task_names)
                       + " (case-insensitive).", **fv)
   define_task_flags(
       flag_values,
       data_dir=(None, "The task's data directory."),
       max_seq_length=(
-          128, f"Pieces per example, >= {min_seq_length}. XLNet's positions "
+          default["max_seq_length"],
+          f"Pieces per example, >= {min_seq_length}. XLNet's positions "
           "are relative, so there is no hard upper limit, but the released "
           f"models were pretrained on sequences of {pretrain_seq_length}: "
           "longer inputs use relative distances they never saw (a warning "
@@ -81,7 +93,7 @@ def define_classifier_flags(flag_values, *, task_names, min_seq_length,
   flags.DEFINE_string("predict_ckpt", None,
                       "Checkpoint to predict with (default: the latest in "
                       "model_dir).", **fv)
-  flags.DEFINE_float("predict_threshold", 0.0,
+  flags.DEFINE_float("predict_threshold", default["predict_threshold"],
                      "Binary tasks: predict the second label when its logit "
                      "exceeds the first one's by more than this.", **fv)
   flags.DEFINE_bool("is_regression", None,
@@ -98,10 +110,10 @@ def define_classifier_flags(flag_values, *, task_names, min_seq_length,
                        "repeats its examples indefinitely, so it changes "
                        "nothing.", **fv)
   # Your own data (--task_name=tsv or csv).
-  flags.DEFINE_string("label_column", "label",
+  flags.DEFINE_string("label_column", default["label_column"],
                       "tsv/csv tasks: label column, a 0-based index or a "
                       "header name.", **fv)
-  flags.DEFINE_string("text_a_column", "text_a",
+  flags.DEFINE_string("text_a_column", default["text_a_column"],
                       "tsv/csv tasks: first text column (index or name).",
                       **fv)
   flags.DEFINE_string("text_b_column", None,
@@ -117,17 +129,19 @@ def define_classifier_flags(flag_values, *, task_names, min_seq_length,
 
 @catalog.group("Task: SQuAD")
 def define_squad_flags(flag_values, *, target_eval_keys):
-  """run_squad.py's task flags, with the paper's XLNet-Large settings as
-  defaults.
+  """run_squad.py's task flags (the paper's XLNet-Large settings are its
+  optimizer's and loop's defaults: `program_defaults.py`).
 
   Args:
     flag_values: an `absl.flags.FlagValues` holding the common flags.
     target_eval_keys: list of str, the metrics --target_eval_key accepts.
   """
   fv = dict(flag_values=flag_values)
+  default = config_defaults(finetune_config.SquadConfig)
   define_task_flags(
       flag_values,
-      max_seq_length=(512, "Pieces per sequence, padding included."),
+      max_seq_length=(default["max_seq_length"],
+                      "Pieces per sequence, padding included."),
       do_predict=(False, "Predict --predict_file and evaluate."),
       predict_dir=(None, "Where the prediction files go (default: "
                    "--model_dir)."),
@@ -140,19 +154,21 @@ def define_squad_flags(flag_values, *, target_eval_keys):
                       "SQuAD JSON for training, e.g. train-v2.0.json.", **fv)
   flags.DEFINE_string("predict_file", None,
                       "SQuAD JSON to predict, e.g. dev-v2.0.json.", **fv)
-  flags.DEFINE_integer("num_proc", 1,
+  flags.DEFINE_integer("num_proc", default["num_proc"],
                        "Number of preprocessing shards.", **fv)
-  flags.DEFINE_integer("proc_id", 0,
+  flags.DEFINE_integer("proc_id", default["proc_id"],
                        "Shard written by this --do_prepro run.", **fv)
-  flags.DEFINE_integer("max_query_length", 64,
+  flags.DEFINE_integer("max_query_length", default["max_query_length"],
                        "Question pieces kept (the first ones).", **fv)
-  flags.DEFINE_integer("doc_stride", 128,
+  flags.DEFINE_integer("doc_stride", default["doc_stride"],
                        "Pieces between the starts of two windows.", **fv)
-  flags.DEFINE_integer("max_answer_length", 64,
+  flags.DEFINE_integer("max_answer_length", default["max_answer_length"],
                        "Longest predicted answer, in pieces.", **fv)
-  flags.DEFINE_integer("start_n_top", 5, "Beam size of answer starts.", **fv)
-  flags.DEFINE_integer("end_n_top", 5, "Answer ends kept per start.", **fv)
-  flags.DEFINE_integer("n_best_size", 5,
+  flags.DEFINE_integer("start_n_top", default["start_n_top"],
+                       "Beam size of answer starts.", **fv)
+  flags.DEFINE_integer("end_n_top", default["end_n_top"],
+                       "Answer ends kept per start.", **fv)
+  flags.DEFINE_integer("n_best_size", default["n_best_size"],
                        "Answers kept per question in "
                        "nbest_predictions.json.", **fv)
   # Our earlier behaviour where it differs from the release's (which is the
@@ -172,35 +188,33 @@ def define_squad_flags(flag_values, *, target_eval_keys):
                     "release's character alignment fails on (it drops "
                     "them: no training features, the prediction \"\").",
                     **fv)
-  flags.DEFINE_enum("target_eval_key", "best_f1", target_eval_keys,
+  flags.DEFINE_enum("target_eval_key", default["target_eval_key"],
+                    target_eval_keys,
                     "Metric of eval_results.json that rates a checkpoint "
                     "and picks the best in eval_results.txt (has_ans_f1 "
                     "for the paper's Model I).", **fv)
-  catalog.set_defaults(flag_values, learning_rate=3e-5, train_batch_size=48,
-               train_steps=8000, warmup_steps=1000, lr_layer_decay_rate=0.75,
-               save_steps=1000)
 
 
 @catalog.group("Task: RACE")
 def define_race_flags(flag_values):
-  """run_race.py's task flags, with the paper's XLNet-Large settings as
-  defaults (`flag_values` holds the common flags)."""
+  """run_race.py's task flags (`flag_values` holds the common flags; the
+  paper's XLNet-Large settings are the defaults: `program_defaults.py`)."""
   fv = dict(flag_values=flag_values)
+  default = config_defaults(finetune_config.RaceConfig)
   define_task_flags(
       flag_values,
-      max_seq_length=(512, "Pieces per sequence, padding included."),
+      max_seq_length=(default["max_seq_length"],
+                      "Pieces per sequence, padding included."),
       data_dir=(None, "RACE directory: {train,dev,test}/{middle,high}/"
                 "*.txt."),
       do_eval=(False, "Evaluate --eval_split."),
       eval_batch_size=(32, "Evaluation batch size."))
   catalog.define_eval_split_flag(flag_values, "Split scored by --do_eval.",
                                  choices=finetune_config.RACE_EVAL_SPLITS)
-  flags.DEFINE_integer("max_qa_length", 128,
+  flags.DEFINE_integer("max_qa_length", default["max_qa_length"],
                        "Question+option pieces kept (the last ones).", **fv)
   flags.DEFINE_bool("high_only", False, "Use only RACE-H.", **fv)
   flags.DEFINE_bool("middle_only", False, "Use only RACE-M.", **fv)
-  catalog.set_defaults(flag_values, learning_rate=2e-5, train_batch_size=32,
-               train_steps=12000, warmup_steps=1000, save_steps=1000)
 
 
 # reproduce.py's flags that replace every task's setting: (name, type, what).

@@ -18,6 +18,7 @@ import dataclasses
 import os
 from typing import Optional
 
+from xlnet import validation
 from xlnet.data import record_format
 from xlnet.data import record_writer
 from xlnet.training import strategies
@@ -46,7 +47,7 @@ class Records:
   corpus_info: dict
 
   def data(self, perm_size=None, num_passes=None,
-           sample_strategy="word_span"):
+           sample_strategy=validation.first_choice("sample_strategy")):
     """The `PretrainData` of these records, every size from their
     corpus_info.json (`perm_size` None: the records' `reuse_len`, as the
     release's scripts set it; `sample_strategy`: for token records, see
@@ -71,7 +72,8 @@ def write_records(input_glob: str, sp_path: str, save_dir: str, *,
                   from_raw_text: bool = True, split: str = "train",
                   pass_id: int = 0, num_task: int = 1, task: int = 0,
                   num_workers: Optional[int] = None,
-                  record_kind: str = "examples") -> Records:
+                  record_kind: str = validation.first_choice("record_kind")
+                  ) -> Records:
   """Writes the pretraining TFRecords of raw text, as `data_utils.py`
   (docs/data.md): `{save_dir}/tfrecords/` (the records and their record
   info json) and, for task 0, `{save_dir}/corpus_info.json`, each

@@ -11,7 +11,9 @@ from typing import Optional
 
 from xlnet import model as model_lib
 from xlnet import validation
+from xlnet.data import input_pipeline
 from xlnet.data import record_format
+from xlnet.pretraining import inputs
 from xlnet.training import config as train_config_lib
 
 # PretrainData's fields that are the corpus_info.json settings of the same
@@ -52,11 +54,22 @@ class PretrainData:
   uncased: bool = False
   num_passes: Optional[int] = None
   corpus_info: Optional[dict] = None
-  sample_strategy: str = "word_span"
+  sample_strategy: str = validation.first_choice("sample_strategy")
+
+  def __post_init__(self):
+    """The rules the programs' flags follow: `sample_strategy` one of its
+    choices, `perm_size` tiling both parts of a row."""
+    validation.check_fields(self)
+    input_pipeline.check_perm_size(
+        self.reuse_len if self.perm_size is None else self.perm_size,
+        self.seq_len, self.reuse_len,
+        input_pipeline.namer(inputs.FLAG_NAMES))
 
   @classmethod
   def from_corpus_info(cls, path_or_dict, record_info_dir, perm_size=None,
-                       num_passes=None, sample_strategy="word_span"):
+                       num_passes=None,
+                       sample_strategy=validation.first_choice(
+                           "sample_strategy")):
     """The records of `record_info_dir` with the sizes they were written
     with.
 
@@ -152,3 +165,42 @@ class PretrainConfigs:
       if run_value != value:
         raise ValueError(f"RunConfig.{name}={run_value} differs from "
                          f"{owner}.{name}={value}; give both the same value")
+    # The data's batch and vocabulary, where the corpus info gives them.
+    info = self.data.corpus_info or {}
+    where = f"the corpus info of {self.data.record_info_dir}"
+    if "bsz_per_host" in info:
+      check_batch(self.batch.train_batch_size, self.batch.num_hosts, info,
+                  where)
+    if "vocab_size" in info:
+      check_vocabulary(self.model.n_token, info, where,
+                       source="XLNetConfig.n_token")
+
+
+def check_batch(train_batch_size, num_hosts, corpus_info, where):
+  """Raises unless the global batch is the data's: the records hold
+  `bsz_per_host` rows per host batch (data_utils.py --bsz_per_host), so
+  `num_hosts` hosts train on `bsz_per_host * num_hosts`.
+
+  Args:
+    train_batch_size, num_hosts: ints, the run's.
+    corpus_info: dict, the records' corpus_info.json.
+    where: str, what the message calls the corpus info (its path).
+  """
+  data_bsz = corpus_info["bsz_per_host"] * num_hosts
+  if train_batch_size != data_bsz:
+    raise ValueError(
+        f"--train_batch_size={train_batch_size} does not match the data: "
+        f"{where} has bsz_per_host={corpus_info['bsz_per_host']}, so with "
+        f"--num_hosts={num_hosts} it must be {data_bsz}")
+
+
+def check_vocabulary(n_token, corpus_info, where,
+                     source="--n_token or --model_config_path"):
+  """Raises if the model's vocabulary `n_token` (int; 0 means the data's)
+  is smaller than the data's `vocab_size`: the records hold ids the
+  embedding has no row for. `source` names where n_token came from."""
+  vocab_size = corpus_info["vocab_size"]
+  if n_token and n_token < vocab_size:
+    raise ValueError(
+        f"n_token={n_token} ({source}) is smaller than the data's "
+        f"vocabulary: {where} has vocab_size={vocab_size}")

@@ -4,7 +4,7 @@ checked, then `hf_export.export_hf`, `hf_import.import_hf` or
 from absl import logging
 
 from xlnet.programs import cli
-from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import tool_catalog
 
 
 def _require(flag_values, *names):
@@ -44,4 +44,4 @@ def main(unused_argv):
 
 def entry_point():
   """`python convert_checkpoint.py ...`."""
-  cli.run(main, flag_catalog.define_convert_flags)
+  cli.run(main, tool_catalog.define_convert_flags)

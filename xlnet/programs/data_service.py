@@ -7,7 +7,7 @@ import signal
 import threading
 
 from xlnet.programs import cli
-from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import tool_catalog
 
 
 def serve_until_signal(server):
@@ -59,4 +59,4 @@ def main(unused_argv):
 
 def entry_point():
   """`python data_service.py ...`."""
-  cli.run(main, flag_catalog.define_data_service_server_flags)
+  cli.run(main, tool_catalog.define_data_service_server_flags)

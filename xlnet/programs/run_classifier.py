@@ -34,17 +34,13 @@ from xlnet.flags import task_catalog
 
 def define_flags(flag_values=flags.FLAGS):
   """Defines the common fine-tuning flags and the task flags."""
-  flag_catalog.define_common_flags(flag_values)
+  flag_catalog.define_common_flags(flag_values, "run_classifier")
   if "task_name" in flag_values:
     return
   task_catalog.define_classifier_flags(
       flag_values, task_names=finetune_config.CLASSIFIER_TASKS,
       min_seq_length=finetune_config.MIN_SEQ_LENGTH,
       pretrain_seq_length=finetune_config.PRETRAIN_SEQ_LENGTH)
-  # The release's run_classifier.py defaulted --adam_epsilon to 1e-8, and
-  # its README's STS-B and IMDB commands ran with it (they do not pass it);
-  # its run_squad.py and run_race.py defaulted to 1e-6, as ours do.
-  flag_values.set_default("adam_epsilon", 1e-8)
 
 
 def main(unused_argv):

@@ -22,7 +22,7 @@ def define_flags(flag_values=flags.FLAGS):
   """Defines every flag of run_race.py (no-op if already there)."""
   if "max_qa_length" in flag_values:
     return
-  flag_catalog.define_common_flags(flag_values)
+  flag_catalog.define_common_flags(flag_values, "run_race")
   task_catalog.define_race_flags(flag_values)
 
 

@@ -30,7 +30,7 @@ def define_flags(flag_values=flags.FLAGS):
   """Defines every flag of run_squad.py (no-op if already there)."""
   if "train_file" in flag_values:
     return
-  flag_catalog.define_common_flags(flag_values)
+  flag_catalog.define_common_flags(flag_values, "run_squad")
   task_catalog.define_squad_flags(
       flag_values, target_eval_keys=finetune_config.SQUAD_TARGET_EVAL_KEYS)
 

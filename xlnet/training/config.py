@@ -10,14 +10,19 @@ Python) and passed down: the library never reads command-line flags.
 Every field keeps the name of the flag it comes from, so a message that
 names a field names the flag a user types. Each config checks its fields
 when built, by the rules the programs' flags follow (`xlnet/validation.py`).
+The fields' defaults are run_classifier.py's; `for_program` gives another
+program's (`program_defaults.py`, which the flags read too).
 """
 import dataclasses
 from typing import Optional
 
 from xlnet import configs
 from xlnet import validation
+from xlnet import program_defaults
 
 DEFAULT_SEED = configs.DEFAULT_SEED
+# The configs' own defaults: run_classifier.py's flags'.
+_DEFAULTS = program_defaults.of(program_defaults.LIBRARY)
 # --use_fp16: the first loss scale (as tf.keras' dynamic loss scale).
 INITIAL_LOSS_SCALE = 2.0 ** 15
 # Below 1 a loss scale no longer protects float16 gradients.
@@ -26,8 +31,28 @@ MIN_LOSS_SCALE = 1.0
 MAX_LOSS_SCALE = 3.4028234663852886e38
 
 
+class ForProgram:
+  """A config that can take a program's defaults (`for_program`)."""
+
+  @classmethod
+  def for_program(cls, program, **given):
+    """This config with `program`'s defaults for the fields not `given`:
+    what the program runs with the flags `given` and no others.
+
+    Args:
+      program: str, one of `program_defaults.PROGRAMS`, e.g. "run_squad"
+        (whose --adam_epsilon is 1e-6, not run_classifier.py's 1e-8).
+      **given: fields, as to the constructor.
+    """
+    names = {field.name for field in dataclasses.fields(cls)}
+    defaults = {name: value
+                for name, value in program_defaults.of(program).items()
+                if name in names}
+    return cls(**{**defaults, **given})
+
+
 @dataclasses.dataclass(frozen=True)
-class OptimizerConfig:
+class OptimizerConfig(ForProgram):
   """The learning-rate schedule and the optimizer step.
 
   Attributes:
@@ -46,13 +71,13 @@ class OptimizerConfig:
   """
   learning_rate: float
   train_steps: int
-  warmup_steps: int = 0
-  decay_method: str = "poly"
-  min_lr_ratio: float = 0.0
-  adam_epsilon: float = 1e-8
-  weight_decay: float = 0.0
-  clip: float = 1.0
-  lr_layer_decay_rate: float = 1.0
+  warmup_steps: int = _DEFAULTS["warmup_steps"]
+  decay_method: str = _DEFAULTS["decay_method"]
+  min_lr_ratio: float = _DEFAULTS["min_lr_ratio"]
+  adam_epsilon: float = _DEFAULTS["adam_epsilon"]
+  weight_decay: float = _DEFAULTS["weight_decay"]
+  clip: float = _DEFAULTS["clip"]
+  lr_layer_decay_rate: float = _DEFAULTS["lr_layer_decay_rate"]
   n_layer: Optional[int] = None
 
   def __post_init__(self):
@@ -172,7 +197,7 @@ class DeviceConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class CheckpointConfig:
+class CheckpointConfig(ForProgram):
   """Where a run's state lives and how often it is saved.
 
   Attributes:
@@ -184,8 +209,8 @@ class CheckpointConfig:
   """
   model_dir: str
   init_checkpoint: Optional[str] = None
-  save_steps: Optional[int] = None
-  max_save: int = 0
+  save_steps: Optional[int] = _DEFAULTS["save_steps"]
+  max_save: int = _DEFAULTS["max_save"]
 
   def __post_init__(self):
     if not self.model_dir:
@@ -194,7 +219,7 @@ class CheckpointConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(ForProgram):
   """The training loop.
 
   Attributes:
@@ -205,8 +230,8 @@ class TrainConfig:
     loss_scale: the first loss scale with use_fp16 (see
       `check_loss_scale`).
   """
-  iterations: int = 1000
-  seed: int = DEFAULT_SEED
+  iterations: int = _DEFAULTS["iterations"]
+  seed: int = _DEFAULTS["seed"]
   use_xla: bool = False
   use_fp16: bool = False
   loss_scale: float = INITIAL_LOSS_SCALE
