@@ -99,18 +99,22 @@ def test_a_stop_at_the_edge_of_a_hold_block_leaves_no_lock(tmp_path):
   the lock was taken, or as `__exit__` begins, no `finally` of `hold`
   runs; the lock stayed until the process ended (a rerun then took it
   over as stale). `cli.guarded` releases it as the program ends."""
-  path = tmp_path / run_lock.LOCK_NAME
+  path = tmp_path / "run" / run_lock.LOCK_NAME
+  callers = tmp_path / "caller"  # a lock the program's caller holds
+  callers.mkdir()
 
   def main(argv):
     del argv
-    block = run_lock.hold(str(tmp_path))
+    block = run_lock.hold(str(path.parent))
     block.__enter__()  # as if the stop came before the `with` took it
     assert path.exists()
     raise cli.Terminated("stopped by SIGTERM")
 
-  with pytest.raises(SystemExit) as ended:
-    with contextlib.redirect_stderr(io.StringIO()):
-      cli.guarded(main)(["prog"])
+  with run_lock.hold(str(callers)):
+    with pytest.raises(SystemExit) as ended:
+      with contextlib.redirect_stderr(io.StringIO()):
+        cli.guarded(main)(["prog"])
+    assert (callers / run_lock.LOCK_NAME).exists()
   assert ended.value.code == 143
   assert not path.exists()
 

@@ -202,6 +202,7 @@ def guarded(main):
   """Wraps `main(argv)` so user errors and Ctrl-C end with one line."""
 
   def wrapper(argv):
+    callers_locks = run_lock.held_paths()
     try:
       try:
         result = main(argv)
@@ -223,7 +224,8 @@ def guarded(main):
     except KeyboardInterrupt:
       fail("interrupted (Ctrl-C)", 130)
     finally:
-      run_lock.release_held()  # one a signal stopped at a `with`'s edge
+      # One a signal stopped at a `with`'s edge (never the caller's own).
+      run_lock.release_held(kept=callers_locks)
 
   return wrapper
 

@@ -479,11 +479,18 @@ def _let_go(beat):
     raise stopped
 
 
-def release_held():
-  """Releases every lock this process still holds. A signal can stop a
-  program at the edges of a `hold` block, where no `finally` of it runs
-  (in `contextlib`'s `__enter__` after the lock was taken; at the start of
-  its `__exit__`); `cli.guarded` calls this as the program's `main` ends,
-  so no lock outlives its program."""
-  for beat in list(_HELD.values()):
-    _let_go(beat)
+def held_paths():
+  """The lock files this process holds now (a frozenset of paths)."""
+  return frozenset(_HELD)
+
+
+def release_held(kept=frozenset()):
+  """Releases every lock this process still holds but those at the paths
+  `kept` (`held_paths()` before the program ran: a caller's own). A signal
+  can stop a program at the edges of a `hold` block, where no `finally` of
+  it runs (in `contextlib`'s `__enter__` after the lock was taken; at the
+  start of its `__exit__`); `cli.guarded` calls this as the program's
+  `main` ends, so no lock outlives its program."""
+  for path, beat in list(_HELD.items()):
+    if path not in kept:
+      _let_go(beat)
