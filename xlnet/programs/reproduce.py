@@ -61,7 +61,7 @@ from xlnet.programs import cli
 from xlnet import io_utils
 from xlnet import model as model_lib
 from xlnet import validation
-from xlnet.finetuning import downloads
+from xlnet.downloads import sources as download_sources
 from xlnet.finetuning import memory_plan
 from xlnet.finetuning import paper_settings
 from xlnet.finetuning import reproduce_report as report
@@ -385,7 +385,7 @@ def find_data(task, data_root):
     if os.path.isdir(path) and all(os.path.isfile(os.path.join(path, f))
                                    for f in task.data_files):
       return path, None
-  place = downloads.data_dir(task.name)
+  place = download_sources.data_dir(task.name)
   expected = os.path.join(data_root, place) if place else candidates[0]
   wanted = expected + (f" with {', '.join(task.data_files)}"
                        if task.data_files else "")
