@@ -26,7 +26,7 @@ from tests import in_process
 from xlnet.downloads import http_fetch
 from xlnet.downloads import installer
 from xlnet.downloads import sources
-from xlnet.finetuning import paper_settings
+from xlnet.reproduce import paper_settings
 from xlnet.finetuning.classifier import datasets as classifier_datasets
 from xlnet.training import run_lock
 
