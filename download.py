@@ -7,15 +7,15 @@ Resumable (rerun the same command), checked (size, format, layout, a
 checksum where one is known; SHA-256 recorded in
 DIR/download_manifest.json) and atomic; at the end it prints the flags to
 pass. Sources, terms and manual steps: docs/reproducing.md ("Getting the
-models and data") and `xlnet/finetuning/downloads.py`.
+models and data") and `xlnet/downloads/`.
 """
 import sys
 
 from absl import flags
 
 from xlnet.programs import cli
-from xlnet.finetuning import downloads
-from xlnet.finetuning import http_fetch
+from xlnet.downloads import http_fetch
+from xlnet.downloads import installer
 from xlnet.flags import tool_catalog
 
 
@@ -29,17 +29,17 @@ def main(argv):
   if f.timeout <= 0 or f.retries < 0:
     raise ValueError(f"--timeout must be > 0 and --retries >= 0 (got "
                      f"{f.timeout:g} and {f.retries})")
-  config = downloads.Config(
+  config = installer.Config(
       data_root=f.data_root, model_root=f.model_root, only=f.only,
       options=http_fetch.Options(timeout=f.timeout, retries=f.retries,
                                  mirror=f.mirror),
       keep_archives=f.keep_archives, dry_run=f.dry_run)
-  failed = downloads.run(config)
+  failed = installer.run(config)
   for line in failed[:-1]:
     print(f"{cli.program_name()}: error: {line}", file=sys.stderr,
           flush=True)
   if failed:
-    raise downloads.Failed(failed[-1])
+    raise installer.Failed(failed[-1])
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs one of the paper's tables: `python reproduce.py --table=glue ...`.
 
-See `xlnet/programs/reproduce.py`, `docs/reproducing.md` and
+See `xlnet/reproduce/`, `docs/reproducing.md` and
 `python reproduce.py --help`.
 """
 from xlnet.programs import reproduce

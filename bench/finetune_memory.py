@@ -1,5 +1,5 @@
 """Peak memory of one fine-tuning training step: measured, against the
-analytic model of `xlnet/finetuning/memory_plan.py`.
+analytic model of `xlnet/reproduce/memory_plan.py`.
 
 Each point of the grid runs in a process of its own: it builds the
 fine-tuning engine's `Trainer` with the task's loss (the heads the programs
@@ -70,7 +70,7 @@ CALIBRATION_POINTS = (("base", 128, 4), ("base", 128, 8), ("base", 512, 1),
 def fit_table():
   """Markdown: sequences per device and micro-step, Base and Large."""
   from xlnet import model as model_lib  # pylint: disable=g-import-not-at-top
-  from xlnet.finetuning import memory_plan
+  from xlnet.reproduce import memory_plan
   sizes = (16, 24, 40, 80)
   lines = ["| model | task | precision | " + " | ".join(
       f"{g} GB" for g in sizes) + " |", "|---" * (3 + len(sizes)) + "|"]
@@ -91,8 +91,8 @@ def fit_table():
 def plan_table(replicas=(1, 4)):
   """Markdown: the accumulation the paper's settings need."""
   from xlnet import model as model_lib  # pylint: disable=g-import-not-at-top
-  from xlnet.finetuning import memory_plan
-  from xlnet.finetuning import paper_settings as ps
+  from xlnet.reproduce import memory_plan
+  from xlnet.reproduce import paper_settings as ps
   squad, race = ps.SQUAD_TABLE[0], ps.RACE_TABLE[0]
   imdb, yelp = ps.CLASSIFICATION[0], ps.CLASSIFICATION[2]
   glue = sorted({t.large.batch for t in ps.GLUE})
@@ -225,7 +225,7 @@ def calibration_record(points, results):
     points: parsed points (`parse_point`).
     results: their measurements (`measure`), in the same order.
   """
-  from xlnet.finetuning import memory_plan  # pylint: disable=g-import-not-at-top
+  from xlnet.reproduce import memory_plan  # pylint: disable=g-import-not-at-top
   return {"format": memory_plan.CALIBRATION_FORMAT,
           "device": results[0]["device"],
           "points": [dict(config=p["config"], task_kind=p["task"],
@@ -309,7 +309,7 @@ def main():
   if args.tables:
     print(fit_table() + "\n\n" + plan_table())
     return
-  from xlnet.finetuning import memory_plan  # pylint: disable=g-import-not-at-top
+  from xlnet.reproduce import memory_plan  # pylint: disable=g-import-not-at-top
   points = args.points.split(",") if args.points else GRIDS[args.grid]
   mib = 2.0 ** 20
   print(f"MiB; point = task:precision:layers:d_model:seq:batch[:accum]; "

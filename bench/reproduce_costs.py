@@ -1,5 +1,5 @@
 """What a `reproduce.py` table costs: training and evaluation FLOPs and
-device hours per task, from the settings of `xlnet/finetuning/paper_settings.py`.
+device hours per task, from the settings of `xlnet/reproduce/paper_settings.py`.
 
 The arithmetic (docs/reproducing.md, "What it costs"), per token of a
 sequence of length L on a model of n_layer layers of width d_model:
@@ -26,7 +26,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from xlnet.finetuning import paper_settings  # noqa: E402
+from xlnet.reproduce import paper_settings  # noqa: E402
 
 # (n_layer, d_model) of the released models.
 MODELS = {"large": (24, 1024), "base": (12, 768)}

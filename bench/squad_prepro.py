@@ -36,9 +36,10 @@ from bench import scratch  # noqa: E402
 from xlnet.data import prepro_utils  # noqa: E402
 from xlnet.data import spm_train  # noqa: E402
 from xlnet.demo import demo_corpus  # noqa: E402
-from xlnet.finetuning import paper_settings  # noqa: E402
 from xlnet.finetuning.squad import features as squad_features  # noqa: E402
-from xlnet.programs import reproduce  # noqa: E402
+from xlnet.reproduce import paper_settings  # noqa: E402
+from xlnet.reproduce import plan as reproduce_plan  # noqa: E402
+from xlnet.reproduce import runner as reproduce_runner  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("num_questions", 130000,
@@ -169,9 +170,10 @@ def ab_conversion(sp_model, path):
 # ----------------------------------------------------------------------------
 def run_prepro(work_dir, sp_path, train_file, num_proc):
   """Runs the preprocessing as reproduce.py does before a SQuAD task: the
-  `run_squad.py --do_prepro` shards of `reproduce.prepro_commands` (one
+  `run_squad.py --do_prepro` shards of `reproduce_plan.prepro_commands` (one
   process with --proc_id=0 for a single shard), at most one process per
-  core (`reproduce.run_commands`). Returns (seconds, features written)."""
+  core (`reproduce_runner.run_commands`). Returns (seconds, features
+  written)."""
   out_dir = os.path.join(work_dir, f"proc-{num_proc}")
   # Records of an earlier run (a named --work_dir) would be reused: time a
   # fresh preprocessing.
@@ -182,13 +184,13 @@ def run_prepro(work_dir, sp_path, train_file, num_proc):
               f"--max_seq_length={FLAGS.max_seq_length}",
               "--max_query_length=64", "--seed=1", f"--num_proc={num_proc}"]
   squad = paper_settings.select("squad", ["squad2.0"])[0]
-  commands = reproduce.prepro_commands(squad, training) or [
+  commands = reproduce_plan.prepro_commands(squad, training) or [
       training[:2] + ["--do_prepro=True"] + training[2:] + ["--proc_id=0"]]
   logs = [os.path.join(work_dir, f"logs-{num_proc}", f"prepro-{i}.log")
           for i in range(len(commands))]
   start, cpu = time.time(), _children_cpu()
-  reason, _ = reproduce.run_commands(commands, logs,
-                                     parallel=len(os.sched_getaffinity(0)))
+  reason, _ = reproduce_runner.run_commands(
+      commands, logs, parallel=len(os.sched_getaffinity(0)))
   if reason:
     raise RuntimeError(f"run_squad.py failed: {reason}")
   seconds, cpu = time.time() - start, _children_cpu() - cpu

@@ -4,11 +4,13 @@ The library raises them and the programs' convention (`xlnet/programs/cli.py`)
 prints them: `Stop` for an expected end (exit code 1, or a subclass's),
 `Terminated` for SIGTERM (exit code 143, raised by `xlnet/signals.py`).
 `error_text` is the one line an exception's message makes (`op_error_cause`
-that of a TensorFlow error without its graph trace). This module sits
+that of a TensorFlow error without its graph trace), `program_name` the
+script a message names. This module sits
 below everything else (it imports neither the flags nor the programs), so a
 low module (atomic files, checkpoints, locks) needs nothing above itself to
 stop a program cleanly.
 """
+import os
 import signal
 import sys
 
@@ -26,6 +28,11 @@ def error_text(err):
   is_tf_error = isinstance(err, tf_errors("OpError"))
   text = err.message if is_tf_error else str(err)
   return " ".join(text.split()) or type(err).__name__
+
+
+def program_name():
+  """The running script's file name (e.g. `train_gpu.py`), for messages."""
+  return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "xlnet"
 
 
 def op_error_cause(err):

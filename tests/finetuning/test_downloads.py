@@ -23,9 +23,10 @@ import pytest
 
 from tests import download_fixtures as fx
 from tests import in_process
-from xlnet.finetuning import downloads
-from xlnet.finetuning import http_fetch
-from xlnet.finetuning import paper_settings
+from xlnet.downloads import http_fetch
+from xlnet.downloads import installer
+from xlnet.downloads import sources
+from xlnet.reproduce import paper_settings
 from xlnet.finetuning.classifier import datasets as classifier_datasets
 from xlnet.training import run_lock
 
@@ -42,7 +43,7 @@ def server():
 def config(root, server, only=None, timeout=5.0, retries=0, **kwargs):
   """A run fetching from `server` (fast timeouts, no waiting between
   retries)."""
-  return downloads.Config(
+  return installer.Config(
       data_root=str(root), only=only, options=http_fetch.Options(
           timeout=timeout, retries=retries, backoff=0.01, mirror=server.url),
       **kwargs)
@@ -50,12 +51,12 @@ def config(root, server, only=None, timeout=5.0, retries=0, **kwargs):
 
 def failure(cfg):
   """The one error line of a run where one entry fails."""
-  (line,) = downloads.run(cfg)
+  (line,) = installer.run(cfg)
   return line
 
 
 def files_of(names):
-  return [f for e in downloads.select(names) for p in e.parts
+  return [f for e in sources.select(names) for p in e.parts
           for f in p.files]
 
 
@@ -86,7 +87,7 @@ def _found_by_reproduce(task, root):
 def test_everything_lands_where_the_programs_read_it(server, tmp_path):
   bodies = fx.serve(server, files_of(None))
   out = io.StringIO()
-  assert downloads.run(config(tmp_path, server), out=out) == []
+  assert installer.run(config(tmp_path, server), out=out) == []
   root = str(tmp_path)
   # Every task of every table is found where reproduce.py looks.
   for table in paper_settings.TABLES.values():
@@ -94,7 +95,7 @@ def test_everything_lands_where_the_programs_read_it(server, tmp_path):
       found = _found_by_reproduce(task, root)
       assert found, task.name
       # The place reproduce.py names when the data is missing.
-      assert found == os.path.join(root, downloads.data_dir(task.name))
+      assert found == os.path.join(root, sources.data_dir(task.name))
       if task.program == paper_settings.CLASSIFIER and task.name in (
           "mnli", "qnli", "qqp", "rte", "sst-2", "mrpc", "cola", "sts-b"):
         processor = classifier_datasets.make_processor(
@@ -127,7 +128,7 @@ def test_everything_lands_where_the_programs_read_it(server, tmp_path):
   assert len(drive) == 6 and all("confirm=t" in q and "uuid=0a1b2c" in q
                                  for q in drive)
   # The manifest: the SHA-256 of every file served; archives removed.
-  manifest = json.load(open(os.path.join(root, downloads.MANIFEST)))
+  manifest = json.load(open(os.path.join(root, installer.MANIFEST)))
   recorded = {f["name"]: f for e in manifest.values() for f in e["files"]}
   assert set(recorded) == set(bodies)
   for name, body in bodies.items():
@@ -139,7 +140,7 @@ def test_everything_lands_where_the_programs_read_it(server, tmp_path):
 
 def test_mrpc_is_split_as_the_glue_script_does(server, tmp_path):
   fx.serve(server, files_of(["mrpc"]))
-  assert downloads.run(config(tmp_path, server, ["mrpc"])) == []
+  assert installer.run(config(tmp_path, server, ["mrpc"])) == []
   mrpc = tmp_path / "glue_data" / "MRPC"
   header = fx.MRPC_HEADER
   # Written out by hand: pair 20/21 is in mrpc_dev_ids.tsv.
@@ -158,9 +159,9 @@ def test_mrpc_is_split_as_the_glue_script_does(server, tmp_path):
 def test_a_rerun_fetches_nothing_and_names_what_is_in_place(
     server, tmp_path, capsys):
   fx.serve(server, files_of(["rte", "squad2.0"]))
-  assert downloads.run(config(tmp_path, server, ["rte", "squad2.0"])) == []
+  assert installer.run(config(tmp_path, server, ["rte", "squad2.0"])) == []
   before = len(server.requests)
-  assert downloads.run(config(tmp_path, server, ["RTE", "SQuAD2.0"])) == []
+  assert installer.run(config(tmp_path, server, ["RTE", "SQuAD2.0"])) == []
   assert len(server.requests) == before
   assert f"{tmp_path}/glue_data/RTE is in place" in capsys.readouterr().err
 
@@ -171,27 +172,27 @@ def test_data_found_in_another_place_reproduce_reads_is_not_fetched(
   (tmp_path / "STS-B").mkdir()
   for name in ("train.tsv", "dev.tsv"):
     (tmp_path / "STS-B" / name).write_text("x\n")
-  assert downloads.run(config(tmp_path, server, ["sts-b"])) == []
+  assert installer.run(config(tmp_path, server, ["sts-b"])) == []
   assert not server.requests and not (tmp_path / "glue_data").exists()
 
 
 def test_only_names_any_case_and_unknown_ones_are_refused():
-  names = [e.name for e in downloads.select(["GLUE", "Xlnet-Base"])]
+  names = [e.name for e in sources.select(["GLUE", "Xlnet-Base"])]
   assert names == ["xlnet-base", "mnli", "qnli", "qqp", "rte", "sst-2",
                    "mrpc", "cola", "sts-b"]
   # Every task of reproduce.py's tables has a download of its name.
   tasks = {t.name for table in paper_settings.TABLES.values() for t in table}
-  assert tasks <= {e.name for e in downloads.ENTRIES}
+  assert tasks <= {e.name for e in sources.ENTRIES}
   with pytest.raises(ValueError, match=r"^--only: nope is not a download "
                      r"\(expected some of models, glue,"):
-    downloads.select(["mnli", "nope"])
+    sources.select(["mnli", "nope"])
 
 
 def test_dry_run_lists_urls_and_places_and_writes_nothing(server, tmp_path):
   root = tmp_path / "data"
   out = io.StringIO()
   cfg = config(root, server, ["rte", "yelp5"], dry_run=True)
-  assert downloads.run(cfg, out=out) == []
+  assert installer.run(cfg, out=out) == []
   text = out.getvalue()
   assert (f"rte: {server.url}/dl.fbaipublicfiles.com/glue/data/RTE.zip "
           "(to fetch)") in text
@@ -213,7 +214,7 @@ def test_truncated_download_resumes_with_range(server, tmp_path):
       ".part keeps 100 bytes: rerun the same command to resume (try later)")
   assert not (tmp_path / "glue_data").exists()
   # The rerun asks for the rest only.
-  assert downloads.run(config(tmp_path, server, ["rte"])) == []
+  assert installer.run(config(tmp_path, server, ["rte"])) == []
   assert server.ranges(path) == [None, "bytes=100-"]
   assert (tmp_path / "glue_data" / "RTE" / "train.tsv").is_file()
   assert leftovers(tmp_path) == []
@@ -224,7 +225,7 @@ def test_truncation_is_retried_within_one_run(server, tmp_path):
   path = fx.mirror_path(file.url)
   server.routes[path] = fx.Route(fx.fake_body(file.name), mode="truncate",
                                  cut=50, times=2)
-  assert downloads.run(config(tmp_path, server, ["rte"], retries=2)) == []
+  assert installer.run(config(tmp_path, server, ["rte"], retries=2)) == []
   assert server.ranges(path) == [None, "bytes=50-", "bytes=100-"]
 
 
@@ -237,9 +238,9 @@ def test_a_server_ignoring_range_restarts_the_file_cleanly(server, tmp_path):
   server.routes[path] = fx.Route(body, mode="no_range")
   out = io.StringIO()
   cfg = config(tmp_path, server, ["cola"], keep_archives=True)
-  cfg = downloads.Config(**dict(vars(cfg), options=http_fetch.Options(
+  cfg = installer.Config(**dict(vars(cfg), options=http_fetch.Options(
       **dict(vars(cfg.options), out=out))))
-  assert downloads.run(cfg) == []
+  assert installer.run(cfg) == []
   assert server.ranges(path) == [None, "bytes=70-"]
   assert "restarting from byte 0" in out.getvalue()
   assert read(tmp_path / "downloads" / "CoLA.zip") == body
@@ -256,7 +257,7 @@ def test_a_file_changed_on_the_server_is_fetched_again_whole(
   assert failure(config(tmp_path, server, ["cola"]))
   newer = fx.zip_bytes(dict(fx.glue_files("CoLA"), **{"CoLA/new.txt": "x"}))
   server.routes[path] = fx.Route(newer)
-  assert downloads.run(config(tmp_path, server, ["cola"], retries=1,
+  assert installer.run(config(tmp_path, server, ["cola"], retries=1,
                               keep_archives=True)) == []
   assert server.ranges(path) == [None, "bytes=80-", None]
   assert read(tmp_path / "downloads" / "CoLA.zip") == newer
@@ -348,7 +349,7 @@ def test_http_errors_fail_at_once_or_are_retried(server, tmp_path):
   assert len(server.requests) == 1
   server.routes[path] = fx.Route(fx.fake_body(file.name), mode="status",
                                  status=503, times=2)
-  assert downloads.run(config(tmp_path, server, ["mnli"], retries=2)) == []
+  assert installer.run(config(tmp_path, server, ["mnli"], retries=2)) == []
   assert len(server.requests) == 1 + 3
   server.routes[path].times = None
   with pytest.raises(http_fetch.FetchError, match=r"HTTP 503 Service "
@@ -383,7 +384,7 @@ def test_an_unreachable_host_fails_at_once_and_ends_the_run(
   monkeypatch.setattr(socket, failure_point, fail)
   options = http_fetch.Options(timeout=5, retries=1, backoff=0.3)
   start = time.monotonic()
-  failed = downloads.run(downloads.Config(
+  failed = installer.run(installer.Config(
       data_root=str(tmp_path), only=["rte", "sts-b"], options=options))
   seconds = time.monotonic() - start
   url = "https://dl.fbaipublicfiles.com/glue/data/"
@@ -420,9 +421,9 @@ def test_a_part_without_its_record_is_fetched_again_saying_so(
   part.parent.mkdir()
   part.write_bytes(b"other bytes")
   cfg = config(tmp_path, server, ["sts-b"])
-  plan = downloads.plan(downloads.select(["sts-b"]), cfg)
+  plan = installer.plan(sources.select(["sts-b"]), cfg)
   assert f"{server.url}{path} (to fetch)" in plan[1], plan
-  assert downloads.run(cfg) == []
+  assert installer.run(cfg) == []
   assert server.ranges(path) == [None]  # from byte 0
   assert f"sts-b: STS-B.zip: {part} has no STS-B.zip.part.json (the URL " \
          "and version its bytes are of): its 11 bytes cannot be resumed " \
@@ -450,15 +451,15 @@ def test_the_md5_a_server_publishes_is_checked(server, tmp_path):
   assert leftovers(tmp_path) == []
   assert not (tmp_path / "xlnet_cased_L-12_H-768_A-12").exists()
   server.routes[path] = fx.Route(body, headers=goog_hash(body))
-  assert downloads.run(config(tmp_path, server, ["xlnet-base"])) == []
-  manifest = json.load(open(tmp_path / downloads.MANIFEST))
+  assert installer.run(config(tmp_path, server, ["xlnet-base"])) == []
+  manifest = json.load(open(tmp_path / installer.MANIFEST))
   (record,) = manifest["xlnet-base"]["files"]
   assert record["check"].startswith("MD5 matches the one the server "
                                     "published")
   # Resumed after a truncation: the whole file's MD5 is still checked.
   server.routes[path] = fx.Route(body, mode="truncate", cut=100, times=1,
                                  headers=goog_hash(body))
-  assert downloads.run(config(tmp_path / "again", server, ["xlnet-base"],
+  assert installer.run(config(tmp_path / "again", server, ["xlnet-base"],
                               retries=1)) == []
   assert server.ranges(path)[-2:] == [None, "bytes=100-"]
 
@@ -467,23 +468,23 @@ def test_a_file_put_there_by_hand_is_checked_against_the_known_md5(
     tmp_path, monkeypatch):
   """The manual step for a Google Drive file: no network is used (no
   mirror either: the MD5 known for the real URL applies)."""
-  (entry,) = downloads.select(["yelp5"])
+  (entry,) = sources.select(["yelp5"])
   (file,) = entry.parts[0].files
   body = fx.fake_body(file.name)
   (tmp_path / "downloads").mkdir()
   (tmp_path / "downloads" / file.name).write_bytes(body)
-  cfg = downloads.Config(data_root=str(tmp_path), only=["yelp5"])
+  cfg = installer.Config(data_root=str(tmp_path), only=["yelp5"])
   assert (f"has MD5 {hashlib.md5(body).hexdigest()}, not {file.md5} "
           "(torchtext's record for this URL)") in failure(cfg)
   assert not (tmp_path / "downloads" / file.name).exists()
   # The same bytes where the known MD5 is theirs: checked and unpacked.
   (tmp_path / "downloads" / file.name).write_bytes(body)
-  patched = (downloads.dataclasses.replace(entry, parts=(
-      downloads.dataclasses.replace(entry.parts[0], files=(
-          downloads.dataclasses.replace(
+  patched = (sources.dataclasses.replace(entry, parts=(
+      sources.dataclasses.replace(entry.parts[0], files=(
+          sources.dataclasses.replace(
               file, md5=hashlib.md5(body).hexdigest()),)),)),)
-  monkeypatch.setattr(downloads, "ENTRIES", patched)
-  assert downloads.run(cfg) == []
+  monkeypatch.setattr(sources, "ENTRIES", patched)
+  assert installer.run(cfg) == []
   assert (tmp_path / "yelp_review_full_csv" / "train.csv").is_file()
 
 
@@ -519,7 +520,7 @@ def test_something_in_the_way_is_never_overwritten(server, tmp_path):
   (tmp_path / "RACE" / "train").mkdir(parents=True)
   with pytest.raises(ValueError, match=r"RACE exists but lacks train/middle, "
                      r"train/high, .*move it away and rerun"):
-    downloads.run(config(tmp_path, server, ["race"]))
+    installer.run(config(tmp_path, server, ["race"]))
   assert not server.requests
 
 
@@ -529,7 +530,7 @@ def test_one_download_per_directory(server, tmp_path):
                      user="download.py run"):
     with pytest.raises(run_lock.Locked, match=(
         r"--data_root=.* is in use by another download.py run")):
-      downloads.run(config(tmp_path, server, ["rte"]))
+      installer.run(config(tmp_path, server, ["rte"]))
   assert not server.requests
 
 
@@ -677,7 +678,7 @@ def test_a_mirror_may_be_a_local_copy(tmp_path):
   copy = tmp_path / "copy" / fx.mirror_path(file.url).lstrip("/")
   copy.parent.mkdir(parents=True)
   copy.write_bytes(fx.fake_body(file.name))
-  assert downloads.run(downloads.Config(
+  assert installer.run(installer.Config(
       data_root=str(tmp_path / "data"), only=["sts-b"], options=
       http_fetch.Options(mirror=f"file://{tmp_path}/copy"))) == []
   assert (tmp_path / "data" / "glue_data" / "STS-B" / "dev.tsv").read_text(

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from xlnet import model as model_lib
 from xlnet.finetuning import config as finetune_config
-from xlnet.finetuning import memory_plan
+from xlnet.reproduce import memory_plan
 from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.finetuning.race import head as race_head
 from xlnet.finetuning.squad import head as squad_head

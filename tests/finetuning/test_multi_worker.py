@@ -554,6 +554,7 @@ def test_reproduce_passes_the_host_flags_and_splits_the_batch(stsb,
   from absl import flags as absl_flags  # pylint: disable=import-outside-toplevel
   from xlnet.programs import reproduce  # pylint: disable=import-outside-toplevel
   from xlnet.flags import finetuning as finetune_flags  # pylint: disable=import-outside-toplevel
+  from xlnet.reproduce import api as reproduce_api  # pylint: disable=import-outside-toplevel
 
   def command(*extra):
     flag_values = absl_flags.FlagValues()
@@ -561,7 +562,7 @@ def test_reproduce_passes_the_host_flags_and_splits_the_batch(stsb,
     flag_values(_reproduce_argv(stsb, tmp_path, "--dry_run",
                                 "--num_core_per_host=2",
                                 "--train_batch_size=16", *extra))
-    reproduce.run(finetune_flags.resolve_reproduce(flag_values))
+    reproduce_api.run_table(finetune_flags.resolve_reproduce(flag_values))
     # the run's plan (a comment), then its command
     line = capsys.readouterr().out.strip().split("\n")[-1]
     return dict(arg[2:].split("=", 1) for arg in line.split()[2:])

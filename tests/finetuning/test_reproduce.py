@@ -24,12 +24,16 @@ from tests import classifier_fixtures as fx
 from tests import data_helpers
 from tests import in_process
 from tests import qa_fixtures
-from xlnet.finetuning import memory_plan
-from xlnet.finetuning import paper_settings
-from xlnet.finetuning import png_chart
-from xlnet.finetuning import reproduce_report
+from xlnet.finetuning import config as finetune_config
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.programs import reproduce
+from xlnet.reproduce import api as reproduce_api
+from xlnet.reproduce import memory_plan
+from xlnet.reproduce import paper_settings
+from xlnet.reproduce import plan as reproduce_plan
+from xlnet.reproduce import png_chart
+from xlnet.reproduce import report as reproduce_report
+from xlnet.reproduce import results as reproduce_results
 from xlnet.training import run_lock
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -167,11 +171,11 @@ EXPECTED = [
 
 
 def _dry_run_text(capsys, args):
-  """reproduce.run in this process with --dry_run; returns its stdout."""
+  """run_table in this process with --dry_run; returns its stdout."""
   flag_values = flags.FlagValues()
   reproduce.define_flags(flag_values)
   flag_values(["reproduce.py", "--dry_run"] + args)
-  reproduce.run(finetune_flags.resolve_reproduce(flag_values))
+  reproduce_api.run_table(finetune_flags.resolve_reproduce(flag_values))
   return capsys.readouterr().out
 
 
@@ -327,7 +331,7 @@ def test_a_calibration_file_plans_and_is_named(tmp_path):
   assert micro(plans["file"]) > micro(plans["published"])
   # found in the work dir
   os.makedirs(tmp_path / "found")
-  shutil.copy(path, tmp_path / "found" / reproduce.CALIBRATION_FILE)
+  shutil.copy(path, tmp_path / "found" / reproduce_plan.CALIBRATION_FILE)
   got = _run_here(args + [f"--work_dir={tmp_path / 'found'}"])
   assert got.returncode == 0
   assert "calibration file " in got.stdout.split("\n")[0]
@@ -422,22 +426,22 @@ def test_a_shortened_run_keeps_the_papers_warmup_fraction(tmp_path):
 
 def _settings_of(args):
   """reproduce.py's resolved settings of the command line `args` (paths
-  absolute, as `reproduce.run` makes them)."""
+  absolute, as `run_table` makes them)."""
   flag_values = flags.FlagValues()
   reproduce.define_flags(flag_values)
   flag_values(["reproduce.py"] + list(args))
-  return reproduce.absolute_paths(
+  return reproduce_plan.absolute_paths(
       finetune_flags.resolve_reproduce(flag_values))
 
 
 def _settings(work_dir, *extra):
   """reproduce.py's resolved settings for the GLUE table (paths absolute,
-  as `reproduce.run` makes them)."""
+  as `run_table` makes them)."""
   flag_values = flags.FlagValues()
   reproduce.define_flags(flag_values)
   flag_values(["reproduce.py", "--table=glue", "--data_root=/data",
                f"--work_dir={work_dir}"] + _model_args("/m") + list(extra))
-  return reproduce.absolute_paths(
+  return reproduce_plan.absolute_paths(
       finetune_flags.resolve_reproduce(flag_values))
 
 
@@ -446,9 +450,9 @@ RTE = paper_settings.select("glue", ["rte"])[0]
 
 def _run_of(settings, seed=1, data_dir="/data/RTE"):
   """rte's `reproduce.Run` with `seed` under `settings`."""
-  plan = reproduce.batch_plan(RTE, 32, settings)
-  command = reproduce.task_command(RTE, data_dir, settings, seed, plan)
-  return reproduce.Run(RTE, seed, plan, (), tuple(command))
+  plan = reproduce_plan.batch_plan(RTE, 32, settings)
+  command = reproduce_plan.task_command(RTE, data_dir, settings, seed, plan)
+  return reproduce_plan.Run(RTE, seed, plan, (), tuple(command))
 
 
 def _write_result(settings, legacy=False, data_dir="/data/RTE", seed=1,
@@ -471,11 +475,11 @@ def _write_result(settings, legacy=False, data_dir="/data/RTE", seed=1,
 def test_a_result_of_other_settings_is_refused_naming_them(tmp_path):
   settings = _settings(tmp_path)
   path, row, run = _write_result(settings)
-  assert reproduce.finished_row(run, settings) == row
+  assert reproduce_results.finished_row(run, settings) == row
   assert row["ours"] == 71.5 and row["wall_time_s"] == 12.5
   settings = dataclasses.replace(settings, learning_rate=5e-5)
   with pytest.raises(ValueError) as e:
-    reproduce.finished_row(_run_of(settings), settings)
+    reproduce_results.finished_row(_run_of(settings), settings)
   # RTE's own learning rate: 3e-5 (zihangdai/xlnet#96).
   assert str(e.value) == (
       f"{path} was made with other settings (--learning_rate was 3e-05, "
@@ -491,16 +495,16 @@ def test_a_moved_work_dir_keeps_its_results(tmp_path):
   _, row, _ = _write_result(old)
   shutil.move(str(tmp_path / "old"), str(tmp_path / "new"))
   new = _settings(tmp_path / "new")
-  assert reproduce.finished_row(_run_of(new), new) == row
+  assert reproduce_results.finished_row(_run_of(new), new) == row
 
   path, row, run = _write_result(new, legacy=True)
-  assert reproduce.finished_row(run, new) == row
+  assert reproduce_results.finished_row(run, new) == row
   shutil.move(str(tmp_path / "new"), str(tmp_path / "moved"))
   moved = _settings(tmp_path / "moved")
   with pytest.raises(ValueError, match=re.escape(
       f"(--output_dir was {tmp_path}/new/rte/records, now {tmp_path}/moved/"
       f"rte/records; --model_dir was {tmp_path}/new/rte/seed-1/model, now ")):
-    reproduce.finished_row(_run_of(moved), moved)
+    reproduce_results.finished_row(_run_of(moved), moved)
 
 
 def _earlier_version_command(command, work_dir):
@@ -528,27 +532,28 @@ def test_an_earlier_layout_is_moved_into_the_seed_directory(tmp_path, capsys):
          "wall_time_s": 12.5, "status": "done"}
   (task_dir / "result.json").write_text(json.dumps(
       {"row": row, "command": old_command, "work_dir": str(tmp_path)}))
-  assert reproduce.migrate_earlier_layout(settings, RTE) == 1
+  assert reproduce_results.migrate_earlier_layout(settings, RTE) == 1
   assert sorted(os.listdir(task_dir)) == ["records", "seed-1"]
   assert sorted(os.listdir(task_dir / "seed-1")) == [
       "log.txt", "model", "result.json"]
   assert (task_dir / "seed-1" / "model" / "checkpoint").read_text() == (
       "model.ckpt-800")
-  assert reproduce.finished_row(run, settings) == reproduce_report.run_row(
+  assert reproduce_results.finished_row(
+      run, settings) == reproduce_report.run_row(
       RTE, 1, "done", 71.5, 12.5)
   assert "rte: moved model, log.txt, result.json of an earlier" in (
       capsys.readouterr().out)
-  assert reproduce.migrate_earlier_layout(settings, RTE) is None
+  assert reproduce_results.migrate_earlier_layout(settings, RTE) is None
   # An earlier run with --seed=7 goes to seed-7; a taken seed directory is
   # named rather than overwritten.
   (task_dir / "log.txt").write_text("\n$ python run_classifier.py --seed=7\n")
-  assert reproduce.migrate_earlier_layout(settings, RTE) == 7
+  assert reproduce_results.migrate_earlier_layout(settings, RTE) == 7
   assert (task_dir / "seed-7" / "log.txt").exists()
   (task_dir / "log.txt").write_text("\n$ python run_classifier.py --seed=7\n")
   with pytest.raises(ValueError, match=re.escape(
       f"{task_dir} holds log.txt of an earlier reproduce.py and "
       f"{task_dir}/seed-7 already holds log.txt; delete one of them")):
-    reproduce.migrate_earlier_layout(settings, RTE)
+    reproduce_results.migrate_earlier_layout(settings, RTE)
 
 
 def test_relative_paths_are_made_absolute(tmp_path, capsys, monkeypatch):
@@ -598,7 +603,7 @@ def test_a_bad_result_file_is_one_line_naming_it(tmp_path, content, cause):
   with open(path, "wb") as f:
     f.write(content)
   with pytest.raises(ValueError) as e:
-    reproduce.finished_row(run, settings)
+    reproduce_results.finished_row(run, settings)
   message = str(e.value)
   assert message.startswith(f"{path} {cause}") and message.endswith(
       REMEDY) and "\n" not in message
@@ -611,7 +616,7 @@ def test_an_unreadable_result_file_is_one_line_naming_it(tmp_path):
   os.mkdir(path)
   with pytest.raises(ValueError, match=re.escape(
       f"cannot read {path} (Is a directory); {REMEDY}")):
-    reproduce.finished_row(run, settings)
+    reproduce_results.finished_row(run, settings)
 
 
 def test_a_result_file_of_the_wrong_shape_ends_the_program_in_one_line(
@@ -749,6 +754,29 @@ def test_bad_settings_are_one_line_errors(tmp_path, extra, message):
   last = proc.stderr.strip().split("\n")[-1]
   assert last.startswith("reproduce.py: error: ") and message in last
   assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("values,message", [
+    (dict(table=None), "--table is required (one of glue, "),
+    (dict(work_dir="gs://b/w"), "--work_dir=gs://b/w must be a local "
+     "directory (logs and results); give Cloud Storage as --gcs_dir"),
+    (dict(), "no data for race (expected /nonexistent/RACE)"),
+])
+@pytest.mark.quick
+def test_the_python_api_refuses_what_the_program_refuses(tmp_path, values,
+                                                         message):
+  """plan_table and run_table refuse, in reproduce.py's words
+  (test_bad_settings_are_one_line_errors), what the program refuses, and
+  leave the work dir unmade."""
+  config = finetune_config.ReproduceConfig(**dict(dict(
+      table="race", init_checkpoint="/m/xlnet_model.ckpt",
+      model_config_path="/m/xlnet_config.json",
+      spiece_model_file="/m/spiece.model", data_root="/nonexistent",
+      work_dir=str(tmp_path / "work")), **values))
+  for call in (reproduce_api.plan_table, reproduce_api.run_table):
+    with pytest.raises(ValueError, match=re.escape(message)):
+      call(config)
+  assert not (tmp_path / "work").exists()
 
 
 @pytest.mark.parametrize("missing, words", [
@@ -896,11 +924,11 @@ def test_the_markdown_table_cites_each_figures_source():
 
 # ---- progress text ----------------------------------------------------------
 def test_progress_line_and_eta():
-  assert reproduce.progress_line(1, 3, "STS-B (seed 1)", 0.0, []) == (
+  assert reproduce_api.progress_line(1, 3, "STS-B (seed 1)", 0.0, []) == (
       "[1/3] STS-B (seed 1): starting; elapsed 0s; ETA unknown until a run "
       "finishes")
   # Two runs took 100 s and 200 s: 150 s each for the 2 runs left.
-  assert reproduce.progress_line(3, 4, "RTE (seed 2)", 305.0,
+  assert reproduce_api.progress_line(3, 4, "RTE (seed 2)", 305.0,
                                  [100.0, 200.0]) == (
       "[3/4] RTE (seed 2): starting; elapsed 5m05s; ETA 5m00s from 2 "
       "finished run(s)")
@@ -1150,10 +1178,10 @@ def test_a_killed_table_resumes_from_a_moved_work_dir(tmp_path, model):
           _model_args(model) + SMOKE +
           ["--train_steps=3", "--save_steps=1", "--num_seeds=2"])
   settings = _settings_of([f"--work_dir={work}"] + args)
-  first_run = reproduce.plan_runs([RTE], settings)[0]
+  first_run = reproduce_plan.plan_runs([RTE], settings)[0]
   assert first_run.seed == 1
   first = reproduce_report.run_row(RTE, 1, "done", 61.5, 12.5)
-  path = reproduce.task_dirs(settings, RTE, 1)["result"]
+  path = reproduce_plan.task_dirs(settings, RTE, 1)["result"]
   os.makedirs(os.path.dirname(path))
   with open(path, "w") as f:
     json.dump({"row": first, "command": list(first_run.command),
@@ -1221,19 +1249,19 @@ def test_a_table_groups_each_tasks_runs(tmp_path):
   settings = _settings(tmp_path / "work", f"--data_root={data}",
                        "--tasks=rte,sts-b", "--num_seeds=2")
   tasks = paper_settings.select("glue", ["rte", "sts-b"])
-  runs = reproduce.plan_runs(tasks, settings)
+  runs = reproduce_plan.plan_runs(tasks, settings)
   assert [r.name for r in runs] == ["rte (seed 1)", "sts-b (seed 1)",
                                     "rte (seed 2)", "sts-b (seed 2)"]
   # Done: rte's two runs (70.0, 74.0) and sts-b's first (80.0).
   for run, ours in zip(runs[:3], (70.0, 80.0, 74.0)):
-    path = reproduce.task_dirs(settings, run.task, run.seed)["result"]
+    path = reproduce_plan.task_dirs(settings, run.task, run.seed)["result"]
     os.makedirs(os.path.dirname(path))
     with open(path, "w") as f:
       json.dump({"row": reproduce_report.run_row(run.task, run.seed, "done",
                                                  ours, 10.0),
                  "command": list(run.command),
                  "work_dir": settings.work_dir}, f)
-  table = reproduce.Table(tasks, runs, settings)
+  table = reproduce_api.Table(tasks, runs, settings)
   rte, stsb = table.rows()
   assert (rte["task"], stsb["task"]) == ("rte", "sts-b")
   assert [(r["seed"], r["status"], r["ours"]) for r in rte["runs"]] == [

@@ -31,9 +31,12 @@ LAYERS = (
                      "xlnet.pretraining_loss", "xlnet.finetune_backbone",
                      "xlnet")),  # the package: `from xlnet import XLNetModel`
     ("training", ("xlnet.training",)),
+    # Fetching and unpacking: uses training's locks and progress lines.
+    ("downloads", ("xlnet.downloads",)),
     ("pretraining, finetuning", ("xlnet.pretraining", "xlnet.finetuning",
                                  "xlnet.demo")),
     ("interop", ("xlnet.interop",)),  # reads finetuning's configs
+    ("reproduce", ("xlnet.reproduce",)),  # runs the fine-tuning programs
     ("flags", ("xlnet.flags",)),
     ("cli", ("xlnet.programs.cli",)),
     ("programs", ("xlnet.programs",)),

@@ -53,15 +53,15 @@ FINETUNING = ("run_classifier.py", "run_squad.py", "run_race.py")
 OTHER_PROGRAMS = {
     # The command line of each task's program, and of the SQuAD
     # preprocessing shards.
-    ("xlnet.programs.reproduce", "task_command"): FINETUNING,
-    ("xlnet.programs.reproduce", "_argv"): FINETUNING,
-    ("xlnet.programs.reproduce", "prepro_commands"): ("run_squad.py",),
+    ("xlnet.reproduce.plan", "task_command"): FINETUNING,
+    ("xlnet.reproduce.plan", "_argv"): FINETUNING,
+    ("xlnet.reproduce.plan", "prepro_commands"): ("run_squad.py",),
     # The flags a fine-tuning program loading the converted head needs.
     ("xlnet.interop.hf_import", "import_hf"): ("run_classifier.py",
                                                "run_race.py"),
     # The flags to give reproduce.py (and the fine-tuning programs) for
     # what download.py fetched.
-    ("xlnet.finetuning.downloads", "flags_to_pass"): ("reproduce.py",),
+    ("xlnet.downloads.installer", "flags_to_pass"): ("reproduce.py",),
     # The comparison's steps: token records, then each run's training and
     # held-out evaluation.
     ("bench/online_vs_offline.py", "write_token_records"): ("data_utils.py",),

@@ -18,14 +18,12 @@ from xlnet.programs import cli
 from tests import data_helpers
 from tests.programs import program_flags
 
-# The programs whose --help must not import TensorFlow (reproduce.py still
-# does: its plans import the library at the top; its move to a library
-# package of its own is the next step).
+# The programs whose --help must not import TensorFlow.
 NO_TENSORFLOW = ("spm_train.py", "download.py", "train_gpu.py",
                  "train_tpu.py", "train.py", "eval_pretrain.py",
                  "convert_checkpoint.py", "data_service.py",
                  "model_utils.py", "run_race.py", "run_classifier.py",
-                 "run_squad.py", "data_utils.py")
+                 "run_squad.py", "data_utils.py", "reproduce.py")
 
 # Runs each command of argv[1] (a JSON list of [PROGRAM, *ARGS]) in this
 # interpreter; prints what TensorFlow's import state was after each.

@@ -394,7 +394,7 @@ def check_together(task, model, engine):
 
 @dataclasses.dataclass(frozen=True)
 class ReproduceConfig:
-  """What reproduce.py runs (`xlnet/programs/reproduce.py`); every field
+  """What reproduce.py runs (`xlnet/reproduce/api.py`); every field
   is the flag of its name, the overrides (train_steps ... max_query_length)
   None for each task's own setting. Its values are checked when it is
   built; reproduce.py checks what a run needs besides (the table, the

@@ -425,7 +425,7 @@ def define_memory_plan_flags(flag_values=flags.FLAGS):
                      "device's examples per step (--train_batch_size x "
                      "--accum_steps) are split into the fewest micro-batches "
                      "that fit, by the fine-tuning memory model "
-                     "(xlnet/finetuning/memory_plan.py); the plan replaces "
+                     "(xlnet/reproduce/memory_plan.py); the plan replaces "
                      "both flags and is logged first.", **fv)
   flags.DEFINE_string("memory_calibration", None,
                       "With --device_memory_gb: a calibration file that "

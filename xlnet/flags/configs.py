@@ -3,7 +3,6 @@ and the rules of `xlnet/validation.py` applied to the flags."""
 from xlnet import model as model_lib
 from xlnet import validation
 from xlnet.training import config as train_config_lib
-from xlnet.training import strategies
 
 
 def check_rules(FLAGS):  # pylint: disable=invalid-name
@@ -47,23 +46,6 @@ def checkpoint_config(FLAGS):  # pylint: disable=invalid-name
   return train_config_lib.CheckpointConfig(
       model_dir=FLAGS.model_dir, init_checkpoint=FLAGS.init_checkpoint,
       save_steps=FLAGS.save_steps, max_save=FLAGS.max_save)
-
-
-def num_hosts(FLAGS, on_tpu):  # pylint: disable=invalid-name
-  """The hosts that read data: --num_hosts on a TPU; else the workers that
-  --worker_hosts or TF_CONFIG name, which --num_hosts must leave at 1 or
-  repeat.
-
-  Raises:
-    ValueError: one line when --num_hosts contradicts the cluster.
-  """
-  if on_tpu:
-    return FLAGS.num_hosts
-  workers = strategies.cluster_workers(FLAGS.worker_hosts)
-  if FLAGS.num_hosts not in (1, workers):
-    raise ValueError(f"--num_hosts={FLAGS.num_hosts} but the cluster has "
-                     f"{workers} worker(s) (--worker_hosts or TF_CONFIG)")
-  return workers
 
 
 def device_config(FLAGS):  # pylint: disable=invalid-name

@@ -17,12 +17,13 @@ from xlnet import model as model_lib
 from xlnet import validation
 from xlnet.data import prepro_utils
 from xlnet.finetuning import config as finetune_config
-from xlnet.finetuning import memory_plan
+from xlnet.reproduce import memory_plan
 from xlnet.finetuning.classifier import datasets as classifier_datasets
 from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.flags import configs as config_flags
 from xlnet.training import checkpoint_io
 from xlnet.training import config as train_config_lib
+from xlnet.training import strategies
 
 
 def global_batch_size(FLAGS, per_device):  # pylint: disable=invalid-name
@@ -129,7 +130,7 @@ def batch_layout(FLAGS):  # pylint: disable=invalid-name
   with --use_tpu, else the batch of each of the num_hosts *
   num_core_per_host replicas (the hosts: the TPU's, or the workers of
   --worker_hosts/TF_CONFIG)."""
-  hosts = config_flags.num_hosts(FLAGS, FLAGS.use_tpu)
+  hosts = strategies.num_hosts(FLAGS, FLAGS.use_tpu)
   per_step = FLAGS.train_batch_size
   if not FLAGS.use_tpu:
     per_step *= hosts * FLAGS.num_core_per_host

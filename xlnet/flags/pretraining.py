@@ -19,6 +19,7 @@ from xlnet.flags import configs as config_flags
 from xlnet.pretraining import config as pretrain_config
 from xlnet.pretraining import pretrain as pretrain_lib
 from xlnet.training import config as train_config_lib
+from xlnet.training import strategies
 from xlnet.training import tpu_estimator
 
 # Flags that must equal the corresponding corpus_info.json entries.
@@ -214,7 +215,7 @@ def _engine_checks(FLAGS, on_tpu):
   """
   checkpoint = config_flags.checkpoint_config(FLAGS)
   pretrain_lib.check_model_dir(checkpoint.model_dir)
-  return checkpoint, config_flags.num_hosts(FLAGS, on_tpu)
+  return checkpoint, strategies.num_hosts(FLAGS, on_tpu)
 
 
 def _with_engine(configs, tpu_engine):

@@ -15,6 +15,7 @@ from absl import flags
 
 from xlnet.finetuning import config as finetune_config
 from xlnet.flags import catalog
+from xlnet.reproduce import paper_settings
 
 
 # The task flags that more than one fine-tuning program has, each program
@@ -217,20 +218,6 @@ def define_race_flags(flag_values):
   flags.DEFINE_bool("middle_only", False, "Use only RACE-M.", **fv)
 
 
-# reproduce.py's flags that replace every task's setting: (name, type, what).
-REPRODUCE_OVERRIDES = (
-    ("train_steps", "integer", "training steps"),
-    ("max_seq_length", "integer", "sequence length"),
-    ("train_batch_size", "integer", "GLOBAL training batch"),
-    ("learning_rate", "float", "peak learning rate"),
-    ("warmup_steps", "integer", "warmup steps"),
-    ("save_steps", "integer", "steps between checkpoints"),
-    ("iterations", "integer", "steps between log lines"),
-    ("max_qa_length", "integer", "RACE question+option pieces"),
-    ("max_query_length", "integer", "SQuAD question pieces"),
-)
-
-
 @catalog.group("Reproduction")
 def define_reproduce_flags(flag_values, *, tables):
   """reproduce.py's flags: the table, the pretrained model, the data and
@@ -288,7 +275,7 @@ def define_reproduce_flags(flag_values, *, tables):
                      "Memory of one device in GiB (e.g. 16, 24, 40, 80): "
                      "each task's --accum_steps is the smallest whose "
                      "micro-batch fits, by the fine-tuning memory model "
-                     "(xlnet/finetuning/memory_plan.py); needs "
+                     "(xlnet/reproduce/memory_plan.py); needs "
                      "--model_config_path readable.", **fv)
   flags.DEFINE_string("memory_calibration", None,
                       "With --device_memory_gb: a calibration file that "
@@ -320,7 +307,7 @@ def define_reproduce_flags(flag_values, *, tables):
   flags.DEFINE_bool("dry_run", False, "Print every command (a shell "
                     "script, each run's batch plan and target as a "
                     "comment), run nothing.", **fv)
-  for name, kind, text in REPRODUCE_OVERRIDES:
+  for name, kind, text in paper_settings.OVERRIDE_FLAGS:
     getattr(flags, f"DEFINE_{kind}")(
         name, None, f"Override every task's {text} (e.g. a smoke run with "
         "a small model).", **fv)

@@ -36,6 +36,7 @@ from xlnet.training import run_lock
 Stop = errors.Stop
 Terminated = errors.Terminated
 error_text = errors.error_text
+program_name = errors.program_name
 sigterm_raises = signals.sigterm_raises
 raise_if_terminated = signals.raise_if_terminated
 deferred_signals = signals.deferred_signals
@@ -75,11 +76,6 @@ def exhausted_text(err):
           "sequences or more accumulation steps per update fit (see the "
           "program's --help); a training run resumes from its newest "
           "checkpoint")
-
-
-def program_name():
-  """The running script's file name (e.g. `train_gpu.py`), for messages."""
-  return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "xlnet"
 
 
 def fail(message, code=EXIT_USAGE):

@@ -84,6 +84,27 @@ def cluster_workers(worker_hosts=None):
                                                                  [])))
 
 
+def num_hosts(settings, on_tpu):
+  """The hosts that read data: `settings.num_hosts` on a TPU; else the
+  workers that `settings.worker_hosts` or TF_CONFIG name, which --num_hosts
+  must leave at 1 or repeat.
+
+  Args:
+    settings: has `num_hosts` and `worker_hosts` (parsed flags or a config
+      whose fields are named after them).
+
+  Raises:
+    ValueError: one line when --num_hosts contradicts the cluster.
+  """
+  if on_tpu:
+    return settings.num_hosts
+  workers = cluster_workers(settings.worker_hosts)
+  if settings.num_hosts not in (1, workers):
+    raise ValueError(f"--num_hosts={settings.num_hosts} but the cluster has "
+                     f"{workers} worker(s) (--worker_hosts or TF_CONFIG)")
+  return workers
+
+
 def create_strategy(num_core_per_host=1, worker_hosts=None, task_index=None,
                     use_tpu=False, tpu=None, tpu_zone=None, gcp_project=None,
                     cluster_timeout=train_config.CLUSTER_TIMEOUT):

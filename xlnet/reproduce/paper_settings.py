@@ -60,6 +60,19 @@ RACE_SCRIPT = "release scripts/tpu_race_large_bsz32.sh"
 CLASSIFIER_EPSILON = program_defaults.of("run_classifier")["adam_epsilon"]
 QA_EPSILON = program_defaults.of("run_squad")["adam_epsilon"]
 
+# reproduce.py's flags that replace every task's setting: (name, type, what).
+OVERRIDE_FLAGS = (
+    ("train_steps", "integer", "training steps"),
+    ("max_seq_length", "integer", "sequence length"),
+    ("train_batch_size", "integer", "GLOBAL training batch"),
+    ("learning_rate", "float", "peak learning rate"),
+    ("warmup_steps", "integer", "warmup steps"),
+    ("save_steps", "integer", "steps between checkpoints"),
+    ("iterations", "integer", "steps between log lines"),
+    ("max_qa_length", "integer", "RACE question+option pieces"),
+    ("max_query_length", "integer", "SQuAD question pieces"),
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class Figure:

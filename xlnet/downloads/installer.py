@@ -1,12 +1,7 @@
-"""The released checkpoints and the paper's data sets: where each comes
-from, where it lands and how it is checked (`download.py`).
-
-Every entry is named as `reproduce.py --tasks` names its task (`mnli`,
-`sts-b`, `imdb`, `squad2.0`, `race`, ...), plus `xlnet-large` and
-`xlnet-base`; the groups `models`, `glue`, `classification`, `squad` and
-`race` name several. Each lands where `reproduce.py` looks for it
-(`paper_settings.py`: each task's `data` directories under `--data_root`,
-first match wins) and the checkpoints where `--init_checkpoint` points:
+"""Installing the entries of `sources.py` (the released checkpoints and
+the paper's data sets): `run(config)` is `download.py`'s run. Each lands
+where `reproduce.py` looks for it and the checkpoints where
+`--init_checkpoint` points:
 
   {model_root}/xlnet_cased_L-24_H-1024_A-16/   xlnet-large (and L-12 base)
   {data_root}/glue_data/{MNLI,QNLI,...}/       the GLUE tasks
@@ -25,9 +20,6 @@ expected layout checked there (e.g. `xlnet_model.ckpt.index`,
 `train/pos`), and the result renamed into place: it appears complete or
 not at all. Data already in place (found with its layout) is skipped; a
 directory in the way without the layout is an error, never overwritten.
-
-Where each URL was found and what terms its source states: the `source`
-and `terms` of each entry, and docs/reproducing.md.
 """
 import contextlib
 import dataclasses
@@ -44,251 +36,14 @@ import urllib.parse
 from xlnet import errors
 from xlnet import io_utils
 from xlnet import signals
-from xlnet.finetuning import http_fetch
-from xlnet.finetuning import unpack
+from xlnet.downloads import http_fetch
+from xlnet.downloads import sources
+from xlnet.downloads import unpack
 from xlnet.training import run_lock
 
-MODELS, DATA = "model", "data"
 DOWNLOADS = "downloads"
 MANIFEST = "download_manifest.json"
 _STAGING_MARK = ".unpack-"
-# What a released checkpoint's directory holds (release README, "Released
-# Models": the checkpoint's 3 files, spiece.model, xlnet_config.json); the
-# .meta graph is not needed to load it.
-_CHECKPOINT = ("xlnet_model.ckpt.index", "xlnet_model.ckpt.data-*",
-               "spiece.model", "xlnet_config.json")
-# The MD5s from torchtext are those its dataset modules (pytorch/text,
-# torchtext/datasets/*.py, commit a5e6106 of 2025-09-10) check for the same
-# URLs; the sources publish none.
-_TORCHTEXT = "torchtext's record for this URL"
-
-
-@dataclasses.dataclass(frozen=True)
-class File:
-  """One file fetched from one URL.
-
-  Attributes:
-    url: where it comes from.
-    name: its name in `downloads/`.
-    md5: the MD5 torchtext records for `url` (hex), or None.
-    drive: a Google Drive link (its confirmation page is followed).
-  """
-  url: str
-  name: str
-  md5: Optional[str] = None
-  drive: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class Part:
-  """What lands in one place.
-
-  Attributes:
-    files: the `File`s it is made from.
-    build: "archive" (unpack; `member` is its top-level directory), "json"
-      (one JSON file, `member` its name) or "mrpc" (GLUE's MRPC split built
-      from SentEval's files, `member` "MRPC").
-    target: where it lands, relative to its root.
-    layout: paths (globs) that must exist under it.
-    places: other paths (relative to the root) where the same data counts
-      as in place (`reproduce.py` looks there too).
-  """
-  files: tuple
-  build: str
-  member: str
-  target: str
-  layout: tuple = ()
-  places: tuple = ()
-
-
-@dataclasses.dataclass(frozen=True)
-class Entry:
-  """One named download (`--only` name).
-
-  Attributes:
-    name, group: its name and its group's.
-    root: MODELS or DATA (`--model_root` or `--data_root`).
-    parts: the `Part`s it installs.
-    source: where its URLs come from.
-    terms: the licence or terms its source states.
-  """
-  name: str
-  group: str
-  root: str
-  parts: tuple
-  source: str
-  terms: str
-
-
-################################################################################
-# The table.
-################################################################################
-_GCS = "https://storage.googleapis.com/xlnet/released_models/"
-_RELEASE_TERMS = ("the release's repository is under Apache-2.0 (its "
-                  "LICENSE); its README states no separate terms for the "
-                  "checkpoints")
-
-
-def _model(name, zip_name, directory):
-  return Entry(name, "models", MODELS, (Part(
-      (File(_GCS + zip_name, zip_name),), "archive", directory, directory,
-      _CHECKPOINT),),
-               "release README, 'Released Models' (cased; MD5 checked "
-               "against the x-goog-hash Cloud Storage sends)",
-               _RELEASE_TERMS)
-
-
-_GLUE = "https://dl.fbaipublicfiles.com/glue/data/"
-_GLUE_SOURCE = (
-    "the GLUE download script the release README links (gist "
-    "W4ngatang/60c2bdb54d156a41194446737ce03e2e); its author moved it to "
-    "these copies when the 2019 firebasestorage links were retired "
-    "(nyu-mll/GLUE-baselines#21, commit b1c8239 of 2020-12-10); HuggingFace "
-    "datasets' glue.py fetches the same files")
-_GLUE_TERMS = ("each GLUE task keeps its own licence "
-               "(https://gluebenchmark.com/tasks)")
-_TSV = ("train.tsv", "dev.tsv")
-
-
-def _glue(name, label, zip_name, md5=None, layout=_TSV):
-  """A GLUE task from its zip: `glue_data/{label}/` (or `{label}/`)."""
-  return Entry(name, "glue", DATA, (Part(
-      (File(_GLUE + zip_name, zip_name, md5),), "archive", label,
-      f"glue_data/{label}", layout, places=(label,)),),
-               _GLUE_SOURCE, _GLUE_TERMS)
-
-
-_SENTEVAL = "https://dl.fbaipublicfiles.com/senteval/senteval_data/"
-_MRPC = Entry("mrpc", "glue", DATA, (Part(
-    (File(_SENTEVAL + "msr_paraphrase_train.txt", "msr_paraphrase_train.txt",
-          "793daf7b6224281e75fe61c1f80afe35"),
-     File(_SENTEVAL + "msr_paraphrase_test.txt", "msr_paraphrase_test.txt",
-          "e437fdddb92535b820fe8852e2df8a49"),
-     File(_GLUE + "mrpc_dev_ids.tsv", "mrpc_dev_ids.tsv")),
-    "mrpc", "MRPC", "glue_data/MRPC", ("train.tsv", "dev.tsv", "test.tsv"),
-    places=("MRPC",)),),
-              "the GLUE download script (above): GLUE does not host MRPC; "
-              "the script splits SentEval's copy of the corpus by GLUE's "
-              "mrpc_dev_ids.tsv, as here (its 2020 revision no longer fetches "
-              "that file; the URL is the one HuggingFace datasets' glue.py "
-              "uses)",
-              "Microsoft Research Paraphrase Corpus: Microsoft's licence "
-              "(the GLUE script notes it cannot host MRPC for legal "
-              "reasons)")
-
-_SQUAD = "https://rajpurkar.github.io/SQuAD-explorer/dataset/"
-
-
-def _squad(name, version, md5s):
-  """A SQuAD version: its two JSON files in `squad/`."""
-  parts = tuple(
-      Part((File(_SQUAD + f"{split}-v{version}.json",
-                 f"{split}-v{version}.json", md5),), "json",
-           f"{split}-v{version}.json", f"squad/{split}-v{version}.json",
-           places=(f"{split}-v{version}.json",
-                   f"SQuAD/{split}-v{version}.json"))
-      for split, md5 in zip(("train", "dev"), md5s))
-  return Entry(name, "squad", DATA, parts,
-               "release README, 'SQuAD2.0' (wget lines); v1.1 from the same "
-               "site", "CC BY-SA 4.0 (the SQuAD page)")
-
-
-_ZHANG_SOURCE = (
-    "Zhang, Zhao and LeCun (2015), arXiv:1509.01626: the data sets' Google "
-    "Drive folder (http://goo.gl/JyCnZq); the file IDs are the ones "
-    "torchtext downloads")
-_ZHANG_TERMS = ("built from the Yelp Dataset Challenge 2015, Amazon reviews "
-                "(SNAP), DBpedia 2014 and AG's news corpus: each archive's "
-                "readme.txt names its origin, whose terms apply")
-
-
-def _zhang(name, directory, drive_id, md5=None):
-  """A CSV data set of Zhang et al. (2015), from Google Drive."""
-  url = f"https://drive.google.com/uc?export=download&id={drive_id}"
-  return Entry(name, "classification", DATA, (Part(
-      (File(url, f"{directory}.tar.gz", md5, drive=True),), "archive",
-      directory, directory, ("train.csv", "test.csv")),),
-               _ZHANG_SOURCE, _ZHANG_TERMS)
-
-
-ENTRIES = (
-    _model("xlnet-large", "cased_L-24_H-1024_A-16.zip",
-           "xlnet_cased_L-24_H-1024_A-16"),
-    _model("xlnet-base", "cased_L-12_H-768_A-12.zip",
-           "xlnet_cased_L-12_H-768_A-12"),
-    _glue("mnli", "MNLI", "MNLI.zip",
-          layout=("train.tsv", "dev_matched.tsv", "dev_mismatched.tsv")),
-    _glue("qnli", "QNLI", "QNLIv2.zip", "b4efd6554440de1712e9b54e14760e82"),
-    _glue("qqp", "QQP", "QQP-clean.zip"),
-    _glue("rte", "RTE", "RTE.zip", "bef554d0cafd4ab6743488101c638539"),
-    _glue("sst-2", "SST-2", "SST-2.zip", "9f81648d4199384278b86e315dac217c"),
-    _MRPC,
-    _glue("cola", "CoLA", "CoLA.zip"),
-    _glue("sts-b", "STS-B", "STS-B.zip"),
-    Entry("imdb", "classification", DATA, (Part(
-        (File("https://ai.stanford.edu/~amaas/data/sentiment/"
-              "aclImdb_v1.tar.gz", "aclImdb_v1.tar.gz",
-              "7c2ac02c03563afcf9b574c7e56c153a"),), "archive", "aclImdb",
-        "aclImdb", ("train/pos", "train/neg", "test/pos", "test/neg")),),
-          "release README, 'IMDB' (its wget line, over https)",
-          "the page asks users to cite Maas et al. (2011)"),
-    _zhang("yelp2", "yelp_review_polarity_csv", "0Bz8a_Dbh9QhbNUpYQ2N3SGlFaDg",
-           "620c8ae4bd5a150b730f1ba9a7c6a4d3"),
-    _zhang("yelp5", "yelp_review_full_csv", "0Bz8a_Dbh9QhbZlU4dXhHTFhZQU0",
-           "f7ddfafed1033f68ec72b9267863af6c"),
-    _zhang("dbpedia", "dbpedia_csv", "0Bz8a_Dbh9QhbQ2Vic1kxMmZZQ1k",
-           "dca7b1ae12b1091090db52aa7ec5ca64"),
-    _zhang("amazon2", "amazon_review_polarity_csv",
-           "0Bz8a_Dbh9QhbaW12WVVZS2drcnM", "fe39f8b653cada45afd5792e0f0e8f9b"),
-    _zhang("amazon5", "amazon_review_full_csv", "0Bz8a_Dbh9QhbZVhsUnRWRDhETzA",
-           "57d28bd5d930e772930baddf36641c7c"),
-    _zhang("ag_news", "ag_news_csv", "0Bz8a_Dbh9QhbUDNpeUdjb0wxRms"),
-    _squad("squad2.0", "2.0", ("62108c273c268d70893182d5cf8df740",
-                               "246adae8b7002f8679c027697b0b7cf8")),
-    _squad("squad1.1", "1.1", ("981b29407e0affa3b1b156f72073b945",
-                               "3e85deb501d4e538b6bc56f786231552")),
-    Entry("race", "race", DATA, (Part(
-        (File("https://www.cs.cmu.edu/~glai1/data/race/RACE.tar.gz",
-              "RACE.tar.gz"),), "archive", "RACE", "RACE",
-        tuple(f"{split}/{level}" for split in ("train", "dev", "test")
-              for level in ("middle", "high"))),),
-          "release README, 'RACE reading comprehension' (links the page "
-          "https://www.cs.cmu.edu/~glai1/data/race/; the archive's URL as "
-          "HuggingFace datasets and TFDS fetch it)",
-          "non-commercial research purposes only; no reproduction, sale or "
-          "commercial use of the passages or derived data (the RACE page's "
-          "notes)"),
-)
-GROUPS = ("models", "glue", "classification", "squad", "race")
-
-
-def select(names):
-  """The entries `names` (entry or group names, any case) pick, in the
-  table's order; all of them for None or [].
-
-  Raises:
-    ValueError: an unknown name (one line listing the known ones).
-  """
-  if not names:
-    return list(ENTRIES)
-  wanted = {n.strip().lower() for n in names if n.strip()}
-  known = {e.name for e in ENTRIES} | set(GROUPS)
-  unknown = sorted(wanted - known)
-  if unknown:
-    raise ValueError(
-        f"--only: {', '.join(unknown)} is not a download (expected some of "
-        f"{', '.join(GROUPS)}, {', '.join(e.name for e in ENTRIES)})")
-  return [e for e in ENTRIES if e.name in wanted or e.group in wanted]
-
-
-def data_dir(name):
-  """Where the entry `name` (a `reproduce.py --tasks` name) puts its data,
-  relative to its root (`glue_data/MNLI`, `squad`, `RACE`), or None for a
-  name that is no entry."""
-  for entry in ENTRIES:
-    if entry.name == name:
-      return os.path.commonpath([p.target for p in entry.parts])
-  return None
 
 
 ################################################################################
@@ -314,9 +69,10 @@ class Config:
   dry_run: bool = False
 
   def root(self, kind):
-    """The directory entries of `kind` (MODELS or DATA) land in."""
-    return (self.model_root or self.data_root) if kind == MODELS else (
-        self.data_root)
+    """The directory entries of `kind` (`sources.MODELS` or `DATA`) land
+    in."""
+    return (self.model_root or self.data_root) if (
+        kind == sources.MODELS) else self.data_root
 
 
 def in_place(part, root):
@@ -340,7 +96,7 @@ class Fetched:
   """A checked file: its `File`, the `url` it came from (through the
   mirror, if any), local `path`, `http_fetch.Fetched` and how it was
   checked (`check`, words for the manifest)."""
-  file: File
+  file: sources.File
   url: str
   path: str
   digests: http_fetch.Fetched
@@ -381,8 +137,8 @@ def _check_known(file, path, digests, config):
   if file.md5 and not config.options.mirror:
     if digests.md5 != file.md5:
       raise unpack.bad(path, file.url, f"has MD5 {digests.md5}, not "
-                       f"{file.md5} ({_TORCHTEXT})")
-    return f"MD5 matches {_TORCHTEXT}"
+                       f"{file.md5} ({sources.TORCHTEXT})")
+    return f"MD5 matches {sources.TORCHTEXT}"
   return "no checksum published; SHA-256 recorded"
 
 
@@ -607,16 +363,16 @@ def flags_to_pass(config, entries):
   in place: lines of text."""
   lines = []
   for entry in entries:
-    if entry.root != MODELS:
+    if entry.root != sources.MODELS:
       continue
-    directory = os.path.abspath(os.path.join(config.root(MODELS),
+    directory = os.path.abspath(os.path.join(config.root(sources.MODELS),
                                              entry.parts[0].target))
     lines.append(f"{entry.name}: --init_checkpoint={directory}/"
                  f"xlnet_model.ckpt --model_config_path={directory}/"
                  f"xlnet_config.json --spiece_model_file={directory}/"
                  "spiece.model" + (" --model_size=base" if entry.name ==
                                    "xlnet-base" else ""))
-  if any(e.root == DATA for e in entries):
+  if any(e.root == sources.DATA for e in entries):
     lines.append(f"data: --data_root={os.path.abspath(config.data_root)}")
   return lines
 
@@ -625,14 +381,15 @@ def flags_to_pass(config, entries):
 def _locked(config, kinds):
   """Holds the download lock of the root of every kind in `kinds` (one
   download.py per directory; --model_root may be --data_root)."""
-  data_root = os.path.abspath(config.root(DATA))
-  model_root = os.path.abspath(config.root(MODELS))
+  data_root = os.path.abspath(config.root(sources.DATA))
+  model_root = os.path.abspath(config.root(sources.MODELS))
   with contextlib.ExitStack() as stack:
-    if DATA in kinds:
+    if sources.DATA in kinds:
       stack.enter_context(run_lock.hold(data_root, flag="data_root",
                                         user="download.py run"))
       _remove_stale_staging(data_root)
-    if MODELS in kinds and not (DATA in kinds and model_root == data_root):
+    if sources.MODELS in kinds and not (sources.DATA in kinds and
+                                        model_root == data_root):
       stack.enter_context(run_lock.hold(model_root, flag="model_root",
                                         user="download.py run"))
       _remove_stale_staging(model_root)
@@ -652,7 +409,7 @@ def run(config, out=None):
   prints what it did and the flags to pass. Returns the failed entries'
   errors (each one line), [] when all are in place."""
   out = out or sys.stdout
-  entries = select(config.only)
+  entries = sources.select(config.only)
   _check_local(config.data_root, "data_root")
   if config.model_root:
     _check_local(config.model_root, "model_root")

@@ -10,7 +10,7 @@ import os
 import statistics
 
 from xlnet import io_utils
-from xlnet.finetuning import png_chart
+from xlnet.reproduce import png_chart
 
 def run_row(task, seed, status, ours=None, wall_time=None):
   """One run (a task with one seed): status "done", "failed",

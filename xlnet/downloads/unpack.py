@@ -1,4 +1,4 @@
-"""Checking and unpacking downloaded files (`downloads.py`): a file's
+"""Checking and unpacking downloaded files (`installer.py`): a file's
 signature (zip, gzip, JSON; an HTML page is refused), zip and tar.gz
 archives (every member inside the unpack directory, regular files and
 directories only, zip CRCs checked), SQuAD JSON, GLUE's MRPC split and the
