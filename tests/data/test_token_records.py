@@ -300,6 +300,7 @@ def test_a_save_dir_holds_one_record_kind(tmp_path):
                      match=r"--record_kind=tokens \(it has examples\)"):
     data_helpers.make_records(str(tmp_path), num_lines=NUM_LINES,
                               record_kind="tokens", pass_id=1)
-  with pytest.raises(ValueError, match="--record_kind=words must be one of"):
+  with pytest.raises(ValueError, match=r"--record_kind=words: value should "
+                     r"be one of <examples\|tokens>"):
     data_helpers.make_records(str(tmp_path / "other"), num_lines=NUM_LINES,
                               record_kind="words")

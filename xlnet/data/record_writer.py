@@ -33,7 +33,6 @@ from xlnet.data import pretrain_examples
 from xlnet.data import record_format
 from xlnet.data import token_stream
 
-RECORD_KINDS = validation.CHOICES["record_kind"]
 _SEED_MARK = 0x584C4E  # "XLN": part of every (task, pass_id) seed
 # Lines per encoding job of a worker process; a job spans files, so that
 # many small files do not cost one job (a pipe round trip and a
@@ -525,9 +524,7 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
              num_predict=num_predict, use_eod=use_eod, task=task,
              num_task=num_task, pass_id=pass_id, split=split)
   _check_config(cfg)
-  if record_kind not in RECORD_KINDS:
-    raise ValueError(f"--record_kind={record_kind} must be one of "
-                     f"{', '.join(RECORD_KINDS)}")
+  validation.check_value("record_kind", record_kind)
   if num_workers is None:
     num_workers = os.cpu_count() or 1
   if num_workers < 1:
