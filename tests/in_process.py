@@ -140,3 +140,10 @@ def file_size_limit(limit):
   finally:
     resource.setrlimit(resource.RLIMIT_FSIZE, previous)
     signal.signal(signal.SIGXFSZ, previous_handler)
+
+
+def assert_ended(result, code, line):
+  """A program's run (`run_program`'s Result or a CompletedProcess) ended
+  with exit code `code` and `line` as the last line of its stderr."""
+  assert result.returncode == code, result.stderr[-3000:]
+  assert result.stderr.strip().splitlines()[-1] == line

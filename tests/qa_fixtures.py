@@ -233,3 +233,12 @@ def assert_read_alike(make_input_fn, spec, paths):
       np.testing.assert_array_equal(other[name], ours[name])
       assert other[name].dtype == ours[name].dtype
   return ours
+
+
+def assert_rewritten_for(caplog, path, differing):
+  """The log says, once, that the records at `path` are rewritten because
+  the field(s) `differing` of what made them changed."""
+  assert [r.getMessage() for r in caplog.records
+          if "rewriting" in r.getMessage()] == [
+              f"{path} was made from other data or settings (differing: "
+              f"{differing}); rewriting it"]

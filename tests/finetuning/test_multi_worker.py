@@ -491,13 +491,12 @@ def test_a_chief_whose_worker_never_comes_stops_at_the_bound(stsb,
   result = in_process.run_program(*_classifier_argv(
       stsb, tmp_path, "--do_train", "--worker_hosts=127.0.0.1:"
       f"{ports[0]},127.0.0.1:{ports[1]}", "--cluster_timeout=1"), cwd=REPO)
-  assert result.returncode == 1, result.stderr[-3000:]
-  assert result.stderr.strip().splitlines()[-1] == (
+  in_process.assert_ended(result, 1, (
       "run_classifier.py: error: the cluster did not form within "
       f"--cluster_timeout=1 s: worker 1 at 127.0.0.1:{ports[1]} never "
       "answered; start every host with the same --worker_hosts (or "
       "TF_CONFIG cluster) and its own --task_index, or raise "
-      "--cluster_timeout")
+      "--cluster_timeout"))
   assert not list((tmp_path / "model").glob("model.ckpt*"))
 
 

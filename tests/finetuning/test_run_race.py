@@ -234,10 +234,7 @@ def test_training_records_follow_the_data_and_vocabulary(race, tmp_path,
   caplog.clear()
   prepare()
   assert len(writes) == 1
-  assert [r.getMessage() for r in caplog.records
-          if "rewriting" in r.getMessage()] == [
-              f"{path} was made from other data or settings (differing: "
-              "source); rewriting it"]
+  qa_fixtures.assert_rewritten_for(caplog, path, "source")
   after = qa_fixtures.read_records(path)
   assert after != before and after == qa_fixtures.read_records(
       prepare("fresh-data"))

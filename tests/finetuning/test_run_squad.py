@@ -174,10 +174,7 @@ def test_training_records_follow_the_data_and_vocabulary(squad, monkeypatch,
   caplog.clear()
   api.run_squad(**squad["flags"](*args))
   assert len(writes) == 2
-  assert [r.getMessage() for r in caplog.records
-          if "rewriting" in r.getMessage()] == [
-              f"{path} was made from other data or settings (differing: "
-              "train_file_sha1); rewriting it"]
+  qa_fixtures.assert_rewritten_for(caplog, path, "train_file_sha1")
   after = qa_fixtures.read_records(path)
   assert after != before and after == _fresh_records(squad, "fresh-data",
                                                      *args[1:])

@@ -493,10 +493,9 @@ def test_train_gpu_on_a_dispatcher_without_workers_stops_at_its_bound(
                           env=ENV, timeout=300)
   finally:
     stop(dispatcher)
-  assert proc.returncode == 1, proc.stderr[-3000:]
-  assert proc.stderr.strip().splitlines()[-1] == (
+  in_process.assert_ended(proc, 1, (
       "train_gpu.py: error: step 1 waited 5 s for its batches from the "
       f"tf.data service (--data_service={address}, --data_service_timeout): "
       "does the dispatcher run, with at least one worker (data_service.py "
       "--dispatcher=HOST:PORT)? nothing was saved yet; rerun the same "
-      "command to resume from it")
+      "command to resume from it"))
