@@ -24,10 +24,10 @@ from tests import classifier_fixtures as fx
 from tests import data_helpers
 from tests import in_process
 from tests import qa_fixtures
-from xlnet.finetuning import config as finetune_config
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.programs import reproduce
 from xlnet.reproduce import api as reproduce_api
+from xlnet.reproduce import config as reproduce_config
 from xlnet.reproduce import memory_plan
 from xlnet.reproduce import paper_settings
 from xlnet.reproduce import plan as reproduce_plan
@@ -768,7 +768,7 @@ def test_the_python_api_refuses_what_the_program_refuses(tmp_path, values,
   """plan_table and run_table refuse, in reproduce.py's words
   (test_bad_settings_are_one_line_errors), what the program refuses, and
   leave the work dir unmade."""
-  config = finetune_config.ReproduceConfig(**dict(dict(
+  config = reproduce_config.ReproduceConfig(**dict(dict(
       table="race", init_checkpoint="/m/xlnet_model.ckpt",
       model_config_path="/m/xlnet_config.json",
       spiece_model_file="/m/spiece.model", data_root="/nonexistent",

@@ -18,11 +18,12 @@ from xlnet import model as model_lib
 from xlnet import validation
 from xlnet.finetuning import api as finetune_api
 from xlnet.finetuning import config as finetune_config
-from xlnet.programs import run_classifier
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.flags import pretraining as pretrain_flags
 from xlnet.pretraining import config as pretrain_config
+from xlnet.programs import run_classifier
+from xlnet.reproduce import config as reproduce_config
 from xlnet.training import config as train_config
 
 # (flag, a value the programs refuse, their message).
@@ -116,7 +117,7 @@ VALID = {
     finetune_config.SquadConfig: dict(spiece_model_file="s", output_dir="o"),
     finetune_config.RaceConfig: dict(data_dir="d", spiece_model_file="s",
                                      output_dir="o"),
-    finetune_config.ReproduceConfig: {},
+    reproduce_config.ReproduceConfig: {},
 }
 # Configs of configs (their parts check themselves; `test_doubles` checks
 # what they compare), and what fine-tuning records of a run (its XLNetConfig
@@ -166,7 +167,7 @@ def _check_classifier(tmp_path, extra):
 def test_every_rule_is_exercised_and_every_config_is_built():
   assert {name for name, _, _ in REFUSED} == set(validation.NAMES)
   configs = {c for module in (model_lib, train_config, pretrain_config,
-                              finetune_config)
+                              finetune_config, reproduce_config)
              for _, c in inspect.getmembers(module, dataclasses.is_dataclass)
              if c.__module__ == module.__name__}
   assert configs == set(VALID) | NOT_IN_VALID
@@ -258,7 +259,7 @@ def test_precision_is_refused_alike(tmp_path):
       lambda: model_lib.RunConfig(**dict(run, use_tpu=True, use_fp16=True)),
       lambda: model_lib.RunConfig(**dict(run, use_bfloat16=True,
                                          use_fp16=True)),
-      lambda: finetune_config.ReproduceConfig(use_bfloat16=True,
+      lambda: reproduce_config.ReproduceConfig(use_bfloat16=True,
                                               use_fp16=True),
       lambda: finetune_config.EngineConfig(
           train_config.CheckpointConfig("m"),
@@ -325,7 +326,7 @@ def test_doubles_must_agree():
 def test_reproduce_config_refuses_what_reproduce_refuses(values, message):
   """reproduce.py's own rules, from Python: the words its one-line errors
   give (tests/finetuning/test_reproduce.py runs the program)."""
-  assert _message(lambda: finetune_config.ReproduceConfig(**values)) == message
+  assert _message(lambda: reproduce_config.ReproduceConfig(**values)) == message
 
 
 def test_model_config_refuses_pretraining_settings():

@@ -17,10 +17,11 @@ from xlnet import model as model_lib
 from xlnet import validation
 from xlnet.data import prepro_utils
 from xlnet.finetuning import config as finetune_config
-from xlnet.reproduce import memory_plan
 from xlnet.finetuning.classifier import datasets as classifier_datasets
 from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.flags import configs as config_flags
+from xlnet.reproduce import config as reproduce_config
+from xlnet.reproduce import memory_plan
 from xlnet.training import checkpoint_io
 from xlnet.training import config as train_config_lib
 from xlnet.training import strategies
@@ -344,5 +345,5 @@ def resolve_reproduce(FLAGS):  # pylint: disable=invalid-name
   """reproduce.py's flags as a `ReproduceConfig` (each field from the flag
   of its name; `reproduce.check_settings` checks them)."""
   return from_flags(
-      finetune_config.ReproduceConfig, FLAGS,
+      reproduce_config.ReproduceConfig, FLAGS,
       tasks=None if FLAGS.tasks is None else tuple(FLAGS.tasks))

@@ -3,6 +3,7 @@ its dry run `api.plan_table`, above fine-tuning (each run is one of the
 fine-tuning programs, run as a subprocess).
 
   api             run_table, plan_table: the table's runs, its lock, progress
+  config          ReproduceConfig: reproduce.py's settings, one field a flag
   plan            settings, batch plans, directories and commands of the runs
   runner          a run's programs as subprocesses, the signal relay, result
   results         finished runs read back; the earlier work dir layout moved

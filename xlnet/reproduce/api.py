@@ -152,7 +152,7 @@ def plan_table(config):
   nothing and writes nothing (a plan's notes go to stderr).
 
   Args:
-    config: a `ReproduceConfig` (xlnet/finetuning/config.py).
+    config: a `ReproduceConfig` (xlnet/reproduce/config.py).
 
   Returns:
     list of `plan.Run` (task, seed, batch plan, command, preprocessing).
@@ -169,7 +169,7 @@ def run_table(config):
   as a shell script instead), as `python reproduce.py` does.
 
   Args:
-    config: a `ReproduceConfig` (xlnet/finetuning/config.py).
+    config: a `ReproduceConfig` (xlnet/reproduce/config.py).
 
   Returns:
     the task rows (`report.task_row`), or None for a dry run and on a host

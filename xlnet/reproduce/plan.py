@@ -47,7 +47,7 @@ def warn(message):
 
 
 ################################################################################
-# Settings. `cfg` is a `ReproduceConfig` (xlnet/finetuning/config.py), its
+# Settings. `cfg` is a `ReproduceConfig` (xlnet/reproduce/config.py), its
 # fields named after the flags (`finetune_flags.resolve_reproduce`).
 ################################################################################
 def check_settings(cfg):
