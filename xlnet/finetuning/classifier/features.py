@@ -22,6 +22,7 @@ and prediction append fake examples (ids 0, mask 1, segment 0, label 0,
 `is_real_example` 0) so that every batch is full; they must be left out of
 metrics and predictions.
 """
+import dataclasses
 import os
 import time
 
@@ -50,6 +51,7 @@ PRETRAIN_SEQ_LENGTH = finetune_config.PRETRAIN_SEQ_LENGTH
 _LOG_EVERY_SECONDS = 10
 
 
+@dataclasses.dataclass
 class InputFeatures:
   """The model inputs of one example (lists of length max_seq_length).
 
@@ -61,13 +63,11 @@ class InputFeatures:
     is_real_example: bool, False for the fake padding examples.
   """
 
-  def __init__(self, input_ids, input_mask, segment_ids, label_id,
-               is_real_example=True):
-    self.input_ids = input_ids
-    self.input_mask = input_mask
-    self.segment_ids = segment_ids
-    self.label_id = label_id
-    self.is_real_example = is_real_example
+  input_ids: list
+  input_mask: list
+  segment_ids: list
+  label_id: object
+  is_real_example: bool = True
 
 
 def make_tokenize_fn(sp_model, uncased):
