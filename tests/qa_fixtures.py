@@ -209,13 +209,6 @@ def read_records(path):
   return out
 
 
-def all_batches(input_fn, batch_size=4):
-  """Every batch of a finite `input_fn`, concatenated: dict name -> array."""
-  with tf.Graph().as_default():
-    parts = data_helpers.batches_of(input_fn({"batch_size": batch_size}))
-  return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-
-
 def assert_read_alike(make_input_fn, spec, paths):
   """Reads each record file of `paths` with `make_input_fn([path], spec,
   ...)` (qa_records') and checks that every later one gives the first's
@@ -224,7 +217,7 @@ def assert_read_alike(make_input_fn, spec, paths):
   Returns:
     the first file's features (dict name -> array).
   """
-  ours, *others = [all_batches(make_input_fn(
+  ours, *others = [data_helpers.all_batches(make_input_fn(
       [str(p)], spec, is_training=False, drop_remainder=False))
                    for p in paths]
   for other in others:

@@ -14,6 +14,7 @@ import pytest
 import sentencepiece as spm
 import tensorflow as tf
 
+from tests import data_helpers
 from tests import in_process
 from tests import qa_fixtures
 from tests.data_helpers import REPO_ROOT
@@ -292,7 +293,7 @@ def test_training_uses_the_releases_records_when_ours_are_missing(squad):
     qa_fixtures.write_protobuf_records(path, values[i::2], RELEASE_FLOATS)
   assert squad_task.train_record_paths(flags["task"], sp_model) == release
   assert not os.path.exists(ours)
-  got = qa_fixtures.all_batches(qa_records.make_input_fn(
+  got = data_helpers.all_batches(qa_records.make_input_fn(
       release, squad_features.feature_spec(48, True), False, False))
   assert sorted(got["unique_ids"].tolist()) == list(range(len(values)))
 
@@ -389,7 +390,7 @@ def _stand_in_by_checkpoint(beams):
 
   def predict(task, model, engine, input_fn, checkpoint):
     del task, model, engine
-    features = qa_fixtures.all_batches(input_fn)
+    features = data_helpers.all_batches(input_fn)
     rows = []
     for i, uid in enumerate(features["unique_ids"]):
       question = features["input_ids"][i][features["segment_ids"][i] == 1]
