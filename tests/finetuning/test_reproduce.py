@@ -1052,6 +1052,7 @@ def _temporaries(root):
           if ".tmp-" in n]
 
 
+@pytest.mark.tf_version  # exercises xlnet/reproduce/runner.py there
 def test_a_task_log_beyond_a_file_size_limit_is_one_line(tmp_path):
   data, work = glue_root(str(tmp_path / "glue")), tmp_path / "work"
   with in_process.file_size_limit(SMALL_FILES):
