@@ -53,7 +53,7 @@ class Evaluator:
     self.template = template
     self.mem_shape = mem_shape
     self.n_layer = n_layer
-    self._step = tf.function(self._eval_step)
+    self._step = tf.function(self._eval_step, autograph=False)
 
   def _eval_step(self, features, mems):
     _, new_mems, outputs = self.template(features, mems, False)

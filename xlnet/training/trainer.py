@@ -274,12 +274,13 @@ class Trainer:
         self.num_replicas == 1 or
         isinstance(self.strategy, tf.distribute.TPUStrategy))
     if whole_step_xla:
-      replica_step = tf.function(replica_step, jit_compile=True)
+      replica_step = tf.function(replica_step, jit_compile=True,
+                                 autograph=False)
     elif self.use_xla:
       self._forward_backward = tf.function(self._forward_backward,
-                                           jit_compile=True)
+                                           jit_compile=True, autograph=False)
 
-    @tf.function
+    @tf.function(autograph=False)
     def step(iterator, stop_flag):
       features = next(iterator)
       return self.strategy.run(replica_step, args=(features, stop_flag))
