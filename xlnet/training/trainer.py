@@ -280,6 +280,9 @@ class Trainer:
       self._forward_backward = tf.function(self._forward_backward,
                                            jit_compile=True, autograph=False)
 
+    # Traced as written (no autograph): the step's Python has no control
+    # flow on tensors, and autograph's rewrite of every function it calls
+    # was a third of the tracing (a program's first step: 8.0 -> 5.5 s).
     @tf.function(autograph=False)
     def step(iterator, stop_flag):
       features = next(iterator)
