@@ -134,10 +134,10 @@ PY
 }
 
 # Building an environment is 1 to 2 minutes of one core (unpacking wheels,
-# compiling them to bytecode), so the environments this run needs are
-# built (or found built) together, each in a process of its own, before
-# any test runs: on 2 cores the three take about as long as the largest
-# alone. (Built in the background during the tests instead, they slowed
+# compiling them to bytecode), so the builds of the environments this run
+# needs start together, each in a process of its own, before any test
+# runs, and an environment's tests wait for its own build only: on 2 cores
+# the three take about as long as the largest alone. (Built in the background during the tests instead, they slowed
 # the tests more than they saved: docs/testing.md.) built/ENV.done holds
 # "EXIT_CODE SECONDS" once ENV's build ended.
 built="$(mktemp -d)"
