@@ -137,9 +137,10 @@ PY
 # compiling them to bytecode), so the builds of the environments this run
 # needs start together, each in a process of its own, before any test
 # runs, and an environment's tests wait for its own build only: on 2 cores
-# the three take about as long as the largest alone. (Built in the background during the tests instead, they slowed
-# the tests more than they saved: docs/testing.md.) built/ENV.done holds
-# "EXIT_CODE SECONDS" once ENV's build ended.
+# the three take about as long as the largest alone. (Started only once
+# the first environment's tests ran, at the lowest priority, the later
+# builds slowed those tests more than they saved: docs/testing.md.)
+# built/ENV.done holds "EXIT_CODE SECONDS" once ENV's build ended.
 built="$(mktemp -d)"
 declare -A builder=()
 trap 'for b in ${builder[@]+"${builder[@]}"}; do kill "$b" 2>/dev/null; done; rm -rf "$built"' EXIT

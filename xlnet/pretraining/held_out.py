@@ -53,6 +53,7 @@ class Evaluator:
     self.template = template
     self.mem_shape = mem_shape
     self.n_layer = n_layer
+    # Traced without autograph, as the trainer's step (`make_train_step`).
     self._step = tf.function(self._eval_step, autograph=False)
 
   def _eval_step(self, features, mems):

@@ -54,6 +54,7 @@ class Predictor:
     self._template = tf.compat.v1.make_template(
         template_lib.TEMPLATE_SCOPE, outputs_fn)
     self._built = False
+    # Traced without autograph, as the trainer's step (`make_train_step`).
     self._step = tf.function(self._distributed_step, autograph=False)
 
   def _replica_step(self, features):
