@@ -136,8 +136,9 @@ PY
 # Building an environment is 1 to 2 minutes of one core (unpacking wheels,
 # compiling them to bytecode), so the builds of the environments this run
 # needs start together, each in a process of its own, before any test
-# runs, and an environment's tests wait for its own build only: on 2 cores
-# the three take about as long as the largest alone. (Started only once
+# runs (interop's, on latest's packages, waits for latest's), and an
+# environment's tests wait for its own build only: on 2 cores the builds
+# take about as long as the largest alone. (Started only once
 # the first environment's tests ran, at the lowest priority, the later
 # builds slowed those tests more than they saved: docs/testing.md.)
 # built/ENV.done holds "EXIT_CODE SECONDS" once ENV's build ended.
