@@ -126,13 +126,15 @@ def test_training_order_follows_the_seed(race):
                 for e in examples]
   orders = {}
   for seed in (1, 2):
-    task = race("--do_train", f"--seed={seed}")["task"]
-    _, path = race_task.prepro(task, sp_model, "train")
+    run = race("--do_train", f"--seed={seed}")
+    task = run["task"]
+    _, path = race_task.prepro(task, sp_model, "train",
+                               seed=run["engine"].seed)
     assert path.endswith(f".train.seed-{seed}.tf_record")
     with open(path, "rb") as f:
       first = f.read()
     os.remove(path)
-    race_task.prepro(task, sp_model, "train")
+    race_task.prepro(task, sp_model, "train", seed=run["engine"].seed)
     with open(path, "rb") as f:
       assert f.read() == first  # same seed, same bits
     written = [r["input_ids"][1] for r in qa_fixtures.read_records(path)]
@@ -183,11 +185,13 @@ def test_records_have_the_release_format_and_old_ones_still_read(race,
 def test_training_uses_the_releases_records_when_ours_are_missing(race):
   sp_model = prepro_utils.load_sp_model(train_tiny_spm(), "spiece_model_file")
   flags = race("--do_train")
-  _, ours = race_task.prepro(flags["task"], sp_model, "train")
+  _, ours = race_task.prepro(flags["task"], sp_model, "train",
+                          seed=flags["engine"].seed)
   release = os.path.join(flags["task"].output_dir,
                          "spiece-1000.model.len-24.train.tf_record")
   os.rename(ours, release)
-  _, path = race_task.prepro(flags["task"], sp_model, "train")
+  _, path = race_task.prepro(flags["task"], sp_model, "train",
+                          seed=flags["engine"].seed)
   assert path == release and not os.path.exists(ours)
 
 
@@ -207,10 +211,11 @@ def test_training_records_follow_the_data_and_vocabulary(race, tmp_path,
   shutil.copyfile(train_tiny_spm(), vocab)
 
   def prepare(output_dir="proc"):
-    task = race("--do_train", f"--spiece_model_file={vocab}",
-                f"--output_dir={tmp_path / output_dir}")["task"]
+    run = race("--do_train", f"--spiece_model_file={vocab}",
+               f"--output_dir={tmp_path / output_dir}")
     sp_model = prepro_utils.load_sp_model(str(vocab), "spiece_model_file")
-    _, path = race_task.prepro(task, sp_model, "train")
+    _, path = race_task.prepro(run["task"], sp_model, "train",
+                               seed=run["engine"].seed)
     return path
 
   path = prepare()

@@ -21,6 +21,7 @@ from tests.data_helpers import REPO_ROOT
 from tests.data_helpers import train_tiny_spm
 from xlnet.data import prepro_utils
 from xlnet.finetuning import api
+from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import finetune
 from xlnet.finetuning import qa_records
 from xlnet.finetuning.squad import features as squad_features
@@ -34,6 +35,11 @@ from xlnet.training.config import DEFAULT_SEED
 SMALL = ["--max_seq_length=48", "--max_query_length=8", "--doc_stride=12",
          "--max_answer_length=10", "--start_n_top=3", "--end_n_top=2",
          "--n_best_size=3", "--dropout=0", "--dropatt=0"]
+
+
+def _seed(flags):
+  """The run's seed of api.run_squad's keyword arguments `flags`."""
+  return finetune_config.run_seed(flags["engine"], flags["seed"])
 
 
 @pytest.fixture()
@@ -234,12 +240,14 @@ def test_training_order_follows_the_seed(squad):
   orders = {}
   for seed in (1, 2):
     flags = squad["flags"]("--do_prepro", f"--seed={seed}")
-    path = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1)
+    path = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1,
+                                         seed=_seed(flags))
     assert path.endswith(f".train-0-of-1.seed-{seed}.tf_record")
     with open(path, "rb") as f:
       first = f.read()
     os.remove(path)
-    squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1)
+    squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1,
+                                         seed=_seed(flags))
     with open(path, "rb") as f:
       assert f.read() == first  # same seed, same bits
     written = [r["input_ids"][1] for r in qa_fixtures.read_records(path)]
@@ -257,7 +265,8 @@ def test_records_have_the_release_format_and_old_ones_still_read(squad):
   flags = squad["flags"]("--do_prepro")
   sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file,
                                         "--spiece_model_file")
-  path = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1)
+  path = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1,
+                                         seed=_seed(flags))
   records = qa_fixtures.read_records(path)
   for record in records:
     assert {k: kind for k, (kind, _) in record.items()} == dict(
@@ -281,7 +290,8 @@ def test_training_uses_the_releases_records_when_ours_are_missing(squad):
   flags = squad["flags"]("--do_train")
   sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file,
                                         "--spiece_model_file")
-  ours = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1)
+  ours = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1,
+                                         seed=_seed(flags))
   values = [{k: v for k, (_, v) in r.items()}
             for r in qa_fixtures.read_records(ours)]
   os.remove(ours)
@@ -291,7 +301,8 @@ def test_training_uses_the_releases_records_when_ours_are_missing(squad):
              for i in range(2)]
   for i, path in enumerate(release):
     qa_fixtures.write_protobuf_records(path, values[i::2], RELEASE_FLOATS)
-  assert squad_task.train_record_paths(flags["task"], sp_model) == release
+  assert squad_task.train_record_paths(flags["task"], sp_model,
+                                       seed=_seed(flags)) == release
   assert not os.path.exists(ours)
   got = data_helpers.all_batches(qa_records.make_input_fn(
       release, squad_features.feature_spec(48, True), False, False))

@@ -279,12 +279,17 @@ def test_doubles_must_agree():
   fine-tuning API refuses before it reads a file, PretrainConfigs when
   built."""
   model = finetune_config.ModelConfig(_XLNET)
-  classifier = _with(finetune_config.ClassifierConfig, "seed", 3)
-  assert _message(lambda: finetune_api.run_classifier(
-      classifier, model, _engine(seed=1), do_train=True)) == (
-          "ClassifierConfig.seed=3 differs from TrainConfig.seed=1; give "
-          "both the same value")
+  # One seed: the engine's. A task config has none; run_squad's own `seed`
+  # is for preprocessing without an engine only.
+  for task_config in (finetune_config.ClassifierConfig,
+                      finetune_config.SquadConfig, finetune_config.RaceConfig):
+    assert "seed" not in {f.name for f in dataclasses.fields(task_config)}
   squad = VALID[finetune_config.SquadConfig]
+  assert _message(lambda: finetune_api.run_squad(
+      finetune_config.SquadConfig(**squad), model, _engine(seed=1),
+      do_train=True, seed=3)) == (
+          "seed=3 is for preprocessing without an engine; this run's seed "
+          "is TrainConfig.seed=1")
   assert _message(lambda: finetune_api.run_squad(
       finetune_config.SquadConfig(**squad), model, _engine(use_fp16=True),
       do_train=True)) == ("ModelConfig.run.use_fp16=False differs from "

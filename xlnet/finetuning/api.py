@@ -58,7 +58,7 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
     ValueError: one line naming the setting or file at fault (first: the
       configs disagreeing, `config.check_together`).
   """
-  finetune_config.check_together(task, model, engine)
+  finetune_config.check_together(model, engine)
   sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
                                         "--spiece_model_file")
   if (do_eval or do_predict) and not finetune.runs_here(
@@ -82,10 +82,10 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
       sp_model=sp_model, spiece_model_file=task.spiece_model_file,
       uncased=task.uncased, overwrite=task.overwrite_data)
   # Every split's records exist before the (long) training starts; the
-  # training examples in an order seeded by task.seed, so a rerun writes
-  # the same records.
+  # training examples in an order seeded by the run's seed, so a rerun
+  # writes the same records.
   if do_train:
-    train_file, _ = prepare("train", shuffle_seed=task.seed,
+    train_file, _ = prepare("train", shuffle_seed=engine.seed,
                             wait=finetune.records_wait(engine.device,
                                                        task.records_timeout))
   if do_eval or do_predict:
@@ -95,7 +95,7 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
     out["train"] = classifier_task.train(
         engine, classifier_features.input_fn_builder(
             train_file, task.max_seq_length, True, processor.is_regression,
-            shuffle_buffer=task.shuffle_buffer, seed=task.seed), head,
+            shuffle_buffer=task.shuffle_buffer, seed=engine.seed), head,
         model.head_record(), finetune_config.ModelRecord(
             model.xlnet_config, classifier_task.task_record(
                 task, model, labels, processor.pairs),
@@ -120,7 +120,7 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
 
 
 def run_squad(task, model, engine, do_prepro=False, do_train=False,
-              do_predict=False):
+              do_predict=False, seed=None):
   """Writes the window records, fine-tunes, predicts and evaluates.
 
   Args:
@@ -133,25 +133,30 @@ def run_squad(task, model, engine, do_prepro=False, do_train=False,
       missing and task.num_proc is 1).
     do_predict: predict task.predict_file with the latest (every, with
       eval_all_ckpt) checkpoint and evaluate.
+    seed: with do_prepro and no engine, the run's seed that orders the
+      training records (the later training's `TrainConfig.seed`; None: the
+      programs' default). With an engine its `TrainConfig.seed` is the seed
+      and this stays None.
 
   Returns:
     the latest checkpoint's metrics with do_predict, else None.
   """
-  finetune_config.check_together(task, model, engine)
+  finetune_config.check_together(model, engine)
+  seed = finetune_config.run_seed(engine, seed)
   sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
                                         "--spiece_model_file")
   if do_prepro:
     squad_task.prepro_train_shard(task, sp_model, task.proc_id,
-                                  task.num_proc)
+                                  task.num_proc, seed=seed)
   if do_predict and not finetune.runs_here(engine.device, "prediction"):
     do_predict = False
   if do_train:
     input_fn = qa_records.make_input_fn(
         squad_task.train_record_paths(task, sp_model, finetune.records_wait(
-            engine.device, task.records_timeout)),
+            engine.device, task.records_timeout), seed=seed),
         squad_features.feature_spec(task.max_seq_length, is_training=True),
         is_training=True, drop_remainder=True,
-        shuffle_buffer=task.shuffle_buffer, seed=task.seed)
+        shuffle_buffer=task.shuffle_buffer, seed=seed)
     finetune.train(engine, input_fn, squad_task.loss_fn(model),
                    allow_missing=squad_task.NEW_VARIABLE_PATTERNS,
                    record=finetune_config.ModelRecord(
@@ -184,7 +189,7 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
   Returns:
     the accuracies (middle, high, all) with do_eval, else None.
   """
-  finetune_config.check_together(task, model, engine)
+  finetune_config.check_together(model, engine)
   sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
                                         "--spiece_model_file")
   spec = race_features.feature_spec(task.max_seq_length)
@@ -193,10 +198,10 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
       finetune.warn_if_init_head_differs(engine.checkpoint.init_checkpoint,
                                          model.head_record())
     _, path = race_task.prepro(task, sp_model, "train", finetune.records_wait(
-        engine.device, task.records_timeout))
+        engine.device, task.records_timeout), seed=engine.seed)
     input_fn = qa_records.make_input_fn(
         [path], spec, is_training=True, drop_remainder=True,
-        shuffle_buffer=task.shuffle_buffer, seed=task.seed)
+        shuffle_buffer=task.shuffle_buffer, seed=engine.seed)
     finetune.train(engine, input_fn, race_task.loss_fn(model),
                    allow_missing=race_task.NEW_VARIABLE_PATTERNS,
                    head=model.head_record(), record=finetune_config.ModelRecord(

@@ -8,8 +8,10 @@
 
 Every field keeps the name of the flag it comes from, and every config
 checks its fields when built with the programs' rules and messages
-(`xlnet/validation.py`; `check_together` checks what a run's task, model
-and engine must agree on). Batch sizes here are
+(`xlnet/validation.py`; `check_together` checks what a run's model and
+engine must agree on). A run has one seed, the engine's
+`TrainConfig.seed` (`run_seed`): it also orders the training records and
+shuffles the input. Batch sizes here are
 resolved: `BatchLayout.train_batch_size` and every `*_batch_size` of a task
 config count the examples of one step over all replicas (the flags count
 them per GPU unless --use_tpu, as the release).
@@ -176,8 +178,6 @@ class ClassifierConfig:
     spiece_model_file: the pretrained model's SentencePiece model.
     max_seq_length: pieces per example.
     uncased: lower-case the text.
-    seed: the order in which the training examples are written and the
-      training input's shuffle (the program passes --seed).
     shuffle_buffer: the training input's shuffle buffer.
     overwrite_data: rewrite the records even when valid.
     records_timeout: seconds a non-chief worker waits for the chief's
@@ -201,7 +201,6 @@ class ClassifierConfig:
   spiece_model_file: str
   max_seq_length: int = 128
   uncased: bool = False
-  seed: int = train_config_lib.DEFAULT_SEED
   shuffle_buffer: int = 2048
   overwrite_data: bool = False
   records_timeout: int = RECORDS_TIMEOUT
@@ -239,7 +238,6 @@ class SquadConfig:
     n_best_size: answers kept per question in nbest_predictions.json.
     predict_batch_size: examples of one step over all replicas.
     uncased: lower-case the text.
-    seed: the training records' order and the training input's shuffle.
     shuffle_buffer: the training input's shuffle buffer.
     num_proc, proc_id: preprocessing shards, and the one to write.
     records_timeout: seconds a non-chief worker waits for the chief's
@@ -264,7 +262,6 @@ class SquadConfig:
   n_best_size: int = 5
   predict_batch_size: int = 32
   uncased: bool = False
-  seed: int = train_config_lib.DEFAULT_SEED
   shuffle_buffer: int = 2048
   num_proc: int = 1
   proc_id: int = 0
@@ -294,7 +291,6 @@ class RaceConfig:
     high_only, middle_only: one level of RACE.
     eval_split: "dev" or "test".
     eval_batch_size: examples of one step over all replicas.
-    seed: the training records' order and the training input's shuffle.
     shuffle_buffer: the training input's shuffle buffer.
     records_timeout: seconds a non-chief worker waits for the chief's
       training records.
@@ -309,7 +305,6 @@ class RaceConfig:
   middle_only: bool = False
   eval_split: str = "dev"
   eval_batch_size: int = 32
-  seed: int = train_config_lib.DEFAULT_SEED
   shuffle_buffer: int = 2048
   records_timeout: int = RECORDS_TIMEOUT
 
@@ -370,15 +365,26 @@ def check_room(values, kept, what):
         f"{what}: it must be at least --{kept} + 4 = {least}")
 
 
-def check_together(task, model, engine):
+def run_seed(engine, seed=None):
+  """The run's one seed (weights, dropout, the training records' order and
+  the input's shuffle): the engine's `TrainConfig.seed`; `seed` only for a
+  run without an engine (SQuAD's preprocessing alone), whose records the
+  later training finds by that seed (None: the programs' default)."""
+  if engine is None:
+    return train_config_lib.DEFAULT_SEED if seed is None else seed
+  if seed is not None:
+    raise ValueError(f"seed={seed} is for preprocessing without an engine; "
+                     f"this run's seed is TrainConfig.seed="
+                     f"{engine.train.seed}")
+  return engine.train.seed
+
+
+def check_together(model, engine):
   """Raises unless a run's configs agree where two hold the same setting
-  (the programs give each pair from one flag): the seed of the task's
-  records and of the engine, the devices and precision of the model and
-  the engine (None model or engine: nothing to compare)."""
+  (the programs give each pair from one flag): the devices and precision
+  of the model and the engine (None model or engine: nothing to
+  compare)."""
   pairs = []
-  if engine is not None:
-    pairs.append(("seed", type(task).__name__, task.seed, "TrainConfig",
-                  engine.train.seed))
   if model is not None and engine is not None:
     pairs += [
         ("use_tpu", "ModelConfig.run", model.run.use_tpu, "DeviceConfig",

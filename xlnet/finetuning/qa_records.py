@@ -26,6 +26,9 @@ _CHUNK = 256
 
 def order_seed(seed):
   """The seed of the training examples' order (--seed), checked."""
+  if seed is None:
+    raise ValueError("the order of the training examples needs the run's "
+                     "seed (TrainConfig.seed, --seed)")
   if seed < 0:
     raise ValueError(f"--seed={seed}: the order of the training examples "
                      "needs a seed >= 0")

@@ -307,7 +307,8 @@ def resolve_squad(FLAGS):  # pylint: disable=invalid-name
                             "squad")
   return dict(task=task, model=model, engine=engine,
               do_prepro=FLAGS.do_prepro, do_train=FLAGS.do_train,
-              do_predict=FLAGS.do_predict)
+              do_predict=FLAGS.do_predict,
+              seed=FLAGS.seed if engine is None else None)
 
 
 ################################################################################

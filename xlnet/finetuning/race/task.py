@@ -22,15 +22,15 @@ from xlnet.finetuning.race import head as race_head
 NEW_VARIABLE_PATTERNS = (r"^logits/", r"^model/sequnece_summary/")
 
 
-def record_path(task, split):
+def record_path(task, split, seed=None):
   """`{output_dir}/{spiece}.len-L.qa-Q[.uncased].{levels}.{split}.tf_record`,
-  with `.seed-S` before `.tf_record` for the (shuffled) training split."""
+  with `.seed-S` before `.tf_record` for the training split, shuffled with
+  `seed` (the run's)."""
   spiece = os.path.splitext(os.path.basename(task.spiece_model_file))[0]
   case = ".uncased" if task.uncased else ""
   levels = "-".join(race_features.race_levels(task.high_only,
                                               task.middle_only))
-  seed = (f".seed-{qa_records.order_seed(task.seed)}" if split == "train"
-          else "")
+  seed = f".seed-{qa_records.order_seed(seed)}" if split == "train" else ""
   return os.path.join(
       task.output_dir,
       f"{spiece}.len-{task.max_seq_length}.qa-{task.max_qa_length}{case}."
@@ -45,7 +45,7 @@ def release_train_record(task):
                       f"{spiece}.len-{task.max_seq_length}.train.tf_record")
 
 
-def train_record_key(task):
+def train_record_key(task, seed):
   """What the training records are made from (see `record_cache`): the
   digests of the training files and of the SentencePiece model, and every
   setting that changes the records or their order.
@@ -59,16 +59,17 @@ def train_record_key(task):
           "spiece_sha1": record_cache.file_digest(task.spiece_model_file),
           "levels": list(levels), "max_seq_length": task.max_seq_length,
           "max_qa_length": task.max_qa_length, "uncased": bool(task.uncased),
-          "seed": qa_records.order_seed(task.seed)}
+          "seed": qa_records.order_seed(seed)}
 
 
-def prepro(task, sp_model, split, wait=None):
+def prepro(task, sp_model, split, wait=None, seed=None):
   """Reads one split and writes its records (training records: waits up to
   `wait` seconds, when given, for the chief of a multi-host run to write
   them; `record_cache.prepare`).
 
-  Training questions are shuffled once with `qa_records.order_seed(--seed)`;
-  their records are reused while made from the same files and settings
+  Training questions are shuffled once with `qa_records.order_seed(seed)`
+  (`seed`: the run's, `TrainConfig.seed`, the programs' --seed); their
+  records are reused while made from the same files and settings
   (`train_record_key`, `record_cache.prepare`). When none of ours exist, the
   release's training records are used if --output_dir holds them
   (`release_train_record`). Evaluation records are always rewritten, so
@@ -81,9 +82,8 @@ def prepro(task, sp_model, split, wait=None):
   articles, examples = race_features.read_race_examples(task.data_dir, split,
                                                         levels)
   if split == "train":
-    examples = qa_records.shuffled(examples,
-                                   qa_records.order_seed(task.seed))
-  path = record_path(task, split)
+    examples = qa_records.shuffled(examples, qa_records.order_seed(seed))
+  path = record_path(task, split, seed)
   release = release_train_record(task)
   if (split == "train" and not tf.io.gfile.exists(path) and
       tf.io.gfile.exists(release)):
@@ -102,7 +102,7 @@ def prepro(task, sp_model, split, wait=None):
     return count
 
   if split == "train":
-    record_cache.prepare(path, train_record_key(task), write, wait=wait)
+    record_cache.prepare(path, train_record_key(task, seed), write, wait=wait)
   else:
     write(path)
   return examples, path

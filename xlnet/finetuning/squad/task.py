@@ -42,11 +42,11 @@ def _record_stem(task, data_file):
       f"qlen-{task.max_query_length}.stride-{task.doc_stride}{case}")
 
 
-def train_record_path(task, proc_id, num_proc):
+def train_record_path(task, proc_id, num_proc, *, seed):
   """Path of training shard `proc_id` of `num_proc`; the name holds the
-  order seed and the options that change the targets, so records of
-  other settings are not reused."""
-  seed = qa_records.order_seed(task.seed)
+  order seed (the run's seed) and the options that change the targets, so
+  records of other settings are not reused."""
+  seed = qa_records.order_seed(seed)
   options = ((".trim" if task.trim_answer_whitespace else "") +
              (".keep-unaligned" if task.keep_unaligned else ""))
   return (f"{_record_stem(task, task.train_file)}."
@@ -67,7 +67,7 @@ def _converter(task, sp_model, paragraphs, is_training):
       keep_unaligned=task.keep_unaligned)
 
 
-def train_record_key(task, num_proc):
+def train_record_key(task, num_proc, *, seed):
   """What the training records are made from (see `record_cache`): the
   digests of --train_file and the SentencePiece model, and every setting
   that changes the windows, their targets or their order. One key for
@@ -84,7 +84,7 @@ def train_record_key(task, num_proc):
           "doc_stride": task.doc_stride, "uncased": bool(task.uncased),
           "trim_answer_whitespace": bool(task.trim_answer_whitespace),
           "keep_unaligned": bool(task.keep_unaligned),
-          "seed": qa_records.order_seed(task.seed), "num_proc": num_proc}
+          "seed": qa_records.order_seed(seed), "num_proc": num_proc}
 
 
 def _shard_key(key, proc_id):
@@ -92,31 +92,31 @@ def _shard_key(key, proc_id):
 
 
 def prepro_train_shard(task, sp_model, proc_id, num_proc, key=None,
-                       wait=None):
+                       wait=None, *, seed):
   """Writes the training records of one shard, unless they were made from
   the same inputs and settings (`record_cache.prepare`).
 
   Shard `proc_id` holds the questions of every `num_proc`-th paragraph, in
-  an order shuffled once with `qa_records.order_seed(--seed)` (and the
+  an order shuffled once with `qa_records.order_seed(seed)` (and the
   shard).
 
   Args:
-    key: `train_record_key(task, num_proc)` when known.
+    key: `train_record_key(task, num_proc, seed=seed)` when known.
     wait: None, or seconds to wait for the chief to write them
       (`record_cache.prepare`).
+    seed: the run's seed (`TrainConfig.seed`, the programs' --seed).
 
   Returns:
     the records' path.
   """
-  path = train_record_path(task, proc_id, num_proc)
-  key = key or train_record_key(task, num_proc)
+  path = train_record_path(task, proc_id, num_proc, seed=seed)
+  key = key or train_record_key(task, num_proc, seed=seed)
 
   def write(out):
     paragraphs, examples, _ = squad_features.read_squad_examples(
         task.train_file, is_training=True, flag_name="train_file")
     shard = [e for e in examples if e.paragraph_index % num_proc == proc_id]
-    shard = qa_records.shuffled(shard, qa_records.order_seed(task.seed),
-                                proc_id)
+    shard = qa_records.shuffled(shard, qa_records.order_seed(seed), proc_id)
     converter = _converter(task, sp_model, paragraphs, is_training=True)
     count = qa_records.write_records(out, converter.iter_features(shard))
     logging.info("Wrote %d training features of %d questions to %s", count,
@@ -139,7 +139,7 @@ def release_train_records(task):
       f"qlen-{task.max_query_length}.train.tf_record")))
 
 
-def train_record_paths(task, sp_model, wait=None):
+def train_record_paths(task, sp_model, wait=None, *, seed):
   """Paths of every training shard: ours when made from the current inputs
   and settings; else, when none of ours exists, the release's (see
   `release_train_records`); else written now when --num_proc=1 (with
@@ -151,8 +151,8 @@ def train_record_paths(task, sp_model, wait=None):
       made from other inputs or settings.
   """
   n = task.num_proc
-  key = train_record_key(task, n)
-  paths = [train_record_path(task, i, n) for i in range(n)]
+  key = train_record_key(task, n, seed=seed)
+  paths = [train_record_path(task, i, n, seed=seed) for i in range(n)]
   why = {i: record_cache.check(path, _shard_key(key, i))[1]
          for i, path in enumerate(paths)}
   unusable = [i for i in range(n) if why[i] is not None]
@@ -168,7 +168,7 @@ def train_record_paths(task, sp_model, wait=None):
                  ", ".join(release))
     return release
   if n == 1:
-    prepro_train_shard(task, sp_model, 0, 1, key, wait)
+    prepro_train_shard(task, sp_model, 0, 1, key, wait, seed=seed)
     return paths
   problems = "; ".join(f"shard {i} {why[i]}" for i in unusable)
   raise ValueError(
