@@ -317,6 +317,22 @@ def test_doubles_must_agree():
   pretrain_config.PretrainConfigs(
       **parts, train=train_config.TrainConfig(use_fp16=True))
 
+  # The rows' shape has one home, the data: a RunConfig without reuse_len
+  # and bi_data takes the data's; one that gives them must agree.
+  bi = pretrain_config.PretrainData(**dict(
+      VALID[pretrain_config.PretrainData], bi_data=True))
+  plain_run = model_lib.RunConfig(**dict(VALID[model_lib.RunConfig],
+                                         mem_len=0))
+  parts.update(run=plain_run, data=bi, train=train_config.TrainConfig())
+  configs = pretrain_config.PretrainConfigs(**parts)
+  assert (configs.run.reuse_len, configs.run.bi_data) == (8, True)
+  assert configs.run == dataclasses.replace(plain_run, reuse_len=8,
+                                            bi_data=True)
+  parts.update(run=dataclasses.replace(plain_run, reuse_len=4))
+  assert _message(lambda: pretrain_config.PretrainConfigs(**parts)) == (
+      "RunConfig.reuse_len=4 differs from PretrainData.reuse_len=8; give "
+      "both the same value")
+
 
 @pytest.mark.parametrize("values,message", [
     (dict(num_seeds=0), "--num_seeds=0 must be >= 1"),

@@ -130,7 +130,9 @@ class PretrainConfigs:
   Attributes:
     model: the `XLNetConfig` (sizes; saved as model_dir/config.json).
     run: the `RunConfig` in training mode (`for_training(False)` for
-      evaluation).
+      evaluation). Its `reuse_len` and `bi_data` describe the data's rows:
+      left unset (None and False) they are taken from `data`; given, they
+      must be the data's.
     data: the `PretrainData`.
     batch: the `BatchLayout` (global/host/per-core batch, accumulation;
       the memories' length is `run.mem_len`).
@@ -154,9 +156,15 @@ class PretrainConfigs:
   held_out: HeldOut = HeldOut()
 
   def __post_init__(self):
-    """The model's RunConfig must describe the rows the data give it, and
-    the devices and precision of the DeviceConfig and TrainConfig (the
-    programs set each pair from one flag)."""
+    """The model's RunConfig must describe the rows the data give it (its
+    unset reuse_len and bi_data are the data's), and the devices and
+    precision of the DeviceConfig and TrainConfig (the programs set each
+    pair from one flag)."""
+    if self.run.reuse_len is None and not self.run.bi_data:
+      # Frozen: set once, here, before anything reads it.
+      object.__setattr__(self, "run", dataclasses.replace(
+          self.run, reuse_len=self.data.reuse_len,
+          bi_data=self.data.bi_data))
     for name, run_value, owner, value in (
         ("reuse_len", self.run.reuse_len, "PretrainData", self.data.reuse_len),
         ("bi_data", self.run.bi_data, "PretrainData", self.data.bi_data),
