@@ -186,12 +186,12 @@ def test_training_uses_the_releases_records_when_ours_are_missing(race):
   sp_model = prepro_utils.load_sp_model(train_tiny_spm(), "spiece_model_file")
   flags = race("--do_train")
   _, ours = race_task.prepro(flags["task"], sp_model, "train",
-                          seed=flags["engine"].seed)
+                             seed=flags["engine"].seed)
   release = os.path.join(flags["task"].output_dir,
                          "spiece-1000.model.len-24.train.tf_record")
   os.rename(ours, release)
   _, path = race_task.prepro(flags["task"], sp_model, "train",
-                          seed=flags["engine"].seed)
+                             seed=flags["engine"].seed)
   assert path == release and not os.path.exists(ours)
 
 

@@ -247,7 +247,7 @@ def test_training_order_follows_the_seed(squad):
       first = f.read()
     os.remove(path)
     squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1,
-                                         seed=_seed(flags))
+                                  seed=_seed(flags))
     with open(path, "rb") as f:
       assert f.read() == first  # same seed, same bits
     written = [r["input_ids"][1] for r in qa_fixtures.read_records(path)]
@@ -266,7 +266,7 @@ def test_records_have_the_release_format_and_old_ones_still_read(squad):
   sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file,
                                         "--spiece_model_file")
   path = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1,
-                                         seed=_seed(flags))
+                                       seed=_seed(flags))
   records = qa_fixtures.read_records(path)
   for record in records:
     assert {k: kind for k, (kind, _) in record.items()} == dict(
@@ -291,7 +291,7 @@ def test_training_uses_the_releases_records_when_ours_are_missing(squad):
   sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file,
                                         "--spiece_model_file")
   ours = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1,
-                                         seed=_seed(flags))
+                                       seed=_seed(flags))
   values = [{k: v for k, (_, v) in r.items()}
             for r in qa_fixtures.read_records(ours)]
   os.remove(ours)
