@@ -8,6 +8,7 @@ picks one by task name (the base classes: `classifier/processors.py`).
   * aclImdb: imdb.
   * Your own files: tsv / csv.
 """
+import functools
 import hashlib
 import os
 
@@ -139,21 +140,26 @@ class ZhangCsvProcessor(classifier_processors.TableProcessor):
   cleaned as the release cleaned Yelp-5 (see `clean_text`); the files'
   `\\n` escapes stay literal. With a title column, the title and the body
   form a pair (the body alone when the title is blank).
+
+  Args:
+    name: the task name (a key of `ZHANG_CSV_TASKS`).
+    n_class: classes, labelled "1" to `n_class`.
+    has_title: column 1 is a title and column 2 the text (else column 1 is
+      the text).
   """
 
   delimiter = ","
   quoting = True
   files = {"train": "train.csv", "dev": "test.csv", "test": "test.csv"}
-  n_class = None
-  has_title = False
 
-  def __init__(self):
-    self.labels = [str(i) for i in range(1, self.n_class + 1)]
-    cols = classifier_processors.Columns(1, 2, 0) if self.has_title else classifier_processors.Columns(1, None, 0)
+  def __init__(self, name, n_class, has_title):
+    self.name = name
+    self.labels = [str(i) for i in range(1, n_class + 1)]
+    cols = classifier_processors.Columns(1, 2 if has_title else None, 0)
     self.columns = {split: cols for split in classifier_processors.SPLITS}
-    fields = "class, title, text" if self.has_title else "class, text"
-    self.layout = (f"{self.name}: CSV rows '{fields}' with class "
-                   f"1-{self.n_class}, in train.csv and test.csv")
+    fields = "class, title, text" if has_title else "class, text"
+    self.layout = (f"{name}: CSV rows '{fields}' with class 1-{n_class}, in "
+                   "train.csv and test.csv")
 
   def clean_text(self, text):
     """The release's Yelp-5 cleaning of a parsed CSV field: `""` -> `"`,
@@ -167,38 +173,10 @@ class ZhangCsvProcessor(classifier_processors.TableProcessor):
     return example
 
 
-class Yelp5Processor(ZhangCsvProcessor):
-  name = "yelp5"
-  n_class = 5
-
-
-class Yelp2Processor(ZhangCsvProcessor):
-  name = "yelp2"
-  n_class = 2
-
-
-class Amazon5Processor(ZhangCsvProcessor):
-  name = "amazon5"
-  n_class = 5
-  has_title = True
-
-
-class Amazon2Processor(ZhangCsvProcessor):
-  name = "amazon2"
-  n_class = 2
-  has_title = True
-
-
-class DbpediaProcessor(ZhangCsvProcessor):
-  name = "dbpedia"
-  n_class = 14
-  has_title = True
-
-
-class AgNewsProcessor(ZhangCsvProcessor):
-  name = "ag_news"
-  n_class = 4
-  has_title = True
+# Each dataset: its classes, and whether a title column precedes the text.
+ZHANG_CSV_TASKS = {"yelp5": (5, False), "yelp2": (2, False),
+                   "amazon5": (5, True), "amazon2": (2, True),
+                   "dbpedia": (14, True), "ag_news": (4, True)}
 
 
 ################################################################################
@@ -391,11 +369,13 @@ class UserTableProcessor(classifier_processors.TableProcessor):
 ################################################################################
 # Registry.
 ################################################################################
+# Task name -> a function making its processor.
 PROCESSORS = {p.name: p for p in (
     ColaProcessor, Sst2Processor, MrpcProcessor, QqpProcessor, StsbProcessor,
     MnliMatchedProcessor, MnliMismatchedProcessor, QnliProcessor, RteProcessor,
-    WnliProcessor, ImdbProcessor, Yelp5Processor, Yelp2Processor,
-    Amazon5Processor, Amazon2Processor, DbpediaProcessor, AgNewsProcessor)}
+    WnliProcessor, ImdbProcessor)}
+PROCESSORS.update({name: functools.partial(ZhangCsvProcessor, name, *facts)
+                   for name, facts in ZHANG_CSV_TASKS.items()})
 USER_TASKS = finetune_config.CLASSIFIER_USER_TASKS
 # (Listed in the config, which the flags read without TensorFlow; a test
 # keeps it equal to PROCESSORS' names.)
