@@ -95,7 +95,7 @@ def read_model_weights(checkpoint):
 
 
 # The heads that pool the sequence (`modeling.summarize_sequence`).
-SUMMARY_KINDS = ("classification", "regression", "race")
+SUMMARY_KINDS = hf_names.TASK_SCOPED_KINDS + ("race",)
 _ATTN_SUMMARY = "model/sequnece_summary/summary_bias"
 _SUMMARY_PROJ = "model/sequnece_summary/summary/kernel"
 
@@ -221,10 +221,10 @@ def choose_head(heads, task_name=None, is_regression=None):
                        "one with --task_name")
     return heads[0] if heads else ("lm", None)
   task = task_name.lower()
-  if task in ("squad", "race"):
+  if task in hf_names.ONE_TASK_KINDS:
     wanted = [(task, None)]
   else:
-    kinds = {None: ("classification", "regression"), True: ("regression",),
+    kinds = {None: hf_names.TASK_SCOPED_KINDS, True: ("regression",),
              False: ("classification",)}[is_regression]
     wanted = [(k, f"{k}_{task}") for k in kinds]
   for head in wanted:
@@ -318,7 +318,7 @@ def hf_config(xlnet_config, kind, scope, n_class, ids, summary,
       "pad_token_id": ids["<pad>"], "bos_token_id": ids["<s>"],
       "eos_token_id": ids["</s>"],
   }
-  if kind in ("classification", "regression"):
+  if kind in hf_names.TASK_SCOPED_KINDS:
     task = scope.split("_", 1)[1]
     labels = labels or [f"LABEL_{i}" for i in range(n_class or 1)]
     config.update(

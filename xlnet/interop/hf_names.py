@@ -110,12 +110,18 @@ HEADS = {
         + _dense("answer_class/dense_1", "answer_class.dense_1", "d_model", 1,
                  bias=False))),
 }
+# The heads of a classification or regression task, scoped by it
+# (`{kind}_{task}`, e.g. "regression_sts-b"), and the heads of one task
+# each, whose kind is the task's name and whose scope is fixed.
+TASK_SCOPED_KINDS = ("classification", "regression")
+ONE_TASK_KINDS = ("squad", "race")
 
 # Variables a model may lack: `mask_emb` (only pretraining builds it), the
 # LM bias (only pretraining), the summary projection (--use_summ_proj=False).
 _OPTIONAL = _GLOBAL[1:] + HEADS["lm"][1] + _SUMMARY
 
-_HEAD_SCOPE = re.compile(r"^model/((classification|regression)_[^/]+)/logit/")
+_HEAD_SCOPE = re.compile(
+    rf"^model/(({'|'.join(TASK_SCOPED_KINDS)})_[^/]+)/logit/")
 
 
 def find_heads(tf_names):

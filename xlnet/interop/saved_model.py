@@ -66,7 +66,7 @@ def _outputs(kind, scope, n_class, xlnet_config, inputs, has_lm_bias,
              summary):
   """The head's output tensors (a dict) on `inputs`; `summary` is
   `hf_export.summary_settings`."""
-  if kind in ("classification", "regression"):
+  if kind in hf_names.TASK_SCOPED_KINDS:
     label_dtype = tf.int32 if kind == "classification" else tf.float32
     features = dict(inputs, label_ids=tf.zeros(
         tf.shape(inputs["input_ids"])[:1], label_dtype))
