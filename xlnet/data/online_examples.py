@@ -15,7 +15,6 @@ of one int64 [2] key per host batch, so the same key always gives the same
 examples. The draws follow the same distributions as the offline writer's
 `np.random.RandomState`, not its bit stream. See docs/data.md.
 """
-import numpy as np
 import tensorflow as tf
 
 from xlnet.data import pretrain_examples
@@ -219,14 +218,6 @@ def _top_up(mask, need, key):
   return mask | (rank < need[:, None])
 
 
-def backward_rows(bsz_per_host, num_core_per_host, bi_data):
-  """bool [bsz_per_host]: the backward rows (second half of each core's
-  share with bi_data), as `token_stream.batchify` lays them out."""
-  bsz_per_core = bsz_per_host // num_core_per_host
-  return bi_data & (np.arange(bsz_per_host) % bsz_per_core
-                    >= bsz_per_core // 2)
-
-
 def make_batch(rows, bounds, offset, cfg, is_start, key):
   """The examples of all rows at one row offset (TF ops).
 
@@ -257,8 +248,8 @@ def make_batch(rows, bounds, offset, cfg, is_start, key):
   num_predict = cfg["num_predict"]
   goal_1 = None if num_predict is None else num_predict // 2
   goal_0 = None if num_predict is None else num_predict - goal_1
-  reverse = tf.constant(backward_rows(bsz, cfg["num_core_per_host"],
-                                      cfg["bi_data"]))
+  reverse = tf.constant(pretrain_examples.backward_rows(
+      bsz, cfg["num_core_per_host"], cfg["bi_data"]))
   is_start = tf.convert_to_tensor(is_start, tf.bool)
   parts = [sample_masks(part, is_start, goal, cfg["mask_alpha"],
                         cfg["mask_beta"], _fold(key, k), reverse)

@@ -257,6 +257,14 @@ def sample_mask(seg, is_start, goal, mask_alpha, mask_beta, rng,
                       mask_beta, rng, [reverse])[0]
 
 
+def backward_rows(bsz_per_host, num_core_per_host, bi_data):
+  """bool [bsz_per_host]: the backward rows (second half of each core's
+  share with bi_data), as `token_stream.batchify` lays them out."""
+  bsz_per_core = bsz_per_host // num_core_per_host
+  return bi_data & (np.arange(bsz_per_host) % bsz_per_core
+                    >= bsz_per_core // 2)
+
+
 def make_batch(rows, bounds, offset, cfg, is_start, rng):
   """Builds the examples of all rows at one row offset.
 
@@ -302,9 +310,7 @@ def make_batch(rows, bounds, offset, cfg, is_start, rng):
   num_predict = cfg["num_predict"]
   goal_1 = None if num_predict is None else num_predict // 2
   goal_0 = None if num_predict is None else num_predict - goal_1
-  bsz_per_core = bsz // cfg["num_core_per_host"]
-  reverse = cfg["bi_data"] & (np.arange(bsz) % bsz_per_core
-                              >= bsz_per_core // 2)
+  reverse = backward_rows(bsz, cfg["num_core_per_host"], cfg["bi_data"])
   alpha, beta = cfg["mask_alpha"], cfg["mask_beta"]
   if 2 * reuse_len == seq_len:  # equal parts: one walk over 2 * bsz rows
     both = sample_masks(
