@@ -50,10 +50,10 @@ GIB = 2 ** 30
 # was fitted with this share).
 DEVICE_MEMORY_FRACTION = 0.9
 
-TASK_KINDS = ("classifier", "squad", "race")
-# Sequences of seq_len tokens per example: a RACE question runs its four
-# options as four rows of the batch (`race/head.py`).
+# Sequences of seq_len tokens per example of each task kind: a RACE
+# question runs its four options as four rows of the batch (`race/head.py`).
 SEQUENCES_PER_EXAMPLE = {"classifier": 1, "squad": 1, "race": 4}
+TASK_KINDS = tuple(SEQUENCES_PER_EXAMPLE)
 # Bytes of one activation in the compute dtype.
 PRECISION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 _F32 = 4  # variables, slots, gradients, softmax, LayerNorm statistics
