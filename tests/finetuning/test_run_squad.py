@@ -42,6 +42,18 @@ def _seed(flags):
   return finetune_config.run_seed(flags["engine"], flags["seed"])
 
 
+def _sp_model(flags):
+  """The SentencePiece model of api.run_squad's keyword arguments."""
+  return prepro_utils.load_sp_model(flags["task"].spiece_model_file,
+                                    "--spiece_model_file")
+
+
+def _write_shard(flags, sp_model=None):
+  """Writes the one training shard of `flags`' run; returns its path."""
+  return squad_task.prepro_train_shard(
+      flags["task"], sp_model or _sp_model(flags), 0, 1, seed=_seed(flags))
+
+
 @pytest.fixture()
 def squad(tmp_path):
   """Paths and flags of a tiny SQuAD run."""
@@ -85,9 +97,7 @@ def test_sharded_prepro_and_the_training_input(squad, monkeypatch):
   paragraphs, examples, _ = squad_features.read_squad_examples(squad["train"],
                                                                True)
   converter = squad_features.FeatureConverter(
-      prepro_utils.load_sp_model(flags["task"].spiece_model_file,
-                                 "--spiece_model_file"),
-      paragraphs, 48, 8, 12, False, is_training=True)
+      _sp_model(flags), paragraphs, 48, 8, 12, False, is_training=True)
   want = sum(len(f["input_ids"]) for f in converter.iter_features(examples))
   assert sum(_count_records(p) for p in paths) == want
 
@@ -225,9 +235,7 @@ RELEASE_INTS = ("unique_ids", "input_ids", "segment_ids", "cls_index",
 
 
 def test_training_order_follows_the_seed(squad):
-  flags = squad["flags"]("--do_prepro")
-  sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file,
-                                        "--spiece_model_file")
+  sp_model = _sp_model(squad["flags"]("--do_prepro"))
   paragraphs, examples, _ = squad_features.read_squad_examples(squad["train"],
                                                                True)
   converter = squad_features.FeatureConverter(sp_model, paragraphs, 48, 8, 12,
@@ -240,14 +248,12 @@ def test_training_order_follows_the_seed(squad):
   orders = {}
   for seed in (1, 2):
     flags = squad["flags"]("--do_prepro", f"--seed={seed}")
-    path = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1,
-                                         seed=_seed(flags))
+    path = _write_shard(flags, sp_model)
     assert path.endswith(f".train-0-of-1.seed-{seed}.tf_record")
     with open(path, "rb") as f:
       first = f.read()
     os.remove(path)
-    squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1,
-                                  seed=_seed(flags))
+    _write_shard(flags, sp_model)
     with open(path, "rb") as f:
       assert f.read() == first  # same seed, same bits
     written = [r["input_ids"][1] for r in qa_fixtures.read_records(path)]
@@ -262,11 +268,7 @@ def test_training_order_follows_the_seed(squad):
 
 @pytest.mark.tf_version
 def test_records_have_the_release_format_and_old_ones_still_read(squad):
-  flags = squad["flags"]("--do_prepro")
-  sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file,
-                                        "--spiece_model_file")
-  path = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1,
-                                       seed=_seed(flags))
+  path = _write_shard(squad["flags"]("--do_prepro"))
   records = qa_fixtures.read_records(path)
   for record in records:
     assert {k: kind for k, (kind, _) in record.items()} == dict(
@@ -288,10 +290,8 @@ def test_records_have_the_release_format_and_old_ones_still_read(squad):
 
 def test_training_uses_the_releases_records_when_ours_are_missing(squad):
   flags = squad["flags"]("--do_train")
-  sp_model = prepro_utils.load_sp_model(flags["task"].spiece_model_file,
-                                        "--spiece_model_file")
-  ours = squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1,
-                                       seed=_seed(flags))
+  sp_model = _sp_model(flags)
+  ours = _write_shard(flags, sp_model)
   values = [{k: v for k, (_, v) in r.items()}
             for r in qa_fixtures.read_records(ours)]
   os.remove(ours)
