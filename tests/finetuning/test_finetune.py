@@ -56,6 +56,16 @@ def _tsv(path, rows):
     f.write("".join(f"{label}\t{text}\n" for label, text in rows))
 
 
+def _task_dir(tmp_path, sizes, row):
+  """`tmp_path/data` with a labelled table per split of `sizes` (split ->
+  rows), row i of each `row(i)` = (label, text), made in that order."""
+  data = tmp_path / "data"
+  data.mkdir()
+  for split, n in sizes.items():
+    _tsv(data / f"{split}.tsv", [row(i) for i in range(n)])
+  return data
+
+
 # 60 steps of 16: measured dev accuracy 1.00 on the cue-word task and
 # Pearson 0.97 on the counting score (the tests ask for 0.85 and 0.6).
 def _classifier_args(pretrained, tmp_path, data, *extra):
@@ -82,15 +92,13 @@ def test_classifier_learns_a_cue_word_task(tmp_path, pretrained):
   """The label is the cue word's (wonderful/terrible) among filler words:
   dev accuracy far above the majority class (0.5)."""
   rng = random.Random(0)
-  data = tmp_path / "data"
-  data.mkdir()
-  for split, n in (("train", 200), ("dev", 60)):
-    rows = []
-    for i in range(n):
-      words = [rng.choice(WORDS) for _ in range(6)]
-      words.insert(rng.randrange(7), "wonderful" if i % 2 else "terrible")
-      rows.append((i % 2, " ".join(words)))
-    _tsv(data / f"{split}.tsv", rows)
+
+  def row(i):
+    words = [rng.choice(WORDS) for _ in range(6)]
+    words.insert(rng.randrange(7), "wonderful" if i % 2 else "terrible")
+    return i % 2, " ".join(words)
+
+  data = _task_dir(tmp_path, {"train": 200, "dev": 60}, row)
   _ok(_classifier_args(pretrained, tmp_path, data, "--label_list=0,1"))
   results = _results(tmp_path)
   assert int(results["num_examples"]) == 60
@@ -106,17 +114,15 @@ def test_regression_learns_a_counting_score(tmp_path, pretrained):
   """The score is the number of times 'wonderful' occurs (0-3): the dev
   Pearson correlation is clearly positive."""
   rng = random.Random(1)
-  data = tmp_path / "data"
-  data.mkdir()
-  for split, n in (("train", 240), ("dev", 60)):
-    rows = []
-    for _ in range(n):
-      count = rng.randrange(4)
-      words = [rng.choice(WORDS) for _ in range(5)]
-      for _ in range(count):
-        words.insert(rng.randrange(len(words) + 1), "wonderful")
-      rows.append((float(count), " ".join(words)))
-    _tsv(data / f"{split}.tsv", rows)
+
+  def row(_):
+    count = rng.randrange(4)
+    words = [rng.choice(WORDS) for _ in range(5)]
+    for _ in range(count):
+      words.insert(rng.randrange(len(words) + 1), "wonderful")
+    return float(count), " ".join(words)
+
+  data = _task_dir(tmp_path, {"train": 240, "dev": 60}, row)
   _ok(_classifier_args(pretrained, tmp_path, data, "--is_regression=True"))
   results = _results(tmp_path)
   assert float(results["eval_pearsonr"]) > 0.6, results
@@ -127,11 +133,8 @@ def test_a_model_dir_keeps_the_summary_its_head_was_trained_with(
   """Fine-tuning records how its head pools (head.json, read by the
   export); resuming, evaluating or predicting with another --summary_type
   is a one-line error naming the flag, not a silently different model."""
-  data = tmp_path / "data"
-  data.mkdir()
-  rows = [(i % 2, " ".join(WORDS[i % 5:i % 5 + 4])) for i in range(16)]
-  for split in ("train", "dev"):
-    _tsv(data / f"{split}.tsv", rows)
+  data = _task_dir(tmp_path, {"train": 16, "dev": 16},
+                   lambda i: (i % 2, " ".join(WORDS[i % 5:i % 5 + 4])))
   args = _classifier_args(pretrained, tmp_path, data, "--label_list=0,1")
   short = [a for a in args if not a.startswith(("--train_steps",
                                                 "--iterations"))]
@@ -263,12 +266,9 @@ def test_a_step_out_of_memory_stops_with_a_safer_command_that_resumes(
   (--train_batch_size halved: the same batch); the newest checkpoint stays
   as it was, and that command resumes from it to the end."""
   from xlnet.training import trainer as trainer_lib  # pylint: disable=import-outside-toplevel
-  data = tmp_path / "data"
-  data.mkdir()
   rng = random.Random(0)
-  rows = [(i % 2, " ".join(rng.choice(WORDS) for _ in range(8)))
-          for i in range(40)]
-  _tsv(data / "train.tsv", rows)
+  data = _task_dir(tmp_path, {"train": 40}, lambda i: (
+      i % 2, " ".join(rng.choice(WORDS) for _ in range(8))))
   args = [a for a in _classifier_args(pretrained, tmp_path, data)
           if a.split("=")[0] not in ("--do_eval", "--train_steps",
                                      "--train_batch_size", "--iterations")]
