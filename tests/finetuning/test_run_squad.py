@@ -50,8 +50,10 @@ def _sp_model(flags):
 
 def _write_shard(flags, sp_model=None):
   """Writes the one training shard of `flags`' run; returns its path."""
-  return squad_task.prepro_train_shard(
-      flags["task"], sp_model or _sp_model(flags), 0, 1, seed=_seed(flags))
+  if sp_model is None:
+    sp_model = _sp_model(flags)
+  return squad_task.prepro_train_shard(flags["task"], sp_model, 0, 1,
+                                       seed=_seed(flags))
 
 
 @pytest.fixture()
