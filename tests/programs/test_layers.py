@@ -229,3 +229,35 @@ def test_importing_the_python_api_defines_no_flag(probe):
 
 def test_importing_the_python_api_loads_nothing_above_the_library(probe):
   assert probe["above"] == []
+
+
+# The house's size limits: a module a reader can hold (modeling.py, the
+# model in one file, excepted), a class of one role, a thin program.
+MODULE_LINES, CLASS_LINES, PROGRAM_LINES = 650, 320, 200
+
+
+def _sizes():
+  """(module lines, class lines) of the package: lists of (lines, where)."""
+  modules, classes = [], []
+  for name, path in MODULES.items():
+    with open(path, encoding="utf-8") as f:
+      text = f.read()
+    modules.append((text.count("\n"), name))
+    classes += [(node.end_lineno - node.lineno + 1, f"{name}.{node.name}")
+                for node in ast.walk(ast.parse(text))
+                if isinstance(node, ast.ClassDef)]
+  return modules, classes
+
+
+@pytest.mark.quick
+def test_modules_classes_and_programs_stay_within_the_size_limits():
+  modules, classes = _sizes()
+  assert len(modules) > 100 and len(classes) > 50  # the walk saw the package
+  big = [(n, m) for n, m in modules if n > MODULE_LINES
+         and m != "xlnet.modeling"]
+  assert not big, f"modules over {MODULE_LINES} lines: {big}"
+  big = [(n, c) for n, c in classes if n > CLASS_LINES]
+  assert not big, f"classes over {CLASS_LINES} lines: {big}"
+  big = [(n, m) for n, m in modules if m.startswith("xlnet.programs.")
+         and m != "xlnet.programs.cli" and n > PROGRAM_LINES]
+  assert not big, f"program modules over {PROGRAM_LINES} lines: {big}"

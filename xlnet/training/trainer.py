@@ -120,8 +120,10 @@ class Trainer:
     self.chief = strategies.is_chief(strategy)
     self.worker = strategies.worker_index(strategy)
     self.num_replicas = strategy.num_replicas_in_sync
-    self._template = tf.compat.v1.make_template(template_lib.TEMPLATE_SCOPE,
-                                                loss_fn)
+    # The model function `template(features, mems, is_training)`; called
+    # outside the train step it reads the trained variables (evaluation).
+    self.template = tf.compat.v1.make_template(template_lib.TEMPLATE_SCOPE,
+                                               loss_fn)
     self._built = False
 
   # --------------------------------------------------------------------------
@@ -141,8 +143,8 @@ class Trainer:
       features = {k: template_lib.zeros_like_spec(s)
                   for k, s in element_spec.items()}
       mems = self.memory.zeros() if self.memory else None
-      self._template(features, mems, False)  # creates the model variables
-      self.trainable = list(self._template.trainable_variables)
+      self.template(features, mems, False)  # creates the model variables
+      self.trainable = list(self.template.trainable_variables)
       self.names = [self._name(v) for v in self.trainable]
       self.adam.build(self.trainable, self.names)
       self.global_step = tf.Variable(
@@ -151,7 +153,7 @@ class Trainer:
       self.mem_vars = self.memory.variables() if self.memory else []
     variables = dict(zip(self.names, self.trainable))
     variables.update(self.adam.variables())
-    for var in self._template.non_trainable_variables:
+    for var in self.template.non_trainable_variables:
       variables[self._name(var)] = var
     variables["global_step"] = self.global_step
     self.local_replica_ids = strategies.local_replica_ids(self.strategy)
@@ -164,16 +166,10 @@ class Trainer:
                  sum(int(np.prod(v.shape)) for v in self.trainable),
                  self.num_replicas)
 
-  @property
-  def template(self):
-    """The model function `template(features, mems, is_training)`; calling
-    it outside the train step reads the trained variables (evaluation)."""
-    return self._template
-
   def _name(self, variable):
     """The checkpoint name of one of the template's variables."""
     return template_lib.checkpoint_name(variable,
-                                        self._template.variable_scope.name)
+                                        self.template.variable_scope.name)
 
   # --------------------------------------------------------------------------
   # The step.
@@ -189,7 +185,7 @@ class Trainer:
       with modeling.stateless_dropout_seed(_dropout_seed(self.seed, step,
                                                          micro),
                                            byte_masks=self.byte_masks):
-        loss, new_mems, _ = self._template(features, mems, True)
+        loss, new_mems, _ = self.template(features, mems, True)
       scaling = self.adam.loss_scaling
       scale = self.adam.loss_scale.read_value() if scaling else None
       target = loss * scale if scaling else loss
@@ -332,7 +328,7 @@ class Trainer:
   def init_from_checkpoint(self, path, allow_missing=()):
     """Warm start: the model variables found by name in `path` (a prefix, a
     directory or DIR/latest); the optimizer state starts fresh."""
-    warm_start.init_template_from_checkpoint(self._template, path,
+    warm_start.init_template_from_checkpoint(self.template, path,
                                              allow_missing)
 
   # --------------------------------------------------------------------------
