@@ -45,3 +45,23 @@ def test_a_missing_or_short_corpus_info_is_named(tmp_path):
               mask_alpha=6, mask_beta=1)
   with pytest.raises(ValueError, match="^the corpus info lacks num_predict "):
     PretrainData.from_corpus_info(info, str(tmp_path))
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("change, message", [
+    (dict(mask_alpha=0), r"--mask_alpha=0 must be >= --mask_beta=1 > 0 "),
+    (dict(mask_beta=0), r"--mask_alpha=6 must be >= --mask_beta=0 > 0 "),
+    (dict(num_predict=0), r"--num_predict=0 must be >= 1 \(no target"),
+    # 9 targets: 5 in the reuse part of 4 tokens.
+    (dict(num_predict=9), r"--num_predict=9 needs 5 masked tokens in the "
+                          r"reuse part \(--reuse_len=4\) and 4 in the rest"),
+])
+def test_span_masks_that_cannot_fit_are_refused_when_built(change, message):
+  """Refused when the config is built, naming the flags as the programs
+  do, not when its input function first runs (token records draw their
+  span masks with these values)."""
+  sizes = dict(record_info_dir="r", seq_len=8, reuse_len=4, perm_size=2,
+               bi_data=True, mask_alpha=6, mask_beta=1, num_predict=3)
+  PretrainData(**dict(sizes, num_predict=8))  # 4 targets in each part
+  with pytest.raises(ValueError, match="^" + message):
+    PretrainData(**dict(sizes, **change))

@@ -12,6 +12,7 @@ from typing import Optional
 from xlnet import model as model_lib
 from xlnet import validation
 from xlnet.data import input_pipeline
+from xlnet.data import pretrain_examples
 from xlnet.data import record_format
 from xlnet.pretraining import inputs
 from xlnet.training import config as train_config_lib
@@ -58,12 +59,19 @@ class PretrainData:
 
   def __post_init__(self):
     """The rules the programs' flags follow: `sample_strategy` one of its
-    choices, `perm_size` tiling both parts of a row."""
+    choices, `perm_size` tiling both parts of a row, span masks that fit
+    an example (`mask_alpha` >= `mask_beta` > 0, `num_predict` targets
+    shared by its two parts: what data_utils.py checks when it writes
+    example records, and the input function when it draws from token
+    records)."""
     validation.check_fields(self)
+    name = input_pipeline.namer(inputs.FLAG_NAMES)
     input_pipeline.check_perm_size(
         self.reuse_len if self.perm_size is None else self.perm_size,
-        self.seq_len, self.reuse_len,
-        input_pipeline.namer(inputs.FLAG_NAMES))
+        self.seq_len, self.reuse_len, name)
+    pretrain_examples.check_sampling(self.mask_alpha, self.mask_beta,
+                                     self.num_predict, self.seq_len,
+                                     self.reuse_len, name)
 
   @classmethod
   def from_corpus_info(cls, path_or_dict, record_info_dir, perm_size=None,
