@@ -28,7 +28,8 @@ which names the setting in the words a user of the programs types
   cluster_timeout, data_service_timeout
   summary_type, init,               one of CHOICES
   decay_method, tpu_engine,
-  record_kind, sample_strategy
+  record_kind, sample_strategy,
+  model_size
   use_fp16                          excludes use_bfloat16 and use_tpu
 
 `warmup_steps` above `train_steps` is a run that ends during warm-up (the
@@ -90,6 +91,8 @@ CHOICES = {
     # examples are drawn online; where those draws may start a span mask.
     "record_kind": ("examples", "tokens"),
     "sample_strategy": ("word_span", "token_span"),
+    # reproduce.py's pretrained model: XLNet-Large or XLNet-Base.
+    "model_size": ("large", "base"),
 }
 # Every name with a rule.
 NAMES = tuple(dict.fromkeys([*AT_LEAST, *BELOW, *ABOVE, *CHOICES]))

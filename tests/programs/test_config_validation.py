@@ -22,6 +22,7 @@ from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.flags import pretraining as pretrain_flags
 from xlnet.pretraining import config as pretrain_config
+from xlnet.programs import reproduce
 from xlnet.programs import run_classifier
 from xlnet.reproduce import config as reproduce_config
 from xlnet.training import config as train_config
@@ -81,6 +82,8 @@ REFUSED = [
     ("sample_strategy", "whole_word", "--sample_strategy=whole_word: value "
                                       "should be one of "
                                       "<word_span|token_span>"),
+    ("model_size", "xl", "--model_size=xl: value should be one of "
+                         "<large|base>"),
 ]
 # Flags no config holds, each with where its rule is applied instead.
 NO_CONFIG = {"bsz_per_host": "data_utils.py's record writer",
@@ -92,7 +95,8 @@ TASK_PROGRAM = {"max_seq_length": "run_squad",
                 "max_query_length": "run_squad", "doc_stride": "run_squad",
                 "max_answer_length": "run_squad", "start_n_top": "run_squad",
                 "end_n_top": "run_squad", "n_best_size": "run_squad",
-                "num_proc": "run_squad", "max_qa_length": "run_race"}
+                "num_proc": "run_squad", "max_qa_length": "run_race",
+                "model_size": "reproduce"}
 
 _XLNET = model_lib.XLNetConfig(
     n_layer=1, d_model=8, n_head=1, d_head=8, d_inner=8,
@@ -136,11 +140,19 @@ def _message(build):
   return str(info.value)
 
 
+def _check_reproduce(unused_tmp_path, extra):
+  """reproduce.py: its flags resolved into a ReproduceConfig."""
+  FL = absl_flags.FlagValues()
+  reproduce.define_flags(FL)
+  FL(["reproduce.py", "--table=glue"] + extra)
+  finetune_flags.resolve_reproduce(FL)
+
+
 def _cli_message(program, tmp_path, flag, value):
   """What `program`'s flag checks say of --flag=value, or None when the
   program has no such flag."""
-  check = {**program_checks.PROGRAMS, "run_classifier": _check_classifier}[
-      program]
+  check = {**program_checks.PROGRAMS, "run_classifier": _check_classifier,
+           "reproduce": _check_reproduce}[program]
   try:
     return _message(lambda: check(tmp_path, [f"--{flag}={value}"]))
   except absl_flags.UnrecognizedFlagError:
@@ -343,6 +355,12 @@ def test_doubles_must_agree():
      "memory to plan it from"),
     (dict(use_tpu=True, use_bfloat16=True), "--use_bfloat16 is implied by "
      "--use_tpu (TPUs compute in bfloat16); drop it"),
+    # The words of absl's enum flags, which reproduce.py's --table and
+    # --model_size are.
+    (dict(table="glu"), "--table=glu: value should be one of "
+     "<glue|classification|squad|race>"),
+    (dict(table="glue", model_size="xl"), "--model_size=xl: value should be "
+     "one of <large|base>"),
 ])
 def test_reproduce_config_refuses_what_reproduce_refuses(values, message):
   """reproduce.py's own rules, from Python: the words its one-line errors

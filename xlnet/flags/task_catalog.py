@@ -13,6 +13,7 @@ import dataclasses
 
 from absl import flags
 
+from xlnet import validation
 from xlnet.finetuning import config as finetune_config
 from xlnet.flags import catalog
 from xlnet.reproduce import paper_settings
@@ -230,7 +231,8 @@ def define_reproduce_flags(flag_values, *, tables):
   """
   fv = dict(flag_values=flag_values)
   flags.DEFINE_enum("table", None, tables, "The paper's table to run.", **fv)
-  flags.DEFINE_enum("model_size", "large", ["large", "base"],
+  flags.DEFINE_enum("model_size", validation.first_choice("model_size"),
+                    validation.CHOICES["model_size"],
                     "XLNet-Large or XLNet-Base: picks the settings and the "
                     "paper's figures.", **fv)
   flags.DEFINE_list("tasks", None, "Run only these tasks of the table "

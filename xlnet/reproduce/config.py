@@ -4,6 +4,7 @@ import dataclasses
 from typing import Optional, Tuple
 
 from xlnet import validation
+from xlnet.reproduce import paper_settings
 from xlnet.training import config as train_config_lib
 
 
@@ -15,7 +16,7 @@ class ReproduceConfig:
   built; reproduce.py checks what a run needs besides (the table, the
   paths, where the TPU writes)."""
   table: Optional[str] = None
-  model_size: str = "large"
+  model_size: str = validation.first_choice("model_size")
   tasks: Optional[Tuple[str, ...]] = None
   init_checkpoint: Optional[str] = None
   model_config_path: Optional[str] = None
@@ -53,6 +54,9 @@ class ReproduceConfig:
 
   def __post_init__(self):
     validation.check_fields(self)
+    if self.table is not None:
+      validation.check_choice("table", self.table,
+                              tuple(paper_settings.TABLES))
     validation.check_precision(self.use_tpu, self.use_bfloat16, self.use_fp16)
     if self.use_bfloat16 and self.use_tpu:
       raise ValueError("--use_bfloat16 is implied by --use_tpu (TPUs compute "
