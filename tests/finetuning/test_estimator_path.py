@@ -45,8 +45,8 @@ N_CLASS, LENGTH, BATCH, LR = 2, 8, 4, 0.01
 SCOPE = "classification_est"
 BIAS = f"model/{SCOPE}/logit/bias"
 TASK = finetune_config.ClassifierConfig(
-    task_name="est", data_dir="unused", output_dir="unused",
-    spiece_model_file="unused")
+    task_name="sst-2", cls_scope="est", data_dir="unused",
+    output_dir="unused", spiece_model_file="unused")
 
 
 def examples(n, seed):

@@ -237,6 +237,14 @@ def _task_cases():
        "--high_only and --middle_only exclude each other"),
       ("run_race", ["--eval_split=train"], race, dict(eval_split="train"),
        "--eval_split=train: value should be one of <dev|test>"),
+      ("run_classifier", ["--task_name=glue"], classifier,
+       dict(task_name="glue"), "--task_name=glue: unknown task; expected one "
+       "of ag_news, amazon2, amazon5, cola, dbpedia, imdb, mnli_matched, "
+       "mnli_mismatched, mrpc, qnli, qqp, rte, sst-2, sts-b, wnli, yelp2, "
+       "yelp5, tsv, csv"),
+      ("run_squad", ["--target_eval_key=f2"], squad,
+       dict(target_eval_key="f2"), "--target_eval_key=f2: value should be "
+       "one of <best_f1|best_exact|has_ans_f1|has_ans_exact|f1|exact>"),
   ]
 
 

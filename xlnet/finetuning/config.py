@@ -316,9 +316,18 @@ class RaceConfig:
 # The tasks' rules: each takes a task config or the program's flags (the
 # same names), so both are refused alike.
 ################################################################################
+def check_task_name(task_name):
+  """Raises unless `task_name` is one of CLASSIFIER_TASKS
+  (case-insensitive)."""
+  if (task_name or "").lower() not in CLASSIFIER_TASKS:
+    raise ValueError(f"--task_name={task_name}: unknown task; expected one "
+                     f"of {', '.join(CLASSIFIER_TASKS)}")
+
+
 def check_classifier(values):
   """Raises a one-line ValueError naming the first bad setting of a
   classification task."""
+  check_task_name(values.task_name)
   if values.max_seq_length < MIN_SEQ_LENGTH:
     raise ValueError(f"--max_seq_length={values.max_seq_length} must be >= "
                      f"{MIN_SEQ_LENGTH} (one piece, <sep> and <cls>)")
@@ -330,6 +339,8 @@ def check_classifier(values):
 def check_squad(values):
   """Raises a one-line ValueError naming the first bad setting of SQuAD."""
   validation.check_all(values)
+  validation.check_choice("target_eval_key", values.target_eval_key,
+                          SQUAD_TARGET_EVAL_KEYS)
   check_room(values, "max_query_length", "paragraph")
   for name in ("start_n_top", "end_n_top"):
     if getattr(values, name) > values.max_seq_length:

@@ -394,10 +394,8 @@ def make_processor(task_name, **user_options):
   Raises:
     ValueError: on an unknown task.
   """
-  name = (task_name or "").lower()
+  finetune_config.check_task_name(task_name)
+  name = task_name.lower()
   if name in USER_TASKS:
     return UserTableProcessor(name, **user_options)
-  if name not in PROCESSORS:
-    raise ValueError(f"--task_name={task_name}: unknown task; expected one "
-                     f"of {', '.join(TASK_NAMES)}")
   return PROCESSORS[name]()
