@@ -13,8 +13,9 @@ class ReproduceConfig:
   """What reproduce.py runs (`xlnet/reproduce/api.py`); every field
   is the flag of its name, the overrides (train_steps ... max_query_length)
   None for each task's own setting. Its values are checked when it is
-  built; reproduce.py checks what a run needs besides (the table, the
-  paths, where the TPU writes)."""
+  built (a table, when given, one of the paper's); `plan_table` and
+  `run_table` check what a run needs besides (a table, the paths, where
+  the TPU writes)."""
   table: Optional[str] = None
   model_size: str = validation.first_choice("model_size")
   tasks: Optional[Tuple[str, ...]] = None
