@@ -41,9 +41,9 @@ def _cue_squad(rng, num, first_id):
   return [dict(title="cue", paragraphs=paragraphs)]
 
 
-def _write_config(tmp_path):
+def _write_config(tmp_path, model=None):
   path = tmp_path / "small_config.json"
-  path.write_text(json.dumps(SMALL_MODEL))
+  path.write_text(json.dumps(model or SMALL_MODEL))
   return str(path)
 
 
@@ -68,13 +68,14 @@ def test_squad_learns_the_word_after_a_cue(tmp_path, seed):
 
 
 def _cue_race(rng, split, num):
-  """The article says "Botchan likes X"; the right option is X."""
+  """The article's 6 filler words end with "Botchan likes X"; the right
+  option is X. (The article keeps its first 21 pieces, 32 - 3 -
+  max_qa_length 8, and the tiny SentencePiece model splits a name into up
+  to 6: a cue among 12 filler words was often cut.)"""
   files = {}
   for i in range(num):
-    words = list(rng.choice(FILLER, 12))
     name = str(rng.choice(NAMES))
-    at = int(rng.integers(0, 12))
-    words[at:at] = ["Botchan", "likes", name]
+    words = list(rng.choice(FILLER, 6)) + ["Botchan", "likes", name]
     others = rng.choice([n for n in NAMES if n != name], 3, replace=False)
     label = int(rng.integers(0, 4))
     options = [str(o) for o in others]
@@ -86,8 +87,17 @@ def _cue_race(rng, split, num):
   return files
 
 
-# Seeded, so the run is the same every time; seeds 1-4 all pass (a 150-step
-# warmup keeps the early Adam steps from stalling the model at chance).
+# RACE's model: twice SQuAD's width, which the matching of an option to the
+# article needs to be learned reliably (below).
+RACE_MODEL = dict(SMALL_MODEL, d_model=64, d_head=16, d_inner=128)
+
+
+# Seeded, so the run is the same every time. Measured (2-core AVX512 CPU):
+# seeds 1-4 on three draws of the data (default_rng 0, 1, 2) all pass, at
+# 0.84-1.0. The task is learned suddenly or not at all: at d_model 32, with
+# the cue at a random place among 12 filler words, seeds 3 and 4 were still
+# at chance after 1,500 steps, and 400 steps here leave 2 of those 12 runs
+# at chance.
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1])
 def test_race_beats_chance_on_a_four_choice_task(tmp_path, seed):
@@ -99,9 +109,9 @@ def test_race_beats_chance_on_a_four_choice_task(tmp_path, seed):
       "run_race.py", f"--data_dir={data_dir}",
       f"--spiece_model_file={train_tiny_spm()}",
       f"--output_dir={tmp_path / 'proc'}", f"--model_dir={tmp_path / 'm'}",
-      f"--model_config_path={_write_config(tmp_path)}", "--do_train",
-      "--do_eval", "--max_seq_length=32", "--max_qa_length=8",
-      "--train_steps=1500", "--train_batch_size=8", "--learning_rate=1e-3",
-      "--warmup_steps=150", "--dropout=0", "--dropatt=0", f"--seed={seed}"])))
+      f"--model_config_path={_write_config(tmp_path, RACE_MODEL)}",
+      "--do_train", "--do_eval", "--max_seq_length=32", "--max_qa_length=8",
+      "--train_steps=800", "--train_batch_size=8", "--learning_rate=1e-3",
+      "--warmup_steps=100", "--dropout=0", "--dropatt=0", f"--seed={seed}"])))
   assert metrics["num_examples"] == 100
   assert metrics["accuracy"] > 0.5, metrics  # chance: 0.25
