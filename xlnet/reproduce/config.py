@@ -56,8 +56,7 @@ class ReproduceConfig:
   def __post_init__(self):
     validation.check_fields(self)
     if self.table is not None:
-      validation.check_choice("table", self.table,
-                              tuple(paper_settings.TABLES))
+      paper_settings.check_table(self.table)
     validation.check_precision(self.use_tpu, self.use_bfloat16, self.use_fp16)
     if self.use_bfloat16 and self.use_tpu:
       raise ValueError("--use_bfloat16 is implied by --use_tpu (TPUs compute "

@@ -18,6 +18,7 @@ import dataclasses
 from typing import Optional
 
 from xlnet import program_defaults
+from xlnet import validation
 
 CLASSIFIER = "run_classifier.py"
 SQUAD = "run_squad.py"
@@ -287,6 +288,12 @@ TITLES = {"glue": "GLUE (dev)", "classification":
 DEFAULT_SEEDS = {"glue": 5, "classification": 1, "squad": 3, "race": 1}
 
 
+def check_table(table):
+  """Raises unless `table` is one of TABLES, in the words of reproduce.py's
+  --table (an enum flag)."""
+  validation.check_choice("table", table, tuple(TABLES))
+
+
 def select(table, names=None):
   """The tasks of `table`, all or those named (case-insensitively; in the
   table's order).
@@ -294,9 +301,7 @@ def select(table, names=None):
   Raises:
     ValueError: naming an unknown table or task.
   """
-  if table not in TABLES:
-    raise ValueError(f"--table={table}: expected one of "
-                     f"{', '.join(TABLES)}")
+  check_table(table)
   tasks = TABLES[table]
   if not names:
     return list(tasks)
