@@ -37,6 +37,8 @@ LAYERS = (
                                  "xlnet.demo")),
     ("interop", ("xlnet.interop",)),  # reads finetuning's configs
     ("reproduce", ("xlnet.reproduce",)),  # runs the fine-tuning programs
+    # Pretrains and fine-tunes through the programs (reproduce's runner).
+    ("chain", ("xlnet.chain",)),
     ("flags", ("xlnet.flags",)),
     ("cli", ("xlnet.programs.cli",)),
     ("programs", ("xlnet.programs",)),

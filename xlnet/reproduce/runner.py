@@ -22,7 +22,7 @@ from xlnet.reproduce import report
 ################################################################################
 # Running commands and reading a task's number.
 ################################################################################
-def _child_setup():
+def child_setup():
   """In the child, before the program starts: its own process group, so
   that Ctrl-C at the terminal reaches only reproduce.py, which passes it on
   once (a second SIGINT would stop the task without saving); and ask Linux
@@ -110,7 +110,7 @@ def open_log(log_path, command):
         f"cannot write {log_path}: {errors.error_text(e)}") from None
 
 
-def _last_line(log_path):
+def last_line(log_path):
   """The last non-blank line of a log ("" when none)."""
   with open(log_path, errors="replace") as log:
     lines = [line.strip() for line in log if line.strip()]
@@ -143,7 +143,7 @@ def run_commands(commands, log_paths, parallel=1):
           raise
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT,
-                                cwd=plan.REPO_ROOT, preexec_fn=_child_setup)
+                                cwd=plan.REPO_ROOT, preexec_fn=child_setup)
         relay.attach(proc)
         running.append((proc, command, log_path))
       if relay.signum is not None or failures:
@@ -157,7 +157,7 @@ def run_commands(commands, log_paths, parallel=1):
     return None, relay.signum
   command, code, log_path = failures[0]
   return (f"{os.path.basename(command[1])} exited with code {code}: "
-          f"{_last_line(log_path)}", relay.signum)
+          f"{last_line(log_path)}", relay.signum)
 
 
 def _stop(running):

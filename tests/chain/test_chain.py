@@ -1,0 +1,223 @@
+"""The chain in miniature (bench/chain.py, xlnet/chain/): its pure parts
+against hand-worked figures, its resume and refusals with stand-in stages,
+and once the whole command on a tiny model (the wiring of every stage)."""
+import json
+import os
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from tests import data_helpers
+from xlnet.chain import api
+from xlnet.chain import config as chain_config
+from xlnet.chain import corpus
+from xlnet.chain import labelled
+from xlnet.chain import linear_probe
+from xlnet.chain import plan
+from xlnet.chain import report
+from xlnet.finetuning.classifier import processors
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+def _cfg(work_dir, **overrides):
+  return chain_config.ChainConfig(
+      work_dir=str(work_dir), corpus_glob="unused",
+      tasks=chain_config.parse_tasks("a=imdb:da,b=csv:db"),
+      python=sys.executable, **overrides)
+
+
+@pytest.mark.quick
+def test_parse_tasks_reads_names_layouts_and_refuses_what_it_cannot_run():
+  tasks = chain_config.parse_tasks("sentiment=IMDB:d/acl, topic=csv:d/bbc")
+  assert tasks == (chain_config.Task("sentiment", "imdb", "d/acl"),
+                   chain_config.Task("topic", "csv", "d/bbc"))
+  for spec, words in (("sentiment:imdb", "NAME=TASK_NAME:DATA_DIR"),
+                      ("a=imdb:x,a=csv:y", "distinct names"),
+                      ("a=nosuch:x", "--task_name=nosuch: unknown task")):
+    with pytest.raises(ValueError, match=words):
+      chain_config.parse_tasks(spec)
+
+
+@pytest.mark.quick
+def test_compare_hand_worked():
+  # Medians 0.81 and 0.72: gain 0.09; spreads 0.02 and 0.05: margin 0.10.
+  out = report.compare([0.80, 0.82, 0.81], [0.70, 0.75, 0.72])
+  assert out["gain"] == pytest.approx(0.09)
+  assert out["margin"] == pytest.approx(0.10)
+  assert out["beats"] is False
+  assert out["random"] == pytest.approx(
+      {"median": 0.72, "min": 0.70, "max": 0.75, "spread": 0.05})
+  # Spreads 0.01 and 0.02: margin 0.04 < gain 0.09.
+  assert report.compare([0.80, 0.81, 0.81], [0.72, 0.72, 0.70])["beats"]
+  assert report.compare([0.9], [0.5])["beats"] is None
+
+
+@pytest.mark.quick
+def test_draw_is_seeded_and_reaches_every_label_of_a_sorted_set():
+  # 600 examples sorted by label, as IMDB's and DBpedia's files come.
+  examples = [processors.InputExample(str(i), f"t{i}", None,
+                                      "neg" if i < 300 else "pos")
+              for i in range(600)]
+  drawn = labelled.draw(examples, 100, seed=0)
+  labels = [e.label for e in drawn]
+  assert 30 <= labels.count("neg") <= 70 and len(set(e.guid for e in drawn)) == 100
+  assert [e.guid for e in labelled.draw(examples, 100, seed=0)] == [
+      e.guid for e in drawn]
+  assert [e.guid for e in labelled.draw(examples, 100, seed=1)] != [
+      e.guid for e in drawn]
+  assert len(labelled.draw(examples, 10_000, seed=0)) == 600
+
+
+def _write_imdb(root, per_label=20):
+  """A tiny aclImdb layout: positive texts say 'good', negative 'bad'."""
+  for split in ("train", "test"):
+    for label, word in (("pos", "good"), ("neg", "bad")):
+      os.makedirs(os.path.join(root, split, label))
+      for i in range(per_label):
+        with open(os.path.join(root, split, label, f"{i}_1.txt"), "w") as f:
+          f.write(f"The film was {word}, {word} indeed, number {i}.")
+
+
+def test_write_subsets_gives_tables_the_csv_task_reads_back(tmp_path):
+  _write_imdb(str(tmp_path / "acl"))
+  info = labelled.write_subsets("imdb", str(tmp_path / "acl"),
+                                str(tmp_path / "set"), 12, 100, seed=3)
+  assert info["labels"] == ["neg", "pos"] and not info["pairs"]
+  assert info["train"] == {"drawn": 12, "available": 40}
+  assert info["dev"] == {"drawn": 40, "available": 40}
+  train = linear_probe.read_table(str(tmp_path / "set" / "train.csv"))
+  assert len(train) == 12
+  for e in train:  # each text kept with its own label
+    assert ("good" in e.text_a) == (e.label == "pos")
+
+
+@pytest.mark.quick
+def test_split_documents_holds_out_every_nth_document_of_every_text():
+  # Each text becomes documents of at most 40 sentences (the demo corpus'
+  # format): 100 sentences -> 40, 40, 20. Documents 1..6 in order; the
+  # 2nd, 4th and 6th are held out.
+  texts = [" ".join(f"Book {b} line {n}." for n in range(100))
+           for b in range(2)]
+  train, heldout = corpus.split_documents(texts, heldout_every=2)
+
+  def doc(b, first, last):
+    return "\n".join(f"Book {b} line {n}." for n in range(first, last))
+
+  assert heldout == [doc(0, 40, 80), doc(1, 0, 40), doc(1, 80, 100)]
+  assert train == [doc(0, 0, 40), doc(0, 80, 100), doc(1, 40, 80)]
+
+
+@pytest.mark.quick
+def test_linear_probe_separates_what_is_separable_and_not_noise():
+  rng = np.random.RandomState(0)
+  y = rng.randint(0, 3, 300)
+  centers = np.eye(3, 8) * 4
+  x = centers[y] + rng.normal(size=(300, 8))
+  accuracy, _ = linear_probe.probe(x[:200], y[:200], x[200:], y[200:], 3)
+  assert accuracy > 0.95
+  noise = rng.normal(size=(300, 8))
+  accuracy, _ = linear_probe.probe(noise[:200], y[:200], noise[200:],
+                                   y[200:], 3)
+  assert accuracy < 0.55
+
+
+class _Steps:
+  """Stand-in stages: record what runs; one can be made to stop."""
+
+  def __init__(self, stop_at=None):
+    self.ran, self.stop_at = [], stop_at
+
+  def _step(self, name):
+    def run(cfg):
+      del cfg
+      if name == self.stop_at:
+        raise KeyboardInterrupt(name)
+      self.ran.append(name)
+    return run
+
+  # The Python steps, by the names of their stages.
+  STAGES = {"write_text": "text", "probe": "probe", "write_sets": "sets",
+            "linear_probe": "linear_probe", "hf_check": "hf",
+            "write_report": "report"}
+
+  def __getattr__(self, name):
+    if name in self.STAGES:
+      return self._step(self.STAGES[name])
+    raise AttributeError(name)
+
+  def finetune(self, task, arm, seed):
+    return self._step(f"{task.name}/{arm}-s{seed}")
+
+  def run_commands(self, cfg, name, commands, watch):
+    del cfg, commands, watch
+    self._step(name)(None)
+
+
+@pytest.mark.quick
+def test_a_rerun_skips_finished_stages_and_refuses_other_settings(tmp_path,
+                                                                  capsys):
+  cfg = _cfg(tmp_path, seeds=(1, 2))
+  first = _Steps(stop_at="b/pretrained-s1")
+  with pytest.raises(KeyboardInterrupt):
+    api.run_chain(cfg, first)
+  names = [s.name for s in plan.stages(cfg, first)]
+  stop = names.index("b/pretrained-s1")
+  assert first.ran == names[:stop]
+  second = _Steps()
+  api.run_chain(cfg, second)
+  assert second.ran == names[stop:]
+  assert f"{stop} of {len(names)} stages done earlier" in capsys.readouterr().out
+  third = _Steps()
+  api.run_chain(cfg, third)
+  assert third.ran == []
+  with pytest.raises(ValueError, match=r"holds a chain run with "
+                     r"finetune_steps=500, this command has 400"):
+    api.run_chain(_cfg(tmp_path, seeds=(1, 2), finetune_steps=400), _Steps())
+
+
+@pytest.mark.quick
+def test_eta_scales_the_estimates_by_the_long_stages_only():
+  line = api.eta_line(3, 9, "x", 75, 1000, [(5, 20), (100, 200)])
+  assert line.startswith("[chain 1m15s] [3/9] x: starting; ETA 33m20s")
+  assert "from 1 finished long stage(s)" in line
+  assert "ETA 16m40s (estimated)" in api.eta_line(1, 9, "x", 0, 1000, [])
+
+
+@pytest.mark.slow
+def test_the_chain_command_runs_every_stage_on_a_tiny_model(tmp_path):
+  """bench/chain.py end to end, in minutes' hundredth: a 1-layer model,
+  20 pretraining and 10 fine-tuning steps; no HF check (tests/interop
+  checks the export), no plot."""
+  text = tmp_path / "corpus.txt"
+  with open(data_helpers.demo_corpus()) as f:
+    text.write_text(f.read()[:60_000])
+  _write_imdb(str(tmp_path / "acl"))
+  work = tmp_path / "work"
+  command = [sys.executable, os.path.join(REPO, "bench", "chain.py"),
+             f"--work_dir={work}", f"--corpus_glob={text}",
+             f"--tasks=sentiment=imdb:{tmp_path / 'acl'}", "--seeds=1",
+             "--hf_python=", "--plot_python=", "--vocab_size=500",
+             "--n_layer=1", "--d_model=32", "--n_head=2", "--d_inner=64",
+             "--pretrain_steps=20", "--pretrain_warmup_steps=5",
+             "--heldout_every=5", "--train_examples=24",
+             "--dev_examples=40", "--max_seq_length=32",
+             "--finetune_steps=10", "--eval_every=5",
+             "--finetune_warmup_steps=2"]
+  done = subprocess.run(command, capture_output=True, text=True, cwd=REPO,
+                        timeout=600, check=False)
+  assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+  assert "[9/10] sentiment/random-s1: starting; ETA" in done.stdout
+  results = json.loads((work / "results.json").read_text())
+  sentiment = results["sets"]["sentiment"]
+  for arm in chain_config.ARMS:
+    curve = sentiment["curves"][arm]["1"]
+    assert [step for step, _ in curve] == [5, 10]
+    assert sentiment[arm]["median"] == curve[-1][1]
+  assert results["probe"]["held_out_loss"][-1][0] == 20
+  assert set(results["linear_probe"]["sentiment"]) == set(chain_config.ARMS)
+  assert "| sentiment (imdb) | 24 / 40 |" in (work / "results.md").read_text()

@@ -1,0 +1,113 @@
+"""run_chain(config): the paper's chain in miniature, stage by stage
+(`plan.stages`), resumable.
+
+The work dir is locked (two chains never write one), its settings are
+recorded in chain.json (a rerun with other settings is refused: use a new
+work dir), and a stage that finished is recorded in done/ and skipped by a
+rerun. A stage stopped midway starts again, and its program resumes from
+its own checkpoints (train_gpu.py and run_classifier.py resume exactly);
+the Python stages write every file atomically. Before each stage a line
+gives the elapsed time and the ETA: the stages' estimates, scaled by how
+long the stages finished in this run took against theirs.
+"""
+import json
+import os
+import time
+
+from xlnet import io_utils
+from xlnet.chain import plan
+from xlnet.chain import steps
+from xlnet.reproduce import api as reproduce_api
+from xlnet.reproduce import report as reproduce_report
+
+# Stages estimated at this many seconds or more scale the ETA.
+LONG_STAGE_S = 60
+
+
+def _done_path(cfg, stage):
+  return plan.path(cfg, "done", stage.name.replace("/", "__") + ".json")
+
+
+def check_settings(cfg):
+  """Records the settings in chain.json, or checks them against it.
+
+  Raises:
+    ValueError: the work dir holds a chain of other settings (naming the
+      first that differs).
+  """
+  path = plan.path(cfg, "chain.json")
+  settings = cfg.settings()
+  if not os.path.exists(path):
+    io_utils.atomic_write(path, json.dumps(settings, indent=1) + "\n")
+    return
+  with open(path) as f:
+    recorded = json.load(f)
+  for key in sorted(set(recorded) | set(settings)):
+    if recorded.get(key) != settings.get(key):
+      raise ValueError(
+          f"--work_dir={cfg.work_dir} holds a chain run with {key}="
+          f"{json.dumps(recorded.get(key))}, this command has "
+          f"{json.dumps(settings.get(key))}: rerun with its settings to "
+          "resume it, or give a new --work_dir")
+
+
+def eta_line(index, total, name, elapsed, left_estimate, finished):
+  """The line printed when stage `index` (1-based) of `total` starts.
+
+  Args:
+    elapsed: seconds since this run started.
+    left_estimate: estimated seconds of this stage and those after it.
+    finished: (estimate, seconds) of the stages this run finished.
+  """
+  scale, basis = 1.0, "estimated"
+  # The long stages decide the ETA: the short ones' start-up dominates
+  # their time and would scale the long ones' estimates wrongly.
+  long_ones = [(e, s) for e, s in finished if e >= LONG_STAGE_S]
+  if long_ones:
+    scale = sum(s for _, s in long_ones) / sum(e for e, _ in long_ones)
+    basis = f"from {len(long_ones)} finished long stage(s)"
+  fmt = reproduce_report.format_duration
+  return (f"[chain {fmt(elapsed)}] [{index}/{total}] {name}: starting; "
+          f"ETA {fmt(left_estimate * scale)} ({basis})")
+
+
+def run_chain(cfg, stage_steps=steps):
+  """Runs every stage not yet done; ends with the results' table.
+
+  Args:
+    cfg: a `ChainConfig`.
+    stage_steps: what the stages call (`steps`; tests give their own).
+
+  Raises:
+    run_lock.Locked: another chain holds the work dir.
+    ValueError: a setting or input at fault (one line).
+    progress.Interrupted: stopped by SIGTERM/SIGINT (rerun to go on).
+    steps.StageFailed: a program failed (its log named).
+  """
+  os.makedirs(cfg.work_dir, exist_ok=True)
+  with reproduce_api.work_dir_lock(cfg.work_dir):
+    check_settings(cfg)
+    stages = plan.stages(cfg, stage_steps)
+    done = [os.path.exists(_done_path(cfg, s)) for s in stages]
+    if any(done):
+      print(f"[chain] {sum(done)} of {len(stages)} stages done earlier "
+            f"(recorded in {plan.path(cfg, 'done')}): skipped", flush=True)
+    start, finished = time.time(), []
+    for index, (stage, was_done) in enumerate(zip(stages, done), 1):
+      if was_done:
+        continue
+      left = sum(s.estimate for s, d in zip(stages[index - 1:],
+                                            done[index - 1:]) if not d)
+      print(eta_line(index, len(stages), stage.name, time.time() - start,
+                     left, finished), flush=True)
+      began = time.time()
+      if stage.call is not None:
+        stage.call(cfg)
+      else:
+        stage_steps.run_commands(cfg, stage.name, stage.commands,
+                                 stage.watch)
+      seconds = time.time() - began
+      finished.append((stage.estimate, seconds))
+      io_utils.atomic_write(_done_path(cfg, stage), json.dumps(
+          {"stage": stage.name, "seconds": round(seconds, 1),
+           "finished_at": time.time()}) + "\n")

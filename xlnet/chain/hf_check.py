@@ -1,0 +1,149 @@
+"""The chain's models in HF transformers: the same predictions?
+
+Run in an environment with TensorFlow, PyTorch and transformers (the
+`interop` one), after `convert_checkpoint.py --to=hf` wrote
+`work_dir/hf/pretrained` and `work_dir/hf/finetuned`
+(`bench/chain_hf_check.py`):
+
+* the fine-tuned classifier: the dev texts through HF's tokenizer (from the
+  export) and `XLNetForSequenceClassification`, against our
+  `load_classifier(model_dir)` on the same texts: the labels predicted
+  (agreement) and the logits (largest difference);
+* the pretrained model: words hidden in held-out sentences
+  (`demo_report.Report`, the demo's masked-word predictions), predicted by
+  `XLNetLMHeadModel` given the same `perm_mask` and `target_mapping`,
+  against our two-stream model: the top piece (agreement) and the
+  probabilities (largest difference).
+"""
+import csv
+import json
+import os
+
+import numpy as np
+
+from xlnet import io_utils
+from xlnet import model as model_lib
+from xlnet.data import record_format
+from xlnet.data import prepro_utils
+from xlnet.data import token_stream
+from xlnet.demo import demo_predict
+from xlnet.demo import demo_report
+from xlnet.finetuning.classifier import loaded_model
+from xlnet.training import checkpoint_io
+
+AGREEMENT = 0.999
+TOLERANCE = 1e-4
+
+
+def _compare(ours, theirs, counts):
+  """Adds one batch's [n, k] scores to `counts` (top-1 agreement and the
+  largest absolute difference)."""
+  counts["total"] += len(ours)
+  counts["agree"] += int((ours.argmax(-1) == theirs.argmax(-1)).sum())
+  counts["max_diff"] = max(counts["max_diff"],
+                           float(np.max(np.abs(ours - theirs))))
+
+
+def _verdict(counts):
+  counts["agreement"] = counts["agree"] / max(1, counts["total"])
+  counts["passed"] = bool(counts["total"] and
+                          counts["agreement"] >= AGREEMENT and
+                          counts["max_diff"] <= TOLERANCE)
+  return counts
+
+
+def check_classifier(model_dir, hf_dir, dev_csv, batch_size=32):
+  """Our fine-tuned classifier and HF's export on the dev table's texts.
+
+  Returns:
+    dict: total, agree, agreement, max_diff (logits), passed.
+  """
+  import torch  # pylint: disable=g-import-not-at-top
+  import transformers  # pylint: disable=g-import-not-at-top
+  with open(dev_csv, newline="", encoding="utf-8") as f:
+    texts = [row["text_a"] for row in csv.DictReader(f)]
+  ours = loaded_model.load(model_dir)
+  max_len = ours.task["max_seq_length"]
+  tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
+  model = transformers.XLNetForSequenceClassification.from_pretrained(
+      hf_dir).eval()
+  counts = {"what": "fine-tuned classifier, dev logits", "total": 0,
+            "agree": 0, "max_diff": 0.0}
+  for i in range(0, len(texts), batch_size):
+    batch = texts[i:i + batch_size]
+    mine = ours.predict(batch, batch_size=len(batch))["logits"]
+    encoded = tokenizer(batch, padding=True, truncation=True,
+                        max_length=max_len, return_tensors="pt")
+    with torch.no_grad():
+      theirs = model(**encoded).logits.numpy()
+    _compare(mine, theirs, counts)
+  return _verdict(counts)
+
+
+class _BothPredictors:
+  """A `MaskedPredictor` that also asks HF's model, and counts how the two
+  agree; it returns ours (so the report's own counts are our model's)."""
+
+  def __init__(self, ours, hf_model):
+    self.ours = ours
+    self.hf_model = hf_model
+    self.counts = {"what": "pretrained model, hidden held-out words "
+                   "(probabilities)", "total": 0, "agree": 0,
+                   "max_diff": 0.0}
+
+  def predict(self, features):
+    import torch  # pylint: disable=g-import-not-at-top
+    mine = self.ours.predict(features)
+    with torch.no_grad():
+      logits = self.hf_model(
+          input_ids=torch.tensor(features["input_k"][None]).long(),
+          token_type_ids=torch.tensor(features["seg_id"][None]).long(),
+          perm_mask=torch.tensor(features["perm_mask"][None]),
+          target_mapping=torch.tensor(features["target_mapping"][None]),
+      ).logits[0]
+    _compare(mine, torch.softmax(logits, -1).numpy(), self.counts)
+    return mine
+
+
+def check_pretrained(pretrain_dir, hf_dir, record_info_dir, heldout_text,
+                     num_sentences=200, hide_fraction=0.15, seed=0):
+  """Our pretrained model and HF's export on hidden held-out words.
+
+  Returns:
+    dict: total, agree, agreement, max_diff (probabilities), passed.
+  """
+  import transformers  # pylint: disable=g-import-not-at-top
+  prefix = checkpoint_io.resolve_checkpoint(pretrain_dir, "--work_dir")
+  config = model_lib.XLNetConfig(json_path=os.path.join(
+      os.path.dirname(prefix), "config.json"))
+  info = record_format.load_corpus_info(record_info_dir)
+  sp_model = prepro_utils.load_sp_model(info["sp_path"], "spiece.model")
+  encoder = token_stream.LineEncoder(sp_model.serialized_model_proto(),
+                                     info["uncased"], from_raw_text=True)
+  both = _BothPredictors(
+      demo_predict.MaskedPredictor(config, prefix),
+      transformers.XLNetLMHeadModel.from_pretrained(hf_dir).eval())
+  report = demo_report.Report(both, encoder, info["seq_len"] - 2, top_k=1)
+  with open(heldout_text, encoding="utf-8") as f:
+    sentences = demo_report.pick_sentences(f.read(), num_sentences)
+  rng = np.random.RandomState(seed)
+  for context_lines, sentence in sentences:
+    report.show(context_lines, sentence, hide_fraction, rng)
+  both.ours.close()
+  return _verdict(both.counts)
+
+
+def run(work_dir, model_dir, dev_csv, heldout_text):
+  """Both checks; writes `work_dir/hf/check.json` and returns its dict."""
+  hf = os.path.join(work_dir, "hf")
+  results = {
+      "pretrained": check_pretrained(
+          os.path.join(work_dir, "pretrain"), os.path.join(hf, "pretrained"),
+          os.path.join(work_dir, "records", "valid", "tfrecords"),
+          heldout_text),
+      "finetuned": check_classifier(model_dir, os.path.join(hf, "finetuned"),
+                                    dev_csv)}
+  results["passed"] = all(r["passed"] for r in results.values())
+  io_utils.atomic_write(os.path.join(hf, "check.json"),
+                        json.dumps(results, indent=1) + "\n")
+  return results

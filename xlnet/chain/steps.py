@@ -1,0 +1,203 @@
+"""What the chain's Python stages do (`plan.stages` names them), each a
+function of the `ChainConfig` that raises on failure. Program stages run
+through `run_program`: the program's output into its log, its progress
+lines shown, SIGTERM and SIGINT passed on to it (it saves and stops).
+"""
+import json
+import os
+import re
+import subprocess
+import time
+
+from xlnet import errors
+from xlnet import io_utils
+from xlnet.chain import corpus
+from xlnet.chain import labelled
+from xlnet.chain import plan
+from xlnet.chain import report
+from xlnet.finetuning import checkpoint_eval
+from xlnet.reproduce import runner
+from xlnet.training import checkpoint_io
+from xlnet.training import progress
+
+# The lines of a program's log the chain shows: the trainers' progress and
+# held-out lines, evaluations, and errors.
+SHOWN = re.compile(r"\] (\[\d+\] \||\[\d+\] eval \||eval_accuracy|"
+                   r"Evaluat)|error", re.IGNORECASE)
+_ABSL_PREFIX = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ [^]]+\] ")
+
+
+class StageFailed(errors.Stop):
+  """A program of a stage failed; its log says why (exit code 1)."""
+
+
+def _show_new_lines(log_path, offset, prefix):
+  """Prints the SHOWN lines written to `log_path` after byte `offset`;
+  returns the new offset (whole lines only)."""
+  try:
+    with open(log_path, "rb") as f:
+      f.seek(offset)
+      data = f.read()
+  except OSError:
+    return offset
+  end = data.rfind(b"\n") + 1
+  for line in data[:end].decode("utf-8", "replace").splitlines():
+    if SHOWN.search(line):
+      print(f"{prefix}{_ABSL_PREFIX.sub('', line)}", flush=True)
+  return offset + end
+
+
+def run_program(command, log_path, watch, prefix="    "):
+  """Runs one program to its end (its output appended to `log_path`).
+
+  Raises:
+    progress.Interrupted: a SIGTERM/SIGINT arrived (passed on to the
+      program, which saved and stopped): rerun the same command.
+    StageFailed: the program failed (its exit code and last log line).
+  """
+  log = runner.open_log(log_path, list(command))
+  offset = os.path.getsize(log_path)
+  with log, runner.SignalRelay() as relay:
+    proc = subprocess.Popen(list(command), stdin=subprocess.DEVNULL,
+                            stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=runner.child_setup)
+    relay.attach(proc)
+    while proc.poll() is None:
+      time.sleep(2)
+      if watch:
+        offset = _show_new_lines(log_path, offset, prefix)
+    if watch:
+      _show_new_lines(log_path, offset, prefix)
+  if relay.signum is not None:
+    raise progress.Interrupted(
+        f"stopped by signal {relay.signum} while "
+        f"{os.path.basename(command[1])} ran (it saved its state); rerun "
+        "the same command to go on", relay.signum)
+  if proc.returncode:
+    raise StageFailed(f"{os.path.basename(command[1])} exited with code "
+                      f"{proc.returncode}: {runner.last_line(log_path)} "
+                      f"(log: {log_path})")
+
+
+def run_commands(cfg, name, commands, watch):
+  for i, command in enumerate(commands):
+    log_name = name.replace("/", "__") + (f"-{i}" if len(commands) > 1
+                                          else "")
+    run_program(command, plan.path(cfg, "logs", f"{log_name}.log"), watch)
+
+
+def write_text(cfg):
+  """The corpus as train.txt / valid.txt, and the model's config."""
+  info = corpus.write_text(cfg.corpus_glob, plan.path(cfg, "text"),
+                           cfg.heldout_every)
+  io_utils.atomic_write(plan.path(cfg, "xlnet_config.json"),
+                        json.dumps(cfg.model_config(), indent=1) + "\n")
+  print(f"    {info['files']} files: {info['train']['documents']} training "
+        f"documents ({info['train']['bytes']:,} bytes), "
+        f"{info['valid']['documents']} held out", flush=True)
+
+
+def write_sets(cfg):
+  """Each labelled set's drawn train.csv / dev.csv and set.json."""
+  for task in cfg.tasks:
+    out = plan.path(cfg, "sets", task.name)
+    info = labelled.write_subsets(task.task_name, task.data_dir, out,
+                                  cfg.train_examples, cfg.dev_examples,
+                                  cfg.data_seed)
+    io_utils.atomic_write(os.path.join(out, "set.json"),
+                          json.dumps(info, indent=1) + "\n")
+    print(f"    {task.name}: {info['train']['drawn']} of "
+          f"{info['train']['available']} training and "
+          f"{info['dev']['drawn']} of {info['dev']['available']} dev "
+          f"examples, labels {', '.join(info['labels'])}", flush=True)
+
+
+def read_curve(model_dir):
+  """[(step, dev accuracy)] of every evaluated checkpoint of a run, by
+  step (run_classifier.py's eval_results.txt)."""
+  path = os.path.join(model_dir, "eval_results.txt")
+  curve = []
+  with open(path) as f:
+    for line in f:
+      entry = checkpoint_eval._parse_line(line)  # pylint: disable=protected-access
+      if entry["kind"] == "eval" and entry.get("split") == "dev":
+        curve.append((int(entry["step"]), float(entry["eval_accuracy"])))
+  return sorted(curve)
+
+
+def finetune(task, arm, seed):
+  """The stage function of one fine-tuning run: train, evaluate every
+  checkpoint, record the curve in the run's run.json."""
+  def stage(cfg):
+    name = f"{task.name}/{arm}-s{seed}"
+    run_commands(cfg, name, (plan.finetune_command(cfg, task, arm, seed),),
+                 watch=True)
+    model_dir = plan.run_dir(cfg, task, arm, seed)
+    curve = read_curve(model_dir)
+    if not curve or curve[-1][0] != cfg.finetune_steps:
+      raise StageFailed(f"{model_dir}/eval_results.txt has no dev accuracy "
+                        f"at step {cfg.finetune_steps}")
+    io_utils.atomic_write(
+        os.path.join(model_dir, "run.json"),
+        json.dumps({"task": task.name, "arm": arm, "seed": seed,
+                    "curve": curve, "accuracy": curve[-1][1]}) + "\n")
+    print(f"    dev accuracy {curve[-1][1]:.4f} at step {curve[-1][0]}",
+          flush=True)
+  return stage
+
+
+def probe(cfg):
+  """The pretrained model's held-out masked-word guesses against the
+  unigram baseline (`scripts/demo_report.py`) into probe.txt."""
+  out = plan.path(cfg, "probe.txt")
+  command = plan.probe_command(cfg)
+  run_commands(cfg, "probe", (command,), watch=False)
+  log = plan.path(cfg, "logs", "probe.log")
+  with open(log, encoding="utf-8", errors="replace") as f:
+    text = f.read()
+  last = text.rfind("\n$ ")
+  io_utils.atomic_write(out, text[last + 1:] if last >= 0 else text)
+  print("    " + report.probe_summary(out), flush=True)
+
+
+def linear_probe(cfg):
+  """`linear_probe.run` of both starting points on every set, into
+  linear_probe.json: {set: {arm: {kind: [dev accuracy, penalty]}}}."""
+  from xlnet.chain import linear_probe as probe_lib  # pylint: disable=g-import-not-at-top
+  out = {}
+  for task in cfg.tasks:
+    out[task.name] = {}
+    for arm, prefix in (("pretrained", plan.path(cfg, "pretrain")),
+                        ("random", None)):
+      if prefix is not None:
+        prefix = checkpoint_io.resolve_checkpoint(prefix, "--work_dir")
+      out[task.name][arm] = probe_lib.run(
+          plan.path(cfg, "xlnet_config.json"), prefix,
+          plan.path(cfg, "sets", task.name), plan.labels_of(cfg, task),
+          plan.path(cfg, "spiece.model"), cfg.max_seq_length,
+          seed=cfg.seeds[0])
+      print(f"    {task.name}, {arm}: " + ", ".join(
+          f"{k} {a:.4f}" for k, (a, _) in out[task.name][arm].items()),
+          flush=True)
+  io_utils.atomic_write(plan.path(cfg, "linear_probe.json"),
+                        json.dumps(out, indent=1) + "\n")
+
+
+def hf_check(cfg):
+  """Exports both models to HF and compares predictions there."""
+  run_commands(cfg, "hf", plan.hf_commands(cfg), watch=False)
+  with open(plan.path(cfg, "hf", "check.json")) as f:
+    results = json.load(f)
+  for key in ("pretrained", "finetuned"):
+    print("    " + report.hf_line(results[key]), flush=True)
+
+
+def write_report(cfg):
+  """results.md, results.json and (with plot_python) curves.png."""
+  paths = report.write(cfg)
+  if cfg.plot_python:
+    run_program((cfg.plot_python,
+                 os.path.join(plan.REPO_ROOT, "scripts", "plot_chain.py"),
+                 paths["json"], plan.path(cfg, "curves.png")),
+                plan.path(cfg, "logs", "plot.log"), watch=False)
+  print(report.summary(cfg), flush=True)
