@@ -155,26 +155,33 @@ def _finetune_estimate(cfg):
           cfg.dev_examples / 1000 + 2 * PROGRAM_START_S)
 
 
-def hf_commands(cfg):
-  """Exports the pretrained model and the first pretrained-arm run of the
-  first set, then checks both in the HF interpreter."""
-  task, seed = cfg.tasks[0], cfg.seeds[0]
-  tuned = run_dir(cfg, task, "pretrained", seed)
-  spiece = f"--spiece_model_file={path(cfg, 'spiece.model')}"
-  config = f"--model_config_path={path(cfg, 'xlnet_config.json')}"
-  commands = [
-      _program(cfg, "convert_checkpoint.py", "--to=hf",
-               f"--checkpoint={path(cfg, 'pretrain')}", spiece, config,
-               f"--output_dir={path(cfg, 'hf', 'pretrained')}"),
-      _program(cfg, "convert_checkpoint.py", "--to=hf",
-               f"--checkpoint={tuned}", spiece, config,
-               f"--output_dir={path(cfg, 'hf', 'finetuned')}")]
-  commands.append((cfg.hf_python,
-                   os.path.join(REPO_ROOT, "bench", "chain_hf_check.py"),
-                   f"--work_dir={cfg.work_dir}", f"--model_dir={tuned}",
-                   f"--dev={path(cfg, 'sets', task.name, 'dev.csv')}",
-                   f"--heldout={path(cfg, 'text', 'valid.txt')}"))
-  return tuple(commands)
+def hf_exports(cfg):
+  """[(output_dir, command)]: convert_checkpoint.py --to=hf of the
+  pretrained model and of the first pretrained-arm run of the first set.
+  (An output_dir is renamed into place whole, so one that exists is done:
+  a rerun skips it.)"""
+  tuned = run_dir(cfg, cfg.tasks[0], "pretrained", cfg.seeds[0])
+  out = []
+  for name, checkpoint in (("pretrained", path(cfg, "pretrain")),
+                           ("finetuned", tuned)):
+    output_dir = path(cfg, "hf", name)
+    out.append((output_dir, _program(
+        cfg, "convert_checkpoint.py", "--to=hf", f"--checkpoint={checkpoint}",
+        f"--spiece_model_file={path(cfg, 'spiece.model')}",
+        f"--model_config_path={path(cfg, 'xlnet_config.json')}",
+        f"--output_dir={output_dir}")))
+  return out
+
+
+def hf_check_command(cfg):
+  """bench/chain_hf_check.py in the HF interpreter, on both exports."""
+  task = cfg.tasks[0]
+  return (cfg.hf_python,
+          os.path.join(REPO_ROOT, "bench", "chain_hf_check.py"),
+          f"--work_dir={cfg.work_dir}",
+          f"--model_dir={run_dir(cfg, task, 'pretrained', cfg.seeds[0])}",
+          f"--dev={path(cfg, 'sets', task.name, 'dev.csv')}",
+          f"--heldout={path(cfg, 'text', 'valid.txt')}")
 
 
 def probe_command(cfg):

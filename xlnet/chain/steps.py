@@ -185,7 +185,11 @@ def linear_probe(cfg):
 
 def hf_check(cfg):
   """Exports both models to HF and compares predictions there."""
-  run_commands(cfg, "hf", plan.hf_commands(cfg), watch=False)
+  for output_dir, command in plan.hf_exports(cfg):
+    if not os.path.isdir(output_dir):
+      run_commands(cfg, "hf-" + os.path.basename(output_dir), (command,),
+                   watch=False)
+  run_commands(cfg, "hf-check", (plan.hf_check_command(cfg),), watch=False)
   with open(plan.path(cfg, "hf", "check.json")) as f:
     results = json.load(f)
   for key in ("pretrained", "finetuned"):
