@@ -15,12 +15,13 @@ from absl import flags
 sys.path.insert(
     0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from xlnet.flags import tool_catalog  # noqa: E402
 from xlnet.programs import cli  # noqa: E402
 
 
 def define_flags():
-  flags.DEFINE_string("dest_dir", os.path.join("data", "chain"),
-                      "Where the parts are written.")
+  tool_catalog.define_chain_data_flags(dest_dir=os.path.join("data",
+                                                             "chain"))
 
 
 def main(unused_argv):

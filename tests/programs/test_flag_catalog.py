@@ -413,7 +413,8 @@ CATALOG_MODULES = ("xlnet.flags.catalog", "xlnet.flags.task_catalog",
 # xlnet/programs/cli.py, which replaces absl's --help with one listing the program's
 # flags.
 DEFINING_FILES = {"xlnet/flags/catalog.py", "xlnet/flags/task_catalog.py",
-                  "xlnet/flags/tool_catalog.py", "xlnet/programs/cli.py"}
+                  "xlnet/flags/tool_catalog.py",
+                  "xlnet/flags/chain_catalog.py", "xlnet/programs/cli.py"}
 
 
 @pytest.mark.parametrize("program", sorted(PROGRAMS))

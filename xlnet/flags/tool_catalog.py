@@ -8,6 +8,8 @@
   define_convert_flags  convert_checkpoint.py
   define_model_utils_flags  model_utils.py
   define_demo_report_flags, define_demo_corpus_flags   the demo's scripts
+  define_chain_data_flags   scripts/get_chain_data.py (bench/chain.py's:
+                        chain_catalog.py)
 """
 from absl import flags
 
@@ -217,6 +219,13 @@ def define_demo_corpus_flags(flag_values=flags.FLAGS, *, dest_dir):
   flags.DEFINE_float("heldout_fraction", 0.1,
                      "Fraction of the documents (the last ones) held out.",
                      **fv)
+
+
+@catalog.group("Chain data")
+def define_chain_data_flags(flag_values=flags.FLAGS, *, dest_dir):
+  """Defines the flags of scripts/get_chain_data.py."""
+  flags.DEFINE_string("dest_dir", dest_dir, "Where the parts are written.",
+                      flag_values=flag_values)
 
 
 @catalog.group("Text in, records out")
