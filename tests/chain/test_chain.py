@@ -38,7 +38,8 @@ def test_parse_tasks_reads_names_layouts_and_refuses_what_it_cannot_run():
                    chain_config.Task("topic", "csv", "d/bbc"))
   for spec, words in (("sentiment:imdb", "NAME=TASK_NAME:DATA_DIR"),
                       ("a=imdb:x,a=csv:y", "distinct names"),
-                      ("a=nosuch:x", "--task_name=nosuch: unknown task")):
+                      ("a=nosuch:x",
+                       "--tasks: 'a=nosuch:x': unknown TASK_NAME 'nosuch'")):
     with pytest.raises(ValueError, match=words):
       chain_config.parse_tasks(spec)
 
@@ -65,7 +66,8 @@ def test_draw_is_seeded_and_reaches_every_label_of_a_sorted_set():
               for i in range(600)]
   drawn = labelled.draw(examples, 100, seed=0)
   labels = [e.label for e in drawn]
-  assert 30 <= labels.count("neg") <= 70 and len(set(e.guid for e in drawn)) == 100
+  assert 30 <= labels.count("neg") <= 70
+  assert len(set(e.guid for e in drawn)) == 100
   assert [e.guid for e in labelled.draw(examples, 100, seed=0)] == [
       e.guid for e in drawn]
   assert [e.guid for e in labelled.draw(examples, 100, seed=1)] != [
@@ -171,7 +173,8 @@ def test_a_rerun_skips_finished_stages_and_refuses_other_settings(tmp_path,
   second = _Steps()
   api.run_chain(cfg, second)
   assert second.ran == names[stop:]
-  assert f"{stop} of {len(names)} stages done earlier" in capsys.readouterr().out
+  out = capsys.readouterr().out
+  assert f"{stop} of {len(names)} stages done earlier" in out
   third = _Steps()
   api.run_chain(cfg, third)
   assert third.ran == []

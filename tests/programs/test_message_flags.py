@@ -64,6 +64,14 @@ OTHER_PROGRAMS = {
     ("xlnet.downloads.installer", "flags_to_pass"): ("reproduce.py",),
     # The comparison's steps: token records, then each run's training and
     # held-out evaluation.
+    # The chain's stages: each program's command line, and the HF check's.
+    ("xlnet.chain.plan", "_spm_command"): ("spm_train.py",),
+    ("xlnet.chain.plan", "_records_commands"): ("data_utils.py",),
+    ("xlnet.chain.plan", "_pretrain_command"): ("train_gpu.py",),
+    ("xlnet.chain.plan", "probe_command"): ("scripts/demo_report.py",),
+    ("xlnet.chain.plan", "finetune_command"): ("run_classifier.py",),
+    ("xlnet.chain.plan", "hf_exports"): ("convert_checkpoint.py",),
+    ("xlnet.chain.plan", "hf_check_command"): ("bench/chain_hf_check.py",),
     ("bench/online_vs_offline.py", "write_token_records"): ("data_utils.py",),
     ("bench/online_vs_offline.py", "train_and_eval"): ("train_gpu.py",
                                                        "eval_pretrain.py"),
@@ -72,6 +80,10 @@ OTHER_PROGRAMS = {
 # Code the static reach counts for a program but that its runs never reach
 # with names it lacks: (module, function) -> (the programs, or None for
 # all; why). Kept short: each entry is a claim the scan cannot check.
+# bench/chain_hf_check.py loads a fine-tuned classifier to predict in memory:
+# a default DeviceConfig, so no TPU or multi-host path runs.
+ONE_DEVICE = (("bench/chain_hf_check.py",), "load_classifier predicts on "
+              "one device (a default DeviceConfig: no TPU, one host)")
 GUARDED = {
     ("xlnet.validation", "check_value"): (
         None, "check_all checks only the names the flags (hasattr) or a "
@@ -83,16 +95,25 @@ GUARDED = {
         "finetuning/config.py's task rules (run_classifier.py's and "
         "run_race.py's --eval_split)"),
     ("xlnet.validation", "check_precision"): (
-        ("convert_checkpoint.py", "scripts/demo_report.py"), "their "
-        "RunConfig (saved_model.py, demo_predict.py) keeps use_fp16=False"),
+        ("convert_checkpoint.py", "scripts/demo_report.py", "bench/chain.py",
+         "bench/chain_hf_check.py"), "their RunConfig (saved_model.py, "
+        "demo_predict.py, chain/linear_probe.py) keeps use_fp16=False"),
     ("xlnet.programs.cli", "_flag_entry"): (
         None, "prints --help entries of the program's own flags (checked "
         "by test_help.py)"),
     ("xlnet.training.config", "BatchLayout.__post_init__"): (
         FINETUNING, "fine-tuning layouts keep mem_len=0 (no --mem_len)"),
     ("xlnet.data.token_stream", "LineEncoder._parse_ids"): (
-        ("scripts/demo_report.py",), "the demo reads raw text "
-        "(from_raw_text=True)"),
+        ("scripts/demo_report.py", "bench/chain_hf_check.py"), "the demo "
+        "and the chain's HF check read raw text (from_raw_text=True)"),
+    ("xlnet.training.strategies", "create_strategy"): ONE_DEVICE,
+    ("xlnet.training.strategies", "one_host_strategy"): ONE_DEVICE,
+    ("xlnet.training.strategies", "tpu_cluster_resolver"): ONE_DEVICE,
+    ("xlnet.training.strategies", "worker_tf_config"): ONE_DEVICE,
+    ("xlnet.training.cluster_wait", None): ONE_DEVICE,
+    ("xlnet.training.cluster_wait", "split_address"): ONE_DEVICE,
+    ("xlnet.training.cluster_wait", "timeout_message"): ONE_DEVICE,
+    ("xlnet.training.cluster_wait", "_listen"): ONE_DEVICE,
     ("xlnet.finetuning.classifier.datasets",
      "UserTableProcessor._columns_for"): (
         None, "the column spec's keys are text_a, text_b and label: "

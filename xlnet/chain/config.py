@@ -39,7 +39,10 @@ def parse_tasks(spec):
     if not (eq and colon and name and data_dir) or not name.isidentifier():
       raise ValueError(f"--tasks: {entry!r} is not NAME=TASK_NAME:DATA_DIR "
                        "(NAME a word, e.g. sentiment=imdb:data/aclImdb)")
-    finetune_config.check_task_name(task_name)
+    if task_name.lower() not in finetune_config.CLASSIFIER_TASKS:
+      raise ValueError(f"--tasks: {entry!r}: unknown TASK_NAME "
+                       f"{task_name!r}; expected one of "
+                       f"{', '.join(finetune_config.CLASSIFIER_TASKS)}")
     tasks.append(Task(name, task_name.lower(), data_dir))
   names = [t.name for t in tasks]
   if len(set(names)) != len(names) or not tasks:

@@ -65,6 +65,13 @@ def run_dir(cfg, task, arm, seed):
   return path(cfg, "finetune", task.name, f"{arm}-s{seed}")
 
 
+def _spm_command(cfg):
+  return _program(cfg, "spm_train.py",
+                  f"--input={path(cfg, 'text', 'train.txt')}",
+                  f"--model_prefix={path(cfg, 'spiece')}",
+                  f"--vocab_size={cfg.vocab_size}", "--split_digits=True")
+
+
 def _records_commands(cfg):
   flags = (f"--sp_path={path(cfg, 'spiece.model')}",
            f"--bsz_per_host={cfg.pretrain_batch_size}",
@@ -201,10 +208,7 @@ def stages(cfg, steps):
   `write_text`, `write_sets`, `write_report` (functions of cfg)."""
   out = [
       Stage("text", 5, call=steps.write_text),
-      Stage("spm", 30, commands=(_program(
-          cfg, "spm_train.py", f"--input={path(cfg, 'text', 'train.txt')}",
-          f"--model_prefix={path(cfg, 'spiece')}",
-          f"--vocab_size={cfg.vocab_size}", "--split_digits=True"),)),
+      Stage("spm", 30, commands=(_spm_command(cfg),)),
       Stage("records", 40, commands=_records_commands(cfg)),
       Stage("pretrain", cfg.pretrain_steps * PRETRAIN_STEP_S +
             PROGRAM_START_S, commands=(_pretrain_command(cfg),), watch=True),

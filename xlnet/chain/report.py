@@ -13,6 +13,7 @@ from xlnet import io_utils
 from xlnet.chain import config as chain_config
 from xlnet.chain import plan
 
+VERDICT = {True: "yes", False: "no", None: "n/a (1 seed)"}
 _HELD_OUT = re.compile(r"\[(\d+)\] eval \| loss ([\d.]+)")
 _UNIGRAM = re.compile(r"unigram baseline on the (\d+) held-out targets: "
                       r"([\d.]+) nats")
@@ -136,7 +137,7 @@ def _markdown(cfg, results):
     lines.append(f"| {name} ({s['task_name']}) | {s['train']['drawn']} / "
                  f"{s['dev']['drawn']} | {cells[0]} | {cells[1]} | "
                  f"{s['gain']:+.4f} | {s['margin']:.4f} | "
-                 f"{ {True: 'yes', False: 'no', None: 'n/a (1 seed)'}[s['beats']]} |")
+                 f"{VERDICT[s['beats']]} |")
   p = results["probe"]
   lines += ["", f"Seeds {', '.join(map(str, cfg.seeds))}; dev accuracy at "
             f"step {cfg.finetune_steps}.", "", "## What pretraining learned",
@@ -153,7 +154,8 @@ def _markdown(cfg, results):
     lines += ["", "Linear probe of frozen features (dev accuracy of a softmax "
               "regression; embeddings: mean word embedding, mean: mean last "
               "layer, cls: last layer at <cls>):", "",
-              "| set | start | embeddings | mean | cls |", "|---|---|---|---|---|"]
+              "| set | start | embeddings | mean | cls |",
+              "|---|---|---|---|---|"]
     for name, arms in results["linear_probe"].items():
       for arm, kinds in arms.items():
         lines.append(f"| {name} | {arm} | " + " | ".join(

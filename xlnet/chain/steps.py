@@ -13,6 +13,7 @@ from xlnet import errors
 from xlnet import io_utils
 from xlnet.chain import corpus
 from xlnet.chain import labelled
+from xlnet.chain import linear_probe as linear_probe_lib
 from xlnet.chain import plan
 from xlnet.chain import report
 from xlnet.finetuning import checkpoint_eval
@@ -119,7 +120,7 @@ def read_curve(model_dir):
   curve = []
   with open(path) as f:
     for line in f:
-      entry = checkpoint_eval._parse_line(line)  # pylint: disable=protected-access
+      entry = checkpoint_eval.parse_line(line)
       if entry["kind"] == "eval" and entry.get("split") == "dev":
         curve.append((int(entry["step"]), float(entry["eval_accuracy"])))
   return sorted(curve)
@@ -163,7 +164,6 @@ def probe(cfg):
 def linear_probe(cfg):
   """`linear_probe.run` of both starting points on every set, into
   linear_probe.json: {set: {arm: {kind: [dev accuracy, penalty]}}}."""
-  from xlnet.chain import linear_probe as probe_lib  # pylint: disable=g-import-not-at-top
   out = {}
   for task in cfg.tasks:
     out[task.name] = {}
@@ -171,7 +171,7 @@ def linear_probe(cfg):
                         ("random", None)):
       if prefix is not None:
         prefix = checkpoint_io.resolve_checkpoint(prefix, "--work_dir")
-      out[task.name][arm] = probe_lib.run(
+      out[task.name][arm] = linear_probe_lib.run(
           plan.path(cfg, "xlnet_config.json"), prefix,
           plan.path(cfg, "sets", task.name), plan.labels_of(cfg, task),
           plan.path(cfg, "spiece.model"), cfg.max_seq_length,

@@ -39,7 +39,7 @@ def _format_value(value):
   return f"{value:.6f}" if isinstance(value, float) else str(value)
 
 
-def _parse_line(line):
+def parse_line(line):
   """A results line `kind<TAB>key=value<TAB>...` -> dict (`kind` included)."""
   kind, *fields = line.rstrip("\n").split("\t")
   entry = {"kind": kind}
@@ -50,7 +50,7 @@ def _parse_line(line):
 
 
 def _format_line(entry):
-  """The inverse of `_parse_line`."""
+  """The inverse of `parse_line`."""
   return "\t".join([entry["kind"]] + [f"{k}={v}" for k, v in entry.items()
                                       if k != "kind"])
 
@@ -85,7 +85,7 @@ def update_eval_results(path, task, split, checkpoint, results,
       for line in f:
         if not line.strip():
           continue
-        entry = _parse_line(line)
+        entry = parse_line(line)
         if (entry.get("task"), entry.get("split")) != (task, split):
           others.append(line.rstrip("\n"))
         elif entry["kind"] == "eval" and entry.get("checkpoint") != checkpoint:
