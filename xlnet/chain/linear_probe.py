@@ -72,13 +72,7 @@ def frozen_features(xlnet_config, prefix, feats, seed=1, batch_size=64):
     fetches = {"embeddings": tf.reduce_sum(embedded * real, 1) / count,
                "mean": tf.reduce_sum(output * real, 1) / count,
                "cls": output[:, -1]}
-    variables = tf.compat.v1.global_variables()
-    if prefix is None:
-      init = tf.compat.v1.global_variables_initializer()
-    else:
-      values = checkpoint_io.read_tensors(
-          prefix, sorted(v.op.name for v in variables))
-      init = [v.assign(values[v.op.name]) for v in variables]
+    init = checkpoint_io.init_ops(tf.compat.v1.global_variables(), prefix)
   out = {k: [] for k in KINDS}
   with tf.compat.v1.Session(graph=graph) as session:
     session.run(init)

@@ -150,13 +150,8 @@ class MaskedPredictor:
           "perm_mask": placeholder(tf.float32, [None, None, 1]),
           "target_mapping": placeholder(tf.float32, [None, None, 1])}
       self.probs = masked_probabilities(xlnet_config, self.inputs)
-      variables = tf.compat.v1.global_variables()
-      if prefix is None:
-        init = tf.compat.v1.global_variables_initializer()
-      else:
-        values = checkpoint_io.read_tensors(
-            prefix, sorted(v.op.name for v in variables))
-        init = [v.assign(values[v.op.name]) for v in variables]
+      init = checkpoint_io.init_ops(tf.compat.v1.global_variables(),
+                                    prefix)
     self.session = tf.compat.v1.Session(graph=self.graph)
     self.session.run(init)
 

@@ -163,6 +163,20 @@ def read_tensors(prefix, names=None):
   return values
 
 
+
+def init_ops(variables, prefix=None):
+  """Ops that give a graph's `variables` their values: those of the same
+  names in checkpoint `prefix` (read and checked by `read_tensors`), or,
+  with no prefix, their initializers. For inference graphs built by hand.
+
+  Returns:
+    an op or a list of ops, to `session.run`.
+  """
+  if prefix is None:
+    return tf.compat.v1.variables_initializer(variables)
+  values = read_tensors(prefix, sorted(v.op.name for v in variables))
+  return [v.assign(values[v.op.name]) for v in variables]
+
 def verify(prefix):
   """None when every tensor of `prefix` is readable, else the problem."""
   try:
