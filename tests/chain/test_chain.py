@@ -184,6 +184,18 @@ def test_a_rerun_skips_finished_stages_and_refuses_other_settings(tmp_path,
 
 
 @pytest.mark.quick
+def test_a_second_chain_on_one_work_dir_is_refused_in_one_line(tmp_path):
+  from xlnet.training import run_lock  # pylint: disable=g-import-not-at-top
+  cfg = _cfg(tmp_path)
+  with api.reproduce_api.work_dir_lock(cfg.work_dir,
+                                       user="bench/chain.py run"):
+    with pytest.raises(run_lock.Locked,
+                       match="in use by another bench/chain.py run"):
+      api.run_chain(cfg, _Steps())
+  assert not os.path.exists(tmp_path / "chain.json")
+
+
+@pytest.mark.quick
 def test_eta_scales_the_estimates_by_the_long_stages_only():
   line = api.eta_line(3, 9, "x", 75, 1000, [(5, 20), (100, 200)])
   assert line.startswith("[chain 1m15s] [3/9] x: starting; ETA 33m20s")

@@ -85,7 +85,7 @@ def run_chain(cfg, stage_steps=steps):
     steps.StageFailed: a program failed (its log named).
   """
   os.makedirs(cfg.work_dir, exist_ok=True)
-  with reproduce_api.work_dir_lock(cfg.work_dir):
+  with reproduce_api.work_dir_lock(cfg.work_dir, user="bench/chain.py run"):
     check_settings(cfg)
     stages = plan.stages(cfg, stage_steps)
     done = [os.path.exists(_done_path(cfg, s)) for s in stages]

@@ -92,19 +92,20 @@ class TasksFailed(errors.Stop):
 
 
 @contextlib.contextmanager
-def work_dir_lock(work_dir, active=True):
+def work_dir_lock(work_dir, active=True, user="reproduce.py run"):
   """Holds the lock of `work_dir` (`run_lock.hold`) for the `with` block,
   so that two runs never write one work dir (nothing when not `active`:
-  the other hosts of a multi-host run).
+  the other hosts of a multi-host run); `user` names the holder in the
+  message another run gets.
 
   Raises:
-    run_lock.Locked: another reproduce.py run holds it (one line).
+    run_lock.Locked: another such run holds it (one line).
     ValueError / ResourceError: the work dir cannot be written (one line).
   """
   with contextlib.ExitStack() as stack:
     try:
       stack.enter_context(run_lock.hold(work_dir, active, flag="work_dir",
-                                        user="reproduce.py run"))
+                                        user=user))
     except (OSError, tf.errors.OpError) as e:
       error = io_utils.resource_error(
           run_lock.lock_path(work_dir), e, "nothing was run; make room (or "
