@@ -32,6 +32,7 @@ def _cfg(work_dir, **overrides):
 
 
 @pytest.mark.quick
+@pytest.mark.tf_version
 def test_parse_tasks_reads_names_layouts_and_refuses_what_it_cannot_run():
   tasks = chain_config.parse_tasks("sentiment=IMDB:d/acl, topic=csv:d/bbc")
   assert tasks == (chain_config.Task("sentiment", "imdb", "d/acl"),
@@ -45,6 +46,7 @@ def test_parse_tasks_reads_names_layouts_and_refuses_what_it_cannot_run():
 
 
 @pytest.mark.quick
+@pytest.mark.tf_version
 def test_compare_hand_worked():
   # Medians 0.81 and 0.72: gain 0.09; spreads 0.02 and 0.05: margin 0.10.
   out = report.compare([0.80, 0.82, 0.81], [0.70, 0.75, 0.72])
@@ -59,6 +61,7 @@ def test_compare_hand_worked():
 
 
 @pytest.mark.quick
+@pytest.mark.tf_version
 def test_draw_is_seeded_and_reaches_every_label_of_a_sorted_set():
   # 600 examples sorted by label, as IMDB's and DBpedia's files come.
   examples = [processors.InputExample(str(i), f"t{i}", None,
@@ -99,6 +102,7 @@ def test_write_subsets_gives_tables_the_csv_task_reads_back(tmp_path):
 
 
 @pytest.mark.quick
+@pytest.mark.tf_version
 def test_split_documents_holds_out_every_nth_document_of_every_text():
   # Each text becomes documents of at most 40 sentences (the demo corpus'
   # format): 100 sentences -> 40, 40, 20. Documents 1..6 in order; the
@@ -115,6 +119,31 @@ def test_split_documents_holds_out_every_nth_document_of_every_text():
 
 
 @pytest.mark.quick
+@pytest.mark.tf_version
+def test_task_texts_join_the_training_text_spread_and_never_held_out(
+    tmp_path):
+  # 8 documents and 2 task texts: each task text at 1/3 and 2/3 of the way.
+  assert corpus.spread(list("abcdefgh"), ["X", "Y"]) == list("abcXdefYgh")
+  assert corpus.spread(list("ab"), list("XYZ")) == list("XaYbZ")
+  assert corpus.spread([], ["X"]) == ["X"]
+  examples = [processors.InputExample("0", "One. Two.", None, "pos"),
+              processors.InputExample("1", "Three.", "Four.", "neg")]
+  task_docs = corpus.example_documents(examples)
+  assert task_docs == ["One.\nTwo.", "Three.\nFour."]
+  book = tmp_path / "book.txt"
+  book.write_text(" ".join(f"Line {n}." for n in range(200)))  # 5 docs
+  info = corpus.write_text(str(book), str(tmp_path / "text"), 5, task_docs)
+  assert info["task_documents"] == 2
+  train = (tmp_path / "text" / "train.txt").read_text().split("\n\n")
+  valid = (tmp_path / "text" / "valid.txt").read_text().split("\n\n")
+  # 4 training documents and 2 task texts: at 1/3 and 2/3 of the way.
+  assert [d.split("\n")[0] for d in train] == [
+      "Line 0.", "One.", "Line 40.", "Line 80.", "Three.", "Line 120."]
+  assert [d.split("\n")[0] for d in valid] == ["Line 160."]
+
+
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_linear_probe_separates_what_is_separable_and_not_noise():
   rng = np.random.RandomState(0)
   y = rng.randint(0, 3, 300)
@@ -161,6 +190,7 @@ class _Steps:
 
 
 @pytest.mark.quick
+@pytest.mark.tf_version
 def test_a_rerun_skips_finished_stages_and_refuses_other_settings(tmp_path,
                                                                   capsys):
   cfg = _cfg(tmp_path, seeds=(1, 2))
@@ -184,6 +214,7 @@ def test_a_rerun_skips_finished_stages_and_refuses_other_settings(tmp_path,
 
 
 @pytest.mark.quick
+@pytest.mark.tf_version
 def test_a_second_chain_on_one_work_dir_is_refused_in_one_line(tmp_path):
   from xlnet.training import run_lock  # pylint: disable=g-import-not-at-top
   cfg = _cfg(tmp_path)
@@ -196,6 +227,7 @@ def test_a_second_chain_on_one_work_dir_is_refused_in_one_line(tmp_path):
 
 
 @pytest.mark.quick
+@pytest.mark.tf_version
 def test_eta_scales_the_estimates_by_the_long_stages_only():
   line = api.eta_line(3, 9, "x", 75, 1000, [(5, 20), (100, 200)])
   assert line.startswith("[chain 1m15s] [3/9] x: starting; ETA 33m20s")

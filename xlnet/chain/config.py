@@ -65,6 +65,8 @@ class ChainConfig:
     tasks: the labelled sets (`parse_tasks`).
     heldout_every: every N-th document of the corpus is held out (the
       held-out LM loss of pretraining).
+    pretrain_on_task_text: the labelled sets' training texts (all of them,
+      labels unused; never their dev texts) join the pretraining text.
     data_seed: draws the training and dev examples (the same for every arm
       and seed: the seeds vary initialization, order and dropout only).
     python: the interpreter of the programs (TensorFlow's environment).
@@ -79,6 +81,7 @@ class ChainConfig:
   hf_python: Optional[str] = None
   plot_python: Optional[str] = None
   heldout_every: int = 50
+  pretrain_on_task_text: bool = False
   vocab_size: int = 8000
   n_layer: int = 4
   d_model: int = 128

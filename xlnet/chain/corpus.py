@@ -40,23 +40,48 @@ def split_documents(texts, heldout_every):
   return train, heldout
 
 
-def write_text(corpus_glob, text_dir, heldout_every):
-  """Writes `text_dir/train.txt` and `text_dir/valid.txt` (atomically).
+def example_documents(examples):
+  """One training document per labelled example (its text_a, then its
+  text_b), labels unused; list of str in XLNet's format."""
+  docs = []
+  for e in examples:
+    text = "\n".join(t for t in (e.text_a, e.text_b) if t)
+    docs.extend(demo_corpus.documents(demo_corpus.to_xlnet_format(text)))
+  return docs
+
+
+def spread(docs, extra):
+  """`docs` with `extra` spread evenly among them, both in their order
+  (each item at its rank / (count + 1) of the way, `docs` first on a tie):
+  the trainer cuts the text into one stream per batch row, so text
+  appended at the end would feed the last rows only."""
+  n, m = len(docs), len(extra)
+  keyed = ([((i + 1) * (m + 1), 0, d) for i, d in enumerate(docs)] +
+           [((j + 1) * (n + 1), 1, e) for j, e in enumerate(extra)])
+  return [item for _, _, item in sorted(keyed, key=lambda k: k[:2])]
+
+
+def write_text(corpus_glob, text_dir, heldout_every, task_docs=()):
+  """Writes `text_dir/train.txt` and `text_dir/valid.txt` (atomically):
+  the corpus split by `split_documents`, `task_docs` (the labelled sets'
+  training texts, `example_documents`) spread in the training part.
 
   Returns:
-    dict: the files read, the documents and bytes of each part.
+    dict: the files read, the documents and bytes of each part, the task
+    documents among the training ones.
   """
   files = corpus_files(corpus_glob)
   texts = []
   for path in files:
     with open(path, encoding="utf-8", errors="replace") as f:
       texts.append(f.read())
-  parts = split_documents(texts, heldout_every)
+  train, heldout = split_documents(texts, heldout_every)
+  parts = (spread(train, task_docs) if train else [], heldout)
   if not all(parts):
     raise ValueError(f"--corpus_glob={corpus_glob}: {len(parts[0])} "
                      f"training and {len(parts[1])} held-out documents; "
                      "both need at least one")
-  info = {"files": len(files)}
+  info = {"files": len(files), "task_documents": len(task_docs)}
   for name, docs in zip(("train", "valid"), parts):
     text = "\n\n".join(docs) + "\n"
     io_utils.atomic_write(os.path.join(text_dir, f"{name}.txt"), text)

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import subprocess
-import time
 
 from xlnet import errors
 from xlnet import io_utils
@@ -48,6 +47,15 @@ def _show_new_lines(log_path, offset, prefix):
   return offset + end
 
 
+def _still_running(proc, seconds):
+  """Waits up to `seconds` for `proc` to end; whether it still runs."""
+  try:
+    proc.wait(timeout=seconds)
+  except subprocess.TimeoutExpired:
+    return True
+  return False
+
+
 def run_program(command, log_path, watch, prefix="    "):
   """Runs one program to its end (its output appended to `log_path`).
 
@@ -63,8 +71,7 @@ def run_program(command, log_path, watch, prefix="    "):
                             stdout=log, stderr=subprocess.STDOUT,
                             preexec_fn=runner.child_setup)
     relay.attach(proc)
-    while proc.poll() is None:
-      time.sleep(2)
+    while _still_running(proc, seconds=2):
       if watch:
         offset = _show_new_lines(log_path, offset, prefix)
     if watch:
@@ -88,13 +95,20 @@ def run_commands(cfg, name, commands, watch):
 
 
 def write_text(cfg):
-  """The corpus as train.txt / valid.txt, and the model's config."""
+  """The corpus (and the labelled sets' training texts, when asked) as
+  train.txt / valid.txt, and the model's config."""
+  task_docs = []
+  if cfg.pretrain_on_task_text:
+    for task in cfg.tasks:
+      _, train, _ = labelled.read_task(task.task_name, task.data_dir)
+      task_docs.extend(corpus.example_documents(train))
   info = corpus.write_text(cfg.corpus_glob, plan.path(cfg, "text"),
-                           cfg.heldout_every)
+                           cfg.heldout_every, task_docs)
   io_utils.atomic_write(plan.path(cfg, "xlnet_config.json"),
                         json.dumps(cfg.model_config(), indent=1) + "\n")
   print(f"    {info['files']} files: {info['train']['documents']} training "
-        f"documents ({info['train']['bytes']:,} bytes), "
+        f"documents ({info['train']['bytes']:,} bytes; "
+        f"{info['task_documents']} of them the labelled sets' texts), "
         f"{info['valid']['documents']} held out", flush=True)
 
 

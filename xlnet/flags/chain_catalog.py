@@ -11,6 +11,9 @@ from xlnet.flags import catalog
 
 _HELP = {
     "heldout_every": "Every N-th document of the corpus is held out.",
+    "pretrain_on_task_text": "Pretrain on the labelled sets' training "
+                             "texts too (labels unused, dev texts never), "
+                             "spread among the corpus's documents.",
     "vocab_size": "SentencePiece pieces (trained on the training text).",
     "n_layer": "Layers of the model.",
     "d_model": "Width of the model.",
@@ -73,8 +76,8 @@ def define_chain_flags(flag_values=flags.FLAGS):
   for field in dataclasses.fields(chain_config.ChainConfig):
     if field.name not in _HELP:
       continue
-    define = (flags.DEFINE_float if field.type in (float, "float")
-              else flags.DEFINE_integer)
+    define = {"float": flags.DEFINE_float, "bool": flags.DEFINE_bool}.get(
+        getattr(field.type, "__name__", field.type), flags.DEFINE_integer)
     define(field.name, field.default, _HELP[field.name], **fv)
 
 
