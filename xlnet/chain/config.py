@@ -81,7 +81,7 @@ class ChainConfig:
   hf_python: Optional[str] = None
   plot_python: Optional[str] = None
   heldout_every: int = 50
-  pretrain_on_task_text: bool = False
+  pretrain_on_task_text: bool = True
   vocab_size: int = 8000
   n_layer: int = 4
   d_model: int = 128
