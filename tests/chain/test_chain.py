@@ -259,6 +259,11 @@ def test_the_chain_command_runs_every_stage_on_a_tiny_model(tmp_path):
                         timeout=600, check=False)
   assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
   assert "[9/10] sentiment/random-s1: starting; ETA" in done.stdout
+  # --pretrain_on_task_text (the default): the 40 training texts of the
+  # set are pretraining documents; its 40 dev texts are not.
+  assert "; 40 of them the labelled sets' texts)" in done.stdout
+  train_text = (work / "text" / "train.txt").read_text()
+  assert train_text.count("The film was") == 40
   results = json.loads((work / "results.json").read_text())
   sentiment = results["sets"]["sentiment"]
   for arm in chain_config.ARMS:

@@ -41,8 +41,14 @@ def split_documents(texts, heldout_every):
 
 
 def example_documents(examples):
-  """One training document per labelled example (its text_a, then its
-  text_b), labels unused; list of str in XLNet's format."""
+  """The training documents of labelled examples (text_a, then text_b;
+  labels unused), in XLNet's format, cut as the corpus's files are
+  (`to_xlnet_format`): an example of more than 40 sentences gives several
+  documents.
+
+  Returns:
+    list of str.
+  """
   docs = []
   for e in examples:
     text = "\n".join(t for t in (e.text_a, e.text_b) if t)
@@ -76,11 +82,11 @@ def write_text(corpus_glob, text_dir, heldout_every, task_docs=()):
     with open(path, encoding="utf-8", errors="replace") as f:
       texts.append(f.read())
   train, heldout = split_documents(texts, heldout_every)
-  parts = (spread(train, task_docs) if train else [], heldout)
-  if not all(parts):
-    raise ValueError(f"--corpus_glob={corpus_glob}: {len(parts[0])} "
-                     f"training and {len(parts[1])} held-out documents; "
+  if not (train and heldout):
+    raise ValueError(f"--corpus_glob={corpus_glob}: {len(train)} "
+                     f"training and {len(heldout)} held-out documents; "
                      "both need at least one")
+  parts = (spread(train, task_docs), heldout)
   info = {"files": len(files), "task_documents": len(task_docs)}
   for name, docs in zip(("train", "valid"), parts):
     text = "\n\n".join(docs) + "\n"
