@@ -1,6 +1,7 @@
 """The chain in miniature (bench/chain.py, xlnet/chain/): its pure parts
 against hand-worked figures, its resume and refusals with stand-in stages,
 and once the whole command on a tiny model (the wiring of every stage)."""
+import collections
 import json
 import os
 import subprocess
@@ -85,7 +86,7 @@ def _write_imdb(root, per_label=20):
       os.makedirs(os.path.join(root, split, label))
       for i in range(per_label):
         with open(os.path.join(root, split, label, f"{i}_1.txt"), "w") as f:
-          f.write(f"The film was {word}, {word} indeed, number {i}.")
+          f.write(f"The film was {word}, {word} indeed, {split} {i}.")
 
 
 def test_write_subsets_gives_tables_the_csv_task_reads_back(tmp_path):
@@ -132,7 +133,10 @@ def test_task_texts_join_the_training_text_spread_and_never_held_out(
   assert task_docs == ["One.\nTwo.", "Three.\nFour."]
   book = tmp_path / "book.txt"
   book.write_text(" ".join(f"Line {n}." for n in range(200)))  # 5 docs
-  info = corpus.write_text(str(book), str(tmp_path / "text"), 5, task_docs)
+  # The 4 training documents are 1,492 bytes, the task texts 21: a share
+  # of 0.01 wants 15 bytes of them, which is one copy.
+  info = corpus.write_text(str(book), str(tmp_path / "text"), 5, task_docs,
+                           task_text_share=0.01)
   assert info["task_documents"] == 2
   train = (tmp_path / "text" / "train.txt").read_text().split("\n\n")
   valid = (tmp_path / "text" / "valid.txt").read_text().split("\n\n")
@@ -140,6 +144,31 @@ def test_task_texts_join_the_training_text_spread_and_never_held_out(
   assert [d.split("\n")[0] for d in train] == [
       "Line 0.", "One.", "Line 40.", "Line 80.", "Three.", "Line 120."]
   assert [d.split("\n")[0] for d in valid] == ["Line 160."]
+
+
+@pytest.mark.quick
+@pytest.mark.tf_version
+def test_the_task_texts_share_is_whole_copies_or_a_seeded_draw():
+  docs = ["aaaa", "bbbbbb"]  # 10 bytes
+  # share 0.2 of a 120-byte corpus wants 30 bytes: 3 copies, in order.
+  assert corpus.task_share(docs, 120, 0.2, seed=0) == docs * 3
+  # share 0.5 of 100 bytes wants 100: 10 copies; 0.1 wants 11: one.
+  assert corpus.task_share(docs, 100, 0.5, seed=0) == docs * 10
+  assert corpus.task_share(docs, 100, 0.1, seed=0) == docs
+  assert corpus.task_share(docs, 100, 0.0, seed=0) == []
+  # 10 texts of 10 bytes, 25 wanted: 3 drawn (30 bytes), in their order.
+  many = [f"text {i:05d}" for i in range(10)]
+  draws = {tuple(corpus.task_share(many, 100, 0.2, seed)) for seed in
+           range(5)}
+  for draw in draws:
+    assert len(draw) == 3 and list(draw) == sorted(draw)
+    assert set(draw) <= set(many)
+  assert len(draws) > 1  # the seed decides the draw
+  assert (corpus.task_share(many, 100, 0.2, 7) ==
+          corpus.task_share(many, 100, 0.2, 7))
+  with pytest.raises(ValueError, match=r"--task_text_share=1 must be in "
+                     r"\[0, 1\)"):
+    _cfg("/nonexistent", task_text_share=1)
 
 
 @pytest.mark.quick
@@ -259,11 +288,21 @@ def test_the_chain_command_runs_every_stage_on_a_tiny_model(tmp_path):
                         timeout=600, check=False)
   assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
   assert "[9/10] sentiment/random-s1: starting; ETA" in done.stdout
-  # --pretrain_on_task_text (the default): the 40 training texts of the
-  # set are pretraining documents; its 40 dev texts are not.
-  assert "; 40 of them the labelled sets' texts)" in done.stdout
+  # --task_text_share=0.2 (the default): the set's 40 training texts are
+  # pretraining documents, each as often as every other and together
+  # about a fifth of the text (within one copy); its 40 dev texts never.
   train_text = (work / "text" / "train.txt").read_text()
-  assert train_text.count("The film was") == 40
+  docs = train_text.rstrip("\n").split("\n\n")
+  task_docs = [d for d in docs if d.startswith("The film was")]
+  counts = collections.Counter(task_docs)
+  assert len(counts) == 40 and len(set(counts.values())) == 1
+  copies = len(task_docs) // 40
+  assert copies > 1
+  one_copy = sum(len(d.encode()) for d in counts) / len(train_text.encode())
+  assert abs(copies * one_copy - 0.2) < one_copy
+  assert all(", train " in d for d in counts)
+  assert f"; {len(task_docs)} of them the labelled sets' texts)" in (
+      done.stdout)
   results = json.loads((work / "results.json").read_text())
   sentiment = results["sets"]["sentiment"]
   for arm in chain_config.ARMS:

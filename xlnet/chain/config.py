@@ -65,8 +65,10 @@ class ChainConfig:
     tasks: the labelled sets (`parse_tasks`).
     heldout_every: every N-th document of the corpus is held out (the
       held-out LM loss of pretraining).
-    pretrain_on_task_text: the labelled sets' training texts (all of them,
-      labels unused; never their dev texts) join the pretraining text.
+    task_text_share: about this share of the pretraining text's training
+      bytes is the labelled sets' training texts (labels unused; never
+      their dev texts): whole copies of all of them, or a draw
+      (`corpus.task_share`); 0: the corpus alone.
     data_seed: draws the training and dev examples (the same for every arm
       and seed: the seeds vary initialization, order and dropout only).
     python: the interpreter of the programs (TensorFlow's environment).
@@ -81,7 +83,7 @@ class ChainConfig:
   hf_python: Optional[str] = None
   plot_python: Optional[str] = None
   heldout_every: int = 50
-  pretrain_on_task_text: bool = True
+  task_text_share: float = 0.2
   vocab_size: int = 8000
   n_layer: int = 4
   d_model: int = 128
@@ -120,6 +122,9 @@ class ChainConfig:
     if self.pretrain_batch_size % 2:
       raise ValueError(f"--pretrain_batch_size={self.pretrain_batch_size} "
                        "must be even (bi_data: half forward, half backward)")
+    if not 0 <= self.task_text_share < 1:
+      raise ValueError(f"--task_text_share={self.task_text_share} must be "
+                       "in [0, 1)")
     if self.mem_len < 0:
       raise ValueError(f"--mem_len={self.mem_len} must be >= 0")
     if not self.seeds or len(set(self.seeds)) != len(self.seeds):

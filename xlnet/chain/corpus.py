@@ -4,6 +4,7 @@ separated by an empty line), split into training and held-out documents.
 """
 import glob
 import os
+import random
 
 from xlnet import io_utils
 from xlnet.demo import demo_corpus
@@ -56,6 +57,38 @@ def example_documents(examples):
   return docs
 
 
+def task_share(task_docs, corpus_bytes, share, seed):
+  """The labelled sets' training documents to pretrain on, so that they make
+  up about `share` of the training text's bytes (the corpus's training
+  part has `corpus_bytes`): whole copies when they fall short of it, every
+  text as often as every other (round(wanted / theirs) copies, at least
+  one); a draw of them (seeded, in their order) when they exceed it, so a
+  set of DBpedia's size does not crowd the corpus out.
+
+  Args:
+    task_docs: list of str (`example_documents`).
+    share: in [0, 1); 0 gives none.
+
+  Returns:
+    list of str.
+  """
+  if not share or not task_docs:
+    return []
+  wanted = share / (1 - share) * corpus_bytes
+  sizes = [len(d.encode()) for d in task_docs]
+  if sum(sizes) <= wanted:
+    return list(task_docs) * max(1, round(wanted / sum(sizes)))
+  order = list(range(len(task_docs)))
+  random.Random(seed).shuffle(order)
+  chosen, total = set(), 0
+  for i in order:
+    if total >= wanted:
+      break
+    chosen.add(i)
+    total += sizes[i]
+  return [d for i, d in enumerate(task_docs) if i in chosen]
+
+
 def spread(docs, extra):
   """`docs` with `extra` spread evenly among them, both in their order
   (each item at its rank / (count + 1) of the way, `docs` first on a tie):
@@ -67,10 +100,12 @@ def spread(docs, extra):
   return [item for _, _, item in sorted(keyed, key=lambda k: k[:2])]
 
 
-def write_text(corpus_glob, text_dir, heldout_every, task_docs=()):
+def write_text(corpus_glob, text_dir, heldout_every, task_docs=(),
+               task_text_share=0.0, seed=0):
   """Writes `text_dir/train.txt` and `text_dir/valid.txt` (atomically):
   the corpus split by `split_documents`, `task_docs` (the labelled sets'
-  training texts, `example_documents`) spread in the training part.
+  training texts, `example_documents`) to about `task_text_share` of the
+  training part (`task_share`, drawn with `seed`), spread in it.
 
   Returns:
     dict: the files read, the documents and bytes of each part, the task
@@ -86,8 +121,10 @@ def write_text(corpus_glob, text_dir, heldout_every, task_docs=()):
     raise ValueError(f"--corpus_glob={corpus_glob}: {len(train)} "
                      f"training and {len(heldout)} held-out documents; "
                      "both need at least one")
-  parts = (spread(train, task_docs), heldout)
-  info = {"files": len(files), "task_documents": len(task_docs)}
+  corpus_bytes = len("\n\n".join(train).encode())
+  extra = task_share(list(task_docs), corpus_bytes, task_text_share, seed)
+  parts = (spread(train, extra), heldout)
+  info = {"files": len(files), "task_documents": len(extra)}
   for name, docs in zip(("train", "valid"), parts):
     text = "\n\n".join(docs) + "\n"
     io_utils.atomic_write(os.path.join(text_dir, f"{name}.txt"), text)

@@ -95,15 +95,16 @@ def run_commands(cfg, name, commands, watch):
 
 
 def write_text(cfg):
-  """The corpus (and the labelled sets' training texts, when asked) as
+  """The corpus and the labelled sets' training texts (their share) as
   train.txt / valid.txt, and the model's config."""
   task_docs = []
-  if cfg.pretrain_on_task_text:
+  if cfg.task_text_share:
     for task in cfg.tasks:
       _, train, _ = labelled.read_task(task.task_name, task.data_dir)
       task_docs.extend(corpus.example_documents(train))
   info = corpus.write_text(cfg.corpus_glob, plan.path(cfg, "text"),
-                           cfg.heldout_every, task_docs)
+                           cfg.heldout_every, task_docs, cfg.task_text_share,
+                           cfg.data_seed)
   io_utils.atomic_write(plan.path(cfg, "xlnet_config.json"),
                         json.dumps(cfg.model_config(), indent=1) + "\n")
   print(f"    {info['files']} files: {info['train']['documents']} training "

@@ -11,9 +11,11 @@ from xlnet.flags import catalog
 
 _HELP = {
     "heldout_every": "Every N-th document of the corpus is held out.",
-    "pretrain_on_task_text": "Pretrain on the labelled sets' training "
-                             "texts too (labels unused, dev texts never), "
-                             "spread among the corpus's documents.",
+    "task_text_share": "About this share of the pretraining text is the "
+                       "labelled sets' training texts (labels unused, dev "
+                       "texts never; whole copies, or a draw with "
+                       "--data_seed when they are more), spread among the "
+                       "corpus's documents; 0: the corpus alone.",
     "vocab_size": "SentencePiece pieces (trained on the training text).",
     "n_layer": "Layers of the model.",
     "d_model": "Width of the model.",
