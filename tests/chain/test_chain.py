@@ -288,9 +288,9 @@ def test_the_chain_command_runs_every_stage_on_a_tiny_model(tmp_path):
                         timeout=600, check=False)
   assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
   assert "[9/10] sentiment/random-s1: starting; ETA" in done.stdout
-  # --task_text_share=0.2 (the default): the set's 40 training texts are
+  # --task_text_share=0.5 (the default): the set's 40 training texts are
   # pretraining documents, each as often as every other and together
-  # about a fifth of the text (within one copy); its 40 dev texts never.
+  # about half the text (within one copy); its 40 dev texts never.
   train_text = (work / "text" / "train.txt").read_text()
   docs = train_text.rstrip("\n").split("\n\n")
   task_docs = [d for d in docs if d.startswith("The film was")]
@@ -299,7 +299,7 @@ def test_the_chain_command_runs_every_stage_on_a_tiny_model(tmp_path):
   copies = len(task_docs) // 40
   assert copies > 1
   one_copy = sum(len(d.encode()) for d in counts) / len(train_text.encode())
-  assert abs(copies * one_copy - 0.2) < one_copy
+  assert abs(copies * one_copy - 0.5) < one_copy
   assert all(", train " in d for d in counts)
   assert f"; {len(task_docs)} of them the labelled sets' texts)" in (
       done.stdout)

@@ -30,7 +30,8 @@ _HELP = {
     "pretrain_learning_rate": "Pretraining peak learning rate.",
     "pretrain_warmup_steps": "Pretraining warmup steps.",
     "train_examples": "Training examples drawn from each labelled set.",
-    "dev_examples": "Dev examples drawn from each labelled set.",
+    "dev_examples": "Dev examples drawn from each labelled set (all of "
+                    "them when it has fewer).",
     "max_seq_length": "Fine-tuning pieces per example.",
     "finetune_batch_size": "Fine-tuning batch size.",
     "finetune_steps": "Fine-tuning steps of every run.",
