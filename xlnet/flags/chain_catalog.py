@@ -13,8 +13,8 @@ _HELP = {
     "heldout_every": "Every N-th document of the corpus is held out.",
     "task_text_share": "About this share of the pretraining text is the "
                        "labelled sets' training texts (labels unused, dev "
-                       "texts never; whole copies, or a draw with "
-                       "--data_seed when they are more), spread among the "
+                       "texts never; whole copies, or a seeded draw when "
+                       "they are more), spread among the "
                        "corpus's documents; 0: the corpus alone.",
     "vocab_size": "SentencePiece pieces (trained on the training text).",
     "n_layer": "Layers of the model.",
@@ -39,8 +39,9 @@ _HELP = {
     "finetune_warmup_steps": "Fine-tuning warmup steps.",
     "eval_every": "Steps between the dev evaluations of a fine-tuning run "
                   "(the curve).",
-    "data_seed": "Seed of the draw of training and dev examples (the same "
-                 "for every run).",
+    "data_seed": "Seed of the draws: the training and dev examples (the "
+                 "same for every run), and the task texts when they are "
+                 "more than their share.",
 }
 
 
