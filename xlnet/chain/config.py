@@ -71,7 +71,8 @@ class ChainConfig:
       their dev texts): whole copies of all of them, or a draw
       (`corpus.task_share`); 0: the corpus alone.
     data_seed: draws the training and dev examples (the same for every arm
-      and seed: the seeds vary initialization, order and dropout only).
+      and seed: the seeds vary initialization, order and dropout only), and
+      the task texts when they are more than their share.
     python: the interpreter of the programs (TensorFlow's environment).
     hf_python: an interpreter with PyTorch and transformers for the HF
       check (None: the check is skipped, and the report says so).

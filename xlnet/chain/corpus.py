@@ -76,8 +76,9 @@ def task_share(task_docs, corpus_bytes, share, seed):
     return []
   wanted = share / (1 - share) * corpus_bytes
   sizes = [len(d.encode()) for d in task_docs]
-  if sum(sizes) <= wanted:
-    return list(task_docs) * max(1, round(wanted / sum(sizes)))
+  theirs = sum(sizes)
+  if theirs <= wanted:
+    return list(task_docs) * max(1, round(wanted / theirs))
   order = list(range(len(task_docs)))
   random.Random(seed).shuffle(order)
   chosen, total = set(), 0
