@@ -3,7 +3,7 @@
 training input; the steps they send are the plain path's steps bit for bit,
 each chunk's in order and none twice; train_gpu.py trains through them and
 finishes after one worker is killed (SIGKILL) mid-run; the servers stop on
-SIGTERM with exit code 0; a malformed or silent address is one line naming
+SIGTERM with exit code 0, within 10 s even when TensorFlow's stop hangs; a malformed or silent address is one line naming
 the flag (docs/distributed.md, "Input on tf.data service")."""
 import contextlib
 import os
@@ -209,6 +209,36 @@ def test_a_worker_whose_dispatcher_is_not_running_says_so_and_stops():
                   f"{dispatcher} within --dispatcher_timeout=1 s: start it "
                   "first (data_service.py --port=PORT) or raise "
                   "--dispatcher_timeout")
+
+
+_STUCK_SERVER = """
+import threading
+from xlnet.programs import data_service
+
+class Stuck:  # a server whose stop never returns (a worker retrying)
+  def _stop(self):
+    threading.Event().wait()
+
+data_service.serve_until_signal(Stuck(), print, "serving", stop_wait=1)
+print("returned")
+"""
+
+
+def test_a_server_whose_stop_hangs_still_ends_on_sigterm():
+  """SIGTERM right after the server's address line is caught; a stop that
+  has not returned after the bound ends the process anyway (exit 0), with
+  the line saying so."""
+  proc = subprocess.Popen([sys.executable, "-c", _STUCK_SERVER],
+                          stdout=subprocess.PIPE, text=True, cwd=REPO,
+                          env=ENV)
+  assert proc.stdout.readline() == "serving\n"
+  proc.send_signal(signal.SIGTERM)
+  sent = time.monotonic()
+  out, _ = proc.communicate(timeout=30)
+  assert time.monotonic() - sent < 5.0
+  assert (proc.returncode, out) == (0, (
+      "SIGTERM: stopped (TensorFlow's stop of the server had not returned "
+      "after 1 s; ended without it)\n"))
 
 
 @pytest.mark.tf_version

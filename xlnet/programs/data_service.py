@@ -3,32 +3,51 @@
 --dispatcher=HOST:PORT` a worker): logs its address, serves until SIGTERM
 or SIGINT, then stops and exits 0 (docs/distributed.md, "Input on tf.data
 service")."""
+import os
 import signal
 import threading
 
 from xlnet.programs import cli
 from xlnet.flags import tool_catalog
 
+# Seconds a signalled server waits for TensorFlow's stop. A worker's stop
+# waits for its requests to the dispatcher, which it retries while the
+# dispatcher is gone or busy (90 s seen); a worker keeps no state the
+# dispatcher needs, so ending without that stop loses nothing.
+STOP_WAIT = 10.0
 
-def serve_until_signal(server):
-  """Blocks until SIGTERM or SIGINT, then stops `server`; returns the
-  signal's name."""
-  stopped, received = threading.Event(), []
+
+def serve_until_signal(server, say, what, stop_wait=STOP_WAIT):
+  """Says `what` once SIGTERM and SIGINT are caught (a signal right after
+  the line is handled), blocks until one comes, then stops `server`,
+  waiting `stop_wait` seconds at most; says "<SIGNAL>: stopped" and returns,
+  or, when the stop has not returned by then, says so and ends the process
+  with exit code 0."""
+  signalled, received = threading.Event(), []
 
   def on_signal(signum, unused_frame):
     received.append(signal.Signals(signum).name)
-    stopped.set()
+    signalled.set()
 
   previous = {s: signal.signal(s, on_signal)
               for s in (signal.SIGTERM, signal.SIGINT)}
   try:
-    while not stopped.wait(3600):
+    say(what)
+    while not signalled.wait(3600):
       pass
   finally:
     for s, handler in previous.items():
       signal.signal(s, handler)
-  server._stop()  # pylint: disable=protected-access
-  return received[0]
+  stopping = threading.Thread(
+      target=server._stop, daemon=True)  # pylint: disable=protected-access
+  stopping.start()
+  stopping.join(stop_wait)
+  if not stopping.is_alive():
+    say(f"{received[0]}: stopped")
+    return
+  say(f"{received[0]}: stopped (TensorFlow's stop of the server had not "
+      f"returned after {stop_wait:g} s; ended without it)")
+  os._exit(0)  # (a normal exit would wait for the stop again)
 
 
 def main(unused_argv):
@@ -52,9 +71,7 @@ def main(unused_argv):
                                            f.worker_timeout_ms)
     what = (f"dispatcher at grpc://{f.host}:{f.port} (trainers: "
             f"train_gpu.py --data_service=grpc://{f.host}:{f.port})")
-  say(what)
-  name = serve_until_signal(server)
-  say(f"{name}: stopped")
+  serve_until_signal(server, say, what)
 
 
 def entry_point():
