@@ -3,8 +3,9 @@
 training input; the steps they send are the plain path's steps bit for bit,
 each chunk's in order and none twice; train_gpu.py trains through them and
 finishes after one worker is killed (SIGKILL) mid-run; the servers stop on
-SIGTERM with exit code 0, within 10 s even when TensorFlow's stop hangs; a malformed or silent address is one line naming
-the flag (docs/distributed.md, "Input on tf.data service")."""
+SIGTERM with exit code 0, within 10 s even when TensorFlow's stop hangs; a
+malformed or silent address is one line naming the flag
+(docs/distributed.md, "Input on tf.data service")."""
 import contextlib
 import os
 import re
@@ -220,7 +221,7 @@ class Stuck:  # a server whose stop never returns (a worker retrying)
     threading.Event().wait()
 
 data_service.serve_until_signal(Stuck(), print, "serving", stop_wait=1)
-print("returned")
+print("returned")  # (never: the process ends in the call)
 """
 
 
