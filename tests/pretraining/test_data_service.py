@@ -3,7 +3,7 @@
 training input; the steps they send are the plain path's steps bit for bit,
 each chunk's in order and none twice; train_gpu.py trains through them and
 finishes after one worker is killed (SIGKILL) mid-run; the servers stop on
-SIGTERM with exit code 0, within 10 s even when TensorFlow's stop hangs; a
+SIGTERM with exit code 0, or 1 after 10 s when TensorFlow's stop hangs; a
 malformed or silent address is one line naming the flag
 (docs/distributed.md, "Input on tf.data service")."""
 import contextlib
@@ -54,10 +54,18 @@ def started(proc):
 
 
 def stop(proc):
-  """SIGTERM; the server must stop with exit code 0."""
+  """SIGTERM; the server must end with exit code 0 and "SIGTERM: stopped",
+  or, when TensorFlow's own stop hangs (seen in CI), with exit code 1 after
+  the line that announced that bound."""
   proc.send_signal(signal.SIGTERM)
   out, _ = proc.communicate(timeout=60)
-  assert proc.returncode == 0 and "SIGTERM: stopped" in out, out
+  last = {0: "SIGTERM: stopped", 1: _stopping_line(10)}.get(proc.returncode)
+  assert out.splitlines()[-1] == f"data_service.py: {last}", out
+
+
+def _stopping_line(seconds):
+  return (f"SIGTERM: stopping (exit code 1 if TensorFlow's stop of the "
+          f"server has not returned in {seconds} s)")
 
 
 @contextlib.contextmanager
@@ -213,12 +221,12 @@ def test_a_worker_whose_dispatcher_is_not_running_says_so_and_stops():
 
 
 _STUCK_SERVER = """
-import threading
+import ctypes
 from xlnet.programs import data_service
 
-class Stuck:  # a server whose stop never returns (a worker retrying)
+class Stuck:  # TensorFlow's stop hung in C++, holding the GIL
   def _stop(self):
-    threading.Event().wait()
+    ctypes.PyDLL(None).sleep(3600)  # (PyDLL keeps the GIL during the call)
 
 data_service.serve_until_signal(Stuck(), print, "serving", stop_wait=1)
 print("returned")  # (never: the process ends in the call)
@@ -227,8 +235,8 @@ print("returned")  # (never: the process ends in the call)
 
 def test_a_server_whose_stop_hangs_still_ends_on_sigterm():
   """SIGTERM right after the server's address line is caught; a stop that
-  has not returned after the bound ends the process anyway (exit 0), with
-  the line saying so."""
+  holds the interpreter past the bound ends the process anyway (exit code
+  1), as the line before it said."""
   proc = subprocess.Popen([sys.executable, "-c", _STUCK_SERVER],
                           stdout=subprocess.PIPE, text=True, cwd=REPO,
                           env=ENV)
@@ -237,9 +245,7 @@ def test_a_server_whose_stop_hangs_still_ends_on_sigterm():
   sent = time.monotonic()
   out, _ = proc.communicate(timeout=30)
   assert time.monotonic() - sent < 5.0
-  assert (proc.returncode, out) == (0, (
-      "SIGTERM: stopped (TensorFlow's stop of the server had not returned "
-      "after 1 s; ended without it)\n"))
+  assert (proc.returncode, out) == (1, _stopping_line(1) + "\n")
 
 
 @pytest.mark.tf_version

@@ -1,14 +1,14 @@
 """A tf.data service server for `--data_service` (`python data_service.py
 --port=PORT` starts the dispatcher; `... --port=PORT
 --dispatcher=HOST:PORT` a worker): logs its address, serves until SIGTERM
-or SIGINT, then stops and exits 0 (docs/distributed.md, "Input on tf.data
-service")."""
-import os
+or SIGINT, then stops and exits 0, or 1 when TensorFlow's stop hangs
+(docs/distributed.md, "Input on tf.data service")."""
 import signal
 import threading
 
 from xlnet.programs import cli
 from xlnet.flags import tool_catalog
+from xlnet.training import waits
 
 # Seconds a signalled server waits for TensorFlow's stop. A worker's stop
 # waits for its requests to the dispatcher, which it retries while the
@@ -19,10 +19,10 @@ STOP_WAIT = 10.0
 
 def serve_until_signal(server, say, what, stop_wait=STOP_WAIT):
   """Says `what` once SIGTERM and SIGINT are caught (a signal right after
-  the line is handled), blocks until one comes, then stops `server`,
-  waiting `stop_wait` seconds at most; says "<SIGNAL>: stopped" and returns,
-  or, when the stop has not returned by then, says so and ends the process
-  with exit code 0."""
+  the line is handled), blocks until one comes, then stops `server`. The
+  stop holds the interpreter in C++ (TensorFlow's binding keeps the GIL),
+  so it is bounded by a timer outside it: after `stop_wait` seconds the
+  process ends with exit code 1, as the line before the stop says."""
   signalled, received = threading.Event(), []
 
   def on_signal(signum, unused_frame):
@@ -38,16 +38,11 @@ def serve_until_signal(server, say, what, stop_wait=STOP_WAIT):
   finally:
     for s, handler in previous.items():
       signal.signal(s, handler)
-  stopping = threading.Thread(
-      target=server._stop, daemon=True)  # pylint: disable=protected-access
-  stopping.start()
-  stopping.join(stop_wait)
-  if not stopping.is_alive():
-    say(f"{received[0]}: stopped")
-    return
-  say(f"{received[0]}: stopped (TensorFlow's stop of the server had not "
-      f"returned after {stop_wait:g} s; ended without it)")
-  os._exit(0)  # (a normal exit would wait for the stop again)
+  say(f"{received[0]}: stopping (exit code 1 if TensorFlow's stop of the "
+      f"server has not returned in {stop_wait:g} s)")
+  with waits.exit_after(stop_wait):
+    server._stop()  # pylint: disable=protected-access
+  say(f"{received[0]}: stopped")
 
 
 def main(unused_argv):
