@@ -70,6 +70,9 @@ class ChainConfig:
       bytes is the labelled sets' training texts (labels unused; never
       their dev texts): whole copies of all of them, or a draw
       (`corpus.task_share`); 0: the corpus alone.
+    pretrain_seed: pretraining's seed (`train_gpu.py --seed`);
+      another one is the cure for a run that stays on the unigram
+      plateau (docs/chain.md).
     data_seed: draws the training and dev examples (the same for every arm
       and seed: the seeds vary initialization, order and dropout only), and
       the task texts when they are more than their share.
@@ -99,6 +102,7 @@ class ChainConfig:
   pretrain_steps: int = 6000
   pretrain_learning_rate: float = 1e-3
   pretrain_warmup_steps: int = 300
+  pretrain_seed: int = 1
   train_examples: int = 1000
   dev_examples: int = 3000
   max_seq_length: int = 128

@@ -107,7 +107,8 @@ def _pretrain_command(cfg):
       f"--train_steps={cfg.pretrain_steps}", "--min_lr_ratio=0.1",
       "--weight_decay=0", "--adam_epsilon=1e-6", "--clip=1.0",
       "--iterations=100", f"--save_steps={_pretrain_save_steps(cfg)}",
-      f"--eval_steps={_pretrain_save_steps(cfg)}", "--seed=1")
+      f"--eval_steps={_pretrain_save_steps(cfg)}",
+      f"--seed={cfg.pretrain_seed}")
 
 
 def _pretrain_save_steps(cfg):

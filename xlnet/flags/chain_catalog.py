@@ -29,6 +29,8 @@ _HELP = {
     "pretrain_steps": "Pretraining steps.",
     "pretrain_learning_rate": "Pretraining peak learning rate.",
     "pretrain_warmup_steps": "Pretraining warmup steps.",
+    "pretrain_seed": "Pretraining's seed (train_gpu.py --seed: initial "
+                     "weights, input order, factorization orders, dropout).",
     "train_examples": "Training examples drawn from each labelled set.",
     "dev_examples": "Dev examples drawn from each labelled set (all of "
                     "them when it has fewer).",
