@@ -240,6 +240,32 @@ def test_a_rerun_skips_finished_stages_and_refuses_other_settings(tmp_path,
   with pytest.raises(ValueError, match=r"holds a chain run with "
                      r"finetune_steps=500, this command has 400"):
     api.run_chain(_cfg(tmp_path, seeds=(1, 2), finetune_steps=400), _Steps())
+  # --min_lm_gain only stops the chain: another value resumes. A setting
+  # that an older version's chain.json lacks is read as its default (the
+  # chain pretrained with seed 1 before --pretrain_seed existed).
+  api.run_chain(_cfg(tmp_path, seeds=(1, 2), min_lm_gain=0.0), _Steps())
+  recorded = json.loads((tmp_path / "chain.json").read_text())
+  del recorded["pretrain_seed"]
+  (tmp_path / "chain.json").write_text(json.dumps(recorded))
+  api.run_chain(_cfg(tmp_path, seeds=(1, 2)), _Steps())
+  with pytest.raises(ValueError, match=r"holds a chain run with "
+                     r"pretrain_seed=1, this command has 2"):
+    api.run_chain(_cfg(tmp_path, seeds=(1, 2), pretrain_seed=2), _Steps())
+
+
+@pytest.mark.quick
+@pytest.mark.tf_version
+def test_a_pretraining_on_the_unigram_plateau_stops_the_chain():
+  # Hand-worked: baseline 6.49, --min_lm_gain 0.5: 5.99 or less goes on.
+  stuck = report.plateau_error([(500, 6.1), (1000, 6.2)], 6.49, 0.5)
+  assert stuck.startswith(
+      "pretraining stayed on the unigram plateau: held-out loss 6.20 nats "
+      "per target at step 1000, unigram baseline 6.49 (--min_lm_gain=0.5 "
+      "asks for 5.99 or less)")
+  assert "another --pretrain_seed" in stuck and "\n" not in stuck
+  assert report.plateau_error([(500, 6.6), (1000, 5.98)], 6.49, 0.5) is None
+  assert report.plateau_error([(1000, 6.2)], 6.49, 0.0) is None
+  assert report.plateau_error([(1000, 6.2)], None, 0.5) is None
 
 
 @pytest.mark.quick
@@ -284,9 +310,20 @@ def test_the_chain_command_runs_every_stage_on_a_tiny_model(tmp_path):
              "--dev_examples=40", "--max_seq_length=32",
              "--finetune_steps=10", "--eval_every=5",
              "--finetune_warmup_steps=2"]
-  done = subprocess.run(command, capture_output=True, text=True, cwd=REPO,
-                        timeout=600, check=False)
+  # 20 steps leave the model on the unigram plateau: the chain stops after
+  # the probe, in one line; --min_lm_gain=0 (not a setting) goes on.
+  stopped = subprocess.run(command, capture_output=True, text=True,
+                           cwd=REPO, timeout=600, check=False)
+  assert stopped.returncode == 1, stopped.stdout[-2000:] + stopped.stderr
+  assert stopped.stderr.strip().splitlines()[-1].startswith(
+      "chain.py: error: pretraining stayed on the unigram plateau: "
+      "held-out loss "), stopped.stderr[-2000:]
+  assert "[5/10] probe: starting" in stopped.stdout
+  assert "[6/10]" not in stopped.stdout
+  done = subprocess.run(command + ["--min_lm_gain=0"], capture_output=True,
+                        text=True, cwd=REPO, timeout=600, check=False)
   assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+  assert "4 of 10 stages done earlier" in done.stdout
   assert "[9/10] sentiment/random-s1: starting; ETA" in done.stdout
   # --task_text_share=0.5 (the default): the set's 40 training texts are
   # pretraining documents, each as often as every other and together
@@ -302,7 +339,7 @@ def test_the_chain_command_runs_every_stage_on_a_tiny_model(tmp_path):
   assert abs(copies * one_copy - 0.5) < one_copy
   assert all(", train " in d for d in counts)
   assert f"; {len(task_docs)} of them the labelled sets' texts)" in (
-      done.stdout)
+      stopped.stdout)
   results = json.loads((work / "results.json").read_text())
   sentiment = results["sets"]["sentiment"]
   for arm in chain_config.ARMS:

@@ -15,6 +15,7 @@ import os
 import time
 
 from xlnet import io_utils
+from xlnet.chain import config as chain_config
 from xlnet.chain import plan
 from xlnet.chain import steps
 from xlnet.reproduce import api as reproduce_api
@@ -31,6 +32,10 @@ def _done_path(cfg, stage):
 def check_settings(cfg):
   """Records the settings in chain.json, or checks them against it.
 
+  A setting that chain.json lacks was written before the setting existed,
+  when the chain did what its default does (`--pretrain_seed` was 1), so
+  it is read as the default: a work dir of an older version resumes.
+
   Raises:
     ValueError: the work dir holds a chain of other settings (naming the
       first that differs).
@@ -42,8 +47,10 @@ def check_settings(cfg):
     return
   with open(path) as f:
     recorded = json.load(f)
+  defaults = chain_config.default_settings()
   for key in sorted(set(recorded) | set(settings)):
-    if recorded.get(key) != settings.get(key):
+    recorded.setdefault(key, defaults.get(key))
+    if recorded[key] != settings.get(key):
       raise ValueError(
           f"--work_dir={cfg.work_dir} holds a chain run with {key}="
           f"{json.dumps(recorded.get(key))}, this command has "

@@ -73,6 +73,9 @@ class ChainConfig:
     pretrain_seed: pretraining's seed (`train_gpu.py --seed`);
       another one is the cure for a run that stays on the unigram
       plateau (docs/chain.md).
+    min_lm_gain: the nats per target pretraining's last held-out loss must
+      be below the unigram baseline for fine-tuning to start (0: no
+      check). Not a setting of the results: it only stops the chain.
     data_seed: draws the training and dev examples (the same for every arm
       and seed: the seeds vary initialization, order and dropout only), and
       the task texts when they are more than their share.
@@ -103,6 +106,7 @@ class ChainConfig:
   pretrain_learning_rate: float = 1e-3
   pretrain_warmup_steps: int = 300
   pretrain_seed: int = 1
+  min_lm_gain: float = 0.5
   train_examples: int = 1000
   dev_examples: int = 3000
   max_seq_length: int = 128
@@ -148,6 +152,14 @@ class ChainConfig:
     """What the work dir's results depend on, as a json-able dict (the
     interpreters excluded: they do not change a number)."""
     out = dataclasses.asdict(self)
-    for name in ("work_dir", "python", "hf_python", "plot_python"):
+    for name in ("work_dir", "python", "hf_python", "plot_python",
+                 "min_lm_gain"):
       out.pop(name)
     return json.loads(json.dumps(out))
+
+
+def default_settings():
+  """{setting: its default} of the fields that have one (json-able)."""
+  return json.loads(json.dumps(
+      {f.name: f.default for f in dataclasses.fields(ChainConfig)
+       if f.default is not dataclasses.MISSING}))

@@ -93,6 +93,31 @@ def probe(cfg):
           "top_k_right": int(top1.group(4)) if top1 else None}
 
 
+def plateau_error(held_out_loss, unigram_loss, min_gain):
+  """Why fine-tuning should not start, or None: pretraining's last held-out
+  loss is not `min_gain` nats below the unigram baseline, so the model has
+  not left the plateau where it predicts piece frequencies, and both arms
+  would start from what is in effect a random model.
+
+  Args:
+    held_out_loss: [(step, loss)] (`held_out_losses`).
+    unigram_loss: the baseline (nats per target), or None (not measured).
+    min_gain: nats; 0 turns the check off.
+  """
+  if not min_gain or not held_out_loss or unigram_loss is None:
+    return None
+  step, loss = held_out_loss[-1]
+  if loss <= unigram_loss - min_gain:
+    return None
+  return (f"pretraining stayed on the unigram plateau: held-out loss "
+          f"{loss:.2f} nats per target at step {step}, unigram baseline "
+          f"{unigram_loss:.2f} (--min_lm_gain={min_gain:g} asks for "
+          f"{unigram_loss - min_gain:.2f} or less), so both arms would "
+          "start from a model that predicts piece frequencies; pretrain "
+          "again in a new --work_dir with another --pretrain_seed "
+          "(docs/chain.md), or rerun with --min_lm_gain=0 to go on")
+
+
 def probe_summary(probe_path):
   """One line of probe.txt's figures."""
   with open(probe_path, errors="replace") as f:

@@ -31,6 +31,10 @@ class StageFailed(errors.Stop):
   """A program of a stage failed; its log says why (exit code 1)."""
 
 
+class Plateau(errors.Stop):
+  """Pretraining did not leave the unigram plateau (exit code 1)."""
+
+
 def _show_new_lines(log_path, offset, prefix):
   """Prints the SHOWN lines written to `log_path` after byte `offset`;
   returns the new offset (whole lines only)."""
@@ -174,6 +178,18 @@ def probe(cfg):
   last = text.rfind("\n$ ")
   io_utils.atomic_write(out, text[last + 1:] if last >= 0 else text)
   print("    " + report.probe_summary(out), flush=True)
+  check_left_plateau(cfg)
+
+
+def check_left_plateau(cfg):
+  """Raises Plateau when pretraining's last held-out loss is not
+  `cfg.min_lm_gain` below the probe's unigram baseline: a fine-tuning
+  comparison from it would compare two random starts."""
+  figures = report.probe(cfg)
+  message = report.plateau_error(figures["held_out_loss"],
+                                 figures["unigram_loss"], cfg.min_lm_gain)
+  if message:
+    raise Plateau(message)
 
 
 def linear_probe(cfg):

@@ -31,6 +31,10 @@ _HELP = {
     "pretrain_warmup_steps": "Pretraining warmup steps.",
     "pretrain_seed": "Pretraining's seed (train_gpu.py --seed: initial "
                      "weights, input order, factorization orders, dropout).",
+    "min_lm_gain": "Fine-tuning starts only when pretraining's last "
+                   "held-out loss is at least this many nats per target "
+                   "below the unigram baseline (a run stuck on the "
+                   "unigram plateau stops the chain); 0: no check.",
     "train_examples": "Training examples drawn from each labelled set.",
     "dev_examples": "Dev examples drawn from each labelled set (all of "
                     "them when it has fewer).",
