@@ -150,16 +150,22 @@ class ChainConfig:
 
   def settings(self):
     """What the work dir's results depend on, as a json-able dict (the
-    interpreters excluded: they do not change a number)."""
+    NOT_SETTINGS fields excluded)."""
     out = dataclasses.asdict(self)
-    for name in ("work_dir", "python", "hf_python", "plot_python",
-                 "min_lm_gain"):
+    for name in NOT_SETTINGS:
       out.pop(name)
     return json.loads(json.dumps(out))
 
 
+# Fields that change no number of the results: the work dir, the
+# interpreters, and the plateau check (it only stops the chain).
+NOT_SETTINGS = ("work_dir", "python", "hf_python", "plot_python",
+                "min_lm_gain")
+
+
 def default_settings():
-  """{setting: its default} of the fields that have one (json-able)."""
+  """{setting: its default} of the settings that have one (json-able)."""
   return json.loads(json.dumps(
       {f.name: f.default for f in dataclasses.fields(ChainConfig)
-       if f.default is not dataclasses.MISSING}))
+       if f.default is not dataclasses.MISSING
+       and f.name not in NOT_SETTINGS}))

