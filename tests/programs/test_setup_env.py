@@ -5,8 +5,9 @@ environment built on another's (interop on latest) sees its packages, is
 rebuilt with it, and two runs build a shared base once.
 
 Each test runs a copy of the script in a scratch root with a requirements
-file of its own, so the project's `.venvs/` are never touched, and needs no
-package index (PIP_NO_INDEX)."""
+file of its own, so the project's `.venvs/` are never touched, needs no
+package index (PIP_NO_INDEX), and sees the free disk a stand-in `df`
+reports, not the host's (CI's disk once had under 3 GB free)."""
 import os
 import shutil
 import stat
@@ -26,32 +27,35 @@ def _root(tmp_path, requirements, **others):
   (tmp_path / "requirements").mkdir()
   for name, text in dict(others, probe=requirements).items():
     (tmp_path / "requirements" / f"{name}.txt").write_text(text)
+  _fake_df(tmp_path, free_kib=100 * 1048576)
   return tmp_path
 
 
-def _command(root, name="probe", path_prefix=None):
+def _fake_df(root, free_kib):
+  """Puts in ROOT/bin a `df -Pk` that reports FREE_KIB KiB available."""
+  (root / "bin").mkdir(exist_ok=True)
+  (root / "bin" / "df").write_text(
+      "#!/bin/sh\necho 'Filesystem 1024-blocks Used Available Capacity "
+      f"Mounted on'\necho '/dev/x 999999999 1 {free_kib} 1% /'\n")
+  (root / "bin" / "df").chmod(stat.S_IRWXU)
+
+
+def _command(root, name="probe"):
   env = dict(os.environ, PYTHON=sys.executable, PIP_NO_INDEX="1")
-  if path_prefix:
-    env["PATH"] = f"{path_prefix}{os.pathsep}{env['PATH']}"
+  env["PATH"] = f"{root / 'bin'}{os.pathsep}{env['PATH']}"
   return dict(args=["bash", str(root / "scripts" / "setup_env.sh"), name],
               env=env)
 
 
-def _setup(root, name="probe", path_prefix=None):
-  return subprocess.run(**_command(root, name, path_prefix),
-                        capture_output=True, text=True, timeout=300)
+def _setup(root, name="probe"):
+  return subprocess.run(**_command(root, name), capture_output=True,
+                        text=True, timeout=300)
 
 
 def test_too_little_disk_is_one_line_and_installs_nothing(tmp_path):
   root = _root(tmp_path / "root", "numpy\n")
-  fake = tmp_path / "bin"
-  fake.mkdir()
-  # A `df -Pk` that reports 1 GiB (1,048,576 KiB) available.
-  (fake / "df").write_text(
-      "#!/bin/sh\necho 'Filesystem 1024-blocks Used Available Capacity "
-      "Mounted on'\necho '/dev/x 9999999 8951423 1048576 90% /'\n")
-  (fake / "df").chmod(stat.S_IRWXU)
-  result = _setup(root, path_prefix=fake)
+  _fake_df(root, free_kib=1048576)  # 1 GiB
+  result = _setup(root)
   assert result.returncode == 1
   assert result.stderr.strip() == (
       f"setup_env.sh: 1 GB free on the disk of {root}/.venvs; the 'probe' "
