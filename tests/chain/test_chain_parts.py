@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from xlnet.chain import hf_check
+from xlnet.chain import report
 from xlnet.chain import sources
 from xlnet.chain import steps
 from xlnet.flags import chain_catalog
@@ -239,6 +240,53 @@ def test_the_hf_verdict_needs_agreement_and_closeness():
   assert not verdict["passed"]
   assert not hf_check._verdict({"total": 0, "agree": 0,
                                 "max_diff": 0.0})["passed"]
+
+
+class _Pieces:
+  """A stand-in SentencePiece model: id -> (piece, score)."""
+  PIECES = {3: ("<cls>", 0.0), 4: ("<sep>", 0.0), 10: ("\u2581H", -1.0),
+            11: ("m", -2.0), 12: ("mm", -3.0), 13: ("!", -2.0),
+            14: ("mmm", -4.5)}
+
+  def IdToPiece(self, i):  # pylint: disable=invalid-name
+    return self.PIECES[i][0]
+
+  def GetScore(self, i):  # pylint: disable=invalid-name
+    return self.PIECES[i][1]
+
+  def DecodeIds(self, ids):  # pylint: disable=invalid-name
+    return "".join(map(self.IdToPiece, ids)).replace("\u2581", " ").strip()
+
+
+def test_texts_hf_splits_differently_are_ties_or_named_failures():
+  """Hand-worked: "Hmmm" as H mm m (score -6) here; HF's H m mm is the same
+  text and score (a tie), H mmm (-5.5) and H ! are not. Row 9 has two
+  ties ("Hmmm!mmm"): the first is named."""
+  ours = [10, 12, 11, 4, 3]
+  counts = {"split_differently": 0, "not_ties": 0, "examples": []}
+  alike = hf_check.compare_splits(
+      counts, [5, 6, 7, 8, 9],
+      [ours, ours, ours, [10, 11, 4, 3], [10, 12, 11, 13, 12, 11, 4, 3]],
+      [ours, [10, 11, 12, 4, 3], [10, 14, 4, 3], [10, 13, 4, 3],
+       [10, 11, 12, 13, 11, 12, 4, 3]], _Pieces())
+  assert alike.tolist() == [True, False, False, False, False]
+  assert counts == {"split_differently": 2, "not_ties": 2, "examples": [
+      {"row": 6, "tie": True, "ours": "mm m", "hf": "m mm"},
+      {"row": 7, "tie": False, "ours": "mm m", "hf": "mmm"},
+      {"row": 8, "tie": False, "ours": "m", "hf": "!"},
+      {"row": 9, "tie": True, "ours": "mm m", "hf": "m mm"}]}
+  result = dict(counts, what="fine-tuned classifier, dev logits", total=4,
+                agree=4, agreement=1.0, max_diff=4.5e-6,
+                max_diff_split=6.5e-3, passed=False)
+  assert report.hf_line(result) == (
+      "HF, fine-tuned classifier, dev logits: 4 of 4 agree (100.00%), "
+      "largest difference 4.50e-06: FAILED; HF's tokenizer split 2 texts "
+      "differently on SentencePiece score ties, so their logits were "
+      "compared given our ids (through HF's ids: 6.50e-03) (dev row 6: "
+      "`mm m` here, `m mm` in HF); HF's tokenizer split 2 texts "
+      "differently not on a tie (dev row 7: `mm m` here, `mmm` in HF)")
+  del result["split_differently"], result["not_ties"]  # the LM's dict
+  assert report.hf_line(result).endswith("4.50e-06: FAILED")
 
 
 def test_the_flags_become_the_chain_config_and_bad_seeds_are_named():

@@ -2,6 +2,7 @@
 computes (<= 1e-4): hidden states, LM logits with memories, and each head's
 logits; HF's tokenizer from the export gives our ids. Needs PyTorch and
 transformers (the `interop` environment); skipped elsewhere."""
+import csv
 import json
 import os
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.interop import interop_fixtures as fx
+from xlnet.chain import hf_check
 from xlnet.data import prepro_utils
 from xlnet.interop import hf_export
 from xlnet.interop import hf_names
@@ -403,7 +405,9 @@ def _program(args, cwd):
 def test_a_pretrained_then_fine_tuned_model(tmp_path):
   """A model the programs trained (train_gpu.py, then run_classifier.py
   from its checkpoint; their command lines run in this process): the
-  exported LM and classifier match HF's."""
+  exported LM and classifier match HF's, and the chain's HF check
+  (`hf_check.check_classifier`) passes on texts through HF's tokenizer, a
+  truncated one and a last, smaller batch among them."""
   from tests import train_fixtures  # pylint: disable=g-import-not-at-top
   from tests.finetuning import test_python_api  # pylint: disable=g-import-not-at-top
   from xlnet import configs  # pylint: disable=g-import-not-at-top
@@ -447,3 +451,15 @@ def test_a_pretrained_then_fine_tuned_model(tmp_path):
           out).eval()
       with torch.no_grad():
         _close(ours, model(**_torch(feats)).logits)
+  texts = ["a fine film 3", "an awful plot, isn't it?", "great acting!!!!",
+           " ".join(["dull and long"] * 20), "a wonderful cast", "Hmmm..",
+           "a terrible ending 1999"]
+  dev = tmp_path / "dev.csv"
+  with open(dev, "w", newline="", encoding="utf-8") as f:
+    csv.writer(f).writerows([["text_a"]] + [[t] for t in texts])
+  result = hf_check.check_classifier(
+      str(tmp_path / "sst-2" / "model"), str(tmp_path / "hf-classification"),
+      str(dev), batch_size=4)
+  assert [result[k] for k in ("total", "agree", "split_differently",
+                              "not_ties")] == [7, 7, 0, 0], result
+  assert result["max_diff"] <= TOL and result["passed"], result

@@ -8,7 +8,12 @@ Run in an environment with TensorFlow, PyTorch and transformers (the
 * the fine-tuned classifier: the dev texts through HF's tokenizer (from the
   export) and `XLNetForSequenceClassification`, against our
   `load_classifier(model_dir)` on the same texts: the labels predicted
-  (agreement) and the logits (largest difference);
+  (agreement) and the logits (largest difference). HF's tokenizer may
+  split a word differently where two splits score exactly the same
+  (SentencePiece and HF's `tokenizers` break such ties differently; the
+  release reads text with SentencePiece, as we do). Such texts are
+  counted and named, and their logits are compared with HF's model given
+  our ids; a different split that is not a tie fails the check;
 * the pretrained model: words hidden in held-out sentences
   (`demo_report.Report`, the demo's masked-word predictions), predicted by
   `XLNetLMHeadModel` given the same `perm_mask` and `target_mapping`,
@@ -40,8 +45,7 @@ def _compare(ours, theirs, counts):
   largest absolute difference)."""
   counts["total"] += len(ours)
   counts["agree"] += int((ours.argmax(-1) == theirs.argmax(-1)).sum())
-  counts["max_diff"] = max(counts["max_diff"],
-                           float(np.max(np.abs(ours - theirs))))
+  counts["max_diff"] = max(counts["max_diff"], _largest(ours, theirs))
 
 
 def _verdict(counts):
@@ -52,11 +56,79 @@ def _verdict(counts):
   return counts
 
 
+def _differing_span(ours, theirs):
+  """The parts of two id lists between their common prefix and suffix."""
+  p = 0
+  while p < min(len(ours), len(theirs)) and ours[p] == theirs[p]:
+    p += 1
+  q = 0
+  while (q < min(len(ours), len(theirs)) - p and
+         ours[len(ours) - 1 - q] == theirs[len(theirs) - 1 - q]):
+    q += 1
+  return ours[p:len(ours) - q], theirs[p:len(theirs) - q]
+
+
+def _first_stretch(ours, theirs, piece_length, most=8):
+  """The first differing pieces of two splits of one text: from their
+  first difference to where both have spelt as many characters again
+  (at most `most` pieces each)."""
+  i = j = a = b = 0
+  while a != b or not a:
+    if a <= b and i < len(ours):
+      a, i = a + piece_length(ours[i]), i + 1
+    elif j < len(theirs):
+      b, j = b + piece_length(theirs[j]), j + 1
+    else:
+      break
+    if max(i, j) >= most:
+      break
+  return ours[:i], theirs[:j]
+
+
+def compare_splits(counts, rows, ours_ids, hf_ids, sp_model):
+  """Which texts HF's tokenizer split differently from ours.
+
+  Args:
+    counts: the classifier check's running dict; gets `split_differently`
+      (ties: the same text, the same total score), `not_ties` (a different
+      text or score) and up to 3 `examples` of each kind.
+    rows: the dev rows of the texts (ints).
+    ours_ids, hf_ids: per text, the ids without padding (lists of ints).
+    sp_model: a `SentencePieceProcessor` (IdToPiece, DecodeIds, GetScore).
+
+  Returns:
+    bool NumPy array [n]: whether each text got our ids from HF.
+  """
+  alike = np.array([a == b for a, b in zip(ours_ids, hf_ids)], bool)
+  for row, a, b in zip(rows, ours_ids, hf_ids):
+    if a == b:
+      continue
+    a, b = _differing_span(a, b)
+    tie = (sp_model.DecodeIds(a) == sp_model.DecodeIds(b) and
+           abs(sum(map(sp_model.GetScore, a)) -
+               sum(map(sp_model.GetScore, b))) <= 1e-4)
+    key = "split_differently" if tie else "not_ties"
+    counts[key] += 1
+    if sum(e["tie"] == tie for e in counts["examples"]) < 3:
+      a, b = _first_stretch(a, b, lambda i: len(sp_model.IdToPiece(i)))
+      counts["examples"].append({
+          "row": int(row), "tie": tie,
+          "ours": " ".join(map(sp_model.IdToPiece, a)),
+          "hf": " ".join(map(sp_model.IdToPiece, b))})
+  return alike
+
+
 def check_classifier(model_dir, hf_dir, dev_csv, batch_size=32):
   """Our fine-tuned classifier and HF's export on the dev table's texts.
 
+  The labels come through HF's tokenizer (as an HF user gets them); the
+  logits are compared there on the texts it splits as we do, and on every
+  text with HF's model given our features.
+
   Returns:
-    dict: total, agree, agreement, max_diff (logits), passed.
+    dict: total, agree, agreement, max_diff (logits), split_differently,
+      not_ties, examples (`compare_splits`), max_diff_split (the logits of
+      the texts split differently, through HF's tokenizer), passed.
   """
   import torch  # pylint: disable=g-import-not-at-top
   import transformers  # pylint: disable=g-import-not-at-top
@@ -64,20 +136,48 @@ def check_classifier(model_dir, hf_dir, dev_csv, batch_size=32):
     texts = [row["text_a"] for row in csv.DictReader(f)]
   ours = loaded_model.load(model_dir)
   max_len = ours.task["max_seq_length"]
+  sp_model = prepro_utils.load_sp_model(
+      os.path.join(hf_dir, "spiece.model"), "the HF export's spiece.model")
   tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
   model = transformers.XLNetForSequenceClassification.from_pretrained(
       hf_dir).eval()
   counts = {"what": "fine-tuned classifier, dev logits", "total": 0,
-            "agree": 0, "max_diff": 0.0}
+            "agree": 0, "max_diff": 0.0, "split_differently": 0,
+            "not_ties": 0, "examples": [], "max_diff_split": 0.0}
   for i in range(0, len(texts), batch_size):
     batch = texts[i:i + batch_size]
+    features = ours.features(batch)
     mine = ours.predict(batch, batch_size=len(batch))["logits"]
     encoded = tokenizer(batch, padding=True, truncation=True,
                         max_length=max_len, return_tensors="pt")
     with torch.no_grad():
       theirs = model(**encoded).logits.numpy()
-    _compare(mine, theirs, counts)
-  return _verdict(counts)
+      on_our_ids = model(
+          input_ids=torch.tensor(features["input_ids"]).long(),
+          token_type_ids=torch.tensor(features["segment_ids"]).long(),
+          input_mask=torch.tensor(features["input_mask"])).logits.numpy()
+    alike = compare_splits(
+        counts, range(i, i + len(batch)),
+        [r[m == 0].tolist() for r, m in zip(features["input_ids"],
+                                            features["input_mask"])],
+        [r[m == 1].tolist() for r, m in zip(encoded["input_ids"].numpy(),
+                                            encoded["attention_mask"].numpy())],
+        sp_model)
+    counts["total"] += len(batch)
+    counts["agree"] += int((mine.argmax(-1) == theirs.argmax(-1)).sum())
+    counts["max_diff"] = max(counts["max_diff"],
+                             _largest(mine, on_our_ids),
+                             _largest(mine[alike], theirs[alike]))
+    counts["max_diff_split"] = max(counts["max_diff_split"],
+                                   _largest(mine[~alike], theirs[~alike]))
+  verdict = _verdict(counts)
+  verdict["passed"] = verdict["passed"] and not counts["not_ties"]
+  return verdict
+
+
+def _largest(a, b):
+  """The largest absolute difference of two arrays (0 when empty)."""
+  return float(np.max(np.abs(a - b))) if a.size else 0.0
 
 
 class _BothPredictors:

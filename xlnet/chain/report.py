@@ -135,11 +135,29 @@ def probe_summary(probe_path):
 
 
 def hf_line(result):
-  """One line of one HF comparison."""
-  return (f"HF, {result['what']}: {result['agree']} of {result['total']} "
+  """One line of one HF comparison (`hf_check`'s dict)."""
+  line = (f"HF, {result['what']}: {result['agree']} of {result['total']} "
           f"agree ({100 * result['agreement']:.2f}%), largest difference "
           f"{result['max_diff']:.2e}: "
           f"{'passed' if result['passed'] else 'FAILED'}")
+  return line + "".join(_split_clauses(result))
+
+
+def _split_clauses(result):
+  """What the classifier check says of texts HF's tokenizer split
+  differently from ours (none: nothing)."""
+  examples = result.get("examples", [])
+  for key, what in (
+      ("split_differently", "on SentencePiece score ties, so their logits "
+       "were compared given our ids (through HF's ids: "
+       f"{result.get('max_diff_split', 0.0):.2e})"),
+      ("not_ties", "not on a tie")):
+    if result.get(key):
+      first = next(e for e in examples if e["tie"] == (key != "not_ties"))
+      n = result[key]
+      yield (f"; HF's tokenizer split {n} text{'s' * (n != 1)} differently "
+             f"{what} (dev row {first['row']}: `{first['ours']}` here, "
+             f"`{first['hf']}` in HF)")
 
 
 def stage_seconds(cfg):
