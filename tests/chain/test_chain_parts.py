@@ -18,9 +18,11 @@ import numpy as np
 import pytest
 
 from xlnet.chain import hf_check
+from xlnet.chain import labelled
 from xlnet.chain import report
 from xlnet.chain import sources
 from xlnet.chain import steps
+from xlnet.finetuning.classifier import processors
 from xlnet.flags import chain_catalog
 
 pytestmark = [pytest.mark.quick, pytest.mark.tf_version]
@@ -287,6 +289,19 @@ def test_texts_hf_splits_differently_are_ties_or_named_failures():
       "differently not on a tie (dev row 7: `mm m` here, `mmm` in HF)")
   del result["split_differently"], result["not_ties"]  # the LM's dict
   assert report.hf_line(result).endswith("4.50e-06: FAILED")
+
+
+def test_the_hf_check_reads_single_texts_and_pairs_as_the_sets_wrote_them(
+    tmp_path):
+  for examples, expected in (
+      ([processors.InputExample("0", "Good,\n\"fun\".", None, "pos")],
+       (["Good,\n\"fun\"."], False)),
+      ([processors.InputExample("0", "A, b", "c", "yes"),
+        processors.InputExample("1", "d", "e\nf", "no")],
+       ([("A, b", "c"), ("d", "e\nf")], True))):
+    path = tmp_path / "dev.csv"
+    path.write_text(labelled._table(examples)[0], encoding="utf-8")  # pylint: disable=protected-access
+    assert hf_check.dev_texts(str(path)) == expected
 
 
 def test_the_flags_become_the_chain_config_and_bad_seeds_are_named():

@@ -118,6 +118,20 @@ def compare_splits(counts, rows, ours_ids, hf_ids, sp_model):
   return alike
 
 
+def dev_texts(dev_csv):
+  """The texts of a chain's dev table (`labelled.write_subsets`).
+
+  Returns:
+    (texts: list of text_a, or of (text_a, text_b) pairs when the table has
+    a text_b column; pairs: whether it has).
+  """
+  with open(dev_csv, newline="", encoding="utf-8") as f:
+    rows = list(csv.DictReader(f))
+  pairs = bool(rows) and "text_b" in rows[0]
+  return ([(r["text_a"], r["text_b"]) if pairs else r["text_a"]
+           for r in rows], pairs)
+
+
 def check_classifier(model_dir, hf_dir, dev_csv, batch_size=32):
   """Our fine-tuned classifier and HF's export on the dev table's texts.
 
@@ -132,8 +146,7 @@ def check_classifier(model_dir, hf_dir, dev_csv, batch_size=32):
   """
   import torch  # pylint: disable=g-import-not-at-top
   import transformers  # pylint: disable=g-import-not-at-top
-  with open(dev_csv, newline="", encoding="utf-8") as f:
-    texts = [row["text_a"] for row in csv.DictReader(f)]
+  texts, pairs = dev_texts(dev_csv)
   ours = loaded_model.load(model_dir)
   max_len = ours.task["max_seq_length"]
   sp_model = prepro_utils.load_sp_model(
@@ -148,8 +161,10 @@ def check_classifier(model_dir, hf_dir, dev_csv, batch_size=32):
     batch = texts[i:i + batch_size]
     features = ours.features(batch)
     mine = ours.predict(batch, batch_size=len(batch))["logits"]
-    encoded = tokenizer(batch, padding=True, truncation=True,
-                        max_length=max_len, return_tensors="pt")
+    encoded = tokenizer(
+        [t[0] if pairs else t for t in batch],
+        [t[1] for t in batch] if pairs else None, padding=True,
+        truncation=True, max_length=max_len, return_tensors="pt")
     with torch.no_grad():
       theirs = model(**encoded).logits.numpy()
       on_our_ids = model(
