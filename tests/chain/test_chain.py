@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import types
 
 import numpy as np
@@ -19,6 +20,7 @@ from xlnet.chain import labelled
 from xlnet.chain import linear_probe
 from xlnet.chain import plan
 from xlnet.chain import report
+from xlnet.chain import steps
 from xlnet.finetuning.classifier import processors
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -201,7 +203,8 @@ class _Steps:
     return run
 
   # The Python steps, by the names of their stages.
-  STAGES = {"write_text": "text", "probe": "probe", "write_sets": "sets",
+  STAGES = {"write_text": "text", "pretrain": "pretrain", "probe": "probe",
+            "write_sets": "sets",
             "linear_probe": "linear_probe", "hf_check": "hf",
             "write_report": "report"}
 
@@ -268,6 +271,53 @@ def test_a_pretraining_on_the_unigram_plateau_stops_the_chain():
   assert report.plateau_error([(1000, 6.2)], None, 0.5) is None
 
 
+# A stand-in trainer: two held-out lines as train_gpu.py logs them, then it
+# waits; SIGTERM makes it save and stop.
+_TRAINER = r"""
+import signal, sys, time
+def stop(*_):
+  print("saved model.ckpt-3000 and stopped", flush=True)
+  sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+for step, loss in ((500, 6.6), (3000, 6.2)):
+  print(f"I1129 11:51:23.457095 1 held_out.py:86] [{step}] eval | loss "
+        f"{loss:.4f} | pplx 1 | accuracy 0.05 | 9 targets", flush=True)
+time.sleep(60)
+print("went", "on", flush=True)  # the log holds this source too
+"""
+
+
+@pytest.mark.quick
+@pytest.mark.tf_version
+def test_pretraining_still_on_the_plateau_half_way_is_stopped_there(
+    tmp_path, capsys):
+  """From half of 6,000 steps on, a held-out loss not 0.5 below the
+  baseline (6.49) stops the trainer (it saves); before half-way, at the
+  last step (the probe stage's check) or below 5.99 it goes on."""
+  stop_when = steps.plateau_stop(_cfg(tmp_path, pretrain_steps=6000), 6.49)
+  line = "I1129 held_out.py:86] [{}] eval | loss {} | pplx 1"
+  for step, loss in ((500, 6.6), (2999, 6.6), (3000, 5.98), (6000, 6.6)):
+    assert stop_when(line.format(step, loss)) is None, (step, loss)
+  assert stop_when("[3000] 1.0s/step | loss 6.6") is None
+  stop = stop_when(line.format(3500, 6.2))
+  assert isinstance(stop, steps.Plateau)
+  assert str(stop) == report.plateau_error([(3500, 6.2)], 6.49, 0.5)
+  assert steps.plateau_stop(_cfg(tmp_path, pretrain_steps=6000,
+                                 min_lm_gain=0.0), 6.49)(
+                                     line.format(3500, 6.2)) is None
+
+  log = tmp_path / "pretrain.log"
+  began = time.time()
+  with pytest.raises(steps.Plateau, match=r"held-out loss 6.20 nats per "
+                     r"target at step 3000, unigram baseline 6.49"):
+    steps.run_program((sys.executable, "-c", _TRAINER), str(log),
+                      watch=True, stop_when=stop_when)
+  assert time.time() - began < 30
+  assert "saved model.ckpt-3000 and stopped" in log.read_text()
+  assert "went on" not in log.read_text()
+  assert "[3000] eval | loss 6.2000" in capsys.readouterr().out
+
+
 @pytest.mark.quick
 @pytest.mark.tf_version
 def test_a_second_chain_on_one_work_dir_is_refused_in_one_line(tmp_path):
@@ -310,20 +360,25 @@ def test_the_chain_command_runs_every_stage_on_a_tiny_model(tmp_path):
              "--dev_examples=40", "--max_seq_length=32",
              "--finetune_steps=10", "--eval_every=5",
              "--finetune_warmup_steps=2"]
-  # 20 steps leave the model on the unigram plateau: the chain stops after
-  # the probe, in one line; --min_lm_gain=0 (not a setting) goes on.
+  # 20 steps leave the model on the unigram plateau: pretraining is
+  # stopped at its half-way held-out loss (step 10), in one line;
+  # --min_lm_gain=0 (not a setting) resumes it and goes on.
   stopped = subprocess.run(command, capture_output=True, text=True,
                            cwd=REPO, timeout=600, check=False)
   assert stopped.returncode == 1, stopped.stdout[-2000:] + stopped.stderr
   assert stopped.stderr.strip().splitlines()[-1].startswith(
       "chain.py: error: pretraining stayed on the unigram plateau: "
       "held-out loss "), stopped.stderr[-2000:]
-  assert "[5/10] probe: starting" in stopped.stdout
-  assert "[6/10]" not in stopped.stdout
+  assert " at step 10, unigram baseline " in stopped.stderr
+  assert "[4/10] pretrain: starting" in stopped.stdout
+  assert "[5/10]" not in stopped.stdout
   done = subprocess.run(command + ["--min_lm_gain=0"], capture_output=True,
                         text=True, cwd=REPO, timeout=600, check=False)
   assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-  assert "4 of 10 stages done earlier" in done.stdout
+  assert "3 of 10 stages done earlier" in done.stdout
+  # Where the SIGTERM found it (steps 10 to 20 take well under the 2 s the
+  # chain polls the log in) is chance here; the quick test above checks it.
+  assert "] Resumed from " in (work / "logs" / "pretrain.log").read_text()
   assert "[9/10] sentiment/random-s1: starting; ETA" in done.stdout
   # --task_text_share=0.5 (the default): the set's 40 training texts are
   # pretraining documents, each as often as every other and together

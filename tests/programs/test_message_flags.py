@@ -67,7 +67,7 @@ OTHER_PROGRAMS = {
     # The chain's stages: each program's command line, and the HF check's.
     ("xlnet.chain.plan", "_spm_command"): ("spm_train.py",),
     ("xlnet.chain.plan", "_records_commands"): ("data_utils.py",),
-    ("xlnet.chain.plan", "_pretrain_command"): ("train_gpu.py",),
+    ("xlnet.chain.plan", "pretrain_command"): ("train_gpu.py",),
     ("xlnet.chain.plan", "probe_command"): ("scripts/demo_report.py",),
     ("xlnet.chain.plan", "finetune_command"): ("run_classifier.py",),
     ("xlnet.chain.plan", "hf_exports"): ("convert_checkpoint.py",),

@@ -86,7 +86,9 @@ def _records_commands(cfg):
                for s in ("train", "valid"))
 
 
-def _pretrain_command(cfg):
+def pretrain_command(cfg):
+  """train_gpu.py's command: pretraining, a checkpoint and a held-out loss
+  every `_pretrain_save_steps`."""
   return _program(
       cfg, "train_gpu.py",
       f"--model_config_path={path(cfg, 'xlnet_config.json')}",
@@ -113,8 +115,9 @@ def _pretrain_command(cfg):
 
 def _pretrain_save_steps(cfg):
   """A checkpoint (and a held-out loss) about every 500 steps: a kill
-  loses at most that many."""
-  return min(500, cfg.pretrain_steps)
+  loses at most that many; and one half-way at the latest, where
+  `steps.pretrain` checks the plateau."""
+  return max(1, min(500, cfg.pretrain_steps // 2))
 
 
 def labels_of(cfg, task):
@@ -212,7 +215,7 @@ def stages(cfg, steps):
       Stage("spm", 30, commands=(_spm_command(cfg),)),
       Stage("records", 40, commands=_records_commands(cfg)),
       Stage("pretrain", cfg.pretrain_steps * PRETRAIN_STEP_S +
-            PROGRAM_START_S, commands=(_pretrain_command(cfg),), watch=True),
+            PROGRAM_START_S, call=steps.pretrain, watch=True),
       Stage("probe", 40, call=steps.probe),
       Stage("sets", 20, call=steps.write_sets),
       Stage("linear_probe", 40 * len(cfg.tasks), call=steps.linear_probe)]

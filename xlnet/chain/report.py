@@ -79,6 +79,12 @@ def held_out_losses(cfg):
   return sorted(found.items())
 
 
+def held_out_loss_in(line):
+  """(step, loss) of a trainer's held-out evaluation line, else None."""
+  found = _HELD_OUT.search(line)
+  return (int(found.group(1)), float(found.group(2))) if found else None
+
+
 def probe(cfg):
   """What pretraining learned: held-out losses, the unigram baseline of the
   held-out targets, hidden-word guesses right (probe.txt)."""

@@ -6,6 +6,7 @@ lines shown, SIGTERM and SIGINT passed on to it (it saves and stops).
 import json
 import os
 import re
+import signal
 import subprocess
 
 from xlnet import errors
@@ -15,6 +16,9 @@ from xlnet.chain import labelled
 from xlnet.chain import linear_probe as linear_probe_lib
 from xlnet.chain import plan
 from xlnet.chain import report
+from xlnet.data import prepro_utils
+from xlnet.data import record_format
+from xlnet.demo import unigram_baseline
 from xlnet.finetuning import checkpoint_eval
 from xlnet.reproduce import runner
 from xlnet.training import checkpoint_io
@@ -35,20 +39,17 @@ class Plateau(errors.Stop):
   """Pretraining did not leave the unigram plateau (exit code 1)."""
 
 
-def _show_new_lines(log_path, offset, prefix):
-  """Prints the SHOWN lines written to `log_path` after byte `offset`;
-  returns the new offset (whole lines only)."""
+def _new_lines(log_path, offset):
+  """The whole lines written to `log_path` after byte `offset`, and the
+  offset after them."""
   try:
     with open(log_path, "rb") as f:
       f.seek(offset)
       data = f.read()
   except OSError:
-    return offset
+    return [], offset
   end = data.rfind(b"\n") + 1
-  for line in data[:end].decode("utf-8", "replace").splitlines():
-    if SHOWN.search(line):
-      print(f"{prefix}{_ABSL_PREFIX.sub('', line)}", flush=True)
-  return offset + end
+  return data[:end].decode("utf-8", "replace").splitlines(), offset + end
 
 
 def _still_running(proc, seconds):
@@ -60,26 +61,44 @@ def _still_running(proc, seconds):
   return False
 
 
-def run_program(command, log_path, watch, prefix="    "):
+def run_program(command, log_path, watch, prefix="    ", stop_when=None):
   """Runs one program to its end (its output appended to `log_path`).
+
+  Args:
+    command: its argv.
+    log_path: its log.
+    watch: whether its SHOWN lines are printed as they come.
+    prefix: what the printed lines start with.
+    stop_when: None, or a function of each new line of the log that
+      returns an `errors.Stop` to stop the program with (it gets SIGTERM,
+      saves and stops; then the Stop is raised), or None to go on.
 
   Raises:
     progress.Interrupted: a SIGTERM/SIGINT arrived (passed on to the
       program, which saved and stopped): rerun the same command.
     StageFailed: the program failed (its exit code and last log line).
+    errors.Stop: what `stop_when` returned.
   """
   log = runner.open_log(log_path, list(command))
-  offset = os.path.getsize(log_path)
+  offset, stop = os.path.getsize(log_path), None
   with log, runner.SignalRelay() as relay:
     proc = subprocess.Popen(list(command), stdin=subprocess.DEVNULL,
                             stdout=log, stderr=subprocess.STDOUT,
                             preexec_fn=runner.child_setup)
     relay.attach(proc)
-    while _still_running(proc, seconds=2):
-      if watch:
-        offset = _show_new_lines(log_path, offset, prefix)
-    if watch:
-      _show_new_lines(log_path, offset, prefix)
+    running = True
+    while running:
+      running = _still_running(proc, seconds=2)
+      lines, offset = _new_lines(log_path, offset)
+      for line in lines:
+        if watch and SHOWN.search(line):
+          print(f"{prefix}{_ABSL_PREFIX.sub('', line)}", flush=True)
+        if stop is None and stop_when is not None:
+          stop = stop_when(line)
+          if stop is not None and running:
+            proc.send_signal(signal.SIGTERM)
+  if stop is not None:
+    raise stop
   if relay.signum is not None:
     raise progress.Interrupted(
         f"stopped by signal {relay.signum} while "
@@ -164,6 +183,42 @@ def finetune(task, arm, seed):
     print(f"    dev accuracy {curve[-1][1]:.4f} at step {curve[-1][0]}",
           flush=True)
   return stage
+
+
+def pretrain(cfg):
+  """train_gpu.py. From half-way on, each held-out loss is checked against
+  the unigram baseline as `check_left_plateau` checks the last: a run
+  still on the plateau there is stopped (it saves), half its time sooner."""
+  baseline = unigram_loss(cfg)
+  print(f"    unigram baseline of the held-out targets: {baseline:.2f} "
+        "nats per target", flush=True)
+  run_program(plan.pretrain_command(cfg),
+              plan.path(cfg, "logs", "pretrain.log"), watch=True,
+              stop_when=plateau_stop(cfg, baseline))
+
+
+def plateau_stop(cfg, unigram):
+  """`run_program`'s stop_when for pretraining: a `Plateau` for a held-out
+  loss from half-way on (the last excepted: the probe stage checks it) that
+  is not `cfg.min_lm_gain` below `unigram` nats, else None."""
+  def stop_when(line):
+    found = report.held_out_loss_in(line)
+    if found is None or not (cfg.pretrain_steps // 2 <= found[0] <
+                             cfg.pretrain_steps):
+      return None
+    message = report.plateau_error([found], unigram, cfg.min_lm_gain)
+    return Plateau(message) if message else None
+  return stop_when
+
+
+def unigram_loss(cfg):
+  """The unigram baseline of the held-out targets, nats per target (the
+  probe stage's report states the same)."""
+  records = plan.path(cfg, "records", "valid", "tfrecords")
+  info = record_format.load_corpus_info(records)
+  sp_model = prepro_utils.load_sp_model(info["sp_path"], "spiece.model")
+  return unigram_baseline.cross_entropy(*unigram_baseline.counts_and_targets(
+      plan.path(cfg, "text", "train.txt"), records, "valid", sp_model, info))
 
 
 def probe(cfg):

@@ -168,9 +168,8 @@ def run_report(*, model_dir, record_info_dir, eval_split, train_text,
     raise ValueError(f"{info['sp_path']} has {sp_model.get_piece_size()} "
                      f"pieces but the checkpoint's n_token is {config.n_token}")
 
-  counts = unigram_baseline.train_piece_counts(
-      train_text, sp_model, info["uncased"], info.get("use_eod", True))
-  targets = unigram_baseline.heldout_targets(record_info_dir, eval_split)
+  counts, targets = unigram_baseline.counts_and_targets(
+      train_text, record_info_dir, eval_split, sp_model, info)
   print(unigram_baseline.describe(counts, targets), flush=True)
 
   with open(heldout_text, encoding="utf-8") as f:

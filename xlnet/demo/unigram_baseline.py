@@ -83,6 +83,19 @@ def heldout_targets(record_dir, split="valid"):
   return np.concatenate(found).astype(np.int32)
 
 
+def counts_and_targets(train_text, record_info_dir, split, sp_model, info):
+  """The baseline's inputs: the training text's piece counts, encoded as
+  the records were (`info`: their corpus_info.json, `sp_model` its
+  SentencePiece model), and the held-out targets of `record_info_dir`.
+
+  Returns:
+    (np.int64 `[vocab_size]`, np.int32 `[num_targets]`).
+  """
+  counts = train_piece_counts(train_text, sp_model, info["uncased"],
+                              info.get("use_eod", True))
+  return counts, heldout_targets(record_info_dir, split)
+
+
 def cross_entropy(counts, targets, smoothing=1.0):
   """Mean -ln p(target) under add-`smoothing` unigram frequencies.
 
