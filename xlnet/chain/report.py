@@ -120,7 +120,8 @@ def plateau_error(held_out_loss, unigram_loss, min_gain):
           f"{unigram_loss:.2f} (--min_lm_gain={min_gain:g} asks for "
           f"{unigram_loss - min_gain:.2f} or less), so both arms would "
           "start from a model that predicts piece frequencies; pretrain "
-          "again in a new --work_dir with another --pretrain_seed "
+          "again in a new --work_dir with another --pretrain_seed or a "
+          "lower --pretrain_learning_rate "
           "(docs/chain.md), or rerun with --min_lm_gain=0 to go on")
 
 
