@@ -28,10 +28,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
 
 
 def _cfg(work_dir, **overrides):
+  overrides.setdefault("tasks", chain_config.parse_tasks("a=imdb:da,b=csv:db"))
   return chain_config.ChainConfig(
-      work_dir=str(work_dir), corpus_glob="unused",
-      tasks=chain_config.parse_tasks("a=imdb:da,b=csv:db"),
-      python=sys.executable, **overrides)
+      work_dir=str(work_dir), corpus_glob="unused", python=sys.executable,
+      **overrides)
 
 
 @pytest.mark.quick
@@ -106,6 +106,40 @@ def test_write_subsets_gives_tables_the_csv_task_reads_back(tmp_path):
 
 @pytest.mark.quick
 @pytest.mark.tf_version
+@pytest.mark.quick
+@pytest.mark.tf_version
+def test_pairs_stay_pairs_from_the_task_to_the_fine_tuning_command(
+    tmp_path):
+  """A csv table with a text_b column, and AG News's title and
+  description, are drawn as pairs; their fine-tuning reads text_b too."""
+  nli = tmp_path / "nli"
+  nli.mkdir()
+  for split in ("train", "dev"):
+    (nli / f"{split}.csv").write_text("label,text_a,text_b\n" + "".join(
+        f'{"yes" if i % 2 else "no"},"A, {i}",B {i}\n' for i in range(6)))
+  ag = tmp_path / "ag"
+  ag.mkdir()
+  for split in ("train", "test"):
+    (ag / f"{split}.csv").write_text("".join(
+        f'"{1 + i % 4}","Title {i}","Body, {i}."\n' for i in range(8)))
+  _write_imdb(str(tmp_path / "acl"), per_label=3)
+  cfg = _cfg(tmp_path / "work", train_examples=4, dev_examples=5,
+             tasks=chain_config.parse_tasks(
+                 f"nli=csv:{nli},ag=ag_news:{ag},film=imdb:{tmp_path}/acl"))
+  steps.write_sets(cfg)
+  for task, first in zip(cfg.tasks, ("A, ", "Title ", "The film was ")):
+    dev = linear_probe.read_table(plan.path(cfg, "sets", task.name,
+                                            "dev.csv"))
+    assert len(dev) == 5 and all(e.text_a.startswith(first) for e in dev)
+    for e in dev:  # the second text of the same example
+      number = e.text_a.split()[-1].rstrip(".")
+      assert e.text_b == (None if task.name == "film" else
+                          {"nli": f"B {number}",
+                           "ag": f"Body, {number}."}[task.name])
+    command = plan.finetune_command(cfg, task, "random", 1)
+    assert ("--text_b_column=text_b" in command) == (task.name != "film")
+
+
 def test_split_documents_holds_out_every_nth_document_of_every_text():
   # Each text becomes documents of at most 40 sentences (the demo corpus'
   # format): 100 sentences -> 40, 40, 20. Documents 1..6 in order; the
@@ -344,16 +378,22 @@ def test_eta_scales_the_estimates_by_the_long_stages_only():
 @pytest.mark.slow
 def test_the_chain_command_runs_every_stage_on_a_tiny_model(tmp_path):
   """bench/chain.py end to end, in minutes' hundredth: a 1-layer model,
-  20 pretraining and 10 fine-tuning steps; no HF check (tests/interop
-  checks the export), no plot."""
+  20 pretraining and 10 fine-tuning steps, a set of text pairs; no HF
+  check (tests/interop checks the export), no plot."""
   text = tmp_path / "corpus.txt"
   with open(data_helpers.demo_corpus()) as f:
     text.write_text(f.read()[:60_000])
-  _write_imdb(str(tmp_path / "acl"))
+  pairs = tmp_path / "pairs"
+  pairs.mkdir()
+  for split in ("train", "dev"):  # the label only in text_b
+    (pairs / f"{split}.csv").write_text("label,text_a,text_b\n" + "".join(
+        f"{label},The film was,\"{word}, {word} indeed, {split} {i}.\"\n"
+        for i in range(20) for label, word in (("pos", "good"),
+                                              ("neg", "bad"))))
   work = tmp_path / "work"
   command = [sys.executable, os.path.join(REPO, "bench", "chain.py"),
              f"--work_dir={work}", f"--corpus_glob={text}",
-             f"--tasks=sentiment=imdb:{tmp_path / 'acl'}", "--seeds=1",
+             f"--tasks=sentiment=csv:{pairs}", "--seeds=1",
              "--hf_python=", "--plot_python=", "--vocab_size=500",
              "--n_layer=1", "--d_model=32", "--n_head=2", "--d_inner=64",
              "--pretrain_steps=20", "--pretrain_warmup_steps=5",
@@ -404,4 +444,7 @@ def test_the_chain_command_runs_every_stage_on_a_tiny_model(tmp_path):
     assert sentiment[arm]["median"] == curve[-1][1]
   assert results["probe"]["held_out_loss"][-1][0] == 20
   assert set(results["linear_probe"]["sentiment"]) == set(chain_config.ARMS)
-  assert "| sentiment (imdb) | 24 / 40 |" in (work / "results.md").read_text()
+  assert "| sentiment (csv) | 24 / 40 |" in (work / "results.md").read_text()
+  for arm in chain_config.ARMS:  # fine-tuned on both texts
+    task = work / "finetune" / "sentiment" / f"{arm}-s1" / "task.json"
+    assert json.loads(task.read_text())["pairs"] is True

@@ -11,6 +11,7 @@ import random
 
 from xlnet import io_utils
 from xlnet.finetuning.classifier import datasets
+from xlnet.finetuning.classifier import processors
 
 # The columns of the tables written (`run_classifier.py --task_name=csv`'s
 # default column names).
@@ -28,6 +29,9 @@ def read_task(task_name, data_dir):
       regression task: the chain measures accuracy).
   """
   processor = datasets.make_processor(task_name)
+  if task_name.lower() in datasets.USER_TASKS and _has_text_b(
+      processor.path(data_dir, "train"), processor):
+    processor = datasets.make_processor(task_name, text_b_column="text_b")
   processor.resolve(data_dir)
   if processor.is_regression:
     raise ValueError(f"--tasks: {task_name} is a regression task; the chain "
@@ -35,6 +39,15 @@ def read_task(task_name, data_dir):
   return (list(processor.get_labels()),
           processor.get_train_examples(data_dir),
           processor.get_dev_examples(data_dir))
+
+
+def _has_text_b(path, processor):
+  """Whether a csv/tsv table's header row names a text_b column (then its
+  examples are pairs, as `run_classifier.py --text_b_column=text_b` reads
+  them)."""
+  first = next(processors.read_rows(path, processor.delimiter,
+                                    processor.quoting), None)
+  return bool(first) and "text_b" in [h.strip() for h in first[1]]
 
 
 def draw(examples, count, seed):

@@ -120,19 +120,26 @@ def _pretrain_save_steps(cfg):
   return max(1, min(500, cfg.pretrain_steps // 2))
 
 
+def set_info(cfg, task):
+  """What the sets stage recorded for `task`: dict with labels (in the
+  task's order) and pairs (whether its tables have a text_b column)."""
+  with open(path(cfg, "sets", task.name, "set.json")) as f:
+    return json.load(f)
+
+
 def labels_of(cfg, task):
   """The labels the sets stage recorded for `task`."""
-  with open(path(cfg, "sets", task.name, "set.json")) as f:
-    return json.load(f)["labels"]
+  return set_info(cfg, task)["labels"]
 
 
 def finetune_command(cfg, task, arm, seed):
   """run_classifier.py's command of one run: fine-tune for
   `finetune_steps`, a checkpoint every `eval_every` steps, then every
   checkpoint's accuracy on the drawn dev set."""
+  info = set_info(cfg, task)
   flags = [
       "--task_name=csv", f"--data_dir={path(cfg, 'sets', task.name)}",
-      f"--label_list={','.join(labels_of(cfg, task))}",
+      f"--label_list={','.join(info['labels'])}",
       f"--output_dir={path(cfg, 'finetune', task.name, 'records')}",
       f"--model_dir={run_dir(cfg, task, arm, seed)}",
       f"--spiece_model_file={path(cfg, 'spiece.model')}",
@@ -149,6 +156,8 @@ def finetune_command(cfg, task, arm, seed):
       "--do_train=True", "--do_eval=True", "--eval_all_ckpt=True",
       "--eval_split=dev", f"--seed={seed}",
       f"--summary_type={cfg.summary_type}"]
+  if info.get("pairs"):
+    flags.append("--text_b_column=text_b")
   if arm == "pretrained":
     flags.append(f"--init_checkpoint={path(cfg, 'pretrain')}")
   return _program(cfg, "run_classifier.py", *flags)
