@@ -407,7 +407,8 @@ def test_a_pretrained_then_fine_tuned_model(tmp_path):
   from its checkpoint; their command lines run in this process): the
   exported LM and classifier match HF's, and the chain's HF check
   (`hf_check.check_classifier`) passes on texts through HF's tokenizer, a
-  truncated one and a last, smaller batch among them."""
+  truncated one and a last, smaller batch among them, and on pairs through
+  a model fine-tuned on pairs."""
   from tests import train_fixtures  # pylint: disable=g-import-not-at-top
   from tests.finetuning import test_python_api  # pylint: disable=g-import-not-at-top
   from xlnet import configs  # pylint: disable=g-import-not-at-top
@@ -462,4 +463,34 @@ def test_a_pretrained_then_fine_tuned_model(tmp_path):
       str(dev), batch_size=4)
   assert [result[k] for k in ("total", "agree", "split_differently",
                               "not_ties")] == [7, 7, 0, 0], result
+  assert result["max_diff"] <= TOL and result["passed"], result
+  # A model fine-tuned on pairs: `A <sep> B <sep> <cls>` with segments 0,
+  # 1 and 2 in both worlds, and the longer text shortened first (the
+  # second when they are equally long).
+  pairs = [("a fine film 3", "an awful plot, isn't it?"),
+           (" ".join(["dull and long"] * 20), "great acting!!!!"),
+           ("Hmmm..", " ".join(["a wonderful cast"] * 20)),
+           (" ".join(["a terrible ending"] * 9), " ".join(["a fine film"] * 9))]
+  (tmp_path / "pairs").mkdir()
+  for split in ("train", "dev"):
+    with open(tmp_path / "pairs" / f"{split}.csv", "w", newline="",
+              encoding="utf-8") as f:
+      csv.writer(f).writerows([["label", "text_a", "text_b"]] + [
+          [str(i % 2), a, b] for i, (a, b) in enumerate(pairs)])
+  _program(["run_classifier.py", "--task_name=csv", "--data_dir=pairs",
+            "--text_b_column=text_b", "--output_dir=pairs/records",
+            "--spiece_model_file=spiece.model",
+            f"--model_config_path={config_path}",
+            f"--init_checkpoint={tmp_path / 'pretrained'}",
+            "--model_dir=pairs/model", "--max_seq_length=32",
+            "--train_batch_size=2", "--train_steps=2", "--warmup_steps=1",
+            "--iterations=1", "--learning_rate=1e-3", "--do_train"],
+           cwd=str(tmp_path))
+  hf_export.export_hf(str(tmp_path / "pairs" / "model"), config, spiece,
+                      str(tmp_path / "hf-pairs"))
+  result = hf_check.check_classifier(
+      str(tmp_path / "pairs" / "model"), str(tmp_path / "hf-pairs"),
+      str(tmp_path / "pairs" / "dev.csv"), batch_size=3)
+  assert [result[k] for k in ("total", "agree", "split_differently",
+                              "not_ties")] == [4, 4, 0, 0], result
   assert result["max_diff"] <= TOL and result["passed"], result

@@ -160,7 +160,7 @@ def check_classifier(model_dir, hf_dir, dev_csv, batch_size=32):
   for i in range(0, len(texts), batch_size):
     batch = texts[i:i + batch_size]
     features = ours.features(batch)
-    mine = ours.predict(batch, batch_size=len(batch))["logits"]
+    mine = ours.predict_features(features, batch_size=len(batch))["logits"]
     encoded = tokenizer(
         [t[0] if pairs else t for t in batch],
         [t[1] for t in batch] if pairs else None, padding=True,

@@ -161,7 +161,11 @@ class Classifier:
       logits); `labels`: list of n labels (`predicted_labels`, with the
       task's predict_threshold; regression: the scores as floats).
     """
-    features = self.features(texts)
+    return self.predict_features(self.features(texts), batch_size)
+
+  def predict_features(self, features, batch_size=8):
+    """`predict`'s outputs for the model inputs `features(texts)` gave
+    (the same dict of [n, ...] arrays)."""
     n = len(features["input_ids"])
     if not n:
       raise ValueError("predict needs at least one text")
