@@ -259,24 +259,29 @@ class _Pieces:
   def DecodeIds(self, ids):  # pylint: disable=invalid-name
     return "".join(map(self.IdToPiece, ids)).replace("\u2581", " ").strip()
 
+  def PieceToId(self, piece):  # pylint: disable=invalid-name
+    return next(i for i, (p, _) in self.PIECES.items() if p == piece)
+
 
 def test_texts_hf_splits_differently_are_ties_or_named_failures():
   """Hand-worked: "Hmmm" as H mm m (score -6) here; HF's H m mm is the same
   text and score (a tie), H mmm (-5.5) and H ! are not. Row 9 has two
   ties ("Hmmm!mmm"): the first is named."""
   ours = [10, 12, 11, 4, 3]
-  counts = {"split_differently": 0, "not_ties": 0, "examples": []}
+  counts = {"split_differently": 0, "cut_differently": 0, "not_ties": 0,
+            "examples": []}
   alike = hf_check.compare_splits(
       counts, [5, 6, 7, 8, 9],
       [ours, ours, ours, [10, 11, 4, 3], [10, 12, 11, 13, 12, 11, 4, 3]],
       [ours, [10, 11, 12, 4, 3], [10, 14, 4, 3], [10, 13, 4, 3],
        [10, 11, 12, 13, 11, 12, 4, 3]], _Pieces())
   assert alike.tolist() == [True, False, False, False, False]
-  assert counts == {"split_differently": 2, "not_ties": 2, "examples": [
-      {"row": 6, "tie": True, "ours": "mm m", "hf": "m mm"},
-      {"row": 7, "tie": False, "ours": "mm m", "hf": "mmm"},
-      {"row": 8, "tie": False, "ours": "m", "hf": "!"},
-      {"row": 9, "tie": True, "ours": "mm m", "hf": "m mm"}]}
+  tie, other = "split_differently", "not_ties"
+  assert counts == {tie: 2, "cut_differently": 0, other: 2, "examples": [
+      {"row": 6, "kind": tie, "ours": "mm m", "hf": "m mm"},
+      {"row": 7, "kind": other, "ours": "mm m", "hf": "mmm"},
+      {"row": 8, "kind": other, "ours": "m", "hf": "!"},
+      {"row": 9, "kind": tie, "ours": "mm m", "hf": "m mm"}]}
   result = dict(counts, what="fine-tuned classifier, dev logits", total=4,
                 agree=4, agreement=1.0, max_diff=4.5e-6,
                 max_diff_split=6.5e-3, passed=False)
@@ -289,6 +294,37 @@ def test_texts_hf_splits_differently_are_ties_or_named_failures():
       "differently not on a tie (dev row 7: `mm m` here, `mmm` in HF)")
   del result["split_differently"], result["not_ties"]  # the LM's dict
   assert report.hf_line(result).endswith("4.50e-06: FAILED")
+
+
+def test_pairs_hf_shortens_by_its_own_rule_are_named_not_failed():
+  """Hand-worked: row 3, "H m" and "!!", cut here (the release's rule) to
+  2 + 1 pieces and by HF to 1 + 2; HF's pieces cut by the release's rule
+  are ours, so it is a cut. Row 4's are not (`m` here, `!` in HF)."""
+  ours = [10, 11, 4, 13, 4, 3]
+  hf = [10, 4, 13, 13, 4, 3]
+  recut = {0: ours, 1: [10, 13, 4, 13, 4, 3]}
+  counts = {"split_differently": 0, "cut_differently": 0, "not_ties": 0,
+            "examples": []}
+  alike = hf_check.compare_splits(counts, [3, 4], [ours, ours], [hf, hf],
+                                  _Pieces(), recut=recut.get)
+  assert alike.tolist() == [False, False]
+  assert counts == {"split_differently": 0, "cut_differently": 1,
+                    "not_ties": 1, "examples": [
+                        {"row": 3, "kind": "cut_differently",
+                         "ours": "2 + 1 pieces", "hf": "1 + 2 pieces"},
+                        {"row": 4, "kind": "not_ties", "ours": "m",
+                         "hf": "!"}]}
+  result = dict(counts, what="fine-tuned classifier, dev logits", total=2,
+                agree=2, agreement=1.0, max_diff=4.5e-6,
+                max_diff_split=6.5e-3, passed=False)
+  assert report.hf_line(result) == (
+      "HF, fine-tuned classifier, dev logits: 2 of 2 agree (100.00%), "
+      "largest difference 4.50e-06: FAILED; HF's tokenizer shortened 1 "
+      "pair differently (it keeps the odd piece in the longer text, the "
+      "release in the first), so their logits were compared given our ids "
+      "(through HF's ids: 6.50e-03) (dev row 3: `2 + 1 pieces` here, "
+      "`1 + 2 pieces` in HF); HF's tokenizer split 1 text differently not "
+      "on a tie (dev row 4: `m` here, `!` in HF)")
 
 
 def test_the_hf_check_reads_single_texts_and_pairs_as_the_sets_wrote_them(

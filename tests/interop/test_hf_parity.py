@@ -466,11 +466,14 @@ def test_a_pretrained_then_fine_tuned_model(tmp_path):
   assert result["max_diff"] <= TOL and result["passed"], result
   # A model fine-tuned on pairs: `A <sep> B <sep> <cls>` with segments 0,
   # 1 and 2 in both worlds, and the longer text shortened first (the
-  # second when they are equally long).
+  # second when they are equally long). When both are longer than half
+  # the room, HF's tokenizer keeps the odd piece in the longer text, the
+  # release in the first: the last pair is cut differently, and named.
   pairs = [("a fine film 3", "an awful plot, isn't it?"),
            (" ".join(["dull and long"] * 20), "great acting!!!!"),
            ("Hmmm..", " ".join(["a wonderful cast"] * 20)),
-           (" ".join(["a terrible ending"] * 9), " ".join(["a fine film"] * 9))]
+           (" ".join(["a terrible ending"] * 9), " ".join(["a fine film"] * 9)),
+           (" ".join(["a fine film"] * 9), " ".join(["a terrible ending"] * 9))]
   (tmp_path / "pairs").mkdir()
   for split in ("train", "dev"):
     with open(tmp_path / "pairs" / f"{split}.csv", "w", newline="",
@@ -492,5 +495,9 @@ def test_a_pretrained_then_fine_tuned_model(tmp_path):
       str(tmp_path / "pairs" / "model"), str(tmp_path / "hf-pairs"),
       str(tmp_path / "pairs" / "dev.csv"), batch_size=3)
   assert [result[k] for k in ("total", "agree", "split_differently",
-                              "not_ties")] == [4, 4, 0, 0], result
+                              "cut_differently", "not_ties")] == [
+                                  5, 5, 0, 1, 0], result
+  assert result["examples"] == [{"row": 4, "kind": "cut_differently",
+                                 "ours": "15 + 14 pieces",
+                                 "hf": "14 + 15 pieces"}], result
   assert result["max_diff"] <= TOL and result["passed"], result

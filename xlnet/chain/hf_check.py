@@ -11,9 +11,10 @@ Run in an environment with TensorFlow, PyTorch and transformers (the
   (agreement) and the logits (largest difference). HF's tokenizer may
   split a word differently where two splits score exactly the same
   (SentencePiece and HF's `tokenizers` break such ties differently; the
-  release reads text with SentencePiece, as we do). Such texts are
-  counted and named, and their logits are compared with HF's model given
-  our ids; a different split that is not a tie fails the check;
+  release reads text with SentencePiece, as we do), and shorten a long
+  pair by another rule (`cut_as_the_release`). Such texts are counted and
+  named, and their logits are compared with HF's model given our ids; a
+  different split that is neither fails the check;
 * the pretrained model: words hidden in held-out sentences
   (`demo_report.Report`, the demo's masked-word predictions), predicted by
   `XLNetLMHeadModel` given the same `perm_mask` and `target_mapping`,
@@ -33,6 +34,7 @@ from xlnet.data import prepro_utils
 from xlnet.data import token_stream
 from xlnet.demo import demo_predict
 from xlnet.demo import demo_report
+from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.finetuning.classifier import loaded_model
 from xlnet.training import checkpoint_io
 
@@ -85,37 +87,84 @@ def _first_stretch(ours, theirs, piece_length, most=8):
   return ours[:i], theirs[:j]
 
 
-def compare_splits(counts, rows, ours_ids, hf_ids, sp_model):
-  """Which texts HF's tokenizer split differently from ours.
+def _pair_lengths(ids, sep_id):
+  """"A + B pieces" of a pair's ids laid out as `A <sep> B <sep> <cls>`."""
+  first = ids.index(sep_id)
+  return f"{first} + {len(ids) - first - 3} pieces"
+
+
+def compare_splits(counts, rows, ours_ids, hf_ids, sp_model, recut=None):
+  """Which texts HF's tokenizer split or shortened differently from ours.
 
   Args:
     counts: the classifier check's running dict; gets `split_differently`
-      (ties: the same text, the same total score), `not_ties` (a different
-      text or score) and up to 3 `examples` of each kind.
+      (ties: the same text, the same total score), `cut_differently` (pairs
+      whose ids differ only where they were shortened), `not_ties` (a
+      different text or score) and up to 3 `examples` of each kind.
     rows: the dev rows of the texts (ints).
     ours_ids, hf_ids: per text, the ids without padding (lists of ints).
-    sp_model: a `SentencePieceProcessor` (IdToPiece, DecodeIds, GetScore).
+    sp_model: a `SentencePieceProcessor` (IdToPiece, DecodeIds, GetScore,
+      PieceToId).
+    recut: for pairs, a function of a text's index here giving HF's pieces
+      shortened by the release's rule (`cut_as_the_release`); None for
+      single texts.
 
   Returns:
     bool NumPy array [n]: whether each text got our ids from HF.
   """
   alike = np.array([a == b for a, b in zip(ours_ids, hf_ids)], bool)
-  for row, a, b in zip(rows, ours_ids, hf_ids):
+  for k, (row, a, b) in enumerate(zip(rows, ours_ids, hf_ids)):
     if a == b:
       continue
+    if recut is not None:
+      hf_cut, b = b, recut(k)
+      if a == b:
+        sep = sp_model.PieceToId("<sep>")
+        _add_example(counts, "cut_differently", row, _pair_lengths(a, sep),
+                     _pair_lengths(hf_cut, sep))
+        continue
     a, b = _differing_span(a, b)
     tie = (sp_model.DecodeIds(a) == sp_model.DecodeIds(b) and
            abs(sum(map(sp_model.GetScore, a)) -
                sum(map(sp_model.GetScore, b))) <= 1e-4)
-    key = "split_differently" if tie else "not_ties"
-    counts[key] += 1
-    if sum(e["tie"] == tie for e in counts["examples"]) < 3:
-      a, b = _first_stretch(a, b, lambda i: len(sp_model.IdToPiece(i)))
-      counts["examples"].append({
-          "row": int(row), "tie": tie,
-          "ours": " ".join(map(sp_model.IdToPiece, a)),
-          "hf": " ".join(map(sp_model.IdToPiece, b))})
+    a, b = _first_stretch(a, b, lambda i: len(sp_model.IdToPiece(i)))
+    _add_example(counts, "split_differently" if tie else "not_ties", row,
+                 " ".join(map(sp_model.IdToPiece, a)),
+                 " ".join(map(sp_model.IdToPiece, b)))
   return alike
+
+
+def _add_example(counts, kind, row, ours, hf):
+  """Counts one text of `kind`, and keeps it if fewer than 3 are kept."""
+  counts[kind] += 1
+  if sum(e["kind"] == kind for e in counts["examples"]) < 3:
+    counts["examples"].append(
+        {"row": int(row), "kind": kind, "ours": ours, "hf": hf})
+
+
+def cut_as_the_release(tokenizer, pair, max_len):
+  """HF's pieces of a text pair, shortened by the release's rule and laid
+  out as `A <sep> B <sep> <cls>`.
+
+  The release (`truncate_seq_pair`) drops the last piece of the longer
+  text until the pair fits, of the second when equally long, so the first
+  keeps the odd piece. HF's tokenizer (transformers 5, `tokenizers`'
+  longest_first) gives the shorter text half the room, rounded down, and
+  the longer (the second when equally long) the rest: the two differ by
+  one piece when both texts are longer than about half the room.
+
+  Args:
+    tokenizer: HF's tokenizer of the export.
+    pair: (text_a, text_b).
+    max_len: the model's max_seq_length.
+
+  Returns:
+    list of ints.
+  """
+  a, b = (tokenizer(t, add_special_tokens=False)["input_ids"] for t in pair)
+  classifier_features.truncate_seq_pair(a, b, max_len - 3)
+  sep = tokenizer.sep_token_id
+  return a + [sep] + b + [sep, tokenizer.cls_token_id]
 
 
 def dev_texts(dev_csv):
@@ -141,8 +190,9 @@ def check_classifier(model_dir, hf_dir, dev_csv, batch_size=32):
 
   Returns:
     dict: total, agree, agreement, max_diff (logits), split_differently,
-      not_ties, examples (`compare_splits`), max_diff_split (the logits of
-      the texts split differently, through HF's tokenizer), passed.
+      cut_differently, not_ties, examples (`compare_splits`),
+      max_diff_split (the logits of the texts HF gave other ids, through
+      HF's tokenizer), passed.
   """
   import torch  # pylint: disable=g-import-not-at-top
   import transformers  # pylint: disable=g-import-not-at-top
@@ -156,7 +206,8 @@ def check_classifier(model_dir, hf_dir, dev_csv, batch_size=32):
       hf_dir).eval()
   counts = {"what": "fine-tuned classifier, dev logits", "total": 0,
             "agree": 0, "max_diff": 0.0, "split_differently": 0,
-            "not_ties": 0, "examples": [], "max_diff_split": 0.0}
+            "cut_differently": 0, "not_ties": 0, "examples": [],
+            "max_diff_split": 0.0}
   for i in range(0, len(texts), batch_size):
     batch = texts[i:i + batch_size]
     features = ours.features(batch)
@@ -177,7 +228,8 @@ def check_classifier(model_dir, hf_dir, dev_csv, batch_size=32):
                                             features["input_mask"])],
         [r[m == 1].tolist() for r, m in zip(encoded["input_ids"].numpy(),
                                             encoded["attention_mask"].numpy())],
-        sp_model)
+        sp_model, recut=(lambda k: cut_as_the_release(
+            tokenizer, batch[k], max_len)) if pairs else None)
     counts["total"] += len(batch)
     counts["agree"] += int((mine.argmax(-1) == theirs.argmax(-1)).sum())
     counts["max_diff"] = max(counts["max_diff"],

@@ -151,19 +151,24 @@ def hf_line(result):
 
 
 def _split_clauses(result):
-  """What the classifier check says of texts HF's tokenizer split
-  differently from ours (none: nothing)."""
-  examples = result.get("examples", [])
+  """What the classifier check says of texts HF's tokenizer split or
+  shortened differently from ours (none: nothing)."""
+  given_ours = ("so their logits were compared given our ids (through "
+                f"HF's ids: {result.get('max_diff_split', 0.0):.2e})")
   for key, what in (
-      ("split_differently", "on SentencePiece score ties, so their logits "
-       "were compared given our ids (through HF's ids: "
-       f"{result.get('max_diff_split', 0.0):.2e})"),
-      ("not_ties", "not on a tie")):
-    if result.get(key):
-      first = next(e for e in examples if e["tie"] == (key != "not_ties"))
-      n = result[key]
-      yield (f"; HF's tokenizer split {n} text{'s' * (n != 1)} differently "
-             f"{what} (dev row {first['row']}: `{first['ours']}` here, "
+      ("split_differently", "split {n} {texts} differently on SentencePiece "
+       f"score ties, {given_ours}"),
+      ("cut_differently", "shortened {n} {pairs} differently (it keeps the "
+       "odd piece in the longer text, the release in the first), "
+       f"{given_ours}"),
+      ("not_ties", "split {n} {texts} differently not on a tie")):
+    n = result.get(key)
+    if n:
+      first = next(e for e in result["examples"] if e["kind"] == key)
+      plural = "s" * (n != 1)
+      yield (f"; HF's tokenizer "
+             f"{what.format(n=n, texts='text' + plural, pairs='pair' + plural)}"
+             f" (dev row {first['row']}: `{first['ours']}` here, "
              f"`{first['hf']}` in HF)")
 
 
