@@ -263,6 +263,14 @@ class _Pieces:
     return next(i for i, (p, _) in self.PIECES.items() if p == piece)
 
 
+def _failed_check(counts, total):
+  """A classifier check's dict: `counts`, every label agreeing, logits
+  4.5e-6 apart (6.5e-3 through HF's ids), not passed."""
+  return dict(counts, what="fine-tuned classifier, dev logits", total=total,
+              agree=total, agreement=1.0, max_diff=4.5e-6,
+              max_diff_split=6.5e-3, passed=False)
+
+
 def test_texts_hf_splits_differently_are_ties_or_named_failures():
   """Hand-worked: "Hmmm" as H mm m (score -6) here; HF's H m mm is the same
   text and score (a tie), H mmm (-5.5) and H ! are not. Row 9 has two
@@ -282,9 +290,7 @@ def test_texts_hf_splits_differently_are_ties_or_named_failures():
       {"row": 7, "kind": other, "ours": "mm m", "hf": "mmm"},
       {"row": 8, "kind": other, "ours": "m", "hf": "!"},
       {"row": 9, "kind": tie, "ours": "mm m", "hf": "m mm"}]}
-  result = dict(counts, what="fine-tuned classifier, dev logits", total=4,
-                agree=4, agreement=1.0, max_diff=4.5e-6,
-                max_diff_split=6.5e-3, passed=False)
+  result = _failed_check(counts, 4)
   assert report.hf_line(result) == (
       "HF, fine-tuned classifier, dev logits: 4 of 4 agree (100.00%), "
       "largest difference 4.50e-06: FAILED; HF's tokenizer split 2 texts "
@@ -314,9 +320,7 @@ def test_pairs_hf_shortens_by_its_own_rule_are_named_not_failed():
                          "ours": "2 + 1 pieces", "hf": "1 + 2 pieces"},
                         {"row": 4, "kind": "not_ties", "ours": "m",
                          "hf": "!"}]}
-  result = dict(counts, what="fine-tuned classifier, dev logits", total=2,
-                agree=2, agreement=1.0, max_diff=4.5e-6,
-                max_diff_split=6.5e-3, passed=False)
+  result = _failed_check(counts, 2)
   assert report.hf_line(result) == (
       "HF, fine-tuned classifier, dev logits: 2 of 2 agree (100.00%), "
       "largest difference 4.50e-06: FAILED; HF's tokenizer shortened 1 "
