@@ -469,7 +469,9 @@ def test_a_pretrained_then_fine_tuned_model(tmp_path):
   # second when they are equally long). When both are longer than half
   # the room, HF's tokenizer keeps the odd piece in the longer text, the
   # release in the first: the last pair is cut differently, and named.
+  # An empty second text makes a single text, in the release and in HF.
   pairs = [("a fine film 3", "an awful plot, isn't it?"),
+           ("a wonderful cast", ""),
            (" ".join(["dull and long"] * 20), "great acting!!!!"),
            ("Hmmm..", " ".join(["a wonderful cast"] * 20)),
            (" ".join(["a terrible ending"] * 9), " ".join(["a fine film"] * 9)),
@@ -496,8 +498,8 @@ def test_a_pretrained_then_fine_tuned_model(tmp_path):
       str(tmp_path / "pairs" / "dev.csv"), batch_size=3)
   assert [result[k] for k in ("total", "agree", "split_differently",
                               "cut_differently", "not_ties")] == [
-                                  5, 5, 0, 1, 0], result
-  assert result["examples"] == [{"row": 4, "kind": "cut_differently",
+                                  6, 6, 0, 1, 0], result
+  assert result["examples"] == [{"row": 5, "kind": "cut_differently",
                                  "ours": "15 + 14 pieces",
                                  "hf": "14 + 15 pieces"}], result
   assert result["max_diff"] <= TOL and result["passed"], result

@@ -105,9 +105,9 @@ def compare_splits(counts, rows, ours_ids, hf_ids, sp_model, recut=None):
     ours_ids, hf_ids: per text, the ids without padding (lists of ints).
     sp_model: a `SentencePieceProcessor` (IdToPiece, DecodeIds, GetScore,
       PieceToId).
-    recut: for pairs, a function of a text's index here giving HF's pieces
-      shortened by the release's rule (`cut_as_the_release`); None for
-      single texts.
+    recut: a function of a text's index here giving, for a pair, HF's
+      pieces shortened by the release's rule (`cut_as_the_release`), and
+      None for a single text; or None when all are single texts.
 
   Returns:
     bool NumPy array [n]: whether each text got our ids from HF.
@@ -116,8 +116,9 @@ def compare_splits(counts, rows, ours_ids, hf_ids, sp_model, recut=None):
   for k, (row, a, b) in enumerate(zip(rows, ours_ids, hf_ids)):
     if a == b:
       continue
-    if recut is not None:
-      hf_cut, b = b, recut(k)
+    cut = recut(k) if recut else None
+    if cut is not None:
+      hf_cut, b = b, cut
       if a == b:
         sep = sp_model.PieceToId("<sep>")
         _add_example(counts, "cut_differently", row, _pair_lengths(a, sep),
@@ -159,12 +160,30 @@ def cut_as_the_release(tokenizer, pair, max_len):
     max_len: the model's max_seq_length.
 
   Returns:
-    list of ints.
+    list of ints; None when the second text is empty (a single text).
   """
+  if not pair[1]:
+    return None
   a, b = (tokenizer(t, add_special_tokens=False)["input_ids"] for t in pair)
   classifier_features.truncate_seq_pair(a, b, max_len - 3)
   sep = tokenizer.sep_token_id
   return a + [sep] + b + [sep, tokenizer.cls_token_id]
+
+
+def _hf_encode(tokenizer, batch, max_len):
+  """HF's tokenizer on a batch of texts or (text_a, text_b) pairs, as its
+  user gets them (`truncation=True`, padded to the longest), one text at
+  a time: given lists, HF's tokenizer (transformers 5) lays a pair with an
+  empty second text out as `A <sep> <sep> <cls>`, given the one pair as
+  `A <sep> <cls>`, the release's single text (Amazon's and DBpedia's rows
+  without a title).
+
+  Returns:
+    BatchEncoding of torch tensors [n, longest].
+  """
+  rows = [tokenizer(*([t] if isinstance(t, str) else t), truncation=True,
+                    max_length=max_len) for t in batch]
+  return tokenizer.pad(rows, return_tensors="pt")
 
 
 def dev_texts(dev_csv):
@@ -212,10 +231,7 @@ def check_classifier(model_dir, hf_dir, dev_csv, batch_size=32):
     batch = texts[i:i + batch_size]
     features = ours.features(batch)
     mine = ours.predict_features(features, batch_size=len(batch))["logits"]
-    encoded = tokenizer(
-        [t[0] if pairs else t for t in batch],
-        [t[1] for t in batch] if pairs else None, padding=True,
-        truncation=True, max_length=max_len, return_tensors="pt")
+    encoded = _hf_encode(tokenizer, batch, max_len)
     with torch.no_grad():
       theirs = model(**encoded).logits.numpy()
       on_our_ids = model(
