@@ -103,7 +103,7 @@ class ChainConfig:
   num_predict: int = 32
   pretrain_batch_size: int = 16
   pretrain_steps: int = 6000
-  pretrain_learning_rate: float = 1e-3
+  pretrain_learning_rate: float = 5e-4
   pretrain_warmup_steps: int = 300
   pretrain_seed: int = 1
   min_lm_gain: float = 0.5
