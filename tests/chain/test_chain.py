@@ -140,6 +140,15 @@ def test_pairs_stay_pairs_from_the_task_to_the_fine_tuning_command(
     assert ("--text_b_column=text_b" in command) == (task.name != "film")
 
 
+@pytest.mark.quick
+def test_a_copied_pretraining_without_its_log_is_named_in_one_line(
+    tmp_path):
+  with pytest.raises(ValueError, match=r"^\S+/logs/pretrain\.log is missing: "
+                     r"the held-out losses are read from pretraining's log; "
+                     r"copy it with pretrain/ and done/pretrain\.json$"):
+    report.held_out_losses(_cfg(tmp_path))
+
+
 def test_split_documents_holds_out_every_nth_document_of_every_text():
   # Each text becomes documents of at most 40 sentences (the demo corpus'
   # format): 100 sentences -> 40, 40, 20. Documents 1..6 in order; the

@@ -71,8 +71,17 @@ def collect(cfg):
 
 
 def held_out_losses(cfg):
-  """[(step, held-out loss)] of the pretraining log."""
+  """[(step, held-out loss)] of the pretraining log.
+
+  Raises:
+    ValueError: one line naming the log when it is missing (a work dir
+      given a copied pretrain/ without its log).
+  """
   path = plan.path(cfg, "logs", "pretrain.log")
+  if not os.path.exists(path):
+    raise ValueError(
+        f"{path} is missing: the held-out losses are read from "
+        "pretraining's log; copy it with pretrain/ and done/pretrain.json")
   with open(path, errors="replace") as f:
     found = {int(m.group(1)): float(m.group(2))
              for m in _HELD_OUT.finditer(f.read())}
