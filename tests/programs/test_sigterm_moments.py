@@ -58,22 +58,27 @@ class _Profile:
 
 
 def _tf_context_depth():
-  """How deep TensorFlow's default-graph and context-switch stacks are."""
+  """How deep TensorFlow's default-graph and context-switch stacks are,
+  and whether it executes eagerly."""
   return (len(ops._default_graph_stack.stack),  # pylint: disable=protected-access
-          len(context.context().context_switches.stack))
+          len(context.context().context_switches.stack),
+          context.executing_eagerly())
 
 
 def _restore_tf_context(depth):
-  """Pops what a stopped run left on TensorFlow's stacks. A stop raised
-  inside TensorFlow's own `Graph.as_default` (after its push, before the
-  `try` that pops) leaves that graph the default, graph mode on, for the
-  rest of the process; the program's process ends at the stop, this one
-  runs the next test."""
-  graphs, switches = depth
+  """Pops what a stopped run left on TensorFlow's stacks, and puts eager
+  execution back. A stop raised inside TensorFlow's own `Graph.as_default`
+  (after its push, before the `try` that pops) leaves that graph the
+  default; one inside `context.graph_mode()` (after it sets `is_eager`,
+  before its `try`) leaves graph mode on. Either lasts for the rest of
+  the process; the program's process ends at the stop, this one runs the
+  next test."""
+  graphs, switches, eager = depth
   while len(ops._default_graph_stack.stack) > graphs:  # pylint: disable=protected-access
     ops._default_graph_stack.stack.pop()  # pylint: disable=protected-access
   while len(context.context().context_switches.stack) > switches:
     context.context().context_switches.pop()
+  context.context()._thread_local_data.is_eager = eager  # pylint: disable=protected-access
 
 
 def run_as_program(operation, fire_at=None):
@@ -161,6 +166,24 @@ def sweep(template, operation, count, check):
 
 def no_temporaries(files):
   return not [p for p in files if ".tmp-" in p]
+
+
+@pytest.mark.quick
+@pytest.mark.eager
+def test_a_run_stopped_inside_tensorflows_context_managers_leaves_none_on():
+  """What a stop between a context manager's set-up and its `try` leaves
+  (made here by hand: TensorFlow's own managers would undo theirs when
+  collected): the next run starts eager, with the stacks as they were."""
+  depth = _tf_context_depth()
+
+  def stopped_inside():
+    ctx = context.context()
+    ctx._thread_local_data.is_eager = False  # graph_mode(), before its try  # pylint: disable=protected-access
+    ctx.context_switches.push(False, None, None)  # Graph.as_default(), so
+    ops._default_graph_stack.stack.append(ops.Graph())  # pylint: disable=protected-access
+
+  assert run_as_program(stopped_inside)[0] == 0
+  assert _tf_context_depth() == depth and depth[2]
 
 
 def test_sigterm_during_rollback_moves_all_or_nothing(tmp_path):
