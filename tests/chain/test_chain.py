@@ -106,8 +106,6 @@ def test_write_subsets_gives_tables_the_csv_task_reads_back(tmp_path):
 
 @pytest.mark.quick
 @pytest.mark.tf_version
-@pytest.mark.quick
-@pytest.mark.tf_version
 def test_pairs_stay_pairs_from_the_task_to_the_fine_tuning_command(
     tmp_path):
   """A csv table with a text_b column, and AG News's title and
@@ -149,6 +147,8 @@ def test_a_copied_pretraining_without_its_log_is_named_in_one_line(
     report.held_out_losses(_cfg(tmp_path))
 
 
+@pytest.mark.quick
+@pytest.mark.tf_version
 def test_split_documents_holds_out_every_nth_document_of_every_text():
   # Each text becomes documents of at most 40 sentences (the demo corpus'
   # format): 100 sentences -> 40, 40, 20. Documents 1..6 in order; the
