@@ -34,10 +34,9 @@ import tempfile  # noqa: E402
 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from tensorflow.python.eager import context  # noqa: E402
-from tensorflow.python.framework import ops  # noqa: E402
 
 from tests import shared_artifacts  # noqa: E402
+from tests import tf_state  # noqa: E402
 
 from xlnet.training import tpu_estimator  # noqa: E402
 
@@ -187,17 +186,8 @@ def _collective_keys_of_its_own():
   yield
 
 
-def _tf_state():
-  """TensorFlow's default-graph stack, context-switch stack and eager flag
-  of this thread."""
-  ctx = context.context()
-  return (list(ops._default_graph_stack.stack),  # pylint: disable=protected-access
-          list(ctx.context_switches.stack),
-          ctx._thread_local_data.is_eager)  # pylint: disable=protected-access
-
-
 # As TensorFlow is before any test: eager, no graph made the default.
-_PRISTINE = _tf_state()
+_PRISTINE = tf_state.snapshot()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -205,18 +195,11 @@ def pytest_runtest_setup(item):
   """Each `eager` test, and the module fixtures it is the first to need,
   start in TensorFlow's state of a fresh process (eager, no default graph;
   the other tests start in a graph of their own, `_graph_mode`). A test
-  that stops a program run in-process inside TensorFlow's own context
-  managers (`Graph.as_default`, `context.graph_mode`: a signal between
-  their change and the `try` that undoes it) would otherwise leave graph
-  mode on for every later test of the worker; a real process ends at the
-  stop."""
+  that stops a program in-process could otherwise leave graph mode on for
+  every later test of the worker (`tests/tf_state.py`)."""
   if not item.get_closest_marker("eager"):
     return
-  graphs, switches, is_eager = _PRISTINE
-  ctx = context.context()
-  ops._default_graph_stack.stack[:] = graphs  # pylint: disable=protected-access
-  ctx.context_switches.stack[:] = switches
-  ctx._thread_local_data.is_eager = is_eager  # pylint: disable=protected-access
+  tf_state.restore(_PRISTINE)
 
 
 @pytest.fixture(autouse=True)

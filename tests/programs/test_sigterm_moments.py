@@ -28,6 +28,7 @@ from tensorflow.python.framework import ops
 from tests import checkpoint_fixtures as ckpt_fx
 from tests import data_helpers
 from tests import shared_artifacts
+from tests import tf_state
 from tests import train_fixtures as fx
 from xlnet.programs import cli
 from xlnet.data import record_writer
@@ -57,30 +58,6 @@ class _Profile:
       os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _tf_context_depth():
-  """How deep TensorFlow's default-graph and context-switch stacks are,
-  and whether it executes eagerly."""
-  return (len(ops._default_graph_stack.stack),  # pylint: disable=protected-access
-          len(context.context().context_switches.stack),
-          context.executing_eagerly())
-
-
-def _restore_tf_context(depth):
-  """Pops what a stopped run left on TensorFlow's stacks, and puts eager
-  execution back. A stop raised inside TensorFlow's own `Graph.as_default`
-  (after its push, before the `try` that pops) leaves that graph the
-  default; one inside `context.graph_mode()` (after it sets `is_eager`,
-  before its `try`) leaves graph mode on. Either lasts for the rest of
-  the process; the program's process ends at the stop, this one runs the
-  next test."""
-  graphs, switches, eager = depth
-  while len(ops._default_graph_stack.stack) > graphs:  # pylint: disable=protected-access
-    ops._default_graph_stack.stack.pop()  # pylint: disable=protected-access
-  while len(context.context().context_switches.stack) > switches:
-    context.context().context_switches.pop()
-  context.context()._thread_local_data.is_eager = eager  # pylint: disable=protected-access
-
-
 def run_as_program(operation, fire_at=None):
   """Runs `operation()` as a program's `main` runs (`cli.run`: SIGTERM
   raises cli.Terminated, `cli.guarded` ends it), sending SIGTERM at
@@ -91,7 +68,7 @@ def run_as_program(operation, fire_at=None):
   """
   profile = _Profile(fire_at)
   err = io.StringIO()
-  depth = _tf_context_depth()
+  state = tf_state.snapshot()
   with cli.sigterm_raises(), contextlib.redirect_stderr(err):
     try:
       sys.setprofile(profile)
@@ -107,7 +84,7 @@ def run_as_program(operation, fire_at=None):
       code = e.code
     finally:
       sys.setprofile(None)
-      _restore_tf_context(depth)
+      tf_state.restore(state)  # a stop inside TensorFlow's context managers
   if profile.fired or code:
     assert (code, err.getvalue()) == (
         143, f"{cli.program_name()}: {STOPPED}\n"), (
@@ -174,7 +151,7 @@ def test_a_run_stopped_inside_tensorflows_context_managers_leaves_none_on():
   """What a stop between a context manager's set-up and its `try` leaves
   (made here by hand: TensorFlow's own managers would undo theirs when
   collected): the next run starts eager, with the stacks as they were."""
-  depth = _tf_context_depth()
+  before = tf_state.snapshot()
 
   def stopped_inside():
     ctx = context.context()
@@ -183,7 +160,7 @@ def test_a_run_stopped_inside_tensorflows_context_managers_leaves_none_on():
     ops._default_graph_stack.stack.append(ops.Graph())  # pylint: disable=protected-access
 
   assert run_as_program(stopped_inside)[0] == 0
-  assert _tf_context_depth() == depth and depth[2]
+  assert tf_state.snapshot() == before and before[2]
 
 
 def test_sigterm_during_rollback_moves_all_or_nothing(tmp_path):
