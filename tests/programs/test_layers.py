@@ -31,13 +31,17 @@ LAYERS = (
                      "xlnet.pretraining_loss", "xlnet.finetune_backbone",
                      "xlnet")),  # the package: `from xlnet import XLNetModel`
     ("training", ("xlnet.training",)),
+    # Programs driven as children, their work dir and ETA: the base of
+    # reproduce and chain; uses training's lock and durations.
+    ("runs", ("xlnet.runs",)),
     # Fetching and unpacking: uses training's locks and progress lines.
     ("downloads", ("xlnet.downloads",)),
     ("pretraining, finetuning", ("xlnet.pretraining", "xlnet.finetuning",
                                  "xlnet.demo")),
     ("interop", ("xlnet.interop",)),  # reads finetuning's configs
     ("reproduce", ("xlnet.reproduce",)),  # runs the fine-tuning programs
-    # Pretrains and fine-tunes through the programs (reproduce's runner).
+    # Pretrains and fine-tunes through the programs (beside reproduce, on
+    # runs).
     ("chain", ("xlnet.chain",)),
     ("flags", ("xlnet.flags",)),
     ("cli", ("xlnet.programs.cli",)),

@@ -1,0 +1,64 @@
+"""A work dir that a driver fills over several runs of its command: held by
+one run at a time (`lock`), and kept to one set of settings: what the first
+run recorded (`recorded_settings`) is compared with a rerun's
+(`differing_settings`), and the driver refuses a rerun with others, whose
+outputs would mix with the first's.
+"""
+import contextlib
+import json
+import os
+
+import tensorflow as tf
+
+from xlnet import io_utils
+from xlnet.training import run_lock
+
+
+@contextlib.contextmanager
+def lock(work_dir, user, active=True):
+  """Holds the lock of `work_dir` (`run_lock.hold`) for the `with` block,
+  so that two runs never write one work dir (nothing when not `active`:
+  the other hosts of a multi-host run); `user` names the holder in the
+  message another run gets ("reproduce.py run").
+
+  Raises:
+    run_lock.Locked: another such run holds it (one line).
+    ValueError / ResourceError: the work dir cannot be written (one line).
+  """
+  with contextlib.ExitStack() as stack:
+    try:
+      stack.enter_context(run_lock.hold(work_dir, active, flag="work_dir",
+                                        user=user))
+    except (OSError, tf.errors.OpError) as e:
+      error = io_utils.resource_error(
+          run_lock.lock_path(work_dir), e, "nothing was run; make room (or "
+          "fix the permission) and rerun")
+      if error is None:
+        raise
+      raise error from None
+    yield
+
+
+def recorded_settings(path, settings):
+  """The settings recorded in the JSON file `path`; `settings` (a json-able
+  dict) when there are none yet, recorded there first (atomically)."""
+  if not os.path.exists(path):
+    io_utils.atomic_write(path, json.dumps(settings, indent=1) + "\n")
+    return settings
+  with open(path) as f:
+    return json.load(f)
+
+
+def differing_settings(recorded, current, defaults=None):
+  """The names of the settings whose values differ between `recorded` and
+  `current` ({name: value}), in recorded's order and then current's.
+
+  A name that one of them lacks reads as its value in `defaults` (None
+  without one): a setting added after a work dir was made is read there as
+  the default the driver had before it existed, so an older work dir
+  resumes.
+  """
+  defaults = defaults or {}
+  value = lambda settings, name: settings.get(name, defaults.get(name))
+  return [name for name in dict.fromkeys(list(recorded) + list(current))
+          if value(recorded, name) != value(current, name)]
