@@ -172,7 +172,7 @@ def run_prepro(work_dir, sp_path, train_file, num_proc):
   """Runs the preprocessing as reproduce.py does before a SQuAD task: the
   `run_squad.py --do_prepro` shards of `reproduce_plan.prepro_commands` (one
   process with --proc_id=0 for a single shard), at most one process per
-  core (`reproduce_runner.run_commands`). Returns (seconds, features
+  core (`reproduce_runner.run_programs`). Returns (seconds, features
   written)."""
   out_dir = os.path.join(work_dir, f"proc-{num_proc}")
   # Records of an earlier run (a named --work_dir) would be reused: time a
@@ -189,8 +189,8 @@ def run_prepro(work_dir, sp_path, train_file, num_proc):
   logs = [os.path.join(work_dir, f"logs-{num_proc}", f"prepro-{i}.log")
           for i in range(len(commands))]
   start, cpu = time.time(), _children_cpu()
-  reason, _ = reproduce_runner.run_commands(
-      commands, logs, parallel=len(os.sched_getaffinity(0)))
+  reason = reproduce_runner.run_programs(
+      commands, logs, parallel=len(os.sched_getaffinity(0))).failure
   if reason:
     raise RuntimeError(f"run_squad.py failed: {reason}")
   seconds, cpu = time.time() - start, _children_cpu() - cpu

@@ -209,10 +209,12 @@ def test_a_failed_stage_program_is_named_with_its_code_and_last_line(
   shown = capsys.readouterr().out.splitlines()
   assert shown == ["    [5] | loss 2.0",
                    "    error: --x: expected 1, got 2"]
-  program.write_text("print('fine')\n")
-  steps.run_program([sys.executable, str(program)], log, watch=False)
-  assert "fine" in open(log).read()  # appended, the first run's kept
-  assert "chatter" in open(log).read()
+  # A stop the watcher returns is raised before the failure.
+  with pytest.raises(steps.Plateau, match="^chatter$"):
+    steps.run_program([sys.executable, str(program)], log, watch=False,
+                      stop_when=lambda line: steps.Plateau(line)
+                      if line == "chatter" else None)
+  assert capsys.readouterr().out == ""
 
 
 def test_the_curve_is_every_dev_evaluation_by_step(tmp_path):

@@ -1,7 +1,8 @@
 """reproduce.py: the targets and settings with their sources, the commands
 (batch plans, seeds, SQuAD preprocessing shards), medians over seeds, the
-PNG chart, the progress text, the earlier layout's migration, and whole
-tables on tiny stand-in data (resumed after a SIGKILL)."""
+PNG chart, the earlier layout's migration, and whole tables on tiny
+stand-in data (resumed after a SIGKILL). The children's loop, the work
+dir's settings and the ETA line: tests/runs/."""
 import dataclasses
 import json
 import os
@@ -912,27 +913,14 @@ def test_the_markdown_table_cites_each_figures_source():
   text = reproduce_report.markdown_report("T", rows)
   lines = text.split("\n")
   assert lines[4] == ("| Amazon-2 | error rate (%) | 5.00 | 5.00–5.00 | 1/1 | "
-                      "2.40 [1] | 2.60 | — | 2.11 [2] | 10000 | 1h00m | "
+                      "2.40 [1] | 2.60 | — | 2.11 [2] | 10000 | 01:00:00 | "
                       "done |")
   assert lines[5] == ("| AG | error rate (%) | 5.00 | 5.00–5.00 | 1/1 | "
-                      "4.45 [2] | 0.55 | — | 4.45 [2] | 10000 | 1h00m | "
+                      "4.45 [2] | 0.55 | — | 4.45 [2] | 10000 | 01:00:00 | "
                       "done |")
   assert "[1] release README, Results on Text Classification, XLNet-Large " \
       "row" in lines
   assert f"[2] {paper_settings.PAPER_V2}" in lines
-
-
-# ---- progress text ----------------------------------------------------------
-def test_progress_line_and_eta():
-  assert reproduce_api.progress_line(1, 3, "STS-B (seed 1)", 0.0, []) == (
-      "[1/3] STS-B (seed 1): starting; elapsed 0s; ETA unknown until a run "
-      "finishes")
-  # Two runs took 100 s and 200 s: 150 s each for the 2 runs left.
-  assert reproduce_api.progress_line(3, 4, "RTE (seed 2)", 305.0,
-                                 [100.0, 200.0]) == (
-      "[3/4] RTE (seed 2): starting; elapsed 5m05s; ETA 5m00s from 2 "
-      "finished run(s)")
-  assert reproduce_report.format_duration(7380) == "2h03m"
 
 
 # ---- whole tables on tiny stand-in data ------------------------------------
@@ -1205,8 +1193,8 @@ def test_a_killed_table_resumes_from_a_moved_work_dir(tmp_path, model):
     time.sleep(0.2)
   assert not _processes_mentioning(work)
   assert "[1/2] RTE (seed 1): done by an earlier run, skipped" in seen
-  assert ("[2/2] RTE (seed 2): starting; elapsed 0s; ETA unknown until a "
-          "run finishes") in seen
+  assert ("[2/2] RTE (seed 2): starting; elapsed 00:00:00; ETA unknown "
+          "until a run finishes") in seen
   assert ("# rte (seed 2): global batch 2 = 2 per device x 1 device x 1 "
           "accumulation step; fp32; target 83.8 (release README") in seen
   assert not os.path.exists(os.path.join(work, "rte", "seed-2",

@@ -18,8 +18,8 @@ from xlnet import io_utils
 from xlnet.chain import config as chain_config
 from xlnet.chain import plan
 from xlnet.chain import steps
-from xlnet.reproduce import api as reproduce_api
-from xlnet.reproduce import report as reproduce_report
+from xlnet.runs import timing
+from xlnet.runs import work_dir as work_dir_lib
 
 # Stages estimated at this many seconds or more scale the ETA.
 LONG_STAGE_S = 60
@@ -30,52 +30,25 @@ def _done_path(cfg, stage):
 
 
 def check_settings(cfg):
-  """Records the settings in chain.json, or checks them against it.
-
-  A setting that chain.json lacks was written before the setting existed,
-  when the chain did what its default does (`--pretrain_seed` was 1), so
-  it is read as the default: a work dir of an older version resumes.
+  """Records the settings in chain.json, or checks them against it (a
+  setting that chain.json lacks reads as its default: it was written
+  before the setting existed, when the chain did what its default does).
 
   Raises:
     ValueError: the work dir holds a chain of other settings (naming the
       first that differs).
   """
-  path = plan.path(cfg, "chain.json")
-  settings = cfg.settings()
-  if not os.path.exists(path):
-    io_utils.atomic_write(path, json.dumps(settings, indent=1) + "\n")
-    return
-  with open(path) as f:
-    recorded = json.load(f)
-  defaults = chain_config.default_settings()
-  for key in sorted(set(recorded) | set(settings)):
-    recorded.setdefault(key, defaults.get(key))
-    if recorded[key] != settings.get(key):
-      raise ValueError(
-          f"--work_dir={cfg.work_dir} holds a chain run with {key}="
-          f"{json.dumps(recorded.get(key))}, this command has "
-          f"{json.dumps(settings.get(key))}: rerun with its settings to "
-          "resume it, or give a new --work_dir")
-
-
-def eta_line(index, total, name, elapsed, left_estimate, finished):
-  """The line printed when stage `index` (1-based) of `total` starts.
-
-  Args:
-    elapsed: seconds since this run started.
-    left_estimate: estimated seconds of this stage and those after it.
-    finished: (estimate, seconds) of the stages this run finished.
-  """
-  scale, basis = 1.0, "estimated"
-  # The long stages decide the ETA: the short ones' start-up dominates
-  # their time and would scale the long ones' estimates wrongly.
-  long_ones = [(e, s) for e, s in finished if e >= LONG_STAGE_S]
-  if long_ones:
-    scale = sum(s for _, s in long_ones) / sum(e for e, _ in long_ones)
-    basis = f"from {len(long_ones)} finished long stage(s)"
-  fmt = reproduce_report.format_duration
-  return (f"[chain {fmt(elapsed)}] [{index}/{total}] {name}: starting; "
-          f"ETA {fmt(left_estimate * scale)} ({basis})")
+  settings, defaults = cfg.settings(), chain_config.default_settings()
+  recorded = work_dir_lib.recorded_settings(plan.path(cfg, "chain.json"),
+                                            settings)
+  differing = work_dir_lib.differing_settings(recorded, settings, defaults)
+  if differing:
+    key = differing[0]
+    raise ValueError(
+        f"--work_dir={cfg.work_dir} holds a chain run with {key}="
+        f"{json.dumps(recorded.get(key, defaults.get(key)))}, this command "
+        f"has {json.dumps(settings.get(key))}: rerun with its settings to "
+        "resume it, or give a new --work_dir")
 
 
 def run_chain(cfg, stage_steps=steps):
@@ -92,7 +65,7 @@ def run_chain(cfg, stage_steps=steps):
     steps.StageFailed: a program failed (its log named).
   """
   os.makedirs(cfg.work_dir, exist_ok=True)
-  with reproduce_api.work_dir_lock(cfg.work_dir, user="bench/chain.py run"):
+  with work_dir_lib.lock(cfg.work_dir, "bench/chain.py run"):
     check_settings(cfg)
     stages = plan.stages(cfg, stage_steps)
     done = [os.path.exists(_done_path(cfg, s)) for s in stages]
@@ -105,8 +78,12 @@ def run_chain(cfg, stage_steps=steps):
         continue
       left = sum(s.estimate for s, d in zip(stages[index - 1:],
                                             done[index - 1:]) if not d)
-      print(eta_line(index, len(stages), stage.name, time.time() - start,
-                     left, finished), flush=True)
+      # The long stages decide the ETA: the short ones' start-up dominates
+      # their time and would scale the long ones' estimates wrongly.
+      print("[chain] " + timing.eta_line(
+          index, len(stages), stage.name, time.time() - start, left,
+          [(e, s) for e, s in finished if e >= LONG_STAGE_S], "long stage",
+          estimated=True), flush=True)
       began = time.time()
       if stage.call is not None:
         stage.call(cfg)

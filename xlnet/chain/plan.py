@@ -29,9 +29,8 @@ import os
 from typing import Callable, Optional, Tuple
 
 from xlnet.chain import config as chain_config
+from xlnet.runs import children
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
 # Seconds per step on the machine of docs/chain.md (a 2-vCPU AVX512 EPYC):
 # the first estimates of the ETA, which the stages finished since replace.
 PRETRAIN_STEP_S = 0.26
@@ -57,7 +56,7 @@ def path(cfg, *parts):
 
 
 def _program(cfg, name, *flags):
-  return (cfg.python, os.path.join(REPO_ROOT, name)) + tuple(flags)
+  return (cfg.python, os.path.join(children.REPO_ROOT, name)) + tuple(flags)
 
 
 def run_dir(cfg, task, arm, seed):
@@ -197,7 +196,7 @@ def hf_check_command(cfg):
   """bench/chain_hf_check.py in the HF interpreter, on both exports."""
   task = cfg.tasks[0]
   return (cfg.hf_python,
-          os.path.join(REPO_ROOT, "bench", "chain_hf_check.py"),
+          os.path.join(children.REPO_ROOT, "bench", "chain_hf_check.py"),
           f"--work_dir={cfg.work_dir}",
           f"--model_dir={run_dir(cfg, task, 'pretrained', cfg.seeds[0])}",
           f"--dev={path(cfg, 'sets', task.name, 'dev.csv')}",

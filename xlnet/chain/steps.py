@@ -1,13 +1,12 @@
 """What the chain's Python stages do (`plan.stages` names them), each a
 function of the `ChainConfig` that raises on failure. Program stages run
 through `run_program`: the program's output into its log, its progress
-lines shown, SIGTERM and SIGINT passed on to it (it saves and stops).
+lines shown, SIGTERM and SIGINT passed on to it (it saves and stops):
+`xlnet/runs/children.py`.
 """
 import json
 import os
 import re
-import signal
-import subprocess
 
 from xlnet import errors
 from xlnet import io_utils
@@ -20,7 +19,7 @@ from xlnet.data import prepro_utils
 from xlnet.data import record_format
 from xlnet.demo import unigram_baseline
 from xlnet.finetuning import checkpoint_eval
-from xlnet.reproduce import runner
+from xlnet.runs import children
 from xlnet.training import checkpoint_io
 from xlnet.training import progress
 
@@ -39,30 +38,9 @@ class Plateau(errors.Stop):
   """Pretraining did not leave the unigram plateau (exit code 1)."""
 
 
-def _new_lines(log_path, offset):
-  """The whole lines written to `log_path` after byte `offset`, and the
-  offset after them."""
-  try:
-    with open(log_path, "rb") as f:
-      f.seek(offset)
-      data = f.read()
-  except OSError:
-    return [], offset
-  end = data.rfind(b"\n") + 1
-  return data[:end].decode("utf-8", "replace").splitlines(), offset + end
-
-
-def _still_running(proc, seconds):
-  """Waits up to `seconds` for `proc` to end; whether it still runs."""
-  try:
-    proc.wait(timeout=seconds)
-  except subprocess.TimeoutExpired:
-    return True
-  return False
-
-
 def run_program(command, log_path, watch, prefix="    ", stop_when=None):
-  """Runs one program to its end (its output appended to `log_path`).
+  """Runs one program to its end (`children.run`: its output appended to
+  `log_path`, SIGTERM and SIGINT passed on to it).
 
   Args:
     command: its argv.
@@ -79,35 +57,21 @@ def run_program(command, log_path, watch, prefix="    ", stop_when=None):
     StageFailed: the program failed (its exit code and last log line).
     errors.Stop: what `stop_when` returned.
   """
-  log = runner.open_log(log_path, list(command))
-  offset, stop = os.path.getsize(log_path), None
-  with log, runner.SignalRelay() as relay:
-    proc = subprocess.Popen(list(command), stdin=subprocess.DEVNULL,
-                            stdout=log, stderr=subprocess.STDOUT,
-                            preexec_fn=runner.child_setup)
-    relay.attach(proc)
-    running = True
-    while running:
-      running = _still_running(proc, seconds=2)
-      lines, offset = _new_lines(log_path, offset)
-      for line in lines:
-        if watch and SHOWN.search(line):
-          print(f"{prefix}{_ABSL_PREFIX.sub('', line)}", flush=True)
-        if stop is None and stop_when is not None:
-          stop = stop_when(line)
-          if stop is not None and running:
-            proc.send_signal(signal.SIGTERM)
-  if stop is not None:
-    raise stop
-  if relay.signum is not None:
+  def watcher(line):
+    if watch and SHOWN.search(line):
+      print(f"{prefix}{_ABSL_PREFIX.sub('', line)}", flush=True)
+    return None if stop_when is None else stop_when(line)
+
+  ran = children.run([list(command)], [log_path], watcher=watcher)
+  if ran.stop is not None:
+    raise ran.stop
+  if ran.signum is not None:
     raise progress.Interrupted(
-        f"stopped by signal {relay.signum} while "
+        f"stopped by signal {ran.signum} while "
         f"{os.path.basename(command[1])} ran (it saved its state); rerun "
-        "the same command to go on", relay.signum)
-  if proc.returncode:
-    raise StageFailed(f"{os.path.basename(command[1])} exited with code "
-                      f"{proc.returncode}: {runner.last_line(log_path)} "
-                      f"(log: {log_path})")
+        "the same command to go on", ran.signum)
+  if ran.failure is not None:
+    raise StageFailed(f"{ran.failure} (log: {log_path})")
 
 
 def run_commands(cfg, name, commands, watch):
@@ -287,7 +251,7 @@ def write_report(cfg):
   paths = report.write(cfg)
   if cfg.plot_python:
     run_program((cfg.plot_python,
-                 os.path.join(plan.REPO_ROOT, "scripts", "plot_chain.py"),
+                 os.path.join(children.REPO_ROOT, "scripts", "plot_chain.py"),
                  paths["json"], plan.path(cfg, "curves.png")),
                 plan.path(cfg, "logs", "plot.log"), watch=False)
   print(report.summary(cfg), flush=True)

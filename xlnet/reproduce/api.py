@@ -34,86 +34,38 @@ A run with a result.json is skipped; an interrupted one is run again with
 the same command, and the program resumes from its model_dir. A failing run
 prints one line, its task's row says "failed", and the table goes on with
 the next; the program then exits with code 1. SIGTERM and SIGINT (Ctrl-C)
-are passed on to the running program(s), which save a checkpoint and stop;
-reproduce.py waits for them and exits with code 143 / 130. One run at a
-time per work dir: it holds `work_dir/trainer.lock`
-(`xlnet/training/run_lock.py`). Paths are made absolute, and the settings a
-result.json was made with are compared with the work dir's own path left
-out, so a work dir may be moved. Settings, figures and their sources:
+are passed on to the running program(s) (`xlnet/runs/children.py`), which
+save a checkpoint and stop; reproduce.py waits for them and exits with
+code 143 / 130. One run at a time per work dir: it holds
+`work_dir/trainer.lock` (`xlnet/runs/work_dir.py`). Paths are made
+absolute, and the settings a result.json was made with are compared with
+the work dir's own path left out, so a work dir may be moved. Settings, figures and their sources:
 `paper_settings.py`, docs/reproducing.md. The plan of each run:
 `plan.py`; running it: `runner.py`; finished runs: `results.py`; the
 table's report: `report.py`.
 """
-import contextlib
 import os
 import shlex
 import signal
 import sys
 import time
 
-import tensorflow as tf
-
 from xlnet import errors
-from xlnet import io_utils
 from xlnet.reproduce import paper_settings
 from xlnet.reproduce import plan
 from xlnet.reproduce import report
 from xlnet.reproduce import results
 from xlnet.reproduce import runner
+from xlnet.runs import timing
+from xlnet.runs import work_dir as work_dir_lib
 from xlnet.training import progress
-from xlnet.training import run_lock
 from xlnet.training import strategies
-
-################################################################################
-# Progress.
-################################################################################
-def progress_line(index, total, label, elapsed, durations):
-  """The line printed when run `index` (1-based) of `total` starts.
-
-  Args:
-    elapsed: seconds since this reproduce.py started.
-    durations: seconds taken by the runs it finished (the ETA is their
-      mean times the runs left, this one included).
-  """
-  line = (f"[{index}/{total}] {label}: starting; elapsed "
-          f"{report.format_duration(elapsed)}")
-  if not durations:
-    return line + "; ETA unknown until a run finishes"
-  left = (total - index + 1) * sum(durations) / len(durations)
-  return (line + f"; ETA {report.format_duration(left)} from "
-          f"{len(durations)} finished run(s)")
-
 
 ################################################################################
 # The table.
 ################################################################################
 class TasksFailed(errors.Stop):
   """Some runs failed (each said why); exit code 1."""
-
-
-@contextlib.contextmanager
-def work_dir_lock(work_dir, active=True, user="reproduce.py run"):
-  """Holds the lock of `work_dir` (`run_lock.hold`) for the `with` block,
-  so that two runs never write one work dir (nothing when not `active`:
-  the other hosts of a multi-host run); `user` names the holder in the
-  message another run gets.
-
-  Raises:
-    run_lock.Locked: another such run holds it (one line).
-    ValueError / ResourceError: the work dir cannot be written (one line).
-  """
-  with contextlib.ExitStack() as stack:
-    try:
-      stack.enter_context(run_lock.hold(work_dir, active, flag="work_dir",
-                                        user=user))
-    except (OSError, tf.errors.OpError) as e:
-      error = io_utils.resource_error(
-          run_lock.lock_path(work_dir), e, "nothing was run; make room (or "
-          "fix the permission) and rerun")
-      if error is None:
-        raise
-      raise error from None
-    yield
 
 
 def interrupted(signum, run, reason):
@@ -188,7 +140,7 @@ def run_table(config):
     return None
   chief = strategies.cluster_task(config.worker_hosts,
                                   config.task_index)[0] == 0
-  with work_dir_lock(config.work_dir, chief):
+  with work_dir_lib.lock(config.work_dir, "reproduce.py run", chief):
     if not chief:
       return run_worker_runs(runs, config)
     for task in tasks:
@@ -214,13 +166,13 @@ def run_worker_runs(runs, cfg):
     print(f"[{index}/{len(runs)}] {run_.label}: starting (the chief "
           "evaluates and records it)", flush=True)
     log = plan.task_dirs(cfg, run_.task, run_.seed)["log"]
-    reason, signum = runner.run_command(list(run_.command), log)
-    if signum is not None:
-      raise interrupted(signum, run_, reason)
-    if reason is not None:
+    ran = runner.run_programs([list(run_.command)], [log])
+    if ran.signum is not None:
+      raise interrupted(ran.signum, run_, ran.failure)
+    if ran.failure is not None:
       failed.append(run_.name)
-      print(f"{errors.program_name()}: {run_.name} failed: {reason} (log: "
-            f"{log})", file=sys.stderr, flush=True)
+      print(f"{errors.program_name()}: {run_.name} failed: {ran.failure} "
+            f"(log: {log})", file=sys.stderr, flush=True)
   if failed:
     raise TasksFailed(f"{len(failed)} of {len(runs)} run(s) failed here: "
                       f"{', '.join(failed)} (see each run's log)")
@@ -271,8 +223,10 @@ def run_chief_runs(tasks, runs, cfg):
             "skipped", flush=True)
       continue
     print(plan.plan_line(run_, cfg), flush=True)
-    print(progress_line(index, len(runs), run_.label, time.time() - start,
-                        durations), flush=True)
+    print(timing.eta_line(index, len(runs), run_.label, time.time() - start,
+                          len(runs) - index + 1,
+                          [(1, seconds) for seconds in durations]),
+          flush=True)
     table.runs[key], reason, signum = runner.run_one(run_, cfg)
     if signum is not None:
       table.write()

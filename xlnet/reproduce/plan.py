@@ -16,12 +16,10 @@ from xlnet import validation
 from xlnet.downloads import sources as download_sources
 from xlnet.reproduce import memory_plan
 from xlnet.reproduce import paper_settings
+from xlnet.runs import children
 from xlnet.training import config as train_config_lib
 from xlnet.training import strategies
 
-# The repository: the programs live at its root.
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
 RESULT_FILE = "result.json"
 # Flags that replace every task's setting (None: the task's own).
 OVERRIDES = tuple(name for name, _, _ in paper_settings.OVERRIDE_FLAGS)
@@ -32,10 +30,11 @@ HOST_FLAGS = ("worker_hosts", "task_index", "cluster_timeout")
 PATH_FLAGS = ("init_checkpoint", "model_config_path", "spiece_model_file",
               "data_root", "work_dir")
 # Flags an earlier version did not pass, and the value the programs took
-# then (their defaults): a command without one equals one with this value.
-IMPLIED_FLAGS = {"seed": str(train_config_lib.DEFAULT_SEED),
-                 "accum_steps": "1", "use_fp16": "False",
-                 "use_bfloat16": "False"}
+# then (their defaults): a command without one equals one with this value
+# (named as `command_flags` names them).
+IMPLIED_FLAGS = {"--seed": str(train_config_lib.DEFAULT_SEED),
+                 "--accum_steps": "1", "--use_fp16": "False",
+                 "--use_bfloat16": "False"}
 # A task's outputs in the layout of an earlier version ({task}/...).
 EARLIER_LAYOUT = ("model", "predictions", "log.txt", RESULT_FILE)
 
@@ -387,7 +386,7 @@ def _program_flags(task, data_dir, dirs, cfg):
 
 def _argv(program, values):
   """python, the program's path and `--flag=value` of the values set."""
-  return ([sys.executable, os.path.join(REPO_ROOT, program)] +
+  return ([sys.executable, os.path.join(children.REPO_ROOT, program)] +
           [f"--{k}={v}" for k, v in values.items() if v is not None])
 
 

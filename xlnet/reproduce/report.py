@@ -11,6 +11,7 @@ import statistics
 
 from xlnet import io_utils
 from xlnet.reproduce import png_chart
+from xlnet.training import progress
 
 def run_row(task, seed, status, ours=None, wall_time=None):
   """One run (a task with one seed): status "done", "failed",
@@ -74,16 +75,6 @@ def task_row(task, model_size, steps, runs):
       status=_status(runs))
 
 
-def format_duration(seconds):
-  """`45s`, `3m05s` or `2h07m`."""
-  seconds = int(round(seconds))
-  if seconds < 60:
-    return f"{seconds}s"
-  if seconds < 3600:
-    return f"{seconds // 60}m{seconds % 60:02d}s"
-  return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-
-
 def _cell(value, digits=2):
   """A number for the Markdown table, or an em dash."""
   return "—" if value is None else f"{value:.{digits}f}"
@@ -116,7 +107,7 @@ def markdown_report(title, rows):
     spread = ("—" if r["ours_min"] is None else
               f"{_cell(r['ours_min'])}–{_cell(r['ours_max'])}")
     wall = ("—" if r["wall_time_s"] is None else
-            format_duration(r["wall_time_s"]))
+            progress.format_duration(r["wall_time_s"]))
     lines.append(
         f"| {r['label']} | {r['metric']} | {_cell(r['ours'])} | {spread} | "
         f"{r['runs_done']}/{r['num_seeds']} | "

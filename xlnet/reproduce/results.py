@@ -16,6 +16,7 @@ from xlnet import errors
 from xlnet import io_utils
 from xlnet.reproduce import plan
 from xlnet.reproduce import report
+from xlnet.runs import work_dir as work_dir_lib
 from xlnet.training import config as train_config_lib
 
 ################################################################################
@@ -101,12 +102,12 @@ def settings_differences(old, new, limit=3):
   (old_flags, old_dir), (new_flags, new_dir) = [
       (plan.command_flags(command), work_dir)
       for command, work_dir in (old, new)]
-  value = lambda given, name, work_dir: _in_work_dir(
-      given.get(name, plan.IMPLIED_FLAGS.get(name[2:])), work_dir)
-  names = [name for name in dict.fromkeys(list(old_flags) + list(new_flags))
-           if name[2:] not in plan.HOST_FLAGS and
-           value(old_flags, name, old_dir) !=
-           value(new_flags, name, new_dir)]
+  below = lambda given, work_dir: {
+      name: _in_work_dir(value, work_dir) for name, value in given.items()
+      if name[2:] not in plan.HOST_FLAGS}
+  names = work_dir_lib.differing_settings(
+      below(old_flags, old_dir), below(new_flags, new_dir),
+      plan.IMPLIED_FLAGS)
   shown = [f"{name} was {old_flags.get(name, 'not set')}, now "
            f"{new_flags.get(name, 'not set')}" for name in names[:limit]]
   more = [f"{len(names) - limit} more"] if len(names) > limit else []
