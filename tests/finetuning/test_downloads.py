@@ -23,6 +23,7 @@ import pytest
 
 from tests import download_fixtures as fx
 from tests import in_process
+from xlnet.downloads import drive_page
 from xlnet.downloads import http_fetch
 from xlnet.downloads import installer
 from xlnet.downloads import sources
@@ -504,15 +505,15 @@ def test_google_drive_refusing_names_the_manual_step(server, tmp_path):
 
 def test_google_drive_pages_old_and_new_lead_to_the_file():
   link = "https://drive.google.com/uc?export=download&id=F1"
-  assert http_fetch.drive_confirmed_url(fx.drive_page("F1").decode(), link) == (
+  assert drive_page.confirmed_url(fx.drive_page("F1").decode(), link) == (
       "https://drive.usercontent.google.com/download?id=F1&export=download&"
       "confirm=t&uuid=0a1b2c")
   old_page = ('<html><a id="uc-download-link" class="goog-inline-block" '
               'href="/uc?export=download&amp;confirm=Ab1_&amp;id=F1">'
               'Download anyway</a></html>')
-  assert http_fetch.drive_confirmed_url(old_page, link) == (
+  assert drive_page.confirmed_url(old_page, link) == (
       "https://drive.google.com/uc?export=download&confirm=Ab1_&id=F1")
-  assert http_fetch.drive_confirmed_url("<html>nothing</html>", link) is None
+  assert drive_page.confirmed_url("<html>nothing</html>", link) is None
 
 
 def test_something_in_the_way_is_never_overwritten(server, tmp_path):
