@@ -21,9 +21,10 @@ complete:
   refused or reset connections, truncation, HTTP 5xx and 429) are retried
   `options.retries` times, waiting `options.backoff` seconds, doubling;
   then one line (`FetchError`, exit code 1) names the URL, what happened
-  and the remedy. HTTP 4xx and an HTML page where a file was expected fail
-  at once, and so does a host this machine cannot reach at all (its name
-  does not resolve, or no route leads to it: `Unreachable`): offline,
+  and the remedies (and those the program's flags offer:
+  `options.remedies`). HTTP 4xx and an HTML page where a file was expected
+  fail at once, and so does a host this machine cannot reach at all (its
+  name does not resolve, or no route leads to it: `Unreachable`): offline,
   waiting cannot help.
 * A `{path}.part` without its `.part.json` (or of another URL) cannot be
   resumed safely: which file, and which version of it, its bytes are is
@@ -71,6 +72,21 @@ _PAGE_BYTES = 2 << 20
 
 
 @dataclasses.dataclass(frozen=True)
+class Remedies:
+  """The ways around a failure a program's own flags offer, named in its
+  one line beside those that always help (rerun, try later, put the file
+  in place by hand): none by default; download.py's `--mirror` and
+  `--timeout` (`installer.run`).
+
+  Attributes:
+    unreachable: what else helps when a host cannot be reached.
+    timeout: what else helps after timeouts.
+  """
+  unreachable: tuple = ()
+  timeout: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class Options:
   """How `fetch` talks to servers.
 
@@ -81,6 +97,7 @@ class Options:
     mirror: None, or a base URL every URL is mapped under (`mirrored`).
     progress_every: seconds between progress lines.
     out: where progress lines go (default: stderr).
+    remedies: `Remedies`, what the program's flags offer.
   """
   timeout: float = 60.0
   retries: int = 5
@@ -88,6 +105,7 @@ class Options:
   mirror: Optional[str] = None
   progress_every: float = 10.0
   out: object = None
+  remedies: Remedies = Remedies()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,8 +295,7 @@ def _open(url, start, validator, options, drive):
     response.close()
     raise FetchError(
         f"{where}: the server sent an HTML page (Content-Type text/html), "
-        "not the file: an error or sign-in page; check the URL (and "
-        "--mirror)")
+        "not the file: an error or sign-in page; check the URL")
   with response:
     page = response.read(_PAGE_BYTES).decode("utf-8", "replace")
     confirmed = drive_page.confirmed_url(page, url)
@@ -497,7 +514,7 @@ def fetch(url, path, options, drive=False, label=None, hint=None):
     except FetchError as e:
       raise FetchError(f"{errors.error_text(e)}{hint}") from None
     except _NoRoute as e:
-      raise Unreachable(_unreachable(where, e, path)) from None
+      raise Unreachable(_unreachable(where, e, path, options)) from None
     except _Transient as e:
       if attempt == options.retries:
         raise FetchError(_gave_up(where, e, options, part, hint)) from None
@@ -507,13 +524,14 @@ def fetch(url, path, options, drive=False, label=None, hint=None):
       time.sleep(wait)
 
 
-def _unreachable(url, cause, path):
+def _unreachable(url, cause, path, options):
   """The one line for a host this machine cannot reach: the cause and the
-  ways around it (the network, a mirror, the file put in place)."""
-  return (f"{url}: {cause}, not retried (no network here?): connect this "
-          "machine (or fix its DNS) and rerun, fetch from a copy of the "
-          "files with --mirror=URL, or put the file in place by hand as "
-          f"{path} and rerun")
+  ways around it (the network, the program's, the file put in place)."""
+  ways = (("connect this machine (or fix its DNS) and rerun",) +
+          options.remedies.unreachable +
+          (f"put the file in place by hand as {path} and rerun",))
+  return (f"{url}: {cause}, not retried (no network here?): "
+          f"{', '.join(ways[:-1])}, or {ways[-1]}")
 
 
 def _gave_up(url, problem, options, part, hint):
@@ -523,7 +541,8 @@ def _gave_up(url, problem, options, part, hint):
   kept = os.path.getsize(part) if os.path.isfile(part) else 0
   keeps = (f"{part} keeps {kept} bytes: rerun the same command to resume"
            if kept else "rerun the same command to try again")
-  remedy = ("raise --timeout or try later" if "timeout" in str(problem) or
-            "stalled" in str(problem) else "try later")
+  timed_out = "timeout" in str(problem) or "stalled" in str(problem)
+  remedy = " or ".join((options.remedies.timeout if timed_out else ()) +
+                       ("try later",))
   return (f"{url}: {problem}, {tries} attempt{'s' if tries > 1 else ''} "
           f"failed; {keeps} ({remedy}){hint}")
