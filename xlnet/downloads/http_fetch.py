@@ -21,9 +21,10 @@ complete:
   refused or reset connections, truncation, HTTP 5xx and 429) are retried
   `options.retries` times, waiting `options.backoff` seconds, doubling;
   then one line (`FetchError`, exit code 1) names the URL, what happened
-  and the remedy. HTTP 4xx and an HTML page where a file was expected fail
-  at once, and so does a host this machine cannot reach at all (its name
-  does not resolve, or no route leads to it: `Unreachable`): offline,
+  and the remedies (and those the program's flags offer:
+  `options.remedies`). HTTP 4xx and an HTML page where a file was expected
+  fail at once, and so does a host this machine cannot reach at all (its
+  name does not resolve, or no route leads to it: `Unreachable`): offline,
   waiting cannot help.
 * A `{path}.part` without its `.part.json` (or of another URL) cannot be
   resumed safely: which file, and which version of it, its bytes are is
@@ -31,26 +32,24 @@ complete:
   file no server ever sent. It is removed, with one line saying so, and the
   file fetched from byte 0.
 * Google Drive: a large file's link answers with a confirmation page; its
-  download form is followed once (`drive=True`). Where Drive still answers
-  with a page (quota, permissions, a new page layout) the error says so and
-  carries the caller's `hint` (the manual step).
+  download form is followed once (`drive=True`, `drive_page.py`). Where
+  Drive still answers with a page (quota, permissions, a new page layout)
+  the error says so and carries the caller's `hint` (the manual step).
 * `options.mirror` maps every URL to `{mirror}/{host}/{path}?{query}`: the
   tests serve files from a loopback server, and users may point at a copy
   of the same files.
 
-Progress (bytes, rate, ETA) goes to `options.out` every
-`options.progress_every` seconds and at the end.
+Progress (bytes, rate, ETA; `progress_line.py`) goes to `options.out`
+every `options.progress_every` seconds and at the end.
 """
 import base64
 import dataclasses
 import errno
 import hashlib
-import html.parser
 import http.client
 import json
 import os
 import socket
-import sys
 import time
 from typing import Optional
 import urllib.error
@@ -60,7 +59,8 @@ import urllib.request
 from xlnet import errors
 from xlnet import io_utils
 from xlnet import signals
-from xlnet.training import progress
+from xlnet.downloads import drive_page
+from xlnet.downloads import progress_line
 
 USER_AGENT = "xlnet-tf-download (Python urllib)"
 CHUNK_BYTES = 1 << 20
@@ -69,6 +69,21 @@ MAX_BACKOFF_SECONDS = 60.0
 _TRANSIENT_STATUS = (408, 425, 429, 500, 502, 503, 504)
 # The most of a confirmation page read to find Google Drive's form.
 _PAGE_BYTES = 2 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class Remedies:
+  """The ways around a failure a program's own flags offer, named in its
+  one line beside those that always help (rerun, try later, put the file
+  in place by hand): none by default; download.py's `--mirror` and
+  `--timeout` (`installer.run`).
+
+  Attributes:
+    unreachable: what else helps when a host cannot be reached.
+    timeout: what else helps after timeouts.
+  """
+  unreachable: tuple = ()
+  timeout: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +97,7 @@ class Options:
     mirror: None, or a base URL every URL is mapped under (`mirrored`).
     progress_every: seconds between progress lines.
     out: where progress lines go (default: stderr).
+    remedies: `Remedies`, what the program's flags offer.
   """
   timeout: float = 60.0
   retries: int = 5
@@ -89,6 +105,7 @@ class Options:
   mirror: Optional[str] = None
   progress_every: float = 10.0
   out: object = None
+  remedies: Remedies = Remedies()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,14 +140,6 @@ def mirrored(url, mirror):
   parts = urllib.parse.urlsplit(url)
   query = f"?{parts.query}" if parts.query else ""
   return f"{mirror.rstrip('/')}/{parts.netloc}{parts.path}{query}"
-
-
-def format_bytes(count):
-  """`count` bytes as e.g. `1.34 GB`, `512 B`."""
-  for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-    if count >= size:
-      return f"{count / size:.2f} {unit}"
-  return f"{count} B"
 
 
 ################################################################################
@@ -195,11 +204,11 @@ def _start_afresh(part, url, label, out):
   if state is not None and os.path.isfile(part):
     return state
   if os.path.isfile(part):
-    print(f"{label}: {part} {why_not}: its {os.path.getsize(part)} bytes "
-          "cannot be resumed safely and were removed; fetching from byte 0 "
-          "(a complete copy saved as "
-          f"{os.path.basename(part).removesuffix('.part')} is used as it is)",
-          file=out or sys.stderr, flush=True)
+    progress_line.say(out, (
+        f"{label}: {part} {why_not}: its {os.path.getsize(part)} bytes "
+        "cannot be resumed safely and were removed; fetching from byte 0 (a "
+        f"complete copy saved as {os.path.basename(part).removesuffix('.part')}"
+        " is used as it is)"))
   _discard(part)
   return _State(url)
 
@@ -233,10 +242,8 @@ def _request(url, start, validator, timeout):
       raise _Transient(status) from None
     raise FetchError(f"{url}: {status}; the file is not there (moved, or "
                      "missing on the mirror): check the URL") from None
-  except (TimeoutError, socket.timeout):
-    raise _Transient(f"no answer within {timeout:g} s (timeout)") from None
-  except urllib.error.URLError as e:
-    reason = e.reason
+  except (TimeoutError, socket.timeout, urllib.error.URLError) as e:
+    reason = getattr(e, "reason", e)  # urlopen wraps most failures
     if isinstance(reason, (TimeoutError, socket.timeout)):
       raise _Transient(f"no answer within {timeout:g} s (timeout)") from None
     cause = _unreachable_cause(urllib.parse.urlsplit(url).hostname, reason)
@@ -271,65 +278,6 @@ def _is_html(response):
   return response.headers.get_content_type() == "text/html"
 
 
-class _DriveForm(html.parser.HTMLParser):
-  """Reads Google Drive's confirmation page: the action and hidden inputs
-  of its `download-form`, or on older pages the href of its
-  `uc-download-link`, and its error caption, if any."""
-
-  def __init__(self):
-    super().__init__()
-    self.action, self.inputs, self.link, self.error = None, {}, None, None
-    self._in_form = self._in_error = False
-
-  def handle_starttag(self, tag, attrs):
-    attrs = dict(attrs)
-    if tag == "form" and attrs.get("id") == "download-form":
-      self._in_form, self.action = True, attrs.get("action")
-    elif tag == "input" and self._in_form and attrs.get("name"):
-      if (attrs.get("type") or "").lower() == "hidden":
-        self.inputs[attrs["name"]] = attrs.get("value") or ""
-    elif tag == "a" and attrs.get("id") == "uc-download-link":
-      self.link = attrs.get("href")
-    elif "uc-error-subcaption" in (attrs.get("class") or "").split():
-      self._in_error = True
-
-  def handle_endtag(self, tag):
-    if tag == "form":
-      self._in_form = False
-    elif tag == "p":
-      self._in_error = False
-
-  def handle_data(self, data):
-    if self._in_error and data.strip():
-      self.error = (self.error or "") + data.strip()
-
-
-def drive_confirmed_url(page, page_url):
-  """The URL Google Drive's confirmation `page` (str) leads to, resolved
-  against `page_url` (the link asked for, not a mirror's), or None.
-
-  Raises:
-    _DriveRefused: the page states an error (quota exceeded, ...).
-  """
-  form = _DriveForm()
-  form.feed(page)
-  if form.error:
-    raise _DriveRefused(f"Google Drive says: {form.error}")
-  if form.action:
-    action = urllib.parse.urljoin(page_url, form.action)
-    parts = urllib.parse.urlsplit(action)
-    query = urllib.parse.parse_qsl(parts.query) + list(form.inputs.items())
-    return urllib.parse.urlunsplit(parts._replace(
-        query=urllib.parse.urlencode(query)))
-  if form.link:
-    return urllib.parse.urljoin(page_url, form.link)
-  return None
-
-
-class _DriveRefused(Exception):
-  """Google Drive answered with a page instead of the file."""
-
-
 def _open(url, start, validator, options, drive):
   """The response carrying the file (Google Drive's confirmation followed
   when `drive`).
@@ -337,7 +285,7 @@ def _open(url, start, validator, options, drive):
   Raises:
     _Transient, _NoRoute, FetchError: as `_request`; FetchError also for an
       HTML page where the file was expected.
-    _DriveRefused: Google Drive kept answering with a page.
+    drive_page.Refused: Google Drive kept answering with a page.
   """
   where = mirrored(url, options.mirror)
   response = _request(where, start, validator, options.timeout)
@@ -347,19 +295,19 @@ def _open(url, start, validator, options, drive):
     response.close()
     raise FetchError(
         f"{where}: the server sent an HTML page (Content-Type text/html), "
-        "not the file: an error or sign-in page; check the URL (and "
-        "--mirror)")
+        "not the file: an error or sign-in page; check the URL")
   with response:
     page = response.read(_PAGE_BYTES).decode("utf-8", "replace")
-    confirmed = drive_confirmed_url(page, url)
+    confirmed = drive_page.confirmed_url(page, url)
   if confirmed is None:
-    raise _DriveRefused("Google Drive sent a page without its download form")
+    raise drive_page.Refused("Google Drive sent a page without its download "
+                             "form")
   response = _request(mirrored(confirmed, options.mirror), start, validator,
                       options.timeout)
   if _is_html(response):
     response.close()
-    raise _DriveRefused("Google Drive sent a page again after the "
-                        "confirmation")
+    raise drive_page.Refused("Google Drive sent a page again after the "
+                             "confirmation")
   return response
 
 
@@ -408,47 +356,10 @@ def published_md5(headers, whole):
   return headers.get("Content-MD5") if whole else None
 
 
-class _Progress:
-  """Progress lines: bytes, percent, rate and ETA every `every` seconds."""
-
-  def __init__(self, label, have, total, every, out):
-    self.label, self.have, self.total = label, have, total
-    self.every, self.out = every, out
-    self.start = self.last = time.monotonic()
-    self.first = have
-
-  def update(self, have):
-    self.have = have
-    now = time.monotonic()
-    if now - self.last >= self.every:
-      self.last = now
-      self._print(self._line(now))
-
-  def _line(self, now):
-    rate = (self.have - self.first) / max(now - self.start, 1e-9)
-    text = f"{self.label}: {format_bytes(self.have)}"
-    if self.total:
-      text += (f" of {format_bytes(self.total)} "
-               f"({100.0 * self.have / self.total:.1f}%)")
-    text += f", {format_bytes(rate)}/s"
-    if self.total and rate > 0:
-      eta = (self.total - self.have) / rate
-      text += f", ETA {progress.format_duration(eta)}"
-    return text
-
-  def done(self):
-    seconds = time.monotonic() - self.start
-    self._print(f"{self.label}: {format_bytes(self.have)} complete "
-                f"({format_bytes(self.have - self.first)} in "
-                f"{progress.format_duration(seconds)})")
-
-  def _print(self, text):
-    print(text, file=self.out or sys.stderr, flush=True)
-
-
-def _copy(response, part, have, progress_line, timeout):
-  """Appends the response body to `part` (holding `have` bytes). Returns
-  the bytes `part` holds when the body ends.
+def _copy(response, part, have, line, timeout):
+  """Appends the response body to `part` (holding `have` bytes), updating
+  the `progress_line.Line`. Returns the bytes `part` holds when the body
+  ends.
 
   Raises:
     _Transient: the server stalled or the connection broke.
@@ -469,7 +380,7 @@ def _copy(response, part, have, progress_line, timeout):
           return have
         f.write(chunk)
         have += len(chunk)
-        progress_line.update(have)
+        line.update(have)
   except OSError as e:
     error = io_utils.resource_error(part, e, (
         f"{os.path.basename(part)} keeps the bytes written so far: make "
@@ -485,7 +396,8 @@ def _attempt(url, path, part, options, drive, label):
 
   Raises:
     _Transient: retry (the part keeps what arrived).
-    FetchError, _NoRoute, _DriveRefused, io_utils.ResourceError: give up.
+    FetchError, _NoRoute, drive_page.Refused, io_utils.ResourceError: give
+      up.
   """
   state = _start_afresh(part, url, label, options.out)
   have = os.path.getsize(part) if os.path.isfile(part) else 0
@@ -509,16 +421,18 @@ def _attempt(url, path, part, options, drive, label):
                          f"not {have} of {state.total}; starting again")
     else:  # 200: the whole file, whatever was asked
       if have:
-        print(f"{label}: the server sent the whole file instead of the "
-              f"rest (no Range support, or the file changed); restarting "
-              "from byte 0", file=options.out or sys.stderr, flush=True)
+        progress_line.say(options.out, (
+            f"{label}: the server sent the whole file instead of the rest "
+            "(no Range support, or the file changed); restarting from byte "
+            "0"))
         _discard(part)
         have = 0
       length = response.headers.get("Content-Length")
       total = int(length) if length and length.isdigit() else None
     state = _next_state(state, response, total)
     _write_state(part, state)
-    line = _Progress(label, have, total, options.progress_every, options.out)
+    line = progress_line.Line(label, have, total, options.progress_every,
+                              options.out)
     have = _copy(response, part, have, line, options.timeout)
   if total is not None and have < total:
     raise _Transient(f"the connection closed after {have} of {total} bytes "
@@ -595,28 +509,29 @@ def fetch(url, path, options, drive=False, label=None, hint=None):
     try:
       md5_b64 = _attempt(url, path, part, options, drive, label)
       return _finish(part, path, where, md5_b64)
-    except _DriveRefused as e:
+    except drive_page.Refused as e:
       raise FetchError(f"{where}: {str(e).rstrip('.')}{hint}") from None
     except FetchError as e:
       raise FetchError(f"{errors.error_text(e)}{hint}") from None
     except _NoRoute as e:
-      raise Unreachable(_unreachable(where, e, path)) from None
+      raise Unreachable(_unreachable(where, e, path, options)) from None
     except _Transient as e:
       if attempt == options.retries:
         raise FetchError(_gave_up(where, e, options, part, hint)) from None
       wait = min(options.backoff * 2 ** attempt, MAX_BACKOFF_SECONDS)
-      print(f"{label}: {e}; retry {attempt + 1} of {options.retries} in "
-            f"{wait:g} s", file=options.out or sys.stderr, flush=True)
+      progress_line.say(options.out, f"{label}: {e}; retry {attempt + 1} of "
+                        f"{options.retries} in {wait:g} s")
       time.sleep(wait)
 
 
-def _unreachable(url, cause, path):
+def _unreachable(url, cause, path, options):
   """The one line for a host this machine cannot reach: the cause and the
-  ways around it (the network, a mirror, the file put in place)."""
-  return (f"{url}: {cause}, not retried (no network here?): connect this "
-          "machine (or fix its DNS) and rerun, fetch from a copy of the "
-          "files with --mirror=URL, or put the file in place by hand as "
-          f"{path} and rerun")
+  ways around it (the network, the program's, the file put in place)."""
+  ways = (("connect this machine (or fix its DNS) and rerun",) +
+          options.remedies.unreachable +
+          (f"put the file in place by hand as {path} and rerun",))
+  return (f"{url}: {cause}, not retried (no network here?): "
+          f"{', '.join(ways[:-1])}, or {ways[-1]}")
 
 
 def _gave_up(url, problem, options, part, hint):
@@ -626,7 +541,8 @@ def _gave_up(url, problem, options, part, hint):
   kept = os.path.getsize(part) if os.path.isfile(part) else 0
   keeps = (f"{part} keeps {kept} bytes: rerun the same command to resume"
            if kept else "rerun the same command to try again")
-  remedy = ("raise --timeout or try later" if "timeout" in str(problem) or
-            "stalled" in str(problem) else "try later")
+  timed_out = "timeout" in str(problem) or "stalled" in str(problem)
+  remedy = " or ".join((options.remedies.timeout if timed_out else ()) +
+                       ("try later",))
   return (f"{url}: {problem}, {tries} attempt{'s' if tries > 1 else ''} "
           f"failed; {keeps} ({remedy}){hint}")

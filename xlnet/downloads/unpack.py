@@ -1,8 +1,8 @@
 """Checking and unpacking downloaded files (`installer.py`): a file's
 signature (zip, gzip, JSON; an HTML page is refused), zip and tar.gz
-archives (every member inside the unpack directory, regular files and
-directories only, zip CRCs checked), SQuAD JSON, GLUE's MRPC split and the
-layout a directory must hold.
+archives, wheels and npm tarballs among them (every member inside the
+unpack directory, regular files and directories only, zip CRCs checked),
+SQuAD JSON, GLUE's MRPC split and the layout a directory must hold.
 
 A file that is not what was expected is removed and reported as a
 `BadDownload` (one line naming the file, its URL and what is wrong).
@@ -34,8 +34,10 @@ class BadDownload(errors.Stop):
   layout); it was removed. Exit code 1."""
 
 
-_SIGNATURES = {".zip": (b"PK\x03\x04", "a zip archive"),
-               ".tar.gz": (b"\x1f\x8b", "a gzip-compressed tar archive")}
+# A wheel is a zip archive, npm's tarball (.tgz) a gzip-compressed tar.
+_ZIP, _TAR_GZ = (".zip", ".whl"), (".tar.gz", ".tgz")
+_SIGNATURES = {_ZIP: (b"PK\x03\x04", "a zip archive"),
+               _TAR_GZ: (b"\x1f\x8b", "a gzip-compressed tar archive")}
 
 
 def check_signature(path, name, url):
@@ -44,8 +46,8 @@ def check_signature(path, name, url):
   `BadDownload`."""
   with open(path, "rb") as f:
     head = f.read(64)
-  for suffix, (magic, what) in _SIGNATURES.items():
-    if name.endswith(suffix) and not head.startswith(magic):
+  for suffixes, (magic, what) in _SIGNATURES.items():
+    if name.endswith(suffixes) and not head.startswith(magic):
       raise bad(path, url, f"is not {what} (it starts with {head[:24]!r})")
   if name.endswith(".json") and not head.lstrip(b"\xef\xbb\xbf \t\r\n"
                                                 ).startswith(b"{"):
@@ -59,7 +61,7 @@ def bad(path, url, problem):
   if os.path.exists(path):
     os.remove(path)
   return BadDownload(f"{os.path.basename(path)} from {url} {problem}; it was "
-                     "removed: check the URL (or --mirror) and rerun")
+                     "removed: check the URL and rerun")
 
 
 def _safe_member(name):
@@ -67,6 +69,12 @@ def _safe_member(name):
   norm = os.path.normpath(name)
   return bool(name) and not os.path.isabs(name) and not norm.startswith(
       "..") and "\\" not in name
+
+
+def unpack_archive(path, dest, url):
+  """Unpacks the zip (.zip, .whl) or tar.gz (.tar.gz, .tgz) archive `path`
+  into `dest` (made if missing)."""
+  (unpack_zip if path.endswith(_ZIP) else unpack_tar)(path, dest, url)
 
 
 def unpack_zip(path, dest, url):
