@@ -24,7 +24,8 @@ PACKAGE = os.path.join(REPO, "xlnet")
 LAYERS = (
     ("errors", ("xlnet.errors",)),
     ("signals", ("xlnet.signals",)),
-    ("files, configs, rules", ("xlnet.io_utils", "xlnet.configs",
+    ("files, configs, rules", ("xlnet.io_utils", "xlnet.gfile_io",
+                               "xlnet.configs",
                                "xlnet.validation",
                                "xlnet.program_defaults")),
     ("data, model", ("xlnet.data", "xlnet.modeling", "xlnet.model",
