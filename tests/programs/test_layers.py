@@ -25,7 +25,7 @@ LAYERS = (
     ("errors", ("xlnet.errors",)),
     ("signals", ("xlnet.signals",)),
     ("files, configs, rules", ("xlnet.io_utils", "xlnet.gfile_io",
-                               "xlnet.configs",
+                               "xlnet.configs", "xlnet.model_config",
                                "xlnet.validation",
                                "xlnet.program_defaults")),
     ("data, model", ("xlnet.data", "xlnet.modeling", "xlnet.model",
