@@ -11,7 +11,10 @@ into typed configs) and `xlnet.programs` (the programs' entry modules);
 the pretraining loss is `xlnet.pretraining_loss`; see docs/python_api.md
 and docs/layout.md ("Layers").
 """
+import importlib as _importlib
 import os as _os
+
+from xlnet import model_config as _model_config
 
 
 def _use_bfc_cpu_allocator():
@@ -38,18 +41,18 @@ def _use_bfc_cpu_allocator():
 
 _use_bfc_cpu_allocator()
 
-# The public names, imported on first use (PEP 562): importing a
-# subpackage (the programs' `--help`, `xlnet.data.spm_train`) then costs no
-# TensorFlow import.
-_FROM_MODEL = ("RunConfig", "XLNetConfig", "XLNetModel")
+# The public names. The configs need no TensorFlow and are bound here; the
+# model and `xlnet.modeling` build graphs with it and are imported when first
+# named (PEP 562), so that importing a subpackage (the programs' `--help`,
+# `xlnet.data.spm_train`) imports no TensorFlow.
+XLNetConfig = _model_config.XLNetConfig
+RunConfig = _model_config.RunConfig
 
 
 def __getattr__(name):
-  """`xlnet.modeling` and the model's classes, imported when first named."""
+  """`xlnet.modeling` and `XLNetModel`, imported when first named."""
   if name == "modeling":
-    import importlib  # pylint: disable=g-import-not-at-top
-    return importlib.import_module("xlnet.modeling")
-  if name in _FROM_MODEL:
-    from xlnet import model  # pylint: disable=g-import-not-at-top
-    return getattr(model, name)
+    return _importlib.import_module("xlnet.modeling")
+  if name == "XLNetModel":
+    return _importlib.import_module("xlnet.model").XLNetModel
   raise AttributeError(f"module 'xlnet' has no attribute '{name}'")

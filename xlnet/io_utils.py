@@ -7,8 +7,10 @@ which the next run writing the same `path` removes (`remove_stale_tmp`),
 unless the process that wrote it is still running: two runs may write the
 same file at once (a shared feature cache, the demo corpus), and the last
 rename wins with the same bytes.
-Works for local paths (with Python's own calls) and every `tf.io.gfile`
-URL (e.g. gs://, through TensorFlow).
+Works for local paths, with Python's own calls, and every `tf.io.gfile`
+URL (e.g. gs://), through `gfile_io`, imported for the first URL
+(`url_files`): spm_train.py, download.py and a program's --help write and
+read local files without TensorFlow.
 """
 import contextlib
 import errno
@@ -18,9 +20,6 @@ import uuid
 
 from xlnet import errors
 from xlnet import signals
-
-# TensorFlow (for `tf.io.gfile`) is imported only for a URL: spm_train.py
-# and download.py write local files through this module and never import it.
 
 TMP_MARK = ".tmp-"
 
@@ -83,6 +82,16 @@ def is_local(path):
   return "://" not in path
 
 
+def url_files():
+  """`xlnet/gfile_io.py`, the file operations on a URL (gs://...).
+
+  Imported here, when the first URL is given, and not with this module:
+  it imports TensorFlow (5-10 s), which local files never need.
+  """
+  from xlnet import gfile_io  # pylint: disable=g-import-not-at-top
+  return gfile_io
+
+
 def tmp_path_for(path):
   """A fresh temporary name next to `path`: `{path}.tmp-{pid}-{8 hex}`."""
   return f"{path}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -90,17 +99,12 @@ def tmp_path_for(path):
 
 def remove_quietly(path):
   """Deletes `path` if it exists; never raises."""
-  if is_local(path):
-    try:
-      os.remove(path)
-    except OSError:
-      pass
+  if not is_local(path):
+    url_files().remove_quietly(path)
     return
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
-    if tf.io.gfile.exists(path):
-      tf.io.gfile.remove(path)
-  except (tf.errors.OpError, OSError):
+    os.remove(path)
+  except OSError:
     pass
 
 
@@ -119,8 +123,8 @@ def remove_stale_tmp(path):
   if is_local(path):
     found = glob.glob(glob.escape(path) + TMP_MARK + "*")
   else:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    found = tf.io.gfile.glob(glob_escape(path) + TMP_MARK + "*")
+    gfile = url_files()
+    found = gfile.glob(gfile.glob_escape(path) + TMP_MARK + "*")
   stale = [name for name in found if not _writer_is_running(name)]
   for name in stale:
     remove_quietly(name)
@@ -145,11 +149,6 @@ def pid_is_running(pid):
   except (OSError, OverflowError):
     return False
   return True
-
-
-def glob_escape(path):
-  """`path` with the glob metacharacters `*?[` escaped for tf.io.gfile.glob."""
-  return "".join(f"[{c}]" if c in "*?[" else c for c in path)
 
 
 @contextlib.contextmanager
@@ -207,16 +206,23 @@ def atomic_write(path, data, safe=None):
                 encoding=None if binary else "utf-8") as f:
         f.write(data)
     else:
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
-      with tf.io.gfile.GFile(tmp, "wb" if binary else "w") as f:
-        f.write(data)
+      url_files().write(tmp, data)
 
 
-def _exists(path):
+def read_file(path, binary=False):
+  """The contents of file `path`: bytes when `binary`, else str (UTF-8)."""
+  if not is_local(path):
+    return url_files().read(path, binary)
+  with open(path, "rb" if binary else "r",
+            encoding=None if binary else "utf-8") as f:
+    return f.read()
+
+
+def exists(path):
+  """Whether `path` exists (a file or a directory)."""
   if is_local(path):
     return os.path.exists(path)
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return tf.io.gfile.exists(path)
+  return url_files().exists(path)
 
 
 def _touch(path):
@@ -225,9 +231,7 @@ def _touch(path):
     with open(path, "w", encoding="utf-8"):
       pass
   else:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    with tf.io.gfile.GFile(path, "w") as f:
-      f.write("")
+    url_files().write(path, "")
 
 
 def _makedirs(path):
@@ -235,8 +239,7 @@ def _makedirs(path):
   if is_local(path):
     os.makedirs(path, exist_ok=True)
   else:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    tf.io.gfile.makedirs(path)
+    url_files().makedirs(path)
 
 
 def _replace(src, dst):
@@ -244,8 +247,7 @@ def _replace(src, dst):
   if is_local(dst):
     os.replace(src, dst)
   else:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    tf.io.gfile.rename(src, dst, overwrite=True)
+    url_files().replace(src, dst)
 
 
 def ensure_writable_dir(path, flag_name):
@@ -259,9 +261,8 @@ def ensure_writable_dir(path, flag_name):
   if is_local(path):
     isdir, failures = os.path.isdir, (OSError,)
   else:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    isdir, failures = tf.io.gfile.isdir, (tf.errors.OpError, OSError)
-  if _exists(path) and not isdir(path):
+    isdir, failures = url_files().isdir, url_files().FAILURES
+  if exists(path) and not isdir(path):
     raise ValueError(f"--{flag_name}={path} exists and is not a directory")
   probe = os.path.join(path, f".write-test{TMP_MARK}{os.getpid()}")
   # A SIGTERM in the middle (while the probe is removed) would leave it.

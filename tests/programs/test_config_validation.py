@@ -15,6 +15,7 @@ import pytest
 from tests import classifier_fixtures
 from tests.pretraining import test_flags as program_checks
 from xlnet import model as model_lib
+from xlnet import model_config
 from xlnet import validation
 from xlnet.finetuning import api as finetune_api
 from xlnet.finetuning import config as finetune_config
@@ -178,7 +179,7 @@ def _check_classifier(tmp_path, extra):
 @pytest.mark.quick
 def test_every_rule_is_exercised_and_every_config_is_built():
   assert {name for name, _, _ in REFUSED} == set(validation.NAMES)
-  configs = {c for module in (model_lib, train_config, pretrain_config,
+  configs = {c for module in (model_config, train_config, pretrain_config,
                               finetune_config, reproduce_config)
              for _, c in inspect.getmembers(module, dataclasses.is_dataclass)
              if c.__module__ == module.__name__}

@@ -24,7 +24,8 @@ PACKAGE = os.path.join(REPO, "xlnet")
 LAYERS = (
     ("errors", ("xlnet.errors",)),
     ("signals", ("xlnet.signals",)),
-    ("files, configs, rules", ("xlnet.io_utils", "xlnet.configs",
+    ("files, configs, rules", ("xlnet.io_utils", "xlnet.gfile_io",
+                               "xlnet.configs", "xlnet.model_config",
                                "xlnet.validation",
                                "xlnet.program_defaults")),
     ("data, model", ("xlnet.data", "xlnet.modeling", "xlnet.model",
@@ -193,8 +194,8 @@ def test_the_import_graph_sees_every_kind_of_import(tmp_path):
       "xlnet.io_utils", "xlnet.data.token_stream", "xlnet.training.config",
       "xlnet.flags.catalog", "xlnet.programs.cli",
       "xlnet.pretraining.api"}
-  # And the package's own: train_gpu.py imports absl's flags in `main`,
-  # the library's API at module level.
+  # And the package's own: train_gpu.py imports the programs' convention
+  # at module level, the flags' resolution and the library's API in `main`.
   assert {"xlnet.programs.cli", "xlnet.flags.pretraining",
           "xlnet.pretraining.api"} <= GRAPH["xlnet.programs.train_gpu"]
 

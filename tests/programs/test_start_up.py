@@ -66,6 +66,51 @@ def test_help_and_work_without_tensorflow_import_none(tmp_path):
   assert report["level"] == "3"
 
 
+# Uses what the programs use before TensorFlow (argv[1]: a work dir,
+# argv[2]: a SentencePiece model); prints what came out.
+_CONFIGS_AND_FILES = r"""
+import json, os, sys
+from xlnet import RunConfig, XLNetConfig, configs
+from xlnet.data import prepro_utils
+from xlnet.training import progress, run_lock
+run_dir = os.path.join(sys.argv[1], "run")
+XLNetConfig(json_path=configs.path("xlnet_tiny.json")).to_json(
+    os.path.join(run_dir, "config.json"))
+written = XLNetConfig(json_path=os.path.join(run_dir, "config.json"))
+run = RunConfig(is_training=True, use_tpu=False, use_bfloat16=False,
+                dropout=0.1, dropatt=0.1)
+token = run_lock.acquire(run_dir)
+run_lock.release(run_dir, token)
+print(json.dumps({
+    "config": written.to_dict(), "dropout": run.dropout,
+    "pieces": prepro_utils.load_sp_model(sys.argv[2], "--sp_path")
+              .get_piece_size(),
+    "duration": progress.format_duration(90061),
+    "files": sorted(os.listdir(run_dir)),
+    "tensorflow": "tensorflow" in sys.modules}))
+"""
+
+
+def test_configs_and_local_files_need_no_tensorflow(tmp_path):
+  """The model's configs read and written, a SentencePiece model loaded,
+  a run's lock taken and released, a duration written: on local files,
+  what the programs do before TensorFlow imports none of it."""
+  sp_path = data_helpers.train_tiny_spm(vocab_size=1000)
+  proc = subprocess.run(
+      [sys.executable, "-c", _CONFIGS_AND_FILES, str(tmp_path), sp_path],
+      cwd=program_flags.REPO, env=program_flags.ENV, capture_output=True,
+      text=True, timeout=120)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  got = json.loads(proc.stdout.strip().split("\n")[-1])
+  with open(os.path.join(program_flags.REPO, "xlnet", "configs",
+                         "xlnet_tiny.json"), encoding="utf-8") as f:
+    assert got["config"] == json.load(f)
+  assert (got["dropout"], got["pieces"]) == (0.1, 1000)
+  assert got["duration"] == "1d 01:01:01"  # 86400 + 3600 + 60 + 1
+  assert got["files"] == ["config.json"]  # no lock, no temporary file
+  assert not got["tensorflow"]
+
+
 def test_a_users_tensorflow_log_level_is_kept(monkeypatch):
   """TF_CPP_MIN_LOG_LEVEL set by the user wins over the programs' 3."""
   monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")

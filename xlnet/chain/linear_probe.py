@@ -14,6 +14,8 @@ example:
 A softmax regression (NumPy, L2 penalty chosen on a fifth of the training
 examples) is fitted on the training examples' features and scored on dev.
 """
+import csv
+
 import numpy as np
 import tensorflow as tf
 
@@ -122,7 +124,6 @@ def probe(train_x, train_y, dev_x, dev_y, n_class):
 
 def read_table(path):
   """The examples of a chain set's csv table (label, text_a[, text_b])."""
-  import csv  # pylint: disable=g-import-not-at-top
   with open(path, newline="", encoding="utf-8") as f:
     return [processors.InputExample(str(i), row["text_a"],
                                     row.get("text_b") or None, row["label"])

@@ -1,6 +1,10 @@
 """Text normalization and SentencePiece encoding (see docs/data.md)."""
 import unicodedata
 
+import sentencepiece as spm
+
+from xlnet import io_utils
+
 SPIECE_UNDERLINE = "\u2581"
 
 # Special symbols fixed by the released SentencePiece model and the data format.
@@ -131,15 +135,12 @@ def load_sp_model(sp_path, name):
   Returns:
     sentencepiece.SentencePieceProcessor.
   """
-  import sentencepiece as spm  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if not sp_path:
     raise ValueError(f"{name} is required: the SentencePiece model (the "
                      ".model file spm_train.py writes)")
-  if not tf.io.gfile.exists(sp_path):
+  if not io_utils.exists(sp_path):
     raise ValueError(f"{name}={sp_path}: SentencePiece model not found")
-  with tf.io.gfile.GFile(sp_path, "rb") as f:
-    proto = f.read()
+  proto = io_utils.read_file(sp_path, binary=True)
   sp_model = spm.SentencePieceProcessor()
   try:
     sp_model.load_from_serialized_proto(proto)

@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet import errors
+from xlnet import gfile_io
 from xlnet import io_utils
 
 CORPUS_INFO = "corpus_info.json"
@@ -283,7 +284,7 @@ def find_record_infos(record_dir):
   Returns:
     list of (path, parsed name from `parse_filename`), sorted by path.
   """
-  pattern = os.path.join(io_utils.glob_escape(record_dir),
+  pattern = os.path.join(gfile_io.glob_escape(record_dir),
                          f"{INFO_PREFIX}*.{INFO_SUFFIX}")
   found = []
   for path in sorted(tf.io.gfile.glob(pattern)):

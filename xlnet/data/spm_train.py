@@ -12,6 +12,7 @@ import os
 import re
 
 from absl import logging
+import sentencepiece as spm
 
 from xlnet import io_utils
 from xlnet.data import prepro_utils
@@ -82,7 +83,6 @@ def train_spm(input_files, model_prefix, vocab_size=32000,
   interrupted or failed run leaves no partial or unchecked model behind.
   Training is deterministic: the same input gives the same bytes.
   """
-  import sentencepiece as spm  # pylint: disable=g-import-not-at-top
   if isinstance(input_files, str):
     input_files = [p for p in input_files.split(",") if p]
   if not input_files:

@@ -14,6 +14,7 @@ also runs in the record writer's worker processes.
 import itertools
 
 import numpy as np
+import sentencepiece as spm
 
 from xlnet.data import prepro_utils
 from xlnet.data.prepro_utils import EOD_ID
@@ -63,7 +64,6 @@ class LineEncoder:
       uncased: lowercase raw text.
       from_raw_text: lines are raw text (else space-separated ids).
     """
-    import sentencepiece as spm  # pylint: disable=g-import-not-at-top
     self._settings = (sp_proto, uncased, from_raw_text)
     self.uncased, self.from_raw_text = uncased, from_raw_text
     self.sp_model = spm.SentencePieceProcessor()

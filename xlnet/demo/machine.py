@@ -13,6 +13,13 @@ import platform
 
 import tensorflow as tf
 
+# TensorFlow's private record of how it was built; a TensorFlow without it
+# leaves oneDNN's state unknown (`onednn_on`).
+try:
+  from tensorflow.python.util import _pywrap_util_port
+except ImportError:
+  _pywrap_util_port = None
+
 # The extensions that change which kernels run (and so the last bits).
 CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
 
@@ -42,9 +49,8 @@ def onednn_on():
   """Whether TensorFlow runs its CPU kernels through oneDNN (True/False),
   or None where this TensorFlow does not say."""
   try:
-    from tensorflow.python.util import _pywrap_util_port  # pylint: disable=g-import-not-at-top
     return bool(_pywrap_util_port.IsMklEnabled())
-  except (ImportError, AttributeError):
+  except AttributeError:  # no such module or call
     return None
 
 

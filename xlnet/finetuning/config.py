@@ -19,7 +19,7 @@ them per GPU unless --use_tpu, as the release).
 import dataclasses
 from typing import Optional, Tuple
 
-from xlnet import model as model_lib
+from xlnet import model_config as model_lib
 from xlnet import program_defaults
 from xlnet import validation
 from xlnet.training import config as train_config_lib

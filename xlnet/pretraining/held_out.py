@@ -17,7 +17,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
-from xlnet.training import progress
+from xlnet.training import step_log
 from xlnet.training import template as template_lib
 from xlnet.training import trainer as trainer_lib
 from xlnet import signals
@@ -87,9 +87,9 @@ def log_results(results, step, writer=None):
                "targets", step, results["loss"], results["pplx"],
                results["accuracy"], results["num_targets"])
   if writer is not None:
-    progress.write_scalars(writer, {f"eval/{k}": results[k]
-                                  for k in ("loss", "pplx", "accuracy")},
-                         step)
+    step_log.write_scalars(writer, {f"eval/{k}": results[k]
+                                    for k in ("loss", "pplx", "accuracy")},
+                           step)
 
 
 def evaluate_checkpoint(configs):

@@ -1,6 +1,7 @@
 """`python convert_checkpoint.py --to=hf|tf|saved_model ...`: the flags
 checked, then `hf_export.export_hf`, `hf_import.import_hf` or
 `saved_model.export_saved_model` (docs/interop.md)."""
+from absl import flags
 from absl import logging
 
 from xlnet.programs import cli
@@ -16,7 +17,7 @@ def _require(flag_values, *names):
 
 
 def main(unused_argv):
-  from absl import flags  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
   # (the library, imported here: --help needs no TensorFlow)
   from xlnet.interop import hf_export
   from xlnet.interop import hf_import

@@ -6,6 +6,8 @@ or SIGINT, then stops and exits 0, or 1 when TensorFlow's stop hangs
 import signal
 import threading
 
+from absl import flags
+
 from xlnet.programs import cli
 from xlnet.flags import tool_catalog
 from xlnet.training import waits
@@ -46,7 +48,7 @@ def serve_until_signal(server, say, what, stop_wait=STOP_WAIT):
 
 
 def main(unused_argv):
-  from absl import flags  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
   # (the library, imported here: --help needs no TensorFlow)
   from xlnet.training import data_servers
   f = flags.FLAGS

@@ -1,12 +1,14 @@
 """Held-out evaluation of a pretraining checkpoint (`python
 eval_pretrain.py`): the flags resolved into `PretrainConfigs`, then
 `api.evaluate` (`xlnet/pretraining/held_out.py`)."""
+from absl import flags
+
 from xlnet.programs import cli
 from xlnet.flags import catalog as flag_catalog
 
 
 def main(unused_argv):
-  from absl import flags  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
   # (the library, imported here: --help needs no TensorFlow)
   from xlnet.flags import pretraining as pretrain_flags
   from xlnet.pretraining import api

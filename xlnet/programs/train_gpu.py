@@ -1,12 +1,14 @@
 """XLNet pretraining on GPUs, CPUs and several hosts (`python train_gpu.py`):
 the flags resolved into `PretrainConfigs`, then `api.pretrain` (the shared
 engine, `xlnet/pretraining/pretrain.py`)."""
+from absl import flags
+
 from xlnet.programs import cli
 from xlnet.flags import catalog as flag_catalog
 
 
 def main(unused_argv):
-  from absl import flags  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
   # (the library, imported here: --help needs no TensorFlow)
   from xlnet.flags import pretraining as pretrain_flags
   from xlnet.pretraining import api

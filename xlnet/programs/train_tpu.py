@@ -2,12 +2,14 @@
 the flags resolved into `PretrainConfigs`, then `api.pretrain`, with
 TPUEstimator (TensorFlow 2.15; `xlnet/pretraining/estimator.py`) or the
 shared engine on a TPUStrategy (`--tpu_engine`)."""
+from absl import flags
+
 from xlnet.programs import cli
 from xlnet.flags import catalog as flag_catalog
 
 
 def main(unused_argv):
-  from absl import flags  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
   # (the library, imported here: --help needs no TensorFlow)
   from xlnet.flags import pretraining as pretrain_flags
   from xlnet.pretraining import api

@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet import errors
+from xlnet import gfile_io
 from xlnet import io_utils
 from xlnet import signals
 
@@ -72,7 +73,7 @@ def list_checkpoints(model_dir):
   """
   found = []
   for path in tf.io.gfile.glob(os.path.join(
-      io_utils.glob_escape(model_dir), f"{CKPT_BASENAME}-*.index")):
+      gfile_io.glob_escape(model_dir), f"{CKPT_BASENAME}-*.index")):
     match = _STEP_RE.match(os.path.basename(path))
     if match:
       found.append((int(match.group(1)), path[:-len(".index")]))
@@ -113,7 +114,7 @@ def read_state_file(model_dir):
 
 def data_files(prefix):
   """The data files of the bundle `prefix` that exist."""
-  return sorted(tf.io.gfile.glob(io_utils.glob_escape(prefix) +
+  return sorted(tf.io.gfile.glob(gfile_io.glob_escape(prefix) +
                                  ".data-?????-of-?????"))
 
 
@@ -240,7 +241,7 @@ def publish(final_prefix, shard_prefixes, model_dir, max_save=None):
     max_save: keep at most this many checkpoints (None or <= 0: all).
   """
   merged = final_prefix + io_utils.TMP_MARK + "merged"
-  for path in tf.io.gfile.glob(io_utils.glob_escape(merged) + "*"):
+  for path in tf.io.gfile.glob(gfile_io.glob_escape(merged) + "*"):
     io_utils.remove_quietly(path)
   _run_op(lambda _: tf.raw_ops.MergeV2Checkpoints(
       checkpoint_prefixes=list(shard_prefixes), destination_prefix=merged,
@@ -253,7 +254,7 @@ def publish(final_prefix, shard_prefixes, model_dir, max_save=None):
   tf.io.gfile.rename(merged + ".index", final_prefix + ".index",
                      overwrite=True)
   for prefix in shard_prefixes:  # MergeV2 moved the data; drop leftovers
-    for path in tf.io.gfile.glob(io_utils.glob_escape(prefix) + "*"):
+    for path in tf.io.gfile.glob(gfile_io.glob_escape(prefix) + "*"):
       io_utils.remove_quietly(path)
   kept = prune(model_dir, max_save)
   write_state_file(model_dir, final_prefix, kept)
@@ -336,8 +337,8 @@ def prune(model_dir, max_save):
 
 def remove_temporaries(model_dir, basename=CKPT_BASENAME):
   """Removes temporary files of interrupted saves (`{basename}*.tmp-*`)."""
-  pattern = os.path.join(io_utils.glob_escape(model_dir),
-                         io_utils.glob_escape(basename) + "*" +
+  pattern = os.path.join(gfile_io.glob_escape(model_dir),
+                         gfile_io.glob_escape(basename) + "*" +
                          io_utils.TMP_MARK + "*")
   stale = tf.io.gfile.glob(pattern)
   for path in stale:
@@ -355,7 +356,7 @@ def remove_orphans(model_dir):
   Returns:
     list of the removed paths.
   """
-  pattern = os.path.join(io_utils.glob_escape(model_dir),
+  pattern = os.path.join(gfile_io.glob_escape(model_dir),
                          f"{CKPT_BASENAME}-*.data-?????-of-?????")
   orphans = [path for path in tf.io.gfile.glob(pattern)
              if _DATA_RE.match(os.path.basename(path)) and
@@ -568,7 +569,7 @@ def rollback(model_dir, step=None):
   with signals.deferred_signals():  # a signal moves all or nothing
     tf.io.gfile.makedirs(quarantine)
     for prefix in newer:  # index, data and any .meta of the release's Saver
-      for path in tf.io.gfile.glob(io_utils.glob_escape(prefix) + ".*"):
+      for path in tf.io.gfile.glob(gfile_io.glob_escape(prefix) + ".*"):
         target = os.path.join(quarantine, os.path.basename(path))
         tf.io.gfile.rename(path, target, overwrite=True)
         moved.append(target)

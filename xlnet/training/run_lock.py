@@ -129,12 +129,11 @@ def read_lock(path):
         data = f.read()
       mtime = info.st_mtime
     else:
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
-      if tf.io.gfile.isdir(path):
+      gfile = io_utils.url_files()
+      if gfile.isdir(path):
         raise _not_a_file(path, True)
-      with tf.io.gfile.GFile(path, "rb") as f:
-        data = f.read()
-      mtime = tf.io.gfile.stat(path).mtime_nsec / 1e9
+      data = gfile.read(path, binary=True)
+      mtime = gfile.mtime(path)
   except (FileNotFoundError, *errors.tf_errors("NotFoundError")):
     return None
   return Found(_parse(data), len(data), time.time() - mtime)
@@ -202,8 +201,7 @@ def _create(path, content):
         raise
       raise error from None
     return True
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  if tf.io.gfile.exists(path):
+  if io_utils.exists(path):
     return False
   io_utils.atomic_write(path, content)
   time.sleep(_SETTLE_SECONDS)

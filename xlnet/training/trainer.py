@@ -41,6 +41,7 @@ from xlnet.training import config
 from xlnet.training import optimizer as optimizer_lib
 from xlnet.training import progress
 from xlnet.training import run_lock
+from xlnet.training import step_log
 from xlnet.training import strategies
 from xlnet.training import template as template_lib
 from xlnet.training import train_state
@@ -503,7 +504,7 @@ def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
     iterations: steps per progress line.
     units_per_step, unit: what a step consumes over all replicas (e.g.
       `train_batch_size * seq_len`, "tokens"), for the rate and the ETA.
-    log_line: `progress.StepLogger`'s `log_line(step, mean_loss, out)`.
+    log_line: `step_log.StepLogger`'s `log_line(step, mean_loss, out)`.
     allow_missing: regular expressions of variables `init_checkpoint` may
       lack (a new head).
     same_run: dict flag name -> value that every worker must share
@@ -540,8 +541,8 @@ def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
   if trainer.chief:
     checkpoint_io.clean_model_dir(model_dir)
     writer = tf.summary.create_file_writer(model_dir)
-  logger = progress.StepLogger(iterations, optimizer.train_steps, start,
-                               units_per_step, unit, writer, log_line)
+  logger = step_log.StepLogger(iterations, optimizer.train_steps, start,
+                              units_per_step, unit, writer, log_line)
   trainer.train(dist_dataset, optimizer.train_steps, checkpoint.save_steps,
                 checkpoint.max_save or None,
                 on_step=on_step(logger, writer) if on_step else logger,
