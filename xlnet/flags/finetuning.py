@@ -166,7 +166,9 @@ def memory_planned(FLAGS, engine, xlnet_config, task_kind):  # pylint: disable=i
 
   Raises:
     ValueError: one line naming the flag when even one example per device
-      does not fit, or --memory_calibration is given alone or unreadable.
+      does not fit, or --memory_calibration is given alone or unreadable
+      (a --device_memory_gb not > 0 is refused by its rule before:
+      `config_flags.check_rules`).
   """
   gib, calibration = FLAGS.device_memory_gb, FLAGS.memory_calibration
   if gib is None:
@@ -174,9 +176,6 @@ def memory_planned(FLAGS, engine, xlnet_config, task_kind):  # pylint: disable=i
       raise ValueError(f"--memory_calibration={calibration} needs "
                        "--device_memory_gb (the memory it plans for)")
     return engine
-  if not gib > 0:
-    raise ValueError(f"--device_memory_gb={gib} must be > 0 (GiB of one "
-                     "device)")
   layout = engine.layout
   replicas = layout.num_hosts * layout.num_core_per_host
   try:
@@ -237,9 +236,6 @@ def check_classifier_flags(FLAGS):  # pylint: disable=invalid-name
         "--max_seq_length=%d exceeds the released models' pretraining "
         "length %d: relative distances beyond that were never trained",
         FLAGS.max_seq_length, classifier_features.PRETRAIN_SEQ_LENGTH)
-  # No config holds --num_passes (accepted for the released commands).
-  if FLAGS.num_passes < 1:
-    raise ValueError(f"--num_passes={FLAGS.num_passes} must be >= 1")
 
 
 def _check_vocabulary(FLAGS, xlnet_config, config_path):  # pylint: disable=invalid-name
