@@ -157,7 +157,10 @@ def check_value(name, value):
   `value` breaks a rule of `name` (one of NAMES); None always passes."""
   if value is None:
     return
-  _check_range(name, value)
+  rule = _broken_bound(name, value)
+  if rule:
+    hint = AT_LEAST.get(name, (None, ""))[1]
+    raise ValueError(f"--{name}={value} must be {rule}{hint}")
   if name in MULTIPLE_OF:
     step, why = MULTIPLE_OF[name]
     if value % step:
@@ -185,17 +188,16 @@ def _bounds(name):
   return bounds
 
 
-def _check_range(name, value):
-  """Raises unless `value` keeps the bounds of `name`, in one message: the
-  interval of a setting with two bounds (`must be in [0.0, 1)`), else the
-  one bound (`must be >= 1`), and the bound's hint."""
+def _broken_bound(name, value):
+  """None when `value` keeps the bounds of `name`, else the rule it breaks
+  in words: the interval of a setting with two bounds (`in [0.0, 1)`),
+  else the one bound (`>= 1`)."""
   bounds = _bounds(name)
   if all(keeps(value) for _, _, keeps in bounds):
-    return
-  rule = (f"in {bounds[0][0]}, {bounds[1][0]}" if len(bounds) == 2
-          else bounds[0][1])
-  hint = AT_LEAST.get(name, (None, ""))[1]
-  raise ValueError(f"--{name}={value} must be {rule}{hint}")
+    return None
+  if len(bounds) == 2:
+    return f"in {bounds[0][0]}, {bounds[1][0]}"
+  return bounds[0][1]
 
 
 def check_choice(name, value, choices):
