@@ -26,7 +26,8 @@ LAYERS = (
     ("signals", ("xlnet.signals",)),
     ("files, configs, rules", ("xlnet.io_utils", "xlnet.configs",
                                "xlnet.validation",
-                               "xlnet.program_defaults")),
+                               "xlnet.program_defaults",
+                               "xlnet.task_kinds")),
     ("data, model", ("xlnet.data", "xlnet.modeling", "xlnet.model",
                      "xlnet.pretraining_loss", "xlnet.finetune_backbone",
                      "xlnet")),  # the package: `from xlnet import XLNetModel`

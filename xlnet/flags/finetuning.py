@@ -14,6 +14,7 @@ from absl import logging
 import tensorflow as tf
 
 from xlnet import model as model_lib
+from xlnet import task_kinds
 from xlnet import validation
 from xlnet.data import prepro_utils
 from xlnet.finetuning import config as finetune_config
@@ -265,7 +266,8 @@ def resolve_classifier(FLAGS):  # pylint: disable=invalid-name
           FLAGS.label_list))
   return dict(task=task, model=model_config(FLAGS, xlnet_config),
               engine=memory_planned(FLAGS, engine_config(FLAGS), xlnet_config,
-                                    "classifier"), do_train=FLAGS.do_train,
+                                    task_kinds.CLASSIFIER.name),
+              do_train=FLAGS.do_train,
               do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
 
 
@@ -300,7 +302,7 @@ def resolve_squad(FLAGS):  # pylint: disable=invalid-name
   if FLAGS.do_train or FLAGS.do_predict:
     model = model_config(FLAGS, pretrained_config(FLAGS)[0])
     engine = memory_planned(FLAGS, engine_config(FLAGS), model.xlnet_config,
-                            "squad")
+                            task_kinds.SQUAD.name)
   return dict(task=task, model=model, engine=engine,
               do_prepro=FLAGS.do_prepro, do_train=FLAGS.do_train,
               do_predict=FLAGS.do_predict,
@@ -331,7 +333,7 @@ def resolve_race(FLAGS):  # pylint: disable=invalid-name
       eval_batch_size=global_batch_size(FLAGS, FLAGS.eval_batch_size))
   model = model_config(FLAGS, pretrained_config(FLAGS)[0])
   return dict(task=task, model=model, engine=memory_planned(
-      FLAGS, engine_config(FLAGS), model.xlnet_config, "race"),
+      FLAGS, engine_config(FLAGS), model.xlnet_config, task_kinds.RACE.name),
               do_train=FLAGS.do_train, do_eval=FLAGS.do_eval)
 
 
