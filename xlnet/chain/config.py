@@ -14,7 +14,7 @@ import json
 from typing import Optional, Tuple
 
 from xlnet import validation
-from xlnet.finetuning import config as finetune_config
+from xlnet.finetuning.classifier import tasks as classifier_tasks
 
 ARMS = ("pretrained", "random")
 
@@ -41,10 +41,10 @@ def parse_tasks(spec):
     if not (eq and colon and name and data_dir) or not name.isidentifier():
       raise ValueError(f"--tasks: {entry!r} is not NAME=TASK_NAME:DATA_DIR "
                        "(NAME a word, e.g. sentiment=imdb:data/aclImdb)")
-    if task_name.lower() not in finetune_config.CLASSIFIER_TASKS:
+    if task_name.lower() not in classifier_tasks.NAMES:
       raise ValueError(f"--tasks: {entry!r}: unknown TASK_NAME "
                        f"{task_name!r}; expected one of "
-                       f"{', '.join(finetune_config.CLASSIFIER_TASKS)}")
+                       f"{', '.join(classifier_tasks.NAMES)}")
     tasks.append(Task(name, task_name.lower(), data_dir))
   names = [t.name for t in tasks]
   if len(set(names)) != len(names) or not tasks:

@@ -18,7 +18,7 @@ from xlnet import task_kinds
 from xlnet import validation
 from xlnet.data import prepro_utils
 from xlnet.finetuning import config as finetune_config
-from xlnet.finetuning.classifier import datasets as classifier_datasets
+from xlnet.finetuning.classifier import tasks as classifier_tasks
 from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.flags import configs as config_flags
 from xlnet.reproduce import config as reproduce_config
@@ -223,7 +223,7 @@ def check_classifier_flags(FLAGS):  # pylint: disable=invalid-name
                      "--do_predict")
   if not FLAGS.task_name:
     raise ValueError("--task_name is required (one of "
-                     f"{', '.join(classifier_datasets.TASK_NAMES)})")
+                     f"{', '.join(classifier_tasks.NAMES)})")
   for name, why in (("data_dir", "the task's data"),
                     ("output_dir", "where the feature records are cached")):
     _require(FLAGS, name, why)

@@ -15,6 +15,7 @@ from absl import flags
 
 from xlnet import validation
 from xlnet.finetuning import config as finetune_config
+from xlnet.finetuning.classifier import tasks as classifier_tasks
 from xlnet.flags import catalog
 from xlnet.reproduce import paper_settings
 
@@ -54,19 +55,20 @@ def define_task_flags(flag_values, **settings):
 
 
 @catalog.group("Task")
-def define_classifier_flags(flag_values, *, task_names, min_seq_length,
+def define_classifier_flags(flag_values, *, min_seq_length,
                             pretrain_seq_length):
-  """run_classifier.py's task flags.
+  """run_classifier.py's task flags (--task_name: one of the tasks of
+  `classifier/tasks.py`).
 
   Args:
     flag_values: an `absl.flags.FlagValues`.
-    task_names: list of str, the tasks --task_name accepts.
     min_seq_length: int, the smallest --max_seq_length.
     pretrain_seq_length: int, the released models' pretraining length.
   """
   fv = dict(flag_values=flag_values)
   default = config_defaults(finetune_config.ClassifierConfig)
-  flags.DEFINE_string("task_name", None, "Task: " + ", ".join(task_names)
+  flags.DEFINE_string("task_name", None, "Task: "
+                      + ", ".join(classifier_tasks.NAMES)
                       + " (case-insensitive).", **fv)
   define_task_flags(
       flag_values,
