@@ -26,9 +26,6 @@ def main(argv):
   if not f.data_root:
     raise ValueError("--data_root is required (where the data sets land; "
                      "the checkpoints too unless --model_root is given)")
-  if f.timeout <= 0 or f.retries < 0:
-    raise ValueError(f"--timeout must be > 0 and --retries >= 0 (got "
-                     f"{f.timeout:g} and {f.retries})")
   config = installer.Config(
       data_root=f.data_root, model_root=f.model_root, only=f.only,
       options=http_fetch.Options(timeout=f.timeout, retries=f.retries,

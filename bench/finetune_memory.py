@@ -70,6 +70,7 @@ CALIBRATION_POINTS = (("base", 128, 4), ("base", 128, 8), ("base", 512, 1),
 def fit_table():
   """Markdown: sequences per device and micro-step, Base and Large."""
   from xlnet import model as model_lib  # pylint: disable=g-import-not-at-top
+  from xlnet import task_kinds
   from xlnet.reproduce import memory_plan
   sizes = (16, 24, 40, 80)
   lines = ["| model | task | precision | " + " | ".join(
@@ -77,8 +78,8 @@ def fit_table():
   for name in ("base", "large"):
     config = model_lib.XLNetConfig(json_path=os.path.join(
         ROOT, "xlnet", "configs", f"xlnet_{name}.json"))
-    for kind in memory_plan.TASK_KINDS:
-      rows = memory_plan.SEQUENCES_PER_EXAMPLE[kind]
+    for kind in task_kinds.NAMES:
+      rows = task_kinds.get(kind).sequences_per_example
       for precision, label in (("fp32", "fp32"), ("bf16", "fp16/bf16")):
         cells = ["/".join(str(rows * memory_plan.max_micro_batch(
             config, kind, seq_len, precision, gib)) for seq_len in (
@@ -309,13 +310,13 @@ def main():
   if args.tables:
     print(fit_table() + "\n\n" + plan_table())
     return
-  from xlnet.reproduce import memory_plan  # pylint: disable=g-import-not-at-top
+  from xlnet.reproduce import memory_model  # pylint: disable=g-import-not-at-top
   points = args.points.split(",") if args.points else GRIDS[args.grid]
   mib = 2.0 ** 20
   print(f"MiB; point = task:precision:layers:d_model:seq:batch[:accum]; "
         f"peak: the largest of {args.repeats} run(s) (and the smallest); "
         "tensors: the model's bytes of tensors, model = tensors x "
-        f"{memory_plan.ALLOCATOR_OVERHEAD} (ALLOCATOR_OVERHEAD); held: "
+        f"{memory_model.ALLOCATOR_OVERHEAD} (ALLOCATOR_OVERHEAD); held: "
         "between steps, measured and model")
   print(f"{'point':32s} {'peak':>8s} {'(min)':>8s} {'tensors':>8s} "
         f"{'ratio':>6s} {'model':>8s} {'error':>7s} {'held':>7s} "
@@ -326,10 +327,10 @@ def main():
     runs = [run_point(text, args) for _ in range(args.repeats)]
     got = max(runs, key=lambda r: r["peak"])
     low = min(r["peak"] for r in runs)
-    est = memory_plan.step_memory(
+    est = memory_model.step_memory(
         point["config"], point["task"], point["seq_len"], point["batch"],
         point["precision"], accumulate=point["accum"] > 1)
-    want_params = memory_plan.param_count(point["config"], point["task"])
+    want_params = memory_model.param_count(point["config"], point["task"])
     note = "" if got["params"] == want_params else (
         f"  (parameters: built {got['params']}, model {want_params})")
     ratios.append(got["peak"] / est.tensor_bytes)
@@ -341,8 +342,8 @@ def main():
           f"  {phase_of(est)} ({got['device']}){note}", flush=True)
   print(f"measured peak / tensors: {min(ratios):.3f} to {max(ratios):.3f}; "
         "model error: "
-        f"{min(memory_plan.ALLOCATOR_OVERHEAD / r for r in ratios) - 1:+.1%} "
-        f"to {max(memory_plan.ALLOCATOR_OVERHEAD / r for r in ratios) - 1:+.1%}")
+        f"{min(memory_model.ALLOCATOR_OVERHEAD / r for r in ratios) - 1:+.1%} "
+        f"to {max(memory_model.ALLOCATOR_OVERHEAD / r for r in ratios) - 1:+.1%}")
 
 
 if __name__ == "__main__":

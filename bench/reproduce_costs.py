@@ -26,6 +26,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from xlnet import task_kinds  # noqa: E402
 from xlnet.reproduce import paper_settings  # noqa: E402
 
 # (n_layer, d_model) of the released models.
@@ -42,8 +43,9 @@ def flops_per_token(model_size, seq_len, training):
 
 
 def sequences_per_example(task):
-  """RACE: a question is 4 sequences (one per option); else 1."""
-  return 4 if task.kind == "race" else 1
+  """Its kind's (`task_kinds`): a RACE question is 4 sequences (one per
+  option); else 1."""
+  return task_kinds.get(task.kind).sequences_per_example
 
 
 def checkpoints_evaluated(task, settings):

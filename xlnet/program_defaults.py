@@ -1,24 +1,22 @@
 """The defaults a run inherits from its program, in one table.
 
-The programs' flags (`xlnet/flags/catalog.py`) take their defaults from
-here, and so do the typed configs (`xlnet/model.py`'s RunConfig,
+The programs' flags (`xlnet/flags/`) take their defaults from here, and so
+do the typed configs (`xlnet/model.py`'s RunConfig,
 `xlnet/training/config.py`, `xlnet/finetuning/config.py`'s DEFAULT_RUN): a
-config's own defaults are run_classifier.py's, and `for_program` builds a config
-with another program's (`OptimizerConfig.for_program("run_squad", ...)`
-trains as `run_squad.py` with the same flags). Each value is the flag's
-default in that program:
+config's own defaults are run_classifier.py's, and `for_program` builds a
+config with another program's (`OptimizerConfig.for_program("run_squad",
+...)` trains as `run_squad.py` with the same flags). Each value is the
+flag's default in that program:
 
   pretraining (train_gpu.py, train_tpu.py, eval_pretrain.py): the paper's
     XLNet-Large recipe (docs/training.md), where the release shipped toy
     values (its train_gpu.py: --adam_epsilon=1e-8, --weight_decay=0,
     --warmup_steps=0); --train_batch_size None is the data's
-  run_classifier.py: the release's (--adam_epsilon=1e-8: its README's
-    STS-B and IMDB commands ran with it)
-  run_squad.py, run_race.py: the paper's XLNet-Large settings, with the
-    release's --adam_epsilon=1e-6; --train_batch_size is per GPU without
-    --use_tpu in every fine-tuning program
+  the fine-tuning programs (run_classifier.py, run_squad.py, run_race.py):
+    their kind's (`task_kinds.py`, which says where each comes from)
 """
 from xlnet import configs
+from xlnet import task_kinds
 
 # Every program alike: the model's run (RunConfig), the optimizer, the loop.
 _SHARED = dict(dropout=0.1, dropatt=0.1, init="normal", init_range=0.1,
@@ -35,20 +33,11 @@ _OWN = {
     "train_gpu": _PRETRAINING,
     "train_tpu": _PRETRAINING,
     "eval_pretrain": _PRETRAINING,
-    "run_classifier": dict(learning_rate=1e-5, warmup_steps=0,
-                           weight_decay=0.0, adam_epsilon=1e-8,
-                           train_batch_size=8, train_steps=1000, max_save=0),
-    "run_squad": dict(learning_rate=3e-5, warmup_steps=1000,
-                      weight_decay=0.0, adam_epsilon=1e-6,
-                      lr_layer_decay_rate=0.75, train_batch_size=48,
-                      train_steps=8000, save_steps=1000, max_save=0),
-    "run_race": dict(learning_rate=2e-5, warmup_steps=1000, weight_decay=0.0,
-                     adam_epsilon=1e-6, train_batch_size=32,
-                     train_steps=12000, save_steps=1000, max_save=0),
+    **{kind.program: kind.defaults for kind in task_kinds.KINDS},
 }
 PROGRAMS = tuple(_OWN)
 # Whose defaults the configs' fields have.
-LIBRARY = "run_classifier"
+LIBRARY = task_kinds.CLASSIFIER.program
 
 
 def of(program):

@@ -212,8 +212,8 @@ def test_the_task_texts_share_is_whole_copies_or_a_seeded_draw():
   assert len(draws) > 1  # the seed decides the draw
   assert (corpus.task_share(many, 100, 0.2, 7) ==
           corpus.task_share(many, 100, 0.2, 7))
-  with pytest.raises(ValueError, match=r"--task_text_share=1 must be in "
-                     r"\[0, 1\)"):
+  with pytest.raises(ValueError, match=r"^--task_text_share=1 must be in "
+                     r"\[0\.0, 1\)$"):
     _cfg("/nonexistent", task_text_share=1)
 
 

@@ -14,6 +14,7 @@ import pytest
 from xlnet.finetuning import record_cache
 from xlnet.finetuning.classifier import datasets as cd
 from xlnet.finetuning.classifier import processors as cp
+from xlnet.finetuning.classifier import tasks as ct
 
 
 def write(path, text):
@@ -196,7 +197,7 @@ def glue_dir(tmp_path, task):
 @pytest.mark.parametrize("task", sorted(GLUE_FILES))
 def test_glue_layouts(tmp_path, task):
   data_dir = glue_dir(tmp_path, task)
-  for split in cp.SPLITS:
+  for split in ct.SPLITS:
     assert read(task, data_dir, split)[0] == GLUE_EXPECTED[task][split], split
   processor = cd.make_processor(task)
   assert processor.glue_task
@@ -422,14 +423,20 @@ def test_user_regression_and_bad_values(tmp_path):
 # Errors.
 ################################################################################
 @pytest.mark.quick
-def test_the_task_choices_are_the_processors():
-  # --task_name's choices are listed where the flags read them without
-  # TensorFlow (xlnet/finetuning/config.py): each has a processor, and each
-  # processor is a choice.
-  assert cd.TASK_NAMES == tuple(sorted(cd.PROCESSORS)) + ("tsv", "csv")
-  for name in cd.TASK_NAMES:
-    assert cd.make_processor(name, **({"label_list": ["a", "b"]} if name in (
-        "tsv", "csv") else {})).name == name
+def test_every_task_is_a_choice_with_a_processor_of_its_family():
+  # One list of tasks (classifier/tasks.py, read by the flags without
+  # TensorFlow): --task_name's choices, the datasets by name, then your own
+  # files; each task makes a processor of its name, of its family's class.
+  assert ct.NAMES == (
+      "ag_news", "amazon2", "amazon5", "cola", "dbpedia", "imdb",
+      "mnli_matched", "mnli_mismatched", "mrpc", "qnli", "qqp", "rte",
+      "sst-2", "sts-b", "wnli", "yelp2", "yelp5", "tsv", "csv")
+  assert sorted(t.name for t in ct.TASKS) == sorted(ct.NAMES)
+  for name in ct.NAMES:
+    options = {"label_list": ["a", "b"]} if name in ct.USER_TASKS else {}
+    processor = cd.make_processor(name.upper(), **options)
+    assert processor.name == name
+    assert type(processor) is cd.PROCESSORS[ct.get(name).family]
 
 
 @pytest.mark.quick
@@ -438,7 +445,7 @@ def test_which_tasks_are_text_pairs():
   # rows hold a title before the text (class, title, text).
   pairs = {"mrpc", "qqp", "sts-b", "mnli_matched", "mnli_mismatched", "qnli",
            "rte", "wnli", "ag_news", "dbpedia", "amazon2", "amazon5"}
-  for name in cd.PROCESSORS:
+  for name in set(ct.NAMES) - set(ct.USER_TASKS):
     assert cd.make_processor(name).pairs == (name in pairs), name
   assert not cd.make_processor("tsv", label_list=["a"]).pairs
   assert cd.make_processor("tsv", label_list=["a"], text_b_column="b").pairs

@@ -1,4 +1,4 @@
-"""The fine-tuning memory model (`memory_plan.py`) against counts written out
+"""The fine-tuning memory model (`memory_model.py`) against counts written out
 by hand and against the graphs the heads build, the plans against every
 published GPU measurement, a calibration file's peaks, the accumulation
 planner on hand-worked cases, and (slow) a measured peak: accumulation holds
@@ -14,6 +14,8 @@ import tensorflow as tf
 
 from xlnet import model as model_lib
 from xlnet.finetuning import config as finetune_config
+from xlnet import task_kinds
+from xlnet.reproduce import memory_model
 from xlnet.reproduce import memory_plan
 from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.finetuning.race import head as race_head
@@ -40,7 +42,7 @@ TINY_HEADS = {"classifier": 72 + 18, "race": 72 + 9, "squad": 9 + 161 + 144}
 @pytest.mark.quick
 def test_parameters_by_hand():
   for kind, head in TINY_HEADS.items():
-    assert memory_plan.param_count(TINY, kind) == TINY_BACKBONE + head
+    assert memory_model.param_count(TINY, kind) == TINY_BACKBONE + head
 
 
 def _features(kind, bsz, seq_len):
@@ -74,18 +76,18 @@ def test_parameters_match_the_built_graph(kind):
     race_head.get_race_loss(config, run_config, features)
   built = sum(int(np.prod(v.shape))
               for v in tf.compat.v1.trainable_variables())
-  assert memory_plan.param_count(config, kind) == built
+  assert memory_model.param_count(config, kind) == built
 
 
 def test_state_by_hand():
-  est = memory_plan.step_memory(TINY, "classifier", 4, 2, "bf16")
+  est = memory_model.step_memory(TINY, "classifier", 4, 2, "bf16")
   # float32 weights and two float32 Adam slots whatever the precision;
   # constants in bfloat16: positional encodings [2 * 4, 2, 8] (256 bytes)
   # and the [4, 4] self-visibility matrix (32); scores [2, 2, 4, 4] (128)
   assert est.state == {"weights": 1514 * 4, "adam slots": 1514 * 8,
                        "folded constants": 256 + 32,
                        "score-sum constant": 128}
-  acc = memory_plan.step_memory(TINY, "classifier", 4, 2, "bf16",
+  acc = memory_model.step_memory(TINY, "classifier", 4, 2, "bf16",
                                 accumulate=True)
   assert acc.state == est.state
   assert acc.below["gradient sums"] == 1514 * 4
@@ -96,8 +98,8 @@ def test_state_by_hand():
 def test_layer_terms_by_hand():
   # seq 4, 2 sequences: scores [2, 2 heads, 4, 4] = 64 entries;
   # [4, 2, d_model 8] = 64; heads [4, 2, 2, 4] = 64; [4, 2, d_inner 16] = 128.
-  fp32 = memory_plan.layer_activation_terms(
-      memory_plan.ModelSizes.of(TINY), 4, 2, "fp32")
+  fp32 = memory_model.layer_activation_terms(
+      memory_model.ModelSizes.of(TINY), 4, 2, "fp32")
   # probabilities float32 256 + keep mask 64 + dropped float32 256
   assert fp32["attention probabilities"] == 576
   # input 64 * 4; k, v 2 * 64 * 4; queries 3 * 64 * 4; q, k copies (k over
@@ -113,8 +115,8 @@ def test_layer_terms_by_hand():
   # GELU: input, 0.5 x, 1 + tanh and x^2 (4 * 128 * 4); dropped hidden
   # 128 * 4; its mask 128
   assert fp32["feed-forward"] == 2048 + 512 + 128
-  bf16 = memory_plan.layer_activation_terms(
-      memory_plan.ModelSizes.of(TINY), 4, 2, "bf16")
+  bf16 = memory_model.layer_activation_terms(
+      memory_model.ModelSizes.of(TINY), 4, 2, "bf16")
   # probabilities stay float32 (256), mask 64, dropped cast to bfloat16 128
   assert bf16["attention probabilities"] == 448
   assert bf16["feed-forward"] == 1024 + 256 + 128
@@ -122,14 +124,14 @@ def test_layer_terms_by_hand():
 
 
 def test_race_examples_are_four_sequences():
-  race = memory_plan.step_memory(TINY, "race", 8, 3, "fp32")
-  cls = memory_plan.step_memory(TINY, "classifier", 8, 12, "fp32")
+  race = memory_model.step_memory(TINY, "race", 8, 3, "fp32")
+  cls = memory_model.step_memory(TINY, "classifier", 8, 12, "fp32")
   assert race.below == cls.below
   assert race.top == cls.top
 
 
 def test_estimate_grows_with_batch_length_and_precision():
-  base = memory_plan.ModelSizes.of(
+  base = memory_model.ModelSizes.of(
       json.load(open(os.path.join(REPO, "xlnet/configs/xlnet_base.json"))))
   peak = lambda *a: memory_plan.step_peak_bytes(base, *a)  # noqa: E731
   assert peak("squad", 512, 4, "fp32") > peak("squad", 512, 2, "fp32")
@@ -215,7 +217,7 @@ def test_max_micro_batch_is_the_last_that_fits():
   base = model_lib.XLNetConfig(
       json_path=os.path.join(REPO, "xlnet/configs/xlnet_base.json"))
   budget = 0.9 * 16 * GIB
-  for kind in memory_plan.TASK_KINDS:
+  for kind in task_kinds.NAMES:
     most = memory_plan.max_micro_batch(base, kind, 256, "bf16", 16)
     assert most >= 1
     assert memory_plan.step_peak_bytes(base, kind, 256, most, "bf16",

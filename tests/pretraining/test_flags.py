@@ -33,7 +33,7 @@ from xlnet.programs import run_squad
     (["--d_embed=32"], "--d_embed=32 must equal d_model=16"),
     (["--n_token=10"], "smaller than the data's vocabulary"),
     (["--iterations=0"], "--iterations=0 must be >= 1"),
-    (["--n_layer=0"], r"n_layer must be a positive int, got 0 \(from flags\)"),
+    (["--n_layer=0"], r"^--n_layer=0 must be >= 1$"),
 ])
 def test_flags_checked_against_corpus_info(tmp_path, argv, message):
   FL = flag_catalog.parse_flags(

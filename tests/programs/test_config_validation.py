@@ -8,18 +8,24 @@ built (`xlnet/validation.py` holds the rules of both).
 """
 import dataclasses
 import inspect
+import sys
 
 from absl import flags as absl_flags
 import pytest
 
 from tests import classifier_fixtures
+from tests import in_process
 from tests.pretraining import test_flags as program_checks
 from xlnet import model as model_lib
 from xlnet import model_config
 from xlnet import validation
+from xlnet.chain import config as chain_config
+from xlnet.downloads import http_fetch
+from xlnet.downloads import installer
 from xlnet.finetuning import api as finetune_api
 from xlnet.finetuning import config as finetune_config
 from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import chain_catalog
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.flags import pretraining as pretrain_flags
 from xlnet.pretraining import config as pretrain_config
@@ -52,9 +58,11 @@ REFUSED = [
                        "evaluation)"),
     ("learning_rate", -1.0, "--learning_rate=-1.0 must be >= 0.0"),
     ("weight_decay", -0.5, "--weight_decay=-0.5 must be >= 0.0"),
-    ("dropout", 1.5, "--dropout=1.5 must be < 1"),
-    ("dropout", -0.1, "--dropout=-0.1 must be >= 0.0"),
-    ("dropatt", 1.0, "--dropatt=1.0 must be < 1"),
+    ("dropout", 1.5, "--dropout=1.5 must be in [0.0, 1)"),
+    ("dropout", -0.1, "--dropout=-0.1 must be in [0.0, 1)"),
+    ("dropatt", 1.0, "--dropatt=1.0 must be in [0.0, 1)"),
+    ("min_lr_ratio", 1.5, "--min_lr_ratio=1.5 must be in [0.0, 1.0]"),
+    ("min_lr_ratio", -0.1, "--min_lr_ratio=-0.1 must be in [0.0, 1.0]"),
     ("clip", 0.0, "--clip=0.0 must be > 0"),
     ("adam_epsilon", -1e-06, "--adam_epsilon=-1e-06 must be > 0"),
     ("lr_layer_decay_rate", 0.0, "--lr_layer_decay_rate=0.0 must be > 0"),
@@ -69,6 +77,33 @@ REFUSED = [
     ("end_n_top", 0, "--end_n_top=0 must be >= 1"),
     ("n_best_size", 0, "--n_best_size=0 must be >= 1"),
     ("num_proc", 0, "--num_proc=0 must be >= 1"),
+    ("n_layer", 0, "--n_layer=0 must be >= 1"),
+    ("d_model", 0, "--d_model=0 must be >= 1"),
+    ("n_head", 0, "--n_head=0 must be >= 1"),
+    ("d_head", 0, "--d_head=0 must be >= 1"),
+    ("d_inner", 0, "--d_inner=0 must be >= 1"),
+    ("seq_len", 0, "--seq_len=0 must be >= 1"),
+    ("reuse_len", 0, "--reuse_len=0 must be >= 1"),
+    ("num_predict", 0, "--num_predict=0 must be >= 1 (no target, no loss)"),
+    ("num_passes", 0, "--num_passes=0 must be >= 1"),
+    ("num_seeds", 0, "--num_seeds=0 must be >= 1"),
+    ("device_memory_gb", 0.0, "--device_memory_gb=0.0 must be > 0"),
+    ("timeout", 0.0, "--timeout=0.0 must be > 0"),
+    ("retries", -1, "--retries=-1 must be >= 0"),
+    ("heldout_every", 0, "--heldout_every=0 must be >= 1"),
+    ("task_text_share", 1.0, "--task_text_share=1.0 must be in [0.0, 1)"),
+    ("task_text_share", -0.5, "--task_text_share=-0.5 must be in [0.0, 1)"),
+    ("vocab_size", 0, "--vocab_size=0 must be >= 1"),
+    ("pretrain_batch_size", 0, "--pretrain_batch_size=0 must be >= 1"),
+    ("pretrain_batch_size", 15, "--pretrain_batch_size=15 must be a "
+                                "multiple of 2 (bi_data: half forward, "
+                                "half backward)"),
+    ("pretrain_steps", 0, "--pretrain_steps=0 must be >= 1"),
+    ("train_examples", 0, "--train_examples=0 must be >= 1"),
+    ("dev_examples", 0, "--dev_examples=0 must be >= 1"),
+    ("finetune_batch_size", 0, "--finetune_batch_size=0 must be >= 1"),
+    ("finetune_steps", 0, "--finetune_steps=0 must be >= 1"),
+    ("eval_every", 0, "--eval_every=0 must be >= 1"),
     # absl's words for an enum flag (the programs print "flag " before).
     ("summary_type", "lst", "--summary_type=lst: value should be one of "
                             "<last|first|mean|attn>"),
@@ -88,7 +123,11 @@ REFUSED = [
 ]
 # Flags no config holds, each with where its rule is applied instead.
 NO_CONFIG = {"bsz_per_host": "data_utils.py's record writer",
-             "record_kind": "data_utils.py's record writer"}
+             "record_kind": "data_utils.py's record writer",
+             "timeout": "download.py's installer.Config, in its options",
+             "retries": "download.py's installer.Config, in its options",
+             "d_head": "the pretraining programs' model flags (the "
+                       "XLNetConfig they build checks its sizes itself)"}
 # Configs that ask more of a flag (checked in `_task_cases`).
 STRICTER = {("max_seq_length", "ClassifierConfig")}
 # The program that shows which values are refused by a task's rules.
@@ -97,7 +136,13 @@ TASK_PROGRAM = {"max_seq_length": "run_squad",
                 "max_answer_length": "run_squad", "start_n_top": "run_squad",
                 "end_n_top": "run_squad", "n_best_size": "run_squad",
                 "num_proc": "run_squad", "max_qa_length": "run_race",
-                "model_size": "reproduce"}
+                "model_size": "reproduce", "num_seeds": "reproduce",
+                "timeout": "download",
+                "retries": "download"}
+# The programs that show which values are refused, for the other flags
+# (each that has the flag).
+PROGRAMS = ("pretraining", "run_classifier", "run_squad", "run_race",
+            "chain")
 
 _XLNET = model_lib.XLNetConfig(
     n_layer=1, d_model=8, n_head=1, d_head=8, d_inner=8,
@@ -123,12 +168,15 @@ VALID = {
     finetune_config.RaceConfig: dict(data_dir="d", spiece_model_file="s",
                                      output_dir="o"),
     reproduce_config.ReproduceConfig: {},
+    chain_config.ChainConfig: dict(
+        work_dir="w", corpus_glob="c", python="p",
+        tasks=chain_config.parse_tasks("a=imdb:d")),
 }
 # Configs of configs (their parts check themselves; `test_doubles` checks
 # what they compare), and what fine-tuning records of a run (its XLNetConfig
 # checks itself).
 NOT_IN_VALID = {pretrain_config.PretrainConfigs, finetune_config.EngineConfig,
-                finetune_config.ModelRecord}
+                finetune_config.ModelRecord, chain_config.Task}
 
 
 def _with(config_class, name, value):
@@ -149,11 +197,34 @@ def _check_reproduce(unused_tmp_path, extra):
   finetune_flags.resolve_reproduce(FL)
 
 
+def _check_chain(unused_tmp_path, extra):
+  """bench/chain.py: its flags resolved into a ChainConfig."""
+  FL = absl_flags.FlagValues()
+  chain_catalog.define_chain_flags(FL)
+  FL(["chain.py"] + extra)
+  chain_catalog.chain_config_from(FL, sys.executable)
+
+
+def _check_download(tmp_path, extra):
+  """download.py, run in-process (--dry_run: it fetches nothing): its
+  one-line error, raised."""
+  result = in_process.run_program(
+      "download.py", f"--data_root={tmp_path}", "--only=rte", "--dry_run",
+      *extra, cwd=in_process.REPO)
+  errors = [line.removeprefix("download.py: error: ")
+            for line in result.stderr.splitlines()
+            if line.startswith("download.py: error: ")]
+  if errors:
+    raise ValueError(errors[-1])
+  assert result.returncode == 0, result.stderr[-2000:]
+
+
 def _cli_message(program, tmp_path, flag, value):
   """What `program`'s flag checks say of --flag=value, or None when the
   program has no such flag."""
   check = {**program_checks.PROGRAMS, "run_classifier": _check_classifier,
-           "reproduce": _check_reproduce}[program]
+           "reproduce": _check_reproduce, "chain": _check_chain,
+           "download": _check_download}[program]
   try:
     return _message(lambda: check(tmp_path, [f"--{flag}={value}"]))
   except absl_flags.UnrecognizedFlagError:
@@ -180,7 +251,8 @@ def _check_classifier(tmp_path, extra):
 def test_every_rule_is_exercised_and_every_config_is_built():
   assert {name for name, _, _ in REFUSED} == set(validation.NAMES)
   configs = {c for module in (model_config, train_config, pretrain_config,
-                              finetune_config, reproduce_config)
+                              finetune_config, reproduce_config,
+                              chain_config)
              for _, c in inspect.getmembers(module, dataclasses.is_dataclass)
              if c.__module__ == module.__name__}
   assert configs == set(VALID) | NOT_IN_VALID
@@ -193,12 +265,10 @@ def test_every_rule_is_exercised_and_every_config_is_built():
                          ids=[f"{f}={v}" for f, v, _ in REFUSED])
 def test_configs_refuse_what_the_programs_refuse(tmp_path, flag, value,
                                                  message):
-  programs = ([TASK_PROGRAM[flag]] if flag in TASK_PROGRAM
-              else ["pretraining", "run_classifier", "run_squad",
-                    "run_race"])
+  programs = [TASK_PROGRAM[flag]] if flag in TASK_PROGRAM else PROGRAMS
   said = {p: _cli_message(p, tmp_path / p, flag, value) for p in programs}
   said = {p: m for p, m in said.items() if m is not None}
-  if flag not in NO_CONFIG:
+  if flag not in NO_CONFIG or flag in TASK_PROGRAM:
     assert said, f"no program has --{flag}"
   for program, text in said.items():
     assert text.removeprefix("flag ") == message, program
@@ -209,6 +279,20 @@ def test_configs_refuse_what_the_programs_refuse(tmp_path, flag, value,
   for config_class in holders:
     got = _message(lambda c=config_class: _with(c, flag, value))
     assert got == message, config_class.__name__
+
+
+@pytest.mark.quick
+def test_the_download_config_refuses_what_download_refuses():
+  """download.py's --timeout and --retries are the options
+  (`http_fetch.Options`) of its `installer.Config`, which refuses them
+  when built, in the program's words."""
+  cases = [(f, v, m) for f, v, m in REFUSED if f in ("timeout", "retries")]
+  assert len(cases) == 2
+  for flag, value, message in cases:
+    options = http_fetch.Options(**{flag: value})
+    assert _message(lambda o=options: installer.Config(
+        "d", options=o)) == message
+  installer.Config("d", options=http_fetch.Options(timeout=0.5, retries=0))
 
 
 def _task_cases():

@@ -4,7 +4,7 @@ program defines when it starts (program_flags.defined: the program run in
 this process with absl's `app.run` replaced, so nothing but its flag
 definitions runs), and the help texts pinned by a digest. The catalog test
 below checks that every flag is defined in one place, the catalog
-(`xlnet/flags/catalog.py`, its task groups, `xlnet/flags/task_catalog.py`,
+(`xlnet/flags/groups.py`, its task groups, `xlnet/flags/task_catalog.py`,
 and the tools' groups, `xlnet/flags/tool_catalog.py`)."""
 import hashlib
 import os
@@ -407,12 +407,12 @@ def test_help_texts_unchanged(defined, program):
 NOT_IN_CATALOG = {}
 # The catalog: the groups every program composes, the task groups of
 # the fine-tuning programs and reproduce.py, and the tools' groups.
-CATALOG_MODULES = ("xlnet.flags.catalog", "xlnet.flags.task_catalog",
+CATALOG_MODULES = ("xlnet.flags.groups", "xlnet.flags.task_catalog",
                    "xlnet.flags.tool_catalog")
 # The files holding those definitions (relative to the repository), and
 # xlnet/programs/cli.py, which replaces absl's --help with one listing the program's
 # flags.
-DEFINING_FILES = {"xlnet/flags/catalog.py", "xlnet/flags/task_catalog.py",
+DEFINING_FILES = {"xlnet/flags/groups.py", "xlnet/flags/task_catalog.py",
                   "xlnet/flags/tool_catalog.py",
                   "xlnet/flags/chain_catalog.py", "xlnet/programs/cli.py"}
 

@@ -27,7 +27,8 @@ LAYERS = (
     ("files, configs, rules", ("xlnet.io_utils", "xlnet.gfile_io",
                                "xlnet.configs", "xlnet.model_config",
                                "xlnet.validation",
-                               "xlnet.program_defaults")),
+                               "xlnet.program_defaults",
+                               "xlnet.task_kinds")),
     ("data, model", ("xlnet.data", "xlnet.modeling", "xlnet.model",
                      "xlnet.pretraining_loss", "xlnet.finetune_backbone",
                      "xlnet")),  # the package: `from xlnet import XLNetModel`

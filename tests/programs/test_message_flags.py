@@ -24,9 +24,9 @@ per program, over the code it can reach:
 * help texts: the help of each flag a program defines names only flags of
   that program (or of a program it names).
 
-The flag catalog (`xlnet/flags/catalog.py`, `task_catalog.py`) holds the
-help texts of every program side by side; its strings are checked as help
-texts, per program, not as messages.
+The flag catalog (`xlnet/flags/groups.py`, `catalog.py`, `task_catalog.py`)
+holds the help texts of every program side by side; its strings are
+checked as help texts, per program, not as messages.
 """
 import ast
 import functools
@@ -40,7 +40,8 @@ from tests.programs import test_help
 
 REPO = program_flags.REPO
 PROGRAMS = program_flags.PROGRAMS
-FLAG_MODULES = ("xlnet.flags.catalog", "xlnet.flags.task_catalog")
+FLAG_MODULES = ("xlnet.flags.groups", "xlnet.flags.catalog",
+                "xlnet.flags.task_catalog")
 # `--name` (flags have no hyphen: `--no-deps`, a pip option, is not one).
 NAME = re.compile(r"(?<![\w-])--([a-z][a-z0-9_]*)(?![\w-])")
 PROGRAM_NAME = re.compile(r"(?<![\w/.-])((?:scripts/|bench/)?\w+\.py)\b")

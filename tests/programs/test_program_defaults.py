@@ -1,10 +1,14 @@
 """One home for the defaults a run inherits (xlnet/program_defaults.py): a
 program and its typed configs built from Python with `for_program` run alike
 with the same explicit values and the same defaults."""
+import dataclasses
+import os
+
 from absl import flags as absl_flags
 import pytest
 
 from xlnet import program_defaults
+from xlnet import task_kinds
 from xlnet.finetuning import config as finetune_config
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import configs as config_flags
@@ -72,6 +76,35 @@ def test_the_configs_own_defaults_are_run_classifiers():
   assert train_config.TrainConfig() == config_flags.train_config(FL)
   assert train_config.CheckpointConfig("m") == (
       config_flags.checkpoint_config(FL))
+
+
+@pytest.mark.quick
+def test_each_kind_of_task_names_its_program():
+  """A kind of task (xlnet/task_kinds.py) names its program: the script
+  and its entry module (the defaults its flags take are written out in
+  test_flag_catalog.py)."""
+  repo = os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))))
+  assert [k.script for k in task_kinds.KINDS] == [
+      "run_classifier.py", "run_squad.py", "run_race.py"]
+  for kind in task_kinds.KINDS:
+    assert os.path.isfile(os.path.join(repo, kind.script)), kind.name
+    assert os.path.isfile(os.path.join(repo, "xlnet", "programs",
+                                       kind.script)), kind.name
+    assert kind.program in DEFINE, kind.name
+
+
+@pytest.mark.quick
+def test_a_kind_is_found_by_name_and_its_one_head_is_named_as_it():
+  assert task_kinds.get("race").sequences_per_example == 4
+  with pytest.raises(ValueError, match=r"^task_kind must be one of "
+                     r"classifier, squad, race, got 'glue'$"):
+    task_kinds.get("glue")
+  # A head not scoped by the task is found and picked by the kind's name.
+  with pytest.raises(ValueError, match=r"^task kind race: a head not scoped "
+                     r"by the task is named as its kind, got heads "
+                     r"\('multiple_choice',\)$"):
+    dataclasses.replace(task_kinds.RACE, heads=("multiple_choice",))
 
 
 def test_an_unknown_program_is_named():

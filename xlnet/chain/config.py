@@ -13,7 +13,8 @@ import dataclasses
 import json
 from typing import Optional, Tuple
 
-from xlnet.finetuning import config as finetune_config
+from xlnet import validation
+from xlnet.finetuning.classifier import tasks as classifier_tasks
 
 ARMS = ("pretrained", "random")
 
@@ -40,21 +41,16 @@ def parse_tasks(spec):
     if not (eq and colon and name and data_dir) or not name.isidentifier():
       raise ValueError(f"--tasks: {entry!r} is not NAME=TASK_NAME:DATA_DIR "
                        "(NAME a word, e.g. sentiment=imdb:data/aclImdb)")
-    if task_name.lower() not in finetune_config.CLASSIFIER_TASKS:
+    if task_name.lower() not in classifier_tasks.NAMES:
       raise ValueError(f"--tasks: {entry!r}: unknown TASK_NAME "
                        f"{task_name!r}; expected one of "
-                       f"{', '.join(finetune_config.CLASSIFIER_TASKS)}")
+                       f"{', '.join(classifier_tasks.NAMES)}")
     tasks.append(Task(name, task_name.lower(), data_dir))
   names = [t.name for t in tasks]
   if len(set(names)) != len(names) or not tasks:
     raise ValueError(f"--tasks={spec}: expected one or more sets with "
                      f"distinct names, got {names}")
   return tuple(tasks)
-
-
-def _positive(name, value):
-  if value <= 0:
-    raise ValueError(f"--{name}={value} must be > 0")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,23 +116,12 @@ class ChainConfig:
   data_seed: int = 0
 
   def __post_init__(self):
-    for name in ("heldout_every", "vocab_size", "n_layer", "d_model",
-                 "n_head", "d_inner", "seq_len", "reuse_len", "num_predict",
-                 "pretrain_batch_size", "pretrain_steps", "train_examples",
-                 "dev_examples", "max_seq_length", "finetune_batch_size",
-                 "finetune_steps", "eval_every"):
-      _positive(name, getattr(self, name))
+    """Each setting by its rule (`xlnet/validation.py`), then what two
+    settings must agree on."""
+    validation.check_fields(self)
     if self.d_model % self.n_head:
       raise ValueError(f"--d_model={self.d_model} must be a multiple of "
                        f"--n_head={self.n_head}")
-    if self.pretrain_batch_size % 2:
-      raise ValueError(f"--pretrain_batch_size={self.pretrain_batch_size} "
-                       "must be even (bi_data: half forward, half backward)")
-    if not 0 <= self.task_text_share < 1:
-      raise ValueError(f"--task_text_share={self.task_text_share} must be "
-                       "in [0, 1)")
-    if self.mem_len < 0:
-      raise ValueError(f"--mem_len={self.mem_len} must be >= 0")
     if not self.seeds or len(set(self.seeds)) != len(self.seeds):
       raise ValueError(f"--seeds={','.join(map(str, self.seeds))}: expected "
                        "one or more distinct seeds")

@@ -12,6 +12,7 @@ import random
 from xlnet import io_utils
 from xlnet.finetuning.classifier import datasets
 from xlnet.finetuning.classifier import processors
+from xlnet.finetuning.classifier import tasks as classifier_tasks
 
 # The columns of the tables written (`run_classifier.py --task_name=csv`'s
 # default column names).
@@ -29,7 +30,7 @@ def read_task(task_name, data_dir):
       regression task: the chain measures accuracy).
   """
   processor = datasets.make_processor(task_name)
-  if task_name.lower() in datasets.USER_TASKS and _has_text_b(
+  if task_name.lower() in classifier_tasks.USER_TASKS and _has_text_b(
       processor.path(data_dir, "train"), processor):
     processor = datasets.make_processor(task_name, text_b_column="text_b")
   processor.resolve(data_dir)

@@ -39,6 +39,7 @@ import urllib.parse
 from xlnet import errors
 from xlnet import io_utils
 from xlnet import signals
+from xlnet import validation
 from xlnet.downloads import http_fetch
 from xlnet.downloads import sources
 from xlnet.downloads import unpack
@@ -73,6 +74,10 @@ class Config:
   options: http_fetch.Options = http_fetch.Options()
   keep_archives: bool = False
   dry_run: bool = False
+
+  def __post_init__(self):
+    # --timeout and --retries, by their rules (`xlnet/validation.py`).
+    validation.check_fields(self.options)
 
   def root(self, kind):
     """The directory entries of `kind` (`sources.MODELS` or `DATA`) land

@@ -22,6 +22,7 @@ from typing import Optional, Tuple
 from xlnet import model_config as model_lib
 from xlnet import program_defaults
 from xlnet import validation
+from xlnet.finetuning.classifier import tasks as classifier_tasks
 from xlnet.training import config as train_config_lib
 
 
@@ -47,13 +48,6 @@ MIN_SEQ_LENGTH = 3
 # The sequence length of the released checkpoints' pretraining: a longer
 # max_seq_length reaches relative distances they never saw.
 PRETRAIN_SEQ_LENGTH = 512
-# run_classifier.py's --task_name choices: the datasets with a processor of
-# their own (`classifier/datasets.py`'s PROCESSORS), then your own files.
-CLASSIFIER_USER_TASKS = ("tsv", "csv")
-CLASSIFIER_TASKS = ("ag_news", "amazon2", "amazon5", "cola", "dbpedia",
-                    "imdb", "mnli_matched", "mnli_mismatched", "mrpc",
-                    "qnli", "qqp", "rte", "sst-2", "sts-b", "wnli", "yelp2",
-                    "yelp5") + CLASSIFIER_USER_TASKS
 # The metrics run_squad.py's --target_eval_key may name
 # (`squad/official_eval.evaluate`'s).
 SQUAD_TARGET_EVAL_KEYS = ("best_f1", "best_exact", "has_ans_f1",
@@ -171,8 +165,9 @@ class ClassifierConfig:
   """A classification or regression task (`run_classifier.py`).
 
   Attributes:
-    task_name: a GLUE task, imdb, yelp-2/5, dbpedia, amazon-2/5, ag, or
-      tsv/csv for your own data (case-insensitive).
+    task_name: one of `classifier/tasks.py`'s NAMES: a GLUE task, imdb,
+      yelp-2/5, dbpedia, amazon-2/5, ag, or tsv/csv for your own data
+      (case-insensitive).
     data_dir: the task's data directory.
     output_dir: where the feature records are cached.
     spiece_model_file: the pretrained model's SentencePiece model.
@@ -316,18 +311,10 @@ class RaceConfig:
 # The tasks' rules: each takes a task config or the program's flags (the
 # same names), so both are refused alike.
 ################################################################################
-def check_task_name(task_name):
-  """Raises unless `task_name` is one of CLASSIFIER_TASKS
-  (case-insensitive)."""
-  if (task_name or "").lower() not in CLASSIFIER_TASKS:
-    raise ValueError(f"--task_name={task_name}: unknown task; expected one "
-                     f"of {', '.join(CLASSIFIER_TASKS)}")
-
-
 def check_classifier(values):
   """Raises a one-line ValueError naming the first bad setting of a
   classification task."""
-  check_task_name(values.task_name)
+  classifier_tasks.get(values.task_name)
   if values.max_seq_length < MIN_SEQ_LENGTH:
     raise ValueError(f"--max_seq_length={values.max_seq_length} must be >= "
                      f"{MIN_SEQ_LENGTH} (one piece, <sep> and <cls>)")

@@ -2,8 +2,10 @@
 resolution into the typed configs the library takes (the library itself
 never reads flags).
 
-  catalog       the flag definitions: one function per group (each flag
-                defined once), composed per program
+  groups        the flag definitions: one function per group (each flag
+                defined once), the group's title in --help
+  catalog       the pretraining and fine-tuning programs' flags, composed
+                of the groups; the command line parsed
   task_catalog  the fine-tuning programs' and reproduce.py's task groups
   tool_catalog  the groups of the programs that neither train nor
                 fine-tune (data_utils.py, download.py, ...)

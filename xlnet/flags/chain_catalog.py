@@ -7,7 +7,7 @@ import os
 from absl import flags
 
 from xlnet.chain import config as chain_config
-from xlnet.flags import catalog
+from xlnet.flags import groups
 
 _HELP = {
     "heldout_every": "Every N-th document of the corpus is held out.",
@@ -59,7 +59,7 @@ def _venv_python(name):
   return path if os.path.exists(path) else ""
 
 
-@catalog.group("The chain")
+@groups.group("The chain")
 def define_chain_flags(flag_values=flags.FLAGS):
   """Defines bench/chain.py's flags."""
   fv = dict(flag_values=flag_values)
@@ -111,7 +111,7 @@ def chain_config_from(values, python):
       **{name: values[name].value for name in _HELP})
 
 
-@catalog.group("The chain's HF check")
+@groups.group("The chain's HF check")
 def define_chain_hf_flags(flag_values=flags.FLAGS):
   """Defines bench/chain_hf_check.py's flags."""
   fv = dict(flag_values=flag_values)

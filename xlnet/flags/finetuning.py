@@ -14,10 +14,11 @@ from absl import logging
 import tensorflow as tf
 
 from xlnet import model as model_lib
+from xlnet import task_kinds
 from xlnet import validation
 from xlnet.data import prepro_utils
 from xlnet.finetuning import config as finetune_config
-from xlnet.finetuning.classifier import datasets as classifier_datasets
+from xlnet.finetuning.classifier import tasks as classifier_tasks
 from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.flags import configs as config_flags
 from xlnet.reproduce import config as reproduce_config
@@ -166,7 +167,9 @@ def memory_planned(FLAGS, engine, xlnet_config, task_kind):  # pylint: disable=i
 
   Raises:
     ValueError: one line naming the flag when even one example per device
-      does not fit, or --memory_calibration is given alone or unreadable.
+      does not fit, or --memory_calibration is given alone or unreadable
+      (a --device_memory_gb not > 0 is refused by its rule before:
+      `config_flags.check_rules`).
   """
   gib, calibration = FLAGS.device_memory_gb, FLAGS.memory_calibration
   if gib is None:
@@ -174,9 +177,6 @@ def memory_planned(FLAGS, engine, xlnet_config, task_kind):  # pylint: disable=i
       raise ValueError(f"--memory_calibration={calibration} needs "
                        "--device_memory_gb (the memory it plans for)")
     return engine
-  if not gib > 0:
-    raise ValueError(f"--device_memory_gb={gib} must be > 0 (GiB of one "
-                     "device)")
   layout = engine.layout
   replicas = layout.num_hosts * layout.num_core_per_host
   try:
@@ -223,7 +223,7 @@ def check_classifier_flags(FLAGS):  # pylint: disable=invalid-name
                      "--do_predict")
   if not FLAGS.task_name:
     raise ValueError("--task_name is required (one of "
-                     f"{', '.join(classifier_datasets.TASK_NAMES)})")
+                     f"{', '.join(classifier_tasks.NAMES)})")
   for name, why in (("data_dir", "the task's data"),
                     ("output_dir", "where the feature records are cached")):
     _require(FLAGS, name, why)
@@ -237,9 +237,6 @@ def check_classifier_flags(FLAGS):  # pylint: disable=invalid-name
         "--max_seq_length=%d exceeds the released models' pretraining "
         "length %d: relative distances beyond that were never trained",
         FLAGS.max_seq_length, classifier_features.PRETRAIN_SEQ_LENGTH)
-  # No config holds --num_passes (accepted for the released commands).
-  if FLAGS.num_passes < 1:
-    raise ValueError(f"--num_passes={FLAGS.num_passes} must be >= 1")
 
 
 def _check_vocabulary(FLAGS, xlnet_config, config_path):  # pylint: disable=invalid-name
@@ -269,7 +266,8 @@ def resolve_classifier(FLAGS):  # pylint: disable=invalid-name
           FLAGS.label_list))
   return dict(task=task, model=model_config(FLAGS, xlnet_config),
               engine=memory_planned(FLAGS, engine_config(FLAGS), xlnet_config,
-                                    "classifier"), do_train=FLAGS.do_train,
+                                    task_kinds.CLASSIFIER.name),
+              do_train=FLAGS.do_train,
               do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
 
 
@@ -304,7 +302,7 @@ def resolve_squad(FLAGS):  # pylint: disable=invalid-name
   if FLAGS.do_train or FLAGS.do_predict:
     model = model_config(FLAGS, pretrained_config(FLAGS)[0])
     engine = memory_planned(FLAGS, engine_config(FLAGS), model.xlnet_config,
-                            "squad")
+                            task_kinds.SQUAD.name)
   return dict(task=task, model=model, engine=engine,
               do_prepro=FLAGS.do_prepro, do_train=FLAGS.do_train,
               do_predict=FLAGS.do_predict,
@@ -335,7 +333,7 @@ def resolve_race(FLAGS):  # pylint: disable=invalid-name
       eval_batch_size=global_batch_size(FLAGS, FLAGS.eval_batch_size))
   model = model_config(FLAGS, pretrained_config(FLAGS)[0])
   return dict(task=task, model=model, engine=memory_planned(
-      FLAGS, engine_config(FLAGS), model.xlnet_config, "race"),
+      FLAGS, engine_config(FLAGS), model.xlnet_config, task_kinds.RACE.name),
               do_train=FLAGS.do_train, do_eval=FLAGS.do_eval)
 
 

@@ -1,6 +1,6 @@
 """The task flags of the fine-tuning programs and reproduce.py, in groups
-(the flags every fine-tuning program shares are in `catalog.py`:
-`define_common_flags`).
+(the flags every fine-tuning program shares: `catalog.py`'s
+`define_common_flags`, of the groups of `groups.py`).
 
   define_task_flags       the task flags two or more programs share, each
                           program giving its default and help
@@ -15,7 +15,8 @@ from absl import flags
 
 from xlnet import validation
 from xlnet.finetuning import config as finetune_config
-from xlnet.flags import catalog
+from xlnet.finetuning.classifier import tasks as classifier_tasks
+from xlnet.flags import groups
 from xlnet.reproduce import paper_settings
 
 
@@ -53,20 +54,21 @@ def define_task_flags(flag_values, **settings):
     _TASK_FLAGS[name](name, default, help_text, flag_values=flag_values)
 
 
-@catalog.group("Task")
-def define_classifier_flags(flag_values, *, task_names, min_seq_length,
+@groups.group("Task")
+def define_classifier_flags(flag_values, *, min_seq_length,
                             pretrain_seq_length):
-  """run_classifier.py's task flags.
+  """run_classifier.py's task flags (--task_name: one of the tasks of
+  `classifier/tasks.py`).
 
   Args:
     flag_values: an `absl.flags.FlagValues`.
-    task_names: list of str, the tasks --task_name accepts.
     min_seq_length: int, the smallest --max_seq_length.
     pretrain_seq_length: int, the released models' pretraining length.
   """
   fv = dict(flag_values=flag_values)
   default = config_defaults(finetune_config.ClassifierConfig)
-  flags.DEFINE_string("task_name", None, "Task: " + ", ".join(task_names)
+  flags.DEFINE_string("task_name", None, "Task: "
+                      + ", ".join(classifier_tasks.NAMES)
                       + " (case-insensitive).", **fv)
   define_task_flags(
       flag_values,
@@ -88,7 +90,7 @@ def define_classifier_flags(flag_values, *, task_names, min_seq_length,
                      "only the latest."),
       predict_dir=(None, "Where {task}.tsv, {task}.logits.json and "
                    "{task}.ids.tsv go."))
-  catalog.define_eval_split_flag(
+  groups.define_eval_split_flag(
       flag_values, "Split for --do_eval and --do_predict (GLUE test sets "
       "have no labels: predict only).",
       choices=finetune_config.CLASSIFIER_EVAL_SPLITS)
@@ -129,7 +131,7 @@ def define_classifier_flags(flag_values, *, task_names, min_seq_length,
                     "the sorted labels found in train.{tsv,csv}).", **fv)
 
 
-@catalog.group("Task: SQuAD")
+@groups.group("Task: SQuAD")
 def define_squad_flags(flag_values, *, target_eval_keys):
   """run_squad.py's task flags (the paper's XLNet-Large settings are its
   optimizer's and loop's defaults: `program_defaults.py`).
@@ -197,7 +199,7 @@ def define_squad_flags(flag_values, *, target_eval_keys):
                     "for the paper's Model I).", **fv)
 
 
-@catalog.group("Task: RACE")
+@groups.group("Task: RACE")
 def define_race_flags(flag_values):
   """run_race.py's task flags (`flag_values` holds the common flags; the
   paper's XLNet-Large settings are the defaults: `program_defaults.py`)."""
@@ -211,15 +213,15 @@ def define_race_flags(flag_values):
                 "*.txt."),
       do_eval=(False, "Evaluate --eval_split."),
       eval_batch_size=(32, "Evaluation batch size."))
-  catalog.define_eval_split_flag(flag_values, "Split scored by --do_eval.",
-                                 choices=finetune_config.RACE_EVAL_SPLITS)
+  groups.define_eval_split_flag(flag_values, "Split scored by --do_eval.",
+                                choices=finetune_config.RACE_EVAL_SPLITS)
   flags.DEFINE_integer("max_qa_length", default["max_qa_length"],
                        "Question+option pieces kept (the last ones).", **fv)
   flags.DEFINE_bool("high_only", False, "Use only RACE-H.", **fv)
   flags.DEFINE_bool("middle_only", False, "Use only RACE-M.", **fv)
 
 
-@catalog.group("Reproduction")
+@groups.group("Reproduction")
 def define_reproduce_flags(flag_values, *, tables):
   """reproduce.py's flags: the table, the pretrained model, the data and
   work directories, the devices and the override flags (default None: the
@@ -243,8 +245,8 @@ def define_reproduce_flags(flag_values, *, tables):
                       "xlnet_config.json of the pretrained model.", **fv)
   flags.DEFINE_string("spiece_model_file", None,
                       "SentencePiece model of the pretrained model.", **fv)
-  catalog.define_uncased_flag(flag_values, False,
-                              "Lower-case text (uncased models).")
+  groups.define_uncased_flag(flag_values, False,
+                             "Lower-case text (uncased models).")
   flags.DEFINE_string("data_root", None,
                       "Directory holding the public datasets in their "
                       "layouts: SST-2/ ... (or glue_data/SST-2/), aclImdb/, "
@@ -252,7 +254,7 @@ def define_reproduce_flags(flag_values, *, tables):
                       "squad/...), RACE/.", **fv)
   flags.DEFINE_string("work_dir", None, "Where every task's records, "
                       "checkpoints, logs and the results go.", **fv)
-  catalog.define_core_flags(
+  groups.define_core_flags(
       flag_values, use_tpu=False,
       use_tpu_help="Run on a TPU (batches stay global; needs --tpu and a "
       "gs:// --gcs_dir).",
@@ -262,7 +264,7 @@ def define_reproduce_flags(flag_values, *, tables):
   flags.DEFINE_integer("num_hosts", 1, "Hosts (e.g. 4 for a TPU v3-32); "
                        "devices = num_hosts x num_core_per_host.", **fv)
   flags.DEFINE_string("tpu", None, "TPU name (with --use_tpu).", **fv)
-  catalog.define_worker_flags(flag_values)
+  groups.define_worker_flags(flag_values)
   flags.DEFINE_string("gcs_dir", None,
                       "A gs:// directory for every task's records, "
                       "checkpoints and predictions (a TPU reads and writes "
@@ -292,9 +294,9 @@ def define_reproduce_flags(flag_values, *, tables):
   define_task_flags(
       flag_values, eval_batch_size=(8, "Evaluation/prediction batch per GPU "
                                     "(global with --use_tpu)."))
-  catalog.define_seed_flag(flag_values, None,
-                           "The first seed (default: the programs' default "
-                           "seed, 1); run s of a task uses seed + s.")
+  groups.define_seed_flag(flag_values, None,
+                          "The first seed (default: the programs' default "
+                          "seed, 1); run s of a task uses seed + s.")
   flags.DEFINE_integer("num_seeds", None,
                        "Runs of each task, with consecutive seeds; the "
                        "table reports their median and range (default: 5 "

@@ -1,5 +1,5 @@
 """The flags of the programs that neither train nor fine-tune, in groups
-(their shared groups and flags are in `catalog.py`):
+(their shared groups and flags are in `groups.py`):
 
   define_record_flags   data_utils.py
   define_spm_flags      spm_train.py
@@ -14,22 +14,22 @@
 from absl import flags
 
 from xlnet import validation
-from xlnet.flags import catalog
+from xlnet.flags import groups
 
 
 def define_record_flags(flag_values=flags.FLAGS):
   """Defines the flags of data_utils.py (names and defaults as in the
   release)."""
-  catalog.define_core_flags(
+  groups.define_core_flags(
       flag_values, use_tpu=True,
       use_tpu_help="Accepted for compatibility; the core layout follows "
       "--num_core_per_host in every case.",
       num_core_per_host=8, num_core_per_host_help="Cores (or GPUs) per host.")
-  catalog.define_record_layout_flags(flag_values, writing=True)
+  groups.define_record_layout_flags(flag_values, writing=True)
   define_record_writing_flags(flag_values)
 
 
-@catalog.group("SentencePiece training")
+@groups.group("SentencePiece training")
 def define_spm_flags(flag_values=flags.FLAGS):
   """Defines the flags of spm_train.py."""
   fv = dict(flag_values=flag_values)
@@ -50,7 +50,7 @@ def define_spm_flags(flag_values=flags.FLAGS):
                     "whole.", **fv)
 
 
-@catalog.group("tf.data service servers")
+@groups.group("tf.data service servers")
 def define_data_service_server_flags(flag_values=flags.FLAGS):
   """Defines the flags of data_service.py."""
   fv = dict(flag_values=flag_values)
@@ -74,7 +74,7 @@ def define_data_service_server_flags(flag_values=flags.FLAGS):
                      "before it stops with one line.", **fv)
 
 
-@catalog.group("Downloads")
+@groups.group("Downloads")
 def define_download_flags(flag_values=flags.FLAGS):
   """Defines the flags of download.py."""
   fv = dict(flag_values=flag_values)
@@ -108,7 +108,7 @@ def define_download_flags(flag_values=flags.FLAGS):
                     "fetch nothing.", **fv)
 
 
-@catalog.group("Conversion")
+@groups.group("Conversion")
 def define_convert_flags(flag_values=flags.FLAGS):
   """Defines the flags of convert_checkpoint.py."""
   fv = dict(flag_values=flag_values)
@@ -121,11 +121,11 @@ def define_convert_flags(flag_values=flags.FLAGS):
                       "The input: a checkpoint (prefix, directory or "
                       "DIR/latest) for --to=hf and saved_model; a "
                       "HuggingFace directory for --to=tf.", **fv)
-  catalog.define_model_config_path_flag(
+  groups.define_model_config_path_flag(
       flag_values, "--to=hf, saved_model: the checkpoint's config (default: "
       "config.json, else xlnet_config.json, in the checkpoint's directory).")
-  catalog.define_spiece_model_file_flag(flag_values)
-  catalog.define_uncased_flag(flag_values, False,
+  groups.define_spiece_model_file_flag(flag_values)
+  groups.define_uncased_flag(flag_values, False,
                       "The model lower-cases its text (the HF tokenizer's "
                       "do_lower_case).")
   flags.DEFINE_string("output_dir", None,
@@ -150,7 +150,7 @@ def define_convert_flags(flag_values=flags.FLAGS):
                     **fv)
 
 
-@catalog.group("Checkpoint tools")
+@groups.group("Checkpoint tools")
 def define_model_utils_flags(flag_values=flags.FLAGS):
   """Defines the flags of model_utils.py (each names its command)."""
   fv = dict(flag_values=flag_values)
@@ -169,26 +169,26 @@ def define_model_utils_flags(flag_values=flags.FLAGS):
   flags.DEFINE_integer("avg_num", 5,
                        "avg_checkpoints: how many latest checkpoints to "
                        "average.", **fv)
-  catalog.define_model_dir_flag(flag_values,
+  groups.define_model_dir_flag(flag_values,
                         "rollback_ckpt: the training directory.")
   flags.DEFINE_integer("step", None,
                        "rollback_ckpt: resume from model.ckpt-STEP instead "
                        "of the newest intact checkpoint.", **fv)
 
 
-@catalog.group("Demo report")
+@groups.group("Demo report")
 def define_demo_report_flags(flag_values=flags.FLAGS):
   """Defines the flags of scripts/demo_report.py."""
   fv = dict(flag_values=flag_values)
-  catalog.define_model_dir_flag(
+  groups.define_model_dir_flag(
       flag_values, "Checkpoint prefix, or the model directory (its latest "
       "checkpoint); config.json is read from the checkpoint's directory.")
-  catalog.define_record_info_dir_flag(
+  groups.define_record_info_dir_flag(
       flag_values, "The held-out records ({save_dir}/tfrecords, with "
       "corpus_info.json beside them); their SentencePiece model and text "
       "settings are used throughout.")
-  catalog.define_eval_split_flag(flag_values,
-                                 "Split name of the held-out records.")
+  groups.define_eval_split_flag(flag_values,
+                                "Split name of the held-out records.")
   flags.DEFINE_string("train_text", None, "The training text (piece "
                       "frequencies of the unigram baseline).", **fv)
   flags.DEFINE_string("heldout_text", None, "The held-out text (sentences "
@@ -199,11 +199,11 @@ def define_demo_report_flags(flag_values=flags.FLAGS):
                      "hidden).", **fv)
   flags.DEFINE_integer("top_k", 3, "Predictions shown per hidden piece.",
                        **fv)
-  catalog.define_seed_flag(flag_values, 0,
-                           "Seed of the choice of hidden words.")
+  groups.define_seed_flag(flag_values, 0,
+                          "Seed of the choice of hidden words.")
 
 
-@catalog.group("Demo corpus")
+@groups.group("Demo corpus")
 def define_demo_corpus_flags(flag_values=flags.FLAGS, *, dest_dir):
   """Defines the flags of scripts/get_demo_corpus.py.
 
@@ -221,14 +221,14 @@ def define_demo_corpus_flags(flag_values=flags.FLAGS, *, dest_dir):
                      **fv)
 
 
-@catalog.group("Chain data")
+@groups.group("Chain data")
 def define_chain_data_flags(flag_values=flags.FLAGS, *, dest_dir):
   """Defines the flags of scripts/get_chain_data.py."""
   flags.DEFINE_string("dest_dir", dest_dir, "Where the parts are written.",
                       flag_values=flag_values)
 
 
-@catalog.group("Text in, records out")
+@groups.group("Text in, records out")
 def define_record_writing_flags(flag_values):
   """data_utils.py: the text read, the records written, the workers."""
   fv = dict(flag_values=flag_values)

@@ -16,6 +16,7 @@ from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 
 from xlnet import model as model_lib
+from xlnet import task_kinds
 from xlnet.data import prepro_utils
 from xlnet.data import spm_train
 from xlnet.finetuning import config as finetuning_config
@@ -95,7 +96,8 @@ def read_model_weights(checkpoint):
 
 
 # The heads that pool the sequence (`modeling.summarize_sequence`).
-SUMMARY_KINDS = hf_names.TASK_SCOPED_KINDS + ("race",)
+SUMMARY_KINDS = tuple(head for kind in task_kinds.KINDS
+                      if kind.pools_sequence for head in kind.heads)
 _ATTN_SUMMARY = "model/sequnece_summary/summary_bias"
 _SUMMARY_PROJ = "model/sequnece_summary/summary/kernel"
 

@@ -14,10 +14,11 @@ Both sides hold the same numbers; only names and a few layouts differ:
   LM softmax      tied to the word embedding on both sides; only its bias
                   `model/lm_loss/bias` <-> `lm_loss.bias` is stored.
 
-The heads (`HEADS`): a fine-tuned checkpoint holds at most one of
-classification/regression (`XLNetForSequenceClassification`), RACE
-(`XLNetForMultipleChoice`) and SQuAD (`XLNetForQuestionAnswering`); a
-backbone alone is exported as `XLNetLMHeadModel`.
+The heads (`HEADS`): a fine-tuned checkpoint holds the heads of a kind of
+task (`task_kinds`: classification/regression as
+`XLNetForSequenceClassification`, RACE as `XLNetForMultipleChoice`, SQuAD
+as `XLNetForQuestionAnswering`); a backbone alone is exported as
+`XLNetLMHeadModel`.
 
 Every entry also gives the variable's TF shape in the config's sizes
 (`sizes_of`), so both directions refuse, in one line, a tensor whose shape
@@ -26,6 +27,8 @@ the config does not give and layers beyond the config's `n_layer`.
 import re
 
 import numpy as np
+
+from xlnet import task_kinds
 
 _TRANSFORMER = "model/transformer/"
 _RELATIVE = ("r_w_bias", "r_r_bias", "r_s_bias")
@@ -85,18 +88,14 @@ def _dense(tf_scope, hf_scope, d_in, d_out, bias=True):
   return kernel, (f"{tf_scope}/bias", f"{hf_scope}.bias", False, (d_out,))
 
 
-# Each head: the HF architecture, and its variables (TF, HF, is a kernel,
-# TF shape); `{scope}` is the classification/regression head's TF scope.
-HEADS = {
-    "lm": ("XLNetLMHeadModel",
-           (("model/lm_loss/bias", "lm_loss.bias", False, ("n_token",)),)),
-    "classification": ("XLNetForSequenceClassification",
-                       _SUMMARY + _logit_pair("model/{scope}/logit")),
-    "regression": ("XLNetForSequenceClassification",
-                   _SUMMARY + _logit_pair("model/{scope}/logit")),
-    "race": ("XLNetForMultipleChoice",
-             _SUMMARY + _logit_pair("logits/dense")),
-    "squad": ("XLNetForQuestionAnswering", (
+# Each fine-tuned head's own variables (TF, HF, is a kernel, TF shape),
+# after the summary's when its kind pools the sequence; `{scope}` is a
+# task-scoped head's TF scope.
+_HEAD_VARIABLES = {
+    "classification": _logit_pair("model/{scope}/logit"),
+    "regression": _logit_pair("model/{scope}/logit"),
+    "race": _logit_pair("logits/dense"),
+    "squad": (
         _dense("start_logits/dense", "start_logits.dense", "d_model", 1)
         + _dense("end_logits/dense_0", "end_logits.dense_0", "2*d_model",
                  "d_model")
@@ -108,13 +107,29 @@ HEADS = {
         + _dense("answer_class/dense_0", "answer_class.dense_0", "2*d_model",
                  "d_model")
         + _dense("answer_class/dense_1", "answer_class.dense_1", "d_model", 1,
-                 bias=False))),
+                 bias=False)),
+}
+# Each head: the HF architecture, and its variables (TF, HF, is a kernel,
+# TF shape): the backbone's LM, and the heads of the kinds of task
+# (`task_kinds`).
+HEADS = {
+    "lm": ("XLNetLMHeadModel",
+           (("model/lm_loss/bias", "lm_loss.bias", False, ("n_token",)),)),
+    **{head: (kind.hf_class, (_SUMMARY if kind.pools_sequence else ())
+              + _HEAD_VARIABLES[head])
+       for kind in task_kinds.KINDS for head in kind.heads},
 }
 # The heads of a classification or regression task, scoped by it
 # (`{kind}_{task}`, e.g. "regression_sts-b"), and the heads of one task
 # each, whose kind is the task's name and whose scope is fixed.
-TASK_SCOPED_KINDS = ("classification", "regression")
-ONE_TASK_KINDS = ("squad", "race")
+TASK_SCOPED_KINDS = tuple(head for kind in task_kinds.KINDS
+                          if kind.scoped_by_task for head in kind.heads)
+ONE_TASK_KINDS = tuple(kind.name for kind in task_kinds.KINDS
+                       if not kind.scoped_by_task)
+# The first variable of each one-task head: a checkpoint holding it holds
+# the head.
+_ONE_TASK_MARKS = {_HEAD_VARIABLES[kind][0][0]: kind
+                   for kind in ONE_TASK_KINDS}
 
 # Variables a model may lack: `mask_emb` (only pretraining builds it), the
 # LM bias (only pretraining), the summary projection (--use_summ_proj=False).
@@ -131,19 +146,17 @@ def find_heads(tf_names):
     tf_names: iterable of the checkpoint's variable names.
 
   Returns:
-    list of (kind, scope) sorted: kind in "classification", "regression",
-    "race", "squad"; scope the classification/regression head's TF scope
-    (e.g. `classification_sts-b`), else None.
+    list of (kind, scope) sorted: kind a head of `task_kinds`
+    ("classification", "regression", "race", "squad"); scope the
+    task-scoped head's TF scope (e.g. `classification_sts-b`), else None.
   """
   found = set()
   for name in tf_names:
     match = _HEAD_SCOPE.match(name)
     if match:
       found.add((match.group(2), match.group(1)))
-    elif name == "logits/dense/kernel":
-      found.add(("race", None))
-    elif name == "start_logits/dense/kernel":
-      found.add(("squad", None))
+    elif name in _ONE_TASK_MARKS:
+      found.add((_ONE_TASK_MARKS[name], None))
   return sorted(found, key=lambda h: (h[0], h[1] or ""))
 
 

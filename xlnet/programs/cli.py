@@ -14,7 +14,7 @@ wrong type) is bad input too: exit code 2.
 
 `--help` lists the program's own flags (those its `define_flags` defines,
 and any its main module defines), under the titles of their catalog groups
-(`xlnet/flags/catalog.py`), with their defaults, and exits as absl's
+(`xlnet/flags/groups.py`), with their defaults, and exits as absl's
 `--help` does (status 1); `--helpfull` lists absl's and TensorFlow's flags
 as well.
 """
@@ -29,6 +29,7 @@ from xlnet import errors
 from xlnet import io_utils
 from xlnet import signals
 from xlnet.flags import catalog as flag_catalog
+from xlnet.flags import groups as flag_groups
 from xlnet.training import run_lock
 
 # The exceptions and signal handling live below the library
@@ -122,7 +123,7 @@ def program_help(own_flags):
   definition order) under their catalog groups' titles."""
   groups = {}
   for flag in own_flags:
-    title = flag_catalog.group_title(flag) or program_name()
+    title = flag_groups.group_title(flag) or program_name()
     groups.setdefault(title, []).append(_flag_entry(flag))
   doc = (sys.modules["__main__"].__doc__ or "").strip()
   sections = [f"{title}:\n" + "\n".join(entries)

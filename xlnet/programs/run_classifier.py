@@ -38,8 +38,7 @@ def define_flags(flag_values=flags.FLAGS):
   if "task_name" in flag_values:
     return
   task_catalog.define_classifier_flags(
-      flag_values, task_names=finetune_config.CLASSIFIER_TASKS,
-      min_seq_length=finetune_config.MIN_SEQ_LENGTH,
+      flag_values, min_seq_length=finetune_config.MIN_SEQ_LENGTH,
       pretrain_seq_length=finetune_config.PRETRAIN_SEQ_LENGTH)
 
 

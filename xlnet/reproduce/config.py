@@ -61,19 +61,13 @@ class ReproduceConfig:
     if self.use_bfloat16 and self.use_tpu:
       raise ValueError("--use_bfloat16 is implied by --use_tpu (TPUs compute "
                        "in bfloat16); drop it")
-    if self.num_seeds is not None and self.num_seeds < 1:
-      raise ValueError(f"--num_seeds={self.num_seeds} must be >= 1")
     if self.learning_rate is not None and not self.learning_rate > 0:
       # An override: every task trains, so a rate of 0 is no setting.
       raise ValueError(f"--learning_rate={self.learning_rate} must be > 0")
     if self.memory_calibration and self.device_memory_gb is None:
       raise ValueError(f"--memory_calibration={self.memory_calibration} "
                        "needs --device_memory_gb (the memory it plans for)")
-    if self.device_memory_gb is not None:
-      if not self.device_memory_gb > 0:
-        raise ValueError(f"--device_memory_gb={self.device_memory_gb} must "
-                         "be > 0")
-      if self.accum_steps is not None:
-        raise ValueError("--accum_steps and --device_memory_gb exclude each "
-                         "other: give the accumulation, or the memory to "
-                         "plan it from")
+    if self.device_memory_gb is not None and self.accum_steps is not None:
+      raise ValueError("--accum_steps and --device_memory_gb exclude each "
+                       "other: give the accumulation, or the memory to plan "
+                       "it from")

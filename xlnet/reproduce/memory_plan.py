@@ -1,39 +1,12 @@
-"""Peak memory of a fine-tuning training step, and the gradient-accumulation
-plan that fits a device while keeping the global batch.
+"""The gradient-accumulation plan that fits a device while keeping the
+global batch, and what a device adds to the memory model's count.
 
-The estimate is an analytic count of what one training step
-(`xlnet/training/trainer.py`: forward, backward, Adam update) keeps in
-device memory, term by term, derived from the code (docs/performance.md,
-"Fine-tuning memory" has the derivation and the measurements that
-check it):
-
-* state: float32 weights, Adam's two float32 slots per weight
-  (`optimizer.AdamState`), and with `--accum_steps` > 1 a float32 gradient
-  sum per weight (`Trainer._accumulate`);
-* the activations the backward pass needs, per layer (`modeling.py`): the
-  layer's input, keys, values, the three biased queries, the transposed
-  positional queries and keys, the float32 attention probabilities, their
-  dropout mask and the dropped probabilities, the attention vector, the
-  LayerNorms' float32 inputs and scales, the feed-forward layer's GELU
-  intermediates and dropout; once per step the positional encodings and
-  the segment matrix; the head's (`squad/head.py` keeps several
-  `[len, bsz, d_model]` float32 tensors, the summary heads almost nothing);
-* the largest temporaries at the top of the step: the relative-position
-  scores `[bsz, n_head, len, 2 len]` and their relative shift, forward and
-  backward;
-* at the end of the step, the float32 gradient of every weight.
-
-With float16/bfloat16 (`--use_fp16`, `--use_bfloat16`) the variables and
-slots stay float32 (docs/model.md, "Mixed precision"); activations and the
-compute-dtype copies of the layer weights are 2 bytes, the softmax
-probabilities and the LayerNorm statistics 4.
-
-That count was checked against TensorFlow's CPU allocator. On a GPU the
-published measurements need more (docs/performance.md, "Held to the
-published GPU measurements"): a `DeviceTerms` carries what a device adds,
-either `PUBLISHED` (fitted to those measurements) or one read from a
-calibration file that bench/finetune_memory.py writes on the user's GPU
-(`read_calibration`).
+The count of a fine-tuning step's tensors (`memory_model.py`) was checked
+against TensorFlow's CPU allocator. On a GPU the published measurements
+need more (docs/performance.md, "Held to the published GPU measurements"):
+a `DeviceTerms` carries what a device adds, either `PUBLISHED` (fitted to
+those measurements) or one read from a calibration file that
+bench/finetune_memory.py writes on the user's GPU (`read_calibration`).
 
 `plan_accumulation` picks the smallest `accum_steps` whose micro-batch fits
 `DEVICE_MEMORY_FRACTION` of the device, keeping `global_batch = micro_batch
@@ -43,6 +16,10 @@ import dataclasses
 import json
 import math
 
+from xlnet import task_kinds
+from xlnet import validation
+from xlnet.reproduce import memory_model
+
 GIB = 2 ** 30
 # Of the device's memory, the share the plan fills with the estimate. The
 # rest is what TensorFlow leaves to the driver (0.5-1.5 GiB); what the
@@ -50,32 +27,18 @@ GIB = 2 ** 30
 # was fitted with this share).
 DEVICE_MEMORY_FRACTION = 0.9
 
-# Sequences of seq_len tokens per example of each task kind: a RACE
-# question runs its four options as four rows of the batch (`race/head.py`).
-SEQUENCES_PER_EXAMPLE = {"classifier": 1, "squad": 1, "race": 4}
-TASK_KINDS = tuple(SEQUENCES_PER_EXAMPLE)
-# Bytes of one activation in the compute dtype.
-PRECISION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
-_F32 = 4  # variables, slots, gradients, softmax, LayerNorm statistics
-_MASK = 1  # a dropout keep mask (bool)
-_N_CLASS = 2  # classifier head width (a few more classes: a few KB)
-# The allocator's peak over the tensors' bytes: TensorFlow's BFC allocator
-# rounds each tensor up and serves it from a free chunk up to twice its size,
-# and the executor's order varies from run to run. The largest ratio of the
-# measured peak to `tensor_bytes` on the calibration grid of
-# bench/finetune_memory.py (0.990 to 1.033 on the CPU), rounded up; the
-# check grid measured 0.977 to 1.068 (docs/performance.md, "Fine-tuning
-# memory").
-ALLOCATOR_OVERHEAD = 1.04
 
-
+################################################################################
+# What a device adds to the count.
+################################################################################
 @dataclasses.dataclass(frozen=True)
 class DeviceTerms:
-  """What a device's peak adds to the counted tensors (`StepMemory`).
+  """What a device's peak adds to the counted tensors
+  (`memory_model.StepMemory`).
 
   peak = ALLOCATOR_OVERHEAD x (state + activation_factor x activations
   + weight_copies x 4 bytes per weight), at the activations' peak and the
-  update's alike.
+  update's alike (`memory_model.ALLOCATOR_OVERHEAD`).
 
   Attributes:
     activation_factor: the activations' multiplier (what grows with the
@@ -104,310 +67,13 @@ PUBLISHED = DeviceTerms(1.2, 4.5, "published GPU measurements of the "
 CALIBRATION_FORMAT = "xlnet-tf fine-tuning memory calibration 1"
 
 
-@dataclasses.dataclass(frozen=True)
-class ModelSizes:
-  """The sizes of an XLNet config that memory depends on."""
-  n_layer: int
-  d_model: int
-  n_head: int
-  d_head: int
-  d_inner: int
-  n_token: int
-  ff_activation: str = "gelu"
-  untie_r: bool = True
-
-  @classmethod
-  def of(cls, xlnet_config):
-    """From an `XLNetConfig`, a dict of its keys, or a `ModelSizes`."""
-    if isinstance(xlnet_config, cls):
-      return xlnet_config
-    get = (xlnet_config.get if isinstance(xlnet_config, dict)
-           else lambda k: getattr(xlnet_config, k))
-    return cls(**{f.name: get(f.name) for f in dataclasses.fields(cls)})
-
-
-def _check(task_kind, precision):
-  if task_kind not in TASK_KINDS:
-    raise ValueError(f"task_kind must be one of {TASK_KINDS}, got "
-                     f"{task_kind!r}")
-  if precision not in PRECISION_BYTES:
-    raise ValueError(f"precision must be one of {tuple(PRECISION_BYTES)}, "
-                     f"got {precision!r}")
-
-
-################################################################################
-# Parameters.
-################################################################################
-def layer_matrix_params(sizes):
-  """Weights of one layer that a matrix product reads (q, k, v, r, o
-  kernels `[d_model, n_head, d_head]`, the feed-forward kernels): in
-  float16/bfloat16 their compute-dtype copies live until the backward pass
-  has used them."""
-  s = sizes
-  return 5 * s.d_model * s.n_head * s.d_head + 2 * s.d_model * s.d_inner
-
-
-def backbone_params(sizes):
-  """Trainable parameters of the fine-tuning backbone (segments, no
-  mask_emb): embedding, relative biases, seg_embed and the layers."""
-  s = sizes
-  head = s.n_head * s.d_head
-  biases = 3 * head * (s.n_layer if s.untie_r else 1)  # r_w, r_r, r_s
-  seg_embed = s.n_layer * 2 * head
-  layer = (layer_matrix_params(s) + s.d_inner + s.d_model  # ff biases
-           + 2 * 2 * s.d_model)  # two LayerNorms
-  return s.n_token * s.d_model + biases + seg_embed + s.n_layer * layer
-
-
-def head_params(sizes, task_kind):
-  """Trainable parameters of the task's head (`classifier/head.py`,
-  `squad/head.py`, `race/head.py`)."""
-  d = sizes.d_model
-  summary = d * d + d  # sequnece_summary/summary (tanh projection)
-  if task_kind == "classifier":
-    return summary + d * _N_CLASS + _N_CLASS
-  if task_kind == "race":
-    return summary + d + 1
-  start = d + 1
-  end = 2 * d * d + d + 2 * d + d + 1  # dense_0, LayerNorm, dense_1
-  answer = 2 * d * d + d + d  # dense_0, dense_1 (no bias)
-  return start + end + answer
-
-
-def param_count(xlnet_config, task_kind):
-  """Trainable parameters of backbone + head."""
-  sizes = ModelSizes.of(xlnet_config)
-  return backbone_params(sizes) + head_params(sizes, task_kind)
-
-
-################################################################################
-# Activations.
-################################################################################
-def _shapes(sizes, seq_len, rows):
-  """Entries of the step's recurring tensor shapes for `rows` sequences."""
-  s, t = sizes, seq_len
-  return dict(
-      d=t * rows * s.d_model,  # [len, bsz, d_model]
-      h=t * rows * s.n_head * s.d_head,  # [len, bsz, n_head, d_head]
-      f=t * rows * s.d_inner,  # [len, bsz, d_inner]
-      s=rows * s.n_head * t * t,  # scores [bsz, n_head, len, len]
-      m=rows * t * t)  # masks [bsz, 1, len, len]
-
-
-def layer_activation_terms(sizes, seq_len, rows, precision):
-  """Bytes one layer keeps for the backward pass, by tensor (`modeling.py`:
-  `rel_multihead_attn`, `rel_attn_core`, `post_attention`,
-  `positionwise_ffn`)."""
-  n = _shapes(sizes, seq_len, rows)
-  c = PRECISION_BYTES[precision]
-  ffn_kept = 4 if sizes.ff_activation == "gelu" else 1
-  return {
-      # the layer's input (the projections' weight gradients)
-      "input": n["d"] * c,
-      # k, v heads; the three biased queries (content, position, segment)
-      "keys, values": 2 * n["h"] * c,
-      "biased queries": 3 * n["h"] * c,
-      # `_positional_scores`: transposed copies of the positional queries
-      # [bsz, n_head, len, d_head] and keys [bsz, n_head, 2 len, d_head]
-      "positional q, k": 3 * n["h"] * c,
-      # softmax output (float32), dropout mask, dropped probabilities
-      # (float32 in fp32, else cast to the compute dtype)
-      "attention probabilities": n["s"] * (_F32 + _MASK + c),
-      "attention vector": n["h"] * c,
-      # two LayerNorms: float32 input and its [len, bsz, d_model] scale
-      # (`tf.nn.batch_normalization` multiplies by rsqrt(var) * gamma);
-      # the attention LayerNorm's output (the FFN's input); the dropout
-      # masks of the attention output and the FFN output
-      "layer norms": 2 * 2 * n["d"] * _F32 + n["d"] * c + 2 * n["d"] * _MASK,
-      # GELU (tanh form): its input, tanh, 0.5 x and 1 + tanh; the dropped
-      # hidden layer and its mask
-      "feed-forward": ffn_kept * n["f"] * c + n["f"] * (c + _MASK),
-  }
-
-
-def embedding_activation_terms(sizes, seq_len, rows, precision):
-  """Bytes kept once per step below the layers (`transformer_xl`)."""
-  n = _shapes(sizes, seq_len, rows)
-  c = PRECISION_BYTES[precision]
-  return {
-      "word dropout mask": n["d"] * _MASK,
-      # per-row positional encodings [2 len, bsz, d_model] after dropout,
-      # read by every layer's r projection (no gradient flows into them, so
-      # their dropout mask is not kept)
-      "positional encodings": 2 * n["d"] * c,
-      "segment matrix": n["m"] * c,
-  }
-
-
-def head_activation_terms(sizes, task_kind, seq_len, rows):
-  """Bytes of the head's backward pass: what the head keeps and the
-  gradients it makes (float32: the heads run on the float32 output)."""
-  n = _shapes(sizes, seq_len, rows)
-  if task_kind != "squad":
-    # the summary heads keep [bsz, d_model] tensors; the gradient of the
-    # summary's slice of the output is a dense [len, bsz, d_model]
-    return {"summary head": n["d"] * _F32}
-  # The end head runs on every position (`squad_head.end_logits`): it keeps
-  # [output; start] (2 d_model), its tanh layer and LayerNorm scale; its
-  # LayerNorm's backward makes 4 [len, bsz, d_model] tensors, and the
-  # output's gradients from the start, end and answer heads 5 more.
-  return {"squad heads": (2 + 1 + 1) * n["d"] * _F32,
-          "squad head gradients": (4 + 5) * n["d"] * _F32}
-
-
-def top_layer_phases(sizes, task_kind, seq_len, rows, precision):
-  """Bytes live at the top layer's memory-heavy moments, beyond the state
-  and what the embeddings and the layers below keep.
-
-  The top layer has kept its input, keys, values, queries and positional
-  copies by the time it forms its scores; its dropout masks depend only on
-  the step's seed, so they are drawn early. Then:
-    forward, score sum: the content scores, the segment term, the
-      positional scores `[bsz, n_head, len, 2 len]` and the first slice of
-      their relative shift (`rel_shift`) live at once: 6 score tensors;
-    backward, head: the whole top layer and the head's tensors;
-    backward, top LayerNorm: the whole top layer, the output's gradient and
-      4 float32 `[len, bsz, d_model]` tensors of the LayerNorm's backward
-      (`tf.nn.batch_normalization`);
-    backward, feed-forward: the top layer less its last LayerNorm, the
-      gradient of the hidden layer and the layer's weight gradients;
-    backward, probabilities: the kept probabilities and their gradient (and
-      its float32 cast in float16/bfloat16);
-    backward, relative shift: the score gradient and the two pads of the
-      shift's gradient (each `[.., 2 len, len]`).
-  """
-  n = _shapes(sizes, seq_len, rows)
-  c = PRECISION_BYTES[precision]
-  layer = layer_activation_terms(sizes, seq_len, rows, precision)
-  whole = sum(layer.values())
-  pre = (layer["input"] + layer["keys, values"] + layer["biased queries"]
-         + layer["positional q, k"])
-  masks = n["s"] * _MASK + n["f"] * _MASK + 2 * n["d"] * _MASK
-  grads = _F32 * (layer_matrix_params(sizes) + sizes.d_inner + sizes.d_model)
-  to_f32 = 0 if c == _F32 else _F32
-  head = sum(head_activation_terms(sizes, task_kind, seq_len, rows).values())
-  return {
-      "forward: score sum": pre + masks + n["m"] * c + 6 * n["s"] * c,
-      "backward: head": whole + head,
-      "backward: top LayerNorm": whole + 5 * n["d"] * _F32,
-      "backward: feed-forward": (whole - 2 * n["d"] * _F32
-                                 + (n["f"] + n["d"]) * c + grads),
-      "backward: probabilities":
-          pre + masks + n["s"] * (_F32 + c + c + to_f32) + grads,
-      "backward: relative shift": pre + masks + n["s"] * (c + 4 * c) + grads,
-  }
-
-
-################################################################################
-# The step.
-################################################################################
-@dataclasses.dataclass(frozen=True)
-class StepMemory:
-  """The estimate of one training step's peak, in bytes, by term.
-
-  Attributes:
-    state: held between steps (weights, slots, constants).
-    below: kept by the embeddings and every layer but the top one.
-    top: the top layer's phases (`top_layer_phases`), each on top of
-      state + below; the largest is the step's activation peak.
-    end: the float32 gradients (and sums) at the update, on top of the
-      state.
-  """
-  state: dict
-  below: dict
-  top: dict
-  end: dict
-
-  @property
-  def activation_peak(self):
-    return (sum(self.state.values()) + sum(self.below.values())
-            + max(self.top.values()))
-
-  @property
-  def update_peak(self):
-    return sum(self.state.values()) + sum(self.end.values())
-
-  @property
-  def tensor_bytes(self):
-    """The most bytes of tensors live at once."""
-    return max(self.activation_peak, self.update_peak)
-
-  @property
-  def peak_bytes(self):
-    """The allocator's peak: the tensors and `ALLOCATOR_OVERHEAD`."""
-    return ALLOCATOR_OVERHEAD * self.tensor_bytes
-
-  @property
-  def activation_bytes(self):
-    """What the activations' peak holds beyond the state."""
-    return sum(self.below.values()) + max(self.top.values())
-
-  def device_peak_bytes(self, terms):
-    """The peak on a device whose additions are `terms` (`DeviceTerms`)."""
-    state = sum(self.state.values())
-    copies = terms.weight_copies * self.state["weights"]
-    return ALLOCATOR_OVERHEAD * max(
-        state + terms.activation_factor * self.activation_bytes + copies,
-        self.update_peak + copies)
-
-
-def step_memory(xlnet_config, task_kind, seq_len, micro_batch, precision,
-                accumulate=False):
-  """The terms of one fine-tuning training step's peak memory per device.
-
-  Args:
-    xlnet_config: an `XLNetConfig` (or a dict of its keys).
-    task_kind: "classifier" (also regression), "squad" or "race".
-    seq_len: tokens per sequence (--max_seq_length).
-    micro_batch: examples per replica and micro-step (--train_batch_size per
-      GPU); a RACE example is 4 sequences.
-    precision: "fp32", "fp16" or "bf16".
-    accumulate: --accum_steps > 1 (adds a float32 gradient sum per weight).
-
-  Returns:
-    a `StepMemory`.
-  """
-  _check(task_kind, precision)
-  sizes = ModelSizes.of(xlnet_config)
-  rows = micro_batch * SEQUENCES_PER_EXAMPLE[task_kind]
-  params = param_count(sizes, task_kind)
-  n = _shapes(sizes, seq_len, rows)
-  c = PRECISION_BYTES[precision]
-  state = {
-      "weights": params * _F32,
-      "adam slots": 2 * params * _F32,
-      # constants the step's function holds from its first run: grappler
-      # folds the positional encodings [2 len, bsz, d_model] (scaled for
-      # dropout) and the self-visibility matrix [len, len]; its memory
-      # optimizer may turn one layer's sum of the score terms into an
-      # accumulation on a temporary variable whose zero initializer is a
-      # constant of the scores' shape
-      "folded constants": 2 * n["d"] * c + seq_len * seq_len * c,
-      "score-sum constant": n["s"] * c,
-  }
-  below = embedding_activation_terms(sizes, seq_len, rows, precision)
-  end = {"gradients": params * _F32}
-  if accumulate:
-    # `Trainer._accumulate`'s float32 sums live through every micro-step
-    below["gradient sums"] = end["gradient sums"] = params * _F32
-  layers_below = sizes.n_layer - 1
-  for name, value in layer_activation_terms(sizes, seq_len, rows,
-                                            precision).items():
-    below[f"layers: {name}"] = value * layers_below
-  if precision != "fp32":
-    below["layers: weight copies"] = (
-        sizes.n_layer * layer_matrix_params(sizes)
-        * PRECISION_BYTES[precision])
-  top = top_layer_phases(sizes, task_kind, seq_len, rows, precision)
-  return StepMemory(state, below, top, end)
-
-
 def step_peak_bytes(xlnet_config, task_kind, seq_len, micro_batch, precision,
                     accumulate=False, terms=PUBLISHED):
   """Estimated peak bytes per device of one fine-tuning training step (see
-  `step_memory`) on a device whose additions are `terms`."""
-  return step_memory(xlnet_config, task_kind, seq_len, micro_batch,
-                     precision, accumulate).device_peak_bytes(terms)
+  `memory_model.step_memory`) on a device whose additions are `terms`."""
+  return memory_model.step_memory(
+      xlnet_config, task_kind, seq_len, micro_batch, precision,
+      accumulate).device_peak_bytes(terms)
 
 
 ################################################################################
@@ -426,9 +92,10 @@ def fit_terms(points, source):
   """
   steps = []
   for p in points:
-    est = step_memory(p["config"], p["task_kind"], p["seq_len"],
-                      p["micro_batch"], p["precision"], p["accumulate"])
-    steps.append((est, p["peak_bytes"] / ALLOCATOR_OVERHEAD))
+    est = memory_model.step_memory(
+        p["config"], p["task_kind"], p["seq_len"], p["micro_batch"],
+        p["precision"], p["accumulate"])
+    steps.append((est, p["peak_bytes"] / memory_model.ALLOCATOR_OVERHEAD))
   best = None
   for quarter in range(0, 41):
     copies = quarter / 4
@@ -436,8 +103,9 @@ def fit_terms(points, source):
         (peak - sum(e.state.values()) - copies * e.state["weights"])
         / e.activation_bytes for e, peak in steps))
     terms = DeviceTerms(factor, copies, source)
-    excess = sum(e.device_peak_bytes(terms) / ALLOCATOR_OVERHEAD - peak
-                 for e, peak in steps)
+    excess = sum(
+        e.device_peak_bytes(terms) / memory_model.ALLOCATOR_OVERHEAD - peak
+        for e, peak in steps)
     if best is None or excess < best[0]:
       best = (excess, terms)
   return best[1]
@@ -460,7 +128,7 @@ def read_calibration(path):
     if not points:
       raise ValueError("no measured points")
     for p in points:
-      _check(p["task_kind"], p["precision"])
+      memory_model.check(p["task_kind"], p["precision"])
       if not p["peak_bytes"] > 0:
         raise ValueError(f"peak_bytes {p['peak_bytes']!r} is not > 0")
     return fit_terms(points, f"calibration file {path} (measured on "
@@ -519,8 +187,9 @@ class AccumulationPlan:
 
   def summary(self):
     """One line: the split and the estimate."""
-    rows = SEQUENCES_PER_EXAMPLE[self.task_kind]
-    unit = "questions (x4 sequences)" if rows > 1 else "sequences"
+    kind = task_kinds.get(self.task_kind)
+    rows = kind.sequences_per_example
+    unit = kind.examples + (f" (x{rows} sequences)" if rows > 1 else "")
     return (f"{self.task_kind} {self.global_batch} x {self.seq_len} "
             f"{self.precision}: {self.micro_batch} {unit} per device x "
             f"{self.replicas} device(s) x {self.accum_steps} accumulation "
@@ -569,7 +238,7 @@ def plan_accumulation(xlnet_config, task_kind, seq_len, global_batch,
 
   Args:
     xlnet_config: an `XLNetConfig` (or a dict of its keys).
-    task_kind: "classifier", "squad" or "race".
+    task_kind: a kind of `task_kinds` ("classifier", "squad", "race").
     seq_len: tokens per sequence.
     global_batch: examples per optimizer step over all replicas (RACE:
       questions).
@@ -586,13 +255,11 @@ def plan_accumulation(xlnet_config, task_kind, seq_len, global_batch,
     ValueError: on a bad argument, a global batch that the replicas do not
       divide, or when even one example per micro-step does not fit.
   """
-  _check(task_kind, precision)
+  memory_model.check(task_kind, precision)
   _positive_int("seq_len", seq_len)
   _positive_int("global_batch", global_batch)
   _positive_int("replicas", replicas)
-  if not device_memory_gb or device_memory_gb <= 0:
-    raise ValueError(f"device_memory_gb must be > 0, got "
-                     f"{device_memory_gb!r}")
+  validation.check_value("device_memory_gb", device_memory_gb)
   if global_batch % replicas:
     raise ValueError(
         f"global batch {global_batch} is not a multiple of {replicas} "

@@ -18,14 +18,15 @@ import dataclasses
 from typing import Optional
 
 from xlnet import program_defaults
+from xlnet import task_kinds
 from xlnet import validation
 
-CLASSIFIER = "run_classifier.py"
-SQUAD = "run_squad.py"
-RACE = "run_race.py"
-
-# The kind of each program's task, as the fine-tuning memory model names it.
-TASK_KINDS = {CLASSIFIER: "classifier", SQUAD: "squad", RACE: "race"}
+# The programs that run the tables' tasks.
+CLASSIFIER = task_kinds.CLASSIFIER.script
+SQUAD = task_kinds.SQUAD.script
+RACE = task_kinds.RACE.script
+# The kind (`task_kinds`) of each program's task.
+_KIND_OF_PROGRAM = {kind.script: kind.name for kind in task_kinds.KINDS}
 
 # Where the figures are printed. "Release README": the results section of
 # zihangdai/xlnet's README (its XLNet-Base rows added in commit 7230e1e).
@@ -58,8 +59,9 @@ RACE_SCRIPT = "release scripts/tpu_race_large_bsz32.sh"
 # Adam epsilon as the release's commands ran: run_classifier.py's default
 # (1e-8; the README's STS-B and IMDB commands do not pass it), run_squad.py's
 # and run_race.py's scripts pass 1e-6 (our programs' defaults).
-CLASSIFIER_EPSILON = program_defaults.of("run_classifier")["adam_epsilon"]
-QA_EPSILON = program_defaults.of("run_squad")["adam_epsilon"]
+CLASSIFIER_EPSILON = program_defaults.of(
+    task_kinds.CLASSIFIER.program)["adam_epsilon"]
+QA_EPSILON = program_defaults.of(task_kinds.SQUAD.program)["adam_epsilon"]
 
 # reproduce.py's flags that replace every task's setting: (name, type, what).
 OVERRIDE_FLAGS = (
@@ -151,8 +153,9 @@ class Task:
 
   @property
   def kind(self):
-    """"classifier", "squad" or "race"."""
-    return TASK_KINDS[self.program]
+    """The name of its program's kind (`task_kinds`): "classifier",
+    "squad" or "race"."""
+    return _KIND_OF_PROGRAM[self.program]
 
   def settings(self, model_size):
     """Settings for "large" or "base"."""

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from xlnet import errors
 from xlnet import model as model_lib
+from xlnet import task_kinds
 from xlnet import validation
 from xlnet.downloads import sources as download_sources
 from xlnet.reproduce import memory_plan
@@ -500,8 +501,9 @@ def plan_line(run, cfg):
   target = run.task.target(cfg.model_size)
   aim = ("no published target" if target is None else
          f"target {target.value} ({target.source})")
-  unit = (" (questions, 4 sequences each)" if run.task.kind == "race"
-          else "")
+  kind = task_kinds.get(run.task.kind)
+  rows = kind.sequences_per_example
+  unit = f" ({kind.examples}, {rows} sequences each)" if rows > 1 else ""
   return f"# {run.name}: {run.plan.describe()}{unit}; {aim}"
 
 

@@ -15,9 +15,8 @@ import re
 from absl import logging
 import tensorflow as tf
 
+from xlnet import validation
 from xlnet.training import config as config_lib
-
-_DECAY_METHODS = ("poly", "cos")
 
 # Variables whose name matches one of these are not weight-decayed ...
 _NO_DECAY_PATTERNS = ("LayerNorm", "layer_norm", "bias")
@@ -58,17 +57,15 @@ def learning_rate_schedule(global_step, learning_rate, warmup_steps,
     float32 scalar tensor.
 
   Raises:
-    ValueError: on an unknown `decay_method` or out-of-range arguments.
+    ValueError: one line naming the first setting that breaks its rule
+      (`xlnet/validation.py`: an unknown `decay_method`, a value out of
+      range).
   """
-  if decay_method not in _DECAY_METHODS:
-    raise ValueError(f"decay_method must be one of {_DECAY_METHODS}, "
-                     f"got {decay_method!r}")
-  if warmup_steps < 0:
-    raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
-  if train_steps <= 0:
-    raise ValueError(f"train_steps must be > 0, got {train_steps}")
-  if not 0.0 <= min_lr_ratio <= 1.0:
-    raise ValueError(f"min_lr_ratio must be in [0, 1], got {min_lr_ratio}")
+  for name, value in (("decay_method", decay_method),
+                      ("warmup_steps", warmup_steps),
+                      ("train_steps", train_steps),
+                      ("min_lr_ratio", min_lr_ratio)):
+    validation.check_value(name, value)
 
   step = tf.cast(global_step, tf.float32)
   # A run that is all warmup never reaches the decay branch; keep it finite.

@@ -1,5 +1,6 @@
-"""The processor of each dataset, by family, and `make_processor`, which
-picks one by task name (the base classes: `classifier/processors.py`).
+"""The processor of each family of datasets, and `make_processor`, which
+makes a task's processor from its entry of `classifier/tasks.py` (the base
+classes: `classifier/processors.py`).
 
   * GLUE (tab-separated, no quoting): cola, sst-2, mrpc, qqp, sts-b,
     mnli_matched, mnli_mismatched, qnli, rte, wnli.
@@ -8,126 +9,22 @@ picks one by task name (the base classes: `classifier/processors.py`).
   * aclImdb: imdb.
   * Your own files: tsv / csv.
 """
-import functools
 import hashlib
 import os
 
 from absl import logging
 import tensorflow as tf
 
-from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import record_cache
 from xlnet.finetuning.classifier import processors as classifier_processors
-
-
-################################################################################
-# GLUE.
-################################################################################
-def _glue_files(dev="dev.tsv", test="test.tsv"):
-  return {"train": "train.tsv", "dev": dev, "test": test}
+from xlnet.finetuning.classifier import tasks as classifier_tasks
 
 
 class GlueProcessor(classifier_processors.TableProcessor):
-  """GLUE tasks: tab-separated tables, no quoting; test ids in column 0."""
+  """GLUE tasks: tab-separated tables, no quoting; test ids in column 0
+  (predictions in the GLUE submission format)."""
 
   glue_task = True
-  files = _glue_files()
-
-  @classmethod
-  def same_layout(cls, text_a, text_b, label, test_a, test_b,
-                  train_header=True):
-    """Columns of train/dev (one layout) and test (id in column 0, header
-    row, no label)."""
-    train = classifier_processors.Columns(text_a, text_b, label, header=train_header)
-    test = classifier_processors.Columns(test_a, test_b, None, guid=0, header=True)
-    return {"train": train, "dev": train, "test": test}
-
-
-class ColaProcessor(GlueProcessor):
-  name = "cola"
-  labels = ["0", "1"]
-  metrics = ("accuracy", "mcc")
-  primary_metric = "mcc"
-  layout = ("GLUE CoLA: train/dev without header: source, label, mark, "
-            "sentence; test: index, sentence")
-  columns = GlueProcessor.same_layout(3, None, 1, 1, None,
-                                      train_header=False)
-
-
-class Sst2Processor(GlueProcessor):
-  name = "sst-2"
-  labels = ["0", "1"]
-  layout = "GLUE SST-2: sentence, label; test: index, sentence"
-  columns = GlueProcessor.same_layout(0, None, 1, 1, None)
-
-
-class MrpcProcessor(GlueProcessor):
-  name = "mrpc"
-  labels = ["0", "1"]
-  metrics = ("accuracy", "f1")
-  layout = ("GLUE MRPC: Quality, #1 ID, #2 ID, #1 String, #2 String; test: "
-            "index, #1 ID, #2 ID, #1 String, #2 String")
-  columns = GlueProcessor.same_layout(3, 4, 0, 3, 4)
-
-
-class QqpProcessor(GlueProcessor):
-  name = "qqp"
-  labels = ["0", "1"]
-  metrics = ("accuracy", "f1")
-  layout = ("GLUE QQP: id, qid1, qid2, question1, question2, is_duplicate; "
-            "test: id, question1, question2")
-  columns = GlueProcessor.same_layout(3, 4, 5, 1, 2)
-  # The GLUE copy of QQP holds a few questions broken over two lines.
-  skip_bad_lines = True
-
-
-class StsbProcessor(GlueProcessor):
-  name = "sts-b"
-  labels = None
-  metrics = ("pearsonr", "spearmanr")
-  primary_metric = "pearsonr"
-  layout = ("GLUE STS-B: index, genre, filename, year, old_index, source1, "
-            "source2, sentence1, sentence2, score (test: no score)")
-  columns = GlueProcessor.same_layout(7, 8, 9, 7, 8)
-
-
-class MnliMatchedProcessor(GlueProcessor):
-  """MNLI with the matched dev/test sets; the label is the last column."""
-  name = "mnli_matched"
-  labels = ["contradiction", "entailment", "neutral"]
-  files = _glue_files("dev_matched.tsv", "test_matched.tsv")
-  layout = ("GLUE MNLI: sentence1 and sentence2 in columns 8 and 9, "
-            "gold_label last (12 columns in train, 16 in dev, 10 in test)")
-  columns = {"train": classifier_processors.Columns(8, 9, -1, header=True, min_columns=12),
-             "dev": classifier_processors.Columns(8, 9, -1, header=True, min_columns=16),
-             "test": classifier_processors.Columns(8, 9, None, guid=0, header=True,
-                             min_columns=10)}
-
-
-class MnliMismatchedProcessor(MnliMatchedProcessor):
-  name = "mnli_mismatched"
-  files = _glue_files("dev_mismatched.tsv", "test_mismatched.tsv")
-
-
-class QnliProcessor(GlueProcessor):
-  name = "qnli"
-  labels = ["entailment", "not_entailment"]
-  layout = "GLUE QNLI: index, question, sentence, label (test: no label)"
-  columns = GlueProcessor.same_layout(1, 2, 3, 1, 2)
-
-
-class RteProcessor(GlueProcessor):
-  name = "rte"
-  labels = ["entailment", "not_entailment"]
-  layout = "GLUE RTE: index, sentence1, sentence2, label (test: no label)"
-  columns = GlueProcessor.same_layout(1, 2, 3, 1, 2)
-
-
-class WnliProcessor(GlueProcessor):
-  name = "wnli"
-  labels = ["0", "1"]
-  layout = "GLUE WNLI: index, sentence1, sentence2, label (test: no label)"
-  columns = GlueProcessor.same_layout(1, 2, 3, 1, 2)
 
 
 ################################################################################
@@ -140,26 +37,10 @@ class ZhangCsvProcessor(classifier_processors.TableProcessor):
   cleaned as the release cleaned Yelp-5 (see `clean_text`); the files'
   `\\n` escapes stay literal. With a title column, the title and the body
   form a pair (the body alone when the title is blank).
-
-  Args:
-    name: the task name (a key of `ZHANG_CSV_TASKS`).
-    n_class: classes, labelled "1" to `n_class`.
-    has_title: column 1 is a title and column 2 the text (else column 1 is
-      the text).
   """
 
   delimiter = ","
   quoting = True
-  files = {"train": "train.csv", "dev": "test.csv", "test": "test.csv"}
-
-  def __init__(self, name, n_class, has_title):
-    self.name = name
-    self.labels = [str(i) for i in range(1, n_class + 1)]
-    cols = classifier_processors.Columns(1, 2 if has_title else None, 0)
-    self.columns = {split: cols for split in classifier_processors.SPLITS}
-    fields = "class, title, text" if has_title else "class, text"
-    self.layout = (f"{name}: CSV rows '{fields}' with class 1-{n_class}, in "
-                   "train.csv and test.csv")
 
   def clean_text(self, text):
     """The release's Yelp-5 cleaning of a parsed CSV field: `""` -> `"`,
@@ -173,12 +54,6 @@ class ZhangCsvProcessor(classifier_processors.TableProcessor):
     return example
 
 
-# Each dataset: its classes, and whether a title column precedes the text.
-ZHANG_CSV_TASKS = {"yelp5": (5, False), "yelp2": (2, False),
-                   "amazon5": (5, True), "amazon2": (2, True),
-                   "dbpedia": (14, True), "ag_news": (4, True)}
-
-
 ################################################################################
 # IMDB (aclImdb).
 ################################################################################
@@ -190,17 +65,12 @@ class ImdbProcessor(classifier_processors.DataProcessor):
   order.
   """
 
-  name = "imdb"
-  labels = ["neg", "pos"]
-  layout = "aclImdb: {train,test}/{neg,pos}/*.txt"
-  _dirs = {"train": "train", "dev": "test", "test": "test"}
-
   def _label_dirs(self, data_dir, split):
     """{label: directory} of `split`, checked to exist."""
     classifier_processors.check_split(split)
     dirs = {}
     for label in self.labels:
-      path = os.path.join(data_dir, self._dirs[split], label)
+      path = os.path.join(data_dir, self.files[split], label)
       if not tf.io.gfile.isdir(path):
         raise ValueError(f"--data_dir={data_dir}: expected the directory "
                          f"{path} ({self.layout}), not found")
@@ -235,7 +105,8 @@ class ImdbProcessor(classifier_processors.DataProcessor):
       except UnicodeDecodeError:
         raise ValueError(f"{path} is not UTF-8 text") from None
       text = text.strip().replace("<br />", " ")
-      examples.append(classifier_processors.InputExample(f"{label}/{name}", text, None, label))
+      examples.append(classifier_processors.InputExample(
+          f"{label}/{name}", text, None, label))
     return examples
 
 
@@ -273,15 +144,13 @@ class UserTableProcessor(classifier_processors.TableProcessor):
   sorted distinct labels of the train file. Test files need no label column.
   """
 
-  def __init__(self, kind, label_column="label", text_a_column="text_a",
+  def __init__(self, task, label_column="label", text_a_column="text_a",
                text_b_column=None, contains_header=None, label_list=None,
                is_regression=False):
-    if kind not in ("tsv", "csv"):
-      raise ValueError(f"unknown table kind {kind!r}")
-    self.name = kind
+    super().__init__(task)
+    kind = task.name
     self.delimiter = "\t" if kind == "tsv" else ","
     self.quoting = kind == "csv"
-    self.files = {split: f"{split}.{kind}" for split in classifier_processors.SPLITS}
     self.layout = (f"{kind} task: {{train,dev,test}}.{kind} with label "
                    f"column {label_column!r}, text_a {text_a_column!r}, "
                    f"text_b {text_b_column!r}")
@@ -302,8 +171,6 @@ class UserTableProcessor(classifier_processors.TableProcessor):
     self.metrics = (("pearsonr", "spearmanr") if is_regression
                     else ("accuracy",))
     self.primary_metric = self.metrics[0]
-    self.labels = None
-    self.columns = None
 
   @property
   def is_regression(self):
@@ -347,7 +214,8 @@ class UserTableProcessor(classifier_processors.TableProcessor):
     if not with_label:
       spec["label"] = None
     if self.header and any(isinstance(v, str) for v in spec.values()):
-      first = next(classifier_processors.read_rows(path, self.delimiter, self.quoting), None)
+      first = next(classifier_processors.read_rows(
+          path, self.delimiter, self.quoting), None)
       header = [h.strip() for h in first[1]] if first else []
       for key, value in spec.items():
         if isinstance(value, str):
@@ -355,8 +223,8 @@ class UserTableProcessor(classifier_processors.TableProcessor):
             raise ValueError(f"{path}: no column named {value!r} in the "
                              f"header row {header} (--{key}_column)")
           spec[key] = header.index(value)
-    return classifier_processors.Columns(spec["text_a"], spec["text_b"], spec["label"],
-                   header=self.header)
+    return classifier_tasks.Columns(spec["text_a"], spec["text_b"],
+                                    spec["label"], header=self.header)
 
   def table_columns(self, path, split):
     return self._columns_for(path, with_label=split != "test")
@@ -369,24 +237,18 @@ class UserTableProcessor(classifier_processors.TableProcessor):
 ################################################################################
 # Registry.
 ################################################################################
-# Task name -> a function making its processor.
-PROCESSORS = {p.name: p for p in (
-    ColaProcessor, Sst2Processor, MrpcProcessor, QqpProcessor, StsbProcessor,
-    MnliMatchedProcessor, MnliMismatchedProcessor, QnliProcessor, RteProcessor,
-    WnliProcessor, ImdbProcessor)}
-PROCESSORS.update({name: functools.partial(ZhangCsvProcessor, name, *facts)
-                   for name, facts in ZHANG_CSV_TASKS.items()})
-USER_TASKS = finetune_config.CLASSIFIER_USER_TASKS
-# (Listed in the config, which the flags read without TensorFlow; a test
-# keeps it equal to PROCESSORS' names.)
-TASK_NAMES = finetune_config.CLASSIFIER_TASKS
+# Each family of `classifier/tasks.py`: the processor of its tasks.
+PROCESSORS = {classifier_tasks.GLUE: GlueProcessor,
+              classifier_tasks.ZHANG_CSV: ZhangCsvProcessor,
+              classifier_tasks.ACL_IMDB: ImdbProcessor,
+              classifier_tasks.YOURS: UserTableProcessor}
 
 
 def make_processor(task_name, **user_options):
   """The processor of `task_name` (case-insensitive).
 
   Args:
-    task_name: one of TASK_NAMES.
+    task_name: one of `classifier_tasks.NAMES`.
     **user_options: for "tsv"/"csv" only, the `UserTableProcessor` options
       (label_column, text_a_column, text_b_column, contains_header,
       label_list, is_regression); ignored for the other tasks.
@@ -394,8 +256,7 @@ def make_processor(task_name, **user_options):
   Raises:
     ValueError: on an unknown task.
   """
-  finetune_config.check_task_name(task_name)
-  name = task_name.lower()
-  if name in USER_TASKS:
-    return UserTableProcessor(name, **user_options)
-  return PROCESSORS[name]()
+  task = classifier_tasks.get(task_name)
+  if task.family == classifier_tasks.YOURS:
+    return UserTableProcessor(task, **user_options)
+  return PROCESSORS[task.family](task)

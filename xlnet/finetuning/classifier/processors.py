@@ -1,6 +1,7 @@
 """What a task processor is: labelled text examples read from a dataset's
 files (`InputExample`, `DataProcessor`, `TableProcessor` and the reading
-helpers); the processor of each dataset is in `classifier/datasets.py`.
+helpers); the processor of each family of datasets is in
+`classifier/datasets.py`, each task's facts in `classifier/tasks.py`.
 
 A processor turns the files of one task in `data_dir` into `InputExample`s
 for the splits "train", "dev" and "test", and knows the task's labels (None
@@ -25,8 +26,8 @@ from absl import logging
 import tensorflow as tf
 
 from xlnet.finetuning import record_cache
+from xlnet.finetuning.classifier import tasks as classifier_tasks
 
-SPLITS = ("train", "dev", "test")
 _DELIMITER_NAMES = {"\t": "tab", ",": "comma"}
 
 
@@ -54,7 +55,8 @@ class InputExample:
 
 
 class DataProcessor:
-  """Base class: the splits, labels and metrics of one task.
+  """Base class: the splits, labels and metrics of one task, made from its
+  entry of `classifier/tasks.py`.
 
   Attributes:
     name: the task name (`--task_name`).
@@ -62,17 +64,24 @@ class DataProcessor:
     metrics: names of the metrics reported on the dev split, see
       `xlnet.finetuning.classifier.metrics`.
     primary_metric: the metric that picks the best checkpoint.
+    layout: the task's files in words (for the errors about its data).
+    files: split -> its file or directory (under `data_dir`).
     glue_task: True for GLUE tasks (predictions in the GLUE submission
       format).
     pairs: True when the examples are text pairs (a text_b).
   """
 
-  name = None
-  labels = None
-  metrics = ("accuracy",)
-  primary_metric = "accuracy"
   glue_task = False
   pairs = False
+
+  def __init__(self, task):
+    """`task`: the task's `classifier_tasks.Task`."""
+    self.name = task.name
+    self.labels = None if task.labels is None else list(task.labels)
+    self.metrics = task.metrics
+    self.primary_metric = task.primary_metric
+    self.layout = task.layout
+    self.files = task.files
 
   @property
   def is_regression(self):
@@ -157,8 +166,9 @@ class DataProcessor:
 
 
 def check_split(split):
-  if split not in SPLITS:
-    raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
+  if split not in classifier_tasks.SPLITS:
+    raise ValueError(f"unknown split {split!r}; expected one of "
+                     f"{classifier_tasks.SPLITS}")
 
 
 def open_text(path):
@@ -220,46 +230,21 @@ def read_rows(path, delimiter, quoting):
                        f"({e})") from None
 
 
-class Columns:
-  """Where the fields of one split live in its table.
-
-  Attributes:
-    text_a: int column index (negative counts from the end).
-    text_b: int or None.
-    label: int or None (test files have no labels).
-    guid: int column holding the example id, or None for the 0-based row
-      number among the examples.
-    min_columns: rows with fewer fields are malformed.
-    header: bool, the first row is a header.
-  """
-
-  def __init__(self, text_a, text_b=None, label=None, guid=None,
-               min_columns=None, header=False):
-    self.text_a = text_a
-    self.text_b = text_b
-    self.label = label
-    self.guid = guid
-    used = [c for c in (text_a, text_b, label, guid) if c is not None]
-    self.min_columns = min_columns or max(
-        [c + 1 if c >= 0 else -c for c in used])
-    self.header = header
-
-
 class TableProcessor(DataProcessor):
-  """A task stored as one table (TSV or CSV) per split.
-
-  Subclasses set `files` (split -> file name), `columns` (split -> Columns),
-  `delimiter`, `quoting`, `layout` (a description for error messages) and
-  optionally `skip_bad_lines` (log and skip rows with too few fields instead
-  of failing: the GLUE copy of QQP has a few such rows).
+  """A task stored as one table (TSV or CSV) per split: the task's `files`
+  (split -> file name), `columns` (split -> `classifier_tasks.Columns`) and
+  `skip_bad_lines` (log and skip rows with too few fields instead of
+  failing: the GLUE copy of QQP has a few such rows); a family's
+  `delimiter` and `quoting`.
   """
 
-  files = None
-  columns = None
   delimiter = "\t"
   quoting = False
-  layout = None
-  skip_bad_lines = False
+
+  def __init__(self, task):
+    super().__init__(task)
+    self.columns = task.columns
+    self.skip_bad_lines = task.skip_bad_lines
 
   @property
   def pairs(self):
