@@ -195,24 +195,20 @@ SIGNATURES = [
      [("monitor_dict", REQUIRED), ("model_dir", REQUIRED), ("prefix", ""),
       ("reduce_fn", None)]),
     # function_builder.py: two_stream_loss, get_loss
-    ("function_builder", "two_stream_loss",
-     [("FLAGS", REQUIRED), ("features", REQUIRED), ("labels", REQUIRED),
-      ("mems", REQUIRED), ("is_training", REQUIRED)]),
-    ("function_builder", "get_loss",
-     [("FLAGS", REQUIRED), ("features", REQUIRED), ("labels", REQUIRED),
-      ("mems", REQUIRED), ("is_training", REQUIRED)]),
+    *[("function_builder", name,
+       [("FLAGS", REQUIRED), ("features", REQUIRED), ("labels", REQUIRED),
+        ("mems", REQUIRED), ("is_training", REQUIRED)])
+      for name in ("two_stream_loss", "get_loss")],
     # function_builder.py: get_classification_loss
     ("function_builder", "get_classification_loss",
      [("FLAGS", REQUIRED), ("features", REQUIRED), ("n_class", REQUIRED),
       ("is_training", REQUIRED)]),
     # function_builder.py: get_regression_loss, get_qa_outputs,
     # get_race_loss
-    ("function_builder", "get_regression_loss",
-     [("FLAGS", REQUIRED), ("features", REQUIRED), ("is_training", REQUIRED)]),
-    ("function_builder", "get_qa_outputs",
-     [("FLAGS", REQUIRED), ("features", REQUIRED), ("is_training", REQUIRED)]),
-    ("function_builder", "get_race_loss",
-     [("FLAGS", REQUIRED), ("features", REQUIRED), ("is_training", REQUIRED)]),
+    *[("function_builder", name,
+       [("FLAGS", REQUIRED), ("features", REQUIRED),
+        ("is_training", REQUIRED)])
+      for name in ("get_regression_loss", "get_qa_outputs", "get_race_loss")],
     # model_utils.py: configure_tpu, init_from_checkpoint, get_train_op
     ("model_utils", "configure_tpu", [("FLAGS", REQUIRED)]),
     ("model_utils", "init_from_checkpoint",
