@@ -25,6 +25,7 @@ from xlnet.finetuning.squad import head as squad_head
 from xlnet.finetuning.squad import task as squad_task
 from xlnet.flags import catalog
 from xlnet.flags import configs
+from xlnet.training import progress
 from xlnet.training import tpu_estimator
 from xlnet.training import warm_start
 
@@ -64,7 +65,8 @@ def construct_scalar_host_call(monitor_dict, model_dir, prefix="",
         tf.equal(step % _HOST_CALL_EVERY, 0)):
       for name, value in zip(names, values):
         scalar = value[0] if reduce_fn is None else reduce_fn(value)
-        tf.compat.v2.summary.scalar(prefix + name, scalar, step=step)
+        progress.write_scalar(prefix + name, tf.cast(scalar, tf.float32),
+                              step)
       return tf.compat.v1.summary.all_v2_summary_ops()
 
   global_step = tf.compat.v1.train.get_or_create_global_step()

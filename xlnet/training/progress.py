@@ -123,14 +123,20 @@ def interrupted(signum, step, model_dir):
 def write_scalars(writer, values, step):
   """Writes {tag: float} as TensorBoard scalars at `step` and flushes."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  with writer.as_default():
+    for tag, value in values.items():
+      write_scalar(tag, tf.constant(float(value), tf.float32), step)
+  writer.flush()
+
+
+def write_scalar(tag, value, step):
+  """Writes a float32 scalar tensor to the default summary writer as a
+  TensorBoard scalar at `step` (eagerly, or an op in a graph)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   metadata = tf.compat.v1.SummaryMetadata(
       plugin_data=tf.compat.v1.SummaryMetadata.PluginData(
           plugin_name="scalars")).SerializeToString()
-  with writer.as_default():
-    for tag, value in values.items():
-      tf.summary.write(tag, tf.constant(float(value), tf.float32), step=step,
-                       metadata=metadata)
-  writer.flush()
+  return tf.summary.write(tag, value, step=step, metadata=metadata)
 
 
 ################################################################################
