@@ -6,17 +6,28 @@ As a module it keeps the release's names for users who import it
 (`data_utils.get_input_fn`, `data_utils.create_data`, ...); the library
 itself imports the modules of `xlnet/data/` directly.
 """
-import importlib
-
 from absl import flags
 from absl import logging
 
+from xlnet.data import prepro_utils
 from xlnet.programs import cli
+from xlnet.programs import release_names
 from xlnet.flags import tool_catalog
 
+# The release's constants: its special symbols' ids, and the vocabulary size
+# of the released models (`n_token` of xlnet/configs/xlnet_base.json).
+special_symbols = dict(zip(prepro_utils.SPECIAL_SYMBOLS,
+                           range(len(prepro_utils.SPECIAL_SYMBOLS))))
+VOCAB_SIZE = 32000
+
 # The release's names, each from the module that holds it now; imported on
-# first use (module __getattr__), so that --help needs no TensorFlow.
+# first use, so that --help needs no TensorFlow.
 _RELEASE_NAMES = {
+    "UNK_ID": "xlnet.data.prepro_utils",
+    "CLS_ID": "xlnet.data.prepro_utils",
+    "SEP_ID": "xlnet.data.prepro_utils",
+    "MASK_ID": "xlnet.data.prepro_utils",
+    "EOD_ID": "xlnet.data.prepro_utils",
     "find_record_files": "xlnet.data.input_pipeline",
     "get_input_fn": "xlnet.data.input_pipeline",
     "make_parser": "xlnet.data.perm_features",
@@ -29,16 +40,13 @@ _RELEASE_NAMES = {
     "create_data": "xlnet.data.record_writer",
     "batchify": "xlnet.data.token_stream",
 }
-
-
-def __getattr__(name):
-  if name not in _RELEASE_NAMES:
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-  return getattr(importlib.import_module(_RELEASE_NAMES[name]), name)
-
-
-def __dir__():
-  return sorted(list(globals()) + list(_RELEASE_NAMES))
+# The release's steps of create_data and get_input_fn, not offered alone.
+_STEPS = ("data_utils.create_data(input_glob, sp_path, save_dir, ...) or "
+          "data_utils.get_input_fn(...), whose step it is")
+_NOT_OFFERED = dict.fromkeys(
+    ("create_tfrecords", "parse_files_to_dataset", "get_dataset"), _STEPS)
+__getattr__, __dir__ = release_names.module_attributes(
+    __name__, globals(), _RELEASE_NAMES, _NOT_OFFERED)
 
 
 def main(argv):

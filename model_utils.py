@@ -15,13 +15,34 @@ checkpoints listed in DIR/checkpoint and writes them to DIR/model.ckpt.
 rollback_ckpt makes a training directory whose newest checkpoint is damaged
 resume from its newest intact checkpoint (or from step N): the newer files are
 moved into DIR/quarantine/, nothing is deleted.
+
+As a module it keeps the release's names for scripts that import it
+(`model_utils.get_train_op(FLAGS, total_loss)`, `init_from_checkpoint`,
+`configure_tpu`, `avg_checkpoints`, ...), imported on first use.
 """
 from absl import flags
 
 from xlnet.programs import cli
+from xlnet.programs import release_names
 from xlnet.flags import tool_catalog
 
 FLAGS = flags.FLAGS
+
+# The release's functions, each from the module that holds it now; imported
+# on first use, so that --help needs no TensorFlow.
+_RELEASE_NAMES = {
+    "configure_tpu": "xlnet.flags.release_api",
+    "init_from_checkpoint": "xlnet.flags.release_api",
+    "get_train_op": "xlnet.flags.release_api",
+    "get_assignment_map_from_checkpoint": "xlnet.training.warm_start",
+    "clean_ckpt": "xlnet.training.checkpoint_tools",
+    "avg_checkpoints": "xlnet.training.checkpoint_tools",
+}
+_NOT_OFFERED = {"AdamWeightDecayOptimizer": (
+    "model_utils.get_train_op(FLAGS, total_loss), whose Adam or AdamW "
+    "(--weight_decay) is xlnet/training/optimizer.py's")}
+__getattr__, __dir__ = release_names.module_attributes(
+    __name__, globals(), _RELEASE_NAMES, _NOT_OFFERED)
 
 _COMMANDS = ("clean_ckpt", "avg_checkpoints", "rollback_ckpt")
 

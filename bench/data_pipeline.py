@@ -51,6 +51,7 @@ from xlnet.data import pretrain_examples  # noqa: E402
 from xlnet.data import record_writer  # noqa: E402
 from xlnet.data import spm_train  # noqa: E402
 from xlnet.data import token_stream  # noqa: E402
+from xlnet.data import worker_pool  # noqa: E402
 from xlnet.data.prepro_utils import CLS_ID, SEP_ID  # noqa: E402
 from xlnet.training import config as train_config  # noqa: E402
 
@@ -367,7 +368,7 @@ def writer_stages(paths, sp_path):
   cfg = dict(README, use_eod=True)
   rng = np.random.RandomState([0, 0, 1])
   start = time.time()
-  with record_writer.worker_processes(1, encoder) as workers:
+  with worker_pool.worker_processes(1, encoder) as workers:
     data, sent = record_writer.build_stream(paths, workers, True, rng)
   rows, sent_rows = token_stream.batchify(data, sent, 32, 16, True)
   t_encode = time.time() - start

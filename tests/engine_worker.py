@@ -76,16 +76,16 @@ def main():
     trainer.restore(resume)
   else:
     weights = np.load(args.weights)
-    trainer.load_values({k: weights[k] for k in weights.files})
+    trainer.state.load_values({k: weights[k] for k in weights.files})
   dataset = trainer.distribute(
       lambda ctx: fx.batches_dataset(rows).skip(start))
   if args.hold_after:
     trainer.train(dataset, args.hold_after, save_steps=args.save_steps)
     time.sleep(600)
   trainer.train(dataset, args.steps, save_steps=args.save_steps)
-  np.savez(args.out, **trainer.state_values(),
+  np.savez(args.out, **trainer.state.values(),
            **{f"mem_{i}": m for i, m in enumerate(
-               trainer.replica_memories()[trainer.local_replica_ids[0]])},
+               trainer.state.replica_memories()[trainer.local_replica_ids[0]])},
            replica=np.int64(trainer.local_replica_ids[0]))
 
 

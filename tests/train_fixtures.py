@@ -239,7 +239,7 @@ def train_batches(trainer, host_batches, steps, weights=None):
   per_core = per_core_batches(host_batches, trainer.num_replicas)
   trainer.build(batches_dataset(per_core[:1]).element_spec)
   if weights is not None:
-    trainer.load_values(weights)
+    trainer.state.load_values(weights)
   dataset = trainer.distribute(lambda ctx: batches_dataset(per_core))
   outputs = []
   trainer.train(dataset, steps, on_step=lambda step, out: outputs.append(out))

@@ -1,7 +1,7 @@
 """xlnet-tf: XLNet pretraining and fine-tuning in TensorFlow.
 
 Public API (names follow the original release):
-    from xlnet import XLNetConfig, RunConfig, XLNetModel
+    from xlnet import XLNetConfig, RunConfig, XLNetModel, create_run_config
     from xlnet import modeling
 The packages, by role: `xlnet.data` (text -> records -> input function),
 `xlnet.training` (the engine), `xlnet.pretraining` (`api.pretrain`,
@@ -56,3 +56,33 @@ def __getattr__(name):
   if name == "XLNetModel":
     return _importlib.import_module("xlnet.model").XLNetModel
   raise AttributeError(f"module 'xlnet' has no attribute '{name}'")
+
+
+def create_run_config(is_training, is_finetune, FLAGS, **resolved):  # pylint: disable=invalid-name
+  """The run's `RunConfig` from a flags object: the release's
+  `xlnet.create_run_config`, and every program's (`xlnet/flags/configs.py`).
+
+  Args:
+    is_training: the run trains (dropout on).
+    is_finetune: fine-tuning leaves mem_len/reuse_len None and
+      bi_data/same_length False; pretraining reads them from FLAGS.
+    FLAGS: an object with the model-run flags as attributes (absl's FLAGS
+      of our programs or of the release's); without `use_fp16` (the
+      release's) it is False.
+    **resolved: values that win over FLAGS (pretraining's data flags,
+      resolved against the corpus info).
+
+  Returns:
+    a `RunConfig` (checked as built).
+  """
+  kwargs = dict(
+      is_training=is_training, use_tpu=FLAGS.use_tpu,
+      use_bfloat16=FLAGS.use_bfloat16,
+      use_fp16=getattr(FLAGS, "use_fp16", False), dropout=FLAGS.dropout,
+      dropatt=FLAGS.dropatt, init=FLAGS.init, init_range=FLAGS.init_range,
+      init_std=FLAGS.init_std, clamp_len=FLAGS.clamp_len)
+  if not is_finetune:
+    kwargs.update(mem_len=FLAGS.mem_len, reuse_len=FLAGS.reuse_len,
+                  bi_data=FLAGS.bi_data, same_length=FLAGS.same_length)
+  kwargs.update(resolved)
+  return RunConfig(**kwargs)

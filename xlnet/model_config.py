@@ -36,23 +36,30 @@ class XLNetConfig:
           "ff_activation", "untie_r", "n_token"]
   _int_keys = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "n_token")
 
-  def __init__(self, json_path=None, **values):
-    """Reads the config from a JSON file, or takes the values given.
+  def __init__(self, FLAGS=None, json_path=None, **values):  # pylint: disable=invalid-name
+    """Reads the config from flags or a JSON file, or takes the values given.
 
     Args:
+      FLAGS: the release's way: an object holding `keys` as attributes
+        (absl's FLAGS of a program that defines the model's sizes), or
+        None.
       json_path: path of a JSON config (local or a `tf.io.gfile` URL), or
         None.
-      **values: exactly `keys` (when json_path is None).
+      **values: exactly `keys`.
 
     Raises:
-      ValueError: if both or neither are given, a key is missing or
-        unknown, or a value is invalid.
+      ValueError: unless exactly one of the three is given, or if a key is
+        missing or unknown, or a value is invalid.
     """
-    if (json_path is None) == (not values):
-      raise ValueError("XLNetConfig takes json_path or the values of "
-                       f"{self.keys} (one of the two)")
+    given = [FLAGS is not None, json_path is not None, bool(values)]
+    if sum(given) != 1:
+      raise ValueError("XLNetConfig takes FLAGS, json_path or the values of "
+                       f"{self.keys} (one of the three)")
     if json_path is not None:
       self.init_from_json(json_path)
+    elif FLAGS is not None:
+      self._init_from_values({k: getattr(FLAGS, k) for k in self.keys
+                              if hasattr(FLAGS, k)}, "FLAGS")
     else:
       self._init_from_values(values, "the values given")
 

@@ -1072,28 +1072,12 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
         attn_type, qlen, mlen, bsz, input_mask, perm_mask, same_length,
         tf_float)
 
-    word_emb_k, lookup_table = embedding_lookup(
-        inp_k, n_token, d_model, initializer, use_tpu=use_tpu,
-        scope="word_embedding", dtype=tf_float)
-    output_h = _dropout(word_emb_k, dropout, is_training)
-
-    output_g = None
-    if inp_q is not None:
-      with tf.compat.v1.variable_scope("mask_emb"):
-        mask_emb = _variable("mask_emb", [1, 1, d_model], tf_float)
-      if target_mapping is not None:
-        word_emb_q = tf.tile(mask_emb, [tf.shape(target_mapping)[0], bsz, 1])
-      else:
-        inp_q_ext = tf.cast(inp_q, tf_float)[:, :, None]
-        word_emb_q = inp_q_ext * mask_emb + (1 - inp_q_ext) * word_emb_k
-      output_g = _dropout(word_emb_q, dropout, is_training)
-
-    seg_mat = None
-    if seg_id is not None:
-      r_s_bias = _variable("r_s_bias", bias_shape, tf_float, initializer)
-      seg_embed = _variable("seg_embed", [n_layer, 2, n_head, d_head],
-                            tf_float, initializer)
-      seg_mat = _segment_matrix(seg_id, mlen, tf_float)
+    output_h, output_g, lookup_table = _stream_inputs(
+        inp_k, inp_q, target_mapping, bsz, n_token, d_model, initializer,
+        use_tpu, dropout, is_training, tf_float)
+    r_s_bias, seg_embed, seg_mat = _segment_inputs(
+        seg_id, mlen, bias_shape, n_layer, n_head, d_head, tf_float,
+        initializer)
 
     # Per-example positional dropout needs one encoding per batch row;
     # otherwise one (or two with bi_data) encodings are shared by the batch.
@@ -1107,49 +1091,150 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
     # With a query stream, the two streams travel stacked on the time axis
     # (content rows first): the layers' dense parts treat every row alike
     # and run once on both.
-    states = output_h if output_g is None else tf.concat([output_h,
-                                                          output_g], 0)
+    two_stream = output_g is not None
+    states = tf.concat([output_h, output_g], 0) if two_stream else output_h
+    attn = dict(r=pos_emb, seg_mat=seg_mat, d_model=d_model, n_head=n_head,
+                d_head=d_head, dropout=dropout, dropatt=dropatt,
+                is_training=is_training, kernel_initializer=initializer)
     new_mems = []
     for i in range(n_layer):
       layer_mem = mems[i] if mems is not None else None
-      content = states if output_g is None else _content_rows(states, qlen)
+      content = _content_rows(states, qlen) if two_stream else states
       new_mems.append(_cache_mem(content, layer_mem, mem_len, reuse_len))
-      if untie_r:
-        layer_biases = (r_w_bias[i], r_r_bias[i])
-      else:
-        layer_biases = (r_w_bias, r_r_bias)
-      if seg_id is not None:
-        layer_seg = (r_s_bias[i] if untie_r else r_s_bias, seg_embed[i])
-      else:
-        layer_seg = (None, None)
-
+      biases = _layer_biases(i, untie_r, r_w_bias, r_r_bias, r_s_bias,
+                             seg_embed)
       with tf.compat.v1.variable_scope(f"layer_{i}"):
-        if output_g is not None:
-          states = _stacked_two_stream_attn(
-              hg=states, qlen=qlen, r=pos_emb, mems=layer_mem,
-              r_w_bias=layer_biases[0], r_r_bias=layer_biases[1],
-              seg_mat=seg_mat, r_s_bias=layer_seg[0], seg_embed=layer_seg[1],
-              attn_mask_h=non_tgt_mask, attn_mask_g=attn_mask,
-              target_mapping=target_mapping, d_model=d_model, n_head=n_head,
-              d_head=d_head, dropout=dropout, dropatt=dropatt,
-              is_training=is_training, kernel_initializer=initializer,
-              scope="rel_attn")
-        else:
-          states = rel_multihead_attn(
-              h=states, r=pos_emb, r_w_bias=layer_biases[0],
-              r_r_bias=layer_biases[1], seg_mat=seg_mat,
-              r_s_bias=layer_seg[0], seg_embed=layer_seg[1],
-              attn_mask=non_tgt_mask, mems=layer_mem, d_model=d_model,
-              n_head=n_head, d_head=d_head, dropout=dropout, dropatt=dropatt,
-              is_training=is_training, kernel_initializer=initializer)
+        states = _layer_attention(states, qlen, two_stream, layer_mem,
+                                  biases, (non_tgt_mask, attn_mask),
+                                  target_mapping, attn)
         states = positionwise_ffn(
             states, d_model, d_inner, dropout, initializer,
             activation_type=ff_activation, is_training=is_training)
 
-    output = states if output_g is None else tf.split(states, [qlen, -1])[1]
+    output = tf.split(states, [qlen, -1])[1] if two_stream else states
     output = _dropout(output, dropout, is_training)
     return (tf.cast(output, tf.float32), new_mems if mem_len else None,
             lookup_table)
+
+
+def _stream_inputs(inp_k, inp_q, target_mapping, bsz, n_token, d_model,
+                   initializer, use_tpu, dropout, is_training, dtype):
+  """The two streams' inputs, after dropout: the word embeddings (scope
+  `word_embedding`) for the content stream; for the query stream the
+  learned `mask_emb` (scope `mask_emb`) where a token is predicted.
+
+  Args:
+    inp_k: int Tensor `[qlen, bsz]`, token ids.
+    inp_q: float Tensor `[qlen, bsz]`, 1 at query-stream positions, or None
+      (no query stream).
+    target_mapping: float Tensor `[num_predict, qlen, bsz]` or None.
+    bsz: scalar int Tensor.
+    n_token, d_model: model sizes.
+    initializer: the embeddings' initializer.
+    use_tpu: one-hot matmul embedding lookup.
+    dropout, is_training: the inputs' dropout.
+    dtype: the compute dtype.
+
+  Returns:
+    (content stream `[qlen, bsz, d_model]`, query stream or None: with
+     target_mapping `[num_predict, bsz, d_model]`, `mask_emb` in every row;
+     else `[qlen, bsz, d_model]`, `mask_emb` where inp_q is 1 and the word
+     embedding elsewhere, lookup_table `[n_token, d_model]`).
+  """
+  word_emb_k, lookup_table = embedding_lookup(
+      inp_k, n_token, d_model, initializer, use_tpu=use_tpu,
+      scope="word_embedding", dtype=dtype)
+  output_h = _dropout(word_emb_k, dropout, is_training)
+  if inp_q is None:
+    return output_h, None, lookup_table
+  with tf.compat.v1.variable_scope("mask_emb"):
+    mask_emb = _variable("mask_emb", [1, 1, d_model], dtype)
+  if target_mapping is not None:
+    word_emb_q = tf.tile(mask_emb, [tf.shape(target_mapping)[0], bsz, 1])
+  else:
+    inp_q_ext = tf.cast(inp_q, dtype)[:, :, None]
+    word_emb_q = inp_q_ext * mask_emb + (1 - inp_q_ext) * word_emb_k
+  return output_h, _dropout(word_emb_q, dropout, is_training), lookup_table
+
+
+def _segment_inputs(seg_id, mlen, bias_shape, n_layer, n_head, d_head, dtype,
+                    initializer):
+  """The segment bias `r_s_bias`, the segment embeddings `seg_embed`
+  (created here, in the caller's scope) and the segment matrix.
+
+  Args:
+    seg_id: int Tensor `[qlen, bsz]`, or None (no segment terms).
+    mlen: scalar int Tensor, memory length.
+    bias_shape: `[n_layer, n_head, d_head]` (untie_r) or `[n_head, d_head]`.
+    n_layer, n_head, d_head: model sizes.
+    dtype: the compute dtype.
+    initializer: their initializer.
+
+  Returns:
+    (r_s_bias `bias_shape`, seg_embed `[n_layer, 2, n_head, d_head]`,
+     seg_mat `[bsz, 1, qlen, mlen + qlen]` (`_segment_matrix`)), or three
+    Nones without seg_id.
+  """
+  if seg_id is None:
+    return None, None, None
+  r_s_bias = _variable("r_s_bias", bias_shape, dtype, initializer)
+  seg_embed = _variable("seg_embed", [n_layer, 2, n_head, d_head], dtype,
+                        initializer)
+  return r_s_bias, seg_embed, _segment_matrix(seg_id, mlen, dtype)
+
+
+def _layer_biases(i, untie_r, r_w_bias, r_r_bias, r_s_bias, seg_embed):
+  """Layer i's attention biases and segment embedding.
+
+  Args:
+    i: int, the layer.
+    untie_r: the biases hold one `[n_head, d_head]` slice per layer.
+    r_w_bias, r_r_bias: `[n_layer, n_head, d_head]` (untie_r) or
+      `[n_head, d_head]`.
+    r_s_bias, seg_embed: as r_w_bias and `[n_layer, 2, n_head, d_head]`, or
+      None (no segment terms).
+
+  Returns:
+    (r_w_bias, r_r_bias, r_s_bias, seg_embed) of layer i, each `[n_head,
+    d_head]` but seg_embed `[2, n_head, d_head]`; the last two None without
+    segments.
+  """
+  layer = (lambda bias: bias[i]) if untie_r else (lambda bias: bias)
+  biases = (layer(r_w_bias), layer(r_r_bias))
+  if r_s_bias is None:
+    return biases + (None, None)
+  return biases + (layer(r_s_bias), seg_embed[i])
+
+
+def _layer_attention(states, qlen, two_stream, mem, biases, masks,
+                     target_mapping, attn):
+  """One layer's relative attention, on the content stream alone or on
+  both streams stacked (scope `rel_attn`).
+
+  Args:
+    states: Tensor `[qlen (+ rows of g), bsz, d_model]`.
+    qlen: scalar int Tensor, rows of the content stream.
+    two_stream: states hold the query stream after the content stream.
+    mem: the layer's memory `[mlen, bsz, d_model]` or None.
+    biases: `_layer_biases` of the layer.
+    masks: (content-stream mask, query-stream mask), `_build_masks`'.
+    target_mapping: float Tensor `[num_predict, qlen, bsz]` or None.
+    attn: the arguments every layer shares (`r`, `seg_mat`, the sizes,
+      dropout rates, `is_training`, `kernel_initializer`).
+
+  Returns:
+    Tensor of states' shape.
+  """
+  r_w_bias, r_r_bias, r_s_bias, seg_embed = biases
+  if two_stream:
+    return _stacked_two_stream_attn(
+        hg=states, qlen=qlen, mems=mem, r_w_bias=r_w_bias, r_r_bias=r_r_bias,
+        r_s_bias=r_s_bias, seg_embed=seg_embed, attn_mask_h=masks[0],
+        attn_mask_g=masks[1], target_mapping=target_mapping,
+        scope="rel_attn", **attn)
+  return rel_multihead_attn(
+      h=states, r_w_bias=r_w_bias, r_r_bias=r_r_bias, r_s_bias=r_s_bias,
+      seg_embed=seg_embed, attn_mask=masks[0], mems=mem, **attn)
 
 
 def _vocab_logits(hidden, softmax_w):

@@ -6,8 +6,13 @@ name we expose, its parameters in order and their defaults. Ours must take
 the same parameters in the same order with the same defaults; parameters of
 ours after them must have defaults. `DIFFERENT` lists the release's names we
 deliberately do not offer with the release's signature; docs/differences.md
-must name each. The remaining tests call the functions with the release's
-arguments and check their results by hand-worked values.
+must name each. `RELEASE_NAMES` lists every public name of the release's
+function_builder.py, model_utils.py, data_utils.py, modeling.py and
+xlnet.py: each must be in one of the two, or be a constant of the
+release's value. The remaining tests call the functions with the release's
+arguments and check their results by hand-worked values
+(tests/core/test_release_script.py runs a whole script of the release's
+kind).
 """
 import importlib
 import inspect
@@ -34,7 +39,9 @@ REQUIRED = inspect.Parameter.empty
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
-# (our module, name, [(parameter, default)]), the release's file:function.
+# (the module a script imports: the release's name, or ours where the
+# release's file is not kept at the root; name, [(parameter, default)]),
+# the release's file:function.
 SIGNATURES = [
     # data_utils.py: format_filename
     ("data_utils", "format_filename",
@@ -53,6 +60,11 @@ SIGNATURES = [
       ("num_core_per_host", 1), ("perm_size", None), ("mask_alpha", None),
       ("mask_beta", None), ("uncased", False), ("num_passes", None),
       ("use_bfloat16", False), ("num_predict", None)]),
+    # xlnet.py: XLNetConfig.__init__, create_run_config
+    ("xlnet", "XLNetConfig", [("FLAGS", None), ("json_path", None)]),
+    ("xlnet", "create_run_config",
+     [("is_training", REQUIRED), ("is_finetune", REQUIRED),
+      ("FLAGS", REQUIRED)]),
     # xlnet.py: RunConfig.__init__
     ("xlnet", "RunConfig",
      [("is_training", REQUIRED), ("use_tpu", REQUIRED),
@@ -77,55 +89,55 @@ SIGNATURES = [
     ("xlnet", "XLNetModel.get_initializer", []),
     ("xlnet", "XLNetConfig.to_json", [("json_path", REQUIRED)]),
     # modeling.py: gelu
-    ("xlnet.modeling", "gelu", [("x", REQUIRED)]),
+    ("modeling", "gelu", [("x", REQUIRED)]),
     # modeling.py: embedding_lookup
-    ("xlnet.modeling", "embedding_lookup",
+    ("modeling", "embedding_lookup",
      [("x", REQUIRED), ("n_token", REQUIRED), ("d_embed", REQUIRED),
       ("initializer", REQUIRED), ("use_tpu", True), ("scope", "embedding"),
       ("reuse", None), ("dtype", tf.float32)]),
     # modeling.py: positional_embedding
-    ("xlnet.modeling", "positional_embedding",
+    ("modeling", "positional_embedding",
      [("pos_seq", REQUIRED), ("inv_freq", REQUIRED), ("bsz", None)]),
     # modeling.py: positionwise_ffn
-    ("xlnet.modeling", "positionwise_ffn",
+    ("modeling", "positionwise_ffn",
      [("inp", REQUIRED), ("d_model", REQUIRED), ("d_inner", REQUIRED),
       ("dropout", REQUIRED), ("kernel_initializer", REQUIRED),
       ("activation_type", "relu"), ("scope", "ff"), ("is_training", True),
       ("reuse", None)]),
     # modeling.py: head_projection
-    ("xlnet.modeling", "head_projection",
+    ("modeling", "head_projection",
      [("h", REQUIRED), ("d_model", REQUIRED), ("n_head", REQUIRED),
       ("d_head", REQUIRED), ("kernel_initializer", REQUIRED),
       ("name", REQUIRED)]),
     # modeling.py: post_attention
-    ("xlnet.modeling", "post_attention",
+    ("modeling", "post_attention",
      [("h", REQUIRED), ("attn_vec", REQUIRED), ("d_model", REQUIRED),
       ("n_head", REQUIRED), ("d_head", REQUIRED), ("dropout", REQUIRED),
       ("is_training", REQUIRED), ("kernel_initializer", REQUIRED),
       ("residual", True)]),
     # modeling.py: rel_attn_core
-    ("xlnet.modeling", "rel_attn_core",
+    ("modeling", "rel_attn_core",
      [("q_head", REQUIRED), ("k_head_h", REQUIRED), ("v_head_h", REQUIRED),
       ("k_head_r", REQUIRED), ("seg_embed", REQUIRED), ("seg_mat", REQUIRED),
       ("r_w_bias", REQUIRED), ("r_r_bias", REQUIRED), ("r_s_bias", REQUIRED),
       ("attn_mask", REQUIRED), ("dropatt", REQUIRED),
       ("is_training", REQUIRED), ("scale", REQUIRED)]),
     # modeling.py: rel_shift
-    ("xlnet.modeling", "rel_shift", [("x", REQUIRED), ("klen", -1)]),
+    ("modeling", "rel_shift", [("x", REQUIRED), ("klen", -1)]),
     # modeling.py: relative_positional_encoding
-    ("xlnet.modeling", "relative_positional_encoding",
+    ("modeling", "relative_positional_encoding",
      [("qlen", REQUIRED), ("klen", REQUIRED), ("d_model", REQUIRED),
       ("clamp_len", REQUIRED), ("attn_type", REQUIRED), ("bi_data", REQUIRED),
       ("bsz", None), ("dtype", None)]),
     # modeling.py: multihead_attn
-    ("xlnet.modeling", "multihead_attn",
+    ("modeling", "multihead_attn",
      [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED),
       ("attn_mask", REQUIRED), ("d_model", REQUIRED), ("n_head", REQUIRED),
       ("d_head", REQUIRED), ("dropout", REQUIRED), ("dropatt", REQUIRED),
       ("is_training", REQUIRED), ("kernel_initializer", REQUIRED),
       ("residual", True), ("scope", "abs_attn"), ("reuse", None)]),
     # modeling.py: rel_multihead_attn
-    ("xlnet.modeling", "rel_multihead_attn",
+    ("modeling", "rel_multihead_attn",
      [("h", REQUIRED), ("r", REQUIRED), ("r_w_bias", REQUIRED),
       ("r_r_bias", REQUIRED), ("seg_mat", REQUIRED), ("r_s_bias", REQUIRED),
       ("seg_embed", REQUIRED), ("attn_mask", REQUIRED), ("mems", REQUIRED),
@@ -134,7 +146,7 @@ SIGNATURES = [
       ("kernel_initializer", REQUIRED), ("scope", "rel_attn"),
       ("reuse", None)]),
     # modeling.py: two_stream_rel_attn
-    ("xlnet.modeling", "two_stream_rel_attn",
+    ("modeling", "two_stream_rel_attn",
      [("h", REQUIRED), ("g", REQUIRED), ("r", REQUIRED), ("mems", REQUIRED),
       ("r_w_bias", REQUIRED), ("r_r_bias", REQUIRED), ("seg_mat", REQUIRED),
       ("r_s_bias", REQUIRED), ("seg_embed", REQUIRED),
@@ -144,7 +156,7 @@ SIGNATURES = [
       ("dropatt", REQUIRED), ("is_training", REQUIRED),
       ("kernel_initializer", REQUIRED), ("scope", "rel_attn")]),
     # modeling.py: transformer_xl
-    ("xlnet.modeling", "transformer_xl",
+    ("modeling", "transformer_xl",
      [("inp_k", REQUIRED), ("n_token", REQUIRED), ("n_layer", REQUIRED),
       ("d_model", REQUIRED), ("n_head", REQUIRED), ("d_head", REQUIRED),
       ("d_inner", REQUIRED), ("dropout", REQUIRED), ("dropatt", REQUIRED),
@@ -157,27 +169,59 @@ SIGNATURES = [
       ("target_mapping", None), ("use_bfloat16", False),
       ("scope", "transformer"), ("**kwargs", REQUIRED)]),
     # modeling.py: lm_loss
-    ("xlnet.modeling", "lm_loss",
+    ("modeling", "lm_loss",
      [("hidden", REQUIRED), ("target", REQUIRED), ("n_token", REQUIRED),
       ("d_model", REQUIRED), ("initializer", REQUIRED),
       ("lookup_table", None), ("tie_weight", False), ("bi_data", True),
       ("use_tpu", False)]),
     # modeling.py: summarize_sequence
-    ("xlnet.modeling", "summarize_sequence",
+    ("modeling", "summarize_sequence",
      [("summary_type", REQUIRED), ("hidden", REQUIRED), ("d_model", REQUIRED),
       ("n_head", REQUIRED), ("d_head", REQUIRED), ("dropout", REQUIRED),
       ("dropatt", REQUIRED), ("input_mask", REQUIRED),
       ("is_training", REQUIRED), ("initializer", REQUIRED), ("scope", None),
       ("reuse", None), ("use_proj", True)]),
     # modeling.py: classification_loss
-    ("xlnet.modeling", "classification_loss",
+    ("modeling", "classification_loss",
      [("hidden", REQUIRED), ("labels", REQUIRED), ("n_class", REQUIRED),
       ("initializer", REQUIRED), ("scope", REQUIRED), ("reuse", None),
       ("return_logits", False)]),
     # modeling.py: regression_loss
-    ("xlnet.modeling", "regression_loss",
+    ("modeling", "regression_loss",
      [("hidden", REQUIRED), ("labels", REQUIRED), ("initializer", REQUIRED),
       ("scope", REQUIRED), ("reuse", None), ("return_logits", False)]),
+    # function_builder.py: construct_scalar_host_call
+    ("function_builder", "construct_scalar_host_call",
+     [("monitor_dict", REQUIRED), ("model_dir", REQUIRED), ("prefix", ""),
+      ("reduce_fn", None)]),
+    # function_builder.py: two_stream_loss, get_loss
+    *[("function_builder", name,
+       [("FLAGS", REQUIRED), ("features", REQUIRED), ("labels", REQUIRED),
+        ("mems", REQUIRED), ("is_training", REQUIRED)])
+      for name in ("two_stream_loss", "get_loss")],
+    # function_builder.py: get_classification_loss
+    ("function_builder", "get_classification_loss",
+     [("FLAGS", REQUIRED), ("features", REQUIRED), ("n_class", REQUIRED),
+      ("is_training", REQUIRED)]),
+    # function_builder.py: get_regression_loss, get_qa_outputs,
+    # get_race_loss
+    *[("function_builder", name,
+       [("FLAGS", REQUIRED), ("features", REQUIRED),
+        ("is_training", REQUIRED)])
+      for name in ("get_regression_loss", "get_qa_outputs", "get_race_loss")],
+    # model_utils.py: configure_tpu, init_from_checkpoint, get_train_op
+    ("model_utils", "configure_tpu", [("FLAGS", REQUIRED)]),
+    ("model_utils", "init_from_checkpoint",
+     [("FLAGS", REQUIRED), ("global_vars", False)]),
+    ("model_utils", "get_train_op",
+     [("FLAGS", REQUIRED), ("total_loss", REQUIRED),
+      ("grads_and_vars", None)]),
+    # model_utils.py: avg_checkpoints, get_assignment_map_from_checkpoint
+    ("model_utils", "avg_checkpoints",
+     [("model_dir", REQUIRED), ("output_model_dir", REQUIRED),
+      ("last_k", REQUIRED)]),
+    ("model_utils", "get_assignment_map_from_checkpoint",
+     [("tvars", REQUIRED), ("init_checkpoint", REQUIRED)]),
     # prepro_utils.py: preprocess_text
     ("xlnet.data.prepro_utils", "preprocess_text",
      [("inputs", REQUIRED), ("lower", False), ("remove_space", True),
@@ -205,17 +249,17 @@ SIGNATURES = [
 DIFFERENT = [
     # data_utils.py: create_data(_) reads FLAGS; ours takes the settings.
     "data_utils.create_data",
-    # xlnet.py: XLNetConfig(FLAGS=None, json_path=None), create_run_config.
-    "xlnet.XLNetConfig(FLAGS=FLAGS)",
-    "xlnet.create_run_config",
-    # model_utils.py: the FLAGS-reading functions and the optimizer.
-    "model_utils.get_train_op",
-    "model_utils.init_from_checkpoint",
+    # data_utils.py: steps of create_data and get_input_fn.
+    "data_utils.create_tfrecords",
+    "data_utils.parse_files_to_dataset",
+    "data_utils.get_dataset",
+    # model_utils.py: several GPUs, missing variables, the optimizer,
+    # clean_ckpt(_) (which reads FLAGS).
     "model_utils.configure_tpu",
+    "model_utils.init_from_checkpoint",
+    "model_utils.get_assignment_map_from_checkpoint",
     "model_utils.AdamWeightDecayOptimizer",
-    # function_builder.py: every loss takes FLAGS.
-    "function_builder.get_loss",
-    "function_builder.get_classification_loss",
+    "model_utils.clean_ckpt",
     # modeling.py: abs_attn_core, and the attention-score layout.
     "modeling.abs_attn_core",
     "modeling.rel_shift",
@@ -226,6 +270,49 @@ DIFFERENT = [
     # squad_utils.py: the official SQuAD 2.0 evaluation script.
     "squad_utils",
 ]
+# Of those, the names a script cannot import under the release's module
+# name: touching one is an ImportError naming what to use instead.
+NOT_OFFERED = ["data_utils.create_tfrecords",
+               "data_utils.parse_files_to_dataset", "data_utils.get_dataset",
+               "model_utils.AdamWeightDecayOptimizer",
+               "modeling.abs_attn_core"]
+
+# Every public name of the release's function_builder.py, model_utils.py,
+# data_utils.py, modeling.py and xlnet.py (its module-level defs, classes
+# and constants), by module.
+RELEASE_NAMES = {
+    "function_builder": [
+        "construct_scalar_host_call", "two_stream_loss", "get_loss",
+        "get_classification_loss", "get_regression_loss", "get_qa_outputs",
+        "get_race_loss"],
+    "model_utils": [
+        "configure_tpu", "init_from_checkpoint", "get_train_op",
+        "clean_ckpt", "avg_checkpoints",
+        "get_assignment_map_from_checkpoint", "AdamWeightDecayOptimizer"],
+    "data_utils": [
+        "special_symbols", "VOCAB_SIZE", "UNK_ID", "CLS_ID", "SEP_ID",
+        "MASK_ID", "EOD_ID", "format_filename", "create_data", "batchify",
+        "create_tfrecords", "parse_files_to_dataset", "get_dataset",
+        "get_input_fn"],
+    "modeling": [
+        "gelu", "embedding_lookup", "positional_embedding",
+        "positionwise_ffn", "head_projection", "post_attention",
+        "abs_attn_core", "rel_attn_core", "rel_shift",
+        "relative_positional_encoding", "multihead_attn",
+        "rel_multihead_attn", "two_stream_rel_attn", "transformer_xl",
+        "lm_loss", "summarize_sequence", "classification_loss",
+        "regression_loss"],
+    "xlnet": ["XLNetConfig", "create_run_config", "RunConfig", "XLNetModel"],
+}
+# The release's constants (data_utils.py), their values.
+RELEASE_CONSTANTS = {
+    "data_utils.special_symbols": {
+        "<unk>": 0, "<s>": 1, "</s>": 2, "<cls>": 3, "<sep>": 4, "<pad>": 5,
+        "<mask>": 6, "<eod>": 7, "<eop>": 8},
+    "data_utils.VOCAB_SIZE": 32000, "data_utils.UNK_ID": 0,
+    "data_utils.CLS_ID": 3, "data_utils.SEP_ID": 4, "data_utils.MASK_ID": 6,
+    "data_utils.EOD_ID": 7,
+}
 
 
 def _ours(module, name):
@@ -285,6 +372,43 @@ def test_differences_are_documented(name):
   with open(os.path.join(REPO_ROOT, "docs", "differences.md")) as f:
     text = f.read()
   assert f"`{name}" in text, f"docs/differences.md does not name {name}"
+
+
+_RELEASE_ROWS = [(m, n) for m, names in RELEASE_NAMES.items() for n in names]
+
+
+@pytest.mark.parametrize("module,name", _RELEASE_ROWS,
+                         ids=[f"{m}.{n}" for m, n in _RELEASE_ROWS])
+@pytest.mark.quick
+def test_every_release_name_is_offered_or_replaced(module, name):
+  """Under the release's module name, each public name of the release is
+  there with the release's arguments (SIGNATURES), or is one of its
+  constants (by value), or is a documented difference; one not offered
+  says in one line what to use instead."""
+  qualified = f"{module}.{name}"
+  if qualified in NOT_OFFERED:
+    with pytest.raises(ImportError, match=(
+        rf"^{qualified} \(the release's\) is not offered here: use \S.* "
+        r"\(docs/differences.md\)$")):
+      getattr(importlib.import_module(module), name)
+    return
+  found = getattr(importlib.import_module(module), name)
+  if qualified in RELEASE_CONSTANTS:
+    assert found == RELEASE_CONSTANTS[qualified]
+    return
+  assert (module, name) in [(m, n) for m, n, _ in SIGNATURES] or (
+      qualified in DIFFERENT), f"{qualified}: neither in SIGNATURES nor " \
+                               "in DIFFERENT"
+
+
+def test_not_offered_names_are_no_attributes():
+  """A name not offered is left out of dir() (tools that walk a module's
+  names do not meet its error); an unknown name stays an AttributeError."""
+  for qualified in NOT_OFFERED:
+    module, name = qualified.split(".")
+    assert name not in dir(importlib.import_module(module))
+  with pytest.raises(AttributeError, match="has no attribute 'nonesuch'"):
+    getattr(importlib.import_module("model_utils"), "nonesuch")
 
 
 # ---- called as the release's programs call them -----------------------------

@@ -20,6 +20,7 @@ from xlnet.data import record_format
 from xlnet.data import example_proto
 from xlnet.data import record_writer
 from xlnet.data import token_stream
+from xlnet.data import worker_pool
 
 TESTDATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "testdata")
@@ -337,7 +338,7 @@ def test_worker_errors_are_reported(tmp_path, tiny_spm):
                            **data_helpers.TINY_CONFIG)
   with open(tiny_spm, "rb") as f:
     encoder = token_stream.LineEncoder(f.read(), False, True)
-  with record_writer.worker_processes(2, encoder) as workers:
+  with worker_pool.worker_processes(2, encoder) as workers:
     with pytest.raises(OSError, match=r"a --num_workers process died \(exit "
                        r"code 3\); rerun, or try --num_workers=1"):
       list(workers.imap(os._exit, [3]))

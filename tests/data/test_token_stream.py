@@ -10,6 +10,7 @@ from xlnet.data import prepro_utils
 from xlnet.data import record_writer
 from xlnet.data import spm_train
 from xlnet.data import token_stream
+from xlnet.data import worker_pool
 
 
 def encoder_for(sp_path, uncased=False, from_raw_text=True):
@@ -133,7 +134,7 @@ def test_files_are_joined_in_a_seeded_order(tmp_path, tiny_spm, demo_corpus,
   raw = [ref_file_stream(p, sp)[1] for p in paths]
   assert all(r[-1] for r in raw)  # each join needs a flip
   encoder = encoder_for(tiny_spm)
-  with record_writer.worker_processes(num_workers, encoder) as workers:
+  with worker_pool.worker_processes(num_workers, encoder) as workers:
     ids, sids = record_writer.build_stream(
         paths, workers, True, np.random.RandomState(0))
   order = np.random.RandomState(0).permutation(3)
@@ -167,8 +168,8 @@ def test_jobs_that_span_files_give_each_file_its_tokens(
   monkeypatch.setattr(record_writer, "_LINES_PER_TASK", 7)
   paths = small_mixed_files(tmp_path, demo_corpus)
   sp = spm.SentencePieceProcessor(model_file=tiny_spm)
-  with record_writer.worker_processes(num_workers,
-                                      encoder_for(tiny_spm)) as workers:
+  with worker_pool.worker_processes(num_workers,
+                                    encoder_for(tiny_spm)) as workers:
     ids, sids = record_writer.build_stream(
         paths, workers, True, np.random.RandomState(3))
   order = np.random.RandomState(3).permutation(len(paths))
@@ -183,7 +184,7 @@ def test_bad_id_in_a_job_spanning_files_names_its_file(tmp_path, tiny_spm,
     paths.append(str(tmp_path / f"ids{k}.txt"))
     with open(paths[-1], "w") as f:
       f.write(text)
-  with record_writer.worker_processes(1, encoder_for(
+  with worker_pool.worker_processes(1, encoder_for(
       tiny_spm, from_raw_text=False)) as workers:
     with pytest.raises(ValueError, match=r"ids2.txt holds id 2000"):
       record_writer.build_stream(paths, workers, True,

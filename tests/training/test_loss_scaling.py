@@ -29,7 +29,7 @@ def test_float16_with_loss_scaling_tracks_float32(tmp_path):
     weights = fx.random_weights(trainer, seed=3)
     out = fx.train_batches(trainer, batches, 4, weights)
     runs[use_fp16] = ([o["loss"] for o in out], [o["gnorm"] for o in out],
-                      trainer.state_values())
+                      trainer.state.values())
   np.testing.assert_allclose(runs[True][0], runs[False][0], rtol=5e-3)
   # The gradients were unscaled (Adam alone would hide a missing unscale).
   np.testing.assert_allclose(runs[True][1], runs[False][1], rtol=2e-2)
@@ -46,7 +46,7 @@ def test_loss_scale_recovers_from_overflow_without_stopping(tmp_path):
   trainer = fx.make_trainer(FL, 1, tmp_path)
   out = fx.train_batches(trainer, [batch], 40)
   applied = [bool(o["applied"]) for o in out]
-  state = trainer.state_values()
+  state = trainer.state.values()
   assert not applied[0] and applied[-1], applied
   skipped = applied.index(True)
   assert state["global_step"] == 40
@@ -120,7 +120,7 @@ def test_overflow_at_loss_scale_one_saves_exactly_the_last_applied_state(
   records = []
   with pytest.raises(progress.Diverged, match="overflow at loss scale 1"):
     trainer.train(dataset, 10, on_step=lambda step, out: records.append(
-        (step, bool(out["applied"]), trainer.state_values())))
+        (step, bool(out["applied"]), trainer.state.values())))
   assert [(s, a) for s, a, _ in records] == [
       (1, True), (2, False), (3, True), (4, True)]
   assert records[1][2]["loss_scale"] == 1.0  # halved from 2, not below
@@ -146,7 +146,7 @@ def test_loss_scale_below_one_is_refused_as_a_flag_and_lifted_on_restore(
     _boom_trainer(tmp_path, loss_scale=0.5)
   trainer = _boom_trainer(tmp_path)
   trainer.build(_boom_dataset([0]).element_spec)
-  values = dict(trainer.state_values(), loss_scale=np.float32(0.5))
+  values = dict(trainer.state.values(), loss_scale=np.float32(0.5))
   prefix = str(tmp_path / "model.ckpt-3")
   checkpoint_io.write_checkpoint(prefix, values)
   trainer.restore(prefix)
@@ -177,7 +177,7 @@ def test_an_infinite_saved_loss_scale_resumes_with_the_first_scale(
   the run's --loss_scale, with a warning (it would apply no update)."""
   trainer = _boom_trainer(tmp_path, loss_scale=8.0)
   trainer.build(_boom_dataset([0]).element_spec)
-  values = dict(trainer.state_values(), loss_scale=np.float32(np.inf))
+  values = dict(trainer.state.values(), loss_scale=np.float32(np.inf))
   prefix = str(tmp_path / "model.ckpt-3")
   checkpoint_io.write_checkpoint(prefix, values)
   trainer.restore(prefix)

@@ -59,14 +59,14 @@ def test_two_replicas_match_one_replica_on_the_combined_batch(tmp_path,
 
   np.testing.assert_allclose([o["loss"] for o in two_out],
                              [o["loss"] for o in ref_out], rtol=1e-5)
-  _weights_close(two.state_values(), ref.state_values())
-  moved = max(np.abs(two.state_values()[n] - w).max()
+  _weights_close(two.state.values(), ref.state.values())
+  moved = max(np.abs(two.state.values()[n] - w).max()
               for n, w in weights.items())
   assert moved > 1e-3  # the comparison is not vacuous
-  ref_mems = ref.replica_memories()[0]
+  ref_mems = ref.state.replica_memories()[0]
   rows_of = {0: [layout.index(0), layout.index(1)],
              1: [layout.index(2), layout.index(3)]}
-  for replica, mems in two.replica_memories().items():
+  for replica, mems in two.state.replica_memories().items():
     for layer, mem in enumerate(mems):
       np.testing.assert_allclose(mem, ref_mems[layer][:, rows_of[replica]],
                                  rtol=1e-5, atol=1e-6)
@@ -92,8 +92,8 @@ def test_accumulated_step_equals_one_large_batch(tmp_path):
   acc = fx.make_trainer(FL_small, 1, tmp_path / "acc", accum_steps=2)
   acc_out = fx.train_batches(acc, micro, 2, weights)
 
-  _weights_close(acc.state_values(), ref.state_values())
-  assert acc.state_values()["global_step"] == 2
+  _weights_close(acc.state.values(), ref.state.values())
+  assert acc.state.values()["global_step"] == 2
   # lr of optimizer steps 0 and 1: 0/3 and 1/3 of the peak.
   np.testing.assert_allclose([o["lr"] for o in acc_out], [0.0, 1e-2 / 3],
                              rtol=1e-6)
@@ -113,8 +113,8 @@ def test_accumulation_advances_memories_per_micro_batch(tmp_path):
   fx.train_batches(plain, batches, 2, weights)
   acc = fx.make_trainer(FL, 1, tmp_path / "acc", accum_steps=2)
   fx.train_batches(acc, batches, 1, weights)
-  for got, want in zip(acc.replica_memories()[0],
-                       plain.replica_memories()[0]):
+  for got, want in zip(acc.state.replica_memories()[0],
+                       plain.state.replica_memories()[0]):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
@@ -133,7 +133,7 @@ def test_xla_step_equals_the_plain_step(tmp_path):
   xla_out = fx.train_batches(xla, batches, 2, weights)
   np.testing.assert_allclose([o["loss"] for o in xla_out],
                              [o["loss"] for o in plain_out], rtol=1e-5)
-  _weights_close(xla.state_values(), plain.state_values())
+  _weights_close(xla.state.values(), plain.state.values())
 
 
 @pytest.mark.skipif(bool(tf.config.list_physical_devices("GPU")),
@@ -175,7 +175,7 @@ def test_memories_are_carried_from_step_to_step(tmp_path):
   reset, _ = _graph_loss(FL, weights, b2, zeros)
   np.testing.assert_allclose(out[1]["loss"], want, rtol=1e-5)
   assert abs(want - reset) > 1e-3  # the memories matter
-  for got, expected in zip(trainer.replica_memories()[0], m2):
+  for got, expected in zip(trainer.state.replica_memories()[0], m2):
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
@@ -198,13 +198,13 @@ def test_non_finite_loss_stops_without_applying_the_update(tmp_path):
   trainer = fx.make_trainer(FL, 1, tmp_path)
   with pytest.raises(progress.Diverged, match="non-finite loss .* at step "):
     fx.train_batches(trainer, [batch], 10)
-  step = int(trainer.state_values()["global_step"])
+  step = int(trainer.state.values()["global_step"])
   values = tf.train.load_checkpoint(str(tmp_path))
   names = [n for n, _ in tf.train.list_variables(str(tmp_path))]
   assert values.get_tensor("global_step") == step
   for name in names:
     assert np.all(np.isfinite(values.get_tensor(name))), name
-  for value in trainer.state_values().values():
+  for value in trainer.state.values().values():
     assert np.all(np.isfinite(value))
 
 
@@ -268,7 +268,7 @@ def test_engine_steps_are_adams_and_resume_bit_for_bit(tmp_path,
   got = []
   first.train(first.distribute(lambda ctx: _quadratic_batches()), 3,
               save_steps=2, on_step=lambda step, o: got.append(
-                  {n: first.state_values()[n] for n in QUADRATIC}))
+                  {n: first.state.values()[n] for n in QUADRATIC}))
   want = test_optimizer.np_adam_steps(initial, coefs, offsets, opt, 3)
   for step in range(3):
     for n in QUADRATIC:
@@ -280,7 +280,7 @@ def test_engine_steps_are_adams_and_resume_bit_for_bit(tmp_path,
   second.build(_quadratic_batches().element_spec)
   second.restore(str(tmp_path / "first" / "model.ckpt-2"))
   second.train(second.distribute(lambda ctx: _quadratic_batches(2)), 3)
-  want, got = first.state_values(), second.state_values()
+  want, got = first.state.values(), second.state.values()
   assert sorted(got) == sorted(want) and want["global_step"] == 3
   for name, value in want.items():
     np.testing.assert_array_equal(got[name], value, err_msg=name)
@@ -342,11 +342,12 @@ def test_a_trainer_restored_from_its_checkpoint_goes_on_bit_for_bit(
   second.train(second.distribute(lambda ctx: fx.batches_dataset(
       batches).skip(1)), 2, on_step=lambda step, o: again.append(o))
   assert again[0]["loss"] == out[1]["loss"]
-  want, got = first.state_values(), second.state_values()
+  want, got = first.state.values(), second.state.values()
   assert sorted(got) == sorted(want) and want["global_step"] == 2
   for name, value in want.items():
     np.testing.assert_array_equal(got[name], value, err_msg=name)
-  for g, w in zip(second.replica_memories()[0], first.replica_memories()[0]):
+  for g, w in zip(second.state.replica_memories()[0],
+                  first.state.replica_memories()[0]):
     np.testing.assert_array_equal(g, w)
 
 
@@ -453,12 +454,12 @@ def test_two_workers_match_one_process_when_killed_and_resumed(tmp_path):
   ref.build(fx.batches_dataset(combined[:1]).element_spec)
   weights = fx.random_weights(ref, seed=9)
   np.savez(tmp_path / "init.npz", **weights)
-  ref.load_values(weights)
+  ref.state.load_values(weights)
   want = {}
   for steps in (2, 4):
     ref.train(ref.distribute(lambda ctx, start=steps - 2: fx.batches_dataset(
         combined).skip(start)), steps)
-    want[steps] = (ref.state_values(), ref.replica_memories()[0])
+    want[steps] = (ref.state.values(), ref.state.replica_memories()[0])
 
   cut = tmp_path / "cut"
   codes, _, logs = _run_workers(tmp_path, cut, 4, save_steps=2,

@@ -20,6 +20,7 @@ Messages name each setting as the calling program's user sets it: the
 `flag_names` a program passes (e.g. `{"split": "--eval_split"}`), else the
 argument's own name (`bsz_per_host`).
 """
+import functools
 import os
 
 from absl import logging
@@ -323,78 +324,6 @@ def _span_starts(infos, sample_strategy, name):
   return pretrain_examples.word_start_table(sp_model)
 
 
-# A tag folded into the host key for the online sampler's draws, so that
-# they never share a key with the factorization orders.
-_SAMPLER_TAG = 0x4F4E4C  # "ONL"
-
-
-# A batch size that makes a whole token file one element (tf.data's batch
-# reserves at most 2**16 slots when it keeps the remainder, whatever the
-# size asked).
-_ALL_RECORDS = 1 << 62
-
-
-def _token_batches(files, file_batches, bsz_per_host, reuse_len,
-                   regroup_perm):
-  """Dataset of one host's token rows at each offset, file after file.
-
-  Args:
-    files: the host's token record files, in reading order.
-    file_batches: dict path -> host batches of that file.
-    regroup_perm: row permutation into the reader's core layout, or None.
-
-  Returns:
-    tf.data.Dataset of (rows int32 [bsz_per_host, row_len], bounds int32
-    [bsz_per_host, k] (`online_examples.padded_bounds`), offset int32).
-  """
-  # Ragged: a row's last record may be shorter than its others.
-  spec = {name: tf.io.RaggedFeature(tf.int64) for name in ("tokens",
-                                                            "sent_id")}
-
-  def joined(values):
-    """The records' values joined in file order, as rows: [bsz, row_len]."""
-    return tf.reshape(values.flat_values, [bsz_per_host, -1])
-
-  @tf.autograph.experimental.do_not_convert
-  def rows_of(path, num_batch):
-    # The rows, each in one or more records (`write_token_records`).
-    records = tf.data.TFRecordDataset(path).batch(
-        _ALL_RECORDS).get_single_element()
-    rows = tf.io.parse_example(records, spec)
-    tokens = tf.cast(joined(rows["tokens"]), tf.int32)
-    sent = tf.not_equal(joined(rows["sent_id"]), 0)
-    if regroup_perm is not None:
-      tokens, sent = tf.gather(tokens, regroup_perm), tf.gather(sent,
-                                                                regroup_perm)
-    bounds = online_examples.padded_bounds(sent)
-    offsets = tf.data.Dataset.range(tf.cast(num_batch, tf.int64)).map(
-        lambda i: tf.cast(i, tf.int32) * reuse_len)
-    return offsets.map(lambda offset: (tokens, bounds, offset))
-
-  return tf.data.Dataset.from_tensor_slices(
-      (files, [file_batches[f] for f in files])).flat_map(rows_of)
-
-
-def _sample_online(batches, cfg, is_start, host_key):
-  """Maps enumerated (index, (rows, bounds, offset)) host batches to their
-  online examples (`online_examples.make_batch`, keyed by the host batch
-  index), one example per element."""
-  sampler_key = tf.random.experimental.stateless_fold_in(host_key,
-                                                         _SAMPLER_TAG)
-  is_start = tf.constant(is_start)
-
-  @tf.autograph.experimental.do_not_convert
-  def sample(index, batch):
-    rows, bounds, offset = batch
-    rows.set_shape([cfg["bsz_per_host"], None])
-    features, _ = online_examples.make_batch(
-        rows, bounds, offset, cfg, is_start,
-        tf.random.experimental.stateless_fold_in(sampler_key, index))
-    return features
-
-  return batches.map(sample, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
-
-
 def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                  bi_data, num_hosts=1, num_core_per_host=1, perm_size=None,
                  mask_alpha=None, mask_beta=None, uncased=False,
@@ -463,17 +392,8 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
       name)
   regroup = bi_data and data_core != num_core_per_host
   kind = _record_kind(record_dirs, infos, name)
-  named, is_start = settings, None
-  sampling = dict(record_kind=kind, **{
-      k: settings[k] for k in record_format.SAMPLING_KEYS})
-  if kind == "tokens":  # drawn now: any valid values, whatever the names say
-    pretrain_examples.check_sampling(
-        *(settings[k] for k in record_format.SAMPLING_KEYS), seq_len,
-        reuse_len, name=name)
-    named = {k: v for k, v in settings.items()
-             if k not in record_format.SAMPLING_KEYS}
-    is_start = _span_starts(infos, sample_strategy, name)
-  sampling["sample_strategy"] = sample_strategy if kind == "tokens" else None
+  named, is_start, sampling = _sampling(kind, settings, infos,
+                                        sample_strategy, name)
   filenames, num_batch, file_batches = find_record_files(
       record_dirs, split, named, num_passes, flag_names,
       vocab_size=None if is_start is None else len(is_start))
@@ -482,19 +402,10 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                "cores" if regroup else "",
                ", token records: examples sampled online"
                if kind == "tokens" else "")
-  sampler_cfg = None
-  if kind == "tokens":
-    sampler_cfg = {key: settings[key] for key in (
-        "bsz_per_host", "seq_len", "reuse_len", "num_predict", "mask_alpha",
-        "mask_beta", "bi_data")}
-    sampler_cfg["num_core_per_host"] = num_core_per_host  # rows regrouped
-    parse = perm_features.make_features(seq_len, reuse_len, perm_size,
-                                        settings["num_predict"], use_bfloat16)
-  else:
-    parse = perm_features.make_parser(seq_len, reuse_len, perm_size,
-                                      settings["num_predict"], use_bfloat16)
   regroup_perm = (_regroup_perm(bsz_per_host, data_core, num_core_per_host)
                   if regroup else None)
+  stream, parse = _example_source(settings, is_start, num_core_per_host,
+                                  perm_size, use_bfloat16)
 
   def input_fn(params):
     """tf.data pipeline of per-core batches (see get_input_fn)."""
@@ -503,18 +414,11 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
       raise ValueError(f"params['batch_size']={batch_size} must be "
                        f"{name('bsz_per_host')} / {name('num_core_per_host')}"
                        f" = {bsz_per_core}")
-    host_id = (params["host"] if "host" in params else
-               params["context"].current_host if "context" in params else 0)
-    if not 0 <= host_id < num_hosts:
-      raise ValueError(f"host {host_id} is not below {name('num_hosts')}="
-                       f"{num_hosts}")
+    host_id = _host_of(params, num_hosts, name)
     files = host_file_order(filenames, host_id, num_hosts, seed)
     host_key = tf.constant([seed, host_id], dtype=tf.int64)
-    if sampler_cfg is not None:
-      dataset = _online_examples(files, params.get("start_host_batch", 0),
-                                 host_key)
-    else:
-      dataset = _record_examples(files, params.get("start_host_batch", 0))
+    dataset = stream(files, params.get("start_host_batch", 0), host_key,
+                     file_batches, bsz_per_host, regroup_perm)
     keyed_parser = tf.autograph.experimental.do_not_convert(
         lambda index, example: parse(
             example, tf.random.experimental.stateless_fold_in(host_key,
@@ -523,40 +427,114 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
     dataset = dataset.batch(batch_size, drop_remainder=True)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
-  def _online_examples(files, start_batch, host_key):
-    """Enumerated examples sampled online from token records: host batch
-    b (counted across epochs) is drawn from a key folded from b, so every
-    epoch draws anew and a resumed stream draws what an uninterrupted one
-    would."""
-    epoch = sum(file_batches[f] for f in files)
-    batches = _token_batches(files, file_batches, bsz_per_host, reuse_len,
-                             regroup_perm).repeat()
-    batches = batches.skip(start_batch % epoch).enumerate(start=start_batch)
-    examples = _sample_online(batches, sampler_cfg, is_start, host_key)
-    return examples.enumerate(start=start_batch * bsz_per_host)
-
-  def _record_examples(files, start_batch):
-    """Enumerated serialized examples of example records."""
-    dataset = tf.data.TFRecordDataset(files)
-    if regroup_perm is not None:
-      regroup_fn = tf.autograph.experimental.do_not_convert(
-          lambda records: tf.gather(records, regroup_perm))
-      dataset = dataset.batch(bsz_per_host, drop_remainder=True).map(
-          regroup_fn).unbatch()
-    # The files are read again every epoch, in the same order, while the
-    # example index (counted across epochs) gives new factorization orders.
-    # (No `cache()`: a corpus need not fit in memory, and a cache that is
-    # not read to its end - held-out evaluation, a run that stops - is
-    # discarded with a warning.) A resumed stream skips at most one epoch
-    # of raw records and numbers the rest from where it starts.
-    start = start_batch * bsz_per_host
-    counts = [file_batches.get(f) for f in files]
-    epoch = None if None in counts else sum(counts) * bsz_per_host
-    dataset = dataset.repeat()
-    dataset = dataset.skip(start % epoch if epoch else start)
-    return dataset.enumerate(start=start)
-
   host_filenames = [host_file_order(filenames, h, num_hosts, seed)
                     for h in range(num_hosts)]
   return input_fn, {"num_batch": num_batch, "filenames": filenames,
                     "host_filenames": host_filenames, "sampling": sampling}
+
+
+def _sampling(kind, settings, infos, sample_strategy, name):
+  """How the examples of records of `kind` are made.
+
+  Example records hold their span masks, so their sampling settings must
+  match the records' names; token records are sampled online now, with any
+  valid settings (checked here) and span starts by `sample_strategy`.
+
+  Args:
+    kind: "examples" or "tokens" (`_record_kind`).
+    settings: the record settings, completed (`_fill_settings`).
+    infos: from `_corpus_infos`.
+    sample_strategy: token records' span starts (`_span_starts`).
+    name: a `namer`, for messages.
+
+  Returns:
+    (the settings the record files' names must match, the span-start table
+     np.bool_ [vocab] or None for example records, the input function's
+     record info "sampling": the kind, the span-mask settings and
+     sample_strategy, None for example records).
+  """
+  sampling = dict(record_kind=kind, **{
+      k: settings[k] for k in record_format.SAMPLING_KEYS})
+  if kind != "tokens":
+    return settings, None, dict(sampling, sample_strategy=None)
+  pretrain_examples.check_sampling(
+      *(settings[k] for k in record_format.SAMPLING_KEYS),
+      settings["seq_len"], settings["reuse_len"], name=name)
+  named = {k: v for k, v in settings.items()
+           if k not in record_format.SAMPLING_KEYS}
+  is_start = _span_starts(infos, sample_strategy, name)
+  return named, is_start, dict(sampling, sample_strategy=sample_strategy)
+
+
+def _example_source(settings, is_start, num_core_per_host, perm_size,
+                    use_bfloat16):
+  """What reads a host's examples, and what turns each into features.
+
+  Args:
+    settings: the record settings, completed (`_fill_settings`).
+    is_start: token records' span-start table (`_sampling`), or None for
+      example records.
+    num_core_per_host: the reader's cores (the sampler's rows are
+      regrouped for them).
+    perm_size, use_bfloat16: the factorization blocks, the masks' dtype.
+
+  Returns:
+    (stream(files, start_batch, host_key, file_batches, bsz_per_host,
+     regroup_perm) -> Dataset of (example index, example):
+     `online_examples.host_examples` or `_record_examples`,
+     parse(example, key) -> features: `perm_features.make_features` or
+     `make_parser`).
+  """
+  layout = (settings["seq_len"], settings["reuse_len"], perm_size,
+            settings["num_predict"], use_bfloat16)
+  if is_start is None:
+    return _record_examples, perm_features.make_parser(*layout)
+  sampler_cfg = {key: settings[key] for key in (
+      "bsz_per_host", "seq_len", "reuse_len", "num_predict", "mask_alpha",
+      "mask_beta", "bi_data")}
+  sampler_cfg["num_core_per_host"] = num_core_per_host  # rows regrouped
+  stream = functools.partial(online_examples.host_examples,
+                             sampler_cfg=sampler_cfg, is_start=is_start)
+  return stream, perm_features.make_features(*layout)
+
+
+def _host_of(params, num_hosts, name):
+  """The host an input function call reads for: params["host"], else
+  TPUEstimator's params["context"].current_host, else 0."""
+  host_id = (params["host"] if "host" in params else
+             params["context"].current_host if "context" in params else 0)
+  if not 0 <= host_id < num_hosts:
+    raise ValueError(f"host {host_id} is not below {name('num_hosts')}="
+                     f"{num_hosts}")
+  return host_id
+
+
+def _record_examples(files, start_batch, host_key, file_batches,
+                     bsz_per_host, regroup_perm):
+  """Enumerated serialized examples of example records (their draws are
+  keyed by the parser, not here: `host_key` is unused).
+
+  Args: as `online_examples.host_examples`.
+
+  Returns:
+    tf.data.Dataset of (example index, serialized example).
+  """
+  del host_key
+  dataset = tf.data.TFRecordDataset(files)
+  if regroup_perm is not None:
+    regroup_fn = tf.autograph.experimental.do_not_convert(
+        lambda records: tf.gather(records, regroup_perm))
+    dataset = dataset.batch(bsz_per_host, drop_remainder=True).map(
+        regroup_fn).unbatch()
+  # The files are read again every epoch, in the same order, while the
+  # example index (counted across epochs) gives new factorization orders.
+  # (No `cache()`: a corpus need not fit in memory, and a cache that is
+  # not read to its end - held-out evaluation, a run that stops - is
+  # discarded with a warning.) A resumed stream skips at most one epoch
+  # of raw records and numbers the rest from where it starts.
+  start = start_batch * bsz_per_host
+  counts = [file_batches.get(f) for f in files]
+  epoch = None if None in counts else sum(counts) * bsz_per_host
+  dataset = dataset.repeat()
+  dataset = dataset.skip(start % epoch if epoch else start)
+  return dataset.enumerate(start=start)

@@ -258,3 +258,107 @@ def make_batch(rows, bounds, offset, cfg, is_start, key):
   return {"input": inputs, "is_masked": tf.concat(parts, axis=1),
           "target": targets, "seg_id": seg_id,
           "label": label[:, None]}, tf.reduce_all(valid)
+
+
+# ----------------------------------------------------------------------------
+# A host's stream of online examples (the input function's, for token
+# records).
+# ----------------------------------------------------------------------------
+# A tag folded into the host key for the online sampler's draws, so that
+# they never share a key with the factorization orders.
+_SAMPLER_TAG = 0x4F4E4C  # "ONL"
+
+# A batch size that makes a whole token file one element (tf.data's batch
+# reserves at most 2**16 slots when it keeps the remainder, whatever the
+# size asked).
+_ALL_RECORDS = 1 << 62
+
+
+def host_examples(files, start_batch, host_key, file_batches, bsz_per_host,
+                  regroup_perm, sampler_cfg, is_start):
+  """One host's enumerated examples, sampled online from its token records
+  after `start_batch` host batches (`input_pipeline.get_input_fn`): host batch
+  b (counted across epochs) is drawn from a key folded from b, so every
+  epoch draws anew and a resumed stream draws what an uninterrupted one
+  would.
+
+  Args:
+    files: the host's token record files, in reading order.
+    start_batch: host batches already consumed.
+    host_key: int64 [2], the host's key (seed, host).
+    file_batches: dict path -> host batches of that file.
+    bsz_per_host: rows per host batch.
+    regroup_perm: row permutation into the reader's core layout, or None.
+    sampler_cfg: the settings of `make_batch`.
+    is_start: np.bool_ [vocab], where a span may start.
+
+  Returns:
+    tf.data.Dataset of (example index, features).
+  """
+  epoch = sum(file_batches[f] for f in files)
+  batches = _token_batches(files, file_batches, bsz_per_host,
+                           sampler_cfg["reuse_len"], regroup_perm).repeat()
+  batches = batches.skip(start_batch % epoch).enumerate(start=start_batch)
+  examples = _sample_online(batches, sampler_cfg, is_start, host_key)
+  return examples.enumerate(start=start_batch * bsz_per_host)
+
+
+def _token_batches(files, file_batches, bsz_per_host, reuse_len,
+                   regroup_perm):
+  """Dataset of one host's token rows at each offset, file after file.
+
+  Args:
+    files: the host's token record files, in reading order.
+    file_batches: dict path -> host batches of that file.
+    regroup_perm: row permutation into the reader's core layout, or None.
+
+  Returns:
+    tf.data.Dataset of (rows int32 [bsz_per_host, row_len], bounds int32
+    [bsz_per_host, k] (`padded_bounds`), offset int32).
+  """
+  # Ragged: a row's last record may be shorter than its others.
+  spec = {name: tf.io.RaggedFeature(tf.int64) for name in ("tokens",
+                                                            "sent_id")}
+
+  def joined(values):
+    """The records' values joined in file order, as rows: [bsz, row_len]."""
+    return tf.reshape(values.flat_values, [bsz_per_host, -1])
+
+  @tf.autograph.experimental.do_not_convert
+  def rows_of(path, num_batch):
+    # The rows, each in one or more records (`write_token_records`).
+    records = tf.data.TFRecordDataset(path).batch(
+        _ALL_RECORDS).get_single_element()
+    rows = tf.io.parse_example(records, spec)
+    tokens = tf.cast(joined(rows["tokens"]), tf.int32)
+    sent = tf.not_equal(joined(rows["sent_id"]), 0)
+    if regroup_perm is not None:
+      tokens, sent = tf.gather(tokens, regroup_perm), tf.gather(sent,
+                                                                regroup_perm)
+    bounds = padded_bounds(sent)
+    offsets = tf.data.Dataset.range(tf.cast(num_batch, tf.int64)).map(
+        lambda i: tf.cast(i, tf.int32) * reuse_len)
+    return offsets.map(lambda offset: (tokens, bounds, offset))
+
+  return tf.data.Dataset.from_tensor_slices(
+      (files, [file_batches[f] for f in files])).flat_map(rows_of)
+
+
+def _sample_online(batches, cfg, is_start, host_key):
+  """Maps enumerated (index, (rows, bounds, offset)) host batches to their
+  online examples (`make_batch`, keyed by the host batch
+  index), one example per element."""
+  sampler_key = tf.random.experimental.stateless_fold_in(host_key,
+                                                         _SAMPLER_TAG)
+  is_start = tf.constant(is_start)
+
+  @tf.autograph.experimental.do_not_convert
+  def sample(index, batch):
+    rows, bounds, offset = batch
+    rows.set_shape([cfg["bsz_per_host"], None])
+    features, _ = make_batch(
+        rows, bounds, offset, cfg, is_start,
+        tf.random.experimental.stateless_fold_in(sampler_key, index))
+    return features
+
+  return batches.map(sample, num_parallel_calls=tf.data.AUTOTUNE).unbatch()

@@ -10,13 +10,8 @@ whatever the number of worker processes. See docs/data.md.
 
 Command line: `python data_utils.py --help`.
 """
-import collections
-import contextlib
-import ctypes
 import json
-import multiprocessing
 import os
-import signal
 import time
 
 from absl import logging
@@ -32,6 +27,7 @@ from xlnet.data import prepro_utils
 from xlnet.data import pretrain_examples
 from xlnet.data import record_format
 from xlnet.data import token_stream
+from xlnet.data import worker_pool
 
 _SEED_MARK = 0x584C4E  # "XLN": part of every (task, pass_id) seed
 # Lines per encoding job of a worker process; a job spans files, so that
@@ -39,7 +35,6 @@ _SEED_MARK = 0x584C4E  # "XLN": part of every (task, pass_id) seed
 # SentencePiece call) each.
 _LINES_PER_TASK = 2000
 _LOG_SECONDS = 10
-_PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
 # corpus_info.json entries a later run into the same save_dir must match:
 # flags, and the vocabulary size of the --sp_path model.
 _LAYOUT_FLAGS = record_format.CORPUS_INFO_KEYS + ("use_eod",)
@@ -157,165 +152,6 @@ def _check_save_dir(save_dir, info):
 
 
 # ----------------------------------------------------------------------------
-# Worker processes.
-# ----------------------------------------------------------------------------
-_WORKER = {}  # the line encoder of this process, for `_encode_job`
-
-
-def _encode_job(job):
-  """Encodes the text lines of one job.
-
-  Args:
-    job: list of (lines, path): consecutive runs of lines, each from one
-      file (named in messages).
-
-  Returns:
-    (ids np.int32 [total], lengths np.int64 [number of lines]).
-  """
-  encoder = _WORKER["encoder"]
-  if encoder.from_raw_text:  # one SentencePiece call for the whole job
-    return encoder([line for lines, _ in job for line in lines], job[0][1])
-  parts = [encoder(lines, path) for lines, path in job]
-  return (np.concatenate([ids for ids, _ in parts]),
-          np.concatenate([lengths for _, lengths in parts]))
-
-
-def _worker_main(conn, encoder, parent_ends, parent_pid):
-  """A worker process: runs (fn, arg) tasks from `conn` until None/EOF.
-
-  `parent_ends` are the parent's ends of the pipes, inherited by the fork:
-  closed here, so that the parent's death closes this worker's pipe and
-  ends the worker (EOF) instead of leaving it waiting forever. On Linux the
-  kernel also kills the worker when the parent dies (`_die_with_parent`),
-  even while it is busy with a task.
-
-  Args:
-    conn: this worker's end of its pipe.
-    encoder: the `token_stream.LineEncoder` for `_encode_job`.
-    parent_ends: the parent's pipe ends (Connections) to close.
-    parent_pid: int, the writer's process id.
-  """
-  signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent reports Ctrl-C
-  signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler
-  _die_with_parent(parent_pid)
-  for end in parent_ends:
-    end.close()
-  _WORKER["encoder"] = encoder
-  while True:
-    try:
-      task = conn.recv()
-    except EOFError:  # the parent is gone
-      return
-    if task is None:
-      return
-    fn, arg = task
-    try:
-      conn.send((True, fn(arg)))
-    except Exception as e:  # pylint: disable=broad-except
-      conn.send((False, e))  # re-raised by the parent
-
-
-def _die_with_parent(parent_pid):
-  """Asks Linux to SIGKILL this process when its parent dies (a no-op
-  elsewhere); exits at once if the parent is already gone."""
-  try:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-  except (OSError, AttributeError):  # not Linux: the pipes' EOF still works
-    pass
-  if os.getppid() != parent_pid:  # died before prctl took effect
-    os._exit(0)  # pylint: disable=protected-access
-
-
-class _Workers:
-  """Runs tasks in forked worker processes, or in this one.
-
-  The processes are forked: they inherit the loaded modules, so they start
-  in milliseconds, and they run only NumPy and SentencePiece code, never
-  TensorFlow (a fresh interpreter would spend seconds importing it). Tasks
-  and results travel through one pipe per worker, driven from this thread
-  only: multiprocessing.Pool's helper threads would compete for the GIL
-  with the writing loop and make each record write (which releases the
-  GIL) wait up to a thread switch interval.
-  """
-
-  def __init__(self, num_workers, encoder):
-    _WORKER["encoder"] = encoder
-    self._conns, self._procs = [], []
-    forking = "fork" in multiprocessing.get_all_start_methods()
-    if num_workers <= 1 or not forking:
-      return
-    ctx = multiprocessing.get_context("fork")
-    for _ in range(num_workers):
-      parent, child = ctx.Pipe()
-      proc = ctx.Process(target=_worker_main,
-                         args=(child, encoder, self._conns + [parent],
-                               os.getpid()),
-                         daemon=True)
-      proc.start()
-      child.close()
-      self._conns.append(parent)
-      self._procs.append(proc)
-
-  def imap(self, fn, items):
-    """Yields fn(item) for each item, in order.
-
-    Each worker holds at most one task, so neither side can block the other
-    on a full pipe.
-    """
-    if not self._conns:
-      for item in items:
-        yield fn(item)
-      return
-    pending = collections.deque()  # workers of the tasks in flight, in order
-    for k, item in enumerate(items):
-      if len(pending) == len(self._conns):
-        yield self._result(pending.popleft())
-      worker = k % len(self._conns)  # the one whose result was just taken
-      self._conns[worker].send((fn, item))
-      pending.append(worker)
-    while pending:
-      yield self._result(pending.popleft())
-
-  def _result(self, worker):
-    try:
-      ok, value = self._conns[worker].recv()
-    except EOFError:
-      self._procs[worker].join()
-      raise OSError(f"a --num_workers process died (exit code "
-                    f"{self._procs[worker].exitcode}); rerun, or try "
-                    "--num_workers=1") from None
-    if not ok:
-      raise value
-    return value
-
-  def close(self):
-    """Stops the workers (killing them if they do not stop at once)."""
-    for conn in self._conns:
-      try:
-        conn.send(None)
-      except OSError:
-        pass
-    for proc in self._procs:
-      proc.join(timeout=1)
-      if proc.is_alive():
-        proc.kill()
-        proc.join()
-    for conn in self._conns:
-      conn.close()
-
-
-@contextlib.contextmanager
-def worker_processes(num_workers, encoder):
-  """`_Workers` for the duration of a with-block (`num_workers` <= 1: none)."""
-  workers = _Workers(num_workers, encoder)
-  try:
-    yield workers
-  finally:
-    workers.close()
-
-
-# ----------------------------------------------------------------------------
 # Corpus to rows.
 # ----------------------------------------------------------------------------
 def _read_lines(path):
@@ -344,7 +180,7 @@ def build_stream(paths, workers, use_eod, rng):
 
   Args:
     paths: the task's input files.
-    workers: `worker_processes` that encode the lines.
+    workers: `worker_pool.worker_processes` that encode the lines.
     use_eod: blank lines add <eod>.
     rng: np.random.RandomState; its first draw orders the files.
 
@@ -361,7 +197,7 @@ def build_stream(paths, workers, use_eod, rng):
     texts.append(lines)
   jobs = _encoding_jobs([path for path, _ in files], texts)
   encoded = _with_progress(
-      workers.imap(_encode_job, jobs),
+      workers.imap(worker_pool.encode_job, jobs),
       [sum(len(lines) for lines, _ in job) for job in jobs], "encoding",
       "lines")
   ids = np.concatenate([e[0] for e in encoded])
@@ -389,7 +225,8 @@ def _encoding_jobs(paths, texts):
     texts: per file, its list of text lines.
 
   Returns:
-    list of jobs, each a list of (lines, path) (see `_encode_job`).
+    list of jobs, each a list of (lines, path) (see
+    `worker_pool.encode_job`).
   """
   jobs, job, job_size = [], [], 0
   for path, lines in zip(paths, texts):
@@ -460,7 +297,7 @@ def write_records(record_path, rows, sent_rows, cfg, is_start, rng,
     cfg: record settings (see `create_data`).
     is_start: word-start table.
     rng: np.random.RandomState.
-    workers: `worker_processes` that serialize the examples.
+    workers: `worker_pool.worker_processes` that serialize the examples.
 
   Returns:
     number of batches written (>= 1).
@@ -550,7 +387,7 @@ def create_data(input_glob, sp_path, save_dir, bsz_per_host=32,
   corpus_info_path = os.path.join(save_dir, record_format.CORPUS_INFO)
   for path in (record_path, info_path, corpus_info_path):
     io_utils.remove_stale_tmp(path)
-  with worker_processes(num_workers, encoder) as workers:
+  with worker_pool.worker_processes(num_workers, encoder) as workers:
     data, sent_ids = build_stream(paths, workers, use_eod, rng)
     rows, sent_rows = token_stream.batchify(data, bsz_per_host, sent_ids,
                                             num_core_per_host, bi_data)

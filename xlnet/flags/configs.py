@@ -1,8 +1,13 @@
 """Typed configurations built from parsed flags, shared by every program,
 and the rules of `xlnet/validation.py` applied to the flags."""
-from xlnet import model as model_lib
+import xlnet
 from xlnet import validation
 from xlnet.training import config as train_config_lib
+
+# The RunConfig of the model flags every program defines (the release's
+# `xlnet.create_run_config`, with pretraining's resolved data flags as
+# keyword arguments).
+run_config = xlnet.create_run_config
 
 
 def check_rules(FLAGS):  # pylint: disable=invalid-name
@@ -57,23 +62,3 @@ def device_config(FLAGS):  # pylint: disable=invalid-name
       task_index=FLAGS.task_index, cluster_timeout=FLAGS.cluster_timeout,
       tpu_engine=FLAGS.tpu_engine, data_service=FLAGS.data_service,
       data_service_timeout=FLAGS.data_service_timeout)
-
-
-def run_config(is_training, is_finetune, FLAGS, **resolved):  # pylint: disable=invalid-name
-  """Builds a RunConfig from the model flags every program defines.
-
-  Fine-tuning leaves mem_len/reuse_len None and bi_data/same_length False;
-  pretraining reads them from FLAGS, except the values in `resolved` (the
-  data flags resolved against the corpus info), which win.
-  """
-  kwargs = dict(
-      is_training=is_training, use_tpu=FLAGS.use_tpu,
-      use_bfloat16=FLAGS.use_bfloat16, use_fp16=FLAGS.use_fp16,
-      dropout=FLAGS.dropout, dropatt=FLAGS.dropatt, init=FLAGS.init,
-      init_range=FLAGS.init_range, init_std=FLAGS.init_std,
-      clamp_len=FLAGS.clamp_len)
-  if not is_finetune:
-    kwargs.update(mem_len=FLAGS.mem_len, reuse_len=FLAGS.reuse_len,
-                  bi_data=FLAGS.bi_data, same_length=FLAGS.same_length)
-  kwargs.update(resolved)
-  return model_lib.RunConfig(**kwargs)

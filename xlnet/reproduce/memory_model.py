@@ -8,7 +8,7 @@ memory" has the derivation and the measurements that check it):
 
 * state: float32 weights, Adam's two float32 slots per weight
   (`optimizer.AdamState`), and with `--accum_steps` > 1 a float32 gradient
-  sum per weight (`Trainer._accumulate`);
+  sum per weight (`trainer._accumulated`);
 * the activations the backward pass needs, per layer (`modeling.py`): the
   layer's input, keys, values, the three biased queries, the transposed
   positional queries and keys, the float32 attention probabilities, their
@@ -338,7 +338,7 @@ def step_memory(xlnet_config, task_kind, seq_len, micro_batch, precision,
   below = embedding_activation_terms(sizes, seq_len, rows, precision)
   end = {"gradients": params * _F32}
   if accumulate:
-    # `Trainer._accumulate`'s float32 sums live through every micro-step
+    # `trainer._accumulated`'s float32 sums live through every micro-step
     below["gradient sums"] = end["gradient sums"] = params * _F32
   layers_below = sizes.n_layer - 1
   for name, value in layer_activation_terms(sizes, seq_len, rows,

@@ -16,14 +16,19 @@ from xlnet.training import progress
 # package, which TensorFlow >= 2.16 no longer installs.
 def write_scalars(writer, values, step):
   """Writes {tag: float} as TensorBoard scalars at `step` and flushes."""
+  with writer.as_default():
+    for tag, value in values.items():
+      write_scalar(tag, tf.constant(float(value), tf.float32), step)
+  writer.flush()
+
+
+def write_scalar(tag, value, step):
+  """Writes a float32 scalar tensor to the default summary writer as a
+  TensorBoard scalar at `step` (eagerly, or an op in a graph)."""
   metadata = tf.compat.v1.SummaryMetadata(
       plugin_data=tf.compat.v1.SummaryMetadata.PluginData(
           plugin_name="scalars")).SerializeToString()
-  with writer.as_default():
-    for tag, value in values.items():
-      tf.summary.write(tag, tf.constant(float(value), tf.float32), step=step,
-                       metadata=metadata)
-  writer.flush()
+  return tf.summary.write(tag, value, step=step, metadata=metadata)
 
 
 class StepLogger:

@@ -197,43 +197,14 @@ class Trainer:
       grads = [g / scale for g in grads]
     return loss, grads, new_mems
 
-  def _accumulate(self, features, mems, step):
-    """Mean loss and gradients over `accum_steps` micro-batches."""
-    if self.accum_steps == 1:
-      return self._forward_backward(features, mems, step, 0)
-
-    def body(i, loss_sum, grad_sums, mems):
-      micro = {k: v[i] for k, v in features.items()}
-      loss, grads, new_mems = self._forward_backward(micro, mems or None,
-                                                     step, i)
-      # The first micro-batch's gradients are the sums (0 + g0 = g0).
-      grad_sums = tf.cond(
-          i > 0, lambda: [a + g for a, g in zip(grad_sums, grads)],
-          lambda: grads)
-      return (i + 1, loss_sum + loss, grad_sums,
-              list(new_mems) if mems else mems)
-
-    # The sums' initial values are never read (the first iteration replaces
-    # them): the weights, already in memory. Zeros would be folded by
-    # grappler into constants of the weights' shapes that the step holds for
-    # good (4 bytes per weight).
-    init = (tf.constant(0), tf.constant(0.0),
-            [v.read_value() for v in self.trainable], list(mems or []))
-    # One micro-batch at a time: the micro-batches do not depend on each
-    # other until their gradients are summed, so the loop would start the
-    # next ones before this one is done (by default up to 10 iterations at
-    # once), each with its activations (bench/finetune_memory.py).
-    _, loss_sum, grad_sums, mems = tf.while_loop(
-        lambda i, *_: i < self.accum_steps, body, init, parallel_iterations=1)
-    k = float(self.accum_steps)
-    return loss_sum / k, [g / k for g in grad_sums], mems or None
-
   def _replica_step(self, features, stop_flag):
     """One optimizer step of one replica; returns replica-identical scalars."""
     ctx = tf.distribute.get_replica_context()
     step = self.global_step.read_value()
     mems = [v.read_value() for v in self.mem_vars] or None
-    loss, grads, new_mems = self._accumulate(features, mems, step)
+    loss, grads, new_mems = _accumulated(
+        self._forward_backward, features, mems, step, self.accum_steps,
+        self.trainable)
     # (tf.identity places the broadcast flag on this replica's device; the
     # all-reduce needs a device for every value.)
     loss, grads, stop = ctx.all_reduce(
@@ -314,18 +285,6 @@ class Trainer:
     self.state.restore(prefix)
     self.adam.lift_loss_scale(prefix)
 
-  def load_values(self, values, source="values"):
-    """Assigns {checkpoint name: array} (see `ShardedState.load_values`)."""
-    self.state.load_values(values, source)
-
-  def state_values(self):
-    """{checkpoint name: np.ndarray} of the model, optimizer and step."""
-    return self.state.values()
-
-  def replica_memories(self):
-    """{replica id: [np.ndarray per layer]} of this worker's replicas."""
-    return self.state.replica_memories()
-
   def init_from_checkpoint(self, path, allow_missing=()):
     """Warm start: the model variables found by name in `path` (a prefix, a
     directory or DIR/latest); the optimizer state starts fresh."""
@@ -394,6 +353,52 @@ class Trainer:
       if saved != step:
         self.save(step, max_save)
     return step
+
+
+def _accumulated(forward_backward, features, mems, step, accum_steps,
+                 trainable):
+  """Mean loss and gradients over `accum_steps` micro-batches.
+
+  Args:
+    forward_backward: `Trainer._forward_backward(features, mems, step,
+      micro)` -> (loss, dense gradients, new mems) of one micro-batch.
+    features: one replica's batch; with accum_steps > 1 each feature has a
+      leading micro-batch axis.
+    mems: list of float32 memories, or None.
+    step: int64 scalar, the optimizer step.
+    accum_steps: int, micro-batches per step.
+    trainable: the trainable variables, in the gradients' order.
+
+  Returns:
+    (mean loss, mean gradients, the last micro-batch's new mems or None).
+  """
+  if accum_steps == 1:
+    return forward_backward(features, mems, step, 0)
+
+  def body(i, loss_sum, grad_sums, mems):
+    micro = {k: v[i] for k, v in features.items()}
+    loss, grads, new_mems = forward_backward(micro, mems or None, step, i)
+    # The first micro-batch's gradients are the sums (0 + g0 = g0).
+    grad_sums = tf.cond(
+        i > 0, lambda: [a + g for a, g in zip(grad_sums, grads)],
+        lambda: grads)
+    return (i + 1, loss_sum + loss, grad_sums,
+            list(new_mems) if mems else mems)
+
+  # The sums' initial values are never read (the first iteration replaces
+  # them): the weights, already in memory. Zeros would be folded by
+  # grappler into constants of the weights' shapes that the step holds for
+  # good (4 bytes per weight).
+  init = (tf.constant(0), tf.constant(0.0),
+          [v.read_value() for v in trainable], list(mems or []))
+  # One micro-batch at a time: the micro-batches do not depend on each
+  # other until their gradients are summed, so the loop would start the
+  # next ones before this one is done (by default up to 10 iterations at
+  # once), each with its activations (bench/finetune_memory.py).
+  _, loss_sum, grad_sums, mems = tf.while_loop(
+      lambda i, *_: i < accum_steps, body, init, parallel_iterations=1)
+  k = float(accum_steps)
+  return loss_sum / k, [g / k for g in grad_sums], mems or None
 
 
 def _dropout_seed(seed, step, micro):

@@ -51,11 +51,16 @@ def get_race_logits(xlnet_config, run_config, features, summary_type="last",
   return tf.reshape(logits, [-1, NUM_CHOICES])
 
 
-def race_loss(logits, labels):
-  """Mean softmax cross-entropy of `logits [B, 4]` against `labels [B]`."""
+def race_per_example_loss(logits, labels):
+  """Softmax cross-entropy of each question: `logits [B, 4]` against
+  `labels [B]` -> `[B]`."""
   one_hot = tf.one_hot(labels, NUM_CHOICES, dtype=logits.dtype)
-  per_example = -tf.reduce_sum(tf.nn.log_softmax(logits) * one_hot, -1)
-  return tf.reduce_mean(per_example)
+  return -tf.reduce_sum(tf.nn.log_softmax(logits) * one_hot, -1)
+
+
+def race_loss(logits, labels):
+  """The batch's mean of `race_per_example_loss`."""
+  return tf.reduce_mean(race_per_example_loss(logits, labels))
 
 
 def get_race_loss(xlnet_config, run_config, features, summary_type="last",
