@@ -1,7 +1,7 @@
 """Fine-tuning flags checked and resolved once, with one-line messages
 naming the flag, into the typed settings of `xlnet/finetuning/config.py`:
 
-  resolve_classifier / resolve_squad / resolve_race (FLAGS) -> the keyword
+  resolve_classifier / resolve_squad / resolve_race (flags) -> the keyword
   arguments of `xlnet.finetuning.api.run_classifier / run_squad / run_race`.
 
 Batch sizes are resolved here, once: a batch flag is the global batch with
@@ -28,19 +28,21 @@ from xlnet.training import config as train_config_lib
 from xlnet.training import strategies
 
 
-def global_batch_size(FLAGS, per_device):  # pylint: disable=invalid-name
+def global_batch_size(flag_values, per_device):
   """Examples per step for a batch-size flag value.
 
   With `use_tpu` the flag is the global batch; otherwise it is per GPU (as
   in the released GPU command), so a step takes `per_device *
   num_core_per_host` examples.
   """
-  return per_device if FLAGS.use_tpu else per_device * FLAGS.num_core_per_host
+  if flag_values.use_tpu:
+    return per_device
+  return per_device * flag_values.num_core_per_host
 
 
-def _require(FLAGS, name, why):  # pylint: disable=invalid-name
+def _require(flag_values, name, why):
   """Raises unless flag `name` is set; `why` says what it is for."""
-  if not getattr(FLAGS, name):
+  if not getattr(flag_values, name):
     raise ValueError(f"--{name} is required ({why})")
 
 
@@ -49,7 +51,7 @@ def _same_dir(a, b):
   return os.path.abspath(a).rstrip("/") == os.path.abspath(b).rstrip("/")
 
 
-def pretrained_config(FLAGS):  # pylint: disable=invalid-name
+def pretrained_config(flag_values):
   """The model's XLNetConfig: `--model_config_path`, else the config beside
   the model's checkpoint (`finetune_config.CONFIG_FILES` in
   --init_checkpoint's directory, then in --model_dir), named in a log line.
@@ -61,12 +63,12 @@ def pretrained_config(FLAGS):  # pylint: disable=invalid-name
     ValueError: one line naming the flag when none is found or it cannot
       be read.
   """
-  path = FLAGS.model_config_path
+  path = flag_values.model_config_path
   if not path:
-    dirs = [FLAGS.model_dir] if FLAGS.model_dir else []
-    if FLAGS.init_checkpoint:
+    dirs = [flag_values.model_dir] if flag_values.model_dir else []
+    if flag_values.init_checkpoint:
       dirs.insert(0, os.path.dirname(checkpoint_io.resolve_checkpoint(
-          FLAGS.init_checkpoint, "--init_checkpoint")) or ".")
+          flag_values.init_checkpoint, "--init_checkpoint")) or ".")
     found = [os.path.join(d, name) for d in dirs
              for name in finetune_config.CONFIG_FILES
              if tf.io.gfile.exists(os.path.join(d, name))]
@@ -84,7 +86,7 @@ def pretrained_config(FLAGS):  # pylint: disable=invalid-name
     raise ValueError(f"--model_config_path={path}: {e}") from None
 
 
-def check_common_flags(FLAGS):  # pylint: disable=invalid-name
+def check_common_flags(flag_values):
   """Validates the common flags; raises a one-line ValueError naming one.
 
   Checks: the model config and SentencePiece model are given (and the
@@ -98,67 +100,71 @@ def check_common_flags(FLAGS):  # pylint: disable=invalid-name
   Returns:
     (the XLNetConfig, its path): `pretrained_config`.
   """
-  _require(FLAGS, "spiece_model_file", "the pretrained model's "
+  _require(flag_values, "spiece_model_file", "the pretrained model's "
            "SentencePiece model")
-  _require(FLAGS, "model_dir", "fine-tuning checkpoints and results")
-  config, config_path = pretrained_config(FLAGS)
-  if FLAGS.init_checkpoint:
-    prefix = checkpoint_io.resolve_checkpoint(FLAGS.init_checkpoint,
-                                            "--init_checkpoint")
-    if _same_dir(FLAGS.model_dir, os.path.dirname(prefix) or "."):
+  _require(flag_values, "model_dir", "fine-tuning checkpoints and results")
+  config, config_path = pretrained_config(flag_values)
+  if flag_values.init_checkpoint:
+    prefix = checkpoint_io.resolve_checkpoint(flag_values.init_checkpoint,
+                                              "--init_checkpoint")
+    if _same_dir(flag_values.model_dir, os.path.dirname(prefix) or "."):
       raise ValueError(
-          f"--model_dir={FLAGS.model_dir} is the directory of "
-          f"--init_checkpoint={FLAGS.init_checkpoint}; give fine-tuning its "
-          "own model_dir (it would resume from, and save beside, the "
-          "pretrained checkpoint)")
-  config_flags.check_rules(FLAGS)
-  validation.check_precision(FLAGS.use_tpu, FLAGS.use_bfloat16,
-                             FLAGS.use_fp16)
+          f"--model_dir={flag_values.model_dir} is the directory of "
+          f"--init_checkpoint={flag_values.init_checkpoint}; give "
+          "fine-tuning its own model_dir (it would resume from, and save "
+          "beside, the pretrained checkpoint)")
+  config_flags.check_rules(flag_values)
+  validation.check_precision(flag_values.use_tpu, flag_values.use_bfloat16,
+                             flag_values.use_fp16)
   return config, config_path
 
 
-def require(FLAGS, *names, why):  # pylint: disable=invalid-name
+def require(flag_values, *names, why):
   """Raises ValueError naming the first unset flag of `names`."""
   for name in names:
-    if getattr(FLAGS, name) in (None, ""):
+    if getattr(flag_values, name) in (None, ""):
       raise ValueError(f"--{name} is required {why}")
 
 
 ################################################################################
 # Typed settings shared by the programs.
 ################################################################################
-def batch_layout(FLAGS):  # pylint: disable=invalid-name
+def batch_layout(flag_values):
   """The training `BatchLayout`: --train_batch_size is the global batch
   with --use_tpu, else the batch of each of the num_hosts *
   num_core_per_host replicas (the hosts: the TPU's, or the workers of
   --worker_hosts/TF_CONFIG)."""
-  hosts = strategies.num_hosts(FLAGS, FLAGS.use_tpu)
-  per_step = FLAGS.train_batch_size
-  if not FLAGS.use_tpu:
-    per_step *= hosts * FLAGS.num_core_per_host
+  hosts = strategies.num_hosts(flag_values, flag_values.use_tpu)
+  per_step = flag_values.train_batch_size
+  if not flag_values.use_tpu:
+    per_step *= hosts * flag_values.num_core_per_host
   return train_config_lib.BatchLayout(
       train_batch_size=per_step, num_hosts=hosts,
-      num_core_per_host=FLAGS.num_core_per_host,
-      accum_steps=FLAGS.accum_steps)
+      num_core_per_host=flag_values.num_core_per_host,
+      accum_steps=flag_values.accum_steps)
 
 
-def engine_config(FLAGS):  # pylint: disable=invalid-name
+def engine_config(flag_values):
   """The run's `EngineConfig` (checkpoints, optimizer, layout, loop,
   devices)."""
   return finetune_config.EngineConfig(
-      checkpoint=config_flags.checkpoint_config(FLAGS),
-      optimizer=config_flags.optimizer_config(FLAGS),
-      layout=batch_layout(FLAGS),
-      train=config_flags.train_config(FLAGS),
+      checkpoint=config_flags.checkpoint_config(flag_values),
+      optimizer=config_flags.optimizer_config(flag_values),
+      layout=batch_layout(flag_values),
+      train=config_flags.train_config(flag_values),
       device=train_config_lib.DeviceConfig(
-          use_tpu=FLAGS.use_tpu, tpu=FLAGS.tpu, tpu_zone=FLAGS.tpu_zone,
-          gcp_project=FLAGS.gcp_project, master=FLAGS.master,
-          tpu_job_name=FLAGS.tpu_job_name, worker_hosts=FLAGS.worker_hosts,
-          task_index=FLAGS.task_index,
-          cluster_timeout=FLAGS.cluster_timeout))
+          use_tpu=flag_values.use_tpu,
+          tpu=flag_values.tpu,
+          tpu_zone=flag_values.tpu_zone,
+          gcp_project=flag_values.gcp_project,
+          master=flag_values.master,
+          tpu_job_name=flag_values.tpu_job_name,
+          worker_hosts=flag_values.worker_hosts,
+          task_index=flag_values.task_index,
+          cluster_timeout=flag_values.cluster_timeout))
 
 
-def memory_planned(FLAGS, engine, xlnet_config, task_kind):  # pylint: disable=invalid-name
+def memory_planned(flag_values, engine, xlnet_config, task_kind):
   """`engine` with its batch layout split for --device_memory_gb: the
   examples of each optimizer step (--train_batch_size x --accum_steps per
   device) in the fewest micro-batches whose estimate fits the device
@@ -171,7 +177,8 @@ def memory_planned(FLAGS, engine, xlnet_config, task_kind):  # pylint: disable=i
       (a --device_memory_gb not > 0 is refused by its rule before:
       `config_flags.check_rules`).
   """
-  gib, calibration = FLAGS.device_memory_gb, FLAGS.memory_calibration
+  gib = flag_values.device_memory_gb
+  calibration = flag_values.memory_calibration
   if gib is None:
     if calibration:
       raise ValueError(f"--memory_calibration={calibration} needs "
@@ -181,10 +188,10 @@ def memory_planned(FLAGS, engine, xlnet_config, task_kind):  # pylint: disable=i
   replicas = layout.num_hosts * layout.num_core_per_host
   try:
     plan = memory_plan.plan_accumulation(
-        xlnet_config, task_kind, FLAGS.max_seq_length,
+        xlnet_config, task_kind, flag_values.max_seq_length,
         layout.train_batch_size * layout.accum_steps, replicas,
-        memory_plan.precision_of(FLAGS.use_tpu, FLAGS.use_bfloat16,
-                                 FLAGS.use_fp16),
+        memory_plan.precision_of(flag_values.use_tpu, flag_values.use_bfloat16,
+                                 flag_values.use_fp16),
         gib, memory_plan.device_terms(calibration))
   except ValueError as e:
     raise ValueError(f"--device_memory_gb={gib:g}: {e}; use --use_fp16 or "
@@ -196,153 +203,169 @@ def memory_planned(FLAGS, engine, xlnet_config, task_kind):  # pylint: disable=i
       accum_steps=plan.accum_steps))
 
 
-def from_flags(config_class, FLAGS, **resolved):  # pylint: disable=invalid-name
+def from_flags(config_class, flag_values, **resolved):
   """A `config_class` (a dataclass of `xlnet/finetuning/config.py`) whose
   fields are the flags of their names, but for those given in `resolved`
   (field name -> value: batch sizes made global, loaded configs, ...)."""
-  values = {field.name: getattr(FLAGS, field.name)
+  values = {field.name: getattr(flag_values, field.name)
             for field in dataclasses.fields(config_class)
             if field.name not in resolved}
   return config_class(**values, **resolved)
 
 
-def model_config(FLAGS, xlnet_config):  # pylint: disable=invalid-name
+def model_config(flag_values, xlnet_config):
   """The run's `ModelConfig` around the loaded `xlnet_config`."""
   return finetune_config.ModelConfig(
-      xlnet_config, config_flags.run_config(True, True, FLAGS),
-      FLAGS.summary_type, FLAGS.use_summ_proj)
+      xlnet_config, config_flags.run_config(True, True, flag_values),
+      flag_values.summary_type, flag_values.use_summ_proj)
 
 
 ################################################################################
 # run_classifier.py
 ################################################################################
-def check_classifier_flags(FLAGS):  # pylint: disable=invalid-name
+def check_classifier_flags(flag_values):
   """Validates the task flags; raises a one-line ValueError naming one."""
-  if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
+  if not (flag_values.do_train or flag_values.do_eval or
+          flag_values.do_predict):
     raise ValueError("nothing to do: set --do_train, --do_eval and/or "
                      "--do_predict")
-  if not FLAGS.task_name:
+  if not flag_values.task_name:
     raise ValueError("--task_name is required (one of "
                      f"{', '.join(classifier_tasks.NAMES)})")
   for name, why in (("data_dir", "the task's data"),
                     ("output_dir", "where the feature records are cached")):
-    _require(FLAGS, name, why)
-  if not tf.io.gfile.isdir(FLAGS.data_dir):
-    raise ValueError(f"--data_dir={FLAGS.data_dir} is not a directory")
-  if FLAGS.do_predict and not FLAGS.predict_dir:
+    _require(flag_values, name, why)
+  if not tf.io.gfile.isdir(flag_values.data_dir):
+    raise ValueError(f"--data_dir={flag_values.data_dir} is not a directory")
+  if flag_values.do_predict and not flag_values.predict_dir:
     raise ValueError("--predict_dir is required with --do_predict")
-  finetune_config.check_classifier(FLAGS)
-  if FLAGS.max_seq_length > classifier_features.PRETRAIN_SEQ_LENGTH:
+  finetune_config.check_classifier(flag_values)
+  if flag_values.max_seq_length > classifier_features.PRETRAIN_SEQ_LENGTH:
     logging.warning(
         "--max_seq_length=%d exceeds the released models' pretraining "
         "length %d: relative distances beyond that were never trained",
-        FLAGS.max_seq_length, classifier_features.PRETRAIN_SEQ_LENGTH)
+        flag_values.max_seq_length, classifier_features.PRETRAIN_SEQ_LENGTH)
 
 
-def _check_vocabulary(FLAGS, xlnet_config, config_path):  # pylint: disable=invalid-name
+def _check_vocabulary(flag_values, xlnet_config, config_path):
   """Raises unless the SentencePiece model fits the model's vocabulary
   (that of the config at `config_path`)."""
-  sp_model = prepro_utils.load_sp_model(FLAGS.spiece_model_file,
+  sp_model = prepro_utils.load_sp_model(flag_values.spiece_model_file,
                                         "--spiece_model_file")
   if sp_model.get_piece_size() > xlnet_config.n_token:
     raise ValueError(
-        f"--spiece_model_file={FLAGS.spiece_model_file} has "
+        f"--spiece_model_file={flag_values.spiece_model_file} has "
         f"{sp_model.get_piece_size()} pieces but --model_config_path="
         f"{config_path} has n_token={xlnet_config.n_token}: "
         "they belong to different models")
 
 
-def resolve_classifier(FLAGS):  # pylint: disable=invalid-name
+def resolve_classifier(flag_values):
   """run_classifier.py's flags, checked, as the keyword arguments of
   `api.run_classifier`."""
-  check_classifier_flags(FLAGS)
-  xlnet_config, config_path = check_common_flags(FLAGS)
-  _check_vocabulary(FLAGS, xlnet_config, config_path)
+  check_classifier_flags(flag_values)
+  xlnet_config, config_path = check_common_flags(flag_values)
+  _check_vocabulary(flag_values, xlnet_config, config_path)
   task = from_flags(
-      finetune_config.ClassifierConfig, FLAGS,
-      eval_batch_size=global_batch_size(FLAGS, FLAGS.eval_batch_size),
-      predict_batch_size=global_batch_size(FLAGS, FLAGS.predict_batch_size),
-      label_list=None if FLAGS.label_list is None else tuple(
-          FLAGS.label_list))
-  return dict(task=task, model=model_config(FLAGS, xlnet_config),
-              engine=memory_planned(FLAGS, engine_config(FLAGS), xlnet_config,
-                                    task_kinds.CLASSIFIER.name),
-              do_train=FLAGS.do_train,
-              do_eval=FLAGS.do_eval, do_predict=FLAGS.do_predict)
+      finetune_config.ClassifierConfig,
+      flag_values,
+      eval_batch_size=global_batch_size(flag_values,
+                                        flag_values.eval_batch_size),
+      predict_batch_size=global_batch_size(flag_values,
+                                           flag_values.predict_batch_size),
+      label_list=None
+      if flag_values.label_list is None else tuple(flag_values.label_list))
+  return dict(
+      task=task,
+      model=model_config(flag_values, xlnet_config),
+      engine=memory_planned(flag_values, engine_config(flag_values),
+                            xlnet_config, task_kinds.CLASSIFIER.name),
+      do_train=flag_values.do_train,
+      do_eval=flag_values.do_eval,
+      do_predict=flag_values.do_predict)
 
 
 ################################################################################
 # run_squad.py
 ################################################################################
-def check_squad_flags(FLAGS):  # pylint: disable=invalid-name
+def check_squad_flags(flag_values):
   """Raises ValueError (naming the flag) on a setting that cannot work."""
-  if not (FLAGS.do_prepro or FLAGS.do_train or FLAGS.do_predict):
+  if not (flag_values.do_prepro or flag_values.do_train or
+          flag_values.do_predict):
     raise ValueError("nothing to do: set --do_prepro, --do_train and/or "
                      "--do_predict")
-  require(FLAGS, "spiece_model_file", "output_dir",
+  require(flag_values, "spiece_model_file", "output_dir",
           why="(the SentencePiece model and the records directory)")
-  if FLAGS.do_prepro or FLAGS.do_train:
-    require(FLAGS, "train_file", why="with --do_prepro/--do_train")
-  if FLAGS.do_train or FLAGS.do_predict:
-    require(FLAGS, "model_dir", why="with --do_train/--do_predict")
-  if FLAGS.do_predict:
-    require(FLAGS, "predict_file", why="with --do_predict")
-  finetune_config.check_squad(FLAGS)
-  config_flags.check_rules(FLAGS)
+  if flag_values.do_prepro or flag_values.do_train:
+    require(flag_values, "train_file", why="with --do_prepro/--do_train")
+  if flag_values.do_train or flag_values.do_predict:
+    require(flag_values, "model_dir", why="with --do_train/--do_predict")
+  if flag_values.do_predict:
+    require(flag_values, "predict_file", why="with --do_predict")
+  finetune_config.check_squad(flag_values)
+  config_flags.check_rules(flag_values)
 
 
-def resolve_squad(FLAGS):  # pylint: disable=invalid-name
+def resolve_squad(flag_values):
   """run_squad.py's flags, checked, as the keyword arguments of
   `api.run_squad` (no model nor engine with --do_prepro alone)."""
-  check_squad_flags(FLAGS)
+  check_squad_flags(flag_values)
   task = from_flags(
-      finetune_config.SquadConfig, FLAGS,
-      predict_batch_size=global_batch_size(FLAGS, FLAGS.predict_batch_size))
+      finetune_config.SquadConfig,
+      flag_values,
+      predict_batch_size=global_batch_size(flag_values,
+                                           flag_values.predict_batch_size))
   model = engine = None
-  if FLAGS.do_train or FLAGS.do_predict:
-    model = model_config(FLAGS, pretrained_config(FLAGS)[0])
-    engine = memory_planned(FLAGS, engine_config(FLAGS), model.xlnet_config,
-                            task_kinds.SQUAD.name)
+  if flag_values.do_train or flag_values.do_predict:
+    model = model_config(flag_values, pretrained_config(flag_values)[0])
+    engine = memory_planned(flag_values, engine_config(flag_values),
+                            model.xlnet_config, task_kinds.SQUAD.name)
   return dict(task=task, model=model, engine=engine,
-              do_prepro=FLAGS.do_prepro, do_train=FLAGS.do_train,
-              do_predict=FLAGS.do_predict,
-              seed=FLAGS.seed if engine is None else None)
+              do_prepro=flag_values.do_prepro, do_train=flag_values.do_train,
+              do_predict=flag_values.do_predict,
+              seed=flag_values.seed if engine is None else None)
 
 
 ################################################################################
 # run_race.py
 ################################################################################
-def check_race_flags(FLAGS):  # pylint: disable=invalid-name
+def check_race_flags(flag_values):
   """Raises ValueError (naming the flag) on a setting that cannot work."""
-  if not (FLAGS.do_train or FLAGS.do_eval):
+  if not (flag_values.do_train or flag_values.do_eval):
     raise ValueError("nothing to do: set --do_train and/or --do_eval")
-  require(FLAGS, "data_dir", "spiece_model_file", "output_dir",
+  require(flag_values, "data_dir", "spiece_model_file", "output_dir",
           "model_dir",
           why="(RACE data, SentencePiece model, records directory and "
           "checkpoint directory)")
-  finetune_config.check_race(FLAGS)
-  config_flags.check_rules(FLAGS)
+  finetune_config.check_race(flag_values)
+  config_flags.check_rules(flag_values)
 
 
-def resolve_race(FLAGS):  # pylint: disable=invalid-name
+def resolve_race(flag_values):
   """run_race.py's flags, checked, as the keyword arguments of
   `api.run_race`."""
-  check_race_flags(FLAGS)
+  check_race_flags(flag_values)
   task = from_flags(
-      finetune_config.RaceConfig, FLAGS,
-      eval_batch_size=global_batch_size(FLAGS, FLAGS.eval_batch_size))
-  model = model_config(FLAGS, pretrained_config(FLAGS)[0])
-  return dict(task=task, model=model, engine=memory_planned(
-      FLAGS, engine_config(FLAGS), model.xlnet_config, task_kinds.RACE.name),
-              do_train=FLAGS.do_train, do_eval=FLAGS.do_eval)
+      finetune_config.RaceConfig,
+      flag_values,
+      eval_batch_size=global_batch_size(flag_values,
+                                        flag_values.eval_batch_size))
+  model = model_config(flag_values, pretrained_config(flag_values)[0])
+  return dict(
+      task=task,
+      model=model,
+      engine=memory_planned(flag_values, engine_config(flag_values),
+                            model.xlnet_config, task_kinds.RACE.name),
+      do_train=flag_values.do_train,
+      do_eval=flag_values.do_eval)
 
 
 ################################################################################
 # reproduce.py
 ################################################################################
-def resolve_reproduce(FLAGS):  # pylint: disable=invalid-name
+def resolve_reproduce(flag_values):
   """reproduce.py's flags as a `ReproduceConfig` (each field from the flag
   of its name; `reproduce.check_settings` checks them)."""
   return from_flags(
-      reproduce_config.ReproduceConfig, FLAGS,
-      tasks=None if FLAGS.tasks is None else tuple(FLAGS.tasks))
+      reproduce_config.ReproduceConfig, flag_values,
+      tasks=None if flag_values.tasks is None else tuple(flag_values.tasks))

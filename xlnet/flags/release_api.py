@@ -11,6 +11,8 @@ names. A flag the release's programs did not define (ours, such as
 `--lr_layer_decay_rate` in its train_gpu.py or `--tpu_engine`) reads as our
 train_gpu.py's default.
 """
+# The release's functions name their flags parameter FLAGS.
+# pylint: disable=invalid-name
 import os
 
 import tensorflow as tf
@@ -74,7 +76,7 @@ def construct_scalar_host_call(monitor_dict, model_dir, prefix="",
       tf.reshape(monitor_dict[name], [1]) for name in names]
 
 
-def two_stream_loss(FLAGS, features, labels, mems, is_training):  # pylint: disable=invalid-name
+def two_stream_loss(FLAGS, features, labels, mems, is_training):
   """The pretraining loss of the model FLAGS sizes, which it writes to
   `FLAGS.model_dir/config.json` (as the release did).
 
@@ -99,20 +101,20 @@ def two_stream_loss(FLAGS, features, labels, mems, is_training):  # pylint: disa
   return total_loss, {"mems": new_mems}, {"total_loss": total_loss}
 
 
-def get_loss(FLAGS, features, labels, mems, is_training):  # pylint: disable=invalid-name
+def get_loss(FLAGS, features, labels, mems, is_training):
   """`two_stream_loss` (with `--use_bfloat16` the model computes in
   bfloat16, the loss in float32)."""
   return two_stream_loss(FLAGS, features, labels, mems, is_training)
 
 
-def _finetune_configs(FLAGS, is_training):  # pylint: disable=invalid-name
+def _finetune_configs(FLAGS, is_training):
   """The XLNetConfig of `FLAGS.model_config_path` and the fine-tuning
   RunConfig of FLAGS."""
   return (model_config.XLNetConfig(json_path=FLAGS.model_config_path),
           xlnet.create_run_config(is_training, True, FLAGS))
 
 
-def get_classification_loss(FLAGS, features, n_class, is_training):  # pylint: disable=invalid-name
+def get_classification_loss(FLAGS, features, n_class, is_training):
   """The classification head of `--task_name` (or `--cls_scope`).
 
   Returns:
@@ -125,7 +127,7 @@ def get_classification_loss(FLAGS, features, n_class, is_training):  # pylint: d
       FLAGS.summary_type, FLAGS.use_summ_proj)
 
 
-def get_regression_loss(FLAGS, features, is_training):  # pylint: disable=invalid-name
+def get_regression_loss(FLAGS, features, is_training):
   """The regression head of `--task_name`.
 
   Returns:
@@ -138,7 +140,7 @@ def get_regression_loss(FLAGS, features, is_training):  # pylint: disable=invali
       FLAGS.use_summ_proj)
 
 
-def get_qa_outputs(FLAGS, features, is_training):  # pylint: disable=invalid-name
+def get_qa_outputs(FLAGS, features, is_training):
   """The SQuAD heads: training outputs, or the `--start_n_top` x
   `--end_n_top` beam (`squad.head.qa_heads`' dict)."""
   xlnet_config, run_config = _finetune_configs(FLAGS, is_training)
@@ -146,7 +148,7 @@ def get_qa_outputs(FLAGS, features, is_training):  # pylint: disable=invalid-nam
                                    FLAGS.start_n_top, FLAGS.end_n_top)
 
 
-def get_race_loss(FLAGS, features, is_training):  # pylint: disable=invalid-name
+def get_race_loss(FLAGS, features, is_training):
   """The RACE head.
 
   Returns:
@@ -166,7 +168,7 @@ def get_race_loss(FLAGS, features, is_training):  # pylint: disable=invalid-name
 class _WithOurDefaults:
   """The release's flags object; a flag it lacks reads as our default."""
 
-  def __init__(self, FLAGS):  # pylint: disable=invalid-name
+  def __init__(self, FLAGS):
     self._flags = FLAGS
     self._ours = catalog.parse_flags(["release_api"])
 
@@ -176,7 +178,7 @@ class _WithOurDefaults:
     return getattr(self._ours, name)
 
 
-def get_train_op(FLAGS, total_loss, grads_and_vars=None):  # pylint: disable=invalid-name
+def get_train_op(FLAGS, total_loss, grads_and_vars=None):
   """The training op of the optimizer flags (`tpu_estimator.get_train_op`).
 
   Returns:
@@ -187,7 +189,7 @@ def get_train_op(FLAGS, total_loss, grads_and_vars=None):  # pylint: disable=inv
                                     use_tpu=FLAGS.use_tpu)
 
 
-def init_from_checkpoint(FLAGS, global_vars=False):  # pylint: disable=invalid-name
+def init_from_checkpoint(FLAGS, global_vars=False):
   """Warm start from `--init_checkpoint` (`warm_start.init_from_checkpoint`):
   the graph's variables by name; only a fine-tuning head's may be missing.
 
@@ -203,7 +205,7 @@ def init_from_checkpoint(FLAGS, global_vars=False):  # pylint: disable=invalid-n
       allow_missing=_HEAD_VARIABLES)
 
 
-def configure_tpu(FLAGS):  # pylint: disable=invalid-name
+def configure_tpu(FLAGS):
   """The TPUEstimator run config of the TPU, checkpoint and loop flags
   (`tpu_estimator.configure_tpu`; TensorFlow 2.15).
 
