@@ -39,8 +39,8 @@ _RELEASE_NAMES = {
     "avg_checkpoints": "xlnet.training.checkpoint_tools",
 }
 _NOT_OFFERED = {"AdamWeightDecayOptimizer": (
-    "model_utils.get_train_op(FLAGS, total_loss), whose Adam or AdamW "
-    "(--weight_decay) is xlnet/training/optimizer.py's")}
+    "model_utils.get_train_op(FLAGS, total_loss): Adam, or AdamW with "
+    "FLAGS.weight_decay, from xlnet/training/optimizer.py")}
 __getattr__, __dir__ = release_names.module_attributes(
     __name__, globals(), _RELEASE_NAMES, _NOT_OFFERED)
 

@@ -57,26 +57,33 @@ def _num_value(text):
   return int(text) if text.isdigit() else float(text)
 
 
+def _count_field(key, tag, optional=False):
+  """A whole-number setting written `{tag}-{value}` (left out when None, if
+  `optional`)."""
+  return _NameField(key, lambda v: None if v is None else f"{tag}-{v}",
+                    rf"{tag}-(?P<{key}>\d+)", int, optional)
+
+
+def _mask_field(key, tag):
+  """A span-mask setting written `{tag}-{_num_str(value)}`."""
+  return _NameField(key, lambda v: f"{tag}-{_num_str(v)}",
+                    rf"{tag}-(?P<{key}>[0-9.]+?)", _num_value, False)
+
+
 # One dot-separated token per setting, in file-name order. `to_token` maps a
 # value to its token (None: the token is left out); `pattern` matches the
 # token with a named group that `from_group` turns back into the value.
 _NAME_FIELDS = (
-    _NameField("bsz_per_host", lambda v: f"bsz-{v}",
-               r"bsz-(?P<bsz_per_host>\d+)", int, False),
-    _NameField("seq_len", lambda v: f"seqlen-{v}",
-               r"seqlen-(?P<seq_len>\d+)", int, False),
-    _NameField("reuse_len", lambda v: None if v is None else f"reuse-{v}",
-               r"reuse-(?P<reuse_len>\d+)", int, True),
+    _count_field("bsz_per_host", "bsz"),
+    _count_field("seq_len", "seqlen"),
+    _count_field("reuse_len", "reuse", optional=True),
     _NameField("uncased", lambda v: "uncased" if v else None,
                r"(?P<uncased>uncased)", lambda g: True, True),
     _NameField("bi_data", lambda v: "bi" if v else "uni",
                r"(?P<bi_data>bi|uni)", lambda g: g == "bi", False),
-    _NameField("mask_alpha", lambda v: f"alpha-{_num_str(v)}",
-               r"alpha-(?P<mask_alpha>[0-9.]+?)", _num_value, False),
-    _NameField("mask_beta", lambda v: f"beta-{_num_str(v)}",
-               r"beta-(?P<mask_beta>[0-9.]+?)", _num_value, False),
-    _NameField("num_predict", lambda v: None if v is None else f"fnp-{v}",
-               r"fnp-(?P<num_predict>\d+)", int, True),
+    _mask_field("mask_alpha", "alpha"),
+    _mask_field("mask_beta", "beta"),
+    _count_field("num_predict", "fnp", optional=True),
 )
 _NAME_RE = re.compile(
     rf"(?P<info>{INFO_PREFIX})?(?P<split>.+?)-(?P<task>\d+)-(?P<pass_id>\d+)"

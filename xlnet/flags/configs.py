@@ -1,5 +1,7 @@
 """Typed configurations built from parsed flags, shared by every program,
 and the rules of `xlnet/validation.py` applied to the flags."""
+import dataclasses
+
 import xlnet
 from xlnet import validation
 from xlnet.training import config as train_config_lib
@@ -27,17 +29,13 @@ def check_rules(flag_values):
 
 def optimizer_config(flag_values, n_layer=None):
   """The run's `OptimizerConfig` from the optimizer flags."""
+  f = flag_values
   return train_config_lib.OptimizerConfig(
-      learning_rate=flag_values.learning_rate,
-      train_steps=flag_values.train_steps,
-      warmup_steps=flag_values.warmup_steps,
-      decay_method=flag_values.decay_method,
-      min_lr_ratio=flag_values.min_lr_ratio,
-      adam_epsilon=flag_values.adam_epsilon,
-      weight_decay=flag_values.weight_decay,
-      clip=flag_values.clip,
-      lr_layer_decay_rate=flag_values.lr_layer_decay_rate,
-      n_layer=n_layer)
+      learning_rate=f.learning_rate, train_steps=f.train_steps,
+      warmup_steps=f.warmup_steps, decay_method=f.decay_method,
+      min_lr_ratio=f.min_lr_ratio, adam_epsilon=f.adam_epsilon,
+      weight_decay=f.weight_decay, clip=f.clip,
+      lr_layer_decay_rate=f.lr_layer_decay_rate, n_layer=n_layer)
 
 
 def train_config(flag_values):
@@ -57,22 +55,15 @@ def checkpoint_config(flag_values):
   return train_config_lib.CheckpointConfig(
       model_dir=flag_values.model_dir,
       init_checkpoint=flag_values.init_checkpoint,
-      save_steps=flag_values.save_steps,
-      max_save=flag_values.max_save)
+      save_steps=flag_values.save_steps, max_save=flag_values.max_save)
 
 
 def device_config(flag_values):
-  """The pretraining programs' `DeviceConfig` (TPU address, GPU workers)."""
-  return train_config_lib.DeviceConfig(
-      use_tpu=flag_values.use_tpu,
-      tpu=flag_values.tpu,
-      tpu_zone=flag_values.tpu_zone,
-      gcp_project=flag_values.gcp_project,
-      master=flag_values.master,
-      tpu_job_name=flag_values.tpu_job_name,
-      worker_hosts=flag_values.worker_hosts,
-      task_index=flag_values.task_index,
-      cluster_timeout=flag_values.cluster_timeout,
-      tpu_engine=flag_values.tpu_engine,
-      data_service=flag_values.data_service,
-      data_service_timeout=flag_values.data_service_timeout)
+  """The run's `DeviceConfig` from the device flags the program defines (the
+  TPU's address, the GPU workers; the fine-tuning programs lack
+  pretraining's --tpu_engine and --data_service*, which keep their
+  defaults)."""
+  return train_config_lib.DeviceConfig(**{
+      field.name: getattr(flag_values, field.name)
+      for field in dataclasses.fields(train_config_lib.DeviceConfig)
+      if hasattr(flag_values, field.name)})

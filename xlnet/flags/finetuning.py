@@ -152,16 +152,7 @@ def engine_config(flag_values):
       optimizer=config_flags.optimizer_config(flag_values),
       layout=batch_layout(flag_values),
       train=config_flags.train_config(flag_values),
-      device=train_config_lib.DeviceConfig(
-          use_tpu=flag_values.use_tpu,
-          tpu=flag_values.tpu,
-          tpu_zone=flag_values.tpu_zone,
-          gcp_project=flag_values.gcp_project,
-          master=flag_values.master,
-          tpu_job_name=flag_values.tpu_job_name,
-          worker_hosts=flag_values.worker_hosts,
-          task_index=flag_values.task_index,
-          cluster_timeout=flag_values.cluster_timeout))
+      device=config_flags.device_config(flag_values))
 
 
 def memory_planned(flag_values, engine, xlnet_config, task_kind):
@@ -310,11 +301,9 @@ def resolve_squad(flag_values):
   """run_squad.py's flags, checked, as the keyword arguments of
   `api.run_squad` (no model nor engine with --do_prepro alone)."""
   check_squad_flags(flag_values)
-  task = from_flags(
-      finetune_config.SquadConfig,
-      flag_values,
-      predict_batch_size=global_batch_size(flag_values,
-                                           flag_values.predict_batch_size))
+  task = from_flags(finetune_config.SquadConfig, flag_values,
+                    predict_batch_size=global_batch_size(
+                        flag_values, flag_values.predict_batch_size))
   model = engine = None
   if flag_values.do_train or flag_values.do_predict:
     model = model_config(flag_values, pretrained_config(flag_values)[0])
@@ -345,19 +334,14 @@ def resolve_race(flag_values):
   """run_race.py's flags, checked, as the keyword arguments of
   `api.run_race`."""
   check_race_flags(flag_values)
-  task = from_flags(
-      finetune_config.RaceConfig,
-      flag_values,
-      eval_batch_size=global_batch_size(flag_values,
-                                        flag_values.eval_batch_size))
+  task = from_flags(finetune_config.RaceConfig, flag_values,
+                    eval_batch_size=global_batch_size(
+                        flag_values, flag_values.eval_batch_size))
   model = model_config(flag_values, pretrained_config(flag_values)[0])
-  return dict(
-      task=task,
-      model=model,
-      engine=memory_planned(flag_values, engine_config(flag_values),
-                            model.xlnet_config, task_kinds.RACE.name),
-      do_train=flag_values.do_train,
-      do_eval=flag_values.do_eval)
+  engine = memory_planned(flag_values, engine_config(flag_values),
+                          model.xlnet_config, task_kinds.RACE.name)
+  return dict(task=task, model=model, engine=engine,
+              do_train=flag_values.do_train, do_eval=flag_values.do_eval)
 
 
 ################################################################################
