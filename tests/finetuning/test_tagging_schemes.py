@@ -64,6 +64,15 @@ def test_convert(tags, scheme, expected):
   assert schemes.convert(tags.split(), scheme) == expected.split()
 
 
+@pytest.mark.parametrize("labels,scheme", [
+    (["B-LOC", "B-PER", "I-LOC", "I-PER", "O"], "iob2"),
+    (["I-LOC", "O"], "iob2"),  # IOB1's tags read the same chunks
+    (["B-X", "E-X", "I-X", "O", "S-X"], "iobes"),
+    (["ADJ", "NOUN", "O"], "none"), (["O"], "none")])
+def test_scheme_of_labels(labels, scheme):
+  assert schemes.scheme_of_labels(labels) == scheme
+
+
 def test_check_tags_names_the_place():
   schemes.check_tags(["B-PER", "I-PER", "O"], "iob2", ["f:1", "f:2", "f:3"])
   schemes.check_tags(["NN", "B-X"], "none", ["f:1", "f:2"])

@@ -314,7 +314,7 @@ def step_memory(xlnet_config, task_kind, seq_len, micro_batch, precision,
   Args:
     xlnet_config: an `XLNetConfig` (or a dict of its keys).
     task_kind: a kind of `task_kinds`: "classifier" (also regression),
-      "squad" or "race".
+      "squad", "race" or "tagging".
     seq_len: tokens per sequence (--max_seq_length).
     micro_batch: examples per replica and micro-step (--train_batch_size per
       GPU); a RACE example is 4 sequences.

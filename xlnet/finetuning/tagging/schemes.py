@@ -67,6 +67,17 @@ def detect(tag_sequences):
   return scheme if chunky else "none"
 
 
+def scheme_of_labels(labels):
+  """The scheme a tag set belongs to, read from the tags alone (a model's
+  labels): "iobes" with an E- or S- tag, "none" with a tag of no chunk
+  scheme or only O, else "iob2" (IOB1 and IOB2 have the same tags; they
+  read the same chunks, `chunks`)."""
+  parts = [split_tag(label) for label in labels]
+  if None in parts or all(p[0] == OUTSIDE for p in parts):
+    return "none"
+  return "iobes" if any(p[0] in "ES" for p in parts) else "iob2"
+
+
 def check_tags(tags, scheme, where):
   """Raises unless every tag belongs to `scheme` ("none" takes any).
 

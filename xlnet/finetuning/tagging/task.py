@@ -94,7 +94,10 @@ def recorded_tags(task, model_dir):
   path = os.path.join(model_dir, finetune_config.TASK_FILE)
   record = train_state.read_run_record(path)
   if isinstance(record, dict) and record.get("kind") == KIND:
-    return tuple(record["label_list"]), record["tag_scheme"]
+    labels = tuple(record["label_list"])
+    # An HF import records the tags alone.
+    return labels, (record.get("tag_scheme")
+                    or schemes.scheme_of_labels(labels))
   if task.train_file:
     return resolve_labels(task, read(task, task.train_file))
   raise ValueError(f"--model_dir={model_dir} holds no tagger's {path} (its "
