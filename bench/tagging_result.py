@@ -220,9 +220,10 @@ def main(unused_argv):
   with open(os.path.join(FLAGS.work_dir, "result.json"), "w") as f:
     json.dump(dict(table, entities=counts), f, indent=2)
   for start, values in table.items():
+    each = ", ".join(f"{v:.4f}" for v in values["f1"])
     print(f"{start}: median F1 {values['median_f1']:.4f} over "
-          f"{len(values['f1'])} seeds ({', '.join(f'{v:.4f}' for v in values['f1'])}); "
-          f"median accuracy {values['median_accuracy']:.4f}")
+          f"{len(values['f1'])} seeds ({each}); median accuracy "
+          f"{values['median_accuracy']:.4f}")
 
 
 if __name__ == "__main__":

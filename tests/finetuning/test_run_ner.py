@@ -13,6 +13,7 @@ from tests import classifier_fixtures
 from tests import in_process
 from tests.data_helpers import train_tiny_spm
 from xlnet.finetuning import api
+from xlnet.finetuning.tagging import schemes
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.programs import run_ner
 
@@ -78,14 +79,15 @@ def data(tmp_path_factory):
 
 
 def _flags(data, tmp_path, *extra):
+  config = classifier_fixtures.write_config(
+      str(tmp_path), classifier_fixtures.PROGRAM_CONFIG)
   base = ["run_ner.py", f"--train_file={data / 'train.txt'}",
           f"--eval_file={data / 'dev.txt'}",
           f"--spiece_model_file={train_tiny_spm()}",
           f"--output_dir={tmp_path / 'records'}",
           f"--model_dir={tmp_path / 'model'}",
           f"--predict_dir={tmp_path / 'pred'}",
-          "--model_config_path="
-          f"{classifier_fixtures.write_config(str(tmp_path), classifier_fixtures.PROGRAM_CONFIG)}",
+          f"--model_config_path={config}",
           "--max_seq_length=24", "--window_stride=8", "--train_steps=12",
           "--train_batch_size=8", "--learning_rate=1e-2", "--warmup_steps=0",
           "--iterations=6", "--eval_batch_size=16", "--predict_batch_size=16"]
@@ -168,8 +170,7 @@ def test_train_eval_predict_and_the_predictions_file(data, tmp_path):
                  for prev, p in zip(["O"] + predicted, predicted))
   # conlleval's counts of the file give our figures; its token accuracy
   # counts the -DOCSTART- lines (O, O) too.
-  correct, guessed, gold, right, tokens = conlleval(
-      [line for line in lines])
+  correct, guessed, gold, right, tokens = conlleval(lines)
   assert (correct, guessed, gold) == (scores["num_correct"],
                                       scores["num_predicted"],
                                       scores["num_gold"])
@@ -180,12 +181,21 @@ def test_train_eval_predict_and_the_predictions_file(data, tmp_path):
   with open(tmp_path / "model" / "eval_results_dev.txt.json") as f:
     assert json.load(f)["f1"] == scores["f1"]
 
-  # The loaded tagger tags raw sentences as the predictions file does.
+  # The loaded tagger tags raw sentences as the predictions file does (its
+  # tags written in the file's scheme, IOB1), the long one (40 words, in
+  # several windows) too.
+  blocks = [[]]
+  for line in lines:
+    if line and not line.startswith("-DOCSTART-"):
+      blocks[-1].append(line.split())
+    elif blocks[-1]:
+      blocks.append([])
+  sentences = [[f[0] for f in b] for b in blocks[:3]]
+  assert len(sentences[0]) >= 40  # dev.txt's first: several windows
   tagger = api.load_tagger(str(tmp_path / "model"))
-  words = [line.split()[0] for line in lines[2:] if line][:6]
-  sentence_tags = tagger.predict([" ".join(words[:2]), words[2:6]])
-  assert [len(t) for t in sentence_tags] == [2, 4]
-  assert set(sum(sentence_tags, [])) <= set(tagger.label_list)
+  got = tagger.predict([" ".join(sentences[0])] + sentences[1:])
+  assert [schemes.convert(t, "iob1") for t in got] == [
+      [f[-1] for f in b] for b in blocks[:3]]
 
 
 @pytest.mark.slow
