@@ -146,6 +146,8 @@ def conlleval(lines):
   return correct, guessed, gold, right, tokens
 
 
+# On every TensorFlow: it runs every module of the tagging package.
+@pytest.mark.tf_version
 def test_train_eval_predict_and_the_predictions_file(data, tmp_path):
   out = api.run_ner(**_flags(data, tmp_path, "--do_train", "--do_eval",
                              "--do_predict"))
