@@ -115,9 +115,11 @@ class _Reader:
           tuple(self.lines), self.document))
     self.words, self.tags, self.lines = [], [], []
 
-  def new_document(self, number):
+  def new_document(self):
+    """A document starts: the next sentences get a new index (the first
+    document's is 0)."""
     self.end_sentence()
-    if self.sentences or number > 1:
+    if self.sentences:
       self.document += 1
 
   def check_width(self, number, fields):
@@ -153,7 +155,7 @@ class _Reader:
       return
     fields = _split(self.layout, line)
     if self.layout == "conll2003" and fields[0] == DOCSTART:
-      self.new_document(number)
+      self.new_document()
       return
     self.check_width(number, fields)
     self.add(number, fields[0], fields[-1] if len(fields) > 1 else None)
@@ -161,7 +163,7 @@ class _Reader:
   def conllu_line(self, number, line):
     if line.startswith("#"):
       if line[1:].strip().startswith("newdoc"):
-        self.new_document(number)
+        self.new_document()
       return
     fields = line.split("\t")
     if len(fields) != _CONLLU_FIELDS:
