@@ -20,7 +20,8 @@ in the words a user of the programs types (docs/python_api.md).
   seq_len, reuse_len, num_predict,
   num_passes, num_seeds,
   the fine-tuning tasks' lengths
-  (max_seq_length, doc_stride, ...),
+  (max_seq_length, doc_stride,
+  window_stride, ...),
   the chain's sizes and steps
   save_steps, eval_batches          >= 1, or unset (save only at the end /
                                     evaluate every batch)
@@ -38,7 +39,8 @@ in the words a user of the programs types (docs/python_api.md).
   summary_type, init,               one of CHOICES
   decay_method, tpu_engine,
   record_kind, sample_strategy,
-  model_size
+  model_size, file_layout,
+  conllu_column, tag_scheme
   use_fp16                          excludes use_bfloat16 and use_tpu
 
 `warmup_steps` above `train_steps` is a run that ends during warm-up (the
@@ -82,6 +84,8 @@ AT_LEAST = {
     "end_n_top": (1, ""),
     "n_best_size": (1, ""),
     "num_proc": (1, ""),
+    # run_ner.py: pieces between two windows' starts.
+    "window_stride": (1, ""),
     # The model's sizes (the pretraining programs' flags and the chain's;
     # an XLNetConfig read from a file checks its own, `xlnet/model.py`).
     "n_layer": (1, ""),
@@ -141,6 +145,11 @@ CHOICES = {
     "sample_strategy": ("word_span", "token_span"),
     # reproduce.py's pretrained model: XLNet-Large or XLNet-Base.
     "model_size": ("large", "base"),
+    # run_ner.py's tagged files: their layout, the CoNLL-U column of the
+    # tags, the tag scheme (None: from the file, the scheme detected).
+    "file_layout": ("conll2003", "columns", "conllu"),
+    "conllu_column": ("upos", "xpos"),
+    "tag_scheme": ("iob1", "iob2", "iobes", "none"),
 }
 # Every name with a rule.
 NAMES = tuple(dict.fromkeys([*AT_LEAST, *BELOW, *AT_MOST, *ABOVE,

@@ -15,6 +15,7 @@ from xlnet import modeling
 from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.finetuning.race import head as race_head
 from xlnet.finetuning.squad import head as squad_head
+from xlnet.finetuning.tagging import head as tagging_head
 from xlnet.interop import hf_export
 from xlnet.interop import saved_model
 from xlnet.training import checkpoint_io
@@ -24,7 +25,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
 SPIECE = os.path.join(REPO, "tests", "testdata", "golden-spiece.model")
 CONFIG = dict(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16,
               ff_activation="gelu", untie_r=True, n_token=400)
-HEADS = ("lm", "classification", "regression", "race", "squad")
+HEADS = ("lm", "classification", "regression", "race", "squad", "tagging")
 TASK = "sts-b"
 N_CLASS = 3
 RUN = model_lib.RunConfig(is_training=False, use_tpu=False,
@@ -94,6 +95,9 @@ def build(kind, xlnet_config, feats, summary=("last", True)):
                                                 *summary)}
   if kind == "squad":
     return squad_head.get_qa_outputs(xlnet_config, RUN, t)
+  if kind == "tagging":
+    return {"logits": tagging_head.get_tagging_logits(xlnet_config, RUN, t,
+                                                      N_CLASS)}
   return lm_outputs(xlnet_config, feats)
 
 

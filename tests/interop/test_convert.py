@@ -38,7 +38,7 @@ def _read(prefix):
 @pytest.mark.parametrize("kind,untie_r", [
     pytest.param("lm", True, marks=[VERSIONED, pytest.mark.quick]),
     ("lm", False), ("classification", True), ("regression", False),
-    ("race", True),
+    ("race", True), ("tagging", False),
     pytest.param("squad", True, marks=[VERSIONED, pytest.mark.quick])])
 def test_tf_hf_tf_and_hf_tf_hf_are_bit_identical(tmp_path, kind, untie_r):
   prefix, _, config, values = fx.shared_checkpoint(kind, untie_r=untie_r)
@@ -48,7 +48,8 @@ def test_tf_hf_tf_and_hf_tf_hf_are_bit_identical(tmp_path, kind, untie_r):
                   "classification": "XLNetForSequenceClassification",
                   "regression": "XLNetForSequenceClassification",
                   "race": "XLNetForMultipleChoice",
-                  "squad": "XLNetForQuestionAnswering"}[kind]
+                  "squad": "XLNetForQuestionAnswering",
+                  "tagging": "XLNetForTokenClassification"}[kind]
   back = _read(hf_import.import_hf(hf1, tf_dir))
   assert sorted(back) == sorted(values)
   for name, value in values.items():
@@ -151,12 +152,39 @@ def test_label_names_travel_from_the_task_record(tmp_path):
            "head")
 
 
+def test_tag_names_travel_both_ways(tmp_path):
+  """A tagger's task.json names its tags in config.json's id2label (in the
+  head's order); the import writes them back into a task.json, which the
+  next export reads."""
+  prefix, _, config, _ = fx.copied_checkpoint(str(tmp_path / "ckpt"),
+                                              "tagging")
+  tags = ["B-PER", "I-PER", "O"]
+  with open(os.path.join(os.path.dirname(prefix), "task.json"), "w") as f:
+    json.dump({"kind": "tagging", "label_list": tags, "tag_scheme": "iob2"},
+              f)
+  out, tf_dir = str(tmp_path / "hf"), str(tmp_path / "tf")
+  hf_export.export_hf(prefix, config, fx.SPIECE, out)
+  with open(os.path.join(out, "config.json")) as f:
+    hf = json.load(f)
+  assert hf["architectures"] == ["XLNetForTokenClassification"]
+  assert hf["id2label"] == {"0": "B-PER", "1": "I-PER", "2": "O"}
+  assert hf["label2id"] == {"B-PER": 0, "I-PER": 1, "O": 2}
+  hf_import.import_hf(out, tf_dir)
+  with open(os.path.join(tf_dir, "task.json")) as f:
+    assert json.load(f) == {"kind": "tagging", "label_list": tags}
+  again = str(tmp_path / "again")
+  hf_export.export_hf(os.path.join(tf_dir, "model.ckpt"), config,
+                      fx.SPIECE, again)
+  with open(os.path.join(again, "config.json")) as f:
+    assert json.load(f) == hf
+
+
 # SQuAD's head (the most outputs: the beam) stands for the SavedModel's
 # serving signature on every TensorFlow.
 @pytest.mark.eager
 @pytest.mark.parametrize("kind", [
     "classification", "regression", "race",
-    pytest.param("squad", marks=VERSIONED), "lm"])
+    pytest.param("squad", marks=VERSIONED), "lm", "tagging"])
 def test_saved_model_equals_the_heads_predictions(kind):
   """The SavedModel's serving signature (batch 2, then batch 1 and another
   length: both free) gives what the programs' graph builders give on the

@@ -108,6 +108,23 @@ def test_summary_heads(kind, summary):
   _close(ours, theirs)
 
 
+def test_token_classification_logits():
+  """HF's XLNetForTokenClassification (a Linear on the last hidden state,
+  no extra dropout) gives our tagging head's logits at every position, the
+  padding included."""
+  hf_dir, prefix, config = _export("tagging")
+  feats = fx.features("tagging")
+  ours = fx.run_ours(prefix, lambda: fx.build("tagging", config,
+                                              feats))["logits"]
+  model = transformers.XLNetForTokenClassification.from_pretrained(hf_dir)
+  model.eval()
+  assert model.config.num_labels == fx.N_CLASS
+  with torch.no_grad():
+    theirs = model(**_torch(feats)).logits
+  assert ours.shape == (2, 7, fx.N_CLASS)
+  _close(ours, theirs)
+
+
 @pytest.mark.eager
 def test_saved_model_masked_lm_equals_hf_with_perm_mask():
   """The SavedModel's `masked_lm` signature and HF's XLNetLMHeadModel given

@@ -24,6 +24,7 @@ from xlnet.downloads import http_fetch
 from xlnet.downloads import installer
 from xlnet.finetuning import api as finetune_api
 from xlnet.finetuning import config as finetune_config
+from xlnet.finetuning.tagging import config as tagging_config
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import chain_catalog
 from xlnet.flags import finetuning as finetune_flags
@@ -31,6 +32,7 @@ from xlnet.flags import pretraining as pretrain_flags
 from xlnet.pretraining import config as pretrain_config
 from xlnet.programs import reproduce
 from xlnet.programs import run_classifier
+from xlnet.programs import run_ner
 from xlnet.reproduce import config as reproduce_config
 from xlnet.training import config as train_config
 
@@ -120,6 +122,13 @@ REFUSED = [
                                       "<word_span|token_span>"),
     ("model_size", "xl", "--model_size=xl: value should be one of "
                          "<large|base>"),
+    ("window_stride", 0, "--window_stride=0 must be >= 1"),
+    ("file_layout", "conll", "--file_layout=conll: value should be one of "
+                             "<conll2003|columns|conllu>"),
+    ("conllu_column", "pos", "--conllu_column=pos: value should be one of "
+                             "<upos|xpos>"),
+    ("tag_scheme", "bio", "--tag_scheme=bio: value should be one of "
+                          "<iob1|iob2|iobes|none>"),
 ]
 # Flags no config holds, each with where its rule is applied instead.
 NO_CONFIG = {"bsz_per_host": "data_utils.py's record writer",
@@ -129,7 +138,8 @@ NO_CONFIG = {"bsz_per_host": "data_utils.py's record writer",
              "d_head": "the pretraining programs' model flags (the "
                        "XLNetConfig they build checks its sizes itself)"}
 # Configs that ask more of a flag (checked in `_task_cases`).
-STRICTER = {("max_seq_length", "ClassifierConfig")}
+STRICTER = {("max_seq_length", "ClassifierConfig"),
+            ("max_seq_length", "TaggingConfig")}
 # The program that shows which values are refused by a task's rules.
 TASK_PROGRAM = {"max_seq_length": "run_squad",
                 "max_query_length": "run_squad", "doc_stride": "run_squad",
@@ -138,11 +148,13 @@ TASK_PROGRAM = {"max_seq_length": "run_squad",
                 "num_proc": "run_squad", "max_qa_length": "run_race",
                 "model_size": "reproduce", "num_seeds": "reproduce",
                 "timeout": "download",
-                "retries": "download"}
+                "retries": "download", "window_stride": "run_ner",
+                "file_layout": "run_ner", "conllu_column": "run_ner",
+                "tag_scheme": "run_ner"}
 # The programs that show which values are refused, for the other flags
 # (each that has the flag).
 PROGRAMS = ("pretraining", "run_classifier", "run_squad", "run_race",
-            "chain")
+            "run_ner", "chain")
 
 _XLNET = model_lib.XLNetConfig(
     n_layer=1, d_model=8, n_head=1, d_head=8, d_inner=8,
@@ -167,6 +179,8 @@ VALID = {
     finetune_config.SquadConfig: dict(spiece_model_file="s", output_dir="o"),
     finetune_config.RaceConfig: dict(data_dir="d", spiece_model_file="s",
                                      output_dir="o"),
+    tagging_config.TaggingConfig: dict(spiece_model_file="s",
+                                       output_dir="o"),
     reproduce_config.ReproduceConfig: {},
     chain_config.ChainConfig: dict(
         work_dir="w", corpus_glob="c", python="p",
@@ -223,8 +237,8 @@ def _cli_message(program, tmp_path, flag, value):
   """What `program`'s flag checks say of --flag=value, or None when the
   program has no such flag."""
   check = {**program_checks.PROGRAMS, "run_classifier": _check_classifier,
-           "reproduce": _check_reproduce, "chain": _check_chain,
-           "download": _check_download}[program]
+           "run_ner": _check_ner, "reproduce": _check_reproduce,
+           "chain": _check_chain, "download": _check_download}[program]
   try:
     return _message(lambda: check(tmp_path, [f"--{flag}={value}"]))
   except absl_flags.UnrecognizedFlagError:
@@ -247,12 +261,26 @@ def _check_classifier(tmp_path, extra):
   finetune_flags.check_common_flags(FL)
 
 
+def _check_ner(tmp_path, extra):
+  """run_ner.py's checks: the task's, then the common flags'."""
+  tmp_path.mkdir(parents=True, exist_ok=True)
+  (tmp_path / "train.txt").write_text("EU B-ORG\n")
+  FL = absl_flags.FlagValues()
+  run_ner.define_flags(FL)
+  FL(["run_ner.py", "--do_train", f"--train_file={tmp_path / 'train.txt'}",
+      "--output_dir=o", "--spiece_model_file=sp.model",
+      f"--model_config_path={classifier_fixtures.write_config(tmp_path)}",
+      f"--model_dir={tmp_path / 'm'}"] + extra)
+  finetune_flags.check_ner_flags(FL)
+  finetune_flags.check_common_flags(FL)
+
+
 @pytest.mark.quick
 def test_every_rule_is_exercised_and_every_config_is_built():
   assert {name for name, _, _ in REFUSED} == set(validation.NAMES)
   configs = {c for module in (model_config, train_config, pretrain_config,
-                              finetune_config, reproduce_config,
-                              chain_config)
+                              finetune_config, tagging_config,
+                              reproduce_config, chain_config)
              for _, c in inspect.getmembers(module, dataclasses.is_dataclass)
              if c.__module__ == module.__name__}
   assert configs == set(VALID) | NOT_IN_VALID
@@ -299,6 +327,7 @@ def _task_cases():
   """(program, its flags, the config and the values, the message)."""
   squad, race = finetune_config.SquadConfig, finetune_config.RaceConfig
   classifier = finetune_config.ClassifierConfig
+  tagging = tagging_config.TaggingConfig
   return [
       ("run_classifier", ["--max_seq_length=2"], classifier,
        dict(max_seq_length=2),
@@ -330,14 +359,20 @@ def _task_cases():
       ("run_squad", ["--target_eval_key=f2"], squad,
        dict(target_eval_key="f2"), "--target_eval_key=f2: value should be "
        "one of <best_f1|best_exact|has_ans_f1|has_ans_exact|f1|exact>"),
+      ("run_ner", ["--max_seq_length=2"], tagging,
+       dict(max_seq_length=2),
+       "--max_seq_length=2 must be >= 3 (one piece, <sep> and <cls>)"),
+      ("run_ner", ["--label_list=O,B-PER,O"], tagging,
+       dict(label_list=("O", "B-PER", "O")),
+       "--label_list=O,B-PER,O names a tag twice"),
   ]
 
 
 @pytest.mark.parametrize("case", range(len(_task_cases())))
 def test_task_configs_refuse_what_the_task_programs_refuse(tmp_path, case):
   program, argv, config_class, values, message = _task_cases()[case]
-  check = {**program_checks.PROGRAMS, "run_classifier": _check_classifier}[
-      program]
+  check = {**program_checks.PROGRAMS, "run_classifier": _check_classifier,
+           "run_ner": _check_ner}[program]
   try:
     said = _message(lambda: check(tmp_path, argv))
   except absl_flags.IllegalFlagValueError as e:

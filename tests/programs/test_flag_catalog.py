@@ -193,6 +193,31 @@ RUN_RACE = dict(FINETUNING, **{
     "warmup_steps": ("int", 1000),
 })
 
+# run_ner.py: task flags and its kind's settings (xlnet/task_kinds.py).
+RUN_NER = dict(FINETUNING, **{
+    "conllu_column": ("string enum", 'upos'),
+    "do_eval": ("bool", False),
+    "do_predict": ("bool", False),
+    "document_context": ("bool", False),
+    "eval_all_ckpt": ("bool", False),
+    "eval_batch_size": ("int", 32),
+    "eval_file": ("string", None),
+    "file_layout": ("string enum", None),
+    "label_list": ("comma separated list of strings", None),
+    "learning_rate": ("float", 3e-05),
+    "max_seq_length": ("int", 128),
+    "predict_batch_size": ("int", 32),
+    "predict_dir": ("string", None),
+    "predict_file": ("string", None),
+    "save_steps": ("int", 1000),
+    "tag_scheme": ("string enum", None),
+    "train_batch_size": ("int", 32),
+    "train_file": ("string", None),
+    "train_steps": ("int", 3000),
+    "warmup_steps": ("int", 300),
+    "window_stride": ("int", 64),
+})
+
 # data_utils.py: the release's record-writing defaults.
 DATA_UTILS = {
     "bi_data": ("bool", True),
@@ -338,6 +363,7 @@ PROGRAMS = {
     "run_classifier.py": RUN_CLASSIFIER,
     "run_squad.py": RUN_SQUAD,
     "run_race.py": RUN_RACE,
+    "run_ner.py": RUN_NER,
     "data_utils.py": DATA_UTILS,
     "spm_train.py": SPM_TRAIN,
     "reproduce.py": REPRODUCE,
@@ -359,6 +385,7 @@ HELP_DIGESTS = {
     "run_classifier.py": "893b123dea174e9d",
     "run_squad.py": "51c863fb3ae0a181",
     "run_race.py": "b5ca17842e2dda05",
+    "run_ner.py": "2c3dab24abc3865f",
     "data_utils.py": "03f67a473ade2b6a",
     "spm_train.py": "241e95276b875059",
     "reproduce.py": "9f89fa286947d126",

@@ -76,6 +76,8 @@ OTHER_PROGRAMS = {
     ("bench/online_vs_offline.py", "write_token_records"): ("data_utils.py",),
     ("bench/online_vs_offline.py", "train_and_eval"): ("train_gpu.py",
                                                        "eval_pretrain.py"),
+    # A pretrained start against a random one: each run's command line.
+    ("bench/tagging_result.py", "run_ner"): ("run_ner.py",),
 }
 
 # Code the static reach counts for a program but that its runs never reach

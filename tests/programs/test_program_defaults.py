@@ -14,6 +14,7 @@ from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import configs as config_flags
 from xlnet.flags import task_catalog
 from xlnet.programs import run_classifier
+from xlnet.programs import run_ner
 from xlnet.programs import run_race
 from xlnet.programs import run_squad
 from xlnet.training import config as train_config
@@ -26,12 +27,15 @@ DEFINE = {
     "run_classifier": run_classifier.define_flags,
     "run_squad": run_squad.define_flags,
     "run_race": run_race.define_flags,
+    "run_ner": run_ner.define_flags,
 }
 # The programs' --adam_epsilon, written out: the release's run_classifier.py
 # 1e-8, its run_squad.py and run_race.py 1e-6; our pretraining programs the
-# paper's recipe, 1e-6 (the release's train_gpu.py had 1e-8).
+# paper's recipe, 1e-6 (the release's train_gpu.py had 1e-8); run_ner.py
+# (no release) run_squad.py's.
 ADAM_EPSILON = {"train_gpu": 1e-6, "train_tpu": 1e-6, "eval_pretrain": 1e-6,
-                "run_classifier": 1e-8, "run_squad": 1e-6, "run_race": 1e-6}
+                "run_classifier": 1e-8, "run_squad": 1e-6, "run_race": 1e-6,
+                "run_ner": 1e-6}
 
 
 def _flags(program, *argv):
@@ -86,7 +90,7 @@ def test_each_kind_of_task_names_its_program():
   repo = os.path.dirname(os.path.dirname(os.path.dirname(
       os.path.abspath(__file__))))
   assert [k.script for k in task_kinds.KINDS] == [
-      "run_classifier.py", "run_squad.py", "run_race.py"]
+      "run_classifier.py", "run_squad.py", "run_race.py", "run_ner.py"]
   for kind in task_kinds.KINDS:
     assert os.path.isfile(os.path.join(repo, kind.script)), kind.name
     assert os.path.isfile(os.path.join(repo, "xlnet", "programs",
@@ -98,7 +102,7 @@ def test_each_kind_of_task_names_its_program():
 def test_a_kind_is_found_by_name_and_its_one_head_is_named_as_it():
   assert task_kinds.get("race").sequences_per_example == 4
   with pytest.raises(ValueError, match=r"^task_kind must be one of "
-                     r"classifier, squad, race, got 'glue'$"):
+                     r"classifier, squad, race, tagging, got 'glue'$"):
     task_kinds.get("glue")
   # A head not scoped by the task is found and picked by the kind's name.
   with pytest.raises(ValueError, match=r"^task kind race: a head not scoped "

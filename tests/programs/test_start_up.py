@@ -23,7 +23,8 @@ NO_TENSORFLOW = ("spm_train.py", "download.py", "train_gpu.py",
                  "train_tpu.py", "train.py", "eval_pretrain.py",
                  "convert_checkpoint.py", "data_service.py",
                  "model_utils.py", "run_race.py", "run_classifier.py",
-                 "run_squad.py", "data_utils.py", "reproduce.py")
+                 "run_squad.py", "run_ner.py", "data_utils.py",
+                 "reproduce.py")
 
 # Runs each command of argv[1] (a JSON list of [PROGRAM, *ARGS]) in this
 # interpreter; prints what TensorFlow's import state was after each.

@@ -1,18 +1,22 @@
-"""Fine-tuning from Python: classification/regression, SQuAD and RACE with
-typed settings, no command-line flags (docs/python_api.md, "Fine-tuning").
+"""Fine-tuning from Python: classification/regression, SQuAD, RACE and
+tagging with typed settings, no command-line flags (docs/python_api.md,
+"Fine-tuning").
 
   run_classifier(task, model, engine, do_train, do_eval, do_predict)
   run_squad(task, model, engine, do_prepro, do_train, do_predict)
   run_race(task, model, engine, do_train, do_eval)
+  run_ner(task, model, engine, do_train, do_eval, do_predict)
   load_classifier(model_dir)  a fine-tuned classifier from its model_dir,
                               predicting texts in memory
+  load_tagger(model_dir)      a fine-tuned tagger, tagging sentences
 
-`task` is a `ClassifierConfig`, `SquadConfig` or `RaceConfig`, `model` a
+`task` is a `ClassifierConfig`, `SquadConfig`, `RaceConfig` or
+`TaggingConfig` (`xlnet/finetuning/tagging/config.py`), `model` a
 `ModelConfig` and `engine` an `EngineConfig` (`xlnet/finetuning/config.py`;
 the optimizer, batch layout, checkpoints, loop and devices come from
 `xlnet/training/config.py`). The programs `run_classifier.py`,
-`run_squad.py` and `run_race.py` resolve their flags into these and call the
-same functions.
+`run_squad.py`, `run_race.py` and `run_ner.py` resolve their flags into
+these and call the same functions.
 
 Over several hosts (`engine.device.worker_hosts`, or TF_CONFIG) every
 process calls the same function: all train; the chief alone writes the
@@ -34,6 +38,10 @@ from xlnet.finetuning.race import features as race_features
 from xlnet.finetuning.race import task as race_task
 from xlnet.finetuning.squad import features as squad_features
 from xlnet.finetuning.squad import task as squad_task
+from xlnet.finetuning.tagging import features as tagging_features
+from xlnet.finetuning.tagging import head as tagging_head
+from xlnet.finetuning.tagging import loaded_model as tagging_loaded
+from xlnet.finetuning.tagging import task as tagging_task
 from xlnet.training import checkpoint_io
 
 
@@ -235,3 +243,83 @@ def load_classifier(model_dir, checkpoint=None):
     a `loaded_model.Classifier`.
   """
   return loaded_model.load(model_dir, checkpoint)
+
+
+def run_ner(task, model, engine, do_train=False, do_eval=False,
+            do_predict=False):
+  """Fine-tunes a tagger, scores task.eval_file and tags
+  task.file_to_predict.
+
+  Args:
+    task: a `TaggingConfig`.
+    model: a `ModelConfig` (its summary settings are unused: the head
+      reads every position).
+    engine: an `EngineConfig` (optimizer and layout needed with do_train).
+    do_train: fine-tune on task.train_file from init_checkpoint into
+      model_dir.
+    do_eval: score task.eval_file with the latest (every, with
+      eval_all_ckpt) checkpoint into model_dir/eval_results.txt and
+      eval_results_{file name}.json.
+    do_predict: write task.file_to_predict with each token's predicted tag
+      to task.predict_dir.
+
+  Returns:
+    dict with, as asked, `train`: list of (step, loss); `eval`: list of
+    (checkpoint, conlleval's figures); `predict`: the path written.
+
+  Raises:
+    ValueError: one line naming the setting, or the file and line, at
+      fault.
+  """
+  finetune_config.check_together(model, engine)
+  sp_model = prepro_utils.load_sp_model(task.spiece_model_file,
+                                        "--spiece_model_file")
+  encoder = tagging_features.Encoder(sp_model, task.uncased)
+  if (do_eval or do_predict) and not finetune.runs_here(
+      engine.device, "evaluation and prediction"):
+    do_eval = do_predict = False
+  out = {}
+  if not do_train:
+    labels, scheme = tagging_task.recorded_tags(task, engine.model_dir)
+  else:
+    train = tagging_task.read(task, task.train_file)
+    labels, scheme = tagging_task.resolve_labels(task, train)
+    path, _ = tagging_task.prepare_train_records(
+        task, encoder, train, labels, engine.seed,
+        finetune.records_wait(engine.device, task.records_timeout))
+    out["train"] = finetune.train(
+        engine, qa_records.make_input_fn(
+            [path], tagging_task.feature_spec(task.max_seq_length),
+            is_training=True, drop_remainder=True,
+            shuffle_buffer=task.shuffle_buffer, seed=engine.seed),
+        tagging_task.loss_fn(model, len(labels)),
+        allow_missing=tagging_head.NEW_VARIABLE_PATTERNS,
+        record=finetune_config.ModelRecord(
+            model.xlnet_config, tagging_task.task_record(task, model, labels,
+                                                         scheme),
+            task.spiece_model_file))
+  with finetune.chief_alone():
+    if do_eval:
+      out["eval"] = tagging_task.evaluate(task, model, engine, encoder,
+                                          labels, scheme)
+    if do_predict:
+      out["predict"] = tagging_task.predict(task, model, engine, encoder,
+                                            labels, scheme)
+  return out
+
+
+def load_tagger(model_dir, checkpoint=None):
+  """The tagger fine-tuned into `model_dir`, ready to tag sentences:
+  `.predict(sentences)` -> a list of tag lists, one tag per word
+  (`xlnet/finetuning/tagging/loaded_model.py`).
+
+  Args:
+    model_dir: a fine-tuned tagger's directory (its config.json,
+      task.json and spiece.model are read).
+    checkpoint: a prefix or directory (its newest), or None: model_dir's
+      newest.
+
+  Returns:
+    a `loaded_model.Tagger`.
+  """
+  return tagging_loaded.load(model_dir, checkpoint)

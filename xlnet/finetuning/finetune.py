@@ -1,5 +1,5 @@
-"""Fine-tuning and inference, shared by run_classifier.py, run_squad.py and
-run_race.py.
+"""Fine-tuning and inference, shared by run_classifier.py, run_squad.py,
+run_race.py and run_ner.py.
 
 A task gives a loss function and an outputs function built on the model with
 `tf.compat.v1.get_variable` (its head's variables keep the release's names);

@@ -1,8 +1,9 @@
 """Fine-tuning flags checked and resolved once, with one-line messages
 naming the flag, into the typed settings of `xlnet/finetuning/config.py`:
 
-  resolve_classifier / resolve_squad / resolve_race (flags) -> the keyword
-  arguments of `xlnet.finetuning.api.run_classifier / run_squad / run_race`.
+  resolve_classifier / resolve_squad / resolve_race / resolve_ner (flags)
+  -> the keyword arguments of `xlnet.finetuning.api.run_classifier /
+  run_squad / run_race / run_ner`.
 
 Batch sizes are resolved here, once: a batch flag is the global batch with
 --use_tpu and the batch of one GPU otherwise (as the release).
@@ -20,6 +21,7 @@ from xlnet.data import prepro_utils
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning.classifier import tasks as classifier_tasks
 from xlnet.finetuning.classifier import features as classifier_features
+from xlnet.finetuning.tagging import config as tagging_config
 from xlnet.flags import configs as config_flags
 from xlnet.reproduce import config as reproduce_config
 from xlnet.reproduce import memory_plan
@@ -342,6 +344,57 @@ def resolve_race(flag_values):
                           model.xlnet_config, task_kinds.RACE.name)
   return dict(task=task, model=model, engine=engine,
               do_train=flag_values.do_train, do_eval=flag_values.do_eval)
+
+
+################################################################################
+# run_ner.py
+################################################################################
+def check_ner_flags(flag_values):
+  """Raises ValueError (naming the flag) on a setting that cannot work."""
+  if not (flag_values.do_train or flag_values.do_eval or
+          flag_values.do_predict):
+    raise ValueError("nothing to do: set --do_train, --do_eval and/or "
+                     "--do_predict")
+  require(flag_values, "spiece_model_file", "output_dir", "model_dir",
+          why="(SentencePiece model, records directory and checkpoint "
+          "directory)")
+  if flag_values.do_train:
+    require(flag_values, "train_file", why="with --do_train")
+  if flag_values.do_eval:
+    require(flag_values, "eval_file", why="with --do_eval")
+  if flag_values.do_predict:
+    require(flag_values, "predict_dir", why="with --do_predict")
+    if not (flag_values.predict_file or flag_values.eval_file):
+      raise ValueError("--predict_file (or --eval_file) is required with "
+                       "--do_predict")
+  for name in ("train_file", "eval_file", "predict_file"):
+    path = getattr(flag_values, name)
+    if path and not tf.io.gfile.exists(path):
+      raise ValueError(f"--{name}={path}: no such file")
+  tagging_config.check_tagging(flag_values)
+  config_flags.check_rules(flag_values)
+
+
+def resolve_ner(flag_values):
+  """run_ner.py's flags, checked, as the keyword arguments of
+  `api.run_ner`."""
+  check_ner_flags(flag_values)
+  xlnet_config, config_path = check_common_flags(flag_values)
+  _check_vocabulary(flag_values, xlnet_config, config_path)
+  task = from_flags(
+      tagging_config.TaggingConfig, flag_values,
+      eval_batch_size=global_batch_size(flag_values,
+                                        flag_values.eval_batch_size),
+      predict_batch_size=global_batch_size(flag_values,
+                                           flag_values.predict_batch_size),
+      label_list=None
+      if flag_values.label_list is None else tuple(flag_values.label_list))
+  return dict(
+      task=task, model=model_config(flag_values, xlnet_config),
+      engine=memory_planned(flag_values, engine_config(flag_values),
+                            xlnet_config, task_kinds.TAGGING.name),
+      do_train=flag_values.do_train, do_eval=flag_values.do_eval,
+      do_predict=flag_values.do_predict)
 
 
 ################################################################################

@@ -7,6 +7,7 @@
   define_classifier_flags run_classifier.py
   define_squad_flags      run_squad.py
   define_race_flags       run_race.py
+  define_ner_flags        run_ner.py
   define_reproduce_flags  reproduce.py
 """
 import dataclasses
@@ -16,6 +17,7 @@ from absl import flags
 from xlnet import validation
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning.classifier import tasks as classifier_tasks
+from xlnet.finetuning.tagging import config as tagging_config
 from xlnet.flags import groups
 from xlnet.reproduce import paper_settings
 
@@ -219,6 +221,56 @@ def define_race_flags(flag_values):
                        "Question+option pieces kept (the last ones).", **fv)
   flags.DEFINE_bool("high_only", False, "Use only RACE-H.", **fv)
   flags.DEFINE_bool("middle_only", False, "Use only RACE-M.", **fv)
+
+
+@groups.group("Task: tagging")
+def define_ner_flags(flag_values):
+  """run_ner.py's task flags (`flag_values` holds the common flags; its
+  defaults: `task_kinds.TAGGING`)."""
+  fv = dict(flag_values=flag_values)
+  default = config_defaults(tagging_config.TaggingConfig)
+  define_task_flags(
+      flag_values,
+      max_seq_length=(default["max_seq_length"],
+                      "Pieces per window, <sep> and <cls> included; a "
+                      "longer sentence is cut into windows."),
+      do_eval=(False, "Score --eval_file (conlleval's precision, recall "
+               "and F1 per type and overall; token accuracy)."),
+      do_predict=(False, "Write --predict_file (default: --eval_file) "
+                  "with each token's predicted tag added to "
+                  "--predict_dir."),
+      eval_batch_size=(default["eval_batch_size"], "Windows per "
+                       "evaluation step (per GPU without --use_tpu)."),
+      predict_batch_size=(default["predict_batch_size"], "Windows per "
+                          "prediction step (per GPU without --use_tpu)."),
+      eval_all_ckpt=(False, "Score every checkpoint of --model_dir, not "
+                     "only the latest."),
+      predict_dir=(None, "Where {name}.predictions{ext} goes."))
+  flags.DEFINE_string("train_file", None, "Tagged training file.", **fv)
+  flags.DEFINE_string("eval_file", None, "Tagged file --do_eval scores.",
+                      **fv)
+  flags.DEFINE_string("predict_file", None, "File --do_predict tags "
+                      "(default: --eval_file); it may be unlabelled.", **fv)
+  flags.DEFINE_enum("file_layout", None,
+                    validation.CHOICES["file_layout"],
+                    "The files' layout (default: .conllu files conllu, "
+                    ".tsv columns, others conll2003).", **fv)
+  flags.DEFINE_enum("conllu_column", default["conllu_column"],
+                    validation.CHOICES["conllu_column"],
+                    "CoNLL-U: the tags' column.", **fv)
+  flags.DEFINE_enum("tag_scheme", None, validation.CHOICES["tag_scheme"],
+                    "The tags' scheme (none: plain tags such as POS, "
+                    "scored by accuracy); default: detected in each "
+                    "file.", **fv)
+  flags.DEFINE_list("label_list", None, "The tags, comma-separated, in "
+                    "the head's order (default: the training file's, "
+                    "sorted).", **fv)
+  flags.DEFINE_integer("window_stride", default["window_stride"],
+                       "Pieces between the starts of a long sentence's "
+                       "windows.", **fv)
+  flags.DEFINE_bool("document_context", False,
+                    "Fill each window with the neighbouring sentences of "
+                    "its document (-DOCSTART-, # newdoc) as context.", **fv)
 
 
 @groups.group("Reproduction")

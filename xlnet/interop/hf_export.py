@@ -181,11 +181,18 @@ def summary_settings(prefix, names, kind, summary_type=None):
   return chosen, has_proj
 
 
+# The heads with a class per label, by their logit kernel's TF name.
+_LABELLED_KERNELS = {"classification": "model/{scope}/logit/kernel",
+                     "tagging": hf_names.HEADS["tagging"][1][0][0]}
+
+
 def n_class_of(shapes, kind, scope):
-  """The classes of a classification head (its logit kernel's width in
-  `shapes`, a dict name -> shape or array), else None."""
-  kernel = shapes.get(f"model/{scope}/logit/kernel")
-  if kind != "classification" or kernel is None:
+  """The classes of a classification or tagging head (its logit kernel's
+  width in `shapes`, a dict name -> shape or array), else None."""
+  if kind not in _LABELLED_KERNELS:
+    return None
+  kernel = shapes.get(_LABELLED_KERNELS[kind].format(scope=scope))
+  if kernel is None:
     return None
   return list(getattr(kernel, "shape", kernel))[-1]
 
@@ -261,9 +268,9 @@ def digit_comma_pieces(spiece_model_file):
 
 
 def recorded_labels(prefix, kind, scope, n_class):
-  """The label names fine-tuning recorded for a classification head
-  (`label_list` of the checkpoint directory's `TASK_FILE`), or None: no
-  record, another head's record, or not a classification head.
+  """The label names fine-tuning recorded for a classification or tagging
+  head (`label_list` of the checkpoint directory's `TASK_FILE`), or None:
+  no record, another head's record, or a head without labels.
 
   Raises:
     ValueError: one line when the record's labels are not `n_class`
@@ -271,11 +278,13 @@ def recorded_labels(prefix, kind, scope, n_class):
   """
   path = os.path.join(os.path.dirname(prefix), finetuning_config.TASK_FILE)
   record = train_state.read_run_record(path)
-  if kind != "classification" or not isinstance(record, dict):
+  if kind not in _LABELLED_KERNELS or not isinstance(record, dict):
     return None
-  task = str(record.get("task_name", ""))
-  if classifier_head.classification_scope(task,
-                                          record.get("cls_scope")) != scope:
+  if kind == "tagging":
+    if record.get("kind") != "tagging":
+      return None
+  elif classifier_head.classification_scope(
+      str(record.get("task_name", "")), record.get("cls_scope")) != scope:
     return None
   labels = record.get("label_list")
   names = [str(l) for l in labels] if isinstance(labels, list) else []
@@ -293,12 +302,12 @@ def hf_config(xlnet_config, kind, scope, n_class, ids, summary,
   Args:
     xlnet_config: the `XLNetConfig`.
     kind, scope: the head (`choose_head`).
-    n_class: classes of a classification head (else None).
+    n_class: classes of a classification or tagging head (else None).
     ids: `special_ids`.
     summary: `summary_settings`; None for a head without a summary
       (written as "last" without a projection, which HF does not read).
-    labels: a classification head's label names (`recorded_labels`), or
-      None: HF's `LABEL_{i}`.
+    labels: a classification or tagging head's label names
+      (`recorded_labels`), or None: HF's `LABEL_{i}`.
   """
   summary_type, use_summ_proj = summary or ("last", False)
   c = xlnet_config
@@ -320,6 +329,10 @@ def hf_config(xlnet_config, kind, scope, n_class, ids, summary,
       "pad_token_id": ids["<pad>"], "bos_token_id": ids["<s>"],
       "eos_token_id": ids["</s>"],
   }
+  if kind == "tagging":
+    labels = labels or [f"LABEL_{i}" for i in range(n_class)]
+    config.update(id2label={str(i): l for i, l in enumerate(labels)},
+                  label2id={l: i for i, l in enumerate(labels)})
   if kind in hf_names.TASK_SCOPED_KINDS:
     task = scope.split("_", 1)[1]
     labels = labels or [f"LABEL_{i}" for i in range(n_class or 1)]

@@ -123,6 +123,13 @@ def n_class_of(config):
   return len(config.get("id2label") or {}) or config.get("num_labels", 2)
 
 
+def tag_names(config, n_class):
+  """A token classifier's tags, in class order: its config's id2label
+  (HF's `LABEL_{i}` where it has none)."""
+  id2label = config.get("id2label") or {}
+  return [str(id2label.get(str(i), f"LABEL_{i}")) for i in range(n_class)]
+
+
 def read_hf_weights(hf_dir):
   """{HF name: np.ndarray} of `model.safetensors` (or its shards), else of
   `pytorch_model.bin` when PyTorch is installed; one line naming the file
@@ -205,8 +212,9 @@ def import_hf(hf_dir, output_dir, task_name=None):
     hf_dir: a directory with config.json, model.safetensors (or
       pytorch_model.bin) and spiece.model.
     output_dir: a new (or empty) directory; it receives `model.ckpt`,
-      `xlnet_config.json`, `spiece.model` and, for a summary head,
-      `head.json` (`head_record_of`), whole or not at all.
+      `xlnet_config.json`, `spiece.model`, for a summary head `head.json`
+      (`head_record_of`) and for a token classifier `task.json` (its
+      tags' names), whole or not at all.
     task_name: the TF scope of a sequence classification head (default:
       the config's `finetuning_task`).
 
@@ -231,7 +239,8 @@ def import_hf(hf_dir, output_dir, task_name=None):
   if untie_r != xlnet_config.untie_r:
     xlnet_config = model_lib.XLNetConfig.from_dict(
         dict(xlnet_config.to_dict(), untie_r=True), config_path)
-  n_class = n_class_of(config) if kind == "classification" else 1
+  n_class = (n_class_of(config) if kind in ("classification", "tagging")
+             else 1)
   values = hf_names.hf_to_tf(
       tensors, kind, scope, hf_names.sizes_of(xlnet_config, n_class),
       untie_r, f"the model in {hf_dir}", config_path)
@@ -244,6 +253,10 @@ def import_hf(hf_dir, output_dir, task_name=None):
     if head:
       train_state.write_run_record(
           os.path.join(tmp, finetuning_config.HEAD_FILE), head)
+    if kind == "tagging":  # the tags' names, for an export back
+      train_state.write_run_record(
+          os.path.join(tmp, finetuning_config.TASK_FILE),
+          {"kind": kind, "label_list": tag_names(config, n_class)})
   default = finetuning_config.ModelConfig(xlnet_config).head_record()
   if head and head != default:
     logging.warning(

@@ -17,8 +17,8 @@ Both sides hold the same numbers; only names and a few layouts differ:
 The heads (`HEADS`): a fine-tuned checkpoint holds the heads of a kind of
 task (`task_kinds`: classification/regression as
 `XLNetForSequenceClassification`, RACE as `XLNetForMultipleChoice`, SQuAD
-as `XLNetForQuestionAnswering`); a backbone alone is exported as
-`XLNetLMHeadModel`.
+as `XLNetForQuestionAnswering`, tagging as `XLNetForTokenClassification`);
+a backbone alone is exported as `XLNetLMHeadModel`.
 
 Every entry also gives the variable's TF shape in the config's sizes
 (`sizes_of`), so both directions refuse, in one line, a tensor whose shape
@@ -95,6 +95,10 @@ _HEAD_VARIABLES = {
     "classification": _logit_pair("model/{scope}/logit"),
     "regression": _logit_pair("model/{scope}/logit"),
     "race": _logit_pair("logits/dense"),
+    # Every position's tags: HF's `classifier`, a Linear on the sequence
+    # output (`tagging/head.py`).
+    "tagging": _dense("model/tagging/logit", "classifier", "d_model",
+                      "n_class"),
     "squad": (
         _dense("start_logits/dense", "start_logits.dense", "d_model", 1)
         + _dense("end_logits/dense_0", "end_logits.dense_0", "2*d_model",
@@ -147,8 +151,9 @@ def find_heads(tf_names):
 
   Returns:
     list of (kind, scope) sorted: kind a head of `task_kinds`
-    ("classification", "regression", "race", "squad"); scope the
-    task-scoped head's TF scope (e.g. `classification_sts-b`), else None.
+    ("classification", "regression", "race", "squad", "tagging"); scope
+    the task-scoped head's TF scope (e.g. `classification_sts-b`), else
+    None.
   """
   found = set()
   for name in tf_names:
@@ -162,7 +167,8 @@ def find_heads(tf_names):
 
 def sizes_of(xlnet_config, n_class=1):
   """The sizes the table's shapes are made of: the config's, and the
-  classes of a classification head (1 for regression and RACE)."""
+  classes of a classification or tagging head (1 for regression and
+  RACE)."""
   c = xlnet_config
   return {"n_layer": c.n_layer, "d_model": c.d_model, "n_head": c.n_head,
           "d_head": c.d_head, "d_inner": c.d_inner, "n_token": c.n_token,

@@ -12,6 +12,8 @@ the fine-tuning programs' predictions (dropout off):
   classification  logits [B, n_class], probabilities [B, n_class]
   regression      logits [B] (the predicted scores)
   race            logits [B, 4]
+  tagging         logits [B, L, n_class], probabilities [B, L, n_class]
+                  (every position's; a word's tag is its first piece's)
   squad           cls_logits [B], start_top_log_probs, start_top_index
                   [B, 5], end_top_log_probs, end_top_index [B, 25]
   lm (backbone)   sequence_output [B, L, d_model], and lm_logits
@@ -36,6 +38,7 @@ from xlnet import model as model_lib
 from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.finetuning.race import head as race_head
 from xlnet.finetuning.squad import head as squad_head
+from xlnet.finetuning.tagging import head as tagging_head
 from xlnet.interop import hf_export
 from xlnet.interop import hf_names
 from xlnet.interop import output_dir as output_dir_lib
@@ -84,6 +87,10 @@ def _outputs(kind, scope, n_class, xlnet_config, inputs, has_lm_bias,
         xlnet_config, _SERVING_RUN, inputs, *summary)}
   if kind == "squad":
     return squad_head.get_qa_outputs(xlnet_config, _SERVING_RUN, inputs)
+  if kind == "tagging":
+    logits = tagging_head.get_tagging_logits(xlnet_config, _SERVING_RUN,
+                                             inputs, n_class)
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits)}
   return _backbone_outputs(xlnet_config, inputs, has_lm_bias)
 
 
@@ -146,7 +153,7 @@ def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
 
   Returns:
     the head's kind ("classification", "regression", "race", "squad",
-    "lm").
+    "tagging", "lm").
 
   Raises:
     ValueError: one line naming the flag or file at fault.

@@ -109,13 +109,15 @@ def backbone_params(sizes):
 
 def head_params(sizes, task_kind):
   """Trainable parameters of the task's head (`classifier/head.py`,
-  `squad/head.py`, `race/head.py`)."""
+  `squad/head.py`, `race/head.py`, `tagging/head.py`)."""
   d = sizes.d_model
   summary = d * d + d  # sequnece_summary/summary (tanh projection)
   if task_kind == "classifier":
     return summary + d * _N_CLASS + _N_CLASS
   if task_kind == "race":
     return summary + d + 1
+  if task_kind == "tagging":  # no summary: a dense layer on every position
+    return d * _N_CLASS + _N_CLASS
   start = d + 1
   end = 2 * d * d + d + 2 * d + d + 1  # dense_0, LayerNorm, dense_1
   answer = 2 * d * d + d + d  # dense_0, dense_1 (no bias)
@@ -191,6 +193,11 @@ def head_activation_terms(sizes, task_kind, seq_len, rows):
   """Bytes of the head's backward pass: what the head keeps and the
   gradients it makes (float32: the heads run on the float32 output)."""
   n = _shapes(sizes, seq_len, rows)
+  if task_kind == "tagging":
+    # every position's logits, their softmax and its gradient, and the
+    # output's gradient [len, bsz, d_model]
+    return {"tagging head": (3 * _N_CLASS * n["d"] // sizes.d_model
+                             + n["d"]) * _F32}
   if task_kind != "squad":
     # the summary heads keep [bsz, d_model] tensors; the gradient of the
     # summary's slice of the output is a dense [len, bsz, d_model]
@@ -307,7 +314,7 @@ def step_memory(xlnet_config, task_kind, seq_len, micro_batch, precision,
   Args:
     xlnet_config: an `XLNetConfig` (or a dict of its keys).
     task_kind: a kind of `task_kinds`: "classifier" (also regression),
-      "squad" or "race".
+      "squad", "race" or "tagging".
     seq_len: tokens per sequence (--max_seq_length).
     micro_batch: examples per replica and micro-step (--train_batch_size per
       GPU); a RACE example is 4 sequences.
