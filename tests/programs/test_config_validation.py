@@ -120,6 +120,9 @@ REFUSED = [
                                       "<word_span|token_span>"),
     ("model_size", "xl", "--model_size=xl: value should be one of "
                          "<large|base>"),
+    # A number in (0, 1) or the word "dev".
+    ("multi_label_threshold", 1.5, "--multi_label_threshold=1.5 must be in "
+                                   "(0, 1)"),
 ]
 # Flags no config holds, each with where its rule is applied instead.
 NO_CONFIG = {"bsz_per_host": "data_utils.py's record writer",

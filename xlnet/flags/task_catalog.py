@@ -129,6 +129,22 @@ def define_classifier_flags(flag_values, *, min_seq_length,
   flags.DEFINE_list("label_list", None,
                     "tsv/csv tasks: the labels, comma-separated (default: "
                     "the sorted labels found in train.{tsv,csv}).", **fv)
+  # Several labels per text (your own data).
+  flags.DEFINE_bool("multi_label", default["multi_label"],
+                    "tsv/csv tasks: the label column holds a set of labels "
+                    "(--label_delimiter between them, an empty cell the "
+                    "empty set): one sigmoid output per label, binary "
+                    "cross-entropy, micro and macro F1.", **fv)
+  flags.DEFINE_string("label_delimiter", default["label_delimiter"],
+                      "With --multi_label: what separates the labels of a "
+                      "set, in the data and in the predictions.", **fv)
+  flags.DEFINE_string("multi_label_threshold",
+                      str(default["multi_label_threshold"]),
+                      "With --multi_label: the probability a label must "
+                      "exceed to be predicted, in (0, 1), or 'dev': the "
+                      "threshold with the best micro F1 on the dev split "
+                      "(for each checkpoint evaluated or predicted with).",
+                      **fv)
 
 
 @groups.group("Task: SQuAD")
