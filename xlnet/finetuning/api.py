@@ -228,8 +228,9 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
 def load_classifier(model_dir, checkpoint=None):
   """The classifier (or regression head) fine-tuned into `model_dir`, ready
   to predict: `.predict(texts)` -> dict of NumPy `logits`,
-  `probabilities` and `labels`, the numbers `run_classifier`'s prediction
-  writes (`xlnet/finetuning/classifier/loaded_model.py`).
+  `probabilities` and `labels` (a multi-label classifier's: label sets),
+  the numbers `run_classifier`'s prediction writes
+  (`xlnet/finetuning/classifier/loaded_model.py`).
 
   Args:
     model_dir: a fine-tuned classifier's directory (its config.json,
