@@ -190,14 +190,19 @@ def number_or_word(name, value):
   Raises:
     ValueError: one line when it is neither.
   """
-  word, meaning = NUMBER_OR_WORD[name]
-  if value == word:
-    return word
+  if value == NUMBER_OR_WORD[name][0]:
+    return value
   try:
     return float(value)
   except (TypeError, ValueError):
-    raise ValueError(f"--{name}={value}: expected a number or {word} "
-                     f"({meaning})") from None
+    raise ValueError(f"--{name}={value}: {number_or_word_expected(name)}"
+                     ) from None
+
+
+def number_or_word_expected(name):
+  """What a setting of NUMBER_OR_WORD takes, in words."""
+  word, meaning = NUMBER_OR_WORD[name]
+  return f"expected a number or {word} ({meaning})"
 
 
 def _bounds(name):

@@ -137,7 +137,7 @@ RUN_CLASSIFIER = dict(FINETUNING, **{
     "label_list": ("comma separated list of strings", None),
     "max_seq_length": ("int", 128),
     "multi_label": ("bool", False),
-    "multi_label_threshold": ("string", '0.5'),
+    "multi_label_threshold": ("number or dev", 0.5),
     "num_passes": ("int", 1),
     "predict_batch_size": ("int", 128),
     "predict_ckpt": ("string", None),

@@ -274,9 +274,7 @@ def resolve_classifier(flag_values):
       predict_batch_size=global_batch_size(flag_values,
                                            flag_values.predict_batch_size),
       label_list=None
-      if flag_values.label_list is None else tuple(flag_values.label_list),
-      multi_label_threshold=validation.number_or_word(
-          "multi_label_threshold", flag_values.multi_label_threshold))
+      if flag_values.label_list is None else tuple(flag_values.label_list))
   return dict(
       task=task,
       model=model_config(flag_values, xlnet_config),
