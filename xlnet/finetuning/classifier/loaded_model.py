@@ -211,10 +211,9 @@ class Classifier:
     """`predict`'s outputs of a multi-label head."""
     if self.threshold is None:
       raise ValueError(
-          f"{self.checkpoint} was fine-tuned with --multi_label_threshold="
-          f"{multi_label_lib.ON_DEV} and no threshold was chosen for it on "
-          "the dev split yet: run run_classifier.py --do_eval on it, or set "
-          "the model's threshold")
+          f"{self.checkpoint}: no threshold chosen on the dev split yet "
+          "(run_classifier.py --multi_label_threshold=dev chooses it with "
+          "--do_eval or --do_predict), or set the model's threshold")
     return {"logits": logits,
             "probabilities": multi_label_lib.probabilities(logits).astype(
                 np.float32),
