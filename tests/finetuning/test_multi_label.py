@@ -6,8 +6,10 @@ macro F1, the threshold chosen on dev, the predictions file and the
 settings refused. The whole run (training, evaluation, prediction, the
 loaded model, resume, SavedModel) is tests/finetuning/test_multi_label_run.py.
 """
+import csv
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -328,3 +330,87 @@ def test_settings_refused_in_one_line(values, message):
   _config(multi_label_threshold="dev")
   _config(multi_label_threshold=0.3, task_name="CSV", label_delimiter=",")
   assert validation.number_or_word("multi_label_threshold", "0.25") == 0.25
+
+
+################################################################################
+# docs/finetuning.md's worked example: the data set it builds.
+################################################################################
+def _worked_example():
+  """The Python blocks of docs/finetuning.md's worked example: the set's
+  builder and the scoring of the test file."""
+  doc = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__)))), "docs", "finetuning.md")
+  with open(doc, encoding="utf-8") as f:
+    section = f.read().split("### A worked example", 1)[1].split("\n## ")[0]
+  return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+@pytest.mark.quick
+def test_the_worked_examples_set_holds_label_sets_of_0_to_3_topics(
+    tmp_path, monkeypatch):
+  """On a stand-in of the chain's data (topic/{train,dev}.csv, two
+  books): three tables of label sets of every size 0 to 3, of the five
+  topics, each text the first 30 words of its topics' articles (test's
+  from dev.csv only) or a book's passage."""
+  topics = ["business", "entertainment", "politics", "sport", "tech"]
+  chain = tmp_path / "data" / "chain"
+  (chain / "topic").mkdir(parents=True)
+  (chain / "corpus" / "gutenberg").mkdir(parents=True)
+  for split, n in (("train", 5), ("dev", 2)):
+    with open(chain / "topic" / f"{split}.csv", "w", newline="") as f:
+      writer = csv.writer(f)
+      writer.writerow(["label", "text_a"])
+      for topic in topics:
+        for i in range(n):
+          writer.writerow([topic, " ".join(f"{split}-{topic}-{i}-{w}"
+                                           for w in range(40))])
+  for book in ("a", "b"):
+    (chain / "corpus" / "gutenberg" / f"{book}.txt").write_text(
+        " ".join(f"{book}{w}" for w in range(100)))
+  monkeypatch.chdir(tmp_path)
+  build, score = _worked_example()
+  exec(compile(build, "finetuning.md", "exec"), {})  # pylint: disable=exec-used
+  sizes = set()
+  for split, n in (("train", 2000), ("dev", 400), ("test", 400)):
+    with open(tmp_path / "data" / "multi" / f"{split}.tsv") as f:
+      lines = f.read().splitlines()
+    assert lines[0] == "text_a\tlabel" and len(lines) == n + 1
+    for line in lines[1:]:
+      text, cell = line.split("\t")
+      labels = cell.split("|") if cell else []
+      assert labels == sorted(set(labels)) and set(labels) <= set(topics)
+      sizes.add(len(labels))
+      words = text.split()
+      if not labels:  # a book's passage of 30 words
+        assert len(words) == 30 and words[0][0] in "ab"
+        continue
+      assert len(words) == 30 * len(labels)
+      source = {"test": "dev"}.get(split, "train")
+      assert {w.split("-")[1] for w in words} == set(labels)
+      assert {w.split("-")[0] for w in words} == {source}
+      # An article's first 30 words.
+      assert all(int(w.split("-")[3]) < 30 for w in words)
+  assert sizes == {0, 1, 2, 3}
+
+  # The scoring block: the test file's own sets score 1; one set
+  # emptied and one label added elsewhere: by hand.
+  with open(tmp_path / "data" / "multi" / "test.tsv") as f:
+    rows = [line.rstrip("\n").split("\t") for line in f][1:]
+  first = next(i for i, r in enumerate(rows) if r[1].count("|") == 1)
+  other = next(i for i, r in enumerate(rows) if r[1] == "")
+  n_gold = sum(len(r[1].split("|")) for r in rows if r[1])
+  cells = [r[1] for r in rows]
+  cells[first], cells[other] = "", "tech"
+  for name, column in (("same", [r[1] for r in rows]), ("edited", cells)):
+    (tmp_path / f"{name}.tsv").write_text("index\tprediction\n" + "".join(
+        f"{i}\t{c}\n" for i, c in enumerate(column)))
+  printed = []
+  for name in ("same", "edited"):
+    monkeypatch.setattr("sys.argv", ["score.py", str(tmp_path / f"{name}.tsv")])
+    monkeypatch.setattr("builtins.print", printed.append)
+    exec(compile(score, "finetuning.md", "exec"), {})  # pylint: disable=exec-used
+  assert printed[0] == "micro F1 1.000, macro F1 1.000, exact match 1.000"
+  # TP n_gold - 2, FP 1, FN 2; 398 of 400 sets exact.
+  micro = 2 * (n_gold - 2) / (2 * (n_gold - 2) + 3)
+  assert printed[1].startswith(f"micro F1 {micro:.3f}, macro F1 ")
+  assert printed[1].endswith(f"exact match {398 / 400:.3f}")
