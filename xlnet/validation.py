@@ -36,6 +36,8 @@ in the words a user of the programs types (docs/python_api.md).
   cluster_timeout, data_service_timeout,
   device_memory_gb
   pretrain_batch_size               a multiple of 2 (the chain's bi_data)
+  multi_label_threshold             in (0, 1), or the word "dev" (chosen on
+                                    the dev split)
   summary_type, init,               one of CHOICES
   decay_method, tpu_engine,
   record_kind, sample_strategy,
@@ -117,15 +119,18 @@ AT_LEAST = {
     "eval_every": (1, ""),
 }
 # name -> the value it must stay below (dropout rates: 1 drops everything;
-# the chain's task text: 1 would leave no room for the corpus).
-BELOW = {"dropout": 1, "dropatt": 1, "task_text_share": 1}
+# the chain's task text: 1 would leave no room for the corpus; a
+# multi-label threshold: a probability, 0 and 1 predict every label or
+# none).
+BELOW = {"dropout": 1, "dropatt": 1, "task_text_share": 1,
+         "multi_label_threshold": 1}
 # name -> the value it may reach, not pass (the final learning rate: at
 # most the peak).
 AT_MOST = {"min_lr_ratio": 1.0}
 # name -> the value it must exceed.
 ABOVE = {"clip": 0, "adam_epsilon": 0, "lr_layer_decay_rate": 0,
          "cluster_timeout": 0, "data_service_timeout": 0, "timeout": 0,
-         "device_memory_gb": 0}
+         "device_memory_gb": 0, "multi_label_threshold": 0}
 # name -> (what it must be a multiple of, why).
 MULTIPLE_OF = {
     # The chain pretrains with bi_data.
@@ -151,9 +156,14 @@ CHOICES = {
     "conllu_column": ("upos", "xpos"),
     "tag_scheme": ("iob1", "iob2", "iobes", "none"),
 }
+# name -> the word it may be instead of a number (the number keeps the
+# rules above), and what the word means; a string flag holds either.
+NUMBER_OR_WORD = {
+    "multi_label_threshold": ("dev", "chosen on the dev split"),
+}
 # Every name with a rule.
 NAMES = tuple(dict.fromkeys([*AT_LEAST, *BELOW, *AT_MOST, *ABOVE,
-                             *MULTIPLE_OF, *CHOICES]))
+                             *MULTIPLE_OF, *CHOICES, *NUMBER_OR_WORD]))
 
 
 def first_choice(name):
@@ -166,6 +176,10 @@ def check_value(name, value):
   `value` breaks a rule of `name` (one of NAMES); None always passes."""
   if value is None:
     return
+  if name in NUMBER_OR_WORD:
+    if value == NUMBER_OR_WORD[name][0]:
+      return
+    value = number_or_word(name, value)
   rule = _broken_bound(name, value)
   if rule:
     hint = AT_LEAST.get(name, (None, ""))[1]
@@ -176,6 +190,28 @@ def check_value(name, value):
       raise ValueError(f"--{name}={value} must be a multiple of {step}{why}")
   if name in CHOICES:
     check_choice(name, value, CHOICES[name])
+
+
+def number_or_word(name, value):
+  """The value of a setting of NUMBER_OR_WORD: its word, or `value` as a
+  float (a flag gives a string).
+
+  Raises:
+    ValueError: one line when it is neither.
+  """
+  if value == NUMBER_OR_WORD[name][0]:
+    return value
+  try:
+    return float(value)
+  except (TypeError, ValueError):
+    raise ValueError(f"--{name}={value}: {number_or_word_expected(name)}"
+                     ) from None
+
+
+def number_or_word_expected(name):
+  """What a setting of NUMBER_OR_WORD takes, in words."""
+  word, meaning = NUMBER_OR_WORD[name]
+  return f"expected a number or {word} ({meaning})"
 
 
 def _bounds(name):

@@ -125,6 +125,44 @@ def test_token_classification_logits():
   _close(ours, theirs)
 
 
+def test_multi_label_logits_and_hfs_bce_loss(tmp_path):
+  """A head fine-tuned with --multi_label (its task.json says so) loads as
+  HF's multi-label sequence classifier: our logits, and HF's loss (BCE
+  with logits, the mean over every label of every example) equal to our
+  head's total loss and to NumPy's binary cross-entropy."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tests.interop import test_multi_label_export as ml_export  # pylint: disable=g-import-not-at-top
+  from xlnet.finetuning.classifier import head as classifier_head  # pylint: disable=g-import-not-at-top
+  prefix, _, config, _ = fx.copied_checkpoint(str(tmp_path / "ckpt"),
+                                              "classification")
+  ml_export.write_task_record(os.path.dirname(prefix))
+  hf_dir = str(tmp_path / "hf")
+  hf_export.export_hf(prefix, config, fx.SPIECE, hf_dir, fx.TASK)
+  feats = fx.features("classification")
+  labels = np.array([[1, 0, 1], [0, 0, 0]], np.int32)
+
+  def ours():
+    t = {k: tf.constant(v) for k, v in feats.items()}
+    out = classifier_head.get_head_outputs(
+        config, fx.RUN, dict(t, label_ids=tf.constant(labels)), fx.N_CLASS,
+        fx.TASK, multi_label=True)
+    return {"logits": out["logits"], "loss": out["total_loss"]}
+
+  got = fx.run_ours(prefix, ours)
+  model = transformers.XLNetForSequenceClassification.from_pretrained(hf_dir)
+  model.eval()
+  assert model.config.problem_type == "multi_label_classification"
+  assert model.config.id2label == {0: "art", 1: "politics", 2: "sport"}
+  with torch.no_grad():
+    theirs = model(**_torch(feats), labels=torch.tensor(labels,
+                                                        dtype=torch.float))
+  _close(got["logits"], theirs.logits)
+  x = theirs.logits.double().numpy()
+  bce = np.maximum(x, 0) - x * labels + np.log1p(np.exp(-np.abs(x)))
+  assert abs(float(theirs.loss) - bce.mean()) <= 1e-6
+  assert abs(float(theirs.loss) - float(got["loss"])) <= TOL
+
+
 @pytest.mark.eager
 def test_saved_model_masked_lm_equals_hf_with_perm_mask():
   """The SavedModel's `masked_lm` signature and HF's XLNetLMHeadModel given

@@ -129,6 +129,9 @@ REFUSED = [
                              "<upos|xpos>"),
     ("tag_scheme", "bio", "--tag_scheme=bio: value should be one of "
                           "<iob1|iob2|iobes|none>"),
+    # A number in (0, 1) or the word "dev".
+    ("multi_label_threshold", 1.5, "--multi_label_threshold=1.5 must be in "
+                                   "(0, 1)"),
 ]
 # Flags no config holds, each with where its rule is applied instead.
 NO_CONFIG = {"bsz_per_host": "data_utils.py's record writer",

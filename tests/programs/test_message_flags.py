@@ -93,6 +93,10 @@ GUARDED = {
         "config (its fields, named after the flags of the programs that "
         "build it) hold; record_writer.py passes data_utils.py's "
         "--bsz_per_host and --num_core_per_host"),
+    ("xlnet.validation", "number_or_word"): (
+        None, "names a setting of NUMBER_OR_WORD (run_classifier.py's "
+        "--multi_label_threshold), from check_value's names or that "
+        "flag's parser"),
     ("xlnet.validation", "check_choice"): (
         None, "names a flag of check_value's or the eval_split of "
         "finetuning/config.py's task rules (run_classifier.py's and "

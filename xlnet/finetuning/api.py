@@ -98,12 +98,16 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
                                                        task.records_timeout))
   if do_eval or do_predict:
     eval_records = prepare(task.eval_split)
+    # A multi-label threshold chosen on dev reads the dev split too.
+    dev_records = (prepare("dev") if classifier_task.needs_dev_records(task)
+                   else None)
   out = {}
   if do_train:
     out["train"] = classifier_task.train(
         engine, classifier_features.input_fn_builder(
             train_file, task.max_seq_length, True, processor.is_regression,
-            shuffle_buffer=task.shuffle_buffer, seed=engine.seed), head,
+            shuffle_buffer=task.shuffle_buffer, seed=engine.seed,
+            n_labels=classifier_task.n_labels_of(processor)), head,
         model.head_record(), finetune_config.ModelRecord(
             model.xlnet_config, classifier_task.task_record(
                 task, model, labels, processor.pairs),
@@ -120,10 +124,12 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
       finetune.check_head(ckpt_dir, model.head_record())
     if do_eval:
       out["eval"] = classifier_task.evaluate(task, engine, processor,
-                                             *eval_records, head)
+                                             *eval_records, head,
+                                             dev_records)
     if do_predict:
       out["predict"] = classifier_task.predict(task, engine, processor,
-                                               *eval_records, head)
+                                               *eval_records, head,
+                                               dev_records)
   return out
 
 
@@ -230,8 +236,9 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
 def load_classifier(model_dir, checkpoint=None):
   """The classifier (or regression head) fine-tuned into `model_dir`, ready
   to predict: `.predict(texts)` -> dict of NumPy `logits`,
-  `probabilities` and `labels`, the numbers `run_classifier`'s prediction
-  writes (`xlnet/finetuning/classifier/loaded_model.py`).
+  `probabilities` and `labels` (a multi-label classifier's: label sets),
+  the numbers `run_classifier`'s prediction writes
+  (`xlnet/finetuning/classifier/loaded_model.py`).
 
   Args:
     model_dir: a fine-tuned classifier's directory (its config.json,

@@ -17,11 +17,12 @@ config count the examples of one step over all replicas (the flags count
 them per GPU unless --use_tpu, as the release).
 """
 import dataclasses
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 from xlnet import model_config as model_lib
 from xlnet import program_defaults
 from xlnet import validation
+from xlnet.finetuning.classifier import multi_label as multi_label_lib
 from xlnet.finetuning.classifier import tasks as classifier_tasks
 from xlnet.training import config as train_config_lib
 
@@ -189,6 +190,11 @@ class ClassifierConfig:
     cls_scope: the classification head's name (None: the task's).
     label_column, text_a_column, text_b_column, contains_header,
       label_list: tsv/csv tasks' columns and labels.
+    multi_label: tsv/csv tasks: the label column holds a set of labels
+      (`classifier/multi_label.py`).
+    label_delimiter: what separates the labels of a set.
+    multi_label_threshold: the probability a label must exceed to be
+      predicted, in (0, 1), or "dev": chosen on the dev split.
   """
   task_name: str
   data_dir: str
@@ -213,6 +219,9 @@ class ClassifierConfig:
   text_b_column: Optional[str] = None
   contains_header: Optional[bool] = None
   label_list: Optional[Tuple[str, ...]] = None
+  multi_label: bool = False
+  label_delimiter: str = multi_label_lib.DEFAULT_DELIMITER
+  multi_label_threshold: Union[float, str] = multi_label_lib.DEFAULT_THRESHOLD
 
   def __post_init__(self):
     check_classifier(self)
@@ -321,6 +330,24 @@ def check_classifier(values):
   validation.check_choice("eval_split", values.eval_split,
                           CLASSIFIER_EVAL_SPLITS)
   validation.check_all(values)
+  if values.multi_label:
+    check_multi_label(values)
+
+
+def check_multi_label(values):
+  """Raises a one-line ValueError naming the first setting a multi-label
+  task cannot take."""
+  task = classifier_tasks.get(values.task_name)
+  if task.family != classifier_tasks.YOURS:
+    raise ValueError(f"--multi_label is for your own tables: --task_name="
+                     f"{' or '.join(classifier_tasks.USER_TASKS)}, got "
+                     f"{values.task_name}")
+  if values.is_regression:
+    raise ValueError("--multi_label and --is_regression exclude each other")
+  delimiter = values.label_delimiter
+  if not delimiter or not delimiter.strip():
+    raise ValueError(f"--label_delimiter={delimiter!r}: expected a visible "
+                     "separator of the labels in a cell, e.g. '|'")
 
 
 def check_squad(values):

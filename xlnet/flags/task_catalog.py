@@ -36,6 +36,25 @@ _TASK_FLAGS = {
 }
 
 
+class NumberOrWord(flags.ArgumentParser):
+  """A flag holding a number or a word (`validation.NUMBER_OR_WORD` of its
+  name): the float, or the word as it is."""
+
+  def __init__(self, name):
+    super().__init__()
+    self.name = name
+
+  def parse(self, argument):
+    try:
+      return validation.number_or_word(self.name, argument)
+    except ValueError:
+      raise ValueError(validation.number_or_word_expected(self.name)
+                       ) from None
+
+  def flag_type(self):
+    return f"number or {validation.NUMBER_OR_WORD[self.name][0]}"
+
+
 def config_defaults(config_class):
   """The defaults of a task config's fields (dict field name -> value): the
   defaults of the flags of those names, which the config holds."""
@@ -131,6 +150,21 @@ def define_classifier_flags(flag_values, *, min_seq_length,
   flags.DEFINE_list("label_list", None,
                     "tsv/csv tasks: the labels, comma-separated (default: "
                     "the sorted labels found in train.{tsv,csv}).", **fv)
+  # Several labels per text (your own data).
+  flags.DEFINE_bool("multi_label", default["multi_label"],
+                    "tsv/csv tasks: the label column holds a set of labels "
+                    "(--label_delimiter between them, an empty cell the "
+                    "empty set): one sigmoid output per label, binary "
+                    "cross-entropy, micro and macro F1.", **fv)
+  flags.DEFINE_string("label_delimiter", default["label_delimiter"],
+                      "With --multi_label: what separates the labels of a "
+                      "set, in the data and in the predictions.", **fv)
+  flags.DEFINE(NumberOrWord("multi_label_threshold"), "multi_label_threshold",
+               default["multi_label_threshold"],
+               "With --multi_label: the probability a label must exceed to "
+               "be predicted, in (0, 1), or 'dev': the threshold with the "
+               "best micro F1 on the dev split (for each checkpoint "
+               "evaluated or predicted with).", **fv)
 
 
 @groups.group("Task: SQuAD")

@@ -267,15 +267,19 @@ def digit_comma_pieces(spiece_model_file):
       spm.SentencePieceProcessor(model_file=spiece_model_file))
 
 
-def recorded_labels(prefix, kind, scope, n_class):
-  """The label names fine-tuning recorded for a classification or tagging
-  head (`label_list` of the checkpoint directory's `TASK_FILE`), or None:
-  no record, another head's record, or a head without labels.
+# HF's `problem_type` of each sequence classifier: a classification head
+# fine-tuned with --multi_label (its task record says so) is HF's
+# multi-label classifier (sigmoid outputs, BCEWithLogitsLoss).
+PROBLEM_TYPES = {"regression": "regression",
+                 "classification": "single_label_classification",
+                 "multi_label": "multi_label_classification"}
 
-  Raises:
-    ValueError: one line when the record's labels are not `n_class`
-      distinct names.
-  """
+
+def recorded_task(prefix, kind, scope):
+  """The task record fine-tuning wrote beside the checkpoint (its
+  directory's `TASK_FILE`) when it is the record of this classification or
+  tagging head, else None (no record, another head's, a head without
+  labels)."""
   path = os.path.join(os.path.dirname(prefix), finetuning_config.TASK_FILE)
   record = train_state.read_run_record(path)
   if kind not in _LABELLED_KERNELS or not isinstance(record, dict):
@@ -286,6 +290,27 @@ def recorded_labels(prefix, kind, scope, n_class):
   elif classifier_head.classification_scope(
       str(record.get("task_name", "")), record.get("cls_scope")) != scope:
     return None
+  return record
+
+
+def recorded_multi_label(prefix, kind, scope):
+  """Whether the checkpoint's classification head was fine-tuned with
+  --multi_label (its task record's `multi_label`)."""
+  return bool((recorded_task(prefix, kind, scope) or {}).get("multi_label"))
+
+
+def recorded_labels(prefix, kind, scope, n_class):
+  """The label names fine-tuning recorded for a classification or tagging
+  head (`label_list` of its `recorded_task`), or None: no such record.
+
+  Raises:
+    ValueError: one line when the record's labels are not `n_class`
+      distinct names.
+  """
+  record = recorded_task(prefix, kind, scope)
+  if record is None:
+    return None
+  path = os.path.join(os.path.dirname(prefix), finetuning_config.TASK_FILE)
   labels = record.get("label_list")
   names = [str(l) for l in labels] if isinstance(labels, list) else []
   if len(names) != n_class or len(set(names)) != n_class:
@@ -296,7 +321,7 @@ def recorded_labels(prefix, kind, scope, n_class):
 
 
 def hf_config(xlnet_config, kind, scope, n_class, ids, summary,
-              labels=None):
+              labels=None, multi_label=False):
   """config.json of the exported model (a dict).
 
   Args:
@@ -308,6 +333,8 @@ def hf_config(xlnet_config, kind, scope, n_class, ids, summary,
       (written as "last" without a projection, which HF does not read).
     labels: a classification or tagging head's label names
       (`recorded_labels`), or None: HF's `LABEL_{i}`.
+    multi_label: the classification head is multi-label
+      (`recorded_multi_label`).
   """
   summary_type, use_summ_proj = summary or ("last", False)
   c = xlnet_config
@@ -338,8 +365,7 @@ def hf_config(xlnet_config, kind, scope, n_class, ids, summary,
     labels = labels or [f"LABEL_{i}" for i in range(n_class or 1)]
     config.update(
         finetuning_task=task,
-        problem_type=("regression" if kind == "regression" else
-                      "single_label_classification"),
+        problem_type=PROBLEM_TYPES["multi_label" if multi_label else kind],
         id2label={str(i): l for i, l in enumerate(labels)},
         label2id={l: i for i, l in enumerate(labels)})
   return config
@@ -419,7 +445,8 @@ def export_hf(checkpoint, xlnet_config, spiece_model_file, output_dir,
       values, kind, scope, hf_names.sizes_of(xlnet_config, n_class or 1),
       f"--checkpoint={prefix}", config_source)
   config = hf_config(xlnet_config, kind, scope, n_class, ids, summary,
-                     recorded_labels(prefix, kind, scope, n_class))
+                     recorded_labels(prefix, kind, scope, n_class),
+                     recorded_multi_label(prefix, kind, scope))
   digit_comma = digit_comma_pieces(spiece_model_file)
   if digit_comma:
     logging.warning(spm_train.digit_comma_advice(digit_comma,

@@ -1,6 +1,8 @@
 """A HuggingFace transformers XLNet directory -> a TensorFlow checkpoint
 under the release's names, with `xlnet_config.json` and `spiece.model`
-beside it: usable as `--init_checkpoint` by every program."""
+beside it: usable as `--init_checkpoint` by every program. A sequence
+classifier's label names and problem type come along in a task record
+(`task_record_of`), so that its export names them again."""
 import json
 import os
 import pickle
@@ -123,11 +125,29 @@ def n_class_of(config):
   return len(config.get("id2label") or {}) or config.get("num_labels", 2)
 
 
-def tag_names(config, n_class):
-  """A token classifier's tags, in class order: its config's id2label
-  (HF's `LABEL_{i}` where it has none)."""
+def label_names(config, n_class):
+  """A classifier's labels (a token classifier's tags), in class order: its
+  config's id2label (HF's `LABEL_{i}` where it has none)."""
   id2label = config.get("id2label") or {}
   return [str(id2label.get(str(i), f"LABEL_{i}")) for i in range(n_class)]
+
+
+def task_record_of(config, kind, scope):
+  """What a fine-tuned model_dir's task record (`TASK_FILE`) says of an HF
+  sequence or token classifier, so that the export of the checkpoint
+  (`hf_export.recorded_labels`, `recorded_multi_label`) gives its label
+  names and problem type again; None for the other heads."""
+  if kind == "tagging":
+    return {"kind": kind,
+            "label_list": label_names(config, n_class_of(config))}
+  if kind != "classification":
+    return None
+  record = {"kind": "classifier", "task_name": scope.split("_", 1)[1],
+            "cls_scope": None,
+            "label_list": label_names(config, n_class_of(config))}
+  if config.get("problem_type") == hf_export.PROBLEM_TYPES["multi_label"]:
+    record["multi_label"] = True
+  return record
 
 
 def read_hf_weights(hf_dir):
@@ -213,8 +233,8 @@ def import_hf(hf_dir, output_dir, task_name=None):
       pytorch_model.bin) and spiece.model.
     output_dir: a new (or empty) directory; it receives `model.ckpt`,
       `xlnet_config.json`, `spiece.model`, for a summary head `head.json`
-      (`head_record_of`) and for a token classifier `task.json` (its
-      tags' names), whole or not at all.
+      (`head_record_of`) and for a sequence or token classifier
+      `task.json` (`task_record_of`: labels, tags), whole or not at all.
     task_name: the TF scope of a sequence classification head (default:
       the config's `finetuning_task`).
 
@@ -253,10 +273,10 @@ def import_hf(hf_dir, output_dir, task_name=None):
     if head:
       train_state.write_run_record(
           os.path.join(tmp, finetuning_config.HEAD_FILE), head)
-    if kind == "tagging":  # the tags' names, for an export back
+    task = task_record_of(config, kind, scope)
+    if task:
       train_state.write_run_record(
-          os.path.join(tmp, finetuning_config.TASK_FILE),
-          {"kind": kind, "label_list": tag_names(config, n_class)})
+          os.path.join(tmp, finetuning_config.TASK_FILE), task)
   default = finetuning_config.ModelConfig(xlnet_config).head_record()
   if head and head != default:
     logging.warning(

@@ -9,7 +9,9 @@ side by side, [B, 4 L]; SQuAD adds `p_mask` float32 [B, L] and `cls_index`
 int32 [B]). Outputs are the head's, computed by the same graph builders as
 the fine-tuning programs' predictions (dropout off):
 
-  classification  logits [B, n_class], probabilities [B, n_class]
+  classification  logits [B, n_class], probabilities [B, n_class] (the
+                  softmax; a head fine-tuned with --multi_label, as its
+                  task record says: each label's sigmoid)
   regression      logits [B] (the predicted scores)
   race            logits [B, 4]
   tagging         logits [B, L, n_class], probabilities [B, L, n_class]
@@ -66,22 +68,27 @@ def _placeholders(kind):
 
 
 def _outputs(kind, scope, n_class, xlnet_config, inputs, has_lm_bias,
-             summary):
+             summary, multi_label=False):
   """The head's output tensors (a dict) on `inputs`; `summary` is
-  `hf_export.summary_settings`."""
+  `hf_export.summary_settings`, `multi_label`
+  `hf_export.recorded_multi_label`."""
   if kind in hf_names.TASK_SCOPED_KINDS:
     label_dtype = tf.int32 if kind == "classification" else tf.float32
-    features = dict(inputs, label_ids=tf.zeros(
-        tf.shape(inputs["input_ids"])[:1], label_dtype))
+    label_shape = tf.shape(inputs["input_ids"])[:1]
+    if multi_label:
+      label_shape = tf.concat([label_shape, [n_class]], 0)
+    features = dict(inputs, label_ids=tf.zeros(label_shape, label_dtype))
     task = scope.split("_", 1)[1]
     out = classifier_head.get_head_outputs(
         xlnet_config, _SERVING_RUN, features, n_class, task,
         cls_scope=task if kind == "classification" else None,
-        summary_type=summary[0], use_summ_proj=summary[1])
+        summary_type=summary[0], use_summ_proj=summary[1],
+        multi_label=multi_label)
     logits = out["logits"]
     if kind == "regression":
       return {"logits": logits}
-    return {"logits": logits, "probabilities": tf.nn.softmax(logits)}
+    return {"logits": logits, "probabilities": (
+        tf.sigmoid(logits) if multi_label else tf.nn.softmax(logits))}
   if kind == "race":
     return {"logits": race_head.get_race_logits(
         xlnet_config, _SERVING_RUN, inputs, *summary)}
@@ -172,7 +179,7 @@ def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
     inputs = _placeholders(kind)
     signatures = {"serving_default": (inputs, _outputs(
         kind, scope, n_class, xlnet_config, inputs, _LM_BIAS in shapes,
-        summary))}
+        summary, hf_export.recorded_multi_label(prefix, kind, scope)))}
     if kind == "lm" and _MASK_EMB in shapes and _LM_BIAS in shapes:
       extra, outputs = _masked_lm(xlnet_config, inputs)
       signatures[MASKED_LM] = (dict(inputs, **extra), outputs)

@@ -16,6 +16,7 @@ from absl import logging
 import tensorflow as tf
 
 from xlnet.finetuning import record_cache
+from xlnet.finetuning.classifier import multi_label as multi_label_lib
 from xlnet.finetuning.classifier import processors as classifier_processors
 from xlnet.finetuning.classifier import tasks as classifier_tasks
 
@@ -142,11 +143,14 @@ class UserTableProcessor(classifier_processors.TableProcessor):
   `contains_header`. TSV files are split at tabs literally; CSV files use
   standard quoting. The label list is `label_list` or, when not given, the
   sorted distinct labels of the train file. Test files need no label column.
+  With `multi_label` the label column holds a set of labels separated by
+  `label_delimiter` (`classifier/multi_label.py`).
   """
 
   def __init__(self, task, label_column="label", text_a_column="text_a",
                text_b_column=None, contains_header=None, label_list=None,
-               is_regression=False):
+               is_regression=False, multi_label=False,
+               label_delimiter=multi_label_lib.DEFAULT_DELIMITER):
     super().__init__(task)
     kind = task.name
     self.delimiter = "\t" if kind == "tsv" else ","
@@ -170,6 +174,14 @@ class UserTableProcessor(classifier_processors.TableProcessor):
     self._is_regression = is_regression
     self.metrics = (("pearsonr", "spearmanr") if is_regression
                     else ("accuracy",))
+    self.multi_label = multi_label
+    self.label_delimiter = label_delimiter
+    if multi_label:
+      self.layout += f", label sets separated by {label_delimiter!r}"
+      self.metrics = ("micro_f1", "macro_f1", "exact_match")
+      if label_list:
+        multi_label_lib.check_labels(label_list, label_delimiter,
+                                     "--label_list")
     self.primary_metric = self.metrics[0]
 
   @property
@@ -182,7 +194,10 @@ class UserTableProcessor(classifier_processors.TableProcessor):
 
   def options(self):
     """The settings that shape the examples (part of the records' key)."""
-    return dict(self._spec, header=self.header, labels=self.labels)
+    options = dict(self._spec, header=self.header, labels=self.labels)
+    if self.multi_label:
+      options.update(multi_label=True, label_delimiter=self.label_delimiter)
+    return options
 
   def resolve(self, data_dir):
     """Fixes the label list: `label_list`, or the sorted distinct labels of
@@ -194,8 +209,12 @@ class UserTableProcessor(classifier_processors.TableProcessor):
       return self
     path = self.path(data_dir, "train")
     cols = self.table_columns(path, "train")
-    seen = {fields[cols.label].strip()
-            for _, fields in self._data_rows(path, cols)}
+    seen = set()
+    for number, fields in self._data_rows(path, cols):
+      cell = fields[cols.label].strip()
+      seen.update(multi_label_lib.parse_label_set(
+          cell, self.label_delimiter, None, f"{path} line {number}")
+                  if self.multi_label else (cell,))
     if not seen:
       raise ValueError(f"{path} holds no examples to read the labels from; "
                        "give --label_list")
@@ -207,6 +226,14 @@ class UserTableProcessor(classifier_processors.TableProcessor):
     if not self._is_regression and self.labels is None:
       raise ValueError(f"task {self.name}: call resolve(data_dir) first")
     return super().get_labels()
+
+  def check_label(self, label, where):
+    """A multi-label task's label set (a tuple, `multi_label.
+    parse_label_set`), else the one label (`DataProcessor.check_label`)."""
+    if self.multi_label:
+      return multi_label_lib.parse_label_set(label, self.label_delimiter,
+                                             self.labels, where)
+    return super().check_label(label, where)
 
   def _columns_for(self, path, with_label):
     """Columns of the table at `path`, names resolved against its header."""
@@ -251,7 +278,8 @@ def make_processor(task_name, **user_options):
     task_name: one of `classifier_tasks.NAMES`.
     **user_options: for "tsv"/"csv" only, the `UserTableProcessor` options
       (label_column, text_a_column, text_b_column, contains_header,
-      label_list, is_regression); ignored for the other tasks.
+      label_list, is_regression, multi_label, label_delimiter); ignored
+      for the other tasks.
 
   Raises:
     ValueError: on an unknown task.

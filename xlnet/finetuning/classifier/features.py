@@ -35,6 +35,7 @@ from xlnet.data import prepro_utils
 from xlnet.data.prepro_utils import CLS_ID, SEP_ID
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import record_cache
+from xlnet.finetuning.classifier import multi_label as multi_label_lib
 
 SEG_ID_A = 0
 SEG_ID_B = 1
@@ -59,7 +60,8 @@ class InputFeatures:
     input_ids: list of int token ids.
     input_mask: list of float, 1.0 on padding.
     segment_ids: list of int.
-    label_id: int class index, or float for regression.
+    label_id: int class index, float for regression, or a multi-label
+      task's multi-hot list of ints.
     is_real_example: bool, False for the fake padding examples.
   """
 
@@ -96,24 +98,29 @@ def truncate_seq_pair(tokens_a, tokens_b, max_length):
       tokens_b.pop()
 
 
-def label_to_id(label, label_list):
+def label_to_id(label, label_list, multi_label=False):
   """The feature label of an example label.
 
   Args:
-    label: str, or None in an unlabelled (test) split.
+    label: str (a multi-label task: a tuple of them), or None in an
+      unlabelled (test) split.
     label_list: list of label strings, or None for regression.
+    multi_label: the label is a set of labels.
 
   Returns:
-    int index into label_list (0 when unlabelled), or float for regression
-    (0.0 when unlabelled).
+    int index into label_list (0 when unlabelled), float for regression
+    (0.0 when unlabelled), or a multi-label task's multi-hot list of
+    ints (`multi_label.multi_hot`, all 0 when unlabelled).
   """
+  if multi_label:
+    return multi_label_lib.multi_hot(label, label_list)
   if label_list is None:
     return 0.0 if label is None else float(label)
   return 0 if label is None else label_list.index(label)
 
 
 def convert_single_example(ex_index, example, label_list, max_seq_length,
-                           tokenize_fn):
+                           tokenize_fn, multi_label=False):
   """Converts one InputExample to InputFeatures (see the module docstring).
 
   Args:
@@ -122,6 +129,7 @@ def convert_single_example(ex_index, example, label_list, max_seq_length,
     label_list: list of label strings, or None for regression.
     max_seq_length: int >= MIN_SEQ_LENGTH.
     tokenize_fn: text -> list of ids.
+    multi_label: the example's label is a set of labels (`label_to_id`).
 
   Returns:
     InputFeatures.
@@ -146,7 +154,7 @@ def convert_single_example(ex_index, example, label_list, max_seq_length,
       input_ids=[PAD_ID] * pad + input_ids,
       input_mask=[1.0] * pad + [0.0] * len(input_ids),
       segment_ids=[SEG_ID_PAD] * pad + segment_ids,
-      label_id=label_to_id(example.label, label_list))
+      label_id=label_to_id(example.label, label_list, multi_label))
   if ex_index < 3:
     logging.info("example %s: ids %s segments %s label %r -> %r",
                  example.guid, features.input_ids, features.segment_ids,
@@ -154,13 +162,15 @@ def convert_single_example(ex_index, example, label_list, max_seq_length,
   return features
 
 
-def padding_features(max_seq_length, is_regression):
-  """The fake example that fills the last eval/predict batch."""
+def padding_features(max_seq_length, is_regression, n_labels=None):
+  """The fake example that fills the last eval/predict batch (`n_labels`:
+  a multi-label task's labels, its label all 0)."""
   return InputFeatures(
       input_ids=[PAD_ID] * max_seq_length,
       input_mask=[1.0] * max_seq_length,
       segment_ids=[SEG_ID_A] * max_seq_length,
-      label_id=0.0 if is_regression else 0,
+      label_id=(0.0 if is_regression else
+                0 if n_labels is None else [0] * n_labels),
       is_real_example=False)
 
 
@@ -184,11 +194,13 @@ def serialize_features(features, is_regression):
   """InputFeatures -> serialized tf.train.Example (bytes).
 
   Features: `input_ids`, `segment_ids` int64 [L]; `input_mask` float [L];
-  `label_ids` int64 [1] (float [1] for regression); `is_real_example`
-  int64 [1].
+  `label_ids` int64 [1] (float [1] for regression, int64 [n_labels] for a
+  multi-label task's multi-hot list); `is_real_example` int64 [1].
   """
-  label = (_float_feature([features.label_id]) if is_regression
-           else _int_feature([features.label_id]))
+  label_id = features.label_id
+  label = (_float_feature([label_id]) if is_regression else
+           _int_feature(label_id if isinstance(label_id, list)
+                        else [label_id]))
   example = tf.train.Example(features=tf.train.Features(feature={
       "input_ids": _int_feature(features.input_ids),
       "input_mask": _float_feature(features.input_mask),
@@ -199,8 +211,10 @@ def serialize_features(features, is_regression):
   return example.SerializeToString()
 
 
-def write_records(examples, label_list, max_seq_length, tokenize_fn, path):
-  """Converts `examples` and writes them to the TFRecord file `path`.
+def write_records(examples, label_list, max_seq_length, tokenize_fn, path,
+                  multi_label=False):
+  """Converts `examples` and writes them to the TFRecord file `path`
+  (`multi_label`: their labels are label sets).
 
   The file appears under `path` only once complete. Logs progress and an
   ETA every few seconds.
@@ -214,7 +228,8 @@ def write_records(examples, label_list, max_seq_length, tokenize_fn, path):
     with tf.io.TFRecordWriter(tmp) as writer:
       for i, example in enumerate(examples):
         features = convert_single_example(i, example, label_list,
-                                          max_seq_length, tokenize_fn)
+                                          max_seq_length, tokenize_fn,
+                                          multi_label)
         writer.write(serialize_features(features, label_list is None))
         if time.time() - last_log > _LOG_EVERY_SECONDS:
           last_log = time.time()
@@ -306,7 +321,8 @@ def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
     if shuffle_seed is not None:
       examples = shuffle_examples(examples, shuffle_seed)
     return write_records(examples, processor.get_labels(), max_seq_length,
-                         make_tokenize_fn(sp_model, uncased), out)
+                         make_tokenize_fn(sp_model, uncased), out,
+                         processor.multi_label)
 
   return path, record_cache.prepare(path, key, write, overwrite, wait)
 
@@ -326,19 +342,21 @@ def _features_to_tensors(features, is_regression):
   }
 
 
-def make_parser(max_seq_length, is_regression):
+def make_parser(max_seq_length, is_regression, n_labels=None):
   """Returns `parse(serialized) -> dict of tensors` for one record.
 
   Ints come out int32 (TPUs have no int64): `input_ids`, `segment_ids`
   [L]; `label_ids`, `is_real_example` scalars; `input_mask` float32 [L];
-  a regression `label_ids` is a float32 scalar.
+  a regression `label_ids` is a float32 scalar, a multi-label task's
+  (`n_labels` labels) an int32 multi-hot [n_labels].
   """
   label_dtype = tf.float32 if is_regression else tf.int64
+  label_shape = [] if n_labels is None else [n_labels]
   spec = {
       "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
       "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.float32),
       "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-      "label_ids": tf.io.FixedLenFeature([], label_dtype),
+      "label_ids": tf.io.FixedLenFeature(label_shape, label_dtype),
       "is_real_example": tf.io.FixedLenFeature([], tf.int64),
   }
 
@@ -351,7 +369,7 @@ def make_parser(max_seq_length, is_regression):
 
 def input_fn_builder(input_file, max_seq_length, is_training, is_regression,
                      num_examples=None, pad_to_multiple=None,
-                     shuffle_buffer=2048, seed=None):
+                     shuffle_buffer=2048, seed=None, n_labels=None):
   """Builds the `input_fn(params)` over one feature record file.
 
   The input function yields batch-major dicts (see `make_parser`) of
@@ -372,11 +390,13 @@ def input_fn_builder(input_file, max_seq_length, is_training, is_regression,
       read `params["batch_size"]` examples; must be a multiple of it.
     shuffle_buffer: int.
     seed: int or None.
+    n_labels: a multi-label task's labels (multi-hot `label_ids`), else
+      None.
 
   Returns:
     input_fn(params) -> tf.data.Dataset.
   """
-  parse = make_parser(max_seq_length, is_regression)
+  parse = make_parser(max_seq_length, is_regression, n_labels)
 
   def input_fn(params):
     batch_size = params["batch_size"]
@@ -393,7 +413,8 @@ def input_fn_builder(input_file, max_seq_length, is_training, is_regression,
       n_pad = num_padding(num_examples, multiple)
       if n_pad:
         fake = _features_to_tensors(
-            padding_features(max_seq_length, is_regression), is_regression)
+            padding_features(max_seq_length, is_regression, n_labels),
+            is_regression)
         dataset = dataset.concatenate(
             tf.data.Dataset.from_tensors(fake).repeat(n_pad))
     dataset = dataset.batch(batch_size, drop_remainder=True)

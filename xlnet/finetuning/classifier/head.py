@@ -10,12 +10,19 @@ Pure graph builders (no session, no optimizer): they run inside a
             [d_model, n_class]; per-example softmax cross-entropy.
   regression: `model/regression_{task}/logit/{kernel,bias}` [d_model, 1];
             per-example squared error against the float label.
+  multi-label: the classification head's variables, one logit per label
+            [d_model, n_labels]; per-example mean over the labels of the
+            sigmoid cross-entropy against the multi-hot label (so the
+            total is the mean over every label of every example, as
+            PyTorch's `BCEWithLogitsLoss`).
   total_loss = mean of the per-example losses.
 """
 import tensorflow as tf
 
 from xlnet import finetune_backbone
 from xlnet import modeling
+
+_dense = modeling._dense  # pylint: disable=protected-access
 
 # Variables a pretrained checkpoint does not hold: the fine-tuning pooler and
 # the task heads start from their initializers.
@@ -108,17 +115,51 @@ def get_regression_loss(xlnet_config, run_config, features, scope,
   return tf.reduce_mean(per_example_loss), per_example_loss, logits
 
 
+def get_multi_label_loss(xlnet_config, run_config, features, n_labels,
+                         scope, summary_type="last", use_summ_proj=True):
+  """Multi-label head and loss: the classification head's dense layer
+  with one sigmoid output per label.
+
+  Args:
+    xlnet_config, run_config, summary_type, use_summ_proj: as
+      `sequence_summary`.
+    features: as `sequence_summary`, plus `label_ids` int32
+      [B, n_labels] (multi-hot).
+    n_labels: int, number of labels.
+    scope: the head's scope under `model/` (`classification_scope`).
+
+  Returns:
+    (total_loss float32 scalar, per_example_loss float32 [B] (the mean
+     over the labels), logits float32 [B, n_labels]).
+  """
+  summary, xlnet_model = sequence_summary(xlnet_config, run_config, features,
+                                          summary_type, use_summ_proj)
+  with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
+    with tf.compat.v1.variable_scope(scope):
+      logits = _dense(summary, n_labels, xlnet_model.get_initializer(),
+                      "logit")
+  labels = tf.cast(tf.reshape(features["label_ids"], [-1, n_labels]),
+                   logits.dtype)
+  per_example_loss = tf.reduce_mean(
+      tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits),
+      axis=-1)
+  return tf.reduce_mean(per_example_loss), per_example_loss, logits
+
+
 def get_head_outputs(xlnet_config, run_config, features, n_class, task_name,
-                     cls_scope=None, summary_type="last", use_summ_proj=True):
+                     cls_scope=None, summary_type="last", use_summ_proj=True,
+                     multi_label=False):
   """The task's head: regression when `n_class` is None, else
-  classification.
+  classification (`multi_label`: one sigmoid output per label).
 
   Args:
     xlnet_config, run_config, features, summary_type, use_summ_proj: as
-      `get_classification_loss` / `get_regression_loss`.
+      `get_classification_loss` / `get_regression_loss` /
+      `get_multi_label_loss`.
     n_class: int, or None for regression.
     task_name: names the head (`classification_scope`, `regression_scope`).
     cls_scope: the classification head's name instead of the task's.
+    multi_label: the multi-label head (`get_multi_label_loss`).
 
   Returns:
     dict with `total_loss`, `per_example_loss` and `logits` (see the two
@@ -126,7 +167,12 @@ def get_head_outputs(xlnet_config, run_config, features, n_class, task_name,
     `features` (the latter 1s when absent), so that evaluation can drop the
     fake examples.
   """
-  if n_class is None:
+  if multi_label:
+    total_loss, per_example_loss, logits = get_multi_label_loss(
+        xlnet_config, run_config, features, n_class,
+        classification_scope(task_name, cls_scope), summary_type,
+        use_summ_proj)
+  elif n_class is None:
     total_loss, per_example_loss, logits = get_regression_loss(
         xlnet_config, run_config, features, regression_scope(task_name),
         summary_type, use_summ_proj)

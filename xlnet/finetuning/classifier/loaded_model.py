@@ -12,6 +12,15 @@ turns texts into the features `run_classifier.py` writes
 (`classifier_features.convert_single_example`) and runs the head as its
 prediction does (`finetune.predict`'s `Predictor`, dropout off), so the
 logits are those of its `{task}.logits.json` for the same texts.
+
+A multi-label classifier (`--multi_label`) predicts label sets:
+
+    out = model.predict(["rates rise as the club wins"])
+    out["labels"], out["probabilities"]    # [('business', 'sport')], [1, n]
+
+at the threshold it was fine-tuned with (`Classifier.threshold`), or for
+`--multi_label_threshold=dev` the one evaluation or prediction chose on
+the dev split for the checkpoint loaded (`multi_label_task`).
 """
 import dataclasses
 import os
@@ -24,6 +33,8 @@ from xlnet.data import prepro_utils
 from xlnet.finetuning import config as finetuning_config
 from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.finetuning.classifier import head as classifier_head
+from xlnet.finetuning.classifier import multi_label as multi_label_lib
+from xlnet.finetuning.classifier import multi_label_task
 from xlnet.finetuning.classifier import processors as classifier_processors
 from xlnet.finetuning.classifier import task as classifier_task
 from xlnet.training import checkpoint_io
@@ -83,13 +94,17 @@ def softmax(logits):
 
 
 class Classifier:
-  """A fine-tuned classification or regression head with its weights.
+  """A fine-tuned classification, regression or multi-label head with its
+  weights.
 
   Attributes:
     xlnet_config: the model's `XLNetConfig`.
     task: the recorded task settings (`classifier_task.task_record`).
     label_list: the labels, or None for regression.
     checkpoint: the prefix the weights come from.
+    multi_label: the head predicts a set of labels per text.
+    threshold: a multi-label head's decision threshold (a probability; may
+      be set), or None: none was chosen yet for this checkpoint.
   """
 
   def __init__(self, xlnet_config, task, head, sp_model, prefix):
@@ -97,6 +112,12 @@ class Classifier:
     self.task = task
     self.label_list = task["label_list"]
     self.checkpoint = prefix
+    self.multi_label = bool(task.get("multi_label"))
+    self.threshold = None
+    if self.multi_label:
+      recorded = task["multi_label_threshold"]
+      self.threshold = (multi_label_task.recorded_threshold(prefix)
+                        if recorded == multi_label_lib.ON_DEV else recorded)
     self._tokenize = classifier_features.make_tokenize_fn(sp_model,
                                                           task["uncased"])
     model = finetuning_config.ModelConfig(
@@ -110,7 +131,7 @@ class Classifier:
       out = classifier_head.get_head_outputs(
           xlnet_config, model.run_config(False), features, n_class,
           task["task_name"], task["cls_scope"], model.summary_type,
-          model.use_summ_proj)
+          model.use_summ_proj, self.multi_label)
       return {"logits": out["logits"]}
 
     self._predictor = predictor_lib.Predictor(
@@ -120,7 +141,8 @@ class Classifier:
   def features(self, texts):
     """The model inputs of `texts` (str, or (text_a, text_b) pairs): dict
     of NumPy arrays `input_ids`, `segment_ids` int32 [n, L], `input_mask`
-    float32 [n, L] (1 = padding), `label_ids` [n] (zeros).
+    float32 [n, L] (1 = padding), `label_ids` [n] (zeros; a multi-label
+    head's [n, n_labels]).
 
     Raises:
       ValueError: naming the first text that is a pair for a model
@@ -140,7 +162,7 @@ class Classifier:
       example = classifier_processors.InputExample(str(i), text_a, text_b)
       rows.append(classifier_features.convert_single_example(
           i, example, self.label_list, self.task["max_seq_length"],
-          self._tokenize))
+          self._tokenize, self.multi_label))
     label_dtype = np.float32 if self.label_list is None else np.int32
     return {
         "input_ids": np.array([r.input_ids for r in rows], np.int32),
@@ -158,8 +180,13 @@ class Classifier:
     Returns:
       dict: `logits` float32 [n, n_class] (regression: [n], the scores);
       classification: `probabilities` float32 [n, n_class] (softmax of the
-      logits); `labels`: list of n labels (`predicted_labels`, with the
-      task's predict_threshold; regression: the scores as floats).
+      logits; multi-label: the sigmoid of each); `labels`: list of n
+      labels (`predicted_labels`, with the task's predict_threshold;
+      regression: the scores as floats; multi-label: tuples of labels,
+      each whose probability exceeds `threshold`).
+
+    Raises:
+      ValueError: a multi-label head without a threshold (`threshold`).
     """
     return self.predict_features(self.features(texts), batch_size)
 
@@ -172,11 +199,27 @@ class Classifier:
     dataset = tf.data.Dataset.from_tensor_slices(features).batch(batch_size)
     self._restore(batch_size)
     logits = self._predictor.predict(dataset, batch_size)["logits"]
+    if self.multi_label:
+      return self._label_sets(logits)
     out = {"logits": logits, "labels": classifier_task.predicted_labels(
         logits, self.label_list, self.task["predict_threshold"])}
     if self.label_list is not None:
       out["probabilities"] = softmax(logits)
     return out
+
+  def _label_sets(self, logits):
+    """`predict`'s outputs of a multi-label head."""
+    if self.threshold is None:
+      raise ValueError(
+          f"{self.checkpoint}: no threshold chosen on the dev split yet "
+          "(run_classifier.py --multi_label_threshold=dev chooses it with "
+          "--do_eval or --do_predict), or set the model's threshold")
+    return {"logits": logits,
+            "probabilities": multi_label_lib.probabilities(logits).astype(
+                np.float32),
+            "labels": multi_label_lib.label_sets(
+                multi_label_lib.predict(logits, self.threshold),
+                self.label_list)}
 
   def _restore(self, batch_size):
     """Builds the model (once) and loads the checkpoint's weights."""
@@ -187,7 +230,8 @@ class Classifier:
                                ("input_mask", tf.float32),
                                ("segment_ids", tf.int32))}
       spec["label_ids"] = tf.TensorSpec(
-          [batch_size], tf.float32 if self.label_list is None else tf.int32)
+          [batch_size] + ([len(self.label_list)] if self.multi_label else []),
+          tf.float32 if self.label_list is None else tf.int32)
       self._predictor.restore(self.checkpoint, spec)
       self._restored = True
 

@@ -39,8 +39,9 @@ class InputExample:
       predictions can be submitted as they are.
     text_a: str, the first text.
     text_b: str or None, the second text of a pair.
-    label: str (a member of the task's labels, or a number for regression)
-      or None when the split carries no labels.
+    label: str (a member of the task's labels, or a number for regression),
+      a tuple of labels (a multi-label task), or None when the split
+      carries no labels.
   """
 
   def __init__(self, guid, text_a, text_b=None, label=None):
@@ -69,10 +70,13 @@ class DataProcessor:
     glue_task: True for GLUE tasks (predictions in the GLUE submission
       format).
     pairs: True when the examples are text pairs (a text_b).
+    multi_label: True when an example's label is a set of labels (a tuple
+      of them; `classifier/multi_label.py`).
   """
 
   glue_task = False
   pairs = False
+  multi_label = False
 
   def __init__(self, task):
     """`task`: the task's `classifier_tasks.Task`."""

@@ -8,8 +8,10 @@ evaluation and prediction with typed settings (`ClassifierConfig`,
                        model_dir/eval_results.txt and TensorBoard
   predict              the release's {task}.tsv / .logits.json (+ .ids.tsv)
 
-`xlnet.finetuning.api.run_classifier` chains them as `run_classifier.py`
-does.
+A multi-label task (`--multi_label`) runs the same steps with its own
+metrics, decision threshold and label sets (`classifier/multi_label.py`,
+`classifier/multi_label_task.py`). `xlnet.finetuning.api.run_classifier`
+chains them as `run_classifier.py` does.
 """
 import json
 import os
@@ -28,6 +30,8 @@ from xlnet.finetuning.classifier import datasets as classifier_datasets
 from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.finetuning.classifier import metrics as metrics_lib
+from xlnet.finetuning.classifier import multi_label as multi_label_lib
+from xlnet.finetuning.classifier import multi_label_task
 from xlnet.training import checkpoint_io
 from xlnet.training import warm_start
 
@@ -49,7 +53,8 @@ def make_task_processor(task):
       text_b_column=task.text_b_column,
       contains_header=task.contains_header,
       label_list=None if task.label_list is None else list(task.label_list),
-      is_regression=bool(task.is_regression))
+      is_regression=bool(task.is_regression), multi_label=task.multi_label,
+      label_delimiter=task.label_delimiter)
   processor = classifier_datasets.make_processor(task.task_name,
                                                    **user_options)
   if (task.is_regression is not None and
@@ -58,6 +63,12 @@ def make_task_processor(task):
     raise ValueError(f"--is_regression={task.is_regression} but "
                      f"--task_name={task.task_name} is {kind} task")
   return processor.resolve(task.data_dir)
+
+
+def n_labels_of(processor):
+  """A multi-label task's labels (the width of its multi-hot `label_ids`),
+  else None."""
+  return len(processor.get_labels()) if processor.multi_label else None
 
 
 def head_fn(task, model, n_class):
@@ -73,7 +84,7 @@ def head_fn(task, model, n_class):
     return classifier_head.get_head_outputs(
         model.xlnet_config, model.run_config(is_training), features,
         n_class, task.task_name, task.cls_scope, model.summary_type,
-        model.use_summ_proj)
+        model.use_summ_proj, task.multi_label)
   return fn
 
 
@@ -88,12 +99,15 @@ def task_record(task, model, labels, pairs):
     labels: the task's label list, or None for regression.
     pairs: whether the task's examples are text pairs (the processor's).
   """
-  return {"kind": "classifier", "task_name": task.task_name, "pairs": pairs,
-          "cls_scope": task.cls_scope,
-          "label_list": None if labels is None else list(labels),
-          "max_seq_length": task.max_seq_length, "uncased": task.uncased,
-          "predict_threshold": task.predict_threshold,
-          "clamp_len": model.run.clamp_len}
+  record = {"kind": "classifier", "task_name": task.task_name,
+            "pairs": pairs, "cls_scope": task.cls_scope,
+            "label_list": None if labels is None else list(labels),
+            "max_seq_length": task.max_seq_length, "uncased": task.uncased,
+            "predict_threshold": task.predict_threshold,
+            "clamp_len": model.run.clamp_len}
+  if task.multi_label:
+    record.update(multi_label_task.task_record(task))
+  return record
 
 
 def check_init_checkpoint(init_checkpoint, max_seq_length, head,
@@ -187,7 +201,7 @@ def predicted_labels(logits, label_list, threshold=0.0):
 
 
 def write_predictions(predict_dir, task, guids, logits, label_list,
-                      threshold=0.0):
+                      threshold=0.0, predictions=None):
   """Writes the release's prediction files, and the example ids, into
   `predict_dir`.
 
@@ -208,11 +222,15 @@ def write_predictions(predict_dir, task, guids, logits, label_list,
       only.
     label_list: list of labels, or None for regression.
     threshold: see `predicted_labels`.
+    predictions: the n predictions as `{task}.tsv` writes them, or None:
+      `predicted_labels` (a multi-label task's label sets:
+      `multi_label_task.predictions`).
 
   Returns:
     (tsv path, json path, ids path).
   """
-  labels = predicted_labels(logits, label_list, threshold)
+  labels = (predicted_labels(logits, label_list, threshold)
+            if predictions is None else predictions)
   if len(labels) != len(guids):
     raise ValueError(f"{len(labels)} predictions for {len(guids)} examples")
   # float32 values as Python floats, as the release's `float(x)`.
@@ -280,7 +298,47 @@ def real_example_mask(outputs, num_examples, what):
   return real
 
 
-def evaluate(task, engine, processor, record_file, num_examples, head):
+def outputs_on(task, engine, processor, head, records, checkpoint,
+               batch_size, what):
+  """The head's outputs with `checkpoint` for every example of `records`
+  ((record file, number of examples) of
+  `classifier_features.prepare_records`), each real example checked to be
+  there once (`real_example_mask`; `what` the check's message, e.g.
+  "evaluating")."""
+  record_file, num_examples = records
+  input_fn = classifier_features.input_fn_builder(
+      record_file, task.max_seq_length, False, processor.is_regression,
+      num_examples=num_examples, pad_to_multiple=batch_size,
+      n_labels=n_labels_of(processor))
+  outputs = run_inference(engine, checkpoint, input_fn, head, batch_size)
+  real_example_mask(outputs, num_examples, f"{what} {checkpoint}")
+  return outputs
+
+
+def needs_dev_records(task):
+  """Whether evaluation and prediction read the dev split besides
+  eval_split: a multi-label threshold chosen on dev, eval_split another
+  split."""
+  return (task.multi_label and task.eval_split != "dev" and
+          task.multi_label_threshold == multi_label_lib.ON_DEV)
+
+
+def multi_label_threshold(task, engine, processor, head, checkpoint, outputs,
+                          dev_records, batch_size):
+  """A multi-label checkpoint's decision threshold: the task's number, or
+  the one chosen on the dev split's outputs (`outputs` when eval_split is
+  dev, else those of `dev_records`), recorded beside the checkpoint
+  (`multi_label_task.choose_on_dev`)."""
+  if task.multi_label_threshold != multi_label_lib.ON_DEV:
+    return task.multi_label_threshold
+  if task.eval_split != "dev":
+    outputs = outputs_on(task, engine, processor, head, dev_records,
+                         checkpoint, batch_size, "choosing the threshold of")
+  return multi_label_task.choose_on_dev(checkpoint, outputs)
+
+
+def evaluate(task, engine, processor, record_file, num_examples, head,
+             dev_records=None):
   """Evaluates the checkpoints of model_dir; writes and returns results.
 
   Args:
@@ -290,15 +348,12 @@ def evaluate(task, engine, processor, record_file, num_examples, head):
     record_file, num_examples: the eval_split's records
       (`classifier_features.prepare_records`).
     head: see `head_fn`.
+    dev_records: the dev split's records when `needs_dev_records`.
 
   Returns:
     list of (checkpoint, results dict) in evaluation order.
   """
-  is_regression = processor.is_regression
   batch_size = task.eval_batch_size
-  input_fn = classifier_features.input_fn_builder(
-      record_file, task.max_seq_length, False, is_regression,
-      num_examples=num_examples, pad_to_multiple=batch_size)
   primary = f"eval_{processor.primary_metric}"
   results_path = os.path.join(engine.model_dir, EVAL_RESULTS)
   logdir = os.path.join(engine.model_dir,
@@ -308,12 +363,19 @@ def evaluate(task, engine, processor, record_file, num_examples, head):
                                                      task.eval_all_ckpt)
   start = time.time()
   for n, prefix in enumerate(prefixes):
-    outputs = run_inference(engine, prefix, input_fn, head, batch_size)
-    real_example_mask(outputs, num_examples, f"evaluating {prefix}")
-    results = metrics_lib.evaluation_metrics(
-        processor.metrics, outputs["logits"], outputs["label_ids"],
-        outputs["is_real_example"], outputs["per_example_loss"],
-        is_regression)
+    outputs = outputs_on(task, engine, processor, head,
+                         (record_file, num_examples), prefix, batch_size,
+                         "evaluating")
+    scores = (outputs["logits"], outputs["label_ids"],
+              outputs["is_real_example"], outputs["per_example_loss"])
+    if processor.multi_label:
+      results = multi_label_lib.evaluation_metrics(
+          *scores, multi_label_threshold(task, engine, processor, head,
+                                         prefix, outputs, dev_records,
+                                         batch_size))
+    else:
+      results = metrics_lib.evaluation_metrics(
+          processor.metrics, *scores, processor.is_regression)
     step = checkpoint_io.step_of(prefix)
     elapsed = time.time() - start
     logging.info("[%d/%d checkpoints, ETA %.0fs] %s: %s", n + 1,
@@ -331,7 +393,8 @@ def evaluate(task, engine, processor, record_file, num_examples, head):
   return all_results
 
 
-def predict(task, engine, processor, record_file, num_examples, head):
+def predict(task, engine, processor, record_file, num_examples, head,
+            dev_records=None):
   """Labels the eval_split examples (arguments as `evaluate`) with
   task.predict_ckpt, else the latest checkpoint of model_dir.
 
@@ -352,16 +415,20 @@ def predict(task, engine, processor, record_file, num_examples, head):
                      f"records {record_file} hold {num_examples}; rerun "
                      "with --overwrite_data")
   batch_size = task.predict_batch_size
-  input_fn = classifier_features.input_fn_builder(
-      record_file, task.max_seq_length, False, processor.is_regression,
-      num_examples=num_examples, pad_to_multiple=batch_size)
-  outputs = run_inference(engine, checkpoint, input_fn, head, batch_size)
-  real = real_example_mask(outputs, num_examples, f"predicting with "
-                           f"{checkpoint}")
+  outputs = outputs_on(task, engine, processor, head,
+                       (record_file, num_examples), checkpoint, batch_size,
+                       "predicting with")
+  real = np.asarray(outputs["is_real_example"]).reshape(-1) != 0
+  logits = np.asarray(outputs["logits"])[real]
+  predictions = None
+  if processor.multi_label:
+    predictions = multi_label_task.predictions(
+        logits, processor.get_labels(), task.label_delimiter,
+        multi_label_threshold(task, engine, processor, head, checkpoint,
+                              outputs, dev_records, batch_size))
   paths = write_predictions(
-      task.predict_dir, processor.name, [e.guid for e in examples],
-      np.asarray(outputs["logits"])[real], processor.get_labels(),
-      task.predict_threshold)
+      task.predict_dir, processor.name, [e.guid for e in examples], logits,
+      processor.get_labels(), task.predict_threshold, predictions)
   logging.info("Predictions of %s for %d examples: %s", checkpoint,
                num_examples, ", ".join(paths))
   return paths
