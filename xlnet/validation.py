@@ -19,6 +19,7 @@ in the words a user of the programs types (docs/python_api.md).
   the model's sizes (n_layer, ...),
   seq_len, reuse_len, num_predict,
   num_passes, num_seeds,
+  max_windows, bptt_windows,
   the fine-tuning tasks' lengths
   (max_seq_length, doc_stride, ...),
   the chain's sizes and steps
@@ -38,7 +39,8 @@ in the words a user of the programs types (docs/python_api.md).
   summary_type, init,               one of CHOICES
   decay_method, tpu_engine,
   record_kind, sample_strategy,
-  model_size
+  model_size, long_documents,
+  window_pooling, pooling
   use_fp16                          excludes use_bfloat16 and use_tpu
 
 `warmup_steps` above `train_steps` is a run that ends during warm-up (the
@@ -82,6 +84,10 @@ AT_LEAST = {
     "end_n_top": (1, ""),
     "n_best_size": (1, ""),
     "num_proc": (1, ""),
+    # Long documents' windows (`finetuning/long_documents/settings.py`
+    # checks them together).
+    "max_windows": (1, ""),
+    "bptt_windows": (1, " (1: no gradient through the memory)"),
     # The model's sizes (the pretraining programs' flags and the chain's;
     # an XLNetConfig read from a file checks its own, `xlnet/model.py`).
     "n_layer": (1, ""),
@@ -141,6 +147,13 @@ CHOICES = {
     "sample_strategy": ("word_span", "token_span"),
     # reproduce.py's pretrained model: XLNet-Large or XLNet-Base.
     "model_size": ("large", "base"),
+    # How texts longer than one sequence are read; how a text's windows
+    # are pooled (`finetuning/long_documents/settings.py`).
+    "long_documents": ("truncate", "windows", "memory"),
+    "window_pooling": ("mean", "max"),
+    # extract_features.py: a text's vector (`<cls>`, the mean of its
+    # pieces) or one per piece.
+    "pooling": ("cls", "mean", "none"),
 }
 # Every name with a rule.
 NAMES = tuple(dict.fromkeys([*AT_LEAST, *BELOW, *AT_MOST, *ABOVE,

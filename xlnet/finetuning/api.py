@@ -30,6 +30,7 @@ from xlnet.finetuning import qa_records
 from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.finetuning.classifier import loaded_model
 from xlnet.finetuning.classifier import task as classifier_task
+from xlnet.finetuning.long_documents import settings as long_documents
 from xlnet.finetuning.race import features as race_features
 from xlnet.finetuning.race import task as race_task
 from xlnet.finetuning.squad import features as squad_features
@@ -69,18 +70,22 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
   n_class = None if labels is None else len(labels)
   if do_eval:
     classifier_task.check_eval_split(task, processor)
+  long_documents.check_single_texts(task.long_document_settings,
+                                    processor.pairs,
+                                    f"--task_name={task.task_name}")
+  layout = classifier_task.record_layout(task)
   head = classifier_task.head_fn(task, model, n_class)
   if do_train and engine.checkpoint.init_checkpoint:
     classifier_task.check_init_checkpoint(
         engine.checkpoint.init_checkpoint, task.max_seq_length, head,
-        processor.is_regression)
+        processor.is_regression, layout)
     finetune.warn_if_init_head_differs(engine.checkpoint.init_checkpoint,
                                        model.head_record())
   prepare = functools.partial(
       classifier_features.prepare_records, processor, task.data_dir,
       output_dir=task.output_dir, max_seq_length=task.max_seq_length,
       sp_model=sp_model, spiece_model_file=task.spiece_model_file,
-      uncased=task.uncased, overwrite=task.overwrite_data)
+      uncased=task.uncased, overwrite=task.overwrite_data, layout=layout)
   # Every split's records exist before the (long) training starts; the
   # training examples in an order seeded by the run's seed, so a rerun
   # writes the same records.
@@ -95,7 +100,8 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
     out["train"] = classifier_task.train(
         engine, classifier_features.input_fn_builder(
             train_file, task.max_seq_length, True, processor.is_regression,
-            shuffle_buffer=task.shuffle_buffer, seed=engine.seed), head,
+            shuffle_buffer=task.shuffle_buffer, seed=engine.seed,
+            layout=layout), head,
         model.head_record(), finetune_config.ModelRecord(
             model.xlnet_config, classifier_task.task_record(
                 task, model, labels, processor.pairs),

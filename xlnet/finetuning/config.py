@@ -23,6 +23,7 @@ from xlnet import model_config as model_lib
 from xlnet import program_defaults
 from xlnet import validation
 from xlnet.finetuning.classifier import tasks as classifier_tasks
+from xlnet.finetuning.long_documents import settings as long_documents_lib
 from xlnet.training import config as train_config_lib
 
 
@@ -189,6 +190,9 @@ class ClassifierConfig:
     cls_scope: the classification head's name (None: the task's).
     label_column, text_a_column, text_b_column, contains_header,
       label_list: tsv/csv tasks' columns and labels.
+    long_documents, window_pooling, max_windows, bptt_windows, mem_len:
+      how documents longer than max_seq_length are read
+      (`long_documents/settings.py`; `long_document_settings`).
   """
   task_name: str
   data_dir: str
@@ -213,9 +217,20 @@ class ClassifierConfig:
   text_b_column: Optional[str] = None
   contains_header: Optional[bool] = None
   label_list: Optional[Tuple[str, ...]] = None
+  long_documents: str = long_documents_lib.DEFAULT.long_documents
+  window_pooling: str = long_documents_lib.DEFAULT.window_pooling
+  max_windows: int = long_documents_lib.DEFAULT.max_windows
+  bptt_windows: int = long_documents_lib.DEFAULT.bptt_windows
+  mem_len: Optional[int] = long_documents_lib.DEFAULT.mem_len
 
   def __post_init__(self):
     check_classifier(self)
+
+  @property
+  def long_document_settings(self):
+    """How documents longer than max_seq_length are read: a
+    `long_documents.settings.LongDocuments`."""
+    return long_documents_lib.LongDocuments.of(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,6 +336,7 @@ def check_classifier(values):
   validation.check_choice("eval_split", values.eval_split,
                           CLASSIFIER_EVAL_SPLITS)
   validation.check_all(values)
+  long_documents_lib.check(values)
 
 
 def check_squad(values):

@@ -129,6 +129,7 @@ def define_classifier_flags(flag_values, *, min_seq_length,
   flags.DEFINE_list("label_list", None,
                     "tsv/csv tasks: the labels, comma-separated (default: "
                     "the sorted labels found in train.{tsv,csv}).", **fv)
+  groups.define_long_documents_flags(flag_values, what="documents")
 
 
 @groups.group("Task: SQuAD")

@@ -26,6 +26,9 @@ from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.finetuning.classifier import processors as classifier_processors
 from xlnet.finetuning.classifier import task as classifier_task
+from xlnet.finetuning.long_documents import memory_forward
+from xlnet.finetuning.long_documents import records as long_document_records
+from xlnet.finetuning.long_documents import settings as long_documents
 from xlnet.training import checkpoint_io
 from xlnet.training import config as train_config
 from xlnet.training import predictor as predictor_lib
@@ -97,6 +100,7 @@ class Classifier:
     self.task = task
     self.label_list = task["label_list"]
     self.checkpoint = prefix
+    self.long_documents = long_documents.LongDocuments.from_record(task)
     self._tokenize = classifier_features.make_tokenize_fn(sp_model,
                                                           task["uncased"])
     model = finetuning_config.ModelConfig(
@@ -105,12 +109,14 @@ class Classifier:
         summary_type=head.get("summary_type", "last"),
         use_summ_proj=head.get("use_summ_proj", True))
     n_class = None if self.label_list is None else len(self.label_list)
+    summarize = memory_forward.summarize_fn(self.long_documents,
+                                            task["max_seq_length"])
 
     def outputs_fn(features):
       out = classifier_head.get_head_outputs(
           xlnet_config, model.run_config(False), features, n_class,
           task["task_name"], task["cls_scope"], model.summary_type,
-          model.use_summ_proj)
+          model.use_summ_proj, summarize)
       return {"logits": out["logits"]}
 
     self._predictor = predictor_lib.Predictor(
@@ -120,7 +126,9 @@ class Classifier:
   def features(self, texts):
     """The model inputs of `texts` (str, or (text_a, text_b) pairs): dict
     of NumPy arrays `input_ids`, `segment_ids` int32 [n, L], `input_mask`
-    float32 [n, L] (1 = padding), `label_ids` [n] (zeros).
+    float32 [n, L] (1 = padding), `label_ids` [n] (zeros); a model that
+    reads long documents as windows: the windows [n, W, L] and
+    `window_mask` [n, W] (`long_documents/records.py`).
 
     Raises:
       ValueError: naming the first text that is a pair for a model
@@ -129,6 +137,7 @@ class Classifier:
     """
     rows = []
     pairs = self.task.get("pairs")
+    layout = long_document_records.layout(self.long_documents)
     for i, text in enumerate(texts):
       text_a, text_b = (text, None) if isinstance(text, str) else text
       if pairs is not None and (text_b is not None) != pairs:
@@ -138,10 +147,19 @@ class Classifier:
             f"{'pairs (text_a, text_b)' if pairs else 'single texts'}; give "
             f"{'(text_a, text_b) pairs' if pairs else 'strings'}")
       example = classifier_processors.InputExample(str(i), text_a, text_b)
+      if layout:
+        rows.append(layout.example_features(
+            example, self.label_list, self.task["max_seq_length"],
+            self._tokenize))
+        continue
       rows.append(classifier_features.convert_single_example(
           i, example, self.label_list, self.task["max_seq_length"],
           self._tokenize))
     label_dtype = np.float32 if self.label_list is None else np.int32
+    if layout:
+      return {k: np.array([r[k] for r in rows],
+                          label_dtype if k == "label_ids" else None)
+              for k in self._input_spec(1)}
     return {
         "input_ids": np.array([r.input_ids for r in rows], np.int32),
         "input_mask": np.array([r.input_mask for r in rows], np.float32),
@@ -181,15 +199,23 @@ class Classifier:
   def _restore(self, batch_size):
     """Builds the model (once) and loads the checkpoint's weights."""
     if not self._restored:
-      spec = {k: tf.TensorSpec([batch_size, self.task["max_seq_length"]],
-                               dtype)
-              for k, dtype in (("input_ids", tf.int32),
-                               ("input_mask", tf.float32),
-                               ("segment_ids", tf.int32))}
-      spec["label_ids"] = tf.TensorSpec(
-          [batch_size], tf.float32 if self.label_list is None else tf.int32)
-      self._predictor.restore(self.checkpoint, spec)
+      self._predictor.restore(self.checkpoint, self._input_spec(batch_size))
       self._restored = True
+
+  def _input_spec(self, batch_size):
+    """{name: tf.TensorSpec} of a batch of `features`."""
+    windows = ([self.long_documents.max_windows]
+               if self.long_documents.in_windows else [])
+    shape = [batch_size] + windows + [self.task["max_seq_length"]]
+    spec = {k: tf.TensorSpec(shape, dtype)
+            for k, dtype in (("input_ids", tf.int32),
+                             ("input_mask", tf.float32),
+                             ("segment_ids", tf.int32))}
+    if windows:
+      spec["window_mask"] = tf.TensorSpec([batch_size] + windows, tf.float32)
+    spec["label_ids"] = tf.TensorSpec(
+        [batch_size], tf.float32 if self.label_list is None else tf.int32)
+    return spec
 
   def variables(self):
     """dict checkpoint name -> NumPy value of the loaded model's weights
