@@ -182,7 +182,8 @@ def windows_summary(xlnet_config, run_config, features, summary_type,
       xlnet_config, run_config, flat_windows(features), summary_type,
       use_summ_proj)
   shape = tf.shape(features["window_mask"])
-  per_window = tf.reshape(summary, [shape[0], shape[1], -1])
+  per_window = tf.reshape(summary, [shape[0], shape[1],
+                                    xlnet_config.d_model])
   return pool_windows(per_window, features["window_mask"], pooling), model
 
 
