@@ -20,6 +20,7 @@ in the words a user of the programs types (docs/python_api.md).
   seq_len, reuse_len, num_predict,
   num_passes, num_seeds,
   max_windows, bptt_windows,
+  batch_size,
   the fine-tuning tasks' lengths
   (max_seq_length, doc_stride, ...),
   the chain's sizes and steps
@@ -40,7 +41,8 @@ in the words a user of the programs types (docs/python_api.md).
   decay_method, tpu_engine,
   record_kind, sample_strategy,
   model_size, long_documents,
-  window_pooling, pooling
+  window_pooling, pooling,
+  input_format
   use_fp16                          excludes use_bfloat16 and use_tpu
 
 `warmup_steps` above `train_steps` is a run that ends during warm-up (the
@@ -87,6 +89,8 @@ AT_LEAST = {
     # Long documents' windows (`finetuning/long_documents/settings.py`
     # checks them together).
     "max_windows": (1, ""),
+    # extract_features.py's texts per step.
+    "batch_size": (1, ""),
     "bptt_windows": (1, " (1: no gradient through the memory)"),
     # The model's sizes (the pretraining programs' flags and the chain's;
     # an XLNetConfig read from a file checks its own, `xlnet/model.py`).
@@ -154,6 +158,8 @@ CHOICES = {
     # extract_features.py: a text's vector (`<cls>`, the mean of its
     # pieces) or one per piece.
     "pooling": ("cls", "mean", "none"),
+    # extract_features.py's input: one text a line, or TSV columns.
+    "input_format": ("lines", "tsv"),
 }
 # Every name with a rule.
 NAMES = tuple(dict.fromkeys([*AT_LEAST, *BELOW, *AT_MOST, *ABOVE,

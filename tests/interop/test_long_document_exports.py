@@ -127,3 +127,58 @@ def test_memory_forward_equals_hf_fed_windows_with_mems(tmp_path):
   np.testing.assert_allclose(
       np.stack(logits)[last, np.arange(3)],
       ours(prefix, config, feats, settings), atol=TOL, rtol=0)
+
+
+@pytest.mark.interop
+@pytest.mark.eager
+@pytest.mark.parametrize("mode", ["truncate", "memory"])
+def test_extracted_vectors_are_hf_hidden_states_of_the_export(tmp_path,
+                                                             mode):
+  """Per-piece vectors of a released model's layout, layers 0 (the
+  embeddings), 1 and -1, are HF's `hidden_states` of its export at the
+  pieces' windows and positions; in memory mode HF reads the windows in
+  order with `mems` (the export's mem_len)."""
+  torch = pytest.importorskip("torch")
+  transformers = pytest.importorskip("transformers")
+  from tests import classifier_fixtures  # pylint: disable=g-import-not-at-top
+  from xlnet.data import prepro_utils  # pylint: disable=g-import-not-at-top
+  from xlnet.finetuning import api  # pylint: disable=g-import-not-at-top
+  from xlnet.finetuning.vectors import config as vectors_config  # pylint: disable=g-import-not-at-top
+  from xlnet.finetuning.vectors import inputs  # pylint: disable=g-import-not-at-top
+  directory = classifier_fixtures.shared_released_model(
+      dict(classifier_fixtures.TINY_CONFIG, n_token=1000))
+  prefix = os.path.join(directory, "xlnet_model.ckpt")
+  hf_dir = str(tmp_path / "hf")
+  hf_export.export_hf(prefix, None, None, hf_dir)
+  text = "the film was long and the plot went nowhere, in 1999 or so"
+  (tmp_path / "in.txt").write_text(text + "\n")
+  settings = dict(long_documents=mode, max_windows=4, mem_len=6)
+  config = vectors_config.VectorsConfig(
+      input_file=str(tmp_path / "in.txt"),
+      output_file=str(tmp_path / "out.jsonl"), init_checkpoint=prefix,
+      layers=(0, 1, -1), pooling="none", max_seq_length=10, **settings)
+  api.extract_features(config)
+  with open(config.output_file) as f:
+    row = json.loads(f.readline())
+  got = np.array([[l["values"] for l in p["layers"]]
+                  for p in row["features"]])
+  sp = prepro_utils.load_sp_model(os.path.join(directory, "spiece.model"),
+                                  "spm")
+  arrays, places = inputs.Encoder(sp, False, 10,
+                                  config.long_document_settings).encode(text)
+  model = transformers.XLNetModel.from_pretrained(hf_dir, mem_len=6).eval()
+  mems, hidden = None, []
+  with torch.no_grad():
+    for w in range(int(arrays["window_mask"].sum())):
+      out = model(input_ids=torch.tensor(arrays["input_ids"][w:w + 1]).long(),
+                  token_type_ids=torch.tensor(
+                      arrays["segment_ids"][w:w + 1]).long(),
+                  input_mask=torch.tensor(arrays["input_mask"][w:w + 1]),
+                  mems=mems, use_mems=mode == "memory",
+                  output_hidden_states=True)
+      mems = out.mems
+      hidden.append(np.stack([h[0].numpy() for h in out.hidden_states]))
+  want = np.stack([hidden[p.window][[0, 1, -1], p.position] for p in places])
+  assert len(places) == len(row["features"])
+  assert arrays["window_mask"].sum() == (1 if mode == "truncate" else 4)
+  np.testing.assert_allclose(got, want, atol=TOL, rtol=0)

@@ -6,6 +6,8 @@ typed settings, no command-line flags (docs/python_api.md, "Fine-tuning").
   run_race(task, model, engine, do_train, do_eval)
   load_classifier(model_dir)  a fine-tuned classifier from its model_dir,
                               predicting texts in memory
+  extract_features(config)    texts -> vectors from a checkpoint
+                              (extract_features.py)
 
 `task` is a `ClassifierConfig`, `SquadConfig` or `RaceConfig`, `model` a
 `ModelConfig` and `engine` an `EngineConfig` (`xlnet/finetuning/config.py`;
@@ -35,6 +37,7 @@ from xlnet.finetuning.race import features as race_features
 from xlnet.finetuning.race import task as race_task
 from xlnet.finetuning.squad import features as squad_features
 from xlnet.finetuning.squad import task as squad_task
+from xlnet.finetuning.vectors import extract as vectors_extract
 from xlnet.training import checkpoint_io
 
 
@@ -241,3 +244,17 @@ def load_classifier(model_dir, checkpoint=None):
     a `loaded_model.Classifier`.
   """
   return loaded_model.load(model_dir, checkpoint)
+
+
+def extract_features(config):
+  """Writes the vectors of a file's texts from a released, pretrained or
+  fine-tuned checkpoint (`xlnet/finetuning/vectors/`, docs/features.md).
+
+  Args:
+    config: a `vectors.config.VectorsConfig` (the texts, the checkpoint,
+      the layers and pooling, the output file).
+
+  Returns:
+    the number of texts.
+  """
+  return vectors_extract.extract_features(config)

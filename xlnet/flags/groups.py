@@ -423,10 +423,10 @@ def define_memory_plan_flags(flag_values=flags.FLAGS):
 
 
 @group("Long documents")
-def define_long_documents_flags(flag_values, *, what):
+def define_long_documents_flags(flag_values, *, what, training=True):
   """How texts longer than one sequence are read
   (`finetuning/long_documents/settings.py`); `what` names the texts in
-  the help ("documents", "texts")."""
+  the help ("documents", "texts"); `training` adds --bptt_windows."""
   fv = dict(flag_values=flag_values)
   default = long_documents_settings.DEFAULT
   flags.DEFINE_enum(
@@ -446,11 +446,12 @@ def define_long_documents_flags(flag_values, *, what):
                        f"--long_documents=windows/memory: windows per "
                        f"{what[:-1]} (the pieces after them are dropped).",
                        **fv)
-  flags.DEFINE_integer("bptt_windows", default.bptt_windows,
-                       "--long_documents=memory: gradients flow through "
-                       "the memories of the last this many windows (1: "
-                       "none; the memory a constant, as in pretraining).",
-                       **fv)
+  if training:
+    flags.DEFINE_integer("bptt_windows", default.bptt_windows,
+                         "--long_documents=memory: gradients flow through "
+                         "the memories of the last this many windows (1: "
+                         "none; the memory a constant, as in pretraining).",
+                         **fv)
   define_mem_len_flag(flag_values, default.mem_len,
                       "--long_documents=memory: the memory's length, in "
                       "positions of each layer (default: --max_seq_length, "
