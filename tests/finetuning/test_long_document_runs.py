@@ -116,6 +116,7 @@ def test_memory_mode_resumes_exactly_and_predicts_as_loaded(inputs):
   np.testing.assert_allclose(got["logits"], logits, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.tf_version
 def test_the_records_hold_each_piece_once_in_order(inputs):
   """The dev records of the run above (windows mode reads the same
   layout): each document's windows, read in order, give its pieces."""

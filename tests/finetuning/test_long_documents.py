@@ -114,9 +114,9 @@ def np_summary(params, out):
   return np.tanh(out[-1, 0] @ params[pre + "kernel"] + params[pre + "bias"])
 
 
-@pytest.mark.quick
 @pytest.mark.tf_version
-@pytest.mark.parametrize("mem_len", [4, 9])  # within a window, across two
+@pytest.mark.parametrize("mem_len", [  # within a window, across two
+    4, pytest.param(9, marks=pytest.mark.quick)])
 def test_memory_head_matches_numpy(tmp_path, mem_len):
   feats = documents()
   params, got = run_head(tmp_path, settings_lib.LongDocuments(

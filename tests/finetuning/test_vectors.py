@@ -138,6 +138,7 @@ def test_vectors_match_numpy_per_piece_and_across_padding_and_batch(
       np.testing.assert_allclose(got, other, **SAME)
 
 
+@pytest.mark.tf_version
 def test_memory_cls_and_windows_mean_match_numpy(tmp_path, model):
   memory = settings_lib.LongDocuments("memory", max_windows=3, mem_len=6)
   config = extract(tmp_path, model, "memory.npy", layers=(-1, 1),

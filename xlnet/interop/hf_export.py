@@ -293,8 +293,6 @@ def recorded_long_documents(prefix, kind, scope):
   windows' max_seq_length), or None: no record, another head's, or
   `truncate`.
 
-  Raises:
-    ValueError: one line when the record's settings break their rules.
   """
   path = os.path.join(os.path.dirname(prefix), finetuning_config.TASK_FILE)
   record = train_state.read_run_record(path)
@@ -306,10 +304,7 @@ def recorded_long_documents(prefix, kind, scope):
              task))
   if own != scope:
     return None
-  try:
-    settings = long_documents.LongDocuments.from_record(record)
-  except ValueError as e:
-    raise ValueError(f"{path}: {e}") from None
+  settings = long_documents.LongDocuments.from_record(record)
   return (settings, record["max_seq_length"]) if settings.in_windows else None
 
 

@@ -25,7 +25,9 @@ RECORD_KEYS = ("long_documents", "window_pooling", "max_windows",
 
 @dataclasses.dataclass(frozen=True)
 class LongDocuments:
-  """How texts longer than one window are read.
+  """How texts longer than one window are read: the settings a config
+  checked (`ClassifierConfig`, `VectorsConfig`: each its own rules, by
+  `check` and `check_memory`) or a fine-tuned model_dir recorded.
 
   Attributes:
     long_documents: "truncate", "windows" or "memory".
@@ -41,10 +43,6 @@ class LongDocuments:
   max_windows: int = 4
   bptt_windows: int = 1
   mem_len: Optional[int] = None
-
-  def __post_init__(self):
-    validation.check_fields(self)
-    check(self)
 
   @property
   def in_windows(self):
@@ -74,11 +72,12 @@ class LongDocuments:
 
 def check(values):
   """Raises a one-line ValueError naming the first setting that cannot go
-  with the others (each one's own rule is `validation.py`'s).
+  with the others (each one's own rule is `validation.py`'s): training's
+  (`bptt_windows`), then `check_memory`.
 
   Args:
-    values: the programs' flags, a task config or a `LongDocuments`: an
-      object with the settings of `RECORD_KEYS` as attributes.
+    values: run_classifier.py's flags or a `ClassifierConfig`: an object
+      with the settings of `RECORD_KEYS` as attributes.
   """
   if values.bptt_windows > values.max_windows:
     raise ValueError(f"--bptt_windows={values.bptt_windows} exceeds "
@@ -88,6 +87,11 @@ def check(values):
     raise ValueError(f"--bptt_windows={values.bptt_windows} is for "
                      "--long_documents=memory (gradients through the "
                      f"memory), not --long_documents={values.long_documents}")
+  check_memory(values)
+
+
+def check_memory(values):
+  """Raises unless memory mode has a memory (the settings as attributes)."""
   if values.long_documents == MEMORY and values.mem_len == 0:
     raise ValueError("--mem_len=0 with --long_documents=memory leaves no "
                      "memory: use --long_documents=windows, or --mem_len "

@@ -98,12 +98,11 @@ def check(values):
   if values.input_format == "lines" and values.text_b_column is not None:
     raise ValueError("--text_b_column is for --input_format=tsv; a line "
                      f"holds a pair as 'a{LINE_PAIR_SEPARATOR}b'")
-  settings_of(values)
+  long_documents_lib.check_memory(values)
 
 
 def settings_of(values):
-  """The `LongDocuments` of the flags or a `VectorsConfig` (checked: one
-  line naming the setting that breaks a rule)."""
+  """The `LongDocuments` of the flags or a `VectorsConfig`."""
   return long_documents_lib.LongDocuments(
       values.long_documents, values.window_pooling, values.max_windows,
       mem_len=values.mem_len)
