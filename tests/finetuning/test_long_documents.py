@@ -187,8 +187,9 @@ def test_gradient_reaches_the_last_bptt_windows(tmp_path, bptt_windows):
     shift = (feats["input_ids"][:b] >= 9).sum()
     feats["input_ids"][b] += np.where(feats["input_ids"][b] >= 9, shift,
                                       0).astype(np.int32)
-  config = fx.write_config(str(tmp_path), dict(fx.TINY_CONFIG, n_layer=1))
-  model = fx.head_model(config)
+  # Two layers: a window's memory of the second layer is the first
+  # layer's output, which read the window before as memory.
+  model = fx.head_model(fx.write_config(str(tmp_path)))
   settings = settings_lib.LongDocuments(
       "memory", max_windows=3, bptt_windows=bptt_windows, mem_len=LENGTH)
   with tf.Graph().as_default():
