@@ -74,19 +74,21 @@ def checkpoint(tmp_path):
   return params, fx.write_checkpoint(str(tmp_path / "model.ckpt"), params)
 
 
-def run_head(tmp_path, settings, feats, fetch="logits"):
-  """The classifier head read as `settings` on `feats`, dropout off."""
+def run_heads(tmp_path, settings, feats):
+  """The classifier head's logits on `feats` read as each of `settings`
+  (one graph: the heads share the variables), dropout off."""
   params, ckpt = checkpoint(tmp_path)
   model = fx.head_model(fx.write_config(str(tmp_path)))
   with tf.Graph().as_default():
-    out = classifier_head.get_head_outputs(
-        model.xlnet_config, model.run_config(False),
-        {k: tf.constant(v) for k, v in feats.items()}, 2, "imdb",
-        summarize=memory_forward.summarize_fn(settings, LENGTH))
+    tensors = {k: tf.constant(v) for k, v in feats.items()}
+    logits = [classifier_head.get_head_outputs(
+        model.xlnet_config, model.run_config(False), tensors, 2, "imdb",
+        summarize=memory_forward.summarize_fn(s, LENGTH))["logits"]
+              for s in settings]
     warm_start.init_from_checkpoint(ckpt, False)
     with tf.compat.v1.Session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
-      return params, sess.run(out[fetch])
+      return params, sess.run(logits)
 
 
 def np_window(params, feats, b, w, mems=None, mem_len=None):
@@ -114,33 +116,36 @@ def np_summary(params, out):
   return np.tanh(out[-1, 0] @ params[pre + "kernel"] + params[pre + "bias"])
 
 
+@pytest.mark.quick
 @pytest.mark.tf_version
-@pytest.mark.parametrize("mem_len", [  # within a window, across two
-    4, pytest.param(9, marks=pytest.mark.quick)])
-def test_memory_head_matches_numpy(tmp_path, mem_len):
+def test_memory_head_matches_numpy(tmp_path):
   feats = documents()
-  params, got = run_head(tmp_path, settings_lib.LongDocuments(
-      "memory", max_windows=3, mem_len=mem_len), feats)
-  want = []
-  for b in range(3):
-    mems = None
-    for w in range(int(feats["window_mask"][b].sum())):
-      out, mems = np_window(params, feats, b, w, mems, mem_len)
-    want.append(np_summary(params, out))
-  np.testing.assert_allclose(got, np_logits(params, np.stack(want)), **TOL)
+  mem_lens = (4, 9)  # within a window, across two
+  params, got = run_heads(tmp_path, [settings_lib.LongDocuments(
+      "memory", max_windows=3, mem_len=m) for m in mem_lens], feats)
+  for mem_len, logits in zip(mem_lens, got):
+    want = []
+    for b in range(3):
+      mems = None
+      for w in range(int(feats["window_mask"][b].sum())):
+        out, mems = np_window(params, feats, b, w, mems, mem_len)
+      want.append(np_summary(params, out))
+    np.testing.assert_allclose(logits, np_logits(params, np.stack(want)),
+                               **TOL)
 
 
 @pytest.mark.tf_version
-@pytest.mark.parametrize("pooling", ["mean", "max"])
-def test_windows_head_matches_numpy(tmp_path, pooling):
+def test_windows_head_matches_numpy(tmp_path):
   feats = documents()
-  params, got = run_head(tmp_path, settings_lib.LongDocuments(
-      "windows", window_pooling=pooling, max_windows=3), feats)
-  pool = {"mean": np.mean, "max": np.max}[pooling]
-  want = [pool([np_summary(params, np_window(params, feats, b, w)[0])
-                for w in range(int(feats["window_mask"][b].sum()))], axis=0)
-          for b in range(3)]
-  np.testing.assert_allclose(got, np_logits(params, np.stack(want)), **TOL)
+  poolings = {"mean": np.mean, "max": np.max}
+  params, got = run_heads(tmp_path, [settings_lib.LongDocuments(
+      "windows", window_pooling=p, max_windows=3) for p in poolings], feats)
+  per_window = [[np_summary(params, np_window(params, feats, b, w)[0])
+                 for w in range(int(feats["window_mask"][b].sum()))]
+                for b in range(3)]
+  for pool, logits in zip(poolings.values(), got):
+    want = np.stack([pool(summaries, axis=0) for summaries in per_window])
+    np.testing.assert_allclose(logits, np_logits(params, want), **TOL)
 
 
 @pytest.mark.tf_version
@@ -177,8 +182,7 @@ def test_memory_equals_one_sequence_where_windows_see_only_the_past(
 
 
 @pytest.mark.tf_version
-@pytest.mark.parametrize("bptt_windows", [1, 2])
-def test_gradient_reaches_the_last_bptt_windows(tmp_path, bptt_windows):
+def test_gradient_reaches_the_last_bptt_windows(tmp_path):
   """No piece is in two windows of the batch: the embedding rows of a
   window's pieces get a gradient exactly when the window is among the
   last `bptt_windows` windows of its document (3, 1 and 2 windows)."""
@@ -190,26 +194,30 @@ def test_gradient_reaches_the_last_bptt_windows(tmp_path, bptt_windows):
   # Two layers: a window's memory of the second layer is the first
   # layer's output, which read the window before as memory.
   model = fx.head_model(fx.write_config(str(tmp_path)))
-  settings = settings_lib.LongDocuments(
-      "memory", max_windows=3, bptt_windows=bptt_windows, mem_len=LENGTH)
+  spans = (1, 2)  # the last window only; the last two (not all of the first)
   with tf.Graph().as_default():
-    loss = classifier_head.get_head_outputs(
-        model.xlnet_config, model.run_config(False),
-        {k: tf.constant(v) for k, v in feats.items()}, 2, "imdb",
-        summarize=memory_forward.summarize_fn(settings, LENGTH))["total_loss"]
+    tensors = {k: tf.constant(v) for k, v in feats.items()}
+    losses = [classifier_head.get_head_outputs(
+        model.xlnet_config, model.run_config(False), tensors, 2, "imdb",
+        summarize=memory_forward.summarize_fn(settings_lib.LongDocuments(
+            "memory", max_windows=3, bptt_windows=k, mem_len=LENGTH),
+                                              LENGTH))["total_loss"]
+              for k in spans]
     table = [v for v in tf.compat.v1.trainable_variables()
              if "lookup_table" in v.op.name][0]
-    grad = tf.convert_to_tensor(tf.gradients(loss, table)[0])
+    grads = [tf.convert_to_tensor(tf.gradients(loss, table)[0])
+             for loss in losses]
     with tf.compat.v1.Session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
-      rows = np.abs(sess.run(grad)).sum(1)
-  reached = []
-  for b in range(3):
-    for w in range(int(feats["window_mask"][b].sum())):
-      pieces = feats["input_ids"][b, w][windows.piece_positions(
-          feats["segment_ids"][b, w], LENGTH, 0)][:-1]
-      assert len(set(rows[pieces] > 0)) == 1, (b, w)
-      reached.append((b, w, bool(rows[pieces[0]] > 0)))
+      rows = [np.abs(g).sum(1) for g in sess.run(grads)]
   lasts = {0: 2, 1: 0, 2: 1}
-  assert reached == [(b, w, w > lasts[b] - bptt_windows)
-                     for b, w, _ in reached]
+  for bptt_windows, reached_rows in zip(spans, rows):
+    reached = []
+    for b, last in lasts.items():
+      for w in range(last + 1):
+        pieces = feats["input_ids"][b, w][windows.piece_positions(
+            feats["segment_ids"][b, w], LENGTH, 0)][:-1]
+        assert len(set(reached_rows[pieces] > 0)) == 1, (b, w)
+        reached.append((b, w, bool(reached_rows[pieces[0]] > 0)))
+    assert reached == [(b, w, w > lasts[b] - bptt_windows)
+                       for b, w, _ in reached], bptt_windows

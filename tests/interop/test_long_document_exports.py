@@ -131,13 +131,12 @@ def test_memory_forward_equals_hf_fed_windows_with_mems(tmp_path):
 
 @pytest.mark.interop
 @pytest.mark.eager
-@pytest.mark.parametrize("mode", ["truncate", "memory"])
-def test_extracted_vectors_are_hf_hidden_states_of_the_export(tmp_path,
-                                                             mode):
-  """Per-piece vectors of a released model's layout, layers 0 (the
-  embeddings), 1 and -1, are HF's `hidden_states` of its export at the
-  pieces' windows and positions; in memory mode HF reads the windows in
-  order with `mems` (the export's mem_len)."""
+def test_extracted_vectors_are_hf_hidden_states_of_the_export(tmp_path):
+  """Per-piece vectors of a released model's layout read through the
+  memory, layers 0 (the embeddings), 1 and -1, are HF's `hidden_states` of
+  its export at the pieces' windows and positions, HF reading the windows
+  in order with `mems` of the same length (the last window left-padded;
+  truncated texts: tests/finetuning/test_vectors.py against NumPy)."""
   torch = pytest.importorskip("torch")
   transformers = pytest.importorskip("transformers")
   from tests import classifier_fixtures  # pylint: disable=g-import-not-at-top
@@ -152,7 +151,7 @@ def test_extracted_vectors_are_hf_hidden_states_of_the_export(tmp_path,
   hf_export.export_hf(prefix, None, None, hf_dir)
   text = "the film was long and the plot went nowhere, in 1999 or so"
   (tmp_path / "in.txt").write_text(text + "\n")
-  settings = dict(long_documents=mode, max_windows=4, mem_len=6)
+  settings = dict(long_documents="memory", max_windows=4, mem_len=6)
   config = vectors_config.VectorsConfig(
       input_file=str(tmp_path / "in.txt"),
       output_file=str(tmp_path / "out.jsonl"), init_checkpoint=prefix,
@@ -174,11 +173,10 @@ def test_extracted_vectors_are_hf_hidden_states_of_the_export(tmp_path,
                   token_type_ids=torch.tensor(
                       arrays["segment_ids"][w:w + 1]).long(),
                   input_mask=torch.tensor(arrays["input_mask"][w:w + 1]),
-                  mems=mems, use_mems=mode == "memory",
-                  output_hidden_states=True)
+                  mems=mems, use_mems=True, output_hidden_states=True)
       mems = out.mems
       hidden.append(np.stack([h[0].numpy() for h in out.hidden_states]))
   want = np.stack([hidden[p.window][[0, 1, -1], p.position] for p in places])
   assert len(places) == len(row["features"])
-  assert arrays["window_mask"].sum() == (1 if mode == "truncate" else 4)
+  assert arrays["window_mask"].sum() == 4
   np.testing.assert_allclose(got, want, atol=TOL, rtol=0)
