@@ -592,3 +592,13 @@ def test_pretraining_configs_refuse_what_the_data_refuses(tmp_path, case):
   assert _message(lambda: _pretrain_configs(record_dir, **values)) == (
       message.format(where=f"the corpus info of {record_dir}",
                      source="XLNetConfig.n_token"))
+
+
+def test_long_documents_refuse_the_memory_plan(tmp_path):
+  """The memory plan counts one sequence per example: with windows it
+  would plan too little, so run_classifier.py refuses the pair."""
+  assert _message(lambda: _check_classifier(
+      tmp_path, ["--long_documents=memory", "--device_memory_gb=16"])) == (
+          "--device_memory_gb plans one sequence per example, but "
+          "--long_documents=memory reads --max_windows=4 windows: give "
+          "--train_batch_size and --accum_steps yourself")
