@@ -18,11 +18,12 @@ from xlnet.finetuning import api
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.finetuning.long_documents import windows
+from xlnet.finetuning.vectors import config as vectors_config
 from xlnet.training import config as train_config
 
 pytestmark = pytest.mark.eager
 CONFIG = dict(fx.TINY_CONFIG, n_layer=1, n_token=1000)
-LENGTH, MAX_WINDOWS = 12, 3
+LENGTH, MAX_WINDOWS = 12, 2
 WORDS = ("the film was long and the plot went nowhere but the cast tried "
          "hard in every scene of it").split()
 
@@ -114,6 +115,26 @@ def test_memory_mode_resumes_exactly_and_predicts_as_loaded(inputs):
   loaded = api.load_classifier(os.path.join(split, "model"))
   got = loaded.predict([e.text_a for e in examples], batch_size=3)
   np.testing.assert_allclose(got["logits"], logits, rtol=1e-5, atol=1e-6)
+
+  # extract_features from the fine-tuned model_dir (its config.json,
+  # spiece.model and casing): the last layer's <cls> through the memory,
+  # projected and put through the head's logit layer, is the prediction.
+  texts = os.path.join(inputs, "dev.txt")
+  with open(texts, "w") as f:
+    f.write("".join(e.text_a + "\n" for e in examples))
+  vectors = os.path.join(inputs, "cls.npy")
+  api.extract_features(vectors_config.VectorsConfig(
+      input_file=texts, output_file=vectors,
+      init_checkpoint=os.path.join(split, "model"), max_seq_length=LENGTH,
+      max_windows=MAX_WINDOWS, long_documents="memory", mem_len=8))
+  value = lambda name: tf.train.load_variable(ours, f"model/{name}")  # noqa: E731
+  summary = np.tanh(np.load(vectors)[:, -1] @ value(
+      "sequnece_summary/summary/kernel") + value(
+          "sequnece_summary/summary/bias"))
+  np.testing.assert_allclose(
+      summary @ value("classification_imdb/logit/kernel")
+      + value("classification_imdb/logit/bias"), logits, rtol=1e-5,
+      atol=1e-5)
 
 
 @pytest.mark.tf_version
