@@ -55,7 +55,6 @@ def ours(prefix, config, feats, settings):
 
 
 @pytest.mark.eager
-@pytest.mark.tf_version
 @pytest.mark.parametrize("mode", ["windows", "memory"])
 def test_saved_model_long_document_signatures(tmp_path, mode):
   settings = settings_lib.LongDocuments(mode, max_windows=WINDOWS,
