@@ -14,7 +14,7 @@ PROGRAMS = [
     "data_utils.py", "spm_train.py", "train_gpu.py", "train_tpu.py",
     "train.py", "eval_pretrain.py", "model_utils.py", "convert_checkpoint.py",
     "run_classifier.py", "run_squad.py", "run_race.py", "run_ner.py",
-    "reproduce.py", "download.py", "data_service.py",
+    "reproduce.py", "download.py", "data_service.py", "extract_features.py",
 ]
 
 setup(

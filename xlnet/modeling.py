@@ -421,7 +421,8 @@ def _create_mask(qlen, mlen, dtype=tf.float32, same_length=False):
   return ret
 
 
-def _cache_mem(curr_out, prev_mem, mem_len, reuse_len=None):
+def _cache_mem(curr_out, prev_mem, mem_len, reuse_len=None,
+               stop_gradient=True):
   """Memory for the next segment: the last `mem_len` states, no gradient.
 
   Args:
@@ -429,6 +430,8 @@ def _cache_mem(curr_out, prev_mem, mem_len, reuse_len=None):
     prev_mem: Tensor `[mlen, bsz, d_model]` or None.
     mem_len: int, memory length; None or 0 means no memory.
     reuse_len: int or None; if > 0 only `curr_out[:reuse_len]` is cached.
+    stop_gradient: False keeps the gradient, for a caller that
+      backpropagates into the segments before (long documents' windows).
 
   Returns:
     float32 Tensor `[min(mem_len, mlen + len), bsz, d_model]`, or None.
@@ -442,7 +445,8 @@ def _cache_mem(curr_out, prev_mem, mem_len, reuse_len=None):
   else:
     new_mem = tf.concat([tf.cast(prev_mem, curr_out.dtype), curr_out],
                         0)[-mem_len:]
-  return tf.stop_gradient(tf.cast(new_mem, tf.float32))
+  new_mem = tf.cast(new_mem, tf.float32)
+  return tf.stop_gradient(new_mem) if stop_gradient else new_mem
 
 
 def head_projection(h, d_model, n_head, d_head, kernel_initializer, name):
@@ -695,7 +699,8 @@ def _key_heads(h, r, mems, d_model, n_head, d_head, kernel_initializer):
   Args:
     h: Tensor `[qlen, bsz, d_model]`, content stream.
     r: Tensor `[rlen, nb, d_model]`, positional encodings.
-    mems: Tensor `[mlen, bsz, d_model]` or None; it gets no gradient.
+    mems: Tensor `[mlen, bsz, d_model]` or None (`transformer_xl` stops
+      its gradient unless told otherwise).
     d_model, n_head, d_head, kernel_initializer: as in `head_projection`.
 
   Returns:
@@ -703,12 +708,12 @@ def _key_heads(h, r, mems, d_model, n_head, d_head, kernel_initializer):
      k_r `[rlen, nb, n_head, d_head]`).
   """
   # The memory rows are projected apart from h's rather than concatenated
-  # before the projection: they get no gradient, and the projection of a
-  # concatenation would compute the input gradient of every memory row too
-  # (3/7 of that product at mem 384, seq 512).
+  # before the projection: a memory without gradient then costs none, while
+  # the projection of a concatenation would compute the input gradient of
+  # every memory row too (3/7 of that product at mem 384, seq 512).
   rows = [h]
   if mems is not None:
-    rows.insert(0, tf.stop_gradient(tf.cast(mems, h.dtype)))
+    rows.insert(0, tf.cast(mems, h.dtype))
 
   return tuple(
       head_projection(x, d_model, n_head, d_head, kernel_initializer, name)
@@ -897,6 +902,25 @@ def positionwise_ffn(inp, d_model, d_inner, dropout, kernel_initializer,
     return _layer_norm(output + inp)
 
 
+def _checked_ids(inp_k, bi_data):
+  """The ids, made to wait for `_check_bi_data_batch` with bi_data (so that
+  an odd batch fails with its message, not in a reshape it breaks), and the
+  checks' ops (an empty list without bi_data or with a static batch)."""
+  asserts = _check_bi_data_batch(inp_k) if bi_data else []
+  if not asserts:
+    return inp_k, asserts
+  with tf.control_dependencies(asserts):
+    return tf.identity(inp_k), asserts
+
+
+def _layer_memory(mems, i, stop_gradient):
+  """Layer i's memory `[mlen, bsz, d_model]` (None without mems): a
+  constant, unless the caller backpropagates into the segments before."""
+  if mems is None:
+    return None
+  return tf.stop_gradient(mems[i]) if stop_gradient else mems[i]
+
+
 def _check_bi_data_batch(inp_k):
   """Checks the per-core batch is even (needed by `bi_data`).
 
@@ -1002,7 +1026,7 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
                    use_tpu=True, input_mask=None, perm_mask=None, seg_id=None,
                    reuse_len=None, ff_activation="relu", target_mapping=None,
                    use_bfloat16=False, scope="transformer", use_fp16=False,
-                   **kwargs):
+                   stop_mem_gradient=True, **kwargs):
   """The XLNet backbone: a two-stream Transformer-XL (time-major).
 
   Args:
@@ -1031,6 +1055,8 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
       attention softmax and LayerNorm statistics stay float32).
     scope: variable scope of the backbone.
     use_fp16: the same in float16 (excludes use_bfloat16).
+    stop_mem_gradient: False: gradients flow into `mems` and new_mems (a
+      long document's windows, `finetuning/long_documents`).
     **kwargs: ignored (accepted for call-site compatibility).
 
   Returns:
@@ -1055,12 +1081,7 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
     r_w_bias = _variable("r_w_bias", bias_shape, tf_float, initializer)
     r_r_bias = _variable("r_r_bias", bias_shape, tf_float, initializer)
 
-    asserts = _check_bi_data_batch(inp_k) if bi_data else []
-    if asserts:
-      # Everything that uses the ids or their shape waits for the check, so
-      # an odd batch fails with its message, not in a reshape it breaks.
-      with tf.control_dependencies(asserts):
-        inp_k = tf.identity(inp_k)
+    inp_k, asserts = _checked_ids(inp_k, bi_data)
     qlen = tf.shape(inp_k)[0]
     bsz = tf.shape(inp_k)[1]
     mlen = tf.shape(mems[0])[0] if mems is not None else 0
@@ -1098,9 +1119,10 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
                 is_training=is_training, kernel_initializer=initializer)
     new_mems = []
     for i in range(n_layer):
-      layer_mem = mems[i] if mems is not None else None
+      layer_mem = _layer_memory(mems, i, stop_mem_gradient)
       content = _content_rows(states, qlen) if two_stream else states
-      new_mems.append(_cache_mem(content, layer_mem, mem_len, reuse_len))
+      new_mems.append(_cache_mem(content, layer_mem, mem_len, reuse_len,
+                                 stop_mem_gradient))
       biases = _layer_biases(i, untie_r, r_w_bias, r_r_bias, r_s_bias,
                              seg_embed)
       with tf.compat.v1.variable_scope(f"layer_{i}"):

@@ -19,6 +19,8 @@ in the words a user of the programs types (docs/python_api.md).
   the model's sizes (n_layer, ...),
   seq_len, reuse_len, num_predict,
   num_passes, num_seeds,
+  max_windows, bptt_windows,
+  batch_size,
   the fine-tuning tasks' lengths
   (max_seq_length, doc_stride,
   window_stride, ...),
@@ -42,7 +44,10 @@ in the words a user of the programs types (docs/python_api.md).
   decay_method, tpu_engine,
   record_kind, sample_strategy,
   model_size, file_layout,
-  conllu_column, tag_scheme
+  conllu_column, tag_scheme,
+  long_documents,
+  window_pooling, pooling,
+  input_format
   use_fp16                          excludes use_bfloat16 and use_tpu
 
 `warmup_steps` above `train_steps` is a run that ends during warm-up (the
@@ -88,6 +93,12 @@ AT_LEAST = {
     "num_proc": (1, ""),
     # run_ner.py: pieces between two windows' starts.
     "window_stride": (1, ""),
+    # Long documents' windows (`finetuning/long_documents/settings.py`
+    # checks them together).
+    "max_windows": (1, ""),
+    # extract_features.py's texts per step.
+    "batch_size": (1, ""),
+    "bptt_windows": (1, " (1: no gradient through the memory)"),
     # The model's sizes (the pretraining programs' flags and the chain's;
     # an XLNetConfig read from a file checks its own, `xlnet/model.py`).
     "n_layer": (1, ""),
@@ -150,6 +161,15 @@ CHOICES = {
     "sample_strategy": ("word_span", "token_span"),
     # reproduce.py's pretrained model: XLNet-Large or XLNet-Base.
     "model_size": ("large", "base"),
+    # How texts longer than one sequence are read; how a text's windows
+    # are pooled (`finetuning/long_documents/settings.py`).
+    "long_documents": ("truncate", "windows", "memory"),
+    "window_pooling": ("mean", "max"),
+    # extract_features.py: a text's vector (`<cls>`, the mean of its
+    # pieces) or one per piece.
+    "pooling": ("cls", "mean", "none"),
+    # extract_features.py's input: one text a line, or TSV columns.
+    "input_format": ("lines", "tsv"),
     # run_ner.py's tagged files: their layout, the CoNLL-U column of the
     # tags, the tag scheme (None: from the file, the scheme detected).
     "file_layout": ("conll2003", "columns", "conllu"),

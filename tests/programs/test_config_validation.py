@@ -24,12 +24,16 @@ from xlnet.downloads import http_fetch
 from xlnet.downloads import installer
 from xlnet.finetuning import api as finetune_api
 from xlnet.finetuning import config as finetune_config
+from xlnet.finetuning.long_documents import settings as long_documents_settings
 from xlnet.finetuning.tagging import config as tagging_config
+from xlnet.finetuning.vectors import config as vectors_config
 from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import chain_catalog
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.flags import pretraining as pretrain_flags
+from xlnet.flags import tool_catalog
 from xlnet.pretraining import config as pretrain_config
+from xlnet.programs import extract_features
 from xlnet.programs import reproduce
 from xlnet.programs import run_classifier
 from xlnet.programs import run_ner
@@ -132,6 +136,18 @@ REFUSED = [
     # A number in (0, 1) or the word "dev".
     ("multi_label_threshold", 1.5, "--multi_label_threshold=1.5 must be in "
                                    "(0, 1)"),
+    ("max_windows", 0, "--max_windows=0 must be >= 1"),
+    ("bptt_windows", 0, "--bptt_windows=0 must be >= 1 (1: no gradient "
+                        "through the memory)"),
+    ("batch_size", 0, "--batch_size=0 must be >= 1"),
+    ("long_documents", "chunks", "--long_documents=chunks: value should be "
+                                 "one of <truncate|windows|memory>"),
+    ("window_pooling", "sum", "--window_pooling=sum: value should be one "
+                              "of <mean|max>"),
+    ("pooling", "avg", "--pooling=avg: value should be one of "
+                       "<cls|mean|none>"),
+    ("input_format", "csv", "--input_format=csv: value should be one of "
+                            "<lines|tsv>"),
 ]
 # Flags no config holds, each with where its rule is applied instead.
 NO_CONFIG = {"bsz_per_host": "data_utils.py's record writer",
@@ -153,7 +169,9 @@ TASK_PROGRAM = {"max_seq_length": "run_squad",
                 "timeout": "download",
                 "retries": "download", "window_stride": "run_ner",
                 "file_layout": "run_ner", "conllu_column": "run_ner",
-                "tag_scheme": "run_ner"}
+                "tag_scheme": "run_ner", "batch_size": "extract_features",
+                "pooling": "extract_features",
+                "input_format": "extract_features"}
 # The programs that show which values are refused, for the other flags
 # (each that has the flag).
 PROGRAMS = ("pretraining", "run_classifier", "run_squad", "run_race",
@@ -188,12 +206,17 @@ VALID = {
     chain_config.ChainConfig: dict(
         work_dir="w", corpus_glob="c", python="p",
         tasks=chain_config.parse_tasks("a=imdb:d")),
+    vectors_config.VectorsConfig: dict(input_file="i", output_file="o",
+                                       init_checkpoint="c"),
 }
 # Configs of configs (their parts check themselves; `test_doubles` checks
 # what they compare), and what fine-tuning records of a run (its XLNetConfig
 # checks itself).
 NOT_IN_VALID = {pretrain_config.PretrainConfigs, finetune_config.EngineConfig,
                 finetune_config.ModelRecord, chain_config.Task}
+# What long documents' settings are: a value the configs that hold them
+# (ClassifierConfig, VectorsConfig) checked, or a model_dir recorded.
+NOT_CHECKED = {long_documents_settings.LongDocuments}
 
 
 def _with(config_class, name, value):
@@ -236,12 +259,22 @@ def _check_download(tmp_path, extra):
   assert result.returncode == 0, result.stderr[-2000:]
 
 
+def _check_extract(unused_tmp_path, extra):
+  """extract_features.py: its flags resolved into a VectorsConfig."""
+  FL = absl_flags.FlagValues()
+  tool_catalog.define_extract_features_flags(FL)
+  FL(["extract_features.py", "--input_file=i", "--output_file=o.jsonl",
+      "--init_checkpoint=c"] + extra)
+  extract_features.resolve(FL)
+
+
 def _cli_message(program, tmp_path, flag, value):
   """What `program`'s flag checks say of --flag=value, or None when the
   program has no such flag."""
   check = {**program_checks.PROGRAMS, "run_classifier": _check_classifier,
            "run_ner": _check_ner, "reproduce": _check_reproduce,
-           "chain": _check_chain, "download": _check_download}[program]
+           "chain": _check_chain, "download": _check_download,
+           "extract_features": _check_extract}[program]
   try:
     return _message(lambda: check(tmp_path, [f"--{flag}={value}"]))
   except absl_flags.UnrecognizedFlagError:
@@ -283,10 +316,11 @@ def test_every_rule_is_exercised_and_every_config_is_built():
   assert {name for name, _, _ in REFUSED} == set(validation.NAMES)
   configs = {c for module in (model_config, train_config, pretrain_config,
                               finetune_config, tagging_config,
-                              reproduce_config, chain_config)
+                              reproduce_config, chain_config, vectors_config,
+                              long_documents_settings)
              for _, c in inspect.getmembers(module, dataclasses.is_dataclass)
-             if c.__module__ == module.__name__}
-  assert configs == set(VALID) | NOT_IN_VALID
+             if c.__module__ == module.__name__ and inspect.isclass(c)}
+  assert configs == set(VALID) | NOT_IN_VALID | NOT_CHECKED
   for config_class, values in VALID.items():
     config_class(**values)
 
@@ -331,6 +365,7 @@ def _task_cases():
   squad, race = finetune_config.SquadConfig, finetune_config.RaceConfig
   classifier = finetune_config.ClassifierConfig
   tagging = tagging_config.TaggingConfig
+  vectors = vectors_config.VectorsConfig
   return [
       ("run_classifier", ["--max_seq_length=2"], classifier,
        dict(max_seq_length=2),
@@ -368,6 +403,32 @@ def _task_cases():
       ("run_ner", ["--label_list=O,B-PER,O"], tagging,
        dict(label_list=("O", "B-PER", "O")),
        "--label_list=O,B-PER,O names a tag twice"),
+      ("run_classifier", ["--long_documents=memory", "--bptt_windows=5"],
+       classifier, dict(long_documents="memory", bptt_windows=5),
+       "--bptt_windows=5 exceeds --max_windows=4: gradients can pass "
+       "through at most every window"),
+      ("run_classifier", ["--long_documents=windows", "--bptt_windows=2"],
+       classifier, dict(long_documents="windows", bptt_windows=2),
+       "--bptt_windows=2 is for --long_documents=memory (gradients through "
+       "the memory), not --long_documents=windows"),
+      ("run_classifier", ["--long_documents=memory", "--mem_len=0"],
+       classifier, dict(long_documents="memory", mem_len=0),
+       "--mem_len=0 with --long_documents=memory leaves no memory: use "
+       "--long_documents=windows, or --mem_len >= 1 (unset: the window's "
+       "length)"),
+      ("extract_features", ["--long_documents=memory", "--mem_len=0"],
+       vectors, dict(long_documents="memory", mem_len=0),
+       "--mem_len=0 with --long_documents=memory leaves no memory: use "
+       "--long_documents=windows, or --mem_len >= 1 (unset: the window's "
+       "length)"),
+      ("extract_features", ["--pooling=none", "--output_file=v.npy"],
+       vectors, dict(pooling="none", output_file="v.npy"),
+       "--pooling=none with --output_file=v.npy: one vector per piece makes "
+       "rows of different lengths; write JSON lines (another extension) or "
+       "pool (--pooling=cls or mean)"),
+      ("extract_features", ["--max_seq_length=2"], vectors,
+       dict(max_seq_length=2),
+       "--max_seq_length=2 must be >= 3 (one piece, <sep> and <cls>)"),
   ]
 
 
@@ -375,7 +436,7 @@ def _task_cases():
 def test_task_configs_refuse_what_the_task_programs_refuse(tmp_path, case):
   program, argv, config_class, values, message = _task_cases()[case]
   check = {**program_checks.PROGRAMS, "run_classifier": _check_classifier,
-           "run_ner": _check_ner}[program]
+           "run_ner": _check_ner, "extract_features": _check_extract}[program]
   try:
     said = _message(lambda: check(tmp_path, argv))
   except absl_flags.IllegalFlagValueError as e:
@@ -569,3 +630,13 @@ def test_pretraining_configs_refuse_what_the_data_refuses(tmp_path, case):
   assert _message(lambda: _pretrain_configs(record_dir, **values)) == (
       message.format(where=f"the corpus info of {record_dir}",
                      source="XLNetConfig.n_token"))
+
+
+def test_long_documents_refuse_the_memory_plan(tmp_path):
+  """The memory plan counts one sequence per example: with windows it
+  would plan too little, so run_classifier.py refuses the pair."""
+  assert _message(lambda: _check_classifier(
+      tmp_path, ["--long_documents=memory", "--device_memory_gb=16"])) == (
+          "--device_memory_gb plans one sequence per example, but "
+          "--long_documents=memory reads --max_windows=4 windows: give "
+          "--train_batch_size and --accum_steps yourself")

@@ -146,6 +146,12 @@ RUN_CLASSIFIER = dict(FINETUNING, **{
     "task_name": ("string", None),
     "text_a_column": ("string", 'text_a'),
     "text_b_column": ("string", None),
+    # Long documents (docs/long_documents.md).
+    "long_documents": ("string enum", 'truncate'),
+    "window_pooling": ("string enum", 'mean'),
+    "max_windows": ("int", 4),
+    "bptt_windows": ("int", 1),
+    "mem_len": ("int", None),
 })
 
 # run_squad.py: task flags and the paper's XLNet-Large settings.
@@ -358,6 +364,28 @@ CONVERT_CHECKPOINT = {
     "uncased": ("bool", False),
 }
 
+# extract_features.py: BERT's names where it has them.
+EXTRACT_FEATURES = {
+    "batch_size": ("int", 8),
+    "contains_header": ("bool", None),
+    "init_checkpoint": ("string", None),
+    "input_file": ("string", None),
+    "input_format": ("string enum", 'lines'),
+    "layers": ("comma separated list of strings", ['-1']),
+    "long_documents": ("string enum", 'truncate'),
+    "max_seq_length": ("int", 128),
+    "max_windows": ("int", 4),
+    "mem_len": ("int", None),
+    "model_config_path": ("string", None),
+    "output_file": ("string", None),
+    "pooling": ("string enum", 'cls'),
+    "spiece_model_file": ("string", None),
+    "text_a_column": ("string", '0'),
+    "text_b_column": ("string", None),
+    "uncased": ("bool", None),
+    "window_pooling": ("string enum", 'mean'),
+}
+
 PROGRAMS = {
     "train_gpu.py": PRETRAINING,
     "train_tpu.py": TRAIN_TPU,
@@ -374,6 +402,7 @@ PROGRAMS = {
     "data_service.py": DATA_SERVICE,
     "model_utils.py": MODEL_UTILS,
     "convert_checkpoint.py": CONVERT_CHECKPOINT,
+    "extract_features.py": EXTRACT_FEATURES,
     "scripts/demo_report.py": DEMO_REPORT,
     "scripts/get_demo_corpus.py": GET_DEMO_CORPUS,
 }
@@ -385,7 +414,7 @@ HELP_DIGESTS = {
     "train_tpu.py": "f99c95114b083319",
     "train.py": "f99c95114b083319",
     "eval_pretrain.py": "f99c95114b083319",
-    "run_classifier.py": "7853ffe47a3f05f7",
+    "run_classifier.py": "c0cc0c9cb303486a",
     "run_squad.py": "51c863fb3ae0a181",
     "run_race.py": "b5ca17842e2dda05",
     "run_ner.py": "2c3dab24abc3865f",
@@ -396,6 +425,7 @@ HELP_DIGESTS = {
     "data_service.py": "28cd39006d74fa2f",
     "model_utils.py": "581c583b41329fda",
     "convert_checkpoint.py": "c25d6785ee07cb6a",
+    "extract_features.py": "e01d6a4e5c72ba6a",
     "scripts/demo_report.py": "fa3b202534fe40c9",
     "scripts/get_demo_corpus.py": "eb098fd9a4b6bc31",
 }

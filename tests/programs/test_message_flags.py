@@ -85,8 +85,9 @@ OTHER_PROGRAMS = {
 # all; why). Kept short: each entry is a claim the scan cannot check.
 # bench/chain_hf_check.py loads a fine-tuned classifier to predict in memory:
 # a default DeviceConfig, so no TPU or multi-host path runs.
-ONE_DEVICE = (("bench/chain_hf_check.py",), "load_classifier predicts on "
-              "one device (a default DeviceConfig: no TPU, one host)")
+ONE_DEVICE = (("bench/chain_hf_check.py", "extract_features.py"),
+              "load_classifier and extract_features predict on one device "
+              "(a default DeviceConfig: no TPU, one host)")
 GUARDED = {
     ("xlnet.validation", "check_value"): (
         None, "check_all checks only the names the flags (hasattr) or a "
@@ -103,8 +104,9 @@ GUARDED = {
         "run_race.py's --eval_split)"),
     ("xlnet.validation", "check_precision"): (
         ("convert_checkpoint.py", "scripts/demo_report.py", "bench/chain.py",
-         "bench/chain_hf_check.py"), "their RunConfig (saved_model.py, "
-        "demo_predict.py, chain/linear_probe.py) keeps use_fp16=False"),
+         "bench/chain_hf_check.py", "extract_features.py"), "their RunConfig "
+        "(saved_model.py, demo_predict.py, chain/linear_probe.py, "
+        "vectors/extractor.py) keeps use_fp16=False"),
     ("xlnet.programs.cli", "_flag_entry"): (
         None, "prints --help entries of the program's own flags (checked "
         "by test_help.py)"),

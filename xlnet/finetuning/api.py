@@ -9,6 +9,8 @@ tagging with typed settings, no command-line flags (docs/python_api.md,
   load_classifier(model_dir)  a fine-tuned classifier from its model_dir,
                               predicting texts in memory
   load_tagger(model_dir)      a fine-tuned tagger, tagging sentences
+  extract_features(config)    texts -> vectors from a checkpoint
+                              (extract_features.py)
 
 `task` is a `ClassifierConfig`, `SquadConfig`, `RaceConfig` or
 `TaggingConfig` (`xlnet/finetuning/tagging/config.py`), `model` a
@@ -34,6 +36,7 @@ from xlnet.finetuning import qa_records
 from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.finetuning.classifier import loaded_model
 from xlnet.finetuning.classifier import task as classifier_task
+from xlnet.finetuning.long_documents import settings as long_documents
 from xlnet.finetuning.race import features as race_features
 from xlnet.finetuning.race import task as race_task
 from xlnet.finetuning.squad import features as squad_features
@@ -42,6 +45,7 @@ from xlnet.finetuning.tagging import features as tagging_features
 from xlnet.finetuning.tagging import head as tagging_head
 from xlnet.finetuning.tagging import loaded_model as tagging_loaded
 from xlnet.finetuning.tagging import task as tagging_task
+from xlnet.finetuning.vectors import extract as vectors_extract
 from xlnet.training import checkpoint_io
 
 
@@ -77,18 +81,22 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
   n_class = None if labels is None else len(labels)
   if do_eval:
     classifier_task.check_eval_split(task, processor)
+  long_documents.check_single_texts(task.long_document_settings,
+                                    processor.pairs,
+                                    f"--task_name={task.task_name}")
+  layout = classifier_task.record_layout(task)
   head = classifier_task.head_fn(task, model, n_class)
   if do_train and engine.checkpoint.init_checkpoint:
     classifier_task.check_init_checkpoint(
         engine.checkpoint.init_checkpoint, task.max_seq_length, head,
-        processor.is_regression)
+        processor.is_regression, layout)
     finetune.warn_if_init_head_differs(engine.checkpoint.init_checkpoint,
                                        model.head_record())
   prepare = functools.partial(
       classifier_features.prepare_records, processor, task.data_dir,
       output_dir=task.output_dir, max_seq_length=task.max_seq_length,
       sp_model=sp_model, spiece_model_file=task.spiece_model_file,
-      uncased=task.uncased, overwrite=task.overwrite_data)
+      uncased=task.uncased, overwrite=task.overwrite_data, layout=layout)
   # Every split's records exist before the (long) training starts; the
   # training examples in an order seeded by the run's seed, so a rerun
   # writes the same records.
@@ -107,7 +115,8 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
         engine, classifier_features.input_fn_builder(
             train_file, task.max_seq_length, True, processor.is_regression,
             shuffle_buffer=task.shuffle_buffer, seed=engine.seed,
-            n_labels=classifier_task.n_labels_of(processor)), head,
+            n_labels=classifier_task.n_labels_of(processor),
+            layout=layout), head,
         model.head_record(), finetune_config.ModelRecord(
             model.xlnet_config, classifier_task.task_record(
                 task, model, labels, processor.pairs),
@@ -330,3 +339,17 @@ def load_tagger(model_dir, checkpoint=None):
     a `loaded_model.Tagger`.
   """
   return tagging_loaded.load(model_dir, checkpoint)
+
+
+def extract_features(config):
+  """Writes the vectors of a file's texts from a released, pretrained or
+  fine-tuned checkpoint (`xlnet/finetuning/vectors/`, docs/features.md).
+
+  Args:
+    config: a `vectors.config.VectorsConfig` (the texts, the checkpoint,
+      the layers and pooling, the output file).
+
+  Returns:
+    the number of texts.
+  """
+  return vectors_extract.extract_features(config)

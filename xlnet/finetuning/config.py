@@ -24,6 +24,7 @@ from xlnet import program_defaults
 from xlnet import validation
 from xlnet.finetuning.classifier import multi_label as multi_label_lib
 from xlnet.finetuning.classifier import tasks as classifier_tasks
+from xlnet.finetuning.long_documents import settings as long_documents_lib
 from xlnet.training import config as train_config_lib
 
 
@@ -195,6 +196,9 @@ class ClassifierConfig:
     label_delimiter: what separates the labels of a set.
     multi_label_threshold: the probability a label must exceed to be
       predicted, in (0, 1), or "dev": chosen on the dev split.
+    long_documents, window_pooling, max_windows, bptt_windows, mem_len:
+      how documents longer than max_seq_length are read
+      (`long_documents/settings.py`; `long_document_settings`).
   """
   task_name: str
   data_dir: str
@@ -222,9 +226,20 @@ class ClassifierConfig:
   multi_label: bool = False
   label_delimiter: str = multi_label_lib.DEFAULT_DELIMITER
   multi_label_threshold: Union[float, str] = multi_label_lib.DEFAULT_THRESHOLD
+  long_documents: str = long_documents_lib.DEFAULT.long_documents
+  window_pooling: str = long_documents_lib.DEFAULT.window_pooling
+  max_windows: int = long_documents_lib.DEFAULT.max_windows
+  bptt_windows: int = long_documents_lib.DEFAULT.bptt_windows
+  mem_len: Optional[int] = long_documents_lib.DEFAULT.mem_len
 
   def __post_init__(self):
     check_classifier(self)
+
+  @property
+  def long_document_settings(self):
+    """How documents longer than max_seq_length are read: a
+    `long_documents.settings.LongDocuments`."""
+    return long_documents_lib.LongDocuments.of(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -330,6 +345,7 @@ def check_classifier(values):
   validation.check_choice("eval_split", values.eval_split,
                           CLASSIFIER_EVAL_SPLITS)
   validation.check_all(values)
+  long_documents_lib.check(values)
   if values.multi_label:
     check_multi_label(values)
 
@@ -344,6 +360,10 @@ def check_multi_label(values):
                      f"{values.task_name}")
   if values.is_regression:
     raise ValueError("--multi_label and --is_regression exclude each other")
+  if values.long_documents != long_documents_lib.TRUNCATE:
+    raise ValueError(f"--multi_label reads texts as one sequence: it takes "
+                     f"--long_documents=truncate, not "
+                     f"{values.long_documents} (not built)")
   delimiter = values.label_delimiter
   if not delimiter or not delimiter.strip():
     raise ValueError(f"--label_delimiter={delimiter!r}: expected a visible "

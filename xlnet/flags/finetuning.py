@@ -233,6 +233,13 @@ def check_classifier_flags(flag_values):
   if flag_values.do_predict and not flag_values.predict_dir:
     raise ValueError("--predict_dir is required with --do_predict")
   finetune_config.check_classifier(flag_values)
+  if flag_values.long_documents != "truncate" and (
+      flag_values.device_memory_gb is not None):
+    raise ValueError(
+        f"--device_memory_gb plans one sequence per example, but "
+        f"--long_documents={flag_values.long_documents} reads "
+        f"--max_windows={flag_values.max_windows} windows: give "
+        "--train_batch_size and --accum_steps yourself")
   if flag_values.max_seq_length > classifier_features.PRETRAIN_SEQ_LENGTH:
     logging.warning(
         "--max_seq_length=%d exceeds the released models' pretraining "

@@ -28,6 +28,7 @@ from absl import flags
 from xlnet import program_defaults
 from xlnet import validation
 from xlnet.finetuning import config as finetune_config
+from xlnet.finetuning.long_documents import settings as long_documents_settings
 from xlnet.training import config as train_config
 
 
@@ -100,6 +101,10 @@ def define_model_config_path_flag(flag_values, help_text):
                       flag_values=flag_values)
 
 
+def define_mem_len_flag(flag_values, default, help_text):
+  flags.DEFINE_integer("mem_len", default, help_text, flag_values=flag_values)
+
+
 def define_spiece_model_file_flag(flag_values):
   flags.DEFINE_string("spiece_model_file", None,
                       "SentencePiece model of the pretrained checkpoint.",
@@ -129,8 +134,7 @@ def define_model_size_flags(flag_values):
   flags.DEFINE_integer("n_token", 0,
                        "Vocabulary size; 0 = the data's vocab_size from "
                        "corpus_info.json.", **fv)
-  flags.DEFINE_integer("mem_len", 384, "Number of steps to cache (memory).",
-                       **fv)
+  define_mem_len_flag(flag_values, 384, "Number of steps to cache (memory).")
   flags.DEFINE_bool("same_length", False, "Same length attention.", **fv)
 
 
@@ -416,6 +420,42 @@ def define_memory_plan_flags(flag_values=flags.FLAGS):
                       "bench/finetune_memory.py wrote on this kind of "
                       "device (its measured peaks) to plan with. Default: "
                       "the published GPU measurements.", **fv)
+
+
+@group("Long documents")
+def define_long_documents_flags(flag_values, *, what, training=True):
+  """How texts longer than one sequence are read
+  (`finetuning/long_documents/settings.py`); `what` names the texts in
+  the help ("documents", "texts"); `training` adds --bptt_windows."""
+  fv = dict(flag_values=flag_values)
+  default = long_documents_settings.DEFAULT
+  flags.DEFINE_enum(
+      "long_documents", default.long_documents,
+      validation.CHOICES["long_documents"],
+      f"How {what} longer than --max_seq_length are read: truncate (the "
+      "release's: the first --max_seq_length - 2 pieces), windows (cut "
+      "into windows of --max_seq_length, each read alone, their outputs "
+      "pooled) or memory (the windows read in order, each with the "
+      "previous windows' states as memory of --mem_len; the output read "
+      "at the last window). docs/long_documents.md.", **fv)
+  flags.DEFINE_enum("window_pooling", default.window_pooling,
+                    validation.CHOICES["window_pooling"],
+                    "--long_documents=windows: how the windows' outputs "
+                    "are pooled.", **fv)
+  flags.DEFINE_integer("max_windows", default.max_windows,
+                       f"--long_documents=windows/memory: windows per "
+                       f"{what[:-1]} (the pieces after them are dropped).",
+                       **fv)
+  if training:
+    flags.DEFINE_integer("bptt_windows", default.bptt_windows,
+                         "--long_documents=memory: gradients flow through "
+                         "the memories of the last this many windows (1: "
+                         "none; the memory a constant, as in pretraining).",
+                         **fv)
+  define_mem_len_flag(flag_values, default.mem_len,
+                      "--long_documents=memory: the memory's length, in "
+                      "positions of each layer (default: --max_seq_length, "
+                      "the whole window before).")
 
 
 @group("Fine-tuning input")

@@ -75,6 +75,20 @@ def define_task_flags(flag_values, **settings):
     _TASK_FLAGS[name](name, default, help_text, flag_values=flag_values)
 
 
+def define_text_column_flags(flag_values, about, text_a_default):
+  """--text_a_column, --text_b_column and --contains_header of a table's
+  texts; `about` says what they are for ("tsv/csv tasks")."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_string("text_a_column", text_a_default,
+                      f"{about}: first text column (index or name).", **fv)
+  flags.DEFINE_string("text_b_column", None,
+                      f"{about}: second text column (index or name), for "
+                      "text pairs.", **fv)
+  flags.DEFINE_bool("contains_header", None,
+                    f"{about}: the first row is a header (implied when a "
+                    "column is given by name).", **fv)
+
+
 @groups.group("Task")
 def define_classifier_flags(flag_values, *, min_seq_length,
                             pretrain_seq_length):
@@ -138,15 +152,8 @@ def define_classifier_flags(flag_values, *, min_seq_length,
   flags.DEFINE_string("label_column", default["label_column"],
                       "tsv/csv tasks: label column, a 0-based index or a "
                       "header name.", **fv)
-  flags.DEFINE_string("text_a_column", default["text_a_column"],
-                      "tsv/csv tasks: first text column (index or name).",
-                      **fv)
-  flags.DEFINE_string("text_b_column", None,
-                      "tsv/csv tasks: second text column (index or name), "
-                      "for text pairs.", **fv)
-  flags.DEFINE_bool("contains_header", None,
-                    "tsv/csv tasks: the first row is a header (implied when "
-                    "a column is given by name).", **fv)
+  define_text_column_flags(flag_values, "tsv/csv tasks",
+                           default["text_a_column"])
   flags.DEFINE_list("label_list", None,
                     "tsv/csv tasks: the labels, comma-separated (default: "
                     "the sorted labels found in train.{tsv,csv}).", **fv)
@@ -165,6 +172,7 @@ def define_classifier_flags(flag_values, *, min_seq_length,
                "be predicted, in (0, 1), or 'dev': the threshold with the "
                "best micro F1 on the dev split (for each checkpoint "
                "evaluated or predicted with).", **fv)
+  groups.define_long_documents_flags(flag_values, what="documents")
 
 
 @groups.group("Task: SQuAD")

@@ -6,6 +6,7 @@
   define_download_flags download.py
   define_data_service_server_flags  data_service.py
   define_convert_flags  convert_checkpoint.py
+  define_extract_features_flags  extract_features.py
   define_model_utils_flags  model_utils.py
   define_demo_report_flags, define_demo_corpus_flags   the demo's scripts
   define_chain_data_flags   scripts/get_chain_data.py (bench/chain.py's:
@@ -14,7 +15,9 @@
 from absl import flags
 
 from xlnet import validation
+from xlnet.finetuning.vectors import config as vectors_config
 from xlnet.flags import groups
+from xlnet.flags import task_catalog
 
 
 def define_record_flags(flag_values=flags.FLAGS):
@@ -264,3 +267,55 @@ def define_record_writing_flags(flag_values):
                     "tfrecords/): each record's checksum, the file sizes and "
                     "record counts. Prints each bad file; fails if any.",
                     **fv)
+
+
+@groups.group("Texts to vectors")
+def define_extract_features_flags(flag_values=flags.FLAGS):
+  """Defines the flags of extract_features.py (BERT's names where it has
+  them: --input_file, --output_file, --init_checkpoint, --layers,
+  --max_seq_length, --batch_size)."""
+  fv = dict(flag_values=flag_values)
+  default = task_catalog.config_defaults(vectors_config.VectorsConfig)
+  flags.DEFINE_string("input_file", None,
+                      "The texts: one a line ('a ||| b': a pair), or a TSV "
+                      "table (--input_format=tsv).", **fv)
+  flags.DEFINE_string("output_file", None,
+                      "JSON lines (BERT's layout, docs/features.md), or a "
+                      ".npy file of the pooled vectors [texts, layers, "
+                      "d_model].", **fv)
+  flags.DEFINE_string("init_checkpoint", None,
+                      "A checkpoint (prefix or directory): a released "
+                      "model's xlnet_model.ckpt, a pretraining run's or a "
+                      "fine-tuned model_dir.", **fv)
+  groups.define_model_config_path_flag(
+      flag_values, "The checkpoint's config (default: config.json, else "
+      "xlnet_config.json, beside it).")
+  flags.DEFINE_string("spiece_model_file", None,
+                      "The model's SentencePiece model (default: "
+                      "spiece.model beside the checkpoint).", **fv)
+  groups.define_uncased_flag(flag_values, None,
+                             "Lower-case the text (default: a fine-tuned "
+                             "model_dir's task.json, else cased).")
+  flags.DEFINE_enum("input_format", default["input_format"],
+                    validation.CHOICES["input_format"],
+                    "lines: one text a line; tsv: --text_a_column (and "
+                    "--text_b_column) of a tab-separated table.", **fv)
+  task_catalog.define_text_column_flags(flag_values, "--input_format=tsv",
+                                        default["text_a_column"])
+  flags.DEFINE_list("layers", [str(i) for i in default["layers"]],
+                    "The hidden states, comma-separated: 0 the embeddings, "
+                    "i the output of layer i, -1 the last layer's (HF's "
+                    "hidden_states).", **fv)
+  flags.DEFINE_enum("pooling", default["pooling"],
+                    validation.CHOICES["pooling"],
+                    "cls: the <cls> state; mean: the mean over the text's "
+                    "pieces; none: one vector per piece, with its string "
+                    "and character span.", **fv)
+  task_catalog.define_task_flags(flag_values, max_seq_length=(
+      default["max_seq_length"], "Pieces per sequence (per window of a "
+      "long text)."))
+  flags.DEFINE_integer("batch_size", default["batch_size"],
+                       "Texts per step (the vectors do not depend on it).",
+                       **fv)
+  groups.define_long_documents_flags(flag_values, what="texts",
+                                     training=False)

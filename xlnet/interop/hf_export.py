@@ -21,6 +21,7 @@ from xlnet.data import prepro_utils
 from xlnet.data import spm_train
 from xlnet.finetuning import config as finetuning_config
 from xlnet.finetuning.classifier import head as classifier_head
+from xlnet.finetuning.long_documents import settings as long_documents
 from xlnet.interop import hf_names
 from xlnet.interop import hf_tokenizer
 from xlnet.interop import output_dir as output_dir_lib
@@ -320,8 +321,29 @@ def recorded_labels(prefix, kind, scope, n_class):
   return names
 
 
+def recorded_long_documents(prefix, kind, scope):
+  """How the checkpoint's classification or regression head read long
+  documents (its directory's `TASK_FILE`): (a `LongDocuments`, the
+  windows' max_seq_length), or None: no record, another head's, or
+  `truncate`.
+
+  """
+  path = os.path.join(os.path.dirname(prefix), finetuning_config.TASK_FILE)
+  record = train_state.read_run_record(path)
+  if kind not in hf_names.TASK_SCOPED_KINDS or not isinstance(record, dict):
+    return None
+  task = str(record.get("task_name", ""))
+  own = (classifier_head.classification_scope(task, record.get("cls_scope"))
+         if kind == "classification" else classifier_head.regression_scope(
+             task))
+  if own != scope:
+    return None
+  settings = long_documents.LongDocuments.from_record(record)
+  return (settings, record["max_seq_length"]) if settings.in_windows else None
+
+
 def hf_config(xlnet_config, kind, scope, n_class, ids, summary,
-              labels=None, multi_label=False):
+              labels=None, multi_label=False, long_document=None):
   """config.json of the exported model (a dict).
 
   Args:
@@ -335,6 +357,10 @@ def hf_config(xlnet_config, kind, scope, n_class, ids, summary,
       (`recorded_labels`), or None: HF's `LABEL_{i}`.
     multi_label: the classification head is multi-label
       (`recorded_multi_label`).
+    long_document: `recorded_long_documents`: the settings go into the
+      config as `long_documents` (ours; HF keeps unknown keys), and memory
+      mode's memory length into HF's `mem_len` (its `mems` then hold
+      exactly ours).
   """
   summary_type, use_summ_proj = summary or ("last", False)
   c = xlnet_config
@@ -368,6 +394,12 @@ def hf_config(xlnet_config, kind, scope, n_class, ids, summary,
         problem_type=PROBLEM_TYPES["multi_label" if multi_label else kind],
         id2label={str(i): l for i, l in enumerate(labels)},
         label2id={l: i for i, l in enumerate(labels)})
+  if long_document:
+    settings, max_seq_length = long_document
+    config["long_documents"] = dict(settings.record(),
+                                    max_seq_length=max_seq_length)
+    if settings.long_documents == long_documents.MEMORY:
+      config["mem_len"] = settings.memory_length(max_seq_length)
   return config
 
 
@@ -446,7 +478,8 @@ def export_hf(checkpoint, xlnet_config, spiece_model_file, output_dir,
       f"--checkpoint={prefix}", config_source)
   config = hf_config(xlnet_config, kind, scope, n_class, ids, summary,
                      recorded_labels(prefix, kind, scope, n_class),
-                     recorded_multi_label(prefix, kind, scope))
+                     recorded_multi_label(prefix, kind, scope),
+                     recorded_long_documents(prefix, kind, scope))
   digit_comma = digit_comma_pieces(spiece_model_file)
   if digit_comma:
     logging.warning(spm_train.digit_comma_advice(digit_comma,

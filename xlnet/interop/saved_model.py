@@ -22,6 +22,22 @@ the fine-tuning programs' predictions (dropout off):
                   [B, L, n_token] when the checkpoint holds `lm_loss/bias`
                   (the content stream: position i sees its own token)
 
+A classification or regression head fine-tuned on long documents (its
+directory's task.json: `--long_documents=windows` or `memory`,
+docs/long_documents.md) also gets the signature of its way of reading
+them:
+
+  windows        the windows of each document side by side: `input_ids`,
+                 `segment_ids` int32 [B, W, L], `input_mask` float32
+                 [B, W, L], `window_mask` float32 [B, W] (1 on the
+                 document's windows, which come first); the pooled logits
+  memory_window  one window of each document and the memory the windows
+                 before left: the inputs above [B, L] plus `mems` float32
+                 [n_layer, M, B, d_model] (M = 0 for a first window);
+                 outputs the window's logits (the document's at its last
+                 window) and `new_mems` [n_layer, M', B, d_model] for the
+                 next window (HF's `mems`, stacked)
+
 A backbone whose checkpoint holds `mask_emb` and `lm_loss/bias` (a
 pretrained one) also gets the `masked_lm` signature, the pretraining
 model's two streams: the inputs above plus `perm_mask` float32 [B, L, L]
@@ -32,12 +48,16 @@ stream at those positions. Hiding position j from every position
 (`perm_mask[:, :, j] = 1`) and naming it in `target_mapping` predicts the
 word there without seeing it.
 """
+import dataclasses
+
 import tensorflow as tf
 
 from xlnet import errors
 from xlnet import finetune_backbone
 from xlnet import model as model_lib
 from xlnet.finetuning.classifier import head as classifier_head
+from xlnet.finetuning.long_documents import memory_forward
+from xlnet.finetuning.long_documents import settings as long_documents
 from xlnet.finetuning.race import head as race_head
 from xlnet.finetuning.squad import head as squad_head
 from xlnet.finetuning.tagging import head as tagging_head
@@ -52,6 +72,7 @@ _SERVING_RUN = model_lib.RunConfig(is_training=False, use_tpu=False,
 _MASK_EMB = "model/transformer/mask_emb/mask_emb"
 _LM_BIAS = "model/lm_loss/bias"
 MASKED_LM = "masked_lm"
+MEMORY_WINDOW = "memory_window"
 
 
 def _placeholders(kind):
@@ -68,10 +89,11 @@ def _placeholders(kind):
 
 
 def _outputs(kind, scope, n_class, xlnet_config, inputs, has_lm_bias,
-             summary, multi_label=False):
+             summary, multi_label=False, summarize=None):
   """The head's output tensors (a dict) on `inputs`; `summary` is
   `hf_export.summary_settings`, `multi_label`
-  `hf_export.recorded_multi_label`."""
+  `hf_export.recorded_multi_label`; `summarize` how a classification or
+  regression head summarizes them (`classifier_head.get_head_outputs`)."""
   if kind in hf_names.TASK_SCOPED_KINDS:
     label_dtype = tf.int32 if kind == "classification" else tf.float32
     label_shape = tf.shape(inputs["input_ids"])[:1]
@@ -83,7 +105,7 @@ def _outputs(kind, scope, n_class, xlnet_config, inputs, has_lm_bias,
         xlnet_config, _SERVING_RUN, features, n_class, task,
         cls_scope=task if kind == "classification" else None,
         summary_type=summary[0], use_summ_proj=summary[1],
-        multi_label=multi_label)
+        multi_label=multi_label, summarize=summarize)
     logits = out["logits"]
     if kind == "regression":
       return {"logits": logits}
@@ -112,6 +134,48 @@ def _backbone_outputs(xlnet_config, inputs, has_lm_bias):
     outputs["lm_logits"] = tf.transpose(xlnet_model.get_lm_logits(),
                                         [1, 0, 2])
   return outputs
+
+
+def _long_document_signature(head, xlnet_config, summary, long_document):
+  """The signature of a head that read long documents (module docstring).
+
+  Args:
+    head: (kind, scope, n_class).
+    xlnet_config, summary: as `_outputs`.
+    long_document: `hf_export.recorded_long_documents`.
+
+  Returns:
+    (its name, ({name: placeholder}, {name: output})).
+  """
+  settings, max_seq_length = long_document
+  kind, scope, n_class = head
+  inputs = _placeholders(kind)
+  if settings.long_documents == long_documents.WINDOWS:
+    inputs = {name: tf.compat.v1.placeholder(
+        p.dtype, [None, None, None], name=f"windows_{name}")
+              for name, p in inputs.items()}
+    inputs["window_mask"] = tf.compat.v1.placeholder(
+        tf.float32, [None, None], name="window_mask")
+    return long_documents.WINDOWS, (inputs, _outputs(
+        kind, scope, n_class, xlnet_config, inputs, False, summary,
+        summarize=memory_forward.summarize_fn(settings, max_seq_length)))
+  mems = tf.compat.v1.placeholder(
+      tf.float32, [xlnet_config.n_layer, None, None, xlnet_config.d_model],
+      name="mems")
+  stepped = {}
+
+  def summarize(xlnet_config, run_config, window, summary_type,
+                use_summ_proj):
+    model = memory_forward.window_model(
+        xlnet_config, dataclasses.replace(
+            run_config, mem_len=settings.memory_length(max_seq_length)),
+        window, tf.unstack(mems))
+    stepped["new_mems"] = tf.stack(model.get_new_memory())
+    return model.get_pooled_out(summary_type, use_summ_proj), model
+
+  outputs = _outputs(kind, scope, n_class, xlnet_config, inputs, False,
+                     summary, summarize=summarize)
+  return MEMORY_WINDOW, (dict(inputs, mems=mems), dict(outputs, **stepped))
 
 
 def _masked_lm(xlnet_config, inputs):
@@ -175,11 +239,16 @@ def export_saved_model(checkpoint, xlnet_config, output_dir, task_name=None,
                                       is_regression)
   n_class = hf_export.n_class_of(shapes, kind, scope)
   summary = hf_export.summary_settings(prefix, shapes, kind, summary_type)
+  long_document = hf_export.recorded_long_documents(prefix, kind, scope)
   with tf.Graph().as_default():
     inputs = _placeholders(kind)
     signatures = {"serving_default": (inputs, _outputs(
         kind, scope, n_class, xlnet_config, inputs, _LM_BIAS in shapes,
         summary, hf_export.recorded_multi_label(prefix, kind, scope)))}
+    if long_document:
+      name, signature = _long_document_signature(
+          (kind, scope, n_class), xlnet_config, summary, long_document)
+      signatures[name] = signature
     if kind == "lm" and _MASK_EMB in shapes and _LM_BIAS in shapes:
       extra, outputs = _masked_lm(xlnet_config, inputs)
       signatures[MASKED_LM] = (dict(inputs, **extra), outputs)

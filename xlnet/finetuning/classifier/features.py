@@ -119,6 +119,37 @@ def label_to_id(label, label_list, multi_label=False):
   return 0 if label is None else label_list.index(label)
 
 
+def sequence_layout(tokens_a, tokens_b, max_seq_length):
+  """The model inputs of one text or a pair of ids (see the module
+  docstring): truncated, then `A <sep> [B <sep>] <cls>`, left-padded.
+
+  Args:
+    tokens_a: list of ids (shortened in place when too long).
+    tokens_b: list of ids, empty for a single text (shortened in place).
+    max_seq_length: L.
+
+  Returns:
+    (input_ids list of int, input_mask list of float (1 = padding),
+    segment_ids list of int), each of length L.
+  """
+  if tokens_b:
+    truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+  else:
+    del tokens_a[max_seq_length - 2:]
+
+  input_ids = tokens_a + [SEP_ID]
+  segment_ids = [SEG_ID_A] * len(input_ids)
+  if tokens_b:
+    input_ids += tokens_b + [SEP_ID]
+    segment_ids += [SEG_ID_B] * (len(tokens_b) + 1)
+  input_ids.append(CLS_ID)
+  segment_ids.append(SEG_ID_CLS)
+
+  pad = max_seq_length - len(input_ids)
+  return ([PAD_ID] * pad + input_ids, [1.0] * pad + [0.0] * len(input_ids),
+          [SEG_ID_PAD] * pad + segment_ids)
+
+
 def convert_single_example(ex_index, example, label_list, max_seq_length,
                            tokenize_fn, multi_label=False):
   """Converts one InputExample to InputFeatures (see the module docstring).
@@ -134,26 +165,11 @@ def convert_single_example(ex_index, example, label_list, max_seq_length,
   Returns:
     InputFeatures.
   """
-  tokens_a = tokenize_fn(example.text_a)
   tokens_b = tokenize_fn(example.text_b) if example.text_b else []
-  if tokens_b:
-    truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
-  else:
-    tokens_a = tokens_a[:max_seq_length - 2]
-
-  input_ids = tokens_a + [SEP_ID]
-  segment_ids = [SEG_ID_A] * len(input_ids)
-  if tokens_b:
-    input_ids += tokens_b + [SEP_ID]
-    segment_ids += [SEG_ID_B] * (len(tokens_b) + 1)
-  input_ids.append(CLS_ID)
-  segment_ids.append(SEG_ID_CLS)
-
-  pad = max_seq_length - len(input_ids)
+  input_ids, input_mask, segment_ids = sequence_layout(
+      tokenize_fn(example.text_a), tokens_b, max_seq_length)
   features = InputFeatures(
-      input_ids=[PAD_ID] * pad + input_ids,
-      input_mask=[1.0] * pad + [0.0] * len(input_ids),
-      segment_ids=[SEG_ID_PAD] * pad + segment_ids,
+      input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids,
       label_id=label_to_id(example.label, label_list, multi_label))
   if ex_index < 3:
     logging.info("example %s: ids %s segments %s label %r -> %r",
@@ -212,25 +228,33 @@ def serialize_features(features, is_regression):
 
 
 def write_records(examples, label_list, max_seq_length, tokenize_fn, path,
-                  multi_label=False):
+                  serialize=None, multi_label=False):
   """Converts `examples` and writes them to the TFRecord file `path`
   (`multi_label`: their labels are label sets).
 
   The file appears under `path` only once complete. Logs progress and an
   ETA every few seconds.
 
+  Args:
+    examples, label_list, max_seq_length, tokenize_fn: as
+      `convert_single_example`.
+    path: the record file.
+    serialize: `serialize(index, example)` -> bytes of one record, or None:
+      this module's (`convert_single_example`, `serialize_features`).
+
   Returns:
     int, the number of records written (= len(examples)).
   """
+  if serialize is None:
+    serialize = lambda i, example: serialize_features(  # noqa: E731
+        convert_single_example(i, example, label_list, max_seq_length,
+                               tokenize_fn, multi_label), label_list is None)
   total = len(examples)
   start = last_log = time.time()
   with io_utils.atomic_output(path) as tmp:
     with tf.io.TFRecordWriter(tmp) as writer:
       for i, example in enumerate(examples):
-        features = convert_single_example(i, example, label_list,
-                                          max_seq_length, tokenize_fn,
-                                          multi_label)
-        writer.write(serialize_features(features, label_list is None))
+        writer.write(serialize(i, example))
         if time.time() - last_log > _LOG_EVERY_SECONDS:
           last_log = time.time()
           rate = (i + 1) / (last_log - start)
@@ -243,16 +267,18 @@ def write_records(examples, label_list, max_seq_length, tokenize_fn, path,
 
 
 def record_path(output_dir, task, split, max_seq_length, spiece_model_file,
-                digest, uncased, shuffled=False):
-  """`{output_dir}/{task}.{split}.len-{L}.{spm name}-{sha1[:8]}[.uncased]
-  [.shuffled].tf_record`: one file per task, split, length, vocabulary,
-  casing and order (shuffled for training, file order for inference)."""
+                digest, uncased, shuffled=False, layout_name=None):
+  """`{output_dir}/{task}.{split}.len-{L}[.{layout}].{spm name}-{sha1[:8]}
+  [.uncased][.shuffled].tf_record`: one file per task, split, length,
+  layout (a long document's windows), vocabulary, casing and order
+  (shuffled for training, file order for inference)."""
   stem = os.path.splitext(os.path.basename(spiece_model_file))[0]
   casing = ".uncased" if uncased else ""
   order = ".shuffled" if shuffled else ""
+  layout = f".{layout_name}" if layout_name else ""
   return os.path.join(
-      output_dir, f"{task}.{split}.len-{max_seq_length}.{stem}-{digest[:8]}"
-                  f"{casing}{order}.tf_record")
+      output_dir, f"{task}.{split}.len-{max_seq_length}{layout}.{stem}-"
+                  f"{digest[:8]}{casing}{order}.tf_record")
 
 
 def shuffle_examples(examples, seed):
@@ -274,7 +300,7 @@ def shuffle_examples(examples, seed):
 
 def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
                     sp_model, spiece_model_file, uncased, overwrite=False,
-                    shuffle_seed=None, wait=None):
+                    shuffle_seed=None, wait=None, layout=None):
   """Returns the feature records of one split, writing them when needed.
 
   Next to the records, `{record}.json` holds the number of examples and the
@@ -299,6 +325,10 @@ def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
     wait: None: write them when needed; seconds: wait that long at most
       for the chief of a multi-host run to write them
       (`record_cache.prepare`).
+    layout: None: one sequence per example (this module's); or another
+      layout of the examples (a long document's windows:
+      `long_documents/records.WindowRecords`), with its `name` in the file
+      name, its `key` in the records' key and its `serializer`.
 
   Returns:
     (record path, number of examples).
@@ -306,12 +336,13 @@ def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
   digest = record_cache.file_digest(spiece_model_file)
   path = record_path(output_dir, processor.name, split, max_seq_length,
                      spiece_model_file, digest, uncased,
-                     shuffled=shuffle_seed is not None)
+                     shuffled=shuffle_seed is not None,
+                     layout_name=layout.name if layout else None)
   key = {"task": processor.name, "split": split,
          "max_seq_length": max_seq_length, "spiece_sha1": digest,
          "uncased": bool(uncased), "options": processor.options(),
          "source": processor.source_signature(data_dir, split),
-         "shuffle_seed": shuffle_seed}
+         "shuffle_seed": shuffle_seed, **(layout.key if layout else {})}
 
   def write(out):
     examples = processor.get_examples(data_dir, split)
@@ -320,9 +351,11 @@ def prepare_records(processor, data_dir, split, output_dir, max_seq_length,
                        f"{processor.name} holds no examples")
     if shuffle_seed is not None:
       examples = shuffle_examples(examples, shuffle_seed)
-    return write_records(examples, processor.get_labels(), max_seq_length,
-                         make_tokenize_fn(sp_model, uncased), out,
-                         processor.multi_label)
+    labels, tokenize_fn = processor.get_labels(), make_tokenize_fn(sp_model,
+                                                                   uncased)
+    return write_records(examples, labels, max_seq_length, tokenize_fn, out,
+                         layout.serializer(labels, max_seq_length, tokenize_fn)
+                         if layout else None, processor.multi_label)
 
   return path, record_cache.prepare(path, key, write, overwrite, wait)
 
@@ -369,7 +402,8 @@ def make_parser(max_seq_length, is_regression, n_labels=None):
 
 def input_fn_builder(input_file, max_seq_length, is_training, is_regression,
                      num_examples=None, pad_to_multiple=None,
-                     shuffle_buffer=2048, seed=None, n_labels=None):
+                     shuffle_buffer=2048, seed=None, n_labels=None,
+                     layout=None):
   """Builds the `input_fn(params)` over one feature record file.
 
   The input function yields batch-major dicts (see `make_parser`) of
@@ -392,11 +426,14 @@ def input_fn_builder(input_file, max_seq_length, is_training, is_regression,
     seed: int or None.
     n_labels: a multi-label task's labels (multi-hot `label_ids`), else
       None.
+    layout: the records' layout (`prepare_records`): its `parser` and its
+      `fake` example; None: one sequence per example.
 
   Returns:
     input_fn(params) -> tf.data.Dataset.
   """
-  parse = make_parser(max_seq_length, is_regression, n_labels)
+  parse = (layout.parser(max_seq_length, is_regression) if layout else
+           make_parser(max_seq_length, is_regression, n_labels))
 
   def input_fn(params):
     batch_size = params["batch_size"]
@@ -412,9 +449,10 @@ def input_fn_builder(input_file, max_seq_length, is_training, is_regression,
       dataset = dataset.map(parse)
       n_pad = num_padding(num_examples, multiple)
       if n_pad:
-        fake = _features_to_tensors(
-            padding_features(max_seq_length, is_regression, n_labels),
-            is_regression)
+        fake = (layout.fake(max_seq_length, is_regression) if layout else
+                _features_to_tensors(
+                    padding_features(max_seq_length, is_regression, n_labels),
+                    is_regression))
         dataset = dataset.concatenate(
             tf.data.Dataset.from_tensors(fake).repeat(n_pad))
     dataset = dataset.batch(batch_size, drop_remainder=True)

@@ -65,7 +65,8 @@ def sequence_summary(xlnet_config, run_config, features, summary_type="last",
 
 
 def get_classification_loss(xlnet_config, run_config, features, n_class,
-                            scope, summary_type="last", use_summ_proj=True):
+                            scope, summary_type="last", use_summ_proj=True,
+                            summarize=None):
   """Classification head and loss.
 
   Args:
@@ -74,13 +75,17 @@ def get_classification_loss(xlnet_config, run_config, features, n_class,
     features: as `sequence_summary`, plus `label_ids` int32 [B].
     n_class: int, number of classes.
     scope: the head's scope under `model/` (`classification_scope`).
+    summarize: a function of `sequence_summary`'s arguments and results
+      that summarizes the features otherwise (a long document's windows:
+      `long_documents/memory_forward.summarize_fn`), or None:
+      `sequence_summary`.
 
   Returns:
     (total_loss float32 scalar, per_example_loss float32 [B],
      logits float32 [B, n_class]).
   """
-  summary, xlnet_model = sequence_summary(xlnet_config, run_config, features,
-                                          summary_type, use_summ_proj)
+  summary, xlnet_model = (summarize or sequence_summary)(
+      xlnet_config, run_config, features, summary_type, use_summ_proj)
   labels = tf.reshape(features["label_ids"], [-1])
   with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
     per_example_loss, logits = modeling.classification_loss(
@@ -91,7 +96,8 @@ def get_classification_loss(xlnet_config, run_config, features, n_class,
 
 
 def get_regression_loss(xlnet_config, run_config, features, scope,
-                        summary_type="last", use_summ_proj=True):
+                        summary_type="last", use_summ_proj=True,
+                        summarize=None):
   """Regression head and loss.
 
   Args:
@@ -99,13 +105,14 @@ def get_regression_loss(xlnet_config, run_config, features, scope,
       `sequence_summary`.
     features: as `sequence_summary`, plus `label_ids` float32 [B].
     scope: the head's scope under `model/` (`regression_scope`).
+    summarize: as `get_classification_loss`.
 
   Returns:
     (total_loss float32 scalar, per_example_loss float32 [B],
      logits float32 [B], the predicted scores).
   """
-  summary, xlnet_model = sequence_summary(xlnet_config, run_config, features,
-                                          summary_type, use_summ_proj)
+  summary, xlnet_model = (summarize or sequence_summary)(
+      xlnet_config, run_config, features, summary_type, use_summ_proj)
   labels = tf.reshape(features["label_ids"], [-1])
   with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
     per_example_loss, logits = modeling.regression_loss(
@@ -116,7 +123,8 @@ def get_regression_loss(xlnet_config, run_config, features, scope,
 
 
 def get_multi_label_loss(xlnet_config, run_config, features, n_labels,
-                         scope, summary_type="last", use_summ_proj=True):
+                         scope, summary_type="last", use_summ_proj=True,
+                         summarize=None):
   """Multi-label head and loss: the classification head's dense layer
   with one sigmoid output per label.
 
@@ -127,13 +135,14 @@ def get_multi_label_loss(xlnet_config, run_config, features, n_labels,
       [B, n_labels] (multi-hot).
     n_labels: int, number of labels.
     scope: the head's scope under `model/` (`classification_scope`).
+    summarize: as `get_classification_loss`.
 
   Returns:
     (total_loss float32 scalar, per_example_loss float32 [B] (the mean
      over the labels), logits float32 [B, n_labels]).
   """
-  summary, xlnet_model = sequence_summary(xlnet_config, run_config, features,
-                                          summary_type, use_summ_proj)
+  summary, xlnet_model = (summarize or sequence_summary)(
+      xlnet_config, run_config, features, summary_type, use_summ_proj)
   with tf.compat.v1.variable_scope("model", reuse=tf.compat.v1.AUTO_REUSE):
     with tf.compat.v1.variable_scope(scope):
       logits = _dense(summary, n_labels, xlnet_model.get_initializer(),
@@ -148,13 +157,13 @@ def get_multi_label_loss(xlnet_config, run_config, features, n_labels,
 
 def get_head_outputs(xlnet_config, run_config, features, n_class, task_name,
                      cls_scope=None, summary_type="last", use_summ_proj=True,
-                     multi_label=False):
+                     multi_label=False, summarize=None):
   """The task's head: regression when `n_class` is None, else
   classification (`multi_label`: one sigmoid output per label).
 
   Args:
-    xlnet_config, run_config, features, summary_type, use_summ_proj: as
-      `get_classification_loss` / `get_regression_loss` /
+    xlnet_config, run_config, features, summary_type, use_summ_proj,
+      summarize: as `get_classification_loss` / `get_regression_loss` /
       `get_multi_label_loss`.
     n_class: int, or None for regression.
     task_name: names the head (`classification_scope`, `regression_scope`).
@@ -171,16 +180,16 @@ def get_head_outputs(xlnet_config, run_config, features, n_class, task_name,
     total_loss, per_example_loss, logits = get_multi_label_loss(
         xlnet_config, run_config, features, n_class,
         classification_scope(task_name, cls_scope), summary_type,
-        use_summ_proj)
+        use_summ_proj, summarize)
   elif n_class is None:
     total_loss, per_example_loss, logits = get_regression_loss(
         xlnet_config, run_config, features, regression_scope(task_name),
-        summary_type, use_summ_proj)
+        summary_type, use_summ_proj, summarize)
   else:
     total_loss, per_example_loss, logits = get_classification_loss(
         xlnet_config, run_config, features, n_class,
         classification_scope(task_name, cls_scope), summary_type,
-        use_summ_proj)
+        use_summ_proj, summarize)
   is_real = features.get("is_real_example")
   if is_real is None:
     is_real = tf.ones_like(per_example_loss, dtype=tf.int32)

@@ -37,6 +37,9 @@ from xlnet.finetuning.classifier import multi_label as multi_label_lib
 from xlnet.finetuning.classifier import multi_label_task
 from xlnet.finetuning.classifier import processors as classifier_processors
 from xlnet.finetuning.classifier import task as classifier_task
+from xlnet.finetuning.long_documents import memory_forward
+from xlnet.finetuning.long_documents import records as long_document_records
+from xlnet.finetuning.long_documents import settings as long_documents
 from xlnet.training import checkpoint_io
 from xlnet.training import config as train_config
 from xlnet.training import predictor as predictor_lib
@@ -118,6 +121,7 @@ class Classifier:
       recorded = task["multi_label_threshold"]
       self.threshold = (multi_label_task.recorded_threshold(prefix)
                         if recorded == multi_label_lib.ON_DEV else recorded)
+    self.long_documents = long_documents.LongDocuments.from_record(task)
     self._tokenize = classifier_features.make_tokenize_fn(sp_model,
                                                           task["uncased"])
     model = finetuning_config.ModelConfig(
@@ -126,12 +130,14 @@ class Classifier:
         summary_type=head.get("summary_type", "last"),
         use_summ_proj=head.get("use_summ_proj", True))
     n_class = None if self.label_list is None else len(self.label_list)
+    summarize = memory_forward.summarize_fn(self.long_documents,
+                                            task["max_seq_length"])
 
     def outputs_fn(features):
       out = classifier_head.get_head_outputs(
           xlnet_config, model.run_config(False), features, n_class,
           task["task_name"], task["cls_scope"], model.summary_type,
-          model.use_summ_proj, self.multi_label)
+          model.use_summ_proj, self.multi_label, summarize)
       return {"logits": out["logits"]}
 
     self._predictor = predictor_lib.Predictor(
@@ -142,7 +148,9 @@ class Classifier:
     """The model inputs of `texts` (str, or (text_a, text_b) pairs): dict
     of NumPy arrays `input_ids`, `segment_ids` int32 [n, L], `input_mask`
     float32 [n, L] (1 = padding), `label_ids` [n] (zeros; a multi-label
-    head's [n, n_labels]).
+    head's [n, n_labels]); a model that reads long documents as windows:
+    the windows [n, W, L] and `window_mask` [n, W]
+    (`long_documents/records.py`).
 
     Raises:
       ValueError: naming the first text that is a pair for a model
@@ -151,6 +159,7 @@ class Classifier:
     """
     rows = []
     pairs = self.task.get("pairs")
+    layout = long_document_records.layout(self.long_documents)
     for i, text in enumerate(texts):
       text_a, text_b = (text, None) if isinstance(text, str) else text
       if pairs is not None and (text_b is not None) != pairs:
@@ -160,10 +169,19 @@ class Classifier:
             f"{'pairs (text_a, text_b)' if pairs else 'single texts'}; give "
             f"{'(text_a, text_b) pairs' if pairs else 'strings'}")
       example = classifier_processors.InputExample(str(i), text_a, text_b)
+      if layout:
+        rows.append(layout.example_features(
+            example, self.label_list, self.task["max_seq_length"],
+            self._tokenize))
+        continue
       rows.append(classifier_features.convert_single_example(
           i, example, self.label_list, self.task["max_seq_length"],
           self._tokenize, self.multi_label))
     label_dtype = np.float32 if self.label_list is None else np.int32
+    if layout:
+      return {k: np.array([r[k] for r in rows],
+                          label_dtype if k == "label_ids" else None)
+              for k in self._input_spec(1)}
     return {
         "input_ids": np.array([r.input_ids for r in rows], np.int32),
         "input_mask": np.array([r.input_mask for r in rows], np.float32),
@@ -224,16 +242,24 @@ class Classifier:
   def _restore(self, batch_size):
     """Builds the model (once) and loads the checkpoint's weights."""
     if not self._restored:
-      spec = {k: tf.TensorSpec([batch_size, self.task["max_seq_length"]],
-                               dtype)
-              for k, dtype in (("input_ids", tf.int32),
-                               ("input_mask", tf.float32),
-                               ("segment_ids", tf.int32))}
-      spec["label_ids"] = tf.TensorSpec(
-          [batch_size] + ([len(self.label_list)] if self.multi_label else []),
-          tf.float32 if self.label_list is None else tf.int32)
-      self._predictor.restore(self.checkpoint, spec)
+      self._predictor.restore(self.checkpoint, self._input_spec(batch_size))
       self._restored = True
+
+  def _input_spec(self, batch_size):
+    """{name: tf.TensorSpec} of a batch of `features`."""
+    windows = ([self.long_documents.max_windows]
+               if self.long_documents.in_windows else [])
+    shape = [batch_size] + windows + [self.task["max_seq_length"]]
+    spec = {k: tf.TensorSpec(shape, dtype)
+            for k, dtype in (("input_ids", tf.int32),
+                             ("input_mask", tf.float32),
+                             ("segment_ids", tf.int32))}
+    if windows:
+      spec["window_mask"] = tf.TensorSpec([batch_size] + windows, tf.float32)
+    spec["label_ids"] = tf.TensorSpec(
+        [batch_size] + ([len(self.label_list)] if self.multi_label else []),
+        tf.float32 if self.label_list is None else tf.int32)
+    return spec
 
   def variables(self):
     """dict checkpoint name -> NumPy value of the loaded model's weights

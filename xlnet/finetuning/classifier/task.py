@@ -32,6 +32,8 @@ from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.finetuning.classifier import metrics as metrics_lib
 from xlnet.finetuning.classifier import multi_label as multi_label_lib
 from xlnet.finetuning.classifier import multi_label_task
+from xlnet.finetuning.long_documents import memory_forward
+from xlnet.finetuning.long_documents import records as long_document_records
 from xlnet.training import checkpoint_io
 from xlnet.training import warm_start
 
@@ -76,16 +78,26 @@ def head_fn(task, model, n_class):
   `classifier_head.get_head_outputs`.
 
   Args:
-    task: a `ClassifierConfig` (task_name, cls_scope).
+    task: a `ClassifierConfig` (task_name, cls_scope, how it reads long
+      documents).
     model: a `ModelConfig`.
     n_class: int, or None for regression.
   """
+  summarize = memory_forward.summarize_fn(task.long_document_settings,
+                                          task.max_seq_length)
+
   def fn(features, is_training):
     return classifier_head.get_head_outputs(
         model.xlnet_config, model.run_config(is_training), features,
         n_class, task.task_name, task.cls_scope, model.summary_type,
-        model.use_summ_proj, task.multi_label)
+        model.use_summ_proj, task.multi_label, summarize)
   return fn
+
+
+def record_layout(task):
+  """The layout of the task's feature records: None (one sequence per
+  example), or its documents' windows (`long_documents/records.py`)."""
+  return long_document_records.layout(task.long_document_settings)
 
 
 def task_record(task, model, labels, pairs):
@@ -104,14 +116,15 @@ def task_record(task, model, labels, pairs):
             "label_list": None if labels is None else list(labels),
             "max_seq_length": task.max_seq_length, "uncased": task.uncased,
             "predict_threshold": task.predict_threshold,
-            "clamp_len": model.run.clamp_len}
+            "clamp_len": model.run.clamp_len,
+            **task.long_document_settings.record()}
   if task.multi_label:
     record.update(multi_label_task.task_record(task))
   return record
 
 
 def check_init_checkpoint(init_checkpoint, max_seq_length, head,
-                          is_regression):
+                          is_regression, layout=None):
   """Checks that `init_checkpoint` holds the whole backbone, by name and
   shape, building the fine-tuning graph once in a scratch graph. Only the
   pooler and the task head may be missing.
@@ -121,6 +134,7 @@ def check_init_checkpoint(init_checkpoint, max_seq_length, head,
     max_seq_length: int, L.
     head: `head_fn(task, model, n_class)`.
     is_regression: bool, float labels.
+    layout: the records' layout (`record_layout`).
 
   Raises:
     ValueError: naming the missing or mismatched variables.
@@ -128,13 +142,17 @@ def check_init_checkpoint(init_checkpoint, max_seq_length, head,
   prefix = checkpoint_io.resolve_checkpoint(init_checkpoint,
                                           "--init_checkpoint")
   with tf.Graph().as_default():
-    length = max_seq_length
+    windows = [layout.max_windows] if layout else []
+    shape = [None] + windows + [max_seq_length]
     features = {
-        "input_ids": tf.compat.v1.placeholder(tf.int32, [None, length]),
-        "segment_ids": tf.compat.v1.placeholder(tf.int32, [None, length]),
-        "input_mask": tf.compat.v1.placeholder(tf.float32, [None, length]),
+        "input_ids": tf.compat.v1.placeholder(tf.int32, shape),
+        "segment_ids": tf.compat.v1.placeholder(tf.int32, shape),
+        "input_mask": tf.compat.v1.placeholder(tf.float32, shape),
         "label_ids": tf.compat.v1.placeholder(
             tf.float32 if is_regression else tf.int32, [None])}
+    if layout:
+      features["window_mask"] = tf.compat.v1.placeholder(tf.float32,
+                                                         [None] + windows)
     head(features, False)
     warm_start.get_assignment_map_from_checkpoint(
         tf.compat.v1.trainable_variables(), prefix,
@@ -309,7 +327,7 @@ def outputs_on(task, engine, processor, head, records, checkpoint,
   input_fn = classifier_features.input_fn_builder(
       record_file, task.max_seq_length, False, processor.is_regression,
       num_examples=num_examples, pad_to_multiple=batch_size,
-      n_labels=n_labels_of(processor))
+      n_labels=n_labels_of(processor), layout=record_layout(task))
   outputs = run_inference(engine, checkpoint, input_fn, head, batch_size)
   real_example_mask(outputs, num_examples, f"{what} {checkpoint}")
   return outputs

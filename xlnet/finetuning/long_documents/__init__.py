@@ -1,0 +1,1 @@
+"""Texts longer than one sequence: windows, memory (docs/long_documents.md)."""

@@ -1,0 +1,1 @@
+"""Texts -> vectors from a checkpoint: extract_features.py (docs/features.md)."""
