@@ -316,6 +316,8 @@ def _config(**values):
      "--task_name=tsv or csv, got sst-2"),
     (dict(is_regression=True), "--multi_label and --is_regression exclude "
      "each other"),
+    (dict(long_documents="memory"), "--multi_label reads texts as one "
+     "sequence: it takes --long_documents=truncate, not memory (not built)"),
     (dict(label_delimiter=" "), "--label_delimiter=' ': expected a visible "
      "separator of the labels in a cell, e.g. '|'"),
     (dict(multi_label_threshold=1.0), "--multi_label_threshold=1.0 must be "
