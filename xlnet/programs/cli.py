@@ -243,3 +243,46 @@ def run(main, define_flags=None):
               flags_parser=lambda argv: parse_flags(argv, own_flags))
     except Terminated as e:
       end(e)
+
+
+def finetuning_program(task, sentinel, define_task_flags):
+  """The functions of the fine-tuning program `run_{task}.py`: the common
+  fine-tuning flags and `define_task_flags(flag_values)`'s, resolved once
+  by `xlnet/flags/finetuning.py`'s `resolve_{task}` into the settings of
+  `xlnet.finetuning.api.run_{task}`.
+
+  Args:
+    task: "classifier", "squad", "race" or "ner".
+    sentinel: a flag `define_task_flags` defines (its presence: defined).
+    define_task_flags: callable taking an `absl.flags.FlagValues`.
+
+  Returns:
+    (define_flags(flag_values=FLAGS), parse_flags(argv) -> a fresh parsed
+    FlagValues, absl's main(argv), entry_point()).
+  """
+  program = f"run_{task}"
+
+  def define_flags(flag_values=flags.FLAGS):
+    flag_catalog.define_common_flags(flag_values, program)
+    if sentinel not in flag_values:
+      define_task_flags(flag_values)
+
+  def parse_flags(argv):
+    return flag_catalog.parse_fresh(define_flags, argv)
+
+  def main(unused_argv):
+    # pylint: disable=g-import-not-at-top
+    # (the library, imported here: --help needs no TensorFlow)
+    from xlnet.finetuning import api
+    from xlnet.flags import finetuning as finetune_flags
+    resolve = getattr(finetune_flags, f"resolve_{task}")
+    getattr(api, program)(**resolve(flags.FLAGS))
+
+  def entry_point():
+    run(main, define_flags)
+
+  define_flags.__doc__ = f"Defines every flag of {program}.py."
+  parse_flags.__doc__ = f"A fresh, parsed FlagValues of {program}.py."
+  main.__doc__ = f"absl main: the flags resolved once, then api.{program}."
+  entry_point.__doc__ = f"The `{program}.py` command."
+  return define_flags, parse_flags, main, entry_point

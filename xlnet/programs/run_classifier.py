@@ -24,33 +24,15 @@ The flags are resolved once (`xlnet/flags/finetuning.py`) into typed
 settings for `xlnet.finetuning.api.run_classifier`, which Python code can
 call directly (docs/python_api.md, "Fine-tuning").
 """
-from absl import flags
+import functools
 
 from xlnet.programs import cli
 from xlnet.finetuning import config as finetune_config
-from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import task_catalog
 
 
-def define_flags(flag_values=flags.FLAGS):
-  """Defines the common fine-tuning flags and the task flags."""
-  flag_catalog.define_common_flags(flag_values, "run_classifier")
-  if "task_name" in flag_values:
-    return
-  task_catalog.define_classifier_flags(
-      flag_values, min_seq_length=finetune_config.MIN_SEQ_LENGTH,
-      pretrain_seq_length=finetune_config.PRETRAIN_SEQ_LENGTH)
-
-
-def main(unused_argv):
-  """absl main: resolves the parsed flags once and runs the fine-tuning."""
-  # pylint: disable=g-import-not-at-top
-  # (the library, imported here: --help needs no TensorFlow)
-  from xlnet.finetuning import api
-  from xlnet.flags import finetuning as finetune_flags
-  api.run_classifier(**finetune_flags.resolve_classifier(flags.FLAGS))
-
-
-def entry_point():
-  """`python run_classifier.py ...`: defines the flags and runs `main`."""
-  cli.run(main, define_flags)
+define_flags, parse_flags, main, entry_point = cli.finetuning_program(
+    "classifier", "task_name", functools.partial(
+        task_catalog.define_classifier_flags,
+        min_seq_length=finetune_config.MIN_SEQ_LENGTH,
+        pretrain_seq_length=finetune_config.PRETRAIN_SEQ_LENGTH))

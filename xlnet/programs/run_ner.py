@@ -20,35 +20,9 @@ The flags are resolved once (`xlnet/flags/finetuning.py`) into typed
 settings for `xlnet.finetuning.api.run_ner`, which Python code can call
 directly (docs/python_api.md).
 """
-from absl import flags
-
 from xlnet.programs import cli
-from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import task_catalog
 
 
-def define_flags(flag_values=flags.FLAGS):
-  """Defines every flag of run_ner.py (no-op if already there)."""
-  if "window_stride" in flag_values:
-    return
-  flag_catalog.define_common_flags(flag_values, "run_ner")
-  task_catalog.define_ner_flags(flag_values)
-
-
-def parse_flags(argv):
-  """A fresh, parsed FlagValues with every flag of run_ner.py."""
-  return flag_catalog.parse_fresh(define_flags, argv)
-
-
-def main(unused_argv):
-  """absl main: resolves the parsed flags once and runs the steps."""
-  # pylint: disable=g-import-not-at-top
-  # (the library, imported here: --help needs no TensorFlow)
-  from xlnet.finetuning import api
-  from xlnet.flags import finetuning as finetune_flags
-  api.run_ner(**finetune_flags.resolve_ner(flags.FLAGS))
-
-
-def entry_point():
-  """The `run_ner.py` command."""
-  cli.run(main, define_flags)
+define_flags, parse_flags, main, entry_point = cli.finetuning_program(
+    "ner", "window_stride", task_catalog.define_ner_flags)

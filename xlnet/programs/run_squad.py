@@ -18,37 +18,14 @@ Steps, each enabled by its flag:
 The flags are resolved once (`xlnet/flags/finetuning.py`) into typed
 settings for `xlnet.finetuning.api.run_squad`.
 """
-from absl import flags
+import functools
 
 from xlnet.programs import cli
 from xlnet.finetuning import config as finetune_config
-from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import task_catalog
 
 
-def define_flags(flag_values=flags.FLAGS):
-  """Defines every flag of run_squad.py (no-op if already there)."""
-  if "train_file" in flag_values:
-    return
-  flag_catalog.define_common_flags(flag_values, "run_squad")
-  task_catalog.define_squad_flags(
-      flag_values, target_eval_keys=finetune_config.SQUAD_TARGET_EVAL_KEYS)
-
-
-def parse_flags(argv):
-  """A fresh, parsed FlagValues with every flag of run_squad.py."""
-  return flag_catalog.parse_fresh(define_flags, argv)
-
-
-def main(unused_argv):
-  """absl main: resolves the parsed flags once and runs the steps."""
-  # pylint: disable=g-import-not-at-top
-  # (the library, imported here: --help needs no TensorFlow)
-  from xlnet.finetuning import api
-  from xlnet.flags import finetuning as finetune_flags
-  api.run_squad(**finetune_flags.resolve_squad(flags.FLAGS))
-
-
-def entry_point():
-  """The `run_squad.py` command."""
-  cli.run(main, define_flags)
+define_flags, parse_flags, main, entry_point = cli.finetuning_program(
+    "squad", "train_file", functools.partial(
+        task_catalog.define_squad_flags,
+        target_eval_keys=finetune_config.SQUAD_TARGET_EVAL_KEYS))
