@@ -28,9 +28,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from xlnet import model as model_lib
-from xlnet.data import prepro_utils
 from xlnet.finetuning import config as finetuning_config
+from xlnet.finetuning import saved_run
 from xlnet.finetuning.classifier import features as classifier_features
 from xlnet.finetuning.classifier import head as classifier_head
 from xlnet.finetuning.classifier import multi_label as multi_label_lib
@@ -40,21 +39,10 @@ from xlnet.finetuning.classifier import task as classifier_task
 from xlnet.finetuning.long_documents import memory_forward
 from xlnet.finetuning.long_documents import records as long_document_records
 from xlnet.finetuning.long_documents import settings as long_documents
-from xlnet.training import checkpoint_io
 from xlnet.training import config as train_config
 from xlnet.training import predictor as predictor_lib
 from xlnet.training import strategies
 from xlnet.training import train_state
-
-
-def _required(model_dir, name, what):
-  """The path of `name` in model_dir; one line when it is missing."""
-  path = os.path.join(model_dir, name)
-  if not tf.io.gfile.exists(path):
-    raise ValueError(f"{model_dir} holds no {name} ({what}); fine-tuning "
-                     "writes it into its --model_dir (directories fine-tuned "
-                     "before it did: rerun fine-tuning on them)")
-  return path
 
 
 def load(model_dir, checkpoint=None):
@@ -72,20 +60,10 @@ def load(model_dir, checkpoint=None):
   Raises:
     ValueError: one line naming the missing or malformed file.
   """
-  prefix = checkpoint_io.resolve_checkpoint(checkpoint or model_dir,
-                                            "checkpoint")
-  xlnet_config = model_lib.XLNetConfig(json_path=_required(
-      model_dir, finetuning_config.MODEL_CONFIG_FILE, "the model's sizes"))
-  task_path = _required(model_dir, finetuning_config.TASK_FILE,
-                        "the task's settings")
-  task = train_state.read_run_record(task_path)
-  if not isinstance(task, dict) or task.get("kind") != "classifier":
-    raise ValueError(f"{task_path}: not a classifier's task record")
+  prefix, xlnet_config, task, sp_model = saved_run.read(
+      model_dir, checkpoint, "classifier", "run_classifier.py")
   head = train_state.read_run_record(os.path.join(
       model_dir, finetuning_config.HEAD_FILE)) or {}
-  sp_model = prepro_utils.load_sp_model(_required(
-      model_dir, finetuning_config.SPIECE_FILE, "the SentencePiece model"),
-      "spiece.model")
   return Classifier(xlnet_config, task, head, sp_model, prefix)
 
 

@@ -12,31 +12,18 @@ their scheme, the windows' length and stride, casing) and `spiece.model`.
 a sentence gets the tags its predictions file holds.
 """
 import dataclasses
-import os
 
 import tensorflow as tf
 
-from xlnet import model as model_lib
-from xlnet.data import prepro_utils
 from xlnet.finetuning import config as finetuning_config
+from xlnet.finetuning import saved_run
 from xlnet.finetuning.tagging import features as tagging_features
 from xlnet.finetuning.tagging import head as tagging_head
 from xlnet.finetuning.tagging import layouts
 from xlnet.finetuning.tagging import task as tagging_task
-from xlnet.training import checkpoint_io
 from xlnet.training import config as train_config
 from xlnet.training import predictor as predictor_lib
 from xlnet.training import strategies
-from xlnet.training import train_state
-
-
-def _required(model_dir, name, what):
-  """The path of `name` in model_dir; one line when it is missing."""
-  path = os.path.join(model_dir, name)
-  if not tf.io.gfile.exists(path):
-    raise ValueError(f"{model_dir} holds no {name} ({what}); run_ner.py "
-                     "writes it into its --model_dir")
-  return path
 
 
 def load(model_dir, checkpoint=None):
@@ -54,18 +41,8 @@ def load(model_dir, checkpoint=None):
   Raises:
     ValueError: one line naming the missing or malformed file.
   """
-  prefix = checkpoint_io.resolve_checkpoint(checkpoint or model_dir,
-                                            "checkpoint")
-  xlnet_config = model_lib.XLNetConfig(json_path=_required(
-      model_dir, finetuning_config.MODEL_CONFIG_FILE, "the model's sizes"))
-  task_path = _required(model_dir, finetuning_config.TASK_FILE,
-                        "the task's settings")
-  task = train_state.read_run_record(task_path)
-  if not isinstance(task, dict) or task.get("kind") != tagging_task.KIND:
-    raise ValueError(f"{task_path}: not a tagger's task record")
-  sp_model = prepro_utils.load_sp_model(_required(
-      model_dir, finetuning_config.SPIECE_FILE, "the SentencePiece model"),
-      "spiece.model")
+  prefix, xlnet_config, task, sp_model = saved_run.read(
+      model_dir, checkpoint, tagging_task.KIND, "run_ner.py")
   return Tagger(xlnet_config, task, sp_model, prefix)
 
 
