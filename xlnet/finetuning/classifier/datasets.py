@@ -114,18 +114,6 @@ class ImdbProcessor(classifier_processors.DataProcessor):
 ################################################################################
 # Your own TSV / CSV files.
 ################################################################################
-def _parse_column(value, flag):
-  """A column flag: an int index or a header name (None stays None)."""
-  if value is None or value == "":
-    return None
-  value = str(value)
-  if value.lstrip("-").isdigit():
-    return int(value)
-  if not value.strip():
-    raise ValueError(f"--{flag}={value!r}: expected a column index or name")
-  return value
-
-
 def _natural_key(label):
   """Sorts numeric labels by value ('2' < '10'), others by text after them."""
   try:
@@ -158,9 +146,9 @@ class UserTableProcessor(classifier_processors.TableProcessor):
     self.layout = (f"{kind} task: {{train,dev,test}}.{kind} with label "
                    f"column {label_column!r}, text_a {text_a_column!r}, "
                    f"text_b {text_b_column!r}")
-    self._spec = {"label": _parse_column(label_column, "label_column"),
-                  "text_a": _parse_column(text_a_column, "text_a_column"),
-                  "text_b": _parse_column(text_b_column, "text_b_column")}
+    self._spec = {"label": classifier_processors.parse_column(label_column, "label_column"),
+                  "text_a": classifier_processors.parse_column(text_a_column, "text_a_column"),
+                  "text_b": classifier_processors.parse_column(text_b_column, "text_b_column")}
     if self._spec["text_a"] is None:
       raise ValueError(f"--text_a_column is required for --task_name={kind}")
     if self._spec["label"] is None:

@@ -318,3 +318,15 @@ class TableProcessor(DataProcessor):
         fields[cols.text_b])
     guid = str(index) if cols.guid is None else fields[cols.guid].strip()
     return InputExample(guid, text_a, text_b, label)
+
+
+def parse_column(value, flag):
+  """A column flag: an int index or a header name (None stays None)."""
+  if value is None or value == "":
+    return None
+  value = str(value)
+  if value.lstrip("-").isdigit():
+    return int(value)
+  if not value.strip():
+    raise ValueError(f"--{flag}={value!r}: expected a column index or name")
+  return value

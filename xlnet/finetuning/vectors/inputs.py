@@ -40,16 +40,6 @@ class Piece:
   position: int
 
 
-def _column(value, flag):
-  """A column flag: an int index or a header name."""
-  value = str(value)
-  if value.lstrip("-").isdigit():
-    return int(value)
-  if not value.strip():
-    raise ValueError(f"--{flag}={value!r}: expected a column index or name")
-  return value
-
-
 def read_texts(config):
   """The texts of `config.input_file`, in order.
 
@@ -78,9 +68,12 @@ def _read_table(config):
   path = config.input_file
   if not io_utils.exists(path):
     raise ValueError(f"--input_file={path} not found")
-  columns = [_column(config.text_a_column, "text_a_column")]
-  if config.text_b_column is not None:
-    columns.append(_column(config.text_b_column, "text_b_column"))
+  if not config.text_a_column:
+    raise ValueError("--text_a_column='': expected a column index or name")
+  columns = [classifier_processors.parse_column(value, name)
+             for value, name in ((config.text_a_column, "text_a_column"),
+                                 (config.text_b_column, "text_b_column"))
+             if value]
   header = (any(isinstance(c, str) for c in columns)
             or bool(config.contains_header))
   rows = classifier_processors.read_rows(path, "\t", quoting=False)
