@@ -264,11 +264,18 @@ def resolve_classifier(flag_values):
   """run_classifier.py's flags, checked, as the keyword arguments of
   `api.run_classifier`."""
   check_classifier_flags(flag_values)
+  return _labelled_task(finetune_config.ClassifierConfig, flag_values,
+                        task_kinds.CLASSIFIER.name)
+
+
+def _labelled_task(config_class, flag_values, task_kind):
+  """The keyword arguments of `api.run_classifier` or `api.run_ner`: the
+  task's settings (`config_class`, its label list from --label_list), the
+  model and the engine (planned for `task_kind`), the steps."""
   xlnet_config, config_path = check_common_flags(flag_values)
   _check_vocabulary(flag_values, xlnet_config, config_path)
   task = from_flags(
-      finetune_config.ClassifierConfig,
-      flag_values,
+      config_class, flag_values,
       eval_batch_size=global_batch_size(flag_values,
                                         flag_values.eval_batch_size),
       predict_batch_size=global_batch_size(flag_values,
@@ -276,12 +283,10 @@ def resolve_classifier(flag_values):
       label_list=None
       if flag_values.label_list is None else tuple(flag_values.label_list))
   return dict(
-      task=task,
-      model=model_config(flag_values, xlnet_config),
+      task=task, model=model_config(flag_values, xlnet_config),
       engine=memory_planned(flag_values, engine_config(flag_values),
-                            xlnet_config, task_kinds.CLASSIFIER.name),
-      do_train=flag_values.do_train,
-      do_eval=flag_values.do_eval,
+                            xlnet_config, task_kind),
+      do_train=flag_values.do_train, do_eval=flag_values.do_eval,
       do_predict=flag_values.do_predict)
 
 
@@ -386,22 +391,8 @@ def resolve_ner(flag_values):
   """run_ner.py's flags, checked, as the keyword arguments of
   `api.run_ner`."""
   check_ner_flags(flag_values)
-  xlnet_config, config_path = check_common_flags(flag_values)
-  _check_vocabulary(flag_values, xlnet_config, config_path)
-  task = from_flags(
-      tagging_config.TaggingConfig, flag_values,
-      eval_batch_size=global_batch_size(flag_values,
-                                        flag_values.eval_batch_size),
-      predict_batch_size=global_batch_size(flag_values,
-                                           flag_values.predict_batch_size),
-      label_list=None
-      if flag_values.label_list is None else tuple(flag_values.label_list))
-  return dict(
-      task=task, model=model_config(flag_values, xlnet_config),
-      engine=memory_planned(flag_values, engine_config(flag_values),
-                            xlnet_config, task_kinds.TAGGING.name),
-      do_train=flag_values.do_train, do_eval=flag_values.do_eval,
-      do_predict=flag_values.do_predict)
+  return _labelled_task(tagging_config.TaggingConfig, flag_values,
+                        task_kinds.TAGGING.name)
 
 
 ################################################################################

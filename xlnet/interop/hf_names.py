@@ -241,6 +241,32 @@ def _missing(name, kind, pattern, sizes, source, config_source):
   return ValueError(f"{source} lacks {name} (needed for {HEADS[kind][0]})")
 
 
+def _mapped(weights, kind, scope, sizes, side, source, config_source):
+  """The weights named in `_pairs` under the other side's names: side 0
+  reads TF names and gives HF ones, side 1 the reverse; kernels
+  transposed; an `_OPTIONAL` one left out when absent.
+
+  Raises:
+    ValueError: as `tf_to_hf` / `hf_to_tf`.
+  """
+  layer = (_TF_LAYER, _HF_LAYER)[side]
+  _check_layers(weights, layer, sizes, source, config_source)
+  optional = {p[side] for p in _OPTIONAL}
+  out = {}
+  for pair in _pairs(kind, scope, sizes["n_layer"]):
+    name, kernel, spec = pair[side], pair[2], pair[3]
+    if name not in weights:
+      if name in optional:
+        continue
+      raise _missing(name, kind, layer, sizes, source, config_source)
+    shape = _shape(spec, sizes)
+    _check_shape(name, weights[name], shape[::-1] if kernel and side else
+                 shape, source, config_source)
+    value = weights[name]
+    out[pair[1 - side]] = np.ascontiguousarray(value.T if kernel else value)
+  return out
+
+
 def tf_to_hf(values, kind, scope, sizes, source="the checkpoint",
              config_source="the config"):
   """The HF tensors of a checkpoint's model (one head).
@@ -262,17 +288,7 @@ def tf_to_hf(values, kind, scope, sizes, source="the checkpoint",
     ValueError: one line naming the first missing variable, a variable
       whose shape is not the config's, or layers beyond its n_layer.
   """
-  _check_layers(values, _TF_LAYER, sizes, source, config_source)
-  optional = {p[0] for p in _OPTIONAL}
-  tensors = {}
-  for tf_name, hf_name, kernel, spec in _pairs(kind, scope, sizes["n_layer"]):
-    if tf_name not in values:
-      if tf_name in optional:
-        continue
-      raise _missing(tf_name, kind, _TF_LAYER, sizes, source, config_source)
-    value = values[tf_name]
-    _check_shape(tf_name, value, _shape(spec, sizes), source, config_source)
-    tensors[hf_name] = np.ascontiguousarray(value.T if kernel else value)
+  tensors = _mapped(values, kind, scope, sizes, 0, source, config_source)
   n_layer, head = sizes["n_layer"], (sizes["n_head"], sizes["d_head"])
   for name in _RELATIVE + ("seg_embed",):
     value = values.get(_TRANSFORMER + name)
@@ -305,19 +321,7 @@ def hf_to_tf(tensors, kind, scope, sizes, untie_r, source="the model",
     ValueError: one line naming the first missing HF tensor, a tensor
       whose shape is not the config's, or layers beyond its n_layer.
   """
-  _check_layers(tensors, _HF_LAYER, sizes, source, config_source)
-  optional = {p[1] for p in _OPTIONAL}
-  values = {}
-  for tf_name, hf_name, kernel, spec in _pairs(kind, scope, sizes["n_layer"]):
-    if hf_name not in tensors:
-      if hf_name in optional:
-        continue
-      raise _missing(hf_name, kind, _HF_LAYER, sizes, source, config_source)
-    value = tensors[hf_name]
-    shape = _shape(spec, sizes)
-    _check_shape(hf_name, value, shape[::-1] if kernel else shape, source,
-                 config_source)
-    values[tf_name] = np.ascontiguousarray(value.T if kernel else value)
+  values = _mapped(tensors, kind, scope, sizes, 1, source, config_source)
   head = (sizes["n_head"], sizes["d_head"])
   for name in _RELATIVE + ("seg_embed",):
     layers = [_hf_relative(name, i) for i in range(sizes["n_layer"])]
