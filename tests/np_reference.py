@@ -163,6 +163,22 @@ def two_stream_attention(weights, h, g, mem, biases, seg_class, mask_h,
   return new_h, post(g, vec_g)
 
 
+def forward_of(params, config, **inputs):
+  """`forward` with the sizes of `config` (a dict of an XLNetConfig's keys,
+  e.g. tests/classifier_fixtures.TINY_CONFIG), the parameters in float64.
+
+  Args:
+    params: dict checkpoint name -> array.
+    config: dict with n_layer, d_model, n_head, d_head, d_inner,
+      ff_activation, untie_r.
+    **inputs: `forward`'s inputs and options (inp_k, seg_id, ...).
+  """
+  sizes = ("n_layer", "d_model", "n_head", "d_head", "d_inner",
+           "ff_activation", "untie_r")
+  return forward({k: np.asarray(v, np.float64) for k, v in params.items()},
+                 **{k: config[k] for k in sizes}, **inputs)
+
+
 def forward(params, n_layer, d_model, n_head, d_head, d_inner, ff_activation,
             untie_r, inp_k, inp_q=None, seg_id=None, input_mask=None, perm_mask=None,
             target_mapping=None, mems=None, attn_type="bi", bi_data=False,

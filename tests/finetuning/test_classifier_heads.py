@@ -56,13 +56,8 @@ def run_head(model, init_checkpoint, feats, n_class, is_training=False,
 
 def reference_summary(params, feats, summary_type, use_proj):
   """Backbone (np_reference) then pooling and the tanh projection."""
-  cfg = fx.TINY_CONFIG
-  out, _ = np_reference.forward(
-      {k: v.astype(np.float64) for k, v in params.items()},
-      n_layer=cfg["n_layer"], d_model=cfg["d_model"], n_head=cfg["n_head"],
-      d_head=cfg["d_head"], d_inner=cfg["d_inner"],
-      ff_activation=cfg["ff_activation"], untie_r=cfg["untie_r"],
-      inp_k=feats["input_ids"].T, seg_id=feats["segment_ids"].T,
+  out, _ = np_reference.forward_of(
+      params, fx.TINY_CONFIG, inp_k=feats["input_ids"].T, seg_id=feats["segment_ids"].T,
       input_mask=feats["input_mask"].T)
   # out: [len, bsz, d_model]; "last" is the <cls> position (left padding).
   pooled = {"last": out[-1], "first": out[0], "mean": out.mean(0)}[

@@ -95,12 +95,8 @@ def np_window(params, feats, b, w, mems=None, mem_len=None):
   """np_reference's backbone on window w of document b (batch of one)."""
   cfg = fx.TINY_CONFIG
   column = lambda name: feats[name][b, w][:, None]  # noqa: E731
-  return np_reference.forward(
-      {k: v.astype(np.float64) for k, v in params.items()},
-      n_layer=cfg["n_layer"], d_model=cfg["d_model"], n_head=cfg["n_head"],
-      d_head=cfg["d_head"], d_inner=cfg["d_inner"],
-      ff_activation=cfg["ff_activation"], untie_r=cfg["untie_r"],
-      inp_k=column("input_ids"), seg_id=column("segment_ids"),
+  return np_reference.forward_of(
+      params, cfg, inp_k=column("input_ids"), seg_id=column("segment_ids"),
       input_mask=column("input_mask"), mems=mems, mem_len=mem_len)
 
 

@@ -34,13 +34,8 @@ def _windows():
 def _backbone(params, batch):
   """The backbone's output [B, L, d_model] by the NumPy reference, dropout
   off."""
-  cfg = fx.TINY_CONFIG
-  hidden, _ = np_reference.forward(
-      {k: v.astype(np.float64) for k, v in params.items()},
-      n_layer=cfg["n_layer"], d_model=cfg["d_model"], n_head=cfg["n_head"],
-      d_head=cfg["d_head"], d_inner=cfg["d_inner"],
-      ff_activation=cfg["ff_activation"], untie_r=cfg["untie_r"],
-      inp_k=batch["input_ids"].T, seg_id=batch["segment_ids"].T,
+  hidden, _ = np_reference.forward_of(
+      params, fx.TINY_CONFIG, inp_k=batch["input_ids"].T, seg_id=batch["segment_ids"].T,
       input_mask=batch["input_mask"].T.astype(np.float64))
   return hidden.transpose(1, 0, 2)
 

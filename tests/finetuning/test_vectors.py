@@ -63,11 +63,8 @@ def states(model, arrays, window, mems=None, mem_len=None):
   its memory for the next (`mem_len` of every layer's input)."""
   column = lambda k: arrays[k][window][:, None]  # noqa: E731
   length = len(arrays["input_ids"][window])
-  out, new = np_reference.forward(
-      model["params"], n_layer=CONFIG["n_layer"], d_model=CONFIG["d_model"],
-      n_head=CONFIG["n_head"], d_head=CONFIG["d_head"],
-      d_inner=CONFIG["d_inner"], ff_activation=CONFIG["ff_activation"],
-      untie_r=CONFIG["untie_r"], inp_k=column("input_ids"),
+  out, new = np_reference.forward_of(
+      model["params"], CONFIG, inp_k=column("input_ids"),
       seg_id=column("segment_ids"), input_mask=column("input_mask"),
       mems=mems, mem_len=(mem_len or 0) + length)
   layers = np.stack([m[-length:, 0] for m in new] + [out[:, 0]])
