@@ -60,6 +60,8 @@ REFUSED = [
     ("max_save", -1, "--max_save=-1 must be >= 0 (0 keeps every "
                      "checkpoint)"),
     ("mem_len", -1, "--mem_len=-1 must be >= 0"),
+    ("freeze_layers", -1, "--freeze_layers=-1 must be >= 0 (0 freezes "
+                          "nothing)"),
     ("eval_steps", -1, "--eval_steps=-1 must be >= 0 (0: no held-out "
                        "evaluation)"),
     ("learning_rate", -1.0, "--learning_rate=-1.0 must be >= 0.0"),
@@ -148,7 +150,12 @@ REFUSED = [
                        "<cls|mean|none>"),
     ("input_format", "csv", "--input_format=csv: value should be one of "
                             "<lines|tsv>"),
+    ("recompute", "yes", "--recompute='yes' must be True or False"),
 ]
+# Flags whose values the programs' parser (absl) refuses before any rule,
+# in its own words: (flag, those words).
+PARSER_WORDS = {"recompute": "--recompute=yes: ('Non-boolean argument to "
+                             "boolean flag', 'yes')"}
 # Flags no config holds, each with where its rule is applied instead.
 NO_CONFIG = {"bsz_per_host": "data_utils.py's record writer",
              "record_kind": "data_utils.py's record writer",
@@ -336,7 +343,8 @@ def test_configs_refuse_what_the_programs_refuse(tmp_path, flag, value,
   if flag not in NO_CONFIG or flag in TASK_PROGRAM:
     assert said, f"no program has --{flag}"
   for program, text in said.items():
-    assert text.removeprefix("flag ") == message, program
+    assert text.removeprefix("flag ") == PARSER_WORDS.get(flag,
+                                                         message), program
   holders = [c for c in VALID
              if flag in {f.name for f in dataclasses.fields(c)}
              and (flag, c.__name__) not in STRICTER]
@@ -640,3 +648,18 @@ def test_long_documents_refuse_the_memory_plan(tmp_path):
           "--device_memory_gb plans one sequence per example, but "
           "--long_documents=memory reads --max_windows=4 windows: give "
           "--train_batch_size and --accum_steps yourself")
+
+
+def test_recompute_refuses_gradients_through_the_memory(tmp_path):
+  """Recomputation passes no gradient into the memories: with
+  --bptt_windows > 1 the gradient would be cut where the run asks for it,
+  so run_classifier.py refuses the pair (and the backbone a graph that
+  would do it)."""
+  assert _message(lambda: _check_classifier(
+      tmp_path, ["--long_documents=memory", "--bptt_windows=2",
+                 "--recompute"])) == (
+          "--recompute passes no gradient into the memory, which "
+          "--bptt_windows=2 asks for: use --bptt_windows=1 or leave out "
+          "--recompute")
+  _check_classifier(tmp_path, ["--long_documents=memory", "--bptt_windows=1",
+                               "--recompute"])

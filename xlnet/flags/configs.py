@@ -35,7 +35,8 @@ def optimizer_config(flag_values, n_layer=None):
       warmup_steps=f.warmup_steps, decay_method=f.decay_method,
       min_lr_ratio=f.min_lr_ratio, adam_epsilon=f.adam_epsilon,
       weight_decay=f.weight_decay, clip=f.clip,
-      lr_layer_decay_rate=f.lr_layer_decay_rate, n_layer=n_layer)
+      lr_layer_decay_rate=f.lr_layer_decay_rate, n_layer=n_layer,
+      freeze_layers=f.freeze_layers)
 
 
 def train_config(flag_values):

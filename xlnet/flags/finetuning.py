@@ -240,6 +240,12 @@ def check_classifier_flags(flag_values):
         f"--long_documents={flag_values.long_documents} reads "
         f"--max_windows={flag_values.max_windows} windows: give "
         "--train_batch_size and --accum_steps yourself")
+  if (flag_values.recompute and flag_values.long_documents == "memory" and
+      flag_values.bptt_windows > 1):
+    raise ValueError(
+        f"--recompute passes no gradient into the memory, which "
+        f"--bptt_windows={flag_values.bptt_windows} asks for: use "
+        "--bptt_windows=1 or leave out --recompute")
   if flag_values.max_seq_length > classifier_features.PRETRAIN_SEQ_LENGTH:
     logging.warning(
         "--max_seq_length=%d exceeds the released models' pretraining "

@@ -105,6 +105,10 @@ def define_mem_len_flag(flag_values, default, help_text):
   flags.DEFINE_integer("mem_len", default, help_text, flag_values=flag_values)
 
 
+def define_recompute_flag(flag_values, help_text):
+  flags.DEFINE_bool("recompute", False, help_text, flag_values=flag_values)
+
+
 def define_spiece_model_file_flag(flag_values):
   flags.DEFINE_string("spiece_model_file", None,
                       "SentencePiece model of the pretrained checkpoint.",
@@ -161,6 +165,11 @@ def define_model_flags(flag_values, *, model_config_path_help,
                      "Stddev of the normal initializer.", **fv)
   flags.DEFINE_float("init_range", default["init_range"],
                      "Range of the uniform initializer.", **fv)
+  define_recompute_flag(
+      flag_values, "Activation recomputation: each layer keeps only its "
+      "input for the backward pass, which computes the layer again (the "
+      "same gradients and dropout masks; the activations of one layer at "
+      "a time instead of all, for about one more forward pass of time).")
 
 
 @group("Precision")
@@ -268,6 +277,12 @@ def define_optimizer_flags(flag_values, *, program, lr_layer_decay_rate_help):
                      "Decoupled weight decay.", **fv)
   flags.DEFINE_float("lr_layer_decay_rate", default["lr_layer_decay_rate"],
                      lr_layer_decay_rate_help, **fv)
+  flags.DEFINE_integer("freeze_layers", 0,
+                       "Train nothing of the backbone below layer N: the "
+                       "embeddings, the relative-attention biases and "
+                       "segment embeddings, and layers 0..N-1 get no "
+                       "update, no gradient and no optimizer slots (0: "
+                       "train everything); a resumed run keeps it.", **fv)
 
 
 @group("Training loop")

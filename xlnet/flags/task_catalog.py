@@ -385,6 +385,10 @@ def define_reproduce_flags(flag_values, *, tables):
                     "activations with dynamic loss scaling (GPUs).", **fv)
   flags.DEFINE_bool("use_bfloat16", False, "Passed to every program: "
                     "bfloat16 activations (implied by --use_tpu).", **fv)
+  groups.define_recompute_flag(
+      flag_values, "Passed to every program: activation recomputation (the "
+      "same results in less memory, for about one more forward pass of "
+      "time).")
   define_task_flags(
       flag_values, eval_batch_size=(8, "Evaluation/prediction batch per GPU "
                                     "(global with --use_tpu)."))

@@ -408,7 +408,8 @@ def task_command(task, data_dir, cfg, seed, plan):
       lr_layer_decay_rate=s["layer_decay"], adam_epsilon=s["adam_epsilon"],
       weight_decay=0.0, num_hosts=hosts(cfg),
       num_core_per_host=cfg.num_core_per_host, seed=seed,
-      use_fp16=cfg.use_fp16, use_bfloat16=plan.precision == "bf16")
+      use_fp16=cfg.use_fp16, use_bfloat16=plan.precision == "bf16",
+      recompute=True if cfg.recompute else None)
   if cfg.use_tpu:
     values.update(use_tpu=True, tpu=cfg.tpu)
   if cfg.worker_hosts:
