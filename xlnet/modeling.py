@@ -1083,9 +1083,6 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
   """
   del kwargs
   _get_activation(ff_activation)
-  if recompute and is_training and not stop_mem_gradient:
-    raise ValueError("recompute passes no gradient into the memories: it "
-                     "needs stop_mem_gradient=True")
   if attn_type not in ("bi", "uni"):
     raise ValueError(f"attn_type must be 'bi' or 'uni', got {attn_type!r}")
   tf_float = _compute_dtype(use_bfloat16, use_fp16)
@@ -1134,7 +1131,7 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
                     initializer=initializer, ff_activation=ff_activation)
     shared = dict(qlen=qlen, r=pos_emb, seg_mat=seg_mat, mask_h=non_tgt_mask,
                   mask_g=attn_mask, target_mapping=target_mapping)
-    layer = _recomputed if recompute and is_training else _layer
+    layer = _layer_fn(recompute and is_training, stop_mem_gradient)
     new_mems = []
     for i in range(n_layer):
       layer_mem = _layer_memory(mems, i, stop_mem_gradient)
@@ -1270,6 +1267,17 @@ def _layer(states, biases, tensors, settings):
   return positionwise_ffn(
       states, s["d_model"], s["d_inner"], s["dropout"], s["initializer"],
       activation_type=s["ff_activation"], is_training=s["is_training"])
+
+
+def _layer_fn(recompute, stop_mem_gradient):
+  """`_layer`, or `_recomputed` with `recompute` (which passes no gradient
+  into the memories, so it needs `stop_mem_gradient`)."""
+  if not recompute:
+    return _layer
+  if not stop_mem_gradient:
+    raise ValueError("recompute passes no gradient into the memories: it "
+                     "needs stop_mem_gradient=True")
+  return _recomputed
 
 
 def _recomputed(states, biases, tensors, settings, layer=_layer):

@@ -127,6 +127,11 @@ GUARDED = {
      "UserTableProcessor._columns_for"): (
         None, "the column spec's keys are text_a, text_b and label: "
         "--text_a_column, --text_b_column, --label_column"),
+    ("xlnet.finetuning.classifier.processors", "parse_column"): (
+        None, "names the column flag its callers pass: run_classifier.py's "
+        "--label_column, --text_a_column, --text_b_column (datasets.py) and "
+        "extract_features.py's --text_a_column, --text_b_column "
+        "(vectors/inputs.py)"),
     ("bench/model_step.py", None): (
         ("bench/model_step.py",), "--tf_xla_cpu_global_jit is "
         "TensorFlow's, set in TF_XLA_FLAGS"),

@@ -245,20 +245,21 @@ def run(main, define_flags=None):
       end(e)
 
 
-def finetuning_program(task, sentinel, define_task_flags):
-  """The functions of the fine-tuning program `run_{task}.py`: the common
-  fine-tuning flags and `define_task_flags(flag_values)`'s, resolved once
-  by `xlnet/flags/finetuning.py`'s `resolve_{task}` into the settings of
-  `xlnet.finetuning.api.run_{task}`.
+def finetuning_program(task, sentinel, define_task_flags, main):
+  """The functions of the fine-tuning program `run_{task}.py` around its
+  `main`: the common fine-tuning flags and `define_task_flags`'s.
 
   Args:
     task: "classifier", "squad", "race" or "ner".
     sentinel: a flag `define_task_flags` defines (its presence: defined).
     define_task_flags: callable taking an `absl.flags.FlagValues`.
+    main: absl's main of the program (it resolves the flags once and calls
+      `api.run_{task}`; written in the program, so the reach of its
+      messages is seen where it runs).
 
   Returns:
     (define_flags(flag_values=FLAGS), parse_flags(argv) -> a fresh parsed
-    FlagValues, absl's main(argv), entry_point()).
+    FlagValues, entry_point()).
   """
   program = f"run_{task}"
 
@@ -270,19 +271,10 @@ def finetuning_program(task, sentinel, define_task_flags):
   def parse_flags(argv):
     return flag_catalog.parse_fresh(define_flags, argv)
 
-  def main(unused_argv):
-    # pylint: disable=g-import-not-at-top
-    # (the library, imported here: --help needs no TensorFlow)
-    from xlnet.finetuning import api
-    from xlnet.flags import finetuning as finetune_flags
-    resolve = getattr(finetune_flags, f"resolve_{task}")
-    getattr(api, program)(**resolve(flags.FLAGS))
-
   def entry_point():
     run(main, define_flags)
 
   define_flags.__doc__ = f"Defines every flag of {program}.py."
   parse_flags.__doc__ = f"A fresh, parsed FlagValues of {program}.py."
-  main.__doc__ = f"absl main: the flags resolved once, then api.{program}."
   entry_point.__doc__ = f"The `{program}.py` command."
-  return define_flags, parse_flags, main, entry_point
+  return define_flags, parse_flags, entry_point

@@ -26,13 +26,23 @@ call directly (docs/python_api.md, "Fine-tuning").
 """
 import functools
 
+from absl import flags
+
 from xlnet.programs import cli
 from xlnet.finetuning import config as finetune_config
 from xlnet.flags import task_catalog
 
 
-define_flags, parse_flags, main, entry_point = cli.finetuning_program(
+def main(unused_argv):
+  """absl main: the flags resolved once, then `api.run_classifier`."""
+  # (imported here: --help needs no TensorFlow)
+  from xlnet.finetuning import api  # pylint: disable=g-import-not-at-top
+  from xlnet.flags import finetuning  # pylint: disable=g-import-not-at-top
+  api.run_classifier(**finetuning.resolve_classifier(flags.FLAGS))
+
+
+define_flags, parse_flags, entry_point = cli.finetuning_program(
     "classifier", "task_name", functools.partial(
         task_catalog.define_classifier_flags,
         min_seq_length=finetune_config.MIN_SEQ_LENGTH,
-        pretrain_seq_length=finetune_config.PRETRAIN_SEQ_LENGTH))
+        pretrain_seq_length=finetune_config.PRETRAIN_SEQ_LENGTH), main)

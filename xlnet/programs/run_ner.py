@@ -20,9 +20,19 @@ The flags are resolved once (`xlnet/flags/finetuning.py`) into typed
 settings for `xlnet.finetuning.api.run_ner`, which Python code can call
 directly (docs/python_api.md).
 """
+from absl import flags
+
 from xlnet.programs import cli
 from xlnet.flags import task_catalog
 
 
-define_flags, parse_flags, main, entry_point = cli.finetuning_program(
-    "ner", "window_stride", task_catalog.define_ner_flags)
+def main(unused_argv):
+  """absl main: the flags resolved once, then `api.run_ner`."""
+  # (imported here: --help needs no TensorFlow)
+  from xlnet.finetuning import api  # pylint: disable=g-import-not-at-top
+  from xlnet.flags import finetuning  # pylint: disable=g-import-not-at-top
+  api.run_ner(**finetuning.resolve_ner(flags.FLAGS))
+
+
+define_flags, parse_flags, entry_point = cli.finetuning_program(
+    "ner", "window_stride", task_catalog.define_ner_flags, main)

@@ -11,9 +11,19 @@ Steps, each enabled by its flag:
 The flags are resolved once (`xlnet/flags/finetuning.py`) into typed
 settings for `xlnet.finetuning.api.run_race`.
 """
+from absl import flags
+
 from xlnet.programs import cli
 from xlnet.flags import task_catalog
 
 
-define_flags, parse_flags, main, entry_point = cli.finetuning_program(
-    "race", "max_qa_length", task_catalog.define_race_flags)
+def main(unused_argv):
+  """absl main: the flags resolved once, then `api.run_race`."""
+  # (imported here: --help needs no TensorFlow)
+  from xlnet.finetuning import api  # pylint: disable=g-import-not-at-top
+  from xlnet.flags import finetuning  # pylint: disable=g-import-not-at-top
+  api.run_race(**finetuning.resolve_race(flags.FLAGS))
+
+
+define_flags, parse_flags, entry_point = cli.finetuning_program(
+    "race", "max_qa_length", task_catalog.define_race_flags, main)

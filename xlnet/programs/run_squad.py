@@ -20,12 +20,22 @@ settings for `xlnet.finetuning.api.run_squad`.
 """
 import functools
 
+from absl import flags
+
 from xlnet.programs import cli
 from xlnet.finetuning import config as finetune_config
 from xlnet.flags import task_catalog
 
 
-define_flags, parse_flags, main, entry_point = cli.finetuning_program(
+def main(unused_argv):
+  """absl main: the flags resolved once, then `api.run_squad`."""
+  # (imported here: --help needs no TensorFlow)
+  from xlnet.finetuning import api  # pylint: disable=g-import-not-at-top
+  from xlnet.flags import finetuning  # pylint: disable=g-import-not-at-top
+  api.run_squad(**finetuning.resolve_squad(flags.FLAGS))
+
+
+define_flags, parse_flags, entry_point = cli.finetuning_program(
     "squad", "train_file", functools.partial(
         task_catalog.define_squad_flags,
-        target_eval_keys=finetune_config.SQUAD_TARGET_EVAL_KEYS))
+        target_eval_keys=finetune_config.SQUAD_TARGET_EVAL_KEYS), main)
