@@ -3,7 +3,9 @@
 --dispatcher=HOST:PORT` a worker): logs its address, serves until SIGTERM
 or SIGINT, then stops and exits 0, or 1 when TensorFlow's stop hangs
 (docs/distributed.md, "Input on tf.data service")."""
+import os
 import signal
+import sys
 import threading
 
 from absl import flags
@@ -21,10 +23,12 @@ STOP_WAIT = 10.0
 
 def serve_until_signal(server, say, what, stop_wait=STOP_WAIT):
   """Says `what` once SIGTERM and SIGINT are caught (a signal right after
-  the line is handled), blocks until one comes, then stops `server`. The
-  stop holds the interpreter in C++ (TensorFlow's binding keeps the GIL),
-  so it is bounded by a timer outside it: after `stop_wait` seconds the
-  process ends with exit code 1, as the line before the stop says."""
+  the line is handled), blocks until one comes, then stops `server` and
+  ends the process. The stop holds the interpreter in C++ (TensorFlow's
+  binding keeps the GIL), so it is bounded by a timer outside it: after
+  `stop_wait` seconds the process ends with exit code 1, as the line
+  before the stop says. After the stop the process ends at once, exit code
+  0 (`_end_now`)."""
   signalled, received = threading.Event(), []
 
   def on_signal(signum, unused_frame):
@@ -45,6 +49,18 @@ def serve_until_signal(server, say, what, stop_wait=STOP_WAIT):
   with waits.exit_after(stop_wait):
     server._stop()  # pylint: disable=protected-access
   say(f"{received[0]}: stopped")
+  _end_now()
+
+
+def _end_now():
+  """Ends the process with exit code 0, its output flushed, without
+  releasing the stopped server: TensorFlow's release joins the server's
+  threads, and a worker's heartbeat thread waits for a task that asks a
+  killed dispatcher for its next split, retrying for ever (seen: a worker
+  alive 60 s after "stopped"). The server keeps nothing to save."""
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(0)  # pylint: disable=protected-access
 
 
 def main(unused_argv):
