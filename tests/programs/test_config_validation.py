@@ -28,11 +28,19 @@ from xlnet.flags import catalog as flag_catalog
 from xlnet.flags import chain_catalog
 from xlnet.flags import finetuning as finetune_flags
 from xlnet.flags import pretraining as pretrain_flags
+from xlnet.flags import tool_catalog
 from xlnet.pretraining import config as pretrain_config
+from xlnet.programs import data_service
 from xlnet.programs import reproduce
 from xlnet.programs import run_classifier
 from xlnet.reproduce import config as reproduce_config
 from xlnet.training import config as train_config
+
+
+
+def _timeout(given, most="1e+09 seconds"):
+  return f"{given} must be > 0 and at most {most} (about 31 years)"
+
 
 # (flag, a value the programs refuse, their message).
 REFUSED = [
@@ -66,8 +74,21 @@ REFUSED = [
     ("clip", 0.0, "--clip=0.0 must be > 0"),
     ("adam_epsilon", -1e-06, "--adam_epsilon=-1e-06 must be > 0"),
     ("lr_layer_decay_rate", 0.0, "--lr_layer_decay_rate=0.0 must be > 0"),
-    ("cluster_timeout", 0.0, "--cluster_timeout=0.0 must be > 0"),
-    ("data_service_timeout", 0.0, "--data_service_timeout=0.0 must be > 0"),
+    # The timeouts: one rule (`validation.check_timeout`); inf and 1e12
+    # overflowed the timers, 0, -1 and nan end a wait at once or never.
+    ("cluster_timeout", 0.0, _timeout("--cluster_timeout=0.0")),
+    ("cluster_timeout", float("inf"), _timeout("--cluster_timeout=inf")),
+    ("data_service_timeout", 1e12,
+     _timeout("--data_service_timeout=1000000000000.0")),
+    ("data_service_timeout", float("nan"), _timeout("--data_service_timeout=nan")),
+    ("dispatcher_timeout", float("inf"), _timeout("--dispatcher_timeout=inf")),
+    ("dispatcher_timeout", -1.0, _timeout("--dispatcher_timeout=-1.0")),
+    ("records_timeout", 0, _timeout("--records_timeout=0")),
+    ("records_timeout", 10 ** 12, _timeout("--records_timeout=10" + "0" * 11)),
+    ("worker_timeout_ms", 0, _timeout("--worker_timeout_ms=0",
+                                      "1e+12 milliseconds")),
+    ("worker_timeout_ms", 10 ** 13, _timeout(
+        "--worker_timeout_ms=1" + "0" * 13, "1e+12 milliseconds")),
     ("max_seq_length", 0, "--max_seq_length=0 must be >= 1"),
     ("max_query_length", 0, "--max_query_length=0 must be >= 1"),
     ("max_qa_length", 0, "--max_qa_length=0 must be >= 1"),
@@ -88,7 +109,8 @@ REFUSED = [
     ("num_passes", 0, "--num_passes=0 must be >= 1"),
     ("num_seeds", 0, "--num_seeds=0 must be >= 1"),
     ("device_memory_gb", 0.0, "--device_memory_gb=0.0 must be > 0"),
-    ("timeout", 0.0, "--timeout=0.0 must be > 0"),
+    ("timeout", 0.0, _timeout("--timeout=0.0")),
+    ("timeout", float("nan"), _timeout("--timeout=nan")),
     ("retries", -1, "--retries=-1 must be >= 0"),
     ("heldout_every", 0, "--heldout_every=0 must be >= 1"),
     ("task_text_share", 1.0, "--task_text_share=1.0 must be in [0.0, 1)"),
@@ -125,6 +147,8 @@ REFUSED = [
 NO_CONFIG = {"bsz_per_host": "data_utils.py's record writer",
              "record_kind": "data_utils.py's record writer",
              "timeout": "download.py's installer.Config, in its options",
+             "dispatcher_timeout": "data_service.py's flags",
+             "worker_timeout_ms": "data_service.py's flags",
              "retries": "download.py's installer.Config, in its options",
              "d_head": "the pretraining programs' model flags (the "
                        "XLNetConfig they build checks its sizes itself)"}
@@ -138,7 +162,9 @@ TASK_PROGRAM = {"max_seq_length": "run_squad",
                 "num_proc": "run_squad", "max_qa_length": "run_race",
                 "model_size": "reproduce", "num_seeds": "reproduce",
                 "timeout": "download",
-                "retries": "download"}
+                "retries": "download",
+                "dispatcher_timeout": "data_service",
+                "worker_timeout_ms": "data_service"}
 # The programs that show which values are refused, for the other flags
 # (each that has the flag).
 PROGRAMS = ("pretraining", "run_classifier", "run_squad", "run_race",
@@ -219,12 +245,21 @@ def _check_download(tmp_path, extra):
   assert result.returncode == 0, result.stderr[-2000:]
 
 
+def _check_data_service(unused_tmp_path, extra):
+  """data_service.py's flag checks (before any server starts)."""
+  FL = absl_flags.FlagValues()
+  tool_catalog.define_data_service_server_flags(FL)
+  FL(["data_service.py", "--port=5050"] + extra)
+  data_service.check_flags(FL)
+
+
 def _cli_message(program, tmp_path, flag, value):
   """What `program`'s flag checks say of --flag=value, or None when the
   program has no such flag."""
   check = {**program_checks.PROGRAMS, "run_classifier": _check_classifier,
            "reproduce": _check_reproduce, "chain": _check_chain,
-           "download": _check_download}[program]
+           "download": _check_download,
+           "data_service": _check_data_service}[program]
   try:
     return _message(lambda: check(tmp_path, [f"--{flag}={value}"]))
   except absl_flags.UnrecognizedFlagError:
@@ -287,7 +322,7 @@ def test_the_download_config_refuses_what_download_refuses():
   (`http_fetch.Options`) of its `installer.Config`, which refuses them
   when built, in the program's words."""
   cases = [(f, v, m) for f, v, m in REFUSED if f in ("timeout", "retries")]
-  assert len(cases) == 2
+  assert len(cases) == 3
   for flag, value, message in cases:
     options = http_fetch.Options(**{flag: value})
     assert _message(lambda o=options: installer.Config(

@@ -10,6 +10,7 @@ import threading
 
 from absl import flags
 
+from xlnet import validation
 from xlnet.programs import cli
 from xlnet.flags import tool_catalog
 from xlnet.training import waits
@@ -63,14 +64,24 @@ def _end_now():
   os._exit(0)  # pylint: disable=protected-access
 
 
+def check_flags(flag_values):
+  """Raises a one-line ValueError naming the first flag of data_service.py
+  that is out of its range (the timeouts by their rule,
+  `validation.check_timeout`)."""
+  port = flag_values.port
+  if port is None or not 0 < port < 65536:
+    raise ValueError(f"--port={port}: give the port this server listens "
+                     "on (1-65535)")
+  for name in ("dispatcher_timeout", "worker_timeout_ms"):
+    validation.check_value(name, flag_values[name].value)
+
+
 def main(unused_argv):
   # pylint: disable=g-import-not-at-top
   # (the library, imported here: --help needs no TensorFlow)
   from xlnet.training import data_servers
   f = flags.FLAGS
-  if f.port is None or not 0 < f.port < 65536:
-    raise ValueError(f"--port={f.port}: give the port this server listens "
-                     "on (1-65535)")
+  check_flags(f)
   say = lambda line: print(f"{cli.program_name()}: {line}", flush=True)
   if f.dispatcher:
     dispatcher = data_servers.dispatcher_address(f.dispatcher)
