@@ -170,10 +170,10 @@ def _warn_unchecked(path, saved, record):
                if name not in (saved or {})]
   if not unchecked:
     return
-  what = ("is missing (removed, or the run is of an older version): the "
-          "objective this run was trained with cannot be checked"
-          if saved is None else f"records no {', '.join(unchecked)}: these settings of the "
-          "objective cannot be checked")
+  what = (f"records no {', '.join(unchecked)}: these settings of the "
+          "objective cannot be checked" if saved is not None else
+          "is missing (removed, or the run is of an older version): the "
+          "objective this run was trained with cannot be checked")
   given = " ".join(f"{name}={record[name]}" for name in unchecked
                    if record[name] is not None)
   logging.warning("%s %s; resuming with this command's %s, recorded there "

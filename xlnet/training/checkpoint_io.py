@@ -173,9 +173,9 @@ def _check_room(prefix, name, shape, dtype):
   segmentation fault in a small pool, TF_CPU_BFC_MEM_LIMIT_IN_MB=1, left
   the run lock behind); an op's allocation raises instead."""
   with tf.init_scope():
-    if (dtype == tf.string or not tf.executing_eagerly() or
-        tf_context.context()._context_handle is None):  # pylint: disable=protected-access
-      return  # (no devices yet: the reader allocates elsewhere)
+    devices = tf_context.context()._context_handle  # pylint: disable=protected-access
+    if dtype == tf.string or not tf.executing_eagerly() or devices is None:
+      return  # (before TensorFlow's devices exist it allocates elsewhere)
     try:
       with tf.device("/cpu:0"):
         tf.raw_ops.Empty(shape=shape, dtype=dtype, init=False)
