@@ -44,7 +44,6 @@ POSITIVE = Kind("a finite number > 0", lambda v: _is_number(v) and v > 0)
 BOOLEAN = Kind("true or false", lambda v: type(v) is bool)
 STRING = Kind("a string", lambda v: type(v) is str)
 LIST = Kind("a list", lambda v: type(v) is list)
-OBJECT = Kind("a JSON object", lambda v: type(v) is dict)
 ANY = Kind("any value", lambda v: True)
 
 
@@ -107,14 +106,19 @@ def _join(key, name):
 
 def kind_of(value):
   """The kind of a value like `value` (one a run has now): a number for a
-  float, an integer for an int, ...; anything for None (an unset setting,
-  which any recorded value differs from)."""
+  float, an integer for an int, a list of items like its first, an object
+  of the same keys' kinds, ...; anything for None (an unset setting, which
+  any recorded value differs from)."""
+  if type(value) is list and value:
+    return ListOf(kind_of(value[0]))
+  if type(value) is dict:
+    return Fields({key: kind_of(item) for key, item in value.items()})
   if value is None:
     return ANY
   if type(value) is float:
     return NUMBER
-  return {bool: BOOLEAN, int: INTEGER, str: STRING, list: LIST,
-          dict: OBJECT}.get(type(value), ANY)
+  return {bool: BOOLEAN, int: INTEGER, str: STRING,
+          list: LIST}.get(type(value), ANY)
 
 
 def _shown(value):

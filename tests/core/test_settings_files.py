@@ -57,6 +57,8 @@ CASES = [
     ("objective", b"", "the file is empty"),
     ("chain", 7, "it holds 7, expected a JSON object"),
     ("chain", dict(CHAIN, seeds=3), "seeds is 3, expected a list"),
+    ("chain", dict(CHAIN, seeds=[1, "2"]), 'seeds[1] is "2", expected an '
+     "integer"),
     ("chain", dict(CHAIN, mem_len="64"), 'mem_len is "64", expected an '
      "integer"),
     ("chain", dict(CHAIN, pretrain_learning_rate=float("nan")),
