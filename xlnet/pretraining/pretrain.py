@@ -275,7 +275,8 @@ def train(configs, strategy, held_out=None):
           model_dir=os.path.normpath(model_dir),
           train_steps=configs.optimizer.train_steps, **layout.record()),
       prepare=prepare, on_step=on_step,
-      on_corrupt_data=lambda e: record_format.data_loss_message(host_files),
+      on_corrupt_data=lambda e: record_format.data_loss_message(
+          host_files, record_info["vocab_size"], e),
       input_lost=(data_service.LOST_ERRORS, functools.partial(
           data_service.lost_message, configs.device.data_service))
       if configs.device.data_service else None,
@@ -295,8 +296,8 @@ def held_out_hook(eval_steps, train_steps, trainer, held_out, logger,
   def on_step(step, out):
     logger(step, out)
     if trainer.chief and (step % eval_steps == 0 or step == train_steps):
-      held_out_lib.log_results(evaluator.run(held_out.dataset(),
-                                             held_out.num_batches),
-                               step, writer)
+      with held_out.bad_data_named():
+        results = evaluator.run(held_out.dataset(), held_out.num_batches)
+      held_out_lib.log_results(results, step, writer)
 
   return on_step
