@@ -1,6 +1,7 @@
 """Synthetic pretraining batches, tiny flags and engine helpers for the
 trainer tests."""
 import dataclasses
+import glob
 import json
 import os
 import re
@@ -61,6 +62,30 @@ def shared_program_records(num_core_per_host=2, num_lines=600, **flags):
   return data_helpers.shared_records(
       num_lines=num_lines, seq_len=32, reuse_len=16, bsz_per_host=4,
       num_core_per_host=num_core_per_host, num_predict=6, **flags)
+
+
+def change_an_id(record_dir, key, new_id):
+  """Rewrites the first record of `record_dir`'s one file with id `new_id`
+  at position 3 of feature `key` ("input" of example records, "tokens" of
+  token records): ids changed after the record info was written (its file
+  sizes are updated, its largest id is not). Returns the file."""
+  (path,) = glob.glob(os.path.join(record_dir, "*.tfrecords"))
+  with context.eager_mode():
+    records = list(tf.data.TFRecordDataset(path).as_numpy_iterator())
+  example = tf.train.Example.FromString(records[0])
+  example.features.feature[key].int64_list.value[3] = new_id
+  records[0] = example.SerializeToString()
+  with tf.io.TFRecordWriter(path) as writer:
+    for record in records:
+      writer.write(record)
+  for info_path in glob.glob(os.path.join(record_dir, "record_info-*.json")):
+    with open(info_path) as f:
+      info = json.load(f)
+    info["file_bytes"] = {name: os.path.getsize(os.path.join(
+        record_dir, name)) for name in info["file_bytes"]}
+    with open(info_path, "w") as f:
+      json.dump(info, f)
+  return path
 
 
 def program_command(program, record_dir, model_dir, *extra):

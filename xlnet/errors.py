@@ -30,6 +30,22 @@ def error_text(err):
   return " ".join(text.split()) or type(err).__name__
 
 
+# What the input pipeline's check of its records' token ids says when one
+# is beyond the vocabulary (`xlnet/data/record_format.py`, `checked_ids`):
+# the TensorFlow error that holds it means bad data, as a DataLossError
+# (a corrupted record) does.
+BAD_TOKEN_ID = "a record holds a token id beyond the vocabulary"
+
+
+def is_bad_data(err):
+  """Whether the TensorFlow error `err` says an input record is bad: it is
+  corrupted (a DataLossError), or holds a token id the vocabulary has not
+  (an InvalidArgumentError of `BAD_TOKEN_ID`)."""
+  return isinstance(err, tf_errors("DataLossError")) or (
+      isinstance(err, tf_errors("InvalidArgumentError")) and
+      BAD_TOKEN_ID in err.message)
+
+
 def program_name():
   """The running script's file name (e.g. `train_gpu.py`), for messages."""
   return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "xlnet"

@@ -36,10 +36,14 @@ in the words a user of the programs types (docs/python_api.md).
   dropout, dropatt,                 in [0, 1)
   task_text_share
   min_lr_ratio                      in [0, 1]
-  clip, adam_epsilon, timeout,      > 0
+  clip, adam_epsilon,               > 0
   lr_layer_decay_rate,
-  cluster_timeout, data_service_timeout,
   device_memory_gb
+  the timeouts: cluster_timeout,    > 0 and at most MAX_TIMEOUT_SECONDS
+  data_service_timeout,             (worker_timeout_ms: that many
+  dispatcher_timeout,               milliseconds); inf and nan are refused
+  records_timeout, timeout,
+  worker_timeout_ms
   pretrain_batch_size               a multiple of 2 (the chain's bi_data)
   multi_label_threshold             in (0, 1), or the word "dev" (chosen on
                                     the dev split)
@@ -145,8 +149,19 @@ BELOW = {"dropout": 1, "dropatt": 1, "task_text_share": 1,
 AT_MOST = {"min_lr_ratio": 1.0}
 # name -> the value it must exceed.
 ABOVE = {"clip": 0, "adam_epsilon": 0, "lr_layer_decay_rate": 0,
-         "cluster_timeout": 0, "data_service_timeout": 0, "timeout": 0,
          "device_memory_gb": 0, "multi_label_threshold": 0}
+# The longest wait a timeout may ask for, in seconds (about 31 years): every
+# timer the waits use takes it (the watchdog outside the interpreter,
+# faulthandler's, refuses 1e10 s; Python's thread waits 9.2e9 s), and
+# TensorFlow's millisecond settings hold it.
+MAX_TIMEOUT_SECONDS = 10 ** 9
+# name -> the unit of a timeout: (its word, units per second).
+TIMEOUTS = {"cluster_timeout": ("seconds", 1),
+            "data_service_timeout": ("seconds", 1),
+            "dispatcher_timeout": ("seconds", 1),
+            "records_timeout": ("seconds", 1),
+            "timeout": ("seconds", 1),
+            "worker_timeout_ms": ("milliseconds", 1000)}
 # name -> (what it must be a multiple of, why).
 MULTIPLE_OF = {
     # The chain pretrains with bi_data.
@@ -191,8 +206,8 @@ NUMBER_OR_WORD = {
 BOOLEANS = ("recompute",)
 # Every name with a rule.
 NAMES = tuple(dict.fromkeys([*AT_LEAST, *BELOW, *AT_MOST, *ABOVE,
-                             *MULTIPLE_OF, *CHOICES, *NUMBER_OR_WORD,
-                             *BOOLEANS]))
+                             *TIMEOUTS, *MULTIPLE_OF, *CHOICES,
+                             *NUMBER_OR_WORD, *BOOLEANS]))
 
 
 def first_choice(name):
@@ -204,6 +219,9 @@ def check_value(name, value):
   """Raises a one-line ValueError (`--name=value must be >= low ...`) if
   `value` breaks a rule of `name` (one of NAMES); None always passes."""
   if value is None:
+    return
+  if name in TIMEOUTS:
+    check_timeout(name, value)
     return
   if name in BOOLEANS:
     if not isinstance(value, bool):
@@ -245,6 +263,18 @@ def number_or_word_expected(name):
   """What a setting of NUMBER_OR_WORD takes, in words."""
   word, meaning = NUMBER_OR_WORD[name]
   return f"expected a number or {word} ({meaning})"
+
+
+def check_timeout(name, value):
+  """Raises a one-line ValueError naming `--name` unless the timeout
+  `value` is > 0 and at most `MAX_TIMEOUT_SECONDS` (in its unit,
+  `TIMEOUTS`): 0, negative values and nan would end the wait at once or
+  never, inf and 1e12 overflowed the timers (OverflowError)."""
+  unit, per_second = TIMEOUTS[name]
+  most = MAX_TIMEOUT_SECONDS * per_second
+  if not 0 < value <= most:  # (nan fails both)
+    raise ValueError(f"--{name}={value} must be > 0 and at most {most:g} "
+                     f"{unit} (about 31 years)")
 
 
 def _bounds(name):

@@ -299,6 +299,13 @@ def test_a_rerun_skips_finished_stages_and_refuses_other_settings(tmp_path,
   with pytest.raises(ValueError, match=r"holds a chain run with "
                      r"finetune_steps=500, this command has 400"):
     api.run_chain(_cfg(tmp_path, seeds=(1, 2), finetune_steps=400), _Steps())
+  # The flags that give the recorded settings, each that differs (a
+  # command that had them was told "rerun with its settings").
+  with pytest.raises(ValueError) as caught:
+    api.run_chain(_cfg(tmp_path, seeds=(3,), finetune_steps=400), _Steps())
+  assert str(caught.value).endswith(
+      "this command has 400: rerun with --finetune_steps=500 --seeds=1,2 "
+      "to resume it, or give a new --work_dir")
   # --min_lm_gain only stops the chain: another value resumes. A setting
   # that an older version's chain.json lacks is read as its default (the
   # chain pretrained with seed 1 before --pretrain_seed existed).

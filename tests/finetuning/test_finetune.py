@@ -308,6 +308,46 @@ def test_a_step_out_of_memory_stops_with_a_safer_command_that_resumes(
       -1] == 3
 
 
+def test_evaluation_out_of_memory_names_eval_batch_size(tmp_path, pretrained,
+                                                       monkeypatch):
+  """An evaluation that runs out of device memory (injected: a batch of
+  more than 4 examples raises what TensorFlow's allocator raises) names
+  --eval_batch_size, not training's plan (it advised accumulation and
+  resuming training); the advice followed evaluates the trained
+  checkpoint without training again."""
+  rng = random.Random(0)
+  data = _task_dir(tmp_path, {"train": 16, "dev": 12}, lambda i: (
+      i % 2, " ".join(rng.choice(WORDS) for _ in range(8))))
+  args = [a for a in _classifier_args(pretrained, tmp_path, data)
+          if a.split("=")[0] not in ("--train_steps", "--train_batch_size",
+                                     "--iterations", "--eval_batch_size")]
+  args += ["--train_batch_size=4", "--train_steps=2", "--iterations=1"]
+  predict = predictor_lib.Predictor.predict
+
+  def small_batches_only(self, dataset, per_replica):
+    if per_replica > 4:
+      raise tf.errors.ResourceExhaustedError(
+          None, None, f"OOM when allocating tensor with shape[{per_replica},"
+          "24,64]")
+    return predict(self, dataset, per_replica)
+
+  monkeypatch.setattr(predictor_lib.Predictor, "predict", small_batches_only)
+  result = _run(args + ["--eval_batch_size=8"])
+  assert result.returncode == 1
+  assert result.stderr.strip().split("\n")[-1] == (
+      "run_classifier.py: error: out of device memory while evaluating with "
+      "--eval_batch_size=8 (OOM when allocating tensor with shape[8,24,64]): "
+      "a smaller --eval_batch_size fits better (e.g. --eval_batch_size=4); "
+      "the trained checkpoints are kept, and a rerun trains no step again")
+  assert re.search(r"\] \[2\] \|", result.stderr)  # trained: step 2 logged
+  model_dir = str(tmp_path / "finetuned")
+  assert [s for s, _ in checkpoint_io.list_checkpoints(model_dir)] == [2]
+  done = _ok(args + ["--eval_batch_size=4"])
+  assert re.search(r"Resumed from \S*model.ckpt-2 at step 2", done.stderr)
+  assert not re.search(r"\] \[\d+\] \|", done.stderr)  # no step logged
+  assert int(_results(tmp_path)["num_examples"]) == 12
+
+
 def test_the_next_safer_split_keeps_each_devices_examples():
   """By hand: the next smaller micro-batch that divides the device's
   examples per step (8 x 1 -> 4 x 2; 3 x 1 -> 1 x 3), none below 1; the

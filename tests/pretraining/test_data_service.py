@@ -248,6 +248,36 @@ def test_a_server_whose_stop_hangs_still_ends_on_sigterm():
   assert (proc.returncode, out) == (1, _stopping_line(1) + "\n")
 
 
+_SERVER_WHOSE_RELEASE_HANGS = """
+import ctypes
+from xlnet.programs import data_service
+
+class Held:  # TensorFlow's release of a stopped worker whose dispatcher is
+  def _stop(self):  # gone: it joins a thread that retries it for ever
+    pass
+  def __del__(self):
+    ctypes.PyDLL(None).sleep(3600)
+
+data_service.serve_until_signal(Held(), print, "serving", stop_wait=1)
+"""
+
+
+def test_a_stopped_server_ends_without_waiting_for_its_release():
+  """After "stopped" the process ends at once, exit code 0: a worker whose
+  dispatcher was killed mid-job stayed alive after that line, its
+  server's release waiting on the dead dispatcher."""
+  proc = subprocess.Popen([sys.executable, "-c", _SERVER_WHOSE_RELEASE_HANGS],
+                          stdout=subprocess.PIPE, text=True, cwd=REPO,
+                          env=ENV)
+  assert proc.stdout.readline() == "serving\n"
+  proc.send_signal(signal.SIGTERM)
+  try:
+    out, _ = proc.communicate(timeout=10)
+  finally:
+    proc.kill()
+  assert (proc.returncode, out.splitlines()[-1]) == (0, "SIGTERM: stopped")
+
+
 @pytest.mark.tf_version
 def test_a_second_dispatcher_on_a_served_port_is_refused():
   """TensorFlow's servers share a port (gRPC's SO_REUSEPORT): without the

@@ -152,6 +152,17 @@ def test_the_programs_compute_what_the_api_computes(example, tmp_path):
   assert re.search(r"--mem_len=8: the training run used 16 \(", proc.stderr)
   with open(os.path.join(model_dir, "eval_results_pretrain.json")) as f:
     assert json.load(f)["loss"] != want["loss"]
+  # Without objective.json (a run of an older version): the flags'
+  # defaults, named in one line (mem_len 384, not 16: another loss).
+  record = os.path.join(model_dir, "objective.json")
+  os.rename(record, record + ".away")
+  proc = _program("eval_pretrain.py", bare)
+  os.rename(record + ".away", record)
+  assert re.search(
+      rf"{re.escape(record)} is missing: evaluating with the flags' "
+      r"defaults clamp_len=-1 mem_len=384 perm_size=\d+ same_length=False "
+      r"seed=1; give the training run's values where they differ \(they "
+      r"change the loss\)\n", proc.stderr), proc.stderr[-2000:]
 
 
 def test_configs_that_disagree_are_refused(example):

@@ -24,6 +24,9 @@ from tests import data_helpers
 from tests import in_process
 from tests import shared_artifacts
 from tests import train_fixtures as fx
+from xlnet import errors
+from xlnet.data import input_pipeline
+from xlnet.data import record_format
 from xlnet.pretraining import pretrain
 from xlnet.training import checkpoint_io
 
@@ -469,3 +472,54 @@ def test_token_ids_beyond_the_vocabulary_are_one_line_and_fail_verify(
   assert verify.returncode != 0
   assert f"BAD {token_file}: holds token id {top}, beyond the 800 pieces" in (
       verify.stdout), verify.stdout + verify.stderr[-2000:]
+
+
+def test_ids_changed_beyond_the_vocabulary_stop_at_the_first_batch(
+    tmp_path, tiny_records):
+  """Records whose ids were changed after their record info was written
+  (1500: beyond the corpus info's 1000 pieces, within the tiny model's
+  2000, so the model would read it without a word): the trainer stops at
+  its first batch with one line naming the file, the largest id and the
+  vocabulary; so do eval_pretrain.py on the checkpoint it saved and the
+  token records' input (it stopped inside the sampler's lookup with
+  TensorFlow's error), and data_utils.py --verify reports the example
+  records too."""
+  examples = pathlib.Path(shared_artifacts.copy_of(
+      os.path.dirname(tiny_records), tmp_path / "examples"))
+  bad = fx.change_an_id(examples / "tfrecords", "input", 1500)
+  found = (f"1 of 1 record files are corrupt ({bad}: holds token id 1500, "
+           "beyond the 1000 pieces of the corpus info's SentencePiece model "
+           "(written with another model?)); rewrite them with data_utils.py "
+           "(same flags, --task and --pass_id) or move their "
+           "record_info-*.json away")
+  proc = _run(examples / "tfrecords", tmp_path / "m", "--train_steps=2")
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr
+  assert proc.stderr.strip().splitlines()[-1] == (
+      "train_gpu.py: error: a corrupted input record stopped training after "
+      f"step 0 (progress saved in model.ckpt-0): {found}")
+  held_out = fx.run_program(
+      "eval_pretrain.py", f"--record_info_dir={examples / 'tfrecords'}",
+      f"--eval_record_info_dir={examples / 'tfrecords'}",
+      "--eval_split=train", f"--model_dir={tmp_path / 'm'}", *fx.PROGRAM_RUN)
+  assert held_out.returncode == 2 and "Traceback" not in held_out.stderr
+  assert held_out.stderr.strip().splitlines()[-1] == (
+      "eval_pretrain.py: error: a held-out record stopped the evaluation: "
+      f"{found}")
+  verify = fx.run_program("data_utils.py", "--verify",
+                          f"--save_dir={examples}")
+  assert verify.returncode != 0
+  assert f"BAD {bad}: holds token id 1500, beyond the 1000 pieces" in (
+      verify.stdout), verify.stdout + verify.stderr[-2000:]
+
+  tokens = pathlib.Path(shared_artifacts.copy_of(
+      os.path.dirname(_token_records()), tmp_path / "tokens"))
+  bad = fx.change_an_id(tokens / "tfrecords", "tokens", 1500)
+  input_fn, info = input_pipeline.get_input_fn(
+      str(tokens / "tfrecords"), "train", bsz_per_host=4, seq_len=32,
+      reuse_len=16, bi_data=True, perm_size=8)
+  with pytest.raises(tf.errors.InvalidArgumentError) as caught:
+    next(iter(input_fn({"batch_size": 4})))
+  assert errors.is_bad_data(caught.value)
+  assert info["vocab_size"] == 1000
+  assert record_format.data_loss_message(info["host_filenames"][0], 1000) == (
+      found.replace(str(examples), str(tokens)))

@@ -271,3 +271,25 @@ def test_divergence_stops_with_finite_checkpoints(tmp_path, tpu_records,
       str(model_dir)).all_model_checkpoint_paths:
     for name, value in _weights(os.path.join(model_dir, prefix)).items():
       assert np.all(np.isfinite(value)), (prefix, name)
+
+
+@pytest.mark.tpu_estimator
+def test_estimator_ids_beyond_the_vocabulary_are_one_line(tmp_path,
+                                                          tpu_records):
+  """TPUEstimator on records whose ids were changed after their record
+  info was written (1500: beyond the corpus info's 1000 pieces, within the
+  tiny model's 2000): one line naming the file, the largest id and the
+  vocabulary, no traceback (it was TensorFlow's error, or nothing). (The
+  engine's: train_gpu.py's test.)"""
+  data = shutil.copytree(os.path.dirname(tpu_records), tmp_path / "data")
+  bad = fx.change_an_id(os.path.join(data, "tfrecords"), "input", 1500)
+  proc = _run_tpu(os.path.join(data, "tfrecords"), tmp_path / "m",
+                  "--train_steps=2", "--tpu_engine=estimator")
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr, (
+      proc.stderr[-3000:])
+  assert proc.stderr.strip().splitlines()[-1] == (
+      "train_tpu.py: error: a corrupted input record stopped training: 1 of "
+      f"1 record files are corrupt ({bad}: holds token id 1500, beyond the "
+      "1000 pieces of the corpus info's SentencePiece model (written with "
+      "another model?)); rewrite them with data_utils.py (same flags, --task "
+      "and --pass_id) or move their record_info-*.json away")

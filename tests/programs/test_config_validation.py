@@ -33,12 +33,19 @@ from xlnet.flags import finetuning as finetune_flags
 from xlnet.flags import pretraining as pretrain_flags
 from xlnet.flags import tool_catalog
 from xlnet.pretraining import config as pretrain_config
+from xlnet.programs import data_service
 from xlnet.programs import extract_features
 from xlnet.programs import reproduce
 from xlnet.programs import run_classifier
 from xlnet.programs import run_ner
 from xlnet.reproduce import config as reproduce_config
 from xlnet.training import config as train_config
+
+
+
+def _timeout(given, most="1e+09 seconds"):
+  return f"{given} must be > 0 and at most {most} (about 31 years)"
+
 
 # (flag, a value the programs refuse, their message).
 REFUSED = [
@@ -74,8 +81,23 @@ REFUSED = [
     ("clip", 0.0, "--clip=0.0 must be > 0"),
     ("adam_epsilon", -1e-06, "--adam_epsilon=-1e-06 must be > 0"),
     ("lr_layer_decay_rate", 0.0, "--lr_layer_decay_rate=0.0 must be > 0"),
-    ("cluster_timeout", 0.0, "--cluster_timeout=0.0 must be > 0"),
-    ("data_service_timeout", 0.0, "--data_service_timeout=0.0 must be > 0"),
+    # The timeouts: one rule (`validation.check_timeout`); inf and 1e12
+    # overflowed the timers, 0, -1 and nan end a wait at once or never.
+    ("cluster_timeout", 0.0, _timeout("--cluster_timeout=0.0")),
+    ("cluster_timeout", float("inf"), _timeout("--cluster_timeout=inf")),
+    ("data_service_timeout", 1e12,
+     _timeout("--data_service_timeout=1000000000000.0")),
+    ("data_service_timeout", float("nan"),
+     _timeout("--data_service_timeout=nan")),
+    ("dispatcher_timeout", float("inf"), _timeout("--dispatcher_timeout=inf")),
+    ("dispatcher_timeout", -1.0, _timeout("--dispatcher_timeout=-1.0")),
+    ("records_timeout", 0, _timeout("--records_timeout=0")),
+    ("records_timeout", 10 ** 12,
+     _timeout("--records_timeout=1" + "0" * 12)),
+    ("worker_timeout_ms", 0, _timeout("--worker_timeout_ms=0",
+                                      "1e+12 milliseconds")),
+    ("worker_timeout_ms", 10 ** 13, _timeout(
+        "--worker_timeout_ms=1" + "0" * 13, "1e+12 milliseconds")),
     ("max_seq_length", 0, "--max_seq_length=0 must be >= 1"),
     ("max_query_length", 0, "--max_query_length=0 must be >= 1"),
     ("max_qa_length", 0, "--max_qa_length=0 must be >= 1"),
@@ -96,7 +118,8 @@ REFUSED = [
     ("num_passes", 0, "--num_passes=0 must be >= 1"),
     ("num_seeds", 0, "--num_seeds=0 must be >= 1"),
     ("device_memory_gb", 0.0, "--device_memory_gb=0.0 must be > 0"),
-    ("timeout", 0.0, "--timeout=0.0 must be > 0"),
+    ("timeout", 0.0, _timeout("--timeout=0.0")),
+    ("timeout", float("nan"), _timeout("--timeout=nan")),
     ("retries", -1, "--retries=-1 must be >= 0"),
     ("heldout_every", 0, "--heldout_every=0 must be >= 1"),
     ("task_text_share", 1.0, "--task_text_share=1.0 must be in [0.0, 1)"),
@@ -160,6 +183,8 @@ PARSER_WORDS = {"recompute": "--recompute=yes: ('Non-boolean argument to "
 NO_CONFIG = {"bsz_per_host": "data_utils.py's record writer",
              "record_kind": "data_utils.py's record writer",
              "timeout": "download.py's installer.Config, in its options",
+             "dispatcher_timeout": "data_service.py's flags",
+             "worker_timeout_ms": "data_service.py's flags",
              "retries": "download.py's installer.Config, in its options",
              "d_head": "the pretraining programs' model flags (the "
                        "XLNetConfig they build checks its sizes itself)"}
@@ -178,7 +203,9 @@ TASK_PROGRAM = {"max_seq_length": "run_squad",
                 "file_layout": "run_ner", "conllu_column": "run_ner",
                 "tag_scheme": "run_ner", "batch_size": "extract_features",
                 "pooling": "extract_features",
-                "input_format": "extract_features"}
+                "input_format": "extract_features",
+                "dispatcher_timeout": "data_service",
+                "worker_timeout_ms": "data_service"}
 # The programs that show which values are refused, for the other flags
 # (each that has the flag).
 PROGRAMS = ("pretraining", "run_classifier", "run_squad", "run_race",
@@ -275,13 +302,22 @@ def _check_extract(unused_tmp_path, extra):
   extract_features.resolve(FL)
 
 
+def _check_data_service(unused_tmp_path, extra):
+  """data_service.py's flag checks (before any server starts)."""
+  FL = absl_flags.FlagValues()
+  tool_catalog.define_data_service_server_flags(FL)
+  FL(["data_service.py", "--port=5050"] + extra)
+  data_service.check_flags(FL)
+
+
 def _cli_message(program, tmp_path, flag, value):
   """What `program`'s flag checks say of --flag=value, or None when the
   program has no such flag."""
   check = {**program_checks.PROGRAMS, "run_classifier": _check_classifier,
            "run_ner": _check_ner, "reproduce": _check_reproduce,
            "chain": _check_chain, "download": _check_download,
-           "extract_features": _check_extract}[program]
+           "extract_features": _check_extract,
+           "data_service": _check_data_service}[program]
   try:
     return _message(lambda: check(tmp_path, [f"--{flag}={value}"]))
   except absl_flags.UnrecognizedFlagError:
@@ -360,7 +396,7 @@ def test_the_download_config_refuses_what_download_refuses():
   (`http_fetch.Options`) of its `installer.Config`, which refuses them
   when built, in the program's words."""
   cases = [(f, v, m) for f, v, m in REFUSED if f in ("timeout", "retries")]
-  assert len(cases) == 2
+  assert len(cases) == 3
   for flag, value, message in cases:
     options = http_fetch.Options(**{flag: value})
     assert _message(lambda o=options: installer.Config(

@@ -25,6 +25,7 @@ LAYERS = (
     ("errors", ("xlnet.errors",)),
     ("signals", ("xlnet.signals",)),
     ("files, configs, rules", ("xlnet.io_utils", "xlnet.gfile_io",
+                               "xlnet.settings_files",
                                "xlnet.configs", "xlnet.model_config",
                                "xlnet.validation",
                                "xlnet.program_defaults",

@@ -98,6 +98,13 @@ GUARDED = {
         None, "names a setting of NUMBER_OR_WORD (run_classifier.py's "
         "--multi_label_threshold), from check_value's names or that "
         "flag's parser"),
+    ("xlnet.validation", "check_timeout"): (
+        None, "called by check_value alone, for a name of TIMEOUTS (its "
+        "guard holds)"),
+    ("xlnet.chain.api", "_as_flag"): (
+        ("bench/chain.py",), "names a setting of chain.json: a ChainConfig "
+        "field, each one of bench/chain.py's flags but summary_type, which "
+        "only the Python API changes from its default"),
     ("xlnet.validation", "check_choice"): (
         None, "names a flag of check_value's or the eval_split of "
         "finetuning/config.py's task rules (run_classifier.py's and "

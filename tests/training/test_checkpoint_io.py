@@ -3,6 +3,9 @@ publication leave is removed by the next run; pruning deletes whole
 checkpoints. (A save that meets a file size limit: tests/pretraining/test_train_gpu.py.)
 """
 import os
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,6 +14,8 @@ from xlnet.training import checkpoint_io
 from xlnet import io_utils
 
 pytestmark = [pytest.mark.eager, pytest.mark.tf_version]
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
 
 
 def _values(step):
@@ -132,3 +137,37 @@ def test_a_directory_without_an_intact_checkpoint_names_each_problem(
   message = str(caught.value)
   assert message.startswith(f"--eval_ckpt={tmp_path}: {tmp_path} holds no "
                             f"intact checkpoint ({second}; {first}")
+
+
+_READ_IN_A_SMALL_POOL = """
+import sys
+import xlnet
+import tensorflow as tf
+from xlnet import errors
+from xlnet.training import checkpoint_io
+tf.constant(0.0)  # TensorFlow's devices exist, as in a trainer
+try:
+  checkpoint_io.read_tensors(sys.argv[1])
+except errors.Stop as e:
+  sys.exit(str(e))
+"""
+
+
+def test_a_checkpoint_that_does_not_fit_is_one_line_not_a_crash(tmp_path):
+  """Three tensors of 512 KiB read in TensorFlow's CPU pool of 1 MiB: the
+  reader's C++ does not check its allocations (a segmentation fault, which
+  left the run lock behind); the read stops with one line naming the
+  checkpoint and the tensor."""
+  values = {f"w{i}": np.zeros([2 ** 17], np.float32) for i in range(3)}
+  prefix = checkpoint_io.write_checkpoint(
+      checkpoint_io.checkpoint_prefix(str(tmp_path), 1), values)
+  env = dict(os.environ, TF_CPU_BFC_MEM_LIMIT_IN_MB="1",
+             TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=_REPO)
+  done = subprocess.run([sys.executable, "-c", _READ_IN_A_SMALL_POOL, prefix],
+                        capture_output=True, text=True, env=env, timeout=120)
+  assert done.returncode == 1, done.stderr[-2000:]
+  assert re.fullmatch(
+      rf"out of memory reading {re.escape(prefix)}: w\d \(float32 \[131072\]\)"
+      r" does not fit in the memory left for tensors; the checkpoint is "
+      r"intact: free memory \(or raise TF_CPU_BFC_MEM_LIMIT_IN_MB\) and "
+      r"rerun\n", done.stderr), done.stderr[-2000:]

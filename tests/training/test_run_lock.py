@@ -64,7 +64,10 @@ def test_stale_locks_are_taken_over_and_live_ones_kept(tmp_path, holder, age,
   longer than the lease (600 s), is taken over; a live one is not."""
   here = socket.gethostname()
   fields = {"dead pid here": dict(host=here, pid=_dead_pid()),
-            "live pid here": dict(host=here, pid=os.getppid()),
+            # (A live holder took its lock after it started.)
+            "live pid here": dict(host=here, pid=os.getppid(),
+                                  start=time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                      time.gmtime())),
             "other host, fresh": dict(host=here + "-other", pid=1),
             "other host, lease expired": dict(host=here + "-other", pid=1),
             "unreadable, lease expired": {}}[holder]
@@ -80,6 +83,33 @@ def test_stale_locks_are_taken_over_and_live_ones_kept(tmp_path, holder, age,
   else:
     with pytest.raises(run_lock.Locked, match="is in use by another trainer"):
       run_lock.acquire(str(tmp_path))
+
+
+@pytest.mark.quick
+def test_a_lock_whose_pid_runs_another_process_is_taken_over(tmp_path):
+  """A lock left by a process that is gone never blocks the next run, even
+  when its pid runs again: this process's own pid, which a fresh
+  container gives its process every time (not a lock this process took),
+  or a process started after the lock was written (the pid was reused).
+  A lock of this process's own is kept."""
+  here = socket.gethostname()
+  later = subprocess.Popen([sys.executable, "-c",
+                            "import time; time.sleep(60)"])
+  try:
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    for pid, start in ((os.getpid(), now), (later.pid, "2020-01-01T00:00:00Z")):
+      path = _write_lock(str(tmp_path), 0.0, host=here, pid=pid, start=start)
+      token = run_lock.acquire(str(tmp_path))
+      with open(path) as f:
+        assert json.load(f)["token"] == token
+      run_lock.release(str(tmp_path), token)
+  finally:
+    later.kill()
+    later.wait()
+  token = run_lock.acquire(str(tmp_path))
+  with pytest.raises(run_lock.Locked, match=f"pid {os.getpid()} on host"):
+    run_lock.acquire(str(tmp_path))
+  run_lock.release(str(tmp_path), token)
 
 
 def test_hold_refreshes_the_lock_and_releases_it_on_an_error(tmp_path):

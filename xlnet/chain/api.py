@@ -44,11 +44,25 @@ def check_settings(cfg):
   differing = work_dir_lib.differing_settings(recorded, settings, defaults)
   if differing:
     key = differing[0]
+    flags = " ".join(_as_flag(name, recorded.get(name, defaults.get(name)))
+                     for name in differing)
     raise ValueError(
         f"--work_dir={cfg.work_dir} holds a chain run with {key}="
         f"{json.dumps(recorded.get(key, defaults.get(key)))}, this command "
-        f"has {json.dumps(settings.get(key))}: rerun with its settings to "
+        f"has {json.dumps(settings.get(key))}: rerun with {flags} to "
         "resume it, or give a new --work_dir")
+
+
+def _as_flag(name, value):
+  """`--name=value` as bench/chain.py's flags take a recorded setting."""
+  if name == "tasks":
+    value = ",".join(f"{t['name']}={t['task_name']}:{t['data_dir']}"
+                     for t in value)
+  elif isinstance(value, list):
+    value = ",".join(str(v) for v in value)
+  elif isinstance(value, bool):
+    value = json.dumps(value)
+  return f"--{name}={value}"
 
 
 def run_chain(cfg, stage_steps=steps):

@@ -373,7 +373,11 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
     order it reads them, "sampling": how the examples are made, the
     records' kind ("record_kind": "tokens" or "examples") and the span-mask
     settings (mask_alpha, mask_beta, num_predict; sample_strategy, None for
-    example records)}.
+    example records), "vocab_size": the bound every token id read is
+    checked below (the corpus info's; None when unknown: unchecked), whose
+    breach stops the read with an InvalidArgumentError of
+    `errors.BAD_TOKEN_ID` (`record_format.data_loss_message` names the
+    file)}.
   """
   name = namer(flag_names)
   perm_size = reuse_len if perm_size is None else perm_size
@@ -394,9 +398,12 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
   kind = _record_kind(record_dirs, infos, name)
   named, is_start, sampling = _sampling(kind, settings, infos,
                                         sample_strategy, name)
+  # The bound of the records' ids (token records: their sampler's table).
+  vocab_size = len(is_start) if is_start is not None else next(
+      (i["vocab_size"] for i in infos if i and "vocab_size" in i), None)
   filenames, num_batch, file_batches = find_record_files(
       record_dirs, split, named, num_passes, flag_names,
-      vocab_size=None if is_start is None else len(is_start))
+      vocab_size=None if is_start is None else vocab_size)
   logging.info("Input: %d files, %d batches%s%s", len(filenames), num_batch,
                f", rows regrouped from {data_core} to {num_core_per_host} "
                "cores" if regroup else "",
@@ -406,6 +413,9 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                   if regroup else None)
   stream, parse = _example_source(settings, is_start, num_core_per_host,
                                   perm_size, use_bfloat16)
+  # Example records' ids, checked batch by batch (token records check
+  # theirs as each file is read, before the sampler looks them up).
+  check = _id_check(vocab_size if is_start is None else None)
 
   def input_fn(params):
     """tf.data pipeline of per-core batches (see get_input_fn)."""
@@ -425,12 +435,15 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                                                               index)))
     dataset = dataset.map(keyed_parser, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.batch(batch_size, drop_remainder=True)
+    if check is not None:
+      dataset = dataset.map(check)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
   host_filenames = [host_file_order(filenames, h, num_hosts, seed)
                     for h in range(num_hosts)]
   return input_fn, {"num_batch": num_batch, "filenames": filenames,
-                    "host_filenames": host_filenames, "sampling": sampling}
+                    "host_filenames": host_filenames, "sampling": sampling,
+                    "vocab_size": vocab_size}
 
 
 def _sampling(kind, settings, infos, sample_strategy, name):
@@ -496,6 +509,23 @@ def _example_source(settings, is_start, num_core_per_host, perm_size,
   stream = functools.partial(online_examples.host_examples,
                              sampler_cfg=sampler_cfg, is_start=is_start)
   return stream, perm_features.make_features(*layout)
+
+
+def _id_check(vocab_size):
+  """The map of a batch of features that checks its token ids (`input_k`,
+  `target`) are below `vocab_size` (`record_format.checked_ids`), or None
+  when `vocab_size` is (unknown)."""
+  if vocab_size is None:
+    return None
+
+  @tf.autograph.experimental.do_not_convert
+  def check(features):
+    features = dict(features)
+    features["input_k"], features["target"] = record_format.checked_ids(
+        [features["input_k"], features["target"]], vocab_size)
+    return features
+
+  return check
 
 
 def _host_of(params, num_hosts, name):

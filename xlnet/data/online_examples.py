@@ -18,6 +18,7 @@ examples. The draws follow the same distributions as the offline writer's
 import tensorflow as tf
 
 from xlnet.data import pretrain_examples
+from xlnet.data import record_format
 from xlnet.data.prepro_utils import CLS_ID, SEP_ID
 
 _fold = tf.random.experimental.stateless_fold_in
@@ -297,20 +298,23 @@ def host_examples(files, start_batch, host_key, file_batches, bsz_per_host,
   """
   epoch = sum(file_batches[f] for f in files)
   batches = _token_batches(files, file_batches, bsz_per_host,
-                           sampler_cfg["reuse_len"], regroup_perm).repeat()
+                           sampler_cfg["reuse_len"], regroup_perm,
+                           len(is_start)).repeat()
   batches = batches.skip(start_batch % epoch).enumerate(start=start_batch)
   examples = _sample_online(batches, sampler_cfg, is_start, host_key)
   return examples.enumerate(start=start_batch * bsz_per_host)
 
 
 def _token_batches(files, file_batches, bsz_per_host, reuse_len,
-                   regroup_perm):
+                   regroup_perm, vocab_size):
   """Dataset of one host's token rows at each offset, file after file.
 
   Args:
     files: the host's token record files, in reading order.
     file_batches: dict path -> host batches of that file.
     regroup_perm: row permutation into the reader's core layout, or None.
+    vocab_size: the ids' vocabulary (`record_format.checked_ids`, once a
+      file is read: before the sampler looks its ids up).
 
   Returns:
     tf.data.Dataset of (rows int32 [bsz_per_host, row_len], bounds int32
@@ -330,7 +334,8 @@ def _token_batches(files, file_batches, bsz_per_host, reuse_len,
     records = tf.data.TFRecordDataset(path).batch(
         _ALL_RECORDS).get_single_element()
     rows = tf.io.parse_example(records, spec)
-    tokens = tf.cast(joined(rows["tokens"]), tf.int32)
+    tokens, = record_format.checked_ids(
+        [tf.cast(joined(rows["tokens"]), tf.int32)], vocab_size)
     sent = tf.not_equal(joined(rows["sent_id"]), 0)
     if regroup_perm is not None:
       tokens, sent = tf.gather(tokens, regroup_perm), tf.gather(sent,

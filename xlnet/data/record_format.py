@@ -344,16 +344,35 @@ def token_id_error(top, vocab_size):
           "corpus info's SentencePiece model (written with another model?)")
 
 
+def checked_ids(tensors, vocab_size):
+  """`tensors` (a list of integer tensors of token ids), once an assertion
+  saw every id below `vocab_size`; else the read fails with an
+  InvalidArgumentError of `errors.BAD_TOKEN_ID`, the largest id and the
+  vocabulary (the trainers then name the file: `data_loss_message`). Ids
+  that changed after the record info was written failed later, inside a
+  lookup, with TensorFlow's error (or read another row, on a GPU)."""
+  top = tf.reduce_max([tf.reduce_max(tf.cast(t, tf.int64)) for t in tensors])
+  with tf.control_dependencies([tf.debugging.Assert(
+      top < vocab_size, [errors.BAD_TOKEN_ID, top, vocab_size])]):
+    return [tf.identity(t) for t in tensors]
+
+
+# The features that hold token ids: of token records, of example records.
+_ID_FEATURES = ("tokens", "input", "target")
+
+
 def _largest_token(record):
-  """The largest id of a token record (-1 when it holds none)."""
-  tokens = tf.io.parse_single_example(
-      record, {"tokens": tf.io.RaggedFeature(tf.int64)})["tokens"]
-  return tf.reduce_max(tf.concat([[np.int64(-1)], tokens], 0))
+  """The largest token id of a token or example record (-1 when it holds
+  none)."""
+  values = tf.io.parse_single_example(
+      record, {name: tf.io.RaggedFeature(tf.int64) for name in _ID_FEATURES})
+  return tf.reduce_max(tf.concat([[np.int64(-1)]] + list(values.values()),
+                                 0))
 
 
 class _RecordCounter:
-  """Counts the records of files, checking every record's CRC, in C++; of
-  token files also the largest id."""
+  """Counts the records of files, checking every record's CRC, in C++; also
+  the largest token id when asked."""
 
   def __init__(self):
     self._graph = tf.Graph()
@@ -371,7 +390,7 @@ class _RecordCounter:
     return int(self._sess.run(self._count, {self._path: path}))
 
   def count_tokens(self, path):
-    """(number of records, largest token id) of the token file `path`;
+    """(number of records, largest token id) of the record file `path`;
     raises tf.errors.OpError when bad."""
     count, top = self._sess.run(self._tokens, {self._path: path})
     return int(count), int(top)
@@ -386,12 +405,13 @@ def verify_records(paths, num_records=None, vocab_sizes=None):
   A file is bad when it is missing, unreadable, truncated, has a record
   whose length or data checksum (CRC) is wrong, (when `num_records`
   gives its expected count) holds a different number of records, or (a
-  token file of `vocab_sizes`) holds an id beyond its vocabulary.
+  file of `vocab_sizes`) holds a token id beyond its vocabulary.
 
   Args:
     paths: record files (local paths or tf.io.gfile URLs).
     num_records: optional dict path -> expected number of records.
-    vocab_sizes: optional dict path -> the vocabulary size of a token file.
+    vocab_sizes: optional dict path -> the vocabulary size of a file's
+      token ids (token or example records).
 
   Returns:
     list of (path, one-line error) for the bad files, in `paths` order.
@@ -422,23 +442,29 @@ def verify_records(paths, num_records=None, vocab_sizes=None):
   return bad
 
 
-def data_loss_message(paths):
+def data_loss_message(paths, vocab_size=None, err=None):
   """One line naming the corrupted files among `paths`, for the trainer.
 
-  Meant to be called after training stopped on a tf.errors.DataLossError
-  (whose message names an offset but no file).
+  Meant to be called after training stopped on bad data (`errors.
+  is_bad_data`: a tf.errors.DataLossError, whose message names an offset
+  but no file, or a token id beyond the vocabulary).
 
   Args:
     paths: the input files of this host (e.g. the input function's
       record_info["host_filenames"][host]).
+    vocab_size: the vocabulary their token ids must be below (the corpus
+      info's), or None.
+    err: the error that stopped the run, or None.
 
   Returns:
     str, one line.
   """
-  bad = verify_records(paths)
+  bad = verify_records(paths, vocab_sizes=dict.fromkeys(
+      paths, vocab_size) if vocab_size else None)
   if not bad:
-    return (f"a record could not be read, but all {len(paths)} input files "
-            "verify cleanly now (a transient storage error?)")
+    cause = f" ({errors.op_error_cause(err)})" if err is not None else ""
+    return (f"a record could not be read{cause}, but all {len(paths)} input "
+            "files verify cleanly now (a transient storage error?)")
   listed = "; ".join(f"{path}: {error}" for path, error in bad)
   return (f"{len(bad)} of {len(paths)} record files are corrupt ({listed}); "
           "rewrite them with data_utils.py (same flags, --task and "
@@ -485,6 +511,6 @@ def verify_record_dirs(dirs):
         counts[files[0][0]] = name["bsz_per_host"] * (
             info.get("row_chunks", 1) if is_token_info(info)
             else info["num_batch"])
-      if is_token_info(info) and vocab_size is not None:
+      if vocab_size is not None:
         vocab_sizes.update((path, vocab_size) for path, _ in files)
   return num_files, bad + verify_records(paths, counts, vocab_sizes)

@@ -132,13 +132,18 @@ def run_classifier(task, model, engine, do_train=False, do_eval=False,
             task.predict_ckpt, "--predict_ckpt"))
       finetune.check_head(ckpt_dir, model.head_record())
     if do_eval:
-      out["eval"] = classifier_task.evaluate(task, engine, processor,
-                                             *eval_records, head,
-                                             dev_records)
-    if do_predict:
-      out["predict"] = classifier_task.predict(task, engine, processor,
+      with finetune.inference_memory(engine, "evaluating",
+                                     "eval_batch_size", task.eval_batch_size):
+        out["eval"] = classifier_task.evaluate(task, engine, processor,
                                                *eval_records, head,
                                                dev_records)
+    if do_predict:
+      with finetune.inference_memory(engine, "predicting",
+                                     "predict_batch_size",
+                                     task.predict_batch_size):
+        out["predict"] = classifier_task.predict(task, engine, processor,
+                                                 *eval_records, head,
+                                                 dev_records)
   return out
 
 
@@ -194,8 +199,11 @@ def run_squad(task, model, engine, do_prepro=False, do_train=False,
         [path], squad_features.feature_spec(task.max_seq_length,
                                             is_training=False),
         is_training=False, drop_remainder=False)
-    return squad_task.evaluate_checkpoints(
-        task, model, engine, (paragraphs, examples, converter), input_fn)
+    with finetune.inference_memory(engine, "predicting",
+                                   "predict_batch_size",
+                                   task.predict_batch_size):
+      return squad_task.evaluate_checkpoints(
+          task, model, engine, (paragraphs, examples, converter), input_fn)
 
 
 def run_race(task, model, engine, do_train=False, do_eval=False):
@@ -235,8 +243,12 @@ def run_race(task, model, engine, do_train=False, do_eval=False):
       return None
     finetune.check_head(engine.model_dir, model.head_record())
     examples, path = race_task.prepro(task, sp_model, task.eval_split)
-    results = race_task.predict(task, model, engine, qa_records.make_input_fn(
-        [path], spec, is_training=False, drop_remainder=False))
+    with finetune.inference_memory(engine, "evaluating", "eval_batch_size",
+                                   task.eval_batch_size):
+      results = race_task.predict(task, model, engine,
+                                  qa_records.make_input_fn(
+                                      [path], spec, is_training=False,
+                                      drop_remainder=False))
     metrics = race_features.accuracy_by_level(examples, results)
     race_task.write_eval_results(task, engine.model_dir, metrics)
     return metrics
@@ -316,11 +328,16 @@ def run_ner(task, model, engine, do_train=False, do_eval=False,
             task.spiece_model_file))
   with finetune.chief_alone():
     if do_eval:
-      out["eval"] = tagging_task.evaluate(task, model, engine, encoder,
-                                          labels, scheme)
-    if do_predict:
-      out["predict"] = tagging_task.predict(task, model, engine, encoder,
+      with finetune.inference_memory(engine, "evaluating", "eval_batch_size",
+                                     task.eval_batch_size):
+        out["eval"] = tagging_task.evaluate(task, model, engine, encoder,
                                             labels, scheme)
+    if do_predict:
+      with finetune.inference_memory(engine, "predicting",
+                                     "predict_batch_size",
+                                     task.predict_batch_size):
+        out["predict"] = tagging_task.predict(task, model, engine, encoder,
+                                              labels, scheme)
   return out
 
 

@@ -34,6 +34,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from xlnet import errors
 from xlnet import io_utils
 from xlnet.finetuning import config as finetuning_config
 from xlnet.training import predictor as predictor_lib
@@ -373,6 +374,37 @@ def out_of_memory_advice(strategy, layout):
   command = shlex.join([os.path.basename(sys.argv[0])] + with_flags(
       sys.argv[1:], train_batch_size=split[0], accum_steps=split[1]))
   return f"{plan}; the same batch, split further: {command}"
+
+
+@contextlib.contextmanager
+def inference_memory(run, doing, flag, global_batch):
+  """Turns running out of device memory in the block, the inference of an
+  evaluation or a prediction, into one line naming its batch flag:
+  training's batch, plan and accumulation, which the top's line names,
+  change nothing there.
+
+  Args:
+    run: the `EngineConfig`.
+    doing: what the block does ("evaluating", "predicting").
+    flag: the flag of its batch (eval_batch_size, predict_batch_size).
+    global_batch: its examples per step over all devices (the flag's value
+      with --use_tpu, else per GPU: `flags/finetuning.global_batch_size`).
+  """
+  try:
+    yield
+  except tf.errors.ResourceExhaustedError as e:
+    if io_utils.resource_cause(e):
+      raise  # a full disk, not memory
+    batch = global_batch // (1 if run.device.use_tpu
+                             else _replicas_per_host(run))
+    cause = errors.op_error_cause(e)[:300]
+    advice = (f"a smaller --{flag} fits better (e.g. --{flag}={batch // 2})"
+              if batch > 1 else "even 1 example per step does not fit: use "
+              "--use_fp16 or --use_bfloat16, or a shorter --max_seq_length")
+    raise errors.Stop(
+        f"out of device memory while {doing} with --{flag}={batch} "
+        f"({cause}): {advice}; the trained checkpoints are kept, and a "
+        "rerun trains no step again") from None
 
 
 def predict(run, checkpoint, input_fn, outputs_fn, global_batch):

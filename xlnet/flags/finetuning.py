@@ -179,13 +179,15 @@ def memory_planned(flag_values, engine, xlnet_config, task_kind):
     return engine
   layout = engine.layout
   replicas = layout.num_hosts * layout.num_core_per_host
+  # (A bad calibration file is its own line: the advice below is not for it.)
+  terms = memory_plan.device_terms(calibration, strategies.device_name())
   try:
     plan = memory_plan.plan_accumulation(
         xlnet_config, task_kind, flag_values.max_seq_length,
         layout.train_batch_size * layout.accum_steps, replicas,
         memory_plan.precision_of(flag_values.use_tpu, flag_values.use_bfloat16,
                                  flag_values.use_fp16),
-        gib, memory_plan.device_terms(calibration))
+        gib, terms)
   except ValueError as e:
     raise ValueError(f"--device_memory_gb={gib:g}: {e}; use --use_fp16 or "
                      "--use_bfloat16, larger devices, or a shorter "

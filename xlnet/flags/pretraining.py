@@ -287,6 +287,23 @@ def for_eval_pretrain(FLAGS):
   return with_recorded_settings(configs, FLAGS, os.path.dirname(prefix))
 
 
+def _warn_unrecorded(source, exists, recorded, current, FLAGS):
+  """Logs one line naming the settings the loss depends on that the
+  training run did not record (`source`, its objective.json, is missing:
+  a run of an older version, downloaded checkpoints) and that no flag
+  gives: they are the flags' defaults, which may not be the training
+  run's (mem_len 384 where it had 16: another loss)."""
+  guessed = {name: value for name, value in current.items()
+             if name not in recorded and not FLAGS[name].present}
+  if guessed:
+    logging.warning(
+        "%s %s: evaluating with the flags' defaults %s; give the training "
+        "run's values where they differ (they change the loss)", source,
+        "records no " + ", ".join(sorted(guessed)) if exists
+        else "is missing",
+        " ".join(f"{name}={value}" for name, value in sorted(guessed.items())))
+
+
 def with_recorded_settings(configs, FLAGS, model_dir):
   """`configs` evaluated as the training run in `model_dir` evaluated: each
   setting it recorded (`pretrain.recorded_settings`: mem_len, clamp_len,
@@ -304,10 +321,17 @@ def with_recorded_settings(configs, FLAGS, model_dir):
   owners = {name: part for part, names in (
       ("run", pretrain_lib.RUN_SETTINGS),
       ("train", pretrain_lib.TRAIN_SETTINGS)) for name in names}
-  current = {name: getattr(getattr(configs, owners.get(name, "data")), name)
-             for name in recorded}
-  current["perm_size"] = configs.data.perm_size or configs.data.reuse_len
   source = os.path.join(model_dir, pretrain_lib.OBJECTIVE_FILE)
+  exists = tf.io.gfile.exists(source)
+  # (The span masks' settings are the run's own unless it was trained on
+  # token records too.)
+  names = {*recorded, *owners, *pretrain_lib.DATA_SETTINGS, *(
+      pretrain_lib.SAMPLING_SETTINGS if record_format.is_token_info(info)
+      and not exists else ())}
+  current = {name: getattr(getattr(configs, owners.get(name, "data")), name)
+             for name in names}
+  current["perm_size"] = configs.data.perm_size or configs.data.reuse_len
+  _warn_unrecorded(source, exists, recorded, current, FLAGS)
   taken = {}
   for name, value in recorded.items():
     if not FLAGS[name].present:

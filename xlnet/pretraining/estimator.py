@@ -33,8 +33,10 @@ import tensorflow as tf
 
 from xlnet.training import tpu_estimator
 from xlnet.training import warm_start
+from xlnet import errors
 from xlnet import modeling
 from xlnet import pretraining_loss
+from xlnet.data import record_format
 from xlnet.pretraining import inputs
 from xlnet.pretraining import pretrain as pretrain_lib
 from xlnet.training import checkpoint_io
@@ -145,6 +147,8 @@ def run_estimator(configs):
     ValueError: on bad settings or data.
     progress.StopTraining: after a signal (saved) or a divergence (not
       saved).
+    errors.Stop: a record is bad (corrupted, or a token id beyond the
+      vocabulary): one line naming the file.
   """
   ckpt = configs.checkpoint
   resume = checkpoint_io.find_resume_checkpoint(ckpt.model_dir)
@@ -156,11 +160,22 @@ def run_estimator(configs):
                                   configs.optimizer.freeze_layers,
                                   resume is not None)
   pretrain_lib.save_xlnet_config(configs.model, ckpt.model_dir)
-  tpu_estimator.train(
-      tpu_estimator.estimator(
-          get_model_fn(configs), configs.device, ckpt, configs.batch,
-          configs.train.iterations, configs.optimizer.train_steps,
-          configs.train.seed,
-          train_batch_size=configs.batch.train_batch_size),
-      estimator_input_fn(configs, start_step, input_fn), ckpt.model_dir,
-      configs.optimizer.train_steps, ckpt.max_save)
+  try:
+    tpu_estimator.train(
+        tpu_estimator.estimator(
+            get_model_fn(configs), configs.device, ckpt, configs.batch,
+            configs.train.iterations, configs.optimizer.train_steps,
+            configs.train.seed,
+            train_batch_size=configs.batch.train_batch_size),
+        estimator_input_fn(configs, start_step, input_fn), ckpt.model_dir,
+        configs.optimizer.train_steps, ckpt.max_save)
+  except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+    if not errors.is_bad_data(e):
+      raise
+    # (The estimator saves no checkpoint after a failed loop: the newest
+    # one is the last `save_steps` one.)
+    raise errors.Stop(
+        "a corrupted input record stopped training: " +
+        record_format.data_loss_message(record_info["filenames"],
+                                        record_info["vocab_size"], e)
+    ) from None

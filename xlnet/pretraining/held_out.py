@@ -110,12 +110,14 @@ def evaluate_checkpoint(configs):
       template_lib.TEMPLATE_SCOPE,
       pretraining_loss.pretrain_loss_fn(configs.model, configs.run))
   evaluator = Evaluator(template, held_out.mem_shape, n_layer)
-  features = next(iter(dataset.take(1)))
+  with held_out.bad_data_named():
+    features = next(iter(dataset.take(1)))
   mems = ([tf.zeros(held_out.mem_shape)] * n_layer if held_out.mem_shape
           else None)
   template(features, mems, False)  # creates the variables
   template_lib.load_template_variables(template, prefix)
-  results = evaluator.run(dataset, held_out.num_batches)
+  with held_out.bad_data_named():
+    results = evaluator.run(dataset, held_out.num_batches)
   results["checkpoint"] = prefix
   results["split"] = configs.held_out.eval_split
   step = checkpoint_io.step_of(prefix) or 0

@@ -1,6 +1,11 @@
 """The pretraining input functions of a run's configs: training (every
 core reads its per-core batch) and held-out evaluation (one device reads
 whole host batches)."""
+import contextlib
+
+import tensorflow as tf
+
+from xlnet import errors
 from xlnet.data import input_pipeline
 from xlnet.data import record_format
 
@@ -98,6 +103,23 @@ class HeldOutInput:
     self.batch_size = layout.bsz_per_core
     self.mem_shape = layout.memory_shape(configs.run.mem_len,
                                          configs.model.d_model)
+    self._files = info["host_filenames"][0]
+    self._vocab_size = info["vocab_size"]
+
+  @contextlib.contextmanager
+  def bad_data_named(self):
+    """Turns a held-out record that cannot be read (`errors.is_bad_data`:
+    corrupted, or a token id beyond the vocabulary) into one line naming
+    the file (`record_format.data_loss_message`)."""
+    try:
+      yield
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+      if not errors.is_bad_data(e):
+        raise
+      raise ValueError(
+          "a held-out record stopped the evaluation: " +
+          record_format.data_loss_message(self._files, self._vocab_size, e)
+      ) from None
 
   def dataset(self):
     """The dataset of held-out batches, from the first."""

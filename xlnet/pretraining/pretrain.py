@@ -15,8 +15,11 @@ import functools
 import math
 import os
 
+from absl import logging
 import tensorflow as tf
 
+from xlnet import settings_files
+from xlnet import validation
 from xlnet.training import data_service
 from xlnet.training import train_state
 from xlnet.training import trainer as trainer_lib
@@ -84,6 +87,28 @@ SAMPLING_SETTINGS = ("sample_strategy", "num_predict", "mask_alpha",
 # Those a resumed run must keep: the objective (the others only change how
 # a step computes it).
 RESUME_SETTINGS = SAMPLING_SETTINGS + DATA_SETTINGS
+# What each setting of objective.json holds (`settings_files.read`).
+_INTEGER = settings_files.INTEGER
+OBJECTIVE_KINDS = {
+    "record_kind": settings_files.one_of(*validation.CHOICES["record_kind"]),
+    "sample_strategy": settings_files.or_null(settings_files.one_of(
+        *validation.CHOICES["sample_strategy"])),
+    "num_predict": _INTEGER, "mask_alpha": _INTEGER, "mask_beta": _INTEGER,
+    "perm_size": _INTEGER, "seed": _INTEGER,
+    "mem_len": settings_files.or_null(_INTEGER), "clamp_len": _INTEGER,
+    "same_length": settings_files.BOOLEAN}
+
+
+def read_objective(model_dir):
+  """(the path of `model_dir`'s objective.json, the settings it records:
+  None when there is none).
+
+  Raises:
+    ValueError: one line naming the file and, where a value is not of its
+      kind (`OBJECTIVE_KINDS`), the setting and what was expected.
+  """
+  path = os.path.join(model_dir, OBJECTIVE_FILE)
+  return path, train_state.read_run_record(path, OBJECTIVE_KINDS)
 
 
 def objective_record(configs, sampling):
@@ -117,8 +142,11 @@ def check_objective(configs, sampling, resuming):
   model_dir = configs.checkpoint.model_dir
   record_dir = configs.data.record_info_dir
   record = objective_record(configs, sampling)
-  path = os.path.join(model_dir, OBJECTIVE_FILE)
-  saved = (train_state.read_run_record(path) if resuming else None) or {}
+  path, saved = os.path.join(model_dir, OBJECTIVE_FILE), {}
+  if resuming:
+    saved = read_objective(model_dir)[1]
+    _warn_unchecked(path, saved, record)
+    saved = saved or {}
   kind = saved.get("record_kind", sampling["record_kind"])
   if kind != sampling["record_kind"]:
     raise ValueError(
@@ -133,6 +161,25 @@ def check_objective(configs, sampling, resuming):
   train_state.write_run_record(path, record)
 
 
+def _warn_unchecked(path, saved, record):
+  """Logs one line naming the settings of the objective that a resumed
+  run's objective.json (`saved`, None when it is gone) does not record:
+  they cannot be checked, and the run goes on with this command's
+  (`record`), recorded there from now on."""
+  unchecked = [name for name in ("record_kind", *RESUME_SETTINGS)
+               if name not in (saved or {})]
+  if not unchecked:
+    return
+  what = (f"records no {', '.join(unchecked)}: these settings of the "
+          "objective cannot be checked" if saved is not None else
+          "is missing (removed, or the run is of an older version): the "
+          "objective this run was trained with cannot be checked")
+  given = " ".join(f"{name}={record[name]}" for name in unchecked
+                   if record[name] is not None)
+  logging.warning("%s %s; resuming with this command's %s, recorded there "
+                  "now", path, what, given)
+
+
 def recorded_settings(model_dir, token_records):
   """The settings of `RUN_SETTINGS`, `DATA_SETTINGS`, `TRAIN_SETTINGS` and
   (when both the
@@ -141,10 +188,10 @@ def recorded_settings(model_dir, token_records):
   older version, or a directory of downloaded checkpoints).
 
   Raises:
-    ValueError: one line when the record is not valid JSON.
+    ValueError: one line when the record is not a valid one
+      (`read_objective`).
   """
-  saved = train_state.read_run_record(
-      os.path.join(model_dir, OBJECTIVE_FILE)) or {}
+  saved = read_objective(model_dir)[1] or {}
   names = RUN_SETTINGS + DATA_SETTINGS + TRAIN_SETTINGS
   if token_records and saved.get("record_kind") == "tokens":
     names += SAMPLING_SETTINGS
@@ -228,7 +275,8 @@ def train(configs, strategy, held_out=None):
           model_dir=os.path.normpath(model_dir),
           train_steps=configs.optimizer.train_steps, **layout.record()),
       prepare=prepare, on_step=on_step,
-      on_corrupt_data=lambda e: record_format.data_loss_message(host_files),
+      on_corrupt_data=lambda e: record_format.data_loss_message(
+          host_files, record_info["vocab_size"], e),
       input_lost=(data_service.LOST_ERRORS, functools.partial(
           data_service.lost_message, configs.device.data_service))
       if configs.device.data_service else None,
@@ -248,8 +296,8 @@ def held_out_hook(eval_steps, train_steps, trainer, held_out, logger,
   def on_step(step, out):
     logger(step, out)
     if trainer.chief and (step % eval_steps == 0 or step == train_steps):
-      held_out_lib.log_results(evaluator.run(held_out.dataset(),
-                                             held_out.num_batches),
-                               step, writer)
+      with held_out.bad_data_named():
+        results = evaluator.run(held_out.dataset(), held_out.num_batches)
+      held_out_lib.log_results(results, step, writer)
 
   return on_step

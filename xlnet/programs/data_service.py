@@ -3,11 +3,14 @@
 --dispatcher=HOST:PORT` a worker): logs its address, serves until SIGTERM
 or SIGINT, then stops and exits 0, or 1 when TensorFlow's stop hangs
 (docs/distributed.md, "Input on tf.data service")."""
+import os
 import signal
+import sys
 import threading
 
 from absl import flags
 
+from xlnet import validation
 from xlnet.programs import cli
 from xlnet.flags import tool_catalog
 from xlnet.training import waits
@@ -21,10 +24,12 @@ STOP_WAIT = 10.0
 
 def serve_until_signal(server, say, what, stop_wait=STOP_WAIT):
   """Says `what` once SIGTERM and SIGINT are caught (a signal right after
-  the line is handled), blocks until one comes, then stops `server`. The
-  stop holds the interpreter in C++ (TensorFlow's binding keeps the GIL),
-  so it is bounded by a timer outside it: after `stop_wait` seconds the
-  process ends with exit code 1, as the line before the stop says."""
+  the line is handled), blocks until one comes, then stops `server` and
+  ends the process. The stop holds the interpreter in C++ (TensorFlow's
+  binding keeps the GIL), so it is bounded by a timer outside it: after
+  `stop_wait` seconds the process ends with exit code 1, as the line
+  before the stop says. After the stop the process ends at once, exit code
+  0 (`_end_now`)."""
   signalled, received = threading.Event(), []
 
   def on_signal(signum, unused_frame):
@@ -45,6 +50,30 @@ def serve_until_signal(server, say, what, stop_wait=STOP_WAIT):
   with waits.exit_after(stop_wait):
     server._stop()  # pylint: disable=protected-access
   say(f"{received[0]}: stopped")
+  _end_now()
+
+
+def _end_now():
+  """Ends the process with exit code 0, its output flushed, without
+  releasing the stopped server: TensorFlow's release joins the server's
+  threads, and a worker's heartbeat thread waits for a task that asks a
+  killed dispatcher for its next split, retrying for ever (seen: a worker
+  alive 60 s after "stopped"). The server keeps nothing to save."""
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(0)  # pylint: disable=protected-access
+
+
+def check_flags(flag_values):
+  """Raises a one-line ValueError naming the first flag of data_service.py
+  that is out of its range (the timeouts by their rule,
+  `validation.check_timeout`)."""
+  port = flag_values.port
+  if port is None or not 0 < port < 65536:
+    raise ValueError(f"--port={port}: give the port this server listens "
+                     "on (1-65535)")
+  for name in ("dispatcher_timeout", "worker_timeout_ms"):
+    validation.check_value(name, flag_values[name].value)
 
 
 def main(unused_argv):
@@ -52,9 +81,7 @@ def main(unused_argv):
   # (the library, imported here: --help needs no TensorFlow)
   from xlnet.training import data_servers
   f = flags.FLAGS
-  if f.port is None or not 0 < f.port < 65536:
-    raise ValueError(f"--port={f.port}: give the port this server listens "
-                     "on (1-65535)")
+  check_flags(f)
   say = lambda line: print(f"{cli.program_name()}: {line}", flush=True)
   if f.dispatcher:
     dispatcher = data_servers.dispatcher_address(f.dispatcher)

@@ -13,9 +13,11 @@ bench/finetune_memory.py writes on the user's GPU (`read_calibration`).
 x replicas x accum_steps` exactly.
 """
 import dataclasses
-import json
 import math
 
+from absl import logging
+
+from xlnet import settings_files
 from xlnet import task_kinds
 from xlnet import validation
 from xlnet.reproduce import memory_model
@@ -111,42 +113,59 @@ def fit_terms(points, source):
   return best[1]
 
 
-def read_calibration(path):
-  """The `DeviceTerms` fitted to the peaks of a calibration file.
+_SIZES = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "n_token")
+# What a calibration file holds (`settings_files.read`).
+_POINT = settings_files.Fields(dict(
+    config=settings_files.Fields(
+        {name: settings_files.POSITIVE_INTEGER for name in _SIZES},
+        required=_SIZES),
+    task_kind=settings_files.one_of(*task_kinds.NAMES),
+    seq_len=settings_files.POSITIVE_INTEGER,
+    micro_batch=settings_files.POSITIVE_INTEGER,
+    precision=settings_files.one_of(*memory_model.PRECISION_BYTES),
+    accumulate=settings_files.BOOLEAN, peak_bytes=settings_files.POSITIVE),
+    required=("config", "task_kind", "seq_len", "micro_batch", "precision",
+              "accumulate", "peak_bytes"))
+_CALIBRATION = settings_files.Fields(dict(
+    format=settings_files.one_of(CALIBRATION_FORMAT),
+    device=settings_files.STRING,
+    points=settings_files.ListOf(_POINT, non_empty=True)),
+    required=("format", "points"))
+
+
+def read_calibration(path, device=None):
+  """The `DeviceTerms` fitted to the peaks of a calibration file; a
+  warning says the plan may not hold when `device` (this run's, e.g.
+  "GPU:0 NVIDIA A100-SXM4-40GB" or "CPU:0", as bench/finetune_memory.py
+  names them) is not the one the file was measured on.
 
   Raises:
-    ValueError: one line naming the file when it cannot be read or is not a
-      calibration of bench/finetune_memory.py.
+    ValueError: one line naming the file, and the key and what was
+      expected when it is not a calibration of bench/finetune_memory.py.
   """
-  try:
-    with open(path) as f:
-      data = json.load(f)
-    if data.get("format") != CALIBRATION_FORMAT:
-      raise ValueError(f"format is {data.get('format')!r}, expected "
-                       f"{CALIBRATION_FORMAT!r}")
-    points = data["points"]
-    if not points:
-      raise ValueError("no measured points")
-    for p in points:
-      memory_model.check(p["task_kind"], p["precision"])
-      if not p["peak_bytes"] > 0:
-        raise ValueError(f"peak_bytes {p['peak_bytes']!r} is not > 0")
-    return fit_terms(points, f"calibration file {path} (measured on "
-                     f"{data.get('device', 'an unnamed device')})")
-  except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-    what = (e.strerror or str(e)) if isinstance(e, OSError) else (
-        f"missing {e}" if isinstance(e, KeyError) else str(e))
-    raise ValueError(f"--memory_calibration={path}: {what} (bench/"
-                     "finetune_memory.py writes one on the device)") from None
+  remedy = "bench/finetune_memory.py writes one on the device"
+  data = settings_files.read(path, _CALIBRATION, "memory calibration",
+                             remedy, label=f"--memory_calibration={path}")
+  if data is None:
+    raise ValueError(f"--memory_calibration={path}: No such file or "
+                     f"directory ({remedy})")
+  measured = data.get("device", "an unnamed device")
+  if device is not None and measured != device:
+    logging.warning(
+        "--memory_calibration=%s was measured on %s, this run's device is "
+        "%s: the plan may not hold (%s)", path, measured, device, remedy)
+  return fit_terms(data["points"], f"calibration file {path} (measured on "
+                   f"{measured})")
 
 
-def device_terms(calibration_path=None):
+def device_terms(calibration_path=None, device=None):
   """The `DeviceTerms` a plan holds the memory model to: those fitted to
-  the calibration file at `calibration_path` (`read_calibration`), else the
-  published GPU measurements (`PUBLISHED`)."""
+  the calibration file at `calibration_path` (`read_calibration`, which
+  warns unless it was measured on `device`), else the published GPU
+  measurements (`PUBLISHED`)."""
   if calibration_path is None:
     return PUBLISHED
-  return read_calibration(calibration_path)
+  return read_calibration(calibration_path, device)
 
 
 def precision_of(use_tpu, use_bfloat16, use_fp16):

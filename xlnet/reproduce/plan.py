@@ -238,7 +238,7 @@ def device_terms(cfg):
   if path is None and cfg.work_dir:
     found = os.path.join(cfg.work_dir, CALIBRATION_FILE)
     path = found if os.path.exists(found) else None
-  return memory_plan.device_terms(path)
+  return memory_plan.device_terms(path, strategies.device_name())
 
 
 def memory_batch_plan(task, batch, seq_len, cfg, xlnet_config, terms):

@@ -6,11 +6,11 @@ outputs would mix with the first's.
 """
 import contextlib
 import json
-import os
 
 import tensorflow as tf
 
 from xlnet import io_utils
+from xlnet import settings_files
 from xlnet.training import run_lock
 
 
@@ -41,12 +41,22 @@ def lock(work_dir, user, active=True):
 
 def recorded_settings(path, settings):
   """The settings recorded in the JSON file `path`; `settings` (a json-able
-  dict) when there are none yet, recorded there first (atomically)."""
-  if not os.path.exists(path):
+  dict) when there are none yet, recorded there first (atomically).
+
+  Raises:
+    ValueError: one line naming the file and, where a recorded value is
+      not of the kind of this run's (`"mem_len": "sixteen"` where this run
+      has 64), the setting and what was expected: a rerun is compared
+      with values it can trust.
+  """
+  recorded = settings_files.read(
+      path, settings_files.Fields({name: settings_files.kind_of(value)
+                                   for name, value in settings.items()}),
+      "settings record", "restore it, or use a new work dir")
+  if recorded is None:
     io_utils.atomic_write(path, json.dumps(settings, indent=1) + "\n")
     return settings
-  with open(path) as f:
-    return json.load(f)
+  return recorded
 
 
 def differing_settings(recorded, current, defaults=None):

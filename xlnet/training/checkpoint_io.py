@@ -26,6 +26,7 @@ import re
 from absl import logging
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.eager import context as tf_context  # pylint: disable=g-direct-tensorflow-import
 
 from xlnet import errors
 from xlnet import gfile_io
@@ -148,8 +149,9 @@ def read_tensors(prefix, names=None):
   if missing:
     raise CheckpointError(f"{prefix} lacks {len(missing)} variable(s), e.g. "
                           f"{missing[:3]}")
-  values = {}
+  values, dtypes = {}, reader.get_variable_to_dtype_map()
   for name in wanted:
+    _check_room(prefix, name, shapes[name], dtypes[name])
     try:
       values[name] = reader.get_tensor(name)
       signals.raise_if_terminated()  # a SIGTERM get_tensor's C++ swallowed
@@ -163,6 +165,26 @@ def read_tensors(prefix, names=None):
           "truncated or corrupt") from None
   return values
 
+
+def _check_room(prefix, name, shape, dtype):
+  """Raises a one-line `errors.Stop` unless TensorFlow's CPU allocator has
+  room for the tensor `name` of `prefix`: once TensorFlow's devices exist
+  the reader takes its memory there without checking the allocation (a
+  segmentation fault in a small pool, TF_CPU_BFC_MEM_LIMIT_IN_MB=1, left
+  the run lock behind); an op's allocation raises instead."""
+  with tf.init_scope():
+    devices = tf_context.context()._context_handle  # pylint: disable=protected-access
+    if dtype == tf.string or not tf.executing_eagerly() or devices is None:
+      return  # (before TensorFlow's devices exist it allocates elsewhere)
+    try:
+      with tf.device("/cpu:0"):
+        tf.raw_ops.Empty(shape=shape, dtype=dtype, init=False)
+    except tf.errors.ResourceExhaustedError:
+      raise errors.Stop(
+          f"out of memory reading {prefix}: {name} ({dtype.name} {shape}) "
+          "does not fit in the memory left for tensors; the checkpoint is "
+          "intact: free memory (or raise TF_CPU_BFC_MEM_LIMIT_IN_MB) and "
+          "rerun") from None
 
 
 def init_ops(variables, prefix=None):

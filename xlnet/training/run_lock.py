@@ -9,7 +9,9 @@ gs:// alike.
 
 A second trainer on the same directory stops at once (`Locked`, exit code
 1) with one line naming the directory and the holder. A lock is stale when
-its holder ran on this host and its pid is gone (a SIGKILLed trainer), when
+its holder ran on this host and its pid is gone (a SIGKILLed trainer, a
+crash) or runs another process (this one, which did not take it; one
+started after the lock was written: the pid was reused), when
 it was not refreshed for longer than `LEASE_SECONDS` (a holder on another
 host that died), or when it is no lock record (empty, binary) and older
 than `_WRITE_GRACE_SECONDS` (a writer that died between creating and
@@ -31,6 +33,7 @@ system) stops without saving anything more: the heartbeat notices it,
 `check_held` raises `LockLost`, and the trainers call it at every step and
 before every save. Readers (evaluation, prediction) take no lock.
 """
+import calendar
 import contextlib
 import json
 import os
@@ -62,6 +65,11 @@ _WRITE_GRACE_SECONDS = 10.0
 _CLAIM_SECONDS = 30.0
 _CLAIM_SUFFIX = ".takeover"
 _ATTEMPTS = 50
+# A lock's start time has whole seconds; a process's, clock ticks since a
+# boot time of whole seconds.
+_CLOCK_SLACK_SECONDS = 2.0
+# The tokens of the locks this process took (`acquire`) and still holds.
+_TAKEN = set()
 
 
 class Locked(errors.Stop):
@@ -156,6 +164,43 @@ def _pid_alive(pid):
   return True
 
 
+def _started_at(pid):
+  """When the process `pid` of this host started (seconds since the
+  epoch), or None where /proc does not say."""
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      ticks = int(f.read().rpartition(")")[2].split()[19])
+    with open("/proc/stat") as f:
+      boot = next(int(line.split()[1]) for line in f
+                  if line.startswith("btime "))
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+  except (OSError, ValueError, IndexError, StopIteration):
+    return None
+
+
+def _gone_reason(holder):
+  """Why the holder of a lock written on this host is gone, or None: its
+  pid runs nothing, or runs another process, which cannot have written
+  the lock: this one (a lock it did not take: its writer had the same
+  pid, as a fresh container's process has), or one started after the
+  lock was written (the pid was reused)."""
+  pid = holder["pid"]
+  if not _pid_alive(pid):
+    return f"pid {pid} is gone"
+  if pid == os.getpid() and holder.get("token") not in _TAKEN:
+    return f"pid {pid} is this process, which did not take it"
+  try:
+    written = calendar.timegm(time.strptime(holder.get("start"),
+                                            "%Y-%m-%dT%H:%M:%SZ"))
+  except (TypeError, ValueError):
+    return None
+  started = _started_at(pid)
+  if started is not None and started > written + _CLOCK_SLACK_SECONDS:
+    return (f"pid {pid} now runs another process, started after the lock "
+            "was written")
+  return None
+
+
 def stale_reason(found, lease=LEASE_SECONDS):
   """Why the lock `found` (a `Found`) is stale ("pid 12 is gone", ...), or
   None when its holder may still run."""
@@ -166,9 +211,8 @@ def stale_reason(found, lease=LEASE_SECONDS):
     return None
   if found.age > lease:
     return f"not refreshed for {found.age:.0f} s (lease {lease} s)"
-  if (found.holder["host"] == socket.gethostname() and
-      not _pid_alive(found.holder["pid"])):
-    return f"pid {found.holder['pid']} is gone"
+  if found.holder["host"] == socket.gethostname():
+    return _gone_reason(found.holder)
   return None
 
 
@@ -330,6 +374,7 @@ def acquire(model_dir, lease=LEASE_SECONDS, flag="model_dir",
   for _ in range(_ATTEMPTS):
     if _create(path, _record(token)) and _holds(path, token):
       io_utils.remove_stale_tmp(path)  # of a takeover or heartbeat cut short
+      _TAKEN.add(token)
       return token
     found = read_lock(path)
     if found is None:
@@ -338,6 +383,7 @@ def acquire(model_dir, lease=LEASE_SECONDS, flag="model_dir",
       # Ours after all: a takeover's check had moved it away for a moment
       # when `_holds` looked, and has put it back.
       io_utils.remove_stale_tmp(path)
+      _TAKEN.add(token)
       return token
     if stale_reason(found, lease) is None:
       raise _locked(model_dir, path, found, flag, user)
@@ -349,6 +395,7 @@ def acquire(model_dir, lease=LEASE_SECONDS, flag="model_dir",
 def release(model_dir, token):
   """Removes the lock of `model_dir` if it still holds `token`."""
   _remove_if(lock_path(model_dir), lambda found: found.token() != token)
+  _TAKEN.discard(token)
 
 
 def lost_reason(path, token, lease=LEASE_SECONDS):
@@ -470,6 +517,7 @@ def _let_go(beat):
         beat.stopped.set()
         beat.join()
         _remove_if(beat.path, lambda found: found.token() != beat.token)
+        _TAKEN.discard(beat.token)
         _HELD.pop(beat.path, None)
     except errors.Terminated as e:
       stopped = e

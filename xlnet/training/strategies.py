@@ -243,6 +243,16 @@ def ensure_cpu_devices(n):
                      "running any TensorFlow op") from None
 
 
+def device_name():
+  """This machine's device as bench/finetune_memory.py names the one it
+  measures: its first GPU ("GPU:0 NVIDIA A100-SXM4-40GB"), else "CPU:0"."""
+  gpus = tf.config.list_physical_devices("GPU")
+  if not gpus:
+    return "CPU:0"
+  details = tf.config.experimental.get_device_details(gpus[0])
+  return f"GPU:0 {details.get('device_name', '')}".strip()
+
+
 def runs_on_cpu(strategy):
   """Whether the strategy's replicas compute on the CPU: not a TPU strategy
   and no GPU visible to this process."""

@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet import io_utils
+from xlnet import settings_files
 from xlnet.training import checkpoint_io
 from xlnet.training import run_lock
 from xlnet.training import strategies
@@ -30,19 +31,21 @@ _FROZEN_WHY = ("its checkpoints hold the optimizer slots of the variables it "
                "trained, and a resumed run keeps the frozen ones frozen")
 
 
-def read_run_record(path):
+def read_run_record(path, kinds=None):
   """The settings dict recorded at `path`, or None when there is none.
 
+  Args:
+    path: the record file.
+    kinds: dict setting -> `settings_files.Kind` its value must have (None:
+      any values).
+
   Raises:
-    ValueError: one line when the file is not valid JSON.
+    ValueError: one line naming the file and, where a value is not of its
+      kind, the setting and what was expected (`settings_files.read`).
   """
-  if not tf.io.gfile.exists(path):
-    return None
-  try:
-    with tf.io.gfile.GFile(path) as f:
-      return json.load(f)
-  except ValueError as e:
-    raise ValueError(f"{path} is not valid JSON ({e})") from None
+  return settings_files.read(
+      path, settings_files.Fields(kinds or {}), "run record",
+      "restore it, or move it away to record this command's settings")
 
 
 def write_run_record(path, record):
@@ -63,7 +66,8 @@ def compare_run_record(path, record, model_dir, why):
   Raises:
     ValueError: one line naming the first flag whose value differs.
   """
-  saved = read_run_record(path) or {}
+  saved = read_run_record(path, {name: settings_files.kind_of(value)
+                                 for name, value in record.items()}) or {}
   for name, value in record.items():
     if name in saved and saved[name] != value:
       raise ValueError(

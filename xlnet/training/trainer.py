@@ -465,8 +465,10 @@ def _step_errors(trainer, step, max_save, on_corrupt_data, input_lost,
     trainer: the `Trainer`.
     step: int, the steps done.
     max_save: checkpoints kept on disk.
-    on_corrupt_data: callback(error) -> str naming the corrupted file(s),
-      called after the progress was saved; None: TensorFlow's cause.
+    on_corrupt_data: callback(error) -> str naming the corrupted file(s)
+      (a corrupted record, or one with a token id beyond the vocabulary:
+      `errors.is_bad_data`), called after the progress was saved; None:
+      TensorFlow's cause.
     input_lost: (error types, describe) of a remote input (the tf.data
       service): those errors, raised by a step's fetch of its batches, mean
       the stream is gone; the progress is saved and InputLost says
@@ -478,7 +480,9 @@ def _step_errors(trainer, step, max_save, on_corrupt_data, input_lost,
   lost_errors, describe_lost = input_lost or ((), None)
   try:
     yield
-  except tf.errors.DataLossError as e:
+  except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+    if not errors.is_bad_data(e):
+      raise
     trainer.save(max_save=max_save)
     # (Without a callback, TensorFlow's cause, not its graph stack.)
     where = (on_corrupt_data(e) if on_corrupt_data
