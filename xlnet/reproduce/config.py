@@ -41,6 +41,8 @@ class ReproduceConfig:
   memory_calibration: Optional[str] = None
   use_fp16: bool = False
   use_bfloat16: bool = False
+  recompute: bool = False
+  freeze_layers: int = 0
   num_proc: int = 8
   dry_run: bool = False
   train_steps: Optional[int] = None
