@@ -26,8 +26,9 @@ memory" has the derivation and the measurements that check it):
 Two options shrink the count: with activation recomputation
 (`--recompute`) a layer keeps only its input for the backward pass, which
 makes the rest again one layer at a time; with `--freeze_layers=N` the
-word embedding and the lower N layers get no gradients, no Adam slots and
-no sums, and keep nothing for the backward pass (none reaches them).
+backbone's embeddings and relative biases and its lower N layers get no
+gradients, no Adam slots and no sums, and keep nothing for the backward
+pass (none reaches them).
 
 With float16/bfloat16 (`--use_fp16`, `--use_bfloat16`) the variables and
 slots stay float32 (docs/model.md, "Mixed precision"); activations and the
@@ -110,24 +111,31 @@ def layer_params(sizes):
           + 2 * 2 * s.d_model)  # two LayerNorms
 
 
+def shared_params(sizes):
+  """Parameters outside the layers' scopes that hold every layer's values:
+  the relative-attention biases and the segment embeddings."""
+  s = sizes
+  head = s.n_head * s.d_head
+  biases = 3 * head * (s.n_layer if s.untie_r else 1)  # r_w, r_r, r_s
+  return biases + s.n_layer * 2 * head  # seg_embed
+
+
 def backbone_params(sizes):
   """Trainable parameters of the fine-tuning backbone (segments, no
   mask_emb): embedding, relative biases, seg_embed and the layers."""
   s = sizes
-  head = s.n_head * s.d_head
-  biases = 3 * head * (s.n_layer if s.untie_r else 1)  # r_w, r_r, r_s
-  seg_embed = s.n_layer * 2 * head
-  return (s.n_token * s.d_model + biases + seg_embed
+  return (s.n_token * s.d_model + shared_params(s)
           + s.n_layer * layer_params(s))
 
 
 def frozen_params(sizes, freeze_layers):
-  """Parameters `--freeze_layers=N` leaves untrained: the word embedding
-  and the lower N layers' (none for 0; the relative biases and segment
-  embeddings, one variable for all layers, train)."""
+  """Parameters `--freeze_layers=N` leaves untrained
+  (`optimizer.is_frozen`): the word embedding, the relative biases and
+  segment embeddings (frozen whole) and the lower N layers' (none for 0)."""
   if not freeze_layers:
     return 0
-  return sizes.n_token * sizes.d_model + freeze_layers * layer_params(sizes)
+  return (sizes.n_token * sizes.d_model + shared_params(sizes)
+          + freeze_layers * layer_params(sizes))
 
 
 def head_params(sizes, task_kind):
