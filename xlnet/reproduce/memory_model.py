@@ -24,8 +24,9 @@ memory" has the derivation and the measurements that check it):
 * at the end of the step, the float32 gradient of every trained weight.
 
 Two options shrink the count: with activation recomputation
-(`--recompute`) a layer keeps only its input for the backward pass, which
-makes the rest again one layer at a time; with `--freeze_layers=N` the
+(`--recompute`) a layer keeps its input for the backward pass, which
+makes the rest again one layer at a time (the saving counted is the share
+measured, `RECOMPUTE_SAVING`); with `--freeze_layers=N` the
 backbone's embeddings and relative biases and its lower N layers get no
 gradients, no Adam slots and no sums, and keep nothing for the backward
 pass (none reaches them).
@@ -58,6 +59,13 @@ _N_CLASS = 2  # classifier head width (a few more classes: a few KB)
 # check grid measured 0.977 to 1.068 (docs/performance.md, "Fine-tuning
 # memory").
 ALLOCATOR_OVERHEAD = 1.04
+
+# The share of what a layer keeps beyond its input that recomputation
+# saves (`kept_below`): the smallest measured on the CPU's allocator, per
+# layer below the top one, at widths 768 and 1024, 128 and 512 tokens
+# (bench/recompute_memory.py; docs/performance.md, "Activation
+# recomputation and frozen layers"), at most 1 (no more than derived).
+RECOMPUTE_SAVING = 0.84
 
 
 @dataclasses.dataclass(frozen=True)
@@ -361,9 +369,10 @@ def kept_below(sizes, seq_len, rows, precision, recompute=False,
 
   A frozen layer keeps nothing: no gradient reaches it (the lowest trained
   layer keeps its input). With recomputation a trained layer keeps its
-  input only; the rest (its dropout masks drawn again alike) is made again
+  input; the rest (its dropout masks drawn again alike) is made again
   when the backward pass reaches it, one layer at a time (the top layer's
-  phases), and so are the compute-dtype copies of its weights.
+  phases), and so are the compute-dtype copies of its weights. Of the rest
+  the count saves the share `RECOMPUTE_SAVING` measured.
   """
   below = embedding_activation_terms(sizes, seq_len, rows, precision)
   if freeze_layers:
@@ -371,7 +380,9 @@ def kept_below(sizes, seq_len, rows, precision, recompute=False,
   trained = sizes.n_layer - freeze_layers
   terms = layer_activation_terms(sizes, seq_len, rows, precision)
   if recompute:
-    terms = {"input": terms["input"]}
+    rest = sum(terms.values()) - terms["input"]
+    terms = {"input": terms["input"],
+             "not saved by recomputation": (1 - RECOMPUTE_SAVING) * rest}
   for name, value in terms.items():
     below[f"layers: {name}"] = value * max(trained - 1, 0)
   if precision != "fp32" and trained:
