@@ -67,8 +67,8 @@ def create_run_config(is_training, is_finetune, FLAGS, **resolved):  # pylint: d
     is_finetune: fine-tuning leaves mem_len/reuse_len None and
       bi_data/same_length False; pretraining reads them from FLAGS.
     FLAGS: an object with the model-run flags as attributes (absl's FLAGS
-      of our programs or of the release's); without `use_fp16` (the
-      release's) it is False.
+      of our programs or of the release's); without `use_fp16` or
+      `recompute` (the release's) they are False.
     **resolved: values that win over FLAGS (pretraining's data flags,
       resolved against the corpus info).
 
@@ -78,7 +78,8 @@ def create_run_config(is_training, is_finetune, FLAGS, **resolved):  # pylint: d
   kwargs = dict(
       is_training=is_training, use_tpu=FLAGS.use_tpu,
       use_bfloat16=FLAGS.use_bfloat16,
-      use_fp16=getattr(FLAGS, "use_fp16", False), dropout=FLAGS.dropout,
+      use_fp16=getattr(FLAGS, "use_fp16", False),
+      recompute=getattr(FLAGS, "recompute", False), dropout=FLAGS.dropout,
       dropatt=FLAGS.dropatt, init=FLAGS.init, init_range=FLAGS.init_range,
       init_std=FLAGS.init_std, clamp_len=FLAGS.clamp_len)
   if not is_finetune:

@@ -58,7 +58,8 @@ class XLNetModel:
           dropout=run_config.dropout, dropatt=run_config.dropatt,
           mem_len=run_config.mem_len, reuse_len=run_config.reuse_len,
           bi_data=run_config.bi_data, clamp_len=run_config.clamp_len,
-          same_length=run_config.same_length, **kwargs)
+          same_length=run_config.same_length,
+          recompute=run_config.recompute, **kwargs)
     self.xlnet_config = xlnet_config
     self.run_config = run_config
     self.initializer = initializer

@@ -143,9 +143,11 @@ class RunConfig:
   `use_fp16` (exclusive) compute the activations and matrix products in
   bfloat16 / float16 while the variables, the attention softmax, the
   LayerNorm statistics and the loss stay float32 (float16 needs loss scaling
-  in the trainer, and a GPU). The fields are checked when built
-  (`xlnet/validation.py`: dropout rates in [0, 1), `init`, `mem_len`, the
-  precision).
+  in the trainer, and a GPU). `recompute` keeps only each layer's input
+  for the backward pass of training, which computes the layer again (the
+  same gradients, less memory, about a third more time: docs/training.md).
+  The fields are checked when built (`xlnet/validation.py`: dropout rates
+  in [0, 1), `init`, `mem_len`, the precision, `recompute` a bool).
   """
   is_training: bool
   use_tpu: bool
@@ -161,6 +163,7 @@ class RunConfig:
   clamp_len: int = _DEFAULTS["clamp_len"]
   same_length: bool = False
   use_fp16: bool = False
+  recompute: bool = False
 
   def __post_init__(self):
     validation.check_fields(self)

@@ -101,12 +101,22 @@ def stateless_dropout_seed(seed, byte_masks=None):
       as outside a block). Its ops have data-dependent shapes: only for
       graphs that run on the CPU without XLA.
   """
+  with _dropout_block(seed, 0, byte_masks):
+    yield
+
+
+@contextlib.contextmanager
+def _dropout_block(seed, count, byte_masks):
+  """The block of `stateless_dropout_seed` whose first dropout op draws
+  from `fold_in(seed, count + 1)`; yields its entry `[seed, draws so far,
+  byte_masks]`."""
   stack = getattr(_DROPOUT_SEEDS, "stack", None)
   if stack is None:
     stack = _DROPOUT_SEEDS.stack = []
-  stack.append([seed, 0, byte_masks])
+  entry = [seed, count, byte_masks]
+  stack.append(entry)
   try:
-    yield
+    yield entry
   finally:
     stack.pop()
 
@@ -1002,7 +1012,7 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
                    use_tpu=True, input_mask=None, perm_mask=None, seg_id=None,
                    reuse_len=None, ff_activation="relu", target_mapping=None,
                    use_bfloat16=False, scope="transformer", use_fp16=False,
-                   **kwargs):
+                   recompute=False, **kwargs):
   """The XLNet backbone: a two-stream Transformer-XL (time-major).
 
   Args:
@@ -1031,6 +1041,7 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
       attention softmax and LayerNorm statistics stay float32).
     scope: variable scope of the backbone.
     use_fp16: the same in float16 (excludes use_bfloat16).
+    recompute: in training, compute each layer again to differentiate it.
     **kwargs: ignored (accepted for call-site compatibility).
 
   Returns:
@@ -1093,9 +1104,13 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
     # and run once on both.
     two_stream = output_g is not None
     states = tf.concat([output_h, output_g], 0) if two_stream else output_h
-    attn = dict(r=pos_emb, seg_mat=seg_mat, d_model=d_model, n_head=n_head,
-                d_head=d_head, dropout=dropout, dropatt=dropatt,
-                is_training=is_training, kernel_initializer=initializer)
+    settings = dict(two_stream=two_stream, d_model=d_model, n_head=n_head,
+                    d_head=d_head, d_inner=d_inner, dropout=dropout,
+                    dropatt=dropatt, is_training=is_training,
+                    initializer=initializer, ff_activation=ff_activation)
+    shared = dict(qlen=qlen, r=pos_emb, seg_mat=seg_mat, mask_h=non_tgt_mask,
+                  mask_g=attn_mask, target_mapping=target_mapping)
+    layer = _recomputed if recompute and is_training else _layer
     new_mems = []
     for i in range(n_layer):
       layer_mem = mems[i] if mems is not None else None
@@ -1104,12 +1119,7 @@ def transformer_xl(inp_k, n_token, n_layer, d_model, n_head, d_head, d_inner,
       biases = _layer_biases(i, untie_r, r_w_bias, r_r_bias, r_s_bias,
                              seg_embed)
       with tf.compat.v1.variable_scope(f"layer_{i}"):
-        states = _layer_attention(states, qlen, two_stream, layer_mem,
-                                  biases, (non_tgt_mask, attn_mask),
-                                  target_mapping, attn)
-        states = positionwise_ffn(
-            states, d_model, d_inner, dropout, initializer,
-            activation_type=ff_activation, is_training=is_training)
+        states = layer(states, biases, dict(shared, mem=layer_mem), settings)
 
     output = tf.split(states, [qlen, -1])[1] if two_stream else states
     output = _dropout(output, dropout, is_training)
@@ -1204,6 +1214,156 @@ def _layer_biases(i, untie_r, r_w_bias, r_r_bias, r_s_bias, seg_embed):
   if r_s_bias is None:
     return biases + (None, None)
   return biases + (layer(r_s_bias), seg_embed[i])
+
+
+def _layer(states, biases, tensors, settings):
+  """One layer (call it in its scope `layer_{i}`): the relative attention
+  on one stream or both, then the position-wise feed-forward block.
+
+  Args:
+    states: Tensor `[qlen (+ rows of g), bsz, d_model]`.
+    biases: `_layer_biases` of the layer.
+    tensors: dict of the other tensors the layer reads, each a Tensor or
+      None: `qlen`, `mem` (the layer's memory), `r` (the positional
+      encodings), `seg_mat`, `mask_h` and `mask_g` (`_build_masks`' content-
+      and query-stream masks), `target_mapping`.
+    settings: dict of the layer's sizes and settings: `two_stream`,
+      `d_model`, `n_head`, `d_head`, `d_inner`, `dropout`, `dropatt`,
+      `is_training`, `initializer`, `ff_activation`.
+
+  Returns:
+    Tensor of states' shape.
+  """
+  s = settings
+  attn = dict(r=tensors["r"], seg_mat=tensors["seg_mat"], d_model=s["d_model"],
+              n_head=s["n_head"], d_head=s["d_head"], dropout=s["dropout"],
+              dropatt=s["dropatt"], is_training=s["is_training"],
+              kernel_initializer=s["initializer"])
+  states = _layer_attention(
+      states, tensors["qlen"], s["two_stream"], tensors["mem"], biases,
+      (tensors["mask_h"], tensors["mask_g"]), tensors["target_mapping"], attn)
+  return positionwise_ffn(
+      states, s["d_model"], s["d_inner"], s["dropout"], s["initializer"],
+      activation_type=s["ff_activation"], is_training=s["is_training"])
+
+
+def _recomputed(states, biases, tensors, settings, layer=_layer):
+  """`layer(states, biases, tensors, settings)` keeping none of its
+  activations for the backward pass, only its inputs: the backward pass
+  runs the layer again (the same variables, the same dropout masks:
+  `_DropoutReplay`) and differentiates that second run.
+
+  Args:
+    states, biases, tensors, settings: as `_layer`'s; the gradient reaches
+      the variables, `states` and `biases`, not `tensors` (no variable of
+      the model needs a gradient through them: positions, masks, memories).
+    layer: `_layer`, or a function of its arguments that builds its
+      variables with `tf.compat.v1.get_variable` in the current variable
+      scope.
+
+  Returns:
+    the layer's output.
+  """
+  scope = tf.compat.v1.get_variable_scope()
+  replay = _DropoutReplay(
+      settings["is_training"] and (settings["dropout"] or settings["dropatt"]))
+  present = [i for i, bias in enumerate(biases) if bias is not None]
+  made = {}  # full name -> the variable the forward pass's getter returned
+
+  def remember(getter, name, *args, **kwargs):
+    made[name] = getter(name, *args, **kwargs)
+    return made[name]
+
+  def reuse(getter, name, *args, **kwargs):
+    del getter, args, kwargs
+    return made[name]
+
+  def run(getter, inputs, others, forward):
+    full = list(biases)
+    for i, bias in zip(present, inputs[1:]):
+      full[i] = bias
+    with tf.compat.v1.variable_scope(scope, custom_getter=getter):
+      with replay.draws(forward):
+        return layer(inputs[0], tuple(full), others, settings)
+
+  @tf.custom_gradient
+  def recomputed(*inputs):
+
+    def grad(dy, variables=None):
+      names = sorted(tensors)
+      waited = _waiting_for(list(inputs) + [tensors[n] for n in names], dy)
+      again, others = waited[:len(inputs)], dict(zip(names,
+                                                    waited[len(inputs):]))
+      read = list(variables or [])
+      with tf.GradientTape() as tape:
+        tape.watch(again)
+        tape.watch(read)
+        out = run(reuse, again, others, forward=False)
+      grads = tape.gradient(out, again + read, output_gradients=dy,
+                            unconnected_gradients=tf.UnconnectedGradients.ZERO)
+      return grads[:len(again)], grads[len(again):]
+
+    return run(remember, inputs, tensors, forward=True), grad
+
+  return recomputed(states, *[biases[i] for i in present])
+
+
+def _waiting_for(tensors, dy):
+  """`tensors` (Tensors or None), each plus a zero computed from `dy`: the
+  same values, which exist only once dy does.
+
+  A recomputed layer's second run reads these. Made from the forward
+  pass's tensors themselves, it would be started by the graph executor as
+  soon as they exist, during the forward pass, holding its activations
+  until the backward pass; and grappler's and XLA's merging of identical
+  ops would fold it into the forward pass's run. (A control dependency
+  on dy would do the first only, and XLA drops those.)
+  """
+  nan = tf.math.is_nan(tf.reshape(dy, [-1])[:1])
+  # Always False (no entry is NaN and not NaN), which no optimizer folds.
+  never = tf.reduce_any(tf.logical_and(nan, tf.logical_not(nan)))
+  return [None if t is None else t + tf.cast(never, t.dtype)
+          for t in tensors]
+
+
+class _DropoutReplay:
+  """Where a recomputed layer's dropout ops draw their masks, so that the
+  backward pass's run of the layer draws the forward pass's.
+
+  Inside `stateless_dropout_seed` the layer's ops draw from the block's
+  seed, counting on from where the block's count is when the layer is
+  built: the masks a layer without recomputation draws. Outside such a
+  block (dropout from the stateful random ops: TPUEstimator's fine-tuning,
+  `XLNetModel` used directly) the layer draws one seed from the stateful
+  ops and each of its masks statelessly from that seed.
+
+  Args:
+    random: whether the layer draws masks (training with a dropout rate).
+  """
+
+  def __init__(self, random):
+    stack = getattr(_DROPOUT_SEEDS, "stack", None)
+    self.outer = stack[-1] if stack else None
+    self.seed = self.start = self.byte_masks = None
+    if self.outer is not None:
+      self.seed, self.start, self.byte_masks = self.outer
+    elif random:
+      self.seed = tf.random.uniform([2], maxval=2 ** 31 - 1, dtype=tf.int32)
+      self.start = 0
+    if self.seed is not None and self.byte_masks is None:
+      self.byte_masks = _byte_masks_pay()
+
+  @contextlib.contextmanager
+  def draws(self, forward):
+    """The block of one run of the layer; after the forward pass's, the
+    enclosing block's count has advanced past the layer's draws."""
+    if self.seed is None:
+      yield
+      return
+    with _dropout_block(self.seed, self.start, self.byte_masks) as entry:
+      yield
+    if forward and self.outer is not None:
+      self.outer[1] = entry[1]
 
 
 def _layer_attention(states, qlen, two_stream, mem, biases, masks,

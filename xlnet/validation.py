@@ -25,8 +25,11 @@ in the words a user of the programs types (docs/python_api.md).
   save_steps, eval_batches          >= 1, or unset (save only at the end /
                                     evaluate every batch)
   warmup_steps, max_save,           >= 0 (max_save=0 keeps every checkpoint,
-  mem_len, eval_steps, retries,     eval_steps=0 never evaluates)
-  learning_rate, weight_decay
+  mem_len, eval_steps, retries,     eval_steps=0 never evaluates,
+  learning_rate, weight_decay,      freeze_layers=0 freezes nothing)
+  freeze_layers
+  freeze_layers                     <= the model's n_layer
+                                    (`check_freeze_layers`)
   dropout, dropatt,                 in [0, 1)
   task_text_share
   min_lr_ratio                      in [0, 1]
@@ -40,6 +43,7 @@ in the words a user of the programs types (docs/python_api.md).
   record_kind, sample_strategy,
   model_size
   use_fp16                          excludes use_bfloat16 and use_tpu
+  recompute                         True or False
 
 `warmup_steps` above `train_steps` is a run that ends during warm-up (the
 release accepts it); it is accepted with a warning.
@@ -66,6 +70,7 @@ AT_LEAST = {
     "warmup_steps": (0, ""),
     "max_save": (0, " (0 keeps every checkpoint)"),
     "mem_len": (0, ""),
+    "freeze_layers": (0, " (0 freezes nothing)"),
     "eval_steps": (0, " (0: no held-out evaluation)"),
     "learning_rate": (0.0, ""),
     "weight_decay": (0.0, ""),
@@ -142,9 +147,12 @@ CHOICES = {
     # reproduce.py's pretrained model: XLNet-Large or XLNet-Base.
     "model_size": ("large", "base"),
 }
+# Settings that are true or false: a config given another value (a
+# string "False" is true to Python) would run otherwise than asked.
+BOOLEANS = ("recompute",)
 # Every name with a rule.
 NAMES = tuple(dict.fromkeys([*AT_LEAST, *BELOW, *AT_MOST, *ABOVE,
-                             *MULTIPLE_OF, *CHOICES]))
+                             *MULTIPLE_OF, *CHOICES, *BOOLEANS]))
 
 
 def first_choice(name):
@@ -156,6 +164,10 @@ def check_value(name, value):
   """Raises a one-line ValueError (`--name=value must be >= low ...`) if
   `value` breaks a rule of `name` (one of NAMES); None always passes."""
   if value is None:
+    return
+  if name in BOOLEANS:
+    if not isinstance(value, bool):
+      raise ValueError(f"--{name}={value!r} must be True or False")
     return
   rule = _broken_bound(name, value)
   if rule:
@@ -242,6 +254,14 @@ def check_precision(use_tpu, use_bfloat16, use_fp16):
   if use_fp16 and (use_bfloat16 or use_tpu):
     raise ValueError("--use_fp16 is for GPUs and excludes --use_bfloat16 "
                      "(TPUs compute in bfloat16)")
+
+
+def check_freeze_layers(freeze_layers, n_layer):
+  """Raises unless `freeze_layers` (>= 0 by its rule) freezes at most the
+  model's `n_layer` layers."""
+  if freeze_layers > n_layer:
+    raise ValueError(f"--freeze_layers={freeze_layers} must be <= "
+                     f"n_layer={n_layer} (the model's layers)")
 
 
 def long_warmup_message(warmup_steps, train_steps):

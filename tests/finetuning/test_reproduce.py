@@ -456,6 +456,15 @@ def _run_of(settings, seed=1, data_dir="/data/RTE"):
   return reproduce_plan.Run(RTE, seed, plan, (), tuple(command))
 
 
+def test_recompute_is_passed_to_every_program(tmp_path):
+  """--recompute reaches each task's command; without it no command names
+  it (so that the commands of earlier results stay equal)."""
+  assert "--recompute=True" in _run_of(_settings(tmp_path,
+                                                 "--recompute")).command
+  assert not [arg for arg in _run_of(_settings(tmp_path)).command
+              if arg.startswith("--recompute")]
+
+
 def _write_result(settings, legacy=False, data_dir="/data/RTE", seed=1,
                   ours=71.5):
   """Writes rte's result.json of `seed` in the documented layout

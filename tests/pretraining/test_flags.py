@@ -169,6 +169,34 @@ def test_resolve_all_reads_the_model_config_once(tmp_path):
   assert pretrain_flags.resolve(FL).model.n_token == 40
 
 
+def test_recompute_and_freeze_layers_reach_the_configs(tmp_path):
+  """--recompute and --freeze_layers: the RunConfig and OptimizerConfig of
+  pretraining and of each fine-tuning program (off by default); more
+  frozen layers than the model has are refused by pretraining's
+  resolution (the fine-tuning programs': `finetune_config.check_together`,
+  tests/training/test_freeze.py)."""
+  record_dir = fx.fake_data_dir(tmp_path)
+  resolve = lambda *extra: pretrain_flags.resolve(flag_catalog.parse_flags(
+      ["prog", f"--record_info_dir={record_dir}", "--n_layer=3", *extra]))
+  configs = resolve("--recompute", "--freeze_layers=2")
+  assert configs.run.recompute and configs.optimizer.freeze_layers == 2
+  configs = resolve()
+  assert not configs.run.recompute and configs.optimizer.freeze_layers == 0
+  with pytest.raises(ValueError, match=r"^--freeze_layers=4 must be <= "
+                     r"n_layer=3 \(the model's layers\)$"):
+    resolve("--freeze_layers=4")
+  xlnet_config = fx.xlnet_config_of(fx.tiny_flags())
+  for program in (run_classifier, run_squad, run_race):
+    for extra, want in (([], (False, 0)),
+                        (["--recompute", "--freeze_layers=1"], (True, 1))):
+      FL = absl_flags.FlagValues()
+      program.define_flags(FL)
+      FL(["prog", f"--model_dir={tmp_path / 'm'}", *extra])
+      assert (finetune_flags.model_config(FL, xlnet_config).run.recompute,
+              finetune_flags.engine_config(FL).optimizer.freeze_layers
+              ) == want, program.__name__
+
+
 def test_batch_layout_has_one_name(tmp_path):
   """The per-host and per-core batches and the memory shapes of training
   and of held-out evaluation come from the one BatchLayout, the memories'

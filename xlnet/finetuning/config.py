@@ -381,7 +381,10 @@ def check_together(model, engine):
   """Raises unless a run's configs agree where two hold the same setting
   (the programs give each pair from one flag): the devices and precision
   of the model and the engine (None model or engine: nothing to
-  compare)."""
+  compare); and unless the engine freezes at most the model's layers."""
+  if model is not None and engine is not None and engine.optimizer:
+    validation.check_freeze_layers(engine.optimizer.freeze_layers,
+                                   model.xlnet_config.n_layer)
   pairs = []
   if model is not None and engine is not None:
     pairs += [

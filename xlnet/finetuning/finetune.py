@@ -238,6 +238,8 @@ def train(run, input_fn, loss_fn, allow_missing=(), head=None, record=None):
       resuming = bool(checkpoint_io.list_checkpoints(run.model_dir))
       _record_head(run.model_dir, head, resuming)
       _record_model(run.model_dir, record, resuming)
+      train_state.check_frozen_layers(
+          run.model_dir, run.optimizer.freeze_layers, resuming)
       return _estimator_train(run, input_fn, loss_fn, allow_missing)
   strategy = strategies.for_training(run.device, run.layout)
   with run_lock.hold(run.model_dir, strategies.is_chief(strategy)):

@@ -37,7 +37,7 @@ def optimizer_config(flag_values, n_layer=None):
       weight_decay=flag_values.weight_decay,
       clip=flag_values.clip,
       lr_layer_decay_rate=flag_values.lr_layer_decay_rate,
-      n_layer=n_layer)
+      n_layer=n_layer, freeze_layers=flag_values.freeze_layers)
 
 
 def train_config(flag_values):

@@ -100,6 +100,15 @@ def define_model_config_path_flag(flag_values, help_text):
                       flag_values=flag_values)
 
 
+def define_recompute_flag(flag_values, help_text):
+  flags.DEFINE_bool("recompute", False, help_text, flag_values=flag_values)
+
+
+def define_freeze_layers_flag(flag_values, help_text):
+  flags.DEFINE_integer("freeze_layers", 0, help_text,
+                       flag_values=flag_values)
+
+
 def define_spiece_model_file_flag(flag_values):
   flags.DEFINE_string("spiece_model_file", None,
                       "SentencePiece model of the pretrained checkpoint.",
@@ -157,6 +166,11 @@ def define_model_flags(flag_values, *, model_config_path_help,
                      "Stddev of the normal initializer.", **fv)
   flags.DEFINE_float("init_range", default["init_range"],
                      "Range of the uniform initializer.", **fv)
+  define_recompute_flag(
+      flag_values, "Activation recomputation: each layer keeps only its "
+      "input for the backward pass, which computes the layer again (the "
+      "same gradients and dropout masks; the activations of one layer at "
+      "a time instead of all, for about one more forward pass of time).")
 
 
 @group("Precision")
@@ -264,6 +278,11 @@ def define_optimizer_flags(flag_values, *, program, lr_layer_decay_rate_help):
                      "Decoupled weight decay.", **fv)
   flags.DEFINE_float("lr_layer_decay_rate", default["lr_layer_decay_rate"],
                      lr_layer_decay_rate_help, **fv)
+  define_freeze_layers_flag(
+      flag_values, "Train nothing of the backbone below layer N: the "
+      "embeddings, the relative-attention biases and segment embeddings, "
+      "and layers 0..N-1 get no update, no gradient and no optimizer slots "
+      "(0: train everything); a resumed run keeps it.")
 
 
 @group("Training loop")

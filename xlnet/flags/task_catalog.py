@@ -291,15 +291,14 @@ def define_reproduce_flags(flag_values, *, tables):
                     "activations with dynamic loss scaling (GPUs).", **fv)
   flags.DEFINE_bool("use_bfloat16", False, "Passed to every program: "
                     "bfloat16 activations (implied by --use_tpu).", **fv)
-  # The fine-tuning programs' --recompute and --freeze_layers, which
-  # --device_memory_gb plans with
-  flags.DEFINE_bool("recompute", False, "Passed to every program: each "
-                    "layer keeps only its input for the backward pass and "
-                    "computes the rest again (less memory, more time).",
-                    **fv)
-  flags.DEFINE_integer("freeze_layers", 0, "Passed to every program: the "
-                       "embeddings and the lower N layers are not trained "
-                       "(no gradients, no optimizer slots).", **fv)
+  groups.define_recompute_flag(
+      flag_values, "Passed to every program: activation recomputation (the "
+      "same results in less memory, for about one more forward pass of "
+      "time); --device_memory_gb plans with it.")
+  groups.define_freeze_layers_flag(
+      flag_values, "Passed to every fine-tuning program: the embeddings and "
+      "the lower N layers are not trained (no gradients, no optimizer "
+      "slots); --device_memory_gb plans with it.")
   define_task_flags(
       flag_values, eval_batch_size=(8, "Evaluation/prediction batch per GPU "
                                     "(global with --use_tpu)."))

@@ -39,6 +39,7 @@ from xlnet.pretraining import inputs
 from xlnet.pretraining import pretrain as pretrain_lib
 from xlnet.training import checkpoint_io
 from xlnet.training import config as train_config
+from xlnet.training import train_state
 
 CORE_ID = "core_id"
 
@@ -151,6 +152,9 @@ def run_estimator(configs):
   input_fn, record_info = inputs.training_input_fn(configs)
   pretrain_lib.check_objective(configs, record_info["sampling"],
                                resume is not None)
+  train_state.check_frozen_layers(ckpt.model_dir,
+                                  configs.optimizer.freeze_layers,
+                                  resume is not None)
   pretrain_lib.save_xlnet_config(configs.model, ckpt.model_dir)
   tpu_estimator.train(
       tpu_estimator.estimator(

@@ -68,6 +68,10 @@ class OptimizerConfig(ForProgram):
     lr_layer_decay_rate: layer l's gradients scaled by
       rate^(n_layer-1-l) (1: off).
     n_layer: depth of the model (needed by the layer decay).
+    freeze_layers: N >= 1 trains nothing of the backbone below layer N:
+      its embeddings, its relative-attention biases and segment embeddings
+      and layers 0..N-1 get no gradient, no update and no optimizer slot
+      (`optimizer.is_frozen`); 0 trains everything.
   """
   learning_rate: float
   train_steps: int
@@ -79,9 +83,12 @@ class OptimizerConfig(ForProgram):
   clip: float = _DEFAULTS["clip"]
   lr_layer_decay_rate: float = _DEFAULTS["lr_layer_decay_rate"]
   n_layer: Optional[int] = None
+  freeze_layers: int = 0
 
   def __post_init__(self):
     validation.check_fields(self)
+    if self.n_layer is not None:
+      validation.check_freeze_layers(self.freeze_layers, self.n_layer)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,6 +30,7 @@ _OPTIMIZER_VAR_RE = re.compile(
     r"(^|/)(adam_m|adam_v|Adam(_\d+)?|beta[12]_power(_\d+)?|global_step)$")
 
 _LAYER_RE = re.compile(r"model/transformer/layer_(\d+)/")
+_BACKBONE_RE = re.compile(r"(^|/)model/transformer/")
 
 
 ################################################################################
@@ -155,6 +156,41 @@ def clipped_gradients(config, gradients, var_names):
   `scale_gradients`."""
   return scale_gradients(gradients, var_names, config.clip, config.n_layer,
                          config.lr_layer_decay_rate)
+
+
+def is_frozen(var_name, freeze_layers):
+  """Whether `freeze_layers` (N, `OptimizerConfig.freeze_layers`) freezes
+  the variable `var_name`: it gets no gradient, no update, no slot.
+
+  N >= 1 freezes every variable of the backbone (`model/transformer/`) but
+  those of layers N and up: the word embedding and `mask_emb`, layers
+  0..N-1, and the relative-attention biases and segment embeddings
+  (`r_w_bias`, `r_r_bias`, `r_s_bias`, `seg_embed`). Those hold every
+  layer's values in one variable (one row per layer with untie_r, one
+  value for all without); they are frozen whole, the rows of the trained
+  layers too, so that no gradient is computed below layer N. The heads
+  (the summary, the LM loss's bias, a task's layers) always train.
+  """
+  if not freeze_layers or not _BACKBONE_RE.search(var_name):
+    return False
+  layer = _LAYER_RE.search(var_name)
+  return layer is None or int(layer.group(1)) < freeze_layers
+
+
+def trained(var_names, freeze_layers):
+  """Which of a model's variables `var_names` train under `freeze_layers`.
+
+  Returns:
+    list of bools, one per name.
+
+  Raises:
+    ValueError: `freeze_layers` above the model's layers (one more than
+      the largest `layer_{l}` among the names).
+  """
+  layers = [_LAYER_RE.search(name) for name in var_names]
+  validation.check_freeze_layers(freeze_layers, 1 + max(
+      (int(m.group(1)) for m in layers if m), default=-1))
+  return [not is_frozen(name, freeze_layers) for name in var_names]
 
 
 def is_optimizer_variable(var_name):

@@ -134,8 +134,9 @@ def get_train_op(optimizer, total_loss, grads_and_vars=None, use_tpu=False):
   Args:
     optimizer: an `OptimizerConfig` (its `n_layer` None: one more than the
       largest `model/transformer/layer_{l}/` index among the variables).
-    total_loss: float scalar tensor; differentiated w.r.t. all trainable
-      variables unless `grads_and_vars` is given.
+    total_loss: float scalar tensor; differentiated w.r.t. the trainable
+      variables but those `optimizer.freeze_layers` freezes (no gradient,
+      no slot, no update) unless `grads_and_vars` is given.
     grads_and_vars: optional list of (gradient, variable), used as is
       instead of differentiating.
     use_tpu: bool, see below.
@@ -169,7 +170,8 @@ def get_train_op(optimizer, total_loss, grads_and_vars=None, use_tpu=False):
     graph_optimizer = tf.compat.v1.tpu.CrossShardOptimizer(inner)
 
   if grads_and_vars is None:
-    grads_and_vars = graph_optimizer.compute_gradients(total_loss)
+    grads_and_vars = graph_optimizer.compute_gradients(
+        total_loss, var_list=_trained_variables(c.freeze_layers))
   grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
   if not grads_and_vars:
     raise ValueError("get_train_op: no trainable variable has a gradient "
@@ -184,6 +186,17 @@ def get_train_op(optimizer, total_loss, grads_and_vars=None, use_tpu=False):
   train_op = graph_optimizer.apply_gradients(zip(clipped, variables),
                                              global_step=global_step)
   return train_op, learning_rate, gnorm
+
+
+def _trained_variables(freeze_layers):
+  """The graph's trainable variables but those `freeze_layers` freezes
+  (`optimizer.trained`); None (all of them) when it freezes none."""
+  if not freeze_layers:
+    return None
+  variables = tf.compat.v1.trainable_variables()
+  trained = optimizer_lib.trained(
+      [checkpoint_io.variable_name(v) for v in variables], freeze_layers)
+  return [v for v, t in zip(variables, trained) if t]
 
 
 def update_applied(gnorm, total_loss, use_tpu=False):

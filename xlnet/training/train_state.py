@@ -25,6 +25,9 @@ MEM_NAME = "mems/replica_{replica}/layer_{layer}"
 LAYOUT_FILE = "batch_layout.json"
 _LAYOUT_WHY = ("a resumed run continues the data where it stopped only with "
                "the same batch layout")
+FROZEN_FILE = "frozen_layers.json"
+_FROZEN_WHY = ("its checkpoints hold the optimizer slots of the variables it "
+               "trained, and a resumed run keeps the frozen ones frozen")
 
 
 def read_run_record(path):
@@ -103,6 +106,28 @@ def check_batch_layout(model_dir, layout, resuming):
       the recorded one.
   """
   check_run_record(model_dir, LAYOUT_FILE, layout, resuming, _LAYOUT_WHY)
+
+
+def check_frozen_layers(model_dir, freeze_layers, resuming):
+  """Records `--freeze_layers` of a run in `model_dir` (`FROZEN_FILE`,
+  written when it freezes layers or the file exists: a directory without
+  one trained with 0); refuses to resume with another value.
+
+  Raises:
+    ValueError: one line naming the flag and the recorded value.
+  """
+  path = os.path.join(model_dir, FROZEN_FILE)
+  recorded = tf.io.gfile.exists(path)
+  if resuming:
+    saved = (read_run_record(path) or {}).get("freeze_layers", 0)
+    if saved != freeze_layers:
+      raise ValueError(
+          f"--freeze_layers={freeze_layers} but {model_dir} was trained "
+          f"with --freeze_layers={saved} "
+          f"({path if recorded else f'no {FROZEN_FILE}'}): {_FROZEN_WHY}; "
+          f"rerun with --freeze_layers={saved} or use another --model_dir")
+  if freeze_layers or recorded:
+    write_run_record(path, {"freeze_layers": freeze_layers})
 
 
 class ShardedState:

@@ -8,7 +8,9 @@ One optimizer step (`Trainer._replica_step`), per replica:
   1. forward and backward passes over `accum_steps` micro-batches (their
      gradients are averaged; memories advance from micro-batch to
      micro-batch), dropout seeded statelessly from (seed, step, replica,
-     micro-batch);
+     micro-batch); the gradients are those of the trained variables, all
+     but the ones `OptimizerConfig.freeze_layers` freezes, which have no
+     slots either;
   2. gradients averaged over replicas (as the release averaged GPU towers),
      clipped by their global norm, scaled per layer;
   3. the Adam/AdamW update of `optimizer.variable_update`, applied only when
@@ -145,14 +147,16 @@ class Trainer:
                   for k, s in element_spec.items()}
       mems = self.memory.zeros() if self.memory else None
       self.template(features, mems, False)  # creates the model variables
-      self.trainable = list(self.template.trainable_variables)
-      self.names = [self._name(v) for v in self.trainable]
+      weights = list(self.template.trainable_variables)
+      names = [self._name(v) for v in weights]
+      self.trainable, self.names = _trained_part(
+          weights, names, self.optimizer.freeze_layers)
       self.adam.build(self.trainable, self.names)
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
       self.mem_vars = self.memory.variables() if self.memory else []
-    variables = dict(zip(self.names, self.trainable))
+    variables = dict(zip(names, weights))
     variables.update(self.adam.variables())
     for var in self.template.non_trainable_variables:
       variables[self._name(var)] = var
@@ -355,6 +359,25 @@ class Trainer:
     return step
 
 
+def _trained_part(weights, names, freeze_layers):
+  """The variables of the model's `weights` (`names`: their checkpoint
+  names) that train: all but those `freeze_layers` freezes, which get no
+  gradient, no slot and no update (they are saved with the model all the
+  same). Logs what it freezes.
+
+  Returns:
+    (the trained variables, their names).
+  """
+  trained = optimizer_lib.trained(names, freeze_layers)
+  frozen = [v for v, t in zip(weights, trained) if not t]
+  if frozen:
+    logging.info("Frozen (--freeze_layers=%d): %d variables, %d parameters",
+                 freeze_layers, len(frozen),
+                 sum(int(np.prod(v.shape)) for v in frozen))
+  return ([v for v, t in zip(weights, trained) if t],
+          [n for n, t in zip(names, trained) if t])
+
+
 def _accumulated(forward_backward, features, mems, step, accum_steps,
                  trainable):
   """Mean loss and gradients over `accum_steps` micro-batches.
@@ -515,7 +538,9 @@ def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
     same_run: dict flag name -> value that every worker must share
       (`strategies.check_same_run`), or None.
     prepare: `prepare(resuming)`, run on the chief before anything is
-      built: checks and records of the run in its model_dir.
+      built: checks and records of the run in its model_dir (the frozen
+      layers' are checked and recorded here after it:
+      `train_state.check_frozen_layers`).
     on_step: `on_step(logger, writer)` -> the per-step callback (default:
       the logger).
     on_corrupt_data, input_lost, out_of_memory, step_watch: as
@@ -535,6 +560,9 @@ def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
       strategies.check_same_run(trainer.strategy, same_run)
     if trainer.chief and prepare is not None:
       prepare(resume is not None)
+    if trainer.chief:
+      train_state.check_frozen_layers(
+          model_dir, trainer.optimizer.freeze_layers, resume is not None)
     dist_dataset = trainer.distribute(dataset_fn)
     trainer.build(dataset_fn(tf.distribute.InputContext()).element_spec)
     if resume:
