@@ -194,10 +194,8 @@ def memory_planned(flag_values, engine, xlnet_config, task_kind):
         memory_plan.precision_of(flag_values.use_tpu, flag_values.use_bfloat16,
                                  flag_values.use_fp16),
         gib, memory_plan.device_terms(calibration),
-        # (getattr until flags/groups.py defines --recompute and
-        # --freeze_layers for every fine-tuning program: then read them)
-        recompute=getattr(flag_values, "recompute", False),
-        freeze_layers=getattr(flag_values, "freeze_layers", 0))
+        recompute=flag_values.recompute,
+        freeze_layers=flag_values.freeze_layers)
   except ValueError as e:
     raise ValueError(f"--device_memory_gb={gib:g}: {e}") from None
   logging.info("Memory plan (%s): %s", plan.source, plan.summary())

@@ -44,6 +44,7 @@ question: four) and its head.
 import dataclasses
 
 from xlnet import task_kinds
+from xlnet import validation
 
 # Bytes of one activation in the compute dtype.
 PRECISION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
@@ -355,14 +356,6 @@ class StepMemory:
         held + sum(self.end.values()) + copies)
 
 
-def check_freeze_layers(sizes, freeze_layers):
-  """Raises unless 0 <= freeze_layers <= n_layer."""
-  if (isinstance(freeze_layers, bool) or not isinstance(freeze_layers, int)
-      or not 0 <= freeze_layers <= sizes.n_layer):
-    raise ValueError(f"--freeze_layers={freeze_layers} must be 0 to "
-                     f"{sizes.n_layer} (the model's layers)")
-
-
 def kept_below(sizes, seq_len, rows, precision, recompute=False,
                freeze_layers=0):
   """Bytes kept for the backward pass below the top layer, by term.
@@ -414,7 +407,8 @@ def step_memory(xlnet_config, task_kind, seq_len, micro_batch, precision,
   """
   check(task_kind, precision)
   sizes = ModelSizes.of(xlnet_config)
-  check_freeze_layers(sizes, freeze_layers)
+  validation.check_value("freeze_layers", freeze_layers)
+  validation.check_freeze_layers(freeze_layers, sizes.n_layer)
   rows = micro_batch * task_kinds.get(task_kind).sequences_per_example
   params = param_count(sizes, task_kind)
   trained = params - frozen_params(sizes, freeze_layers)

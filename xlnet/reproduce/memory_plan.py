@@ -407,8 +407,9 @@ def plan_accumulation(xlnet_config, task_kind, seq_len, global_batch,
   _positive_int("global_batch", global_batch)
   _positive_int("replicas", replicas)
   validation.check_value("device_memory_gb", device_memory_gb)
-  memory_model.check_freeze_layers(memory_model.ModelSizes.of(xlnet_config),
-                                   freeze_layers)
+  validation.check_value("freeze_layers", freeze_layers)
+  validation.check_freeze_layers(
+      freeze_layers, memory_model.ModelSizes.of(xlnet_config).n_layer)
   if global_batch % replicas:
     raise ValueError(
         f"global batch {global_batch} is not a multiple of {replicas} "
