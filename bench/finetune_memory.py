@@ -65,8 +65,7 @@ GRIDS = {
 # --calibrate's points: model:seq_len:batch[:accum][+options], batches
 # small enough for a 16 GB device (docs/performance.md, "Held to the
 # published GPU measurements"); two batches per length separate the batch's
-# share; one with accumulation, and with recomputation where this checkout
-# has it (`missing_option`).
+# share; one with accumulation, two with recomputation.
 CALIBRATION_POINTS = ("base:128:4", "base:128:8", "base:512:1", "base:512:2",
                       "large:128:2", "large:128:4", "large:512:1",
                       "large:512:2", "large:512:1:2", "large:512:2+recompute",
@@ -209,20 +208,6 @@ def parse_point(text, n_token):
                           untie_r=True, n_token=n_token), options=options)
 
 
-def missing_option(point):
-  """Why this checkout cannot measure `point`'s options (None: it can):
-  recomputation and frozen layers need their config fields."""
-  from xlnet import model as model_lib  # pylint: disable=g-import-not-at-top
-  from xlnet.training import config  # pylint: disable=g-import-not-at-top
-  needs = (("recompute", model_lib.RunConfig, "recompute"),
-           ("freeze", config.OptimizerConfig, "freeze_layers"))
-  for option, cls, field in needs:
-    if point["options"].get(option) and field not in {
-        f.name for f in dataclasses.fields(cls)}:
-      return f"+{option} needs {cls.__name__}.{field}, which this checkout lacks"
-  return None
-
-
 def model_estimate(point):
   """The memory model's `StepMemory` of a point."""
   from xlnet.reproduce import memory_model  # pylint: disable=g-import-not-at-top
@@ -331,11 +316,6 @@ def calibrate(args):
   texts = (args.points.split(",") if args.points else
            [f"classifier:{args.precision}:{p}" for p in CALIBRATION_POINTS])
   points = [parse_point(t, args.n_token) for t in texts]
-  kept = [(t, p) for t, p in zip(texts, points) if not missing_option(p)]
-  for text, point in zip(texts, points):
-    if missing_option(point):
-      print(f"{text}: not measured: {missing_option(point)}", flush=True)
-  texts, points = [t for t, _ in kept], [p for _, p in kept]
   results = []
   for text in texts:
     results.append(max((run_point(text, args) for _ in range(args.repeats)),
@@ -417,9 +397,6 @@ def main():
   ratios = []
   for text in points:
     point = parse_point(text, args.n_token)
-    if missing_option(point):
-      print(f"{text:32s} not measured: {missing_option(point)}", flush=True)
-      continue
     runs = [run_point(text, args) for _ in range(args.repeats)]
     got = max(runs, key=lambda r: r["peak"])
     low = min(r["peak"] for r in runs)

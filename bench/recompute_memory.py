@@ -111,10 +111,6 @@ def main():
   if args.n_layer < 2:
     raise SystemExit("recompute_memory.py: error: --n_layer must be >= 2 "
                      f"(a layer below the top one), got {args.n_layer}")
-  missing = finetune_memory.missing_option(finetune_memory.parse_point(
-      "classifier:fp32:1:64:8:1+recompute", args.n_token))
-  if missing:
-    raise SystemExit(f"recompute_memory.py: error: {missing}")
   print(f"MiB per example (the slope of the peak between two batches), "
         f"{args.n_layer} layers, classifier, fp32, {args.n_token} tokens; "
         "saving: per example and layer below the top one")
