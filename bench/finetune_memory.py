@@ -20,6 +20,9 @@ A point is task:precision:layers:d_model:seq_len:batch[:accum_steps]
 task:precision:base|large:seq_len:batch[:accum_steps] (xlnet/configs/);
 batch counts examples per micro-step (a RACE example is 4 sequences): with
 accum_steps each optimizer step runs accum_steps micro-batches of that size.
+Options follow a point after "+": +recompute (activation recomputation,
+RunConfig.recompute), +freeze=N (OptimizerConfig.freeze_layers), +xla (the
+step jit-compiled, as on a TPU); e.g. classifier:fp32:2:512:512:4+recompute.
 
 --calibrate measures XLNet-Base and -Large at 128 and 512 tokens (two
 batches each, --precision; a few minutes on a GPU) and writes the peaks as
@@ -59,41 +62,80 @@ GRIDS = {
 }
 
 
-# --calibrate's points: (model, seq_len, batch), batches small enough for
-# a 16 GB device (docs/performance.md, "Held to the published GPU
-# measurements"); two batches per length separate the batch's share.
-CALIBRATION_POINTS = (("base", 128, 4), ("base", 128, 8), ("base", 512, 1),
-                      ("base", 512, 2), ("large", 128, 2), ("large", 128, 4),
-                      ("large", 512, 1), ("large", 512, 2))
+# --calibrate's points: model:seq_len:batch[:accum][+options], batches
+# small enough for a 16 GB device (docs/performance.md, "Held to the
+# published GPU measurements"); two batches per length separate the batch's
+# share; one with accumulation, two with recomputation.
+CALIBRATION_POINTS = ("base:128:4", "base:128:8", "base:512:1", "base:512:2",
+                      "large:128:2", "large:128:4", "large:512:1",
+                      "large:512:2", "large:512:1:2", "large:512:2+recompute",
+                      "large:512:4+recompute")
+# The tables' device memories, GiB.
+TABLE_GIB = (16, 24, 40, 80)
+
+
+def _released(name):
+  """The XLNetConfig of xlnet/configs/xlnet_{name}.json."""
+  from xlnet import model as model_lib  # pylint: disable=g-import-not-at-top
+  return model_lib.XLNetConfig(json_path=os.path.join(
+      ROOT, "xlnet", "configs", f"xlnet_{name}.json"))
 
 
 def fit_table():
-  """Markdown: sequences per device and micro-step, Base and Large."""
-  from xlnet import model as model_lib  # pylint: disable=g-import-not-at-top
-  from xlnet import task_kinds
+  """Markdown: sequences per device and micro-step, Base and Large, with
+  accumulation, without and with --recompute."""
+  from xlnet import task_kinds  # pylint: disable=g-import-not-at-top
   from xlnet.reproduce import memory_plan
-  sizes = (16, 24, 40, 80)
   lines = ["| model | task | precision | " + " | ".join(
-      f"{g} GB" for g in sizes) + " |", "|---" * (3 + len(sizes)) + "|"]
+      f"{g} GB" for g in TABLE_GIB) + " |",
+           "|---" * (3 + len(TABLE_GIB)) + "|"]
   for name in ("base", "large"):
-    config = model_lib.XLNetConfig(json_path=os.path.join(
-        ROOT, "xlnet", "configs", f"xlnet_{name}.json"))
+    config = _released(name)
     for kind in task_kinds.NAMES:
       rows = task_kinds.get(kind).sequences_per_example
       for precision, label in (("fp32", "fp32"), ("bf16", "fp16/bf16")):
-        cells = ["/".join(str(rows * memory_plan.max_micro_batch(
-            config, kind, seq_len, precision, gib)) for seq_len in (
-                128, 256, 512)) for gib in sizes]
-        lines.append(f"| XLNet-{name.capitalize()} | {kind} | {label} | "
-                     + " | ".join(cells) + " |")
+        for recompute in (False, True):
+          cells = ["/".join(str(rows * memory_plan.max_micro_batch(
+              config, kind, seq_len, precision, gib, recompute=recompute))
+                            for seq_len in (128, 256, 512))
+                   for gib in TABLE_GIB]
+          lines.append(f"| XLNet-{name.capitalize()} | {kind} | {label}"
+                       f"{' --recompute' if recompute else ''} | "
+                       + " | ".join(cells) + " |")
   return "\n".join(lines)
 
 
+def _split(config, kind, settings, replicas, precision, gib, **options):
+  """"micro x accum" of a setting's plan, or "does not fit"."""
+  from xlnet.reproduce import memory_plan  # pylint: disable=g-import-not-at-top
+  try:
+    plan = memory_plan.plan_accumulation(config, kind, settings.seq_len,
+                                         settings.batch, replicas, precision,
+                                         gib, **options)
+  except ValueError:
+    return "does not fit"
+  return f"{plan.micro_batch} x {plan.accum_steps}"
+
+
+def _fewest_frozen(config, kind, settings, replicas, precision, gib):
+  """"N: micro x accum" of the fewest --freeze_layers that plan a setting
+  that does not fit without (none: "-")."""
+  if _split(config, kind, settings, replicas, precision, gib) != (
+      "does not fit"):
+    return "-"
+  for n in range(1, config.n_layer + 1):
+    split = _split(config, kind, settings, replicas, precision, gib,
+                   freeze_layers=n)
+    if split != "does not fit":
+      return f"{n}: {split}"
+  return "does not fit"
+
+
 def plan_table(replicas=(1, 4)):
-  """Markdown: the accumulation the paper's settings need."""
-  from xlnet import model as model_lib  # pylint: disable=g-import-not-at-top
-  from xlnet.reproduce import memory_plan
-  from xlnet.reproduce import paper_settings as ps
+  """Markdown: the accumulation the paper's settings need, without and
+  with --recompute, and the fewest --freeze_layers where 16 GB does not
+  fit."""
+  from xlnet.reproduce import paper_settings as ps  # pylint: disable=g-import-not-at-top
   squad, race = ps.SQUAD_TABLE[0], ps.RACE_TABLE[0]
   imdb, yelp = ps.CLASSIFICATION[0], ps.CLASSIFICATION[2]
   glue = sorted({t.large.batch for t in ps.GLUE})
@@ -103,22 +145,19 @@ def plan_table(replicas=(1, 4)):
   settings += [("large", "classifier", s, label) for s, label in (
       [(ps.Settings(0, b, 0, 0, 128, 0, ""), "GLUE") for b in glue]
       + [(imdb.large, "IMDB"), (yelp.large, "Yelp, Amazon, DBpedia, AG")])]
-  sizes = (16, 24, 40, 80)
+  columns = [(16, {}), (16, {"recompute": True}), (24, {}),
+             (24, {"recompute": True}), (40, {}), (80, {})]
   lines = ["| setting | model | GPUs | precision | " + " | ".join(
-      f"{g} GB" for g in sizes) + " |", "|---" * (4 + len(sizes)) + "|"]
+      f"{g} GB{' --recompute' if o else ''}" for g, o in columns)
+           + " | 16 GB --freeze_layers |",
+           "|---" * (5 + len(columns)) + "|"]
   for name, kind, s, label in settings:
-    config = model_lib.XLNetConfig(json_path=os.path.join(
-        ROOT, "xlnet", "configs", f"xlnet_{name}.json"))
+    config = _released(name)
     for n in replicas:
       for precision, plabel in (("fp32", "fp32"), ("bf16", "fp16/bf16")):
-        cells = []
-        for gib in sizes:
-          try:
-            plan = memory_plan.plan_accumulation(
-                config, kind, s.seq_len, s.batch, n, precision, gib)
-            cells.append(f"{plan.micro_batch} x {plan.accum_steps}")
-          except ValueError:
-            cells.append("does not fit")
+        cells = [_split(config, kind, s, n, precision, g, **o)
+                 for g, o in columns]
+        cells.append(_fewest_frozen(config, kind, s, n, precision, 16))
         lines.append(f"| {label} {s.batch} x {s.seq_len} | "
                      f"{name.capitalize()} | {n} | {plabel} | "
                      + " | ".join(cells) + " |")
@@ -135,16 +174,27 @@ def released_config(name):
                                  "n_token")}
 
 
+# A point's options ("+name" or "+name=value" after it).
+OPTIONS = ("recompute", "freeze", "xla")
+
+
 def parse_point(text, n_token):
-  """task:precision:layers:d_model:seq_len:batch[:accum] (or
-  task:precision:base|large:seq_len:batch[:accum]) -> dict."""
+  """task:precision:layers:d_model:seq_len:batch[:accum][+option...] (or
+  task:precision:base|large:seq_len:batch[:accum][+option...]) -> dict."""
+  text, *given = text.split("+")
+  options = {name: value or True
+             for name, value in (o.partition("=")[::2] for o in given)}
+  if set(options) - set(OPTIONS):
+    raise SystemExit(f"finetune_memory.py: error: bad option in {given}: "
+                     f"expected some of {', '.join(OPTIONS)}")
+  options["freeze"] = int(options.get("freeze") or 0)
   parts = text.split(":")
   if len(parts) > 2 and parts[2] in ("base", "large") and len(parts) in (5,
                                                                          6):
     seq_len, batch = map(int, parts[3:5])
     return dict(task=parts[0], precision=parts[1], seq_len=seq_len,
                 batch=batch, accum=int(parts[5]) if len(parts) == 6 else 1,
-                config=released_config(parts[2]))
+                config=released_config(parts[2]), options=options)
   if len(parts) not in (6, 7) or parts[0] not in TASKS:
     raise SystemExit(f"finetune_memory.py: error: bad point {text!r}: "
                      "expected task:precision:layers:d_model:seq_len:batch"
@@ -155,11 +205,23 @@ def parse_point(text, n_token):
               config=dict(n_layer=n_layer, d_model=d_model,
                           n_head=max(1, d_model // 64), d_head=64,
                           d_inner=4 * d_model, ff_activation="gelu",
-                          untie_r=True, n_token=n_token))
+                          untie_r=True, n_token=n_token), options=options)
 
 
-def measure(point, pool_gib):
-  """Peak bytes of the second training step at `point` (this process)."""
+def model_estimate(point):
+  """The memory model's `StepMemory` of a point."""
+  from xlnet.reproduce import memory_model  # pylint: disable=g-import-not-at-top
+  options = point["options"]
+  return memory_model.step_memory(
+      point["config"], point["task"], point["seq_len"], point["batch"],
+      point["precision"], accumulate=point["accum"] > 1,
+      recompute=bool(options.get("recompute")),
+      freeze_layers=options["freeze"])
+
+
+def built_step(point, pool_gib):
+  """The fine-tuning `Trainer` of `point` (this process), its train step
+  and its input: (trainer, step, iterator, device name)."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   import xlnet  # noqa: F401  (the BFC CPU allocator, before any op)
   import tensorflow as tf
@@ -179,12 +241,14 @@ def measure(point, pool_gib):
     pool = tf.raw_ops.Empty(shape=[pool_gib, 2 ** 28], dtype=tf.float32,
                             init=False)
     del pool
-  precision = point["precision"]
+  precision, options = point["precision"], point["options"]
+  run = dict(use_bfloat16=precision == "bf16", use_fp16=precision == "fp16")
+  if options.get("recompute"):
+    run["recompute"] = True
   model = finetune_config.ModelConfig(
       xlnet_config=model_lib.XLNetConfig(**point["config"]),
-      run=dataclasses.replace(finetune_config.DEFAULT_RUN,
-                              use_bfloat16=precision == "bf16",
-                              use_fp16=precision == "fp16"))
+      run=dataclasses.replace(finetune_config.DEFAULT_RUN, **run))
+  frozen = {"freeze_layers": options["freeze"]} if options["freeze"] else {}
   task = TASKS[point["task"]]
   batch = finetune_step.features(task, point["batch"], point["seq_len"],
                                  np.random.RandomState(0),
@@ -198,13 +262,21 @@ def measure(point, pool_gib):
       tf.distribute.get_strategy(),
       lambda f, m, t: (loss_fn(f, t), None, {}),
       config.OptimizerConfig(learning_rate=2e-5, train_steps=10 ** 6,
-                             adam_epsilon=1e-6),
+                             adam_epsilon=1e-6, **frozen),
       os.path.join(work, "unused-finetune-memory-model-dir"),
       accum_steps=point["accum"],
-      train=config.TrainConfig(seed=1, use_fp16=precision == "fp16"))
+      train=config.TrainConfig(seed=1, use_fp16=precision == "fp16",
+                               use_xla=bool(options.get("xla"))))
   trainer.build(dataset.element_spec)
-  step = trainer.make_train_step()
-  iterator = iter(trainer.distribute(lambda _: dataset))
+  return (trainer, trainer.make_train_step(),
+          iter(trainer.distribute(lambda _: dataset)), device)
+
+
+def measure(point, pool_gib):
+  """Peak bytes of the second training step at `point` (this process)."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+  trainer, step, iterator, device = built_step(point, pool_gib)
   step(iterator, False)  # trace; the first step allocates for good
   tf.config.experimental.reset_memory_stats(device)
   before = tf.config.experimental.get_memory_info(device)["current"]
@@ -232,7 +304,9 @@ def calibration_record(points, results):
           "points": [dict(config=p["config"], task_kind=p["task"],
                           seq_len=p["seq_len"], micro_batch=p["batch"],
                           precision=p["precision"],
-                          accumulate=p["accum"] > 1, peak_bytes=r["peak"])
+                          accumulate=p["accum"] > 1, peak_bytes=r["peak"],
+                          recompute=bool(p["options"].get("recompute")),
+                          freeze_layers=p["options"]["freeze"])
                      for p, r in zip(points, results)]}
 
 
@@ -240,8 +314,7 @@ def calibrate(args):
   """Measures `CALIBRATION_POINTS` (or --points) and writes the file
   --calibrate names, whole or not at all."""
   texts = (args.points.split(",") if args.points else
-           [f"classifier:{args.precision}:{m}:{n}:{b}"
-            for m, n, b in CALIBRATION_POINTS])
+           [f"classifier:{args.precision}:{p}" for p in CALIBRATION_POINTS])
   points = [parse_point(t, args.n_token) for t in texts]
   results = []
   for text in texts:
@@ -327,9 +400,7 @@ def main():
     runs = [run_point(text, args) for _ in range(args.repeats)]
     got = max(runs, key=lambda r: r["peak"])
     low = min(r["peak"] for r in runs)
-    est = memory_model.step_memory(
-        point["config"], point["task"], point["seq_len"], point["batch"],
-        point["precision"], accumulate=point["accum"] > 1)
+    est = model_estimate(point)
     want_params = memory_model.param_count(point["config"], point["task"])
     note = "" if got["params"] == want_params else (
         f"  (parameters: built {got['params']}, model {want_params})")
@@ -340,6 +411,8 @@ def main():
           f"{est.peak_bytes / got['peak'] - 1:+7.1%} "
           f"{got['before'] / mib:7.1f} {sum(est.state.values()) / mib:7.1f}"
           f"  {phase_of(est)} ({got['device']}){note}", flush=True)
+  if not ratios:
+    return
   print(f"measured peak / tensors: {min(ratios):.3f} to {max(ratios):.3f}; "
         "model error: "
         f"{min(memory_model.ALLOCATOR_OVERHEAD / r for r in ratios) - 1:+.1%} "

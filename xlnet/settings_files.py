@@ -39,6 +39,8 @@ def _is_number(value):
 
 INTEGER = Kind("an integer", lambda v: type(v) is int)
 POSITIVE_INTEGER = Kind("an integer >= 1", lambda v: type(v) is int and v >= 1)
+NON_NEGATIVE_INTEGER = Kind("an integer >= 0",
+                            lambda v: type(v) is int and v >= 0)
 NUMBER = Kind("a finite number", _is_number)
 POSITIVE = Kind("a finite number > 0", lambda v: _is_number(v) and v > 0)
 BOOLEAN = Kind("true or false", lambda v: type(v) is bool)

@@ -284,8 +284,8 @@ def test_device_memory_picks_the_memory_models_accumulation(tmp_path,
   with pytest.raises(ValueError, match=
                      r"^--device_memory_gb=8: race: race at 512 tokens in "
                      r"fp32: even 1 example per micro-step needs about .* "
-                     r"GiB.*; use --use_fp16 or --use_bfloat16, larger "
-                     r"devices, or a shorter --max_seq_length$"):
+                     r"GiB.*; would fit: --freeze_layers=\d+ \(about .*\); "
+                     r"\d+ GB devices; or a shorter --max_seq_length$"):
     _dry_run_text(capsys, ["--table=race", "--device_memory_gb=8"] + base)
 
 

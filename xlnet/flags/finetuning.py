@@ -160,15 +160,16 @@ def engine_config(flag_values):
 def memory_planned(flag_values, engine, xlnet_config, task_kind):
   """`engine` with its batch layout split for --device_memory_gb: the
   examples of each optimizer step (--train_batch_size x --accum_steps per
-  device) in the fewest micro-batches whose estimate fits the device
+  device) in the fewest micro-batches that fit the device
   (`memory_plan.plan_accumulation`, held to --memory_calibration or the
-  published GPU measurements). Logs the plan, its source first.
+  published GPU measurements, with --recompute and --freeze_layers). Logs
+  the plan, its source first.
 
   Raises:
-    ValueError: one line naming the flag when even one example per device
-      does not fit, or --memory_calibration is given alone or unreadable
-      (a --device_memory_gb not > 0 is refused by its rule before:
-      `config_flags.check_rules`).
+    ValueError: one line naming the flag and what would fit when even one
+      example per device does not, or --memory_calibration is given alone
+      or unreadable (a --device_memory_gb not > 0 is refused by its rule
+      before: `config_flags.check_rules`).
   """
   gib = flag_values.device_memory_gb
   calibration = flag_values.memory_calibration
@@ -187,11 +188,10 @@ def memory_planned(flag_values, engine, xlnet_config, task_kind):
         layout.train_batch_size * layout.accum_steps, replicas,
         memory_plan.precision_of(flag_values.use_tpu, flag_values.use_bfloat16,
                                  flag_values.use_fp16),
-        gib, terms)
+        gib, terms, recompute=flag_values.recompute,
+        freeze_layers=flag_values.freeze_layers)
   except ValueError as e:
-    raise ValueError(f"--device_memory_gb={gib:g}: {e}; use --use_fp16 or "
-                     "--use_bfloat16, larger devices, or a shorter "
-                     "--max_seq_length") from None
+    raise ValueError(f"--device_memory_gb={gib:g}: {e}") from None
   logging.info("Memory plan (%s): %s", plan.source, plan.summary())
   return dataclasses.replace(engine, layout=dataclasses.replace(
       layout, train_batch_size=plan.micro_batch * replicas,

@@ -109,6 +109,11 @@ def define_recompute_flag(flag_values, help_text):
   flags.DEFINE_bool("recompute", False, help_text, flag_values=flag_values)
 
 
+def define_freeze_layers_flag(flag_values, help_text):
+  flags.DEFINE_integer("freeze_layers", 0, help_text,
+                       flag_values=flag_values)
+
+
 def define_spiece_model_file_flag(flag_values):
   flags.DEFINE_string("spiece_model_file", None,
                       "SentencePiece model of the pretrained checkpoint.",
@@ -277,12 +282,11 @@ def define_optimizer_flags(flag_values, *, program, lr_layer_decay_rate_help):
                      "Decoupled weight decay.", **fv)
   flags.DEFINE_float("lr_layer_decay_rate", default["lr_layer_decay_rate"],
                      lr_layer_decay_rate_help, **fv)
-  flags.DEFINE_integer("freeze_layers", 0,
-                       "Train nothing of the backbone below layer N: the "
-                       "embeddings, the relative-attention biases and "
-                       "segment embeddings, and layers 0..N-1 get no "
-                       "update, no gradient and no optimizer slots (0: "
-                       "train everything); a resumed run keeps it.", **fv)
+  define_freeze_layers_flag(
+      flag_values, "Train nothing of the backbone below layer N: the "
+      "embeddings, the relative-attention biases and segment embeddings, "
+      "and layers 0..N-1 get no update, no gradient and no optimizer slots "
+      "(0: train everything); a resumed run keeps it.")
 
 
 @group("Training loop")

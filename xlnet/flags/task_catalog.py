@@ -388,7 +388,11 @@ def define_reproduce_flags(flag_values, *, tables):
   groups.define_recompute_flag(
       flag_values, "Passed to every program: activation recomputation (the "
       "same results in less memory, for about one more forward pass of "
-      "time).")
+      "time); --device_memory_gb plans with it.")
+  groups.define_freeze_layers_flag(
+      flag_values, "Passed to every fine-tuning program: the embeddings and "
+      "the lower N layers are not trained (no gradients, no optimizer "
+      "slots); --device_memory_gb plans with it.")
   define_task_flags(
       flag_values, eval_batch_size=(8, "Evaluation/prediction batch per GPU "
                                     "(global with --use_tpu)."))

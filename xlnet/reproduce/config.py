@@ -42,6 +42,7 @@ class ReproduceConfig:
   use_fp16: bool = False
   use_bfloat16: bool = False
   recompute: bool = False
+  freeze_layers: int = 0
   num_proc: int = 8
   dry_run: bool = False
   train_steps: Optional[int] = None

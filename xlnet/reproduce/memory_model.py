@@ -6,9 +6,10 @@ The count is analytic: what one training step
 device memory, derived from the code (docs/performance.md, "Fine-tuning
 memory" has the derivation and the measurements that check it):
 
-* state: float32 weights, Adam's two float32 slots per weight
-  (`optimizer.AdamState`), and with `--accum_steps` > 1 a float32 gradient
-  sum per weight (`trainer._accumulated`);
+* state: float32 weights and Adam's two float32 slots per trained weight
+  (`optimizer.AdamState`);
+* with `--accum_steps` > 1, a float32 gradient sum per trained weight,
+  through the step's micro-batches and its update (`trainer._accumulated`);
 * the activations the backward pass needs, per layer (`modeling.py`): the
   layer's input, keys, values, the three biased queries, the transposed
   positional queries and keys, the float32 attention probabilities, their
@@ -20,7 +21,15 @@ memory" has the derivation and the measurements that check it):
 * the largest temporaries at the top of the step: the relative-position
   scores `[bsz, n_head, len, 2 len]` and their relative shift, forward and
   backward;
-* at the end of the step, the float32 gradient of every weight.
+* at the end of the step, the float32 gradient of every trained weight.
+
+Two options shrink the count: with activation recomputation
+(`--recompute`) a layer keeps its input for the backward pass, which
+makes the rest again one layer at a time (the saving counted is the share
+measured, `RECOMPUTE_SAVING`); with `--freeze_layers=N` the
+backbone's embeddings and relative biases and its lower N layers get no
+gradients, no Adam slots and no sums, and keep nothing for the backward
+pass (none reaches them).
 
 With float16/bfloat16 (`--use_fp16`, `--use_bfloat16`) the variables and
 slots stay float32 (docs/model.md, "Mixed precision"); activations and the
@@ -35,6 +44,7 @@ question: four) and its head.
 import dataclasses
 
 from xlnet import task_kinds
+from xlnet import validation
 
 # Bytes of one activation in the compute dtype.
 PRECISION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
@@ -50,6 +60,13 @@ _N_CLASS = 2  # classifier head width (a few more classes: a few KB)
 # check grid measured 0.977 to 1.068 (docs/performance.md, "Fine-tuning
 # memory").
 ALLOCATOR_OVERHEAD = 1.04
+
+# The share of what a layer keeps beyond its input that recomputation
+# saves (`kept_below`): the smallest measured on the CPU's allocator, per
+# layer below the top one, at widths 768 and 1024, 128 and 512 tokens
+# (bench/recompute_memory.py; docs/performance.md, "Activation
+# recomputation and frozen layers"), at most 1 (no more than derived).
+RECOMPUTE_SAVING = 0.84
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,16 +112,39 @@ def layer_matrix_params(sizes):
   return 5 * s.d_model * s.n_head * s.d_head + 2 * s.d_model * s.d_inner
 
 
+def layer_params(sizes):
+  """Parameters of one layer (scope `layer_{i}`): its matrices, the
+  feed-forward biases and two LayerNorms."""
+  s = sizes
+  return (layer_matrix_params(s) + s.d_inner + s.d_model  # ff biases
+          + 2 * 2 * s.d_model)  # two LayerNorms
+
+
+def shared_params(sizes):
+  """Parameters outside the layers' scopes that hold every layer's values:
+  the relative-attention biases and the segment embeddings."""
+  s = sizes
+  head = s.n_head * s.d_head
+  biases = 3 * head * (s.n_layer if s.untie_r else 1)  # r_w, r_r, r_s
+  return biases + s.n_layer * 2 * head  # seg_embed
+
+
 def backbone_params(sizes):
   """Trainable parameters of the fine-tuning backbone (segments, no
   mask_emb): embedding, relative biases, seg_embed and the layers."""
   s = sizes
-  head = s.n_head * s.d_head
-  biases = 3 * head * (s.n_layer if s.untie_r else 1)  # r_w, r_r, r_s
-  seg_embed = s.n_layer * 2 * head
-  layer = (layer_matrix_params(s) + s.d_inner + s.d_model  # ff biases
-           + 2 * 2 * s.d_model)  # two LayerNorms
-  return s.n_token * s.d_model + biases + seg_embed + s.n_layer * layer
+  return (s.n_token * s.d_model + shared_params(s)
+          + s.n_layer * layer_params(s))
+
+
+def frozen_params(sizes, freeze_layers):
+  """Parameters `--freeze_layers=N` leaves untrained
+  (`optimizer.is_frozen`): the word embedding, the relative biases and
+  segment embeddings (frozen whole) and the lower N layers' (none for 0)."""
+  if not freeze_layers:
+    return 0
+  return (sizes.n_token * sizes.d_model + shared_params(sizes)
+          + freeze_layers * layer_params(sizes))
 
 
 def head_params(sizes, task_kind):
@@ -265,22 +305,24 @@ class StepMemory:
     below: kept by the embeddings and every layer but the top one.
     top: the top layer's phases (`top_layer_phases`), each on top of
       state + below; the largest is the step's activation peak.
-    end: the float32 gradients (and sums) at the update, on top of the
-      state.
+    end: the float32 gradients at the update, on top of the state.
+    sums: with accumulation, the float32 gradient sums, live at both
+      peaks (at the update the sums and the mean gradients made of them).
   """
   state: dict
   below: dict
   top: dict
   end: dict
+  sums: int = 0
 
   @property
   def activation_peak(self):
-    return (sum(self.state.values()) + sum(self.below.values())
+    return (sum(self.state.values()) + self.sums + sum(self.below.values())
             + max(self.top.values()))
 
   @property
   def update_peak(self):
-    return sum(self.state.values()) + sum(self.end.values())
+    return sum(self.state.values()) + self.sums + sum(self.end.values())
 
   @property
   def tensor_bytes(self):
@@ -297,18 +339,61 @@ class StepMemory:
     """What the activations' peak holds beyond the state."""
     return sum(self.below.values()) + max(self.top.values())
 
+  def weight_copy_bytes(self, weight_copies):
+    """What a device holds in float32 copies of the trained weights
+    (`memory_plan.DeviceTerms.weight_copies` of them) beyond the state.
+
+    Only gradients come in copies of the weights (the gradients, clipped,
+    scaled, Adam's temporaries), and the release's step held all its
+    gradients at once (its clipping needs their global norm before it
+    scales any). The gradient sums are those gradients: they take their
+    place (each micro-batch's gradient is added as it is made, and the
+    mean gradients of the update are made of the sums). So the sums add to
+    a device's peak only where it holds fewer than one copy.
+    """
+    return max(weight_copies * self.end["gradients"], self.sums)
+
   def device_peak_bytes(self, terms):
     """The peak on a device whose additions are `terms` (a
     `memory_plan.DeviceTerms`)."""
-    state = sum(self.state.values())
-    copies = terms.weight_copies * self.state["weights"]
+    held = sum(self.state.values())
+    copies = self.weight_copy_bytes(terms.weight_copies)
     return ALLOCATOR_OVERHEAD * max(
-        state + terms.activation_factor * self.activation_bytes + copies,
-        self.update_peak + copies)
+        held + terms.activation_factor * self.activation_bytes + copies,
+        held + sum(self.end.values()) + copies)
+
+
+def kept_below(sizes, seq_len, rows, precision, recompute=False,
+               freeze_layers=0):
+  """Bytes kept for the backward pass below the top layer, by term.
+
+  A frozen layer keeps nothing: no gradient reaches it (the lowest trained
+  layer keeps its input). With recomputation a trained layer keeps its
+  input; the rest (its dropout masks drawn again alike) is made again
+  when the backward pass reaches it, one layer at a time (the top layer's
+  phases), and so are the compute-dtype copies of its weights. Of the rest
+  the count saves the share `RECOMPUTE_SAVING` measured.
+  """
+  below = embedding_activation_terms(sizes, seq_len, rows, precision)
+  if freeze_layers:
+    del below["word dropout mask"]  # the embedding gets no gradient
+  trained = sizes.n_layer - freeze_layers
+  terms = layer_activation_terms(sizes, seq_len, rows, precision)
+  if recompute:
+    rest = sum(terms.values()) - terms["input"]
+    terms = {"input": terms["input"],
+             "not saved by recomputation": (1 - RECOMPUTE_SAVING) * rest}
+  for name, value in terms.items():
+    below[f"layers: {name}"] = value * max(trained - 1, 0)
+  if precision != "fp32" and trained:
+    below["layers: weight copies"] = (
+        (1 if recompute else trained) * layer_matrix_params(sizes)
+        * PRECISION_BYTES[precision])
+  return below
 
 
 def step_memory(xlnet_config, task_kind, seq_len, micro_batch, precision,
-                accumulate=False):
+                accumulate=False, recompute=False, freeze_layers=0):
   """The terms of one fine-tuning training step's peak memory per device.
 
   Args:
@@ -319,20 +404,26 @@ def step_memory(xlnet_config, task_kind, seq_len, micro_batch, precision,
     micro_batch: examples per replica and micro-step (--train_batch_size per
       GPU); a RACE example is 4 sequences.
     precision: "fp32", "fp16" or "bf16".
-    accumulate: --accum_steps > 1 (adds a float32 gradient sum per weight).
+    accumulate: --accum_steps > 1 (adds a float32 gradient sum per trained
+      weight).
+    recompute: --recompute (a layer keeps its input only: `kept_below`).
+    freeze_layers: --freeze_layers (`frozen_params`, `kept_below`).
 
   Returns:
     a `StepMemory`.
   """
   check(task_kind, precision)
   sizes = ModelSizes.of(xlnet_config)
+  validation.check_value("freeze_layers", freeze_layers)
+  validation.check_freeze_layers(freeze_layers, sizes.n_layer)
   rows = micro_batch * task_kinds.get(task_kind).sequences_per_example
   params = param_count(sizes, task_kind)
+  trained = params - frozen_params(sizes, freeze_layers)
   n = _shapes(sizes, seq_len, rows)
   c = PRECISION_BYTES[precision]
   state = {
       "weights": params * _F32,
-      "adam slots": 2 * params * _F32,
+      "adam slots": 2 * trained * _F32,
       # constants the step's function holds from its first run: grappler
       # folds the positional encodings [2 len, bsz, d_model] (scaled for
       # dropout) and the self-visibility matrix [len, len]; its memory
@@ -342,19 +433,12 @@ def step_memory(xlnet_config, task_kind, seq_len, micro_batch, precision,
       "folded constants": 2 * n["d"] * c + seq_len * seq_len * c,
       "score-sum constant": n["s"] * c,
   }
-  below = embedding_activation_terms(sizes, seq_len, rows, precision)
-  end = {"gradients": params * _F32}
-  if accumulate:
-    # `trainer._accumulated`'s float32 sums live through every micro-step
-    below["gradient sums"] = end["gradient sums"] = params * _F32
-  layers_below = sizes.n_layer - 1
-  for name, value in layer_activation_terms(sizes, seq_len, rows,
-                                            precision).items():
-    below[f"layers: {name}"] = value * layers_below
-  if precision != "fp32":
-    below["layers: weight copies"] = (
-        sizes.n_layer * layer_matrix_params(sizes)
-        * PRECISION_BYTES[precision])
+  below = kept_below(sizes, seq_len, rows, precision, recompute,
+                     freeze_layers)
   top = top_layer_phases(sizes, task_kind, seq_len, rows, precision)
-  return StepMemory(state, below, top, end)
-
+  if freeze_layers == sizes.n_layer:  # the head alone trains
+    top = {"forward: score sum": top["forward: score sum"],
+           "backward: head": sum(head_activation_terms(
+               sizes, task_kind, seq_len, rows).values())}
+  return StepMemory(state, below, top, {"gradients": trained * _F32},
+                    trained * _F32 if accumulate else 0)

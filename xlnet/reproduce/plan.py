@@ -35,7 +35,8 @@ PATH_FLAGS = ("init_checkpoint", "model_config_path", "spiece_model_file",
 # (named as `command_flags` names them).
 IMPLIED_FLAGS = {"--seed": str(train_config_lib.DEFAULT_SEED),
                  "--accum_steps": "1", "--use_fp16": "False",
-                 "--use_bfloat16": "False"}
+                 "--use_bfloat16": "False", "--recompute": "False",
+                 "--freeze_layers": "0"}
 # A task's outputs in the layout of an earlier version ({task}/...).
 EARLIER_LAYOUT = ("model", "predictions", "log.txt", RESULT_FILE)
 
@@ -158,6 +159,9 @@ class BatchPlan:
     estimated_gb, device_memory_gb: with --device_memory_gb, the memory
       model's estimate of a device's peak (`memory_plan`) and the memory.
     memory_source: what the estimate holds to (`memory_plan.DeviceTerms`).
+    measured: the measured point that says the micro-batch fits where the
+      estimate is over the plan's share (`memory_plan.MeasuredPoint`).
+    recompute, freeze_layers: --recompute, --freeze_layers.
   """
   global_batch: int
   replicas: int
@@ -168,6 +172,9 @@ class BatchPlan:
   estimated_gb: Optional[float] = None
   device_memory_gb: Optional[float] = None
   memory_source: Optional[str] = None
+  measured: Optional[str] = None
+  recompute: bool = False
+  freeze_layers: int = 0
 
   @property
   def train_batch_size(self):
@@ -181,10 +188,13 @@ class BatchPlan:
     devices = "device" if self.replicas == 1 else "devices"
     fit = ("" if self.estimated_gb is None else
            f"; about {self.estimated_gb:.1f} of {self.device_memory_gb:g} "
-           f"GiB per device (memory model held to {self.memory_source})")
+           f"GiB per device (memory model held to {self.memory_source}"
+           + (f"; over its share, but {self.measured})" if self.measured
+              else ")"))
+    options = memory_plan.option_words(self.recompute, self.freeze_layers)
     return (f"global batch {self.global_batch} = {self.micro_batch} per "
             f"device x {self.replicas} {devices} x {self.accum_steps} "
-            f"accumulation {steps}; {self.precision}{fit}")
+            f"accumulation {steps}; {self.precision}{options}{fit}")
 
 
 def precision(cfg):
@@ -254,17 +264,16 @@ def memory_batch_plan(task, batch, seq_len, cfg, xlnet_config, terms):
   try:
     plan = memory_plan.plan_accumulation(
         xlnet_config, task.kind, seq_len, batch, replicas, precision(cfg),
-        cfg.device_memory_gb, terms)
+        cfg.device_memory_gb, terms, cfg.recompute, cfg.freeze_layers)
   except ValueError as e:
-    raise ValueError(
-        f"--device_memory_gb={cfg.device_memory_gb:g}: {task.name}: {e}; "
-        "use --use_fp16 or --use_bfloat16, larger devices, or a shorter "
-        "--max_seq_length") from None
+    raise ValueError(f"--device_memory_gb={cfg.device_memory_gb:g}: "
+                     f"{task.name}: {e}") from None
   return BatchPlan(batch, replicas, plan.accum_steps, plan.micro_batch,
                    precision(cfg), use_tpu=cfg.use_tpu,
                    estimated_gb=plan.estimated_gb,
                    device_memory_gb=cfg.device_memory_gb,
-                   memory_source=plan.source)
+                   memory_source=plan.source, measured=plan.measured,
+                   recompute=cfg.recompute, freeze_layers=cfg.freeze_layers)
 
 
 def batch_plan(task, batch, cfg):
@@ -288,7 +297,8 @@ def batch_plan(task, batch, cfg):
         f"{batch} of {task.name}; use a divisor of it (or "
         "--train_batch_size)")
   return BatchPlan(batch, replicas, accum, batch // (replicas * accum),
-                   precision(cfg), use_tpu=cfg.use_tpu)
+                   precision(cfg), use_tpu=cfg.use_tpu,
+                   recompute=cfg.recompute, freeze_layers=cfg.freeze_layers)
 
 
 ################################################################################
@@ -409,7 +419,9 @@ def task_command(task, data_dir, cfg, seed, plan):
       weight_decay=0.0, num_hosts=hosts(cfg),
       num_core_per_host=cfg.num_core_per_host, seed=seed,
       use_fp16=cfg.use_fp16, use_bfloat16=plan.precision == "bf16",
-      recompute=True if cfg.recompute else None)
+      # the memory savers only where set (None: not passed)
+      recompute=plan.recompute or None,
+      freeze_layers=plan.freeze_layers or None)
   if cfg.use_tpu:
     values.update(use_tpu=True, tpu=cfg.tpu)
   if cfg.worker_hosts:
