@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 
 from tests import train_fixtures as fx  # noqa: E402
 from xlnet.training import checkpoint_io  # noqa: E402
+from xlnet.training import checkpoint_resume  # noqa: E402
 from xlnet.training import strategies  # noqa: E402
 
 NUM_BATCHES = 4
@@ -69,7 +70,7 @@ def main():
   host = args.task_index
   rows = [fx.take_rows(b, [2 * host, 2 * host + 1])
           for b in host_batches()]
-  resume = checkpoint_io.find_resume_checkpoint(args.model_dir)
+  resume = checkpoint_resume.find_resume_checkpoint(args.model_dir)
   start = checkpoint_io.step_of(resume) if resume else 0
   trainer.build(fx.batches_dataset(rows[:1]).element_spec)
   if resume:

@@ -12,6 +12,7 @@ import pytest
 from tests import classifier_fixtures
 from tests import data_helpers
 from xlnet.training import checkpoint_io
+from xlnet.training import checkpoint_resume
 from xlnet.data import record_writer
 from xlnet.finetuning import config as finetune_config
 from xlnet.finetuning import finetune
@@ -57,7 +58,7 @@ def test_evaluation_finds_the_checkpoint_training_resumes_from(tmp_path,
   newest = str(tmp_path / "model.ckpt-2")
   assert checkpoint_io.resolve_checkpoint(str(tmp_path),
                                           "--eval_ckpt") == newest
-  assert checkpoint_io.find_resume_checkpoint(str(tmp_path)) == newest
+  assert checkpoint_resume.find_resume_checkpoint(str(tmp_path)) == newest
   assert sorted(os.listdir(tmp_path)) == before
   assert (tmp_path / "checkpoint").read_bytes() == state
 

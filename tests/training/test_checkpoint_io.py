@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from xlnet.training import checkpoint_io
+from xlnet.training import checkpoint_resume
 from xlnet import io_utils
 
 pytestmark = [pytest.mark.eager, pytest.mark.tf_version]
@@ -105,7 +106,7 @@ def test_readers_take_the_newest_intact_checkpoint_and_say_why(
           f"checkpoint of {tmp_path} (skipped: {why}") in caplog.text
   assert _files(tmp_path) == before
   with pytest.raises(checkpoint_io.CheckpointError, match="rollback_ckpt"):
-    checkpoint_io.find_resume_checkpoint(str(tmp_path))
+    checkpoint_resume.find_resume_checkpoint(str(tmp_path))
 
 
 def test_readers_take_the_newest_intact_of_other_names(tmp_path, caplog):

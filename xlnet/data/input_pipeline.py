@@ -398,9 +398,7 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
   kind = _record_kind(record_dirs, infos, name)
   named, is_start, sampling = _sampling(kind, settings, infos,
                                         sample_strategy, name)
-  # The bound of the records' ids (token records: their sampler's table).
-  vocab_size = len(is_start) if is_start is not None else next(
-      (i["vocab_size"] for i in infos if i and "vocab_size" in i), None)
+  vocab_size = _vocab_bound(is_start, infos)
   filenames, num_batch, file_batches = find_record_files(
       record_dirs, split, named, num_passes, flag_names,
       vocab_size=None if is_start is None else vocab_size)
@@ -444,6 +442,16 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
   return input_fn, {"num_batch": num_batch, "filenames": filenames,
                     "host_filenames": host_filenames, "sampling": sampling,
                     "vocab_size": vocab_size}
+
+
+def _vocab_bound(is_start, infos):
+  """The bound of the records' token ids: the size of token records'
+  sampler table, else the corpus infos' vocab_size (None: unknown, so
+  unchecked)."""
+  if is_start is not None:
+    return len(is_start)
+  return next((i["vocab_size"] for i in infos if i and "vocab_size" in i),
+              None)
 
 
 def _sampling(kind, settings, infos, sample_strategy, name):

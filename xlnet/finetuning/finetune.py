@@ -45,6 +45,7 @@ from xlnet.training import train_state
 from xlnet.training import trainer as trainer_lib
 from xlnet.training import warm_start
 from xlnet.training import checkpoint_io
+from xlnet.training import checkpoint_resume
 from xlnet.training import run_lock
 
 def use_estimator(device):
@@ -474,7 +475,7 @@ def _estimator(run, model_fn, **batch_sizes):
 
 def _estimator_train(run, input_fn, loss_fn, allow_missing):
   """Fine-tunes with TPUEstimator (the release's TPU path)."""
-  checkpoint_io.find_resume_checkpoint(run.model_dir)
+  checkpoint_resume.find_resume_checkpoint(run.model_dir)
 
   def step_fn(features, labels):
     del labels

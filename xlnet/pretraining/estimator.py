@@ -40,6 +40,7 @@ from xlnet.data import record_format
 from xlnet.pretraining import inputs
 from xlnet.pretraining import pretrain as pretrain_lib
 from xlnet.training import checkpoint_io
+from xlnet.training import checkpoint_resume
 from xlnet.training import config as train_config
 from xlnet.training import train_state
 
@@ -151,7 +152,7 @@ def run_estimator(configs):
       vocabulary): one line naming the file.
   """
   ckpt = configs.checkpoint
-  resume = checkpoint_io.find_resume_checkpoint(ckpt.model_dir)
+  resume = checkpoint_resume.find_resume_checkpoint(ckpt.model_dir)
   start_step = checkpoint_io.step_of(resume) if resume else 0
   input_fn, record_info = inputs.training_input_fn(configs)
   pretrain_lib.check_objective(configs, record_info["sampling"],

@@ -16,7 +16,7 @@ data files without an index, which the next run removes
 
 The checkpoints of a model directory are found by listing `model.ckpt-N.index`
 files, so `--max_save` bounds them across restarts and a deleted or damaged
-newest checkpoint is noticed (see `find_resume_checkpoint`);
+newest checkpoint is noticed (`checkpoint_resume.find_resume_checkpoint`);
 `resolve_checkpoint` turns what a user names (a prefix, a directory,
 DIR/latest) into a prefix.
 """
@@ -401,67 +401,6 @@ def clean_model_dir(model_dir):
   return removed
 
 
-def newest_intact(model_dir, below_step):
-  """The newest checkpoint older than `below_step` whose tensors all read,
-  or None."""
-  for step, prefix in reversed(list_checkpoints(model_dir)):
-    if step < below_step and verify(prefix) is None:
-      return prefix
-  return None
-
-
-def _rollback_hint(model_dir, bad_step):
-  """How to resume from the newest intact checkpoint before `bad_step`."""
-  good = newest_intact(model_dir, bad_step)
-  if good is None:
-    return ("no earlier intact checkpoint exists; to start from scratch, "
-            f"move {model_dir} away")
-  return (f"to resume from {os.path.basename(good)} (the newest intact "
-          f"checkpoint), run `python model_utils.py rollback_ckpt "
-          f"--model_dir={model_dir}`, which moves the newer, damaged files "
-          "into a quarantine folder")
-
-
-def find_resume_checkpoint(model_dir):
-  """The checkpoint a training run in `model_dir` resumes from.
-
-  Never silently restarts: when `model_dir` says it holds checkpoints (a
-  state file listing some, or checkpoint files) but the newest one cannot be
-  read, this raises instead of returning None.
-
-  Returns:
-    the newest checkpoint prefix, or None for a fresh directory.
-
-  Raises:
-    CheckpointError: one line naming the damaged file and how to resume
-      from an earlier intact checkpoint.
-  """
-  if not tf.io.gfile.isdir(model_dir):
-    return None
-  latest_listed, _ = read_state_file(model_dir)
-  found = list_checkpoints(model_dir)
-  newest_step = found[-1][0] if found else -1
-  listed_step = step_of(latest_listed) if latest_listed else None
-  if listed_step is not None and listed_step > newest_step:
-    raise CheckpointError(
-        f"{model_dir}/{STATE_FILE} names {latest_listed} as the latest "
-        f"checkpoint but {latest_listed}.index is missing; "
-        + _rollback_hint(model_dir, listed_step))
-  if not found:
-    if latest_listed:
-      raise CheckpointError(
-          f"{model_dir}/{STATE_FILE} names {latest_listed} but no "
-          f"checkpoint file exists in {model_dir}; "
-          + _rollback_hint(model_dir, 1 << 62))
-    return None
-  prefix = found[-1][1]
-  problem = verify(prefix)
-  if problem:
-    raise CheckpointError(f"cannot resume: {problem}; "
-                          + _rollback_hint(model_dir, newest_step))
-  return prefix
-
-
 def resolve_checkpoint(path, flag_name="checkpoint"):
   """Turns a checkpoint prefix, a directory or `{dir}/latest` into a prefix.
 
@@ -473,7 +412,7 @@ def resolve_checkpoint(path, flag_name="checkpoint"):
   A directory gives its newest intact checkpoint (see `newest_readable`):
   readers evaluate, predict or convert what is there, saying so when a
   newer checkpoint is missing or damaged (training instead refuses to
-  resume, `find_resume_checkpoint`).
+  resume, `checkpoint_resume.find_resume_checkpoint`).
 
   Returns:
     str, an existing checkpoint prefix.
@@ -552,49 +491,3 @@ def _named_checkpoints(ckpt_dir):
     elif prefix and prefix not in others:
       others.append(prefix)
   return [stepped[s] for s in sorted(stepped, reverse=True)] + others
-
-
-def rollback(model_dir, step=None):
-  """Moves checkpoints newer than the newest intact one (or than `step`)
-  into `{model_dir}/quarantine/` and rewrites the state file.
-
-  Returns:
-    (the prefix training will resume from, list of moved files).
-
-  Raises:
-    CheckpointError: when nothing intact remains.
-  """
-  found = list_checkpoints(model_dir)
-  if step is None:
-    keep = newest_intact(model_dir, 1 << 62)
-  else:
-    keep = dict(found).get(step)
-    if keep is None or verify(keep):
-      raise CheckpointError(f"--step={step}: {model_dir} holds no intact "
-                            f"model.ckpt-{step}")
-  if keep is None:
-    raise CheckpointError(f"{model_dir} holds no intact checkpoint")
-  keep_step = step_of(keep)
-  quarantine = os.path.join(model_dir, "quarantine")
-  moved = []
-  listed_latest, _ = read_state_file(model_dir)
-  newer = [p for s, p in found if s > keep_step]
-  if listed_latest and step_of(listed_latest) and \
-      step_of(listed_latest) > keep_step:
-    # What is left of it here (a state file written with absolute paths
-    # names the directory the checkpoints were first saved in: a copy's
-    # rollback must not move the original's files).
-    here = os.path.join(model_dir, os.path.basename(listed_latest))
-    if here not in newer:
-      newer.append(here)
-  signals.raise_if_terminated()
-  with signals.deferred_signals():  # a signal moves all or nothing
-    tf.io.gfile.makedirs(quarantine)
-    for prefix in newer:  # index, data and any .meta of the release's Saver
-      for path in tf.io.gfile.glob(gfile_io.glob_escape(prefix) + ".*"):
-        target = os.path.join(quarantine, os.path.basename(path))
-        tf.io.gfile.rename(path, target, overwrite=True)
-        moved.append(target)
-    kept = [p for s, p in list_checkpoints(model_dir)]
-    write_state_file(model_dir, keep, kept)
-  return keep, moved

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from xlnet import errors
 from xlnet.training import checkpoint_io
+from xlnet.training import checkpoint_resume
 from xlnet.training import optimizer
 from xlnet.training import run_lock
 
@@ -177,7 +178,7 @@ def rollback_ckpt(model_dir, step=None):
   if not tf.io.gfile.isdir(model_dir):
     raise ValueError(f"--model_dir={model_dir} is not a directory")
   with run_lock.hold(model_dir):
-    keep, moved = checkpoint_io.rollback(model_dir, step)
+    keep, moved = checkpoint_resume.rollback(model_dir, step)
   for path in moved:
     tf.compat.v1.logging.info("Moved %s", path)
   tf.compat.v1.logging.info("Training in %s resumes from %s", model_dir, keep)

@@ -39,6 +39,7 @@ import tensorflow as tf
 from xlnet import errors
 from xlnet import modeling
 from xlnet.training import checkpoint_io
+from xlnet.training import checkpoint_resume
 from xlnet.training import config
 from xlnet.training import optimizer as optimizer_lib
 from xlnet.training import progress
@@ -147,19 +148,17 @@ class Trainer:
                   for k, s in element_spec.items()}
       mems = self.memory.zeros() if self.memory else None
       self.template(features, mems, False)  # creates the model variables
-      weights = list(self.template.trainable_variables)
-      names = [self._name(v) for v in weights]
+      weights = _named(self.template, self.template.trainable_variables)
       self.trainable, self.names = _trained_part(
-          weights, names, self.optimizer.freeze_layers)
+          list(weights.values()), list(weights), self.optimizer.freeze_layers)
       self.adam.build(self.trainable, self.names)
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
       self.mem_vars = self.memory.variables() if self.memory else []
-    variables = dict(zip(names, weights))
-    variables.update(self.adam.variables())
-    for var in self.template.non_trainable_variables:
-      variables[self._name(var)] = var
+    variables = dict(weights, **self.adam.variables(),
+                     **_named(self.template,
+                              self.template.non_trainable_variables))
     variables["global_step"] = self.global_step
     self.local_replica_ids = strategies.local_replica_ids(self.strategy)
     self.state = train_state.ShardedState(
@@ -170,11 +169,6 @@ class Trainer:
                  len(self.trainable),
                  sum(int(np.prod(v.shape)) for v in self.trainable),
                  self.num_replicas)
-
-  def _name(self, variable):
-    """The checkpoint name of one of the template's variables."""
-    return template_lib.checkpoint_name(variable,
-                                        self.template.variable_scope.name)
 
   # --------------------------------------------------------------------------
   # The step.
@@ -357,6 +351,12 @@ class Trainer:
       if saved != step:
         self.save(step, max_save)
     return step
+
+
+def _named(template, variables):
+  """{checkpoint name: variable} of some of the template's `variables`."""
+  scope = template.variable_scope.name
+  return {template_lib.checkpoint_name(v, scope): v for v in variables}
 
 
 def _trained_part(weights, names, freeze_layers):
@@ -554,7 +554,7 @@ def fit(trainer, dataset_fn_at, optimizer, checkpoint, iterations,
     list of (step, loss) of every step of this run.
   """
   model_dir = trainer.model_dir
-  resume = checkpoint_io.find_resume_checkpoint(model_dir)
+  resume = checkpoint_resume.find_resume_checkpoint(model_dir)
   start = checkpoint_io.step_of(resume) if resume else 0
   dataset_fn = dataset_fn_at(start)
   # A worker whose peer stops on an error of its own (the chief refusing
