@@ -76,6 +76,9 @@ OTHER_PROGRAMS = {
     ("bench/online_vs_offline.py", "write_token_records"): ("data_utils.py",),
     ("bench/online_vs_offline.py", "train_and_eval"): ("train_gpu.py",
                                                        "eval_pretrain.py"),
+    # The long-document bench's runs: each mode's flags and the command.
+    ("bench/long_documents.py", "mode_flags"): ("run_classifier.py",),
+    ("bench/long_documents.py", "run_command"): ("run_classifier.py",),
 }
 
 # Code the static reach counts for a program but that its runs never reach
