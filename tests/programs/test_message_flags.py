@@ -78,6 +78,9 @@ OTHER_PROGRAMS = {
                                                        "eval_pretrain.py"),
     # A pretrained start against a random one: each run's command line.
     ("bench/tagging_result.py", "run_ner"): ("run_ner.py",),
+    # The long-document bench's runs: each mode's flags and the command.
+    ("bench/long_documents.py", "mode_flags"): ("run_classifier.py",),
+    ("bench/long_documents.py", "run_command"): ("run_classifier.py",),
 }
 
 # Code the static reach counts for a program but that its runs never reach
