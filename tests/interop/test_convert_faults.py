@@ -107,6 +107,9 @@ def test_sigterm_while_reading_a_checkpoint_is_not_corruption(
     def get_variable_to_shape_map(self):
       return self.reader.get_variable_to_shape_map()
 
+    def get_variable_to_dtype_map(self):
+      return self.reader.get_variable_to_dtype_map()
+
     def get_tensor(self, name):
       self.reads += 1
       if self.reads == 3:
@@ -547,7 +550,8 @@ def test_head_record_missing_malformed_or_contradicting(tmp_path, caplog):
              "mean, attn$")
     _write_head(prefix, ["last"])
     _refused(export, prefix, config, *extra, output=out, task_name=fx.TASK,
-             match=rf"^{head}: expected a JSON object such as ")
+             match=rf'^{head} is not a valid head record: it holds \["last"\],'
+             " expected a JSON object; fine-tuning writes it")
     _write_head(prefix, {"summary_type": "last", "use_summ_proj": "yes"})
     _refused(export, prefix, config, *extra, output=out, task_name=fx.TASK,
              match=rf'^{head}: use_summ_proj "yes" is not true or false$')

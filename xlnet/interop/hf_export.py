@@ -16,6 +16,7 @@ from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 
 from xlnet import model as model_lib
+from xlnet import settings_files
 from xlnet import task_kinds
 from xlnet.data import prepro_utils
 from xlnet.data import spm_train
@@ -114,14 +115,13 @@ def read_head_record(path):
   Raises:
     ValueError: one line naming the file, the value and the allowed ones.
   """
-  record = train_state.read_run_record(path)
+  record = settings_files.read(
+      path, settings_files.Fields({}), "head record", "fine-tuning writes "
+      'it, e.g. {"summary_type": "last", "use_summ_proj": true}: restore '
+      "it, or move it away and give --summary_type")
   if record is None:
     return None
   allowed = ", ".join(finetuning_config.SUMMARY_TYPES)
-  if not isinstance(record, dict):
-    raise ValueError(f"{path}: expected a JSON object such as "
-                     '{"summary_type": "last", "use_summ_proj": true}, got '
-                     f"{json.dumps(record)[:80]}")
   summary_type = record.get("summary_type")
   if summary_type not in finetuning_config.SUMMARY_TYPES:
     raise ValueError(f"{path}: summary_type {json.dumps(summary_type)} is "
