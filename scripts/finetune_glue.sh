@@ -28,16 +28,11 @@
 # reports the median of 5 runs: reproduce.py --table=glue does that.
 # Batches above 32 per step need large GPUs, --accum_steps in EXTRA_FLAGS
 # or the TPU (XLNet-Large fits about 8 sequences of 128 on a 16 GB GPU).
-set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
-: "${GLUE_DIR:?set GLUE_DIR to the GLUE data directory}"
-: "${XLNET_DIR:?set XLNET_DIR to the released XLNet model directory}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need GLUE_DIR "the GLUE data directory"
+need XLNET_DIR "the released XLNet model directory"
 OUT="${OUT:-exp/glue-$(basename "$XLNET_DIR")}"
-if [ -z "${DRY_RUN:-}" ]; then
-  PYTHON="${PYTHON:-$(bash scripts/setup_env.sh reference | tail -n 1)}"
-fi
-run() { if [ -n "${DRY_RUN:-}" ]; then printf '%q ' "$@"; echo; else "$@"; fi; }
+use_python reference
 
 #         task        GLUE dir  batch  lr    steps  warmup  save
 settings() {
@@ -72,7 +67,7 @@ model=(--spiece_model_file="$XLNET_DIR/spiece.model"
 predict() {
   local task="$1" model_dir="$2"
   shift 2
-  run "${PYTHON:-python}" run_classifier.py \
+  run "$PYTHON" run_classifier.py \
     --do_predict=True --eval_split=test \
     --task_name="$task" --data_dir="$GLUE_DIR/$dir" \
     --output_dir="$OUT/proc_data" --model_dir="$OUT/$model_dir" \
@@ -95,7 +90,7 @@ for t in "${tasks[@]}"; do
   fi
   extra=()
   [ "$task" = sts-b ] && extra=(--is_regression=True)
-  run "${PYTHON:-python}" run_classifier.py \
+  run "$PYTHON" run_classifier.py \
     --do_train=True --do_eval=True --eval_all_ckpt=True \
     --task_name="$task" --data_dir="$GLUE_DIR/$dir" \
     --output_dir="$OUT/proc_data" --model_dir="$OUT/$task" \
@@ -107,7 +102,7 @@ for t in "${tasks[@]}"; do
     "${device[@]}" "${extra[@]}" ${EXTRA_FLAGS:-}
   predict "$task" "$task" "${extra[@]}"
   if [ "$task" = mnli_matched ]; then
-    run "${PYTHON:-python}" run_classifier.py \
+    run "$PYTHON" run_classifier.py \
       --do_eval=True --eval_all_ckpt=True \
       --task_name=mnli_mismatched --cls_scope=mnli_matched \
       --data_dir="$GLUE_DIR/$dir" --output_dir="$OUT/proc_data" \

@@ -8,36 +8,21 @@
 #      (xlnet_config.json, xlnet_model.ckpt, spiece.model), PROC_DATA_DIR,
 #      MODEL_DIR. Optional: NUM_GPUS (default 3), NUM_PROC (shard count of
 #      the records, default 1), PYTHON.
-set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
-: "${SQUAD_DIR:?set SQUAD_DIR}"
-: "${INIT_CKPT_DIR:?set INIT_CKPT_DIR}"
-: "${PROC_DATA_DIR:?set PROC_DATA_DIR}"
-: "${MODEL_DIR:?set MODEL_DIR}"
-PYTHON="${PYTHON:-$(bash scripts/setup_env.sh reference | tail -n 1)}"
-exec "$PYTHON" run_squad.py \
-  --use_tpu=False \
-  --num_hosts=1 \
-  --num_core_per_host="${NUM_GPUS:-3}" \
-  --model_config_path="$INIT_CKPT_DIR/xlnet_config.json" \
-  --spiece_model_file="$INIT_CKPT_DIR/spiece.model" \
-  --output_dir="$PROC_DATA_DIR" \
-  --init_checkpoint="$INIT_CKPT_DIR/xlnet_model.ckpt" \
-  --model_dir="$MODEL_DIR" \
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need SQUAD_DIR "the directory holding train-v2.0.json and dev-v2.0.json"
+need INIT_CKPT_DIR "the released XLNet-Base directory"
+need PROC_DATA_DIR "the records directory"
+need MODEL_DIR "the checkpoint directory"
+use_python reference
+released_model "$INIT_CKPT_DIR"
+launch "$PYTHON" run_squad.py "${released[@]}" \
+  --use_tpu=False --num_hosts=1 --num_core_per_host="${NUM_GPUS:-3}" \
+  --output_dir="$PROC_DATA_DIR" --model_dir="$MODEL_DIR" \
   --train_file="$SQUAD_DIR/train-v2.0.json" \
-  --predict_file="$SQUAD_DIR/dev-v2.0.json" \
-  --num_proc="${NUM_PROC:-1}" \
-  --uncased=False \
-  --max_seq_length=512 \
-  --do_train=True \
-  --train_batch_size=8 \
-  --do_predict=True \
-  --predict_batch_size=32 \
-  --learning_rate=2e-5 \
-  --adam_epsilon=1e-6 \
-  --iterations=1000 \
-  --save_steps=1000 \
-  --train_steps=12000 \
-  --warmup_steps=1000 \
+  --predict_file="$SQUAD_DIR/dev-v2.0.json" --num_proc="${NUM_PROC:-1}" \
+  --uncased=False --max_seq_length=512 \
+  --do_train=True --train_batch_size=8 --do_predict=True \
+  --predict_batch_size=32 --learning_rate=2e-5 \
+  --adam_epsilon=1e-6 --iterations=1000 --save_steps=1000 \
+  --train_steps=12000 --warmup_steps=1000 \
   "$@"

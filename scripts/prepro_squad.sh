@@ -8,17 +8,15 @@
 #      spiece.model), PROC_DATA_DIR (the records; may be gs://) all required;
 #      NUM_PROC (default: the number of CPUs); PYTHON (default: the reference
 #      environment's python). Train with the same NUM_PROC (--num_proc).
-set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
-: "${SQUAD_DIR:?set SQUAD_DIR to the directory holding train-v2.0.json}"
-: "${INIT_CKPT_DIR:?set INIT_CKPT_DIR to the directory holding spiece.model}"
-: "${PROC_DATA_DIR:?set PROC_DATA_DIR to the records directory}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need SQUAD_DIR "the directory holding train-v2.0.json"
+need INIT_CKPT_DIR "the directory holding spiece.model"
+need PROC_DATA_DIR "the records directory"
 NUM_PROC="${NUM_PROC:-$(nproc)}"
-PYTHON="${PYTHON:-$(bash scripts/setup_env.sh reference | tail -n 1)}"
+use_python reference
 pids=()
 for ((i = 0; i < NUM_PROC; i++)); do
-  "$PYTHON" run_squad.py \
+  run "$PYTHON" run_squad.py \
     --use_tpu=False \
     --do_prepro=True \
     --spiece_model_file="$INIT_CKPT_DIR/spiece.model" \

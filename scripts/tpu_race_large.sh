@@ -14,39 +14,21 @@
 #      LOCAL_INIT_CKPT_DIR (spiece.model on this machine); PROC_DATA_DIR
 #      (records, gs://); MODEL_DIR (gs://). Optional: BATCH (32 or 8,
 #      default 32; 8 runs on one host), PYTHON.
-set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
-: "${TPU_NAME:?set TPU_NAME}"
-: "${RACE_DIR:?set RACE_DIR}"
-: "${INIT_CKPT_DIR:?set INIT_CKPT_DIR}"
-: "${LOCAL_INIT_CKPT_DIR:?set LOCAL_INIT_CKPT_DIR}"
-: "${PROC_DATA_DIR:?set PROC_DATA_DIR}"
-: "${MODEL_DIR:?set MODEL_DIR}"
-PYTHON="${PYTHON:-$(bash scripts/setup_env.sh reference | tail -n 1)}"
-exec "$PYTHON" run_race.py \
-  --use_tpu=True \
-  --tpu="$TPU_NAME" \
-  --num_hosts="$([ "${BATCH:-32}" = 8 ] && echo 1 || echo 4)" \
-  --num_core_per_host=8 \
-  --model_config_path="$INIT_CKPT_DIR/xlnet_config.json" \
-  --spiece_model_file="$LOCAL_INIT_CKPT_DIR/spiece.model" \
-  --output_dir="$PROC_DATA_DIR" \
-  --init_checkpoint="$INIT_CKPT_DIR/xlnet_model.ckpt" \
-  --model_dir="$MODEL_DIR" \
-  --data_dir="$RACE_DIR" \
-  --max_seq_length=512 \
-  --max_qa_length=128 \
-  --uncased=False \
-  --do_train=True \
-  --train_batch_size="${BATCH:-32}" \
-  --do_eval=True \
-  --eval_batch_size=32 \
-  --train_steps=12000 \
-  --save_steps=1000 \
-  --iterations=1000 \
-  --warmup_steps=1000 \
-  --learning_rate=2e-5 \
-  --weight_decay=0 \
-  --adam_epsilon=1e-6 \
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_tpu_layout
+need RACE_DIR "the RACE directory ({train,dev,test}/{middle,high})"
+use_python reference
+hosts=4
+[ "${BATCH:-32}" = 8 ] && hosts=1
+launch "$PYTHON" run_race.py "${released[@]}" \
+  --use_tpu=True --tpu="$TPU_NAME" \
+  --num_hosts="$hosts" --num_core_per_host=8 \
+  --output_dir="$PROC_DATA_DIR" --model_dir="$MODEL_DIR" \
+  --data_dir="$RACE_DIR" --uncased=False \
+  --max_seq_length=512 --max_qa_length=128 \
+  --do_train=True --train_batch_size="${BATCH:-32}" \
+  --do_eval=True --eval_batch_size=32 \
+  --train_steps=12000 --warmup_steps=1000 \
+  --save_steps=1000 --iterations=1000 \
+  --learning_rate=2e-5 --weight_decay=0 --adam_epsilon=1e-6 \
   "$@"

@@ -12,40 +12,18 @@
 #      LOCAL_INIT_CKPT_DIR (spiece.model on this machine); PROC_DATA_DIR
 #      (records from scripts/prepro_squad.sh, gs://); MODEL_DIR (gs://).
 #      NUM_PROC: the shard count of the records (default 1); PYTHON.
-set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
-: "${TPU_NAME:?set TPU_NAME}"
-: "${SQUAD_DIR:?set SQUAD_DIR}"
-: "${INIT_CKPT_DIR:?set INIT_CKPT_DIR}"
-: "${LOCAL_INIT_CKPT_DIR:?set LOCAL_INIT_CKPT_DIR}"
-: "${PROC_DATA_DIR:?set PROC_DATA_DIR}"
-: "${MODEL_DIR:?set MODEL_DIR}"
-PYTHON="${PYTHON:-$(bash scripts/setup_env.sh reference | tail -n 1)}"
-exec "$PYTHON" run_squad.py \
-  --use_tpu=True \
-  --tpu="$TPU_NAME" \
-  --num_hosts=1 \
-  --num_core_per_host=8 \
-  --model_config_path="$INIT_CKPT_DIR/xlnet_config.json" \
-  --spiece_model_file="$LOCAL_INIT_CKPT_DIR/spiece.model" \
-  --output_dir="$PROC_DATA_DIR" \
-  --init_checkpoint="$INIT_CKPT_DIR/xlnet_model.ckpt" \
-  --model_dir="$MODEL_DIR" \
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_tpu_layout
+need SQUAD_DIR "the directory holding train-v2.0.json and dev-v2.0.json"
+use_python reference
+launch "$PYTHON" run_squad.py "${released[@]}" \
+  --use_tpu=True --tpu="$TPU_NAME" --num_hosts=1 --num_core_per_host=8 \
+  --output_dir="$PROC_DATA_DIR" --model_dir="$MODEL_DIR" \
   --train_file="$SQUAD_DIR/train-v2.0.json" \
-  --predict_file="$SQUAD_DIR/dev-v2.0.json" \
-  --num_proc="${NUM_PROC:-1}" \
-  --uncased=False \
-  --max_seq_length=512 \
-  --do_train=True \
-  --train_batch_size=48 \
-  --do_predict=True \
-  --predict_batch_size=32 \
-  --learning_rate=3e-5 \
-  --lr_layer_decay_rate=0.75 \
-  --adam_epsilon=1e-6 \
-  --iterations=1000 \
-  --save_steps=1000 \
-  --train_steps=8000 \
-  --warmup_steps=1000 \
+  --predict_file="$SQUAD_DIR/dev-v2.0.json" --num_proc="${NUM_PROC:-1}" \
+  --uncased=False --max_seq_length=512 \
+  --do_train=True --train_batch_size=48 --do_predict=True \
+  --predict_batch_size=32 --learning_rate=3e-5 --lr_layer_decay_rate=0.75 \
+  --adam_epsilon=1e-6 --iterations=1000 --save_steps=1000 \
+  --train_steps=8000 --warmup_steps=1000 \
   "$@"

@@ -10,20 +10,12 @@
 # sequences of 512 does not fit a single machine's GPUs: write records with
 # a smaller --bsz_per_host and pass --train_batch_size to match.
 # Re-running resumes from the latest checkpoint in MODEL_DIR.
-set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
-: "${DATA:?set DATA to the data_utils.py --save_dir (holding tfrecords/)}"
-: "${MODEL_DIR:?set MODEL_DIR to the checkpoint directory}"
-CONFIG="${CONFIG:-large}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_pretraining_layout
 if [ -z "${NUM_GPUS:-}" ]; then
   NUM_GPUS="$(nvidia-smi -L 2>/dev/null | wc -l || true)"
   [ "${NUM_GPUS:-0}" -ge 1 ] || NUM_GPUS=1
 fi
-PYTHON="${PYTHON:-$(bash scripts/setup_env.sh reference | tail -n 1)}"
-exec "$PYTHON" train_gpu.py \
-  --flagfile="configs/pretrain_${CONFIG}.flags" \
-  --record_info_dir="$DATA/tfrecords" \
-  --model_dir="$MODEL_DIR" \
-  --num_core_per_host="$NUM_GPUS" \
-  "$@"
+use_python reference
+launch "$PYTHON" train_gpu.py "${pretraining[@]}" \
+  --num_core_per_host="$NUM_GPUS" "$@"

@@ -18,10 +18,9 @@
 # Instead of WORKER_HOSTS/TASK_INDEX you may export TF_CONFIG yourself.
 # After a failure, restart every host with the same command: the run
 # resumes from the latest checkpoint, each replica with its own memories.
-set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-: "${WORKER_HOSTS:?set WORKER_HOSTS to host:port,host:port,... (all workers)}"
-: "${TASK_INDEX:?set TASK_INDEX to the position of this host in WORKER_HOSTS}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need WORKER_HOSTS "host:port,host:port,... (all workers)"
+need TASK_INDEX "the position of this host in WORKER_HOSTS"
 export NUM_GPUS="${NUM_GPUS:-}"
-exec bash "$root/scripts/train_gpu.sh" --worker_hosts="$WORKER_HOSTS" \
+exec bash scripts/train_gpu.sh --worker_hosts="$WORKER_HOSTS" \
   --task_index="$TASK_INDEX" "$@"

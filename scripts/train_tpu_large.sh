@@ -14,23 +14,15 @@
 #      PYTHON (default: the reference environment, TensorFlow 2.15, which
 #      still has TPUEstimator).
 # Re-running resumes from the latest checkpoint in MODEL_DIR.
-set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
-: "${TPU_NAME:?set TPU_NAME to the TPU name (or grpc://ip:port)}"
-: "${DATA:?set DATA to the data_utils.py --save_dir (holding tfrecords/)}"
-: "${MODEL_DIR:?set MODEL_DIR to the checkpoint directory (gs://...)}"
-PYTHON="${PYTHON:-$(bash scripts/setup_env.sh reference | tail -n 1)}"
-exec "$PYTHON" train_tpu.py \
-  --flagfile="configs/pretrain_${CONFIG:-large}.flags" \
-  --record_info_dir="$DATA/tfrecords" \
-  --model_dir="$MODEL_DIR" \
-  --use_tpu=True \
-  --tpu="$TPU_NAME" \
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need TPU_NAME "the TPU name (or grpc://ip:port)"
+need_pretraining_layout
+use_python reference
+launch "$PYTHON" train_tpu.py "${pretraining[@]}" \
+  --use_tpu=True --tpu="$TPU_NAME" \
   ${TPU_ZONE:+--tpu_zone="$TPU_ZONE"} \
   ${GCP_PROJECT:+--gcp_project="$GCP_PROJECT"} \
   --num_hosts="${NUM_HOSTS:-64}" \
   --num_core_per_host="${NUM_CORE_PER_HOST:-8}" \
   --train_batch_size="${TRAIN_BATCH_SIZE:-2048}" \
-  --use_bfloat16=True \
-  "$@"
+  --use_bfloat16=True "$@"

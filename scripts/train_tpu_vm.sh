@@ -11,20 +11,12 @@
 #      NUM_CORE_PER_HOST (default 8), TRAIN_BATCH_SIZE (default: from the
 #      records), CONFIG (large|base), PYTHON (default: the 'latest'
 #      environment).
-set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
-: "${DATA:?set DATA to the data_utils.py --save_dir (holding tfrecords/)}"
-: "${MODEL_DIR:?set MODEL_DIR to the checkpoint directory (gs://...)}"
-PYTHON="${PYTHON:-$(bash scripts/setup_env.sh latest | tail -n 1)}"
-exec "$PYTHON" train_tpu.py \
-  --flagfile="configs/pretrain_${CONFIG:-large}.flags" \
-  --record_info_dir="$DATA/tfrecords" \
-  --model_dir="$MODEL_DIR" \
-  --use_tpu=True --tpu_engine=strategy \
-  --tpu="${TPU_NAME:-local}" \
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_pretraining_layout
+use_python latest
+launch "$PYTHON" train_tpu.py "${pretraining[@]}" \
+  --use_tpu=True --tpu_engine=strategy --tpu="${TPU_NAME:-local}" \
   --num_hosts="${NUM_HOSTS:-1}" \
   --num_core_per_host="${NUM_CORE_PER_HOST:-8}" \
   ${TRAIN_BATCH_SIZE:+--train_batch_size="$TRAIN_BATCH_SIZE"} \
-  --use_bfloat16=True \
-  "$@"
+  --use_bfloat16=True "$@"
