@@ -43,6 +43,8 @@ NON_NEGATIVE_INTEGER = Kind("an integer >= 0",
                             lambda v: type(v) is int and v >= 0)
 NUMBER = Kind("a finite number", _is_number)
 POSITIVE = Kind("a finite number > 0", lambda v: _is_number(v) and v > 0)
+NON_NEGATIVE_NUMBER = Kind("a finite number >= 0",
+                          lambda v: _is_number(v) and v >= 0)
 BOOLEAN = Kind("true or false", lambda v: type(v) is bool)
 STRING = Kind("a string", lambda v: type(v) is str)
 LIST = Kind("a list", lambda v: type(v) is list)

@@ -5,15 +5,14 @@ layout of seeds (`migrate_earlier_layout`).
 """
 import contextlib
 import json
-import math
 import os
 import re
 import shlex
 
 import tensorflow as tf
 
-from xlnet import errors
 from xlnet import io_utils
+from xlnet import settings_files
 from xlnet.reproduce import plan
 from xlnet.reproduce import report
 from xlnet.runs import work_dir as work_dir_lib
@@ -22,64 +21,35 @@ from xlnet.training import config as train_config_lib
 ################################################################################
 # Finished runs.
 ################################################################################
-def _is_number(value):
-  return (isinstance(value, (int, float)) and not isinstance(value, bool)
-          and math.isfinite(value))
-
-
-def result_problem(done):
-  """What is wrong with the content of a result.json (a parsed JSON
-  value), or None when it holds `{"row": {"status": "done", "ours": number,
-  "wall_time_s": number or null, ...}, "command": [str, ...],
-  "work_dir": str}` ("work_dir" is absent in those of earlier versions)."""
-  if not isinstance(done, dict):
-    return "not a JSON object"
-  command = done.get("command")
-  if not (isinstance(command, list) and len(command) >= 2 and
-          all(isinstance(arg, str) for arg in command)):
-    return '"command" is not a list of strings'
-  if not isinstance(done.get("work_dir", ""), str):
-    return '"work_dir" is not a string'
-  row = done.get("row")
-  if not isinstance(row, dict) or row.get("status") != "done":
-    return '"row" is not an object with "status": "done"'
-  if not _is_number(row.get("ours")):
-    return f'"row" has "ours": {json.dumps(row.get("ours"))}, not a number'
-  wall = row.get("wall_time_s")
-  if wall is not None and not (_is_number(wall) and wall >= 0):
-    return (f'"row" has "wall_time_s": {json.dumps(wall)}, not a number '
-            ">= 0")
-  return None
+# What a finished run's result.json holds ("work_dir" is absent in those
+# of earlier versions).
+RESULT = settings_files.Fields({
+    "command": settings_files.Kind(
+        "a list of at least 2 strings",
+        lambda v: (type(v) is list and len(v) >= 2 and
+                   all(type(arg) is str for arg in v))),
+    "work_dir": settings_files.STRING,
+    "row": settings_files.Fields(
+        {"status": settings_files.one_of("done"),
+         "ours": settings_files.NUMBER,
+         "wall_time_s": settings_files.or_null(
+             settings_files.NON_NEGATIVE_NUMBER)},
+        required=("status", "ours")),
+}, required=("command", "row"))
 
 
 def read_result(path, run):
-  """The content of a finished run's result.json, checked
-  (`result_problem`).
+  """The content of a finished run's result.json, checked against
+  `RESULT`.
 
   Raises:
     ValueError: one line naming the file, what is wrong with it and the
       remedy.
   """
-  remedy = (f"delete it to run {run.name} again (it resumes from its "
-            "checkpoints)")
-  try:
-    with open(path, "rb") as f:
-      text = f.read()
-  except OSError as e:
-    raise ValueError(f"cannot read {path} ({e.strerror or e}); "
-                     f"{remedy}") from None
-  if not text.strip():
-    raise ValueError(f"{path} is empty; {remedy}")
-  try:
-    done = json.loads(text)
-  except ValueError as e:  # not JSON, or not UTF-8
-    raise ValueError(f"{path} is not valid JSON (truncated or edited? "
-                     f"{errors.error_text(e)}); {remedy}") from None
-  problem = result_problem(done)
-  if problem is not None:
-    raise ValueError(f"{path} does not hold a finished run's result "
-                     f"({problem}); {remedy}")
-  return done
+  return settings_files.read(
+      path, RESULT, "finished run's result",
+      remedy=(f"delete it to run {run.name} again (it resumes from its "
+              "checkpoints)"))
 
 
 def _in_work_dir(value, work_dir):
