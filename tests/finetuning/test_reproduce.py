@@ -49,6 +49,15 @@ def _run_here(args):
   return in_process.run_program("reproduce.py", *args, cwd=REPO)
 
 
+def _stopped_in_one_line(proc, work, code, line):
+  """reproduce.py ended with `code`, its last line `reproduce.py: error:
+  {line}`, no traceback, and left no lock nor temporary file in `work`."""
+  assert proc.returncode == code, proc.stderr[-3000:]
+  assert "Traceback" not in proc.stderr
+  assert proc.stderr.strip().split("\n")[-1] == f"reproduce.py: error: {line}"
+  assert not (work / "trainer.lock").exists() and not _temporaries(work)
+
+
 def _model_args(model):
   return [f"--init_checkpoint={model}/xlnet_model.ckpt",
           f"--model_config_path={model}/xlnet_config.json",
@@ -128,46 +137,45 @@ def test_targets_and_paper_figures_are_the_sources():
 # layer-wise decay its run_squad.py defaults to, 0.75; gpu_squad_base.sh: 8
 # per GPU on 3 GPUs, 2e-5, 12000, 1000; tpu_race_large_bsz32.sh: 32, 2e-5,
 # 12000, 1000, max_qa_length 128, --weight_decay=0, --adam_epsilon=1e-6).
-GLUE_96 = dict(eval_all_ckpt="True", adam_epsilon="1e-08",
-               max_seq_length="128", lr_layer_decay_rate="1.0")
+def _schedule(lr, batch, steps, warmup, **more):
+  """The flags a command sets: the schedule's four, then `more`."""
+  return dict(learning_rate=lr, train_batch_size=batch, train_steps=steps,
+              warmup_steps=warmup, **more)
+
+
+def _glue_96(task_name, lr, batch, steps, warmup, **more):
+  """A GLUE command with #96's settings and the release's defaults."""
+  return _schedule(lr, batch, steps, warmup, task_name=task_name,
+                   eval_all_ckpt="True", adam_epsilon="1e-08",
+                   max_seq_length="128", lr_layer_decay_rate="1.0", **more)
+
+
 EXPECTED = [
-    ("glue", "large", "sts-b", 4, dict(
-        GLUE_96, task_name="sts-b", learning_rate="5e-05",
-        train_batch_size="8", train_steps="1200", warmup_steps="120",
-        save_steps="600", is_regression="True", num_core_per_host="4")),
-    ("glue", "large", "mnli", 1, dict(
-        GLUE_96, task_name="mnli_matched", learning_rate="3e-05",
-        train_batch_size="128", train_steps="10000", warmup_steps="1000")),
-    ("glue", "large", "qqp", 1, dict(
-        GLUE_96, task_name="qqp", learning_rate="3e-05",
-        train_batch_size="128", train_steps="14000", warmup_steps="1000")),
-    ("glue", "large", "sst-2", 1, dict(
-        GLUE_96, task_name="sst-2", learning_rate="2e-05",
-        train_batch_size="32", train_steps="10000", warmup_steps="1000")),
-    ("glue", "large", "cola", 2, dict(
-        GLUE_96, task_name="cola", learning_rate="3e-05",
-        train_batch_size="64", train_steps="3000", warmup_steps="500")),
-    ("glue", "large", "mrpc", 1, dict(
-        GLUE_96, task_name="mrpc", learning_rate="5e-05",
-        train_batch_size="32", train_steps="800", warmup_steps="200")),
-    ("glue", "base", "rte", 1, dict(
-        GLUE_96, task_name="rte", learning_rate="3e-05",
-        train_batch_size="32", train_steps="800", warmup_steps="200")),
-    ("classification", "large", "imdb", 1, dict(
-        task_name="imdb", learning_rate="2e-05", train_batch_size="32",
-        train_steps="4000", warmup_steps="500", max_seq_length="512",
-        adam_epsilon="1e-08", eval_all_ckpt="True")),
-    ("squad", "large", "squad2.0", 1, dict(
-        learning_rate="3e-05", train_batch_size="48", train_steps="8000",
-        warmup_steps="1000", max_seq_length="512", lr_layer_decay_rate="0.75",
-        adam_epsilon="1e-06")),
-    ("squad", "base", "squad2.0", 3, dict(
-        learning_rate="2e-05", train_batch_size="8", train_steps="12000",
-        warmup_steps="1000", num_core_per_host="3")),
-    ("race", "large", "race", 1, dict(
-        learning_rate="2e-05", train_batch_size="32", train_steps="12000",
-        warmup_steps="1000", max_seq_length="512", max_qa_length="128",
-        weight_decay="0.0", adam_epsilon="1e-06")),
+    ("glue", "large", "sts-b", 4, _glue_96(
+        "sts-b", "5e-05", "8", "1200", "120", save_steps="600",
+        is_regression="True", num_core_per_host="4")),
+    ("glue", "large", "mnli", 1,
+     _glue_96("mnli_matched", "3e-05", "128", "10000", "1000")),
+    ("glue", "large", "qqp", 1,
+     _glue_96("qqp", "3e-05", "128", "14000", "1000")),
+    ("glue", "large", "sst-2", 1,
+     _glue_96("sst-2", "2e-05", "32", "10000", "1000")),
+    ("glue", "large", "cola", 2,
+     _glue_96("cola", "3e-05", "64", "3000", "500")),
+    ("glue", "large", "mrpc", 1,
+     _glue_96("mrpc", "5e-05", "32", "800", "200")),
+    ("glue", "base", "rte", 1, _glue_96("rte", "3e-05", "32", "800", "200")),
+    ("classification", "large", "imdb", 1, _schedule(
+        "2e-05", "32", "4000", "500", task_name="imdb",
+        max_seq_length="512", adam_epsilon="1e-08", eval_all_ckpt="True")),
+    ("squad", "large", "squad2.0", 1, _schedule(
+        "3e-05", "48", "8000", "1000", max_seq_length="512",
+        lr_layer_decay_rate="0.75", adam_epsilon="1e-06")),
+    ("squad", "base", "squad2.0", 3, _schedule(
+        "2e-05", "8", "12000", "1000", num_core_per_host="3")),
+    ("race", "large", "race", 1, _schedule(
+        "2e-05", "32", "12000", "1000", max_seq_length="512",
+        max_qa_length="128", weight_decay="0.0", adam_epsilon="1e-06")),
 ]
 
 
@@ -636,12 +644,9 @@ def test_a_result_file_of_the_wrong_shape_ends_the_program_in_one_line(
   (work / "rte" / "seed-1" / "result.json").write_text(
       '{"row": [], "command": []}')
   proc = _run_here(args + ["--num_seeds=1"])
-  assert proc.returncode == 2 and "Traceback" not in proc.stderr
-  assert proc.stderr.strip().split("\n")[-1] == (
-      f"reproduce.py: error: {work}/rte/seed-1/result.json is not a valid "
-      "finished run's result: command is [], expected a list of at least 2 "
-      f"strings; {REMEDY}")
-  assert not (work / "trainer.lock").exists()
+  _stopped_in_one_line(proc, work, 2, (
+      f"{work}/rte/seed-1/result.json is not a valid finished run's result: "
+      f"command is [], expected a list of at least 2 strings; {REMEDY}"))
 
 
 def test_a_second_run_on_one_work_dir_is_refused(tmp_path):
@@ -1053,13 +1058,10 @@ def test_a_task_log_beyond_a_file_size_limit_is_one_line(tmp_path):
   with in_process.file_size_limit(SMALL_FILES):
     proc = _run_here(["--table=glue", "--tasks=rte", f"--data_root={data}",
                       f"--work_dir={work}"] + _model_args("/m"))
-  assert proc.returncode == 1, proc.stderr[-3000:]
-  assert "Traceback" not in proc.stderr
-  assert proc.stderr.strip().split("\n")[-1] == (
-      f"reproduce.py: error: cannot write {work}/rte/seed-1/log.txt: file too "
-      "large; the task was not started; make room (or fix the permission) "
-      "and rerun the same command")
-  assert not (work / "trainer.lock").exists() and not _temporaries(work)
+  _stopped_in_one_line(proc, work, 1, (
+      f"cannot write {work}/rte/seed-1/log.txt: file too large; the task was "
+      "not started; make room (or fix the permission) and rerun the same "
+      "command"))
 
 
 def test_reports_beyond_a_file_size_limit_are_one_line(tmp_path):
@@ -1069,14 +1071,11 @@ def test_reports_beyond_a_file_size_limit_are_one_line(tmp_path):
   with in_process.file_size_limit(SMALL_FILES):
     proc = _run_here(["--table=glue", f"--work_dir={work}"] +
                      _model_args("/m") + args)
-  assert proc.returncode == 1, proc.stderr[-3000:]
   assert "[1/1] RTE (seed 1): done by an earlier run, skipped" in proc.stdout
-  assert "Traceback" not in proc.stderr
-  assert proc.stderr.strip().split("\n")[-1] == (
-      f"reproduce.py: error: cannot write {work}/results.md: file too "
-      "large; it is unchanged and no temporary file is left; make room (or "
-      "fix the permission) and rerun")
-  assert not (work / "trainer.lock").exists() and not _temporaries(work)
+  _stopped_in_one_line(proc, work, 1, (
+      f"cannot write {work}/results.md: file too large; it is unchanged and "
+      "no temporary file is left; make room (or fix the permission) and "
+      "rerun"))
   assert sorted(os.listdir(work)) == ["rte"]
 
 
