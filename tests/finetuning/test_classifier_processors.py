@@ -48,6 +48,16 @@ def mnli_row(i, s1, s2, labels):
           "(ROOT x)", "(ROOT y)", s1, s2] + labels
 
 
+PAIR_HEAD = ["index", "sentence1", "sentence2", "label"]
+
+
+def pair_files(train, dev, test, head=PAIR_HEAD):
+  """The files of QNLI, RTE and WNLI (index, two texts, label; test
+  without the label), one row each."""
+  return {"train.tsv": tsv(head, train), "dev.tsv": tsv(head, dev),
+          "test.tsv": tsv(head[:3], test)}
+
+
 GLUE_FILES = {
     "cola": {
         "train.tsv": tsv(["gj04", "1", "", "Our friends won't buy this."],
@@ -121,31 +131,14 @@ GLUE_FILES = {
         "test_mismatched.tsv": tsv(MNLI_TRAIN_HEAD[:10],
                                    mnli_row(5, "What?", "This.", [])),
     },
-    "qnli": {
-        "train.tsv": tsv(["index", "question", "sentence", "label"],
-                         ["0", "When?", "In 1990.", "entailment"]),
-        "dev.tsv": tsv(["index", "question", "sentence", "label"],
-                       ["0", "Who?", "Nobody.", "not_entailment"]),
-        "test.tsv": tsv(["index", "question", "sentence"],
-                        ["0", "What?", "That."]),
-    },
-    "rte": {
-        "train.tsv": tsv(["index", "sentence1", "sentence2", "label"],
-                         ["0", "No weapons.", "Weapons found.",
-                          "not_entailment"]),
-        "dev.tsv": tsv(["index", "sentence1", "sentence2", "label"],
-                       ["0", "A.", "B.", "entailment"]),
-        "test.tsv": tsv(["index", "sentence1", "sentence2"],
-                        ["0", "C.", "D."]),
-    },
-    "wnli": {
-        "train.tsv": tsv(["index", "sentence1", "sentence2", "label"],
-                         ["0", "I stuck a pin.", "The pin stuck.", "1"]),
-        "dev.tsv": tsv(["index", "sentence1", "sentence2", "label"],
-                       ["0", "A.", "B.", "0"]),
-        "test.tsv": tsv(["index", "sentence1", "sentence2"],
-                        ["0", "C.", "D."]),
-    },
+    "qnli": pair_files(["0", "When?", "In 1990.", "entailment"],
+                       ["0", "Who?", "Nobody.", "not_entailment"],
+                       ["0", "What?", "That."],
+                       head=["index", "question", "sentence", "label"]),
+    "rte": pair_files(["0", "No weapons.", "Weapons found.", "not_entailment"],
+                      ["0", "A.", "B.", "entailment"], ["0", "C.", "D."]),
+    "wnli": pair_files(["0", "I stuck a pin.", "The pin stuck.", "1"],
+                       ["0", "A.", "B.", "0"], ["0", "C.", "D."]),
 }
 
 # (guid, text_a, text_b, label) of the first example of each split.

@@ -19,6 +19,16 @@ def _result(uid, cls, starts, start_lps, ends, end_lps):
               end_top_log_probs=np.array(end_lps, np.float32))
 
 
+def _first_paragraphs_beams():
+  """The beams of `_hand_made_converter`'s windows 0 and 1 (the first
+  paragraph), the same under both rules' tests."""
+  return [_result(0, 2.0, [0, 5, 2], [-0.1, -0.2, -0.02],
+                  [1, 2, 0, 1, 3, 2], [-0.3, -0.05, -1, -1, -0.01, -0.5]),
+          _result(1, 1.0, [0, 1, 2], [-0.01, -0.05, -3.0],
+                  [0, 1, 2, 1, 2, 0],
+                  [-0.01, -0.01, -0.05, -0.6, -0.1, -0.1])]
+
+
 def _hand_made_converter():
   """Three questions over hand-tokenized paragraphs (one piece per word;
   in "x x" a lone '▁' piece covers no character)."""
@@ -47,13 +57,10 @@ def test_nbest_hand_worked_with_our_earlier_rules():
   texts, examples, converter = _hand_made_converter()
   results = [
       # Window 0 (pieces 0-2): (0, 2) is 3 pieces long; start 5 is outside
-      # the paragraph; (2, 3) ends outside it.
-      _result(0, 2.0, [0, 5, 2], [-0.1, -0.2, -0.02],
-              [1, 2, 0, 1, 3, 2], [-0.3, -0.05, -1, -1, -0.01, -0.5]),
-      # Window 1 (pieces 2-4): its start 0 (piece 2) has more context in
-      # window 0; (2, 0) ends before it starts.
-      _result(1, 1.0, [0, 1, 2], [-0.01, -0.05, -3.0],
-              [0, 1, 2, 1, 2, 0], [-0.01, -0.01, -0.05, -0.6, -0.1, -0.1]),
+      # the paragraph; (2, 3) ends outside it. Window 1 (pieces 2-4): its
+      # start 0 (piece 2) has more context in window 0; (2, 0) ends before
+      # it starts.
+      *_first_paragraphs_beams(),
       # "x x": (0, 0) and (2, 2) both read "x": the second is dropped;
       # (0, 1) ends on the empty piece: "x ", trimmed to "x" too.
       _result(2, 0.5, [0, 2], [-0.1, -0.2], [1, 0, 2, 0],
@@ -147,13 +154,10 @@ def _release_rule_results():
   """Beams over `_hand_made_converter`'s windows for the release's rules."""
   return [
       # Window 0 (pieces 0-2, doc_len 3): piece 2 is its last paragraph
-      # piece, so (0, 2) and every span starting at 2 are out.
-      _result(0, 2.0, [0, 5, 2], [-0.1, -0.2, -0.02],
-              [1, 2, 0, 1, 3, 2], [-0.3, -0.05, -1, -1, -0.01, -0.5]),
-      # Window 1 (pieces 2-4): window positions 2 (piece 4) is its last
-      # paragraph piece: (3, 4) "delta epsilon" is out, (3, 3) stays.
-      _result(1, 1.0, [0, 1, 2], [-0.01, -0.05, -3.0],
-              [0, 1, 2, 1, 2, 0], [-0.01, -0.01, -0.05, -0.6, -0.1, -0.1]),
+      # piece, so (0, 2) and every span starting at 2 are out. Window 1
+      # (pieces 2-4): window positions 2 (piece 4) is its last paragraph
+      # piece: (3, 4) "delta epsilon" is out, (3, 3) stays.
+      *_first_paragraphs_beams(),
       # "x x": (1, 1) is the lone '▁' piece: text "" (score -0.2); then
       # (0, 0) "x" (-0.6); (0, 1) "x " -> "x" again (-0.8).
       _result(2, 0.5, [1, 0], [-0.1, -0.5], [1, 0, 0, 1],
