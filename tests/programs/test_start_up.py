@@ -147,6 +147,36 @@ def test_resources_exhausted_outside_a_step_are_one_line(capsys,
     assert capsys.readouterr().err == want + "\n"
 
 
+def test_an_unreachable_remote_path_is_one_line(capsys, monkeypatch):
+  """TensorFlow's error of a gs:// path that cannot be reached (the text
+  TensorFlow 2.15 gives for an unknown host): one line naming the path,
+  exit code 1; the same error class without a URL is the program's own
+  and keeps its traceback."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(sys, "argv", ["prog"])
+  message = ("Error executing an HTTP request: libcurl code 6 meaning "
+             "'Couldn't resolve host name', error details: Could not "
+             "resolve host: www.googleapis.com\n\t when reading metadata "
+             "of gs://b/ck/xlnet_config.json")
+
+  def main(argv, message=message):
+    del argv
+    raise tf.errors.FailedPreconditionError(None, None, message)
+  with pytest.raises(SystemExit) as info:
+    cli.guarded(main)(["prog"])
+  assert info.value.code == 1
+  assert capsys.readouterr().err == (
+      "prog: error: Error executing an HTTP request: libcurl code 6 meaning "
+      "'Couldn't resolve host name', error details: Could not resolve "
+      "host: www.googleapis.com when reading metadata of "
+      "gs://b/ck/xlnet_config.json; check that the path is reachable from "
+      "this machine (the network, the bucket's name, the credentials) and "
+      "rerun the same command\n")
+  with pytest.raises(tf.errors.FailedPreconditionError):
+    cli.guarded(lambda argv: main(argv, "Could not find variable x"))(
+        ["prog"])
+
+
 def test_sigterm_replaced_by_c_code_still_ends_as_sigterm(capsys,
                                                          monkeypatch):
   """SIGTERM's exception crossing TensorFlow's C++ code can come back as

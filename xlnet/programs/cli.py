@@ -19,6 +19,7 @@ and any its main module defines), under the titles of their catalog groups
 as well.
 """
 import os
+import re
 import sys
 
 from absl import app
@@ -77,6 +78,26 @@ def exhausted_text(err):
           "sequences or more accumulation steps per update fit (see the "
           "program's --help); a training run resumes from its newest "
           "checkpoint")
+
+
+# TensorFlow's errors of a remote file system (gs://, s3://, ...): a name
+# that does not resolve, no credentials, a service that does not answer.
+_REMOTE_ERRORS = ("FailedPreconditionError", "UnauthenticatedError",
+                  "UnavailableError", "DeadlineExceededError")
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+")
+
+
+def remote_file_text(err):
+  """One line for a TensorFlow error reading or writing a URL, or None
+  when `err` is another error (a failed precondition of the program's own
+  making keeps its traceback)."""
+  text = errors.error_text(err)
+  if not (isinstance(err, errors.tf_errors(*_REMOTE_ERRORS))
+          and _URL.search(text)):
+    return None
+  return (f"{text[:400]}; check that the path is reachable from this "
+          "machine (the network, the bucket's name, the credentials) and "
+          "rerun the same command")
 
 
 def fail(message, code=EXIT_USAGE):
@@ -218,6 +239,10 @@ def guarded(main):
       fail(error_text(e))
     except errors.tf_errors("ResourceExhaustedError") as e:
       fail(exhausted_text(e), 1)
+    except errors.tf_errors(*_REMOTE_ERRORS) as e:
+      if remote_file_text(e) is None:
+        raise
+      fail(remote_file_text(e), 1)
     except KeyboardInterrupt:
       fail("interrupted (Ctrl-C)", 130)
     finally:
