@@ -31,10 +31,10 @@ def error_text(err):
 
 
 # What the input pipeline's check of its records' token ids says when one
-# is beyond the vocabulary (`xlnet/data/record_format.py`, `checked_ids`):
+# is outside the vocabulary (`xlnet/data/record_format.py`, `checked_ids`):
 # the TensorFlow error that holds it means bad data, as a DataLossError
 # (a corrupted record) does.
-BAD_TOKEN_ID = "a record holds a token id beyond the vocabulary"
+BAD_TOKEN_ID = "a record holds a token id outside the vocabulary"
 
 
 def is_bad_data(err):

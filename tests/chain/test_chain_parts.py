@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from tests import download_fixtures as fx
+from xlnet.chain import config as chain_config
 from xlnet.chain import hf_check
 from xlnet.chain import labelled
 from xlnet.chain import layouts
@@ -358,10 +359,13 @@ def test_the_flags_become_the_chain_config_and_bad_seeds_are_named():
   chain_catalog.define_chain_flags(values)
   values(["chain.py", "--work_dir=w", "--tasks=s=imdb:d", "--seeds=4,5",
           "--pretrain_steps=7", "--finetune_learning_rate=0.01",
-          "--hf_python=", "--plot_python="])
+          "--hf_python=", "--plot_python=", "--summary_type=mean"])
   cfg = chain_catalog.chain_config_from(values, "py")
-  assert (cfg.work_dir, cfg.seeds, cfg.pretrain_steps, cfg.python) == (
-      "w", (4, 5), 7, "py")
+  assert (cfg.work_dir, cfg.seeds, cfg.pretrain_steps, cfg.python,
+          cfg.summary_type) == ("w", (4, 5), 7, "py", "mean")
+  # A rerun with other settings is told the flags that resume the work
+  # dir's chain (`api.check_settings`): each recorded setting is a flag.
+  assert set(chain_config.default_settings()) <= set(values)
   assert cfg.finetune_learning_rate == 0.01
   assert cfg.hf_python is None and cfg.plot_python is None
   assert [t.name for t in cfg.tasks] == ["s"]

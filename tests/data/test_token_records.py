@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 import tensorflow as tf
+from tensorflow.python.eager import context
 
 from tests import data_helpers
 from tests.data.test_record_layout import check_example, check_masks
 from tests.data_reference import CLS, SEP, ref_rows, ref_stream, runs_of
+from xlnet import errors
 from xlnet.data import input_pipeline
 from xlnet.data import online_examples
 from xlnet.data import pretrain_examples
@@ -304,3 +306,31 @@ def test_a_save_dir_holds_one_record_kind(tmp_path):
                      r"be one of <examples\|tokens>"):
     data_helpers.make_records(str(tmp_path / "other"), num_lines=NUM_LINES,
                               record_kind="words")
+
+
+def test_a_negative_token_id_is_found_by_verify_and_by_the_input_check(
+    token_dir, tmp_path):
+  """A record holding id -3 (a damaged record): data_utils.py --verify's
+  scan names it whether or not the vocabulary is known, and the check the
+  input pipeline runs on a batch fails with BAD_TOKEN_ID (an embedding
+  lookup would fail, or read another row on a GPU)."""
+  (source,) = glob.glob(os.path.join(token_dir, "*.tfrecords"))
+  path = str(tmp_path / os.path.basename(source))
+  with context.eager_mode():
+    records = list(tf.data.TFRecordDataset(source).as_numpy_iterator())
+    example = tf.train.Example.FromString(records[1])
+    example.features.feature["tokens"].int64_list.value[2] = -3
+    records[1] = example.SerializeToString()
+    with tf.io.TFRecordWriter(path) as writer:
+      for record in records:
+        writer.write(record)
+    for ids in ([[4, 0, -1]], [[4, 0, 7]]):
+      with pytest.raises(tf.errors.InvalidArgumentError,
+                         match=errors.BAD_TOKEN_ID):
+        record_format.checked_ids([tf.constant(ids)], 7)
+    assert record_format.checked_ids([tf.constant([[0, 6]])], 7)[0].shape == (
+        1, 2)
+  for vocab_sizes in (None, {path: 10**6}):
+    assert record_format.verify_records([path], vocab_sizes=vocab_sizes) == [
+        (path, "holds token id -3, below 0 (a damaged record?)")]
+  assert record_format.verify_records([source]) == []

@@ -122,13 +122,25 @@ def test_a_users_tensorflow_log_level_is_kept(monkeypatch):
   assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "3"
 
 
+def _ended_by(error, capsys, monkeypatch):
+  """(exit code, stderr) of a guarded `main` of program "prog" that
+  raises `error`."""
+  monkeypatch.setattr(sys, "argv", ["prog"])
+
+  def main(argv):
+    del argv
+    raise error
+  with pytest.raises(SystemExit) as info:
+    cli.guarded(main)(["prog"])
+  return info.value.code, capsys.readouterr().err
+
+
 def test_resources_exhausted_outside_a_step_are_one_line(capsys,
                                                         monkeypatch):
   """A ResourceExhaustedError that reaches a program's top (out of device
   memory while the model is built or restored; a full disk under a
   TensorFlow write): one line, exit code 1, no traceback."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  monkeypatch.setattr(sys, "argv", ["prog"])
   for message, want in (
       ("OOM when allocating tensor with shape[1024,4096]\n\t [[{{node x}}]]",
        "prog: error: out of device memory (OOM when allocating tensor with "
@@ -138,13 +150,8 @@ def test_resources_exhausted_outside_a_step_are_one_line(capsys,
       ("/data/x.tmp; No space left on device",
        "prog: error: /data/x.tmp; No space left on device; make room and "
        "rerun the same command")):
-    def main(argv, message=message):
-      del argv
-      raise tf.errors.ResourceExhaustedError(None, None, message)
-    with pytest.raises(SystemExit) as info:
-      cli.guarded(main)(["prog"])
-    assert info.value.code == 1
-    assert capsys.readouterr().err == want + "\n"
+    assert _ended_by(tf.errors.ResourceExhaustedError(None, None, message),
+                     capsys, monkeypatch) == (1, want + "\n")
 
 
 def test_an_unreachable_remote_path_is_one_line(capsys, monkeypatch):
@@ -153,28 +160,21 @@ def test_an_unreachable_remote_path_is_one_line(capsys, monkeypatch):
   exit code 1; the same error class without a URL is the program's own
   and keeps its traceback."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  monkeypatch.setattr(sys, "argv", ["prog"])
-  message = ("Error executing an HTTP request: libcurl code 6 meaning "
-             "'Couldn't resolve host name', error details: Could not "
-             "resolve host: www.googleapis.com\n\t when reading metadata "
-             "of gs://b/ck/xlnet_config.json")
-
-  def main(argv, message=message):
-    del argv
-    raise tf.errors.FailedPreconditionError(None, None, message)
-  with pytest.raises(SystemExit) as info:
-    cli.guarded(main)(["prog"])
-  assert info.value.code == 1
-  assert capsys.readouterr().err == (
+  unreachable = tf.errors.FailedPreconditionError(None, None, (
+      "Error executing an HTTP request: libcurl code 6 meaning 'Couldn't "
+      "resolve host name', error details: Could not resolve host: "
+      "www.googleapis.com\n\t when reading metadata of "
+      "gs://b/ck/xlnet_config.json"))
+  assert _ended_by(unreachable, capsys, monkeypatch) == (1, (
       "prog: error: Error executing an HTTP request: libcurl code 6 meaning "
       "'Couldn't resolve host name', error details: Could not resolve "
       "host: www.googleapis.com when reading metadata of "
       "gs://b/ck/xlnet_config.json; check that the path is reachable from "
       "this machine (the network, the bucket's name, the credentials) and "
-      "rerun the same command\n")
+      "rerun the same command\n"))
   with pytest.raises(tf.errors.FailedPreconditionError):
-    cli.guarded(lambda argv: main(argv, "Could not find variable x"))(
-        ["prog"])
+    _ended_by(tf.errors.FailedPreconditionError(
+        None, None, "Could not find variable x"), capsys, monkeypatch)
 
 
 def test_sigterm_replaced_by_c_code_still_ends_as_sigterm(capsys,

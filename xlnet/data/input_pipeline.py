@@ -413,7 +413,7 @@ def get_input_fn(tfrecord_dir, split, bsz_per_host, seq_len, reuse_len,
                                   perm_size, use_bfloat16)
   # Example records' ids, checked batch by batch (token records check
   # theirs as each file is read, before the sampler looks them up).
-  check = _id_check(vocab_size if is_start is None else None)
+  check = _id_check(vocab_size) if is_start is None else None
 
   def input_fn(params):
     """tf.data pipeline of per-core batches (see get_input_fn)."""
@@ -521,16 +521,15 @@ def _example_source(settings, is_start, num_core_per_host, perm_size,
 
 def _id_check(vocab_size):
   """The map of a batch of features that checks its token ids (`input_k`,
-  `target`) are below `vocab_size` (`record_format.checked_ids`), or None
-  when `vocab_size` is (unknown)."""
-  if vocab_size is None:
-    return None
+  `target`) are at least 0 and below `vocab_size` (none, when it is None:
+  unknown) (`record_format.checked_ids`)."""
+  bound = np.iinfo(np.int64).max if vocab_size is None else vocab_size
 
   @tf.autograph.experimental.do_not_convert
   def check(features):
     features = dict(features)
     features["input_k"], features["target"] = record_format.checked_ids(
-        [features["input_k"], features["target"]], vocab_size)
+        [features["input_k"], features["target"]], bound)
     return features
 
   return check

@@ -335,10 +335,13 @@ def listed_files(info_path, info):
 # ----------------------------------------------------------------------------
 # Integrity.
 # ----------------------------------------------------------------------------
-def token_id_error(top, vocab_size):
-  """Why a token file whose largest id is `top` cannot be read with a
-  vocabulary of `vocab_size` pieces (None when it can)."""
-  if top < vocab_size:
+def token_id_error(top, vocab_size, low=0):
+  """Why a token file whose ids run from `low` to `top` cannot be read
+  with a vocabulary of `vocab_size` pieces (None when it can; a
+  `vocab_size` of None checks only that no id is negative)."""
+  if low < 0:
+    return f"holds token id {low}, below 0 (a damaged record?)"
+  if vocab_size is None or top < vocab_size:
     return None
   return (f"holds token id {top}, beyond the {vocab_size} pieces of the "
           "corpus info's SentencePiece model (written with another model?)")
@@ -346,14 +349,18 @@ def token_id_error(top, vocab_size):
 
 def checked_ids(tensors, vocab_size):
   """`tensors` (a list of integer tensors of token ids), once an assertion
-  saw every id below `vocab_size`; else the read fails with an
-  InvalidArgumentError of `errors.BAD_TOKEN_ID`, the largest id and the
-  vocabulary (the trainers then name the file: `data_loss_message`). Ids
-  that changed after the record info was written failed later, inside a
-  lookup, with TensorFlow's error (or read another row, on a GPU)."""
-  top = tf.reduce_max([tf.reduce_max(tf.cast(t, tf.int64)) for t in tensors])
+  saw every id at least 0 and below `vocab_size`; else the read fails with
+  an InvalidArgumentError of `errors.BAD_TOKEN_ID`, the smallest and
+  largest ids and the vocabulary (the trainers then name the file:
+  `data_loss_message`). Ids that changed after the record info was
+  written failed later, inside a lookup, with TensorFlow's error (or read
+  another row, on a GPU)."""
+  ids = [tf.cast(t, tf.int64) for t in tensors]
+  low = tf.reduce_min([tf.reduce_min(t) for t in ids])
+  top = tf.reduce_max([tf.reduce_max(t) for t in ids])
   with tf.control_dependencies([tf.debugging.Assert(
-      top < vocab_size, [errors.BAD_TOKEN_ID, top, vocab_size])]):
+      tf.logical_and(low >= 0, top < vocab_size),
+      [errors.BAD_TOKEN_ID, low, top, vocab_size])]):
     return [tf.identity(t) for t in tensors]
 
 
@@ -361,39 +368,36 @@ def checked_ids(tensors, vocab_size):
 _ID_FEATURES = ("tokens", "input", "target")
 
 
-def _largest_token(record):
-  """The largest token id of a token or example record (-1 when it holds
-  none)."""
+def _id_range(record):
+  """(smallest, largest) token id of a token or example record ((0, -1)
+  when it holds none)."""
   values = tf.io.parse_single_example(
       record, {name: tf.io.RaggedFeature(tf.int64) for name in _ID_FEATURES})
-  return tf.reduce_max(tf.concat([[np.int64(-1)]] + list(values.values()),
-                                 0))
+  ids = list(values.values())
+  return (tf.reduce_min(tf.concat([[np.int64(0)]] + ids, 0)),
+          tf.reduce_max(tf.concat([[np.int64(-1)]] + ids, 0)))
 
 
 class _RecordCounter:
-  """Counts the records of files, checking every record's CRC, in C++; also
-  the largest token id when asked."""
+  """Counts the records of files, checking every record's CRC, in C++, and
+  finds their smallest and largest token ids."""
 
   def __init__(self):
     self._graph = tf.Graph()
     with self._graph.as_default():
       self._path = tf.compat.v1.placeholder(tf.string, [])
       records = tf.data.TFRecordDataset(self._path)
-      self._count = records.reduce(np.int64(0), lambda n, _: n + 1)
-      self._tokens = records.map(_largest_token).reduce(
-          (np.int64(0), np.int64(-1)),
-          lambda state, top: (state[0] + 1, tf.maximum(state[1], top)))
+      self._tokens = records.map(_id_range).reduce(
+          (np.int64(0), np.int64(0), np.int64(-1)),
+          lambda state, ids: (state[0] + 1, tf.minimum(state[1], ids[0]),
+                              tf.maximum(state[2], ids[1])))
     self._sess = tf.compat.v1.Session(graph=self._graph)
 
-  def count(self, path):
-    """Number of records of `path`; raises tf.errors.OpError when bad."""
-    return int(self._sess.run(self._count, {self._path: path}))
-
   def count_tokens(self, path):
-    """(number of records, largest token id) of the record file `path`;
-    raises tf.errors.OpError when bad."""
-    count, top = self._sess.run(self._tokens, {self._path: path})
-    return int(count), int(top)
+    """(number of records, smallest and largest token id) of the record
+    file `path`; raises tf.errors.OpError when bad."""
+    count, low, top = self._sess.run(self._tokens, {self._path: path})
+    return int(count), int(low), int(top)
 
   def close(self):
     self._sess.close()
@@ -404,8 +408,9 @@ def verify_records(paths, num_records=None, vocab_sizes=None):
 
   A file is bad when it is missing, unreadable, truncated, has a record
   whose length or data checksum (CRC) is wrong, (when `num_records`
-  gives its expected count) holds a different number of records, or (a
-  file of `vocab_sizes`) holds a token id beyond its vocabulary.
+  gives its expected count) holds a different number of records, holds a
+  negative token id or (a file of `vocab_sizes`) one beyond its
+  vocabulary.
 
   Args:
     paths: record files (local paths or tf.io.gfile URLs).
@@ -425,18 +430,15 @@ def verify_records(paths, num_records=None, vocab_sizes=None):
         continue
       vocab_size = (vocab_sizes or {}).get(path)
       try:
-        if vocab_size is None:
-          got = counter.count(path)
-        else:
-          got, top = counter.count_tokens(path)
+        got, low, top = counter.count_tokens(path)
       except tf.errors.OpError as e:
         bad.append((path, errors.op_error_cause(e)))
         continue
       want = (num_records or {}).get(path)
       if want is not None and got != want:
         bad.append((path, f"{got} records, its record info says {want}"))
-      elif vocab_size is not None and token_id_error(top, vocab_size):
-        bad.append((path, token_id_error(top, vocab_size)))
+      elif token_id_error(top, vocab_size, low):
+        bad.append((path, token_id_error(top, vocab_size, low)))
   finally:
     counter.close()
   return bad

@@ -6,6 +6,7 @@ import os
 
 from absl import flags
 
+from xlnet import validation
 from xlnet.chain import config as chain_config
 from xlnet.flags import groups
 
@@ -83,6 +84,10 @@ def define_chain_flags(flag_values=flags.FLAGS):
   flags.DEFINE_string("plot_python", _venv_python("plot"),
                       "Python with matplotlib for curves.png ('': none; "
                       "default: .venvs/plot).", **fv)
+  flags.DEFINE_enum("summary_type", chain_config.ChainConfig.summary_type,
+                    validation.CHOICES["summary_type"], "How the fine-tuned "
+                    "classifier pools the sequence (run_classifier.py "
+                    "--summary_type; both arms).", **fv)
   for field in dataclasses.fields(chain_config.ChainConfig):
     if field.name not in _HELP:
       continue
@@ -108,6 +113,7 @@ def chain_config_from(values, python):
       tasks=chain_config.parse_tasks(values.tasks), python=python,
       hf_python=values.hf_python or None,
       plot_python=values.plot_python or None, seeds=seeds,
+      summary_type=values.summary_type,
       **{name: values[name].value for name in _HELP})
 
 

@@ -12,12 +12,15 @@ from xlnet.data import record_format
 # How the pretraining programs' flags set the input function's arguments,
 # for its messages (the training split, "train", is no flag).
 FLAG_NAMES = dict(
-    {name: f"--{name}" for name in (
-        "record_info_dir", "seq_len", "reuse_len", "perm_size", "bi_data",
-        "mask_alpha", "mask_beta", "num_predict", "uncased", "num_passes",
-        "num_core_per_host", "num_hosts", "seed", "corpus_info_path",
-        "sample_strategy")},
-    bsz_per_host="--train_batch_size/--num_hosts")
+    record_info_dir="--record_info_dir",
+    bsz_per_host="--train_batch_size/--num_hosts", seq_len="--seq_len",
+    reuse_len="--reuse_len", perm_size="--perm_size", bi_data="--bi_data",
+    mask_alpha="--mask_alpha", mask_beta="--mask_beta",
+    num_predict="--num_predict", uncased="--uncased",
+    num_passes="--num_passes", num_core_per_host="--num_core_per_host",
+    num_hosts="--num_hosts", seed="--seed",
+    corpus_info_path="--corpus_info_path",
+    sample_strategy="--sample_strategy")
 
 
 def input_fn(configs, layout, split="train", record_dir=None,
