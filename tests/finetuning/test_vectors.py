@@ -187,3 +187,16 @@ def test_one_line_errors(tmp_path):
     inputs.read_texts(vectors_config.VectorsConfig(
         input_file=str(table), output_file="o.jsonl", init_checkpoint="c",
         input_format="tsv", text_a_column="text"))
+
+
+def test_an_input_without_texts_writes_an_empty_output(tmp_path, model):
+  """An empty --input_file: an empty JSON lines file (GFile had created no
+  file to move into place: a one-line error), and an empty array."""
+  (tmp_path / "none.txt").write_text("")
+  for name in ("out.jsonl", "out.npy"):
+    config = vectors_config.VectorsConfig(
+        input_file=str(tmp_path / "none.txt"),
+        output_file=str(tmp_path / name), init_checkpoint=model["prefix"])
+    assert api.extract_features(config) == 0
+  assert (tmp_path / "out.jsonl").read_text() == ""
+  assert np.load(tmp_path / "out.npy").shape[0] == 0

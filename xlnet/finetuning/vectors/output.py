@@ -71,5 +71,6 @@ def writer(path, layers, pooled, numpy):
                                                         np.float32))
       return
     with tf.io.gfile.GFile(tmp, "w") as f:
+      f.write("")  # GFile creates the file at its first write: none for no text
       yield lambda index, vectors, places: f.write(
           json_line(index, vectors, places, layers, pooled) + "\n")
