@@ -5,6 +5,7 @@ zero examples that are dropped again (`pad_to_full_steps`).
 import numpy as np
 import tensorflow as tf
 
+from xlnet import signals
 from xlnet.training import template as template_lib
 
 REAL = "_real_example"
@@ -105,6 +106,7 @@ class Predictor:
     chunks = {}
     iterator = iter(dist)
     while True:
+      signals.raise_if_terminated()  # a SIGTERM the step's C++ swallowed
       try:
         out = self._step(iterator)
       except (tf.errors.OutOfRangeError, StopIteration):
