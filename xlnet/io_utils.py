@@ -172,6 +172,9 @@ def atomic_output(path, safe=None):
   """
   parent = os.path.dirname(path)
   tmp = tmp_path_for(path)
+  if is_local(path) and os.path.isdir(path):  # before the work, not after
+    raise ValueError(f"{path} is a directory; the output is a file: give "
+                     "a file name")
   try:
     if parent:
       _makedirs(parent)

@@ -228,3 +228,27 @@ def test_a_sigterm_swallowed_inside_a_step_stops_before_the_next(
     extract(tmp_path, model, "out.jsonl", batch_size=2)
   assert calls == [1], calls
   assert sorted(os.listdir(tmp_path)) == ["texts.txt"]
+
+
+def test_a_directory_for_a_file_is_one_line_before_the_work(tmp_path, model,
+                                                            monkeypatch):
+  """A directory given as --output_file (it was the rename's OSError
+  after every text was computed) or as --input_file."""
+  monkeypatch.setattr(extractor.Extractor, "states",
+                      lambda *a: pytest.fail("computed before the check"))
+  (tmp_path / "texts.txt").write_text("a text\n")
+  (tmp_path / "out").mkdir()
+  for given, message in (
+      (dict(input_file=str(tmp_path / "texts.txt"),
+            output_file=str(tmp_path / "out")),
+       f"{tmp_path}/out is a directory; the output is a file: give a file "
+       "name"),
+      (dict(input_file=str(tmp_path / "out"),
+            output_file=str(tmp_path / "o.jsonl")),
+       f"--input_file={tmp_path}/out: cannot read it (Is a directory)")):
+    with pytest.raises(ValueError) as e:
+      api.extract_features(vectors_config.VectorsConfig(
+          init_checkpoint=model["prefix"], **given))
+    assert str(e.value) == message
+  assert sorted(os.listdir(tmp_path)) == ["out", "texts.txt"]
+  assert os.listdir(tmp_path / "out") == []

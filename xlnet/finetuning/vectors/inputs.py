@@ -54,6 +54,9 @@ def read_texts(config):
       lines = io_utils.read_file(config.input_file).splitlines()
     except FileNotFoundError:
       raise ValueError(f"--input_file={config.input_file} not found") from None
+    except OSError as e:
+      raise ValueError(f"--input_file={config.input_file}: cannot read it "
+                       f"({e.strerror or e})") from None
     except UnicodeDecodeError as e:
       raise ValueError(f"--input_file={config.input_file} is not UTF-8 text "
                        f"({e.reason} at byte {e.start})") from None
