@@ -115,16 +115,21 @@ def write_sets(cfg):
           f"examples, labels {', '.join(info['labels'])}", flush=True)
 
 
-def read_curve(model_dir):
-  """[(step, dev accuracy)] of every evaluated checkpoint of a run, by
-  step (run_classifier.py's eval_results.txt)."""
+def read_curve(model_dir, every, last):
+  """[(step, dev accuracy)] of a run's evaluated checkpoints every `every`
+  steps and at step `last`, by step (run_classifier.py's
+  eval_results.txt). A run stopped by a signal and resumed also saved a
+  checkpoint at its stop, off that grid: it is not a point of the curve,
+  so every run's curve has the same steps."""
   path = os.path.join(model_dir, "eval_results.txt")
   curve = []
   with open(path) as f:
     for line in f:
       entry = checkpoint_eval.parse_line(line)
-      if entry["kind"] == "eval" and entry.get("split") == "dev":
-        curve.append((int(entry["step"]), float(entry["eval_accuracy"])))
+      step = int(entry.get("step", -1))
+      if (entry["kind"] == "eval" and entry.get("split") == "dev"
+          and (step % every == 0 or step == last)):
+        curve.append((step, float(entry["eval_accuracy"])))
   return sorted(curve)
 
 
@@ -136,7 +141,7 @@ def finetune(task, arm, seed):
     run_commands(cfg, name, (plan.finetune_command(cfg, task, arm, seed),),
                  watch=True)
     model_dir = plan.run_dir(cfg, task, arm, seed)
-    curve = read_curve(model_dir)
+    curve = read_curve(model_dir, cfg.eval_every, cfg.finetune_steps)
     if not curve or curve[-1][0] != cfg.finetune_steps:
       raise StageFailed(f"{model_dir}/eval_results.txt has no dev accuracy "
                         f"at step {cfg.finetune_steps}")
