@@ -49,8 +49,8 @@ BREAKS = (
           ("tests/core/test_relative_positions.py",), True),
     Break("memory", "the memory carries gradients into the previous "
           "segment", "xlnet/modeling.py",
-          "return tf.stop_gradient(tf.cast(new_mem, tf.float32))",
-          "return tf.cast(new_mem, tf.float32)",
+          "return tf.stop_gradient(new_mem) if stop_gradient else new_mem",
+          "return new_mem",
           ("tests/core/test_modeling.py",), False),
     Break("perm_mask", "a target may see itself in the factorization order",
           "xlnet/data/perm_features.py",

@@ -2,7 +2,7 @@
 flag, checked when built.
 
 The defaults are the measured run of docs/chain.md: a 4-layer, width-128
-XLNet pretrained for 6,000 steps (memories of 64, bi_data, 32 targets per
+XLNet pretrained for 9,000 steps (memories of 64, bi_data, 32 targets per
 128-piece sequence) on the public-domain corpus of
 `scripts/get_chain_data.py` with the labelled sets' training texts as
 about half the text, then fine-tuned for 500 steps on 1,000 examples of
@@ -98,7 +98,7 @@ class ChainConfig:
   mem_len: int = 64
   num_predict: int = 32
   pretrain_batch_size: int = 16
-  pretrain_steps: int = 6000
+  pretrain_steps: int = 9000
   pretrain_learning_rate: float = 5e-4
   pretrain_warmup_steps: int = 300
   pretrain_seed: int = 1
