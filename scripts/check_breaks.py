@@ -59,7 +59,7 @@ BREAKS = (
           "rev_index + 1)",
           ("tests/data/test_local_permutation.py",), True),
     Break("resume", "a resumed stream of token records starts one batch "
-          "late", "xlnet/data/input_pipeline.py",
+          "late", "xlnet/data/online_examples.py",
           "batches = batches.skip(start_batch % epoch).enumerate(",
           "batches = batches.skip(start_batch % epoch + 1).enumerate(",
           ("tests/data/test_token_records.py",

@@ -276,22 +276,33 @@ PROBLEM_TYPES = {"regression": "regression",
                  "multi_label": "multi_label_classification"}
 
 
-def recorded_task(prefix, kind, scope):
+def _head_record(prefix, kind, scope):
   """The task record fine-tuning wrote beside the checkpoint (its
-  directory's `TASK_FILE`) when it is the record of this classification or
-  tagging head, else None (no record, another head's, a head without
-  labels)."""
+  directory's `TASK_FILE`) when it was written for this head: a tagging
+  run's for `tagging`, a run whose classification or regression head is
+  `scope` for those kinds; else None."""
   path = os.path.join(os.path.dirname(prefix), finetuning_config.TASK_FILE)
   record = train_state.read_run_record(path)
-  if kind not in _LABELLED_KERNELS or not isinstance(record, dict):
+  if not isinstance(record, dict):
     return None
   if kind == "tagging":
-    if record.get("kind") != "tagging":
-      return None
-  elif classifier_head.classification_scope(
-      str(record.get("task_name", "")), record.get("cls_scope")) != scope:
+    return record if record.get("kind") == "tagging" else None
+  task = str(record.get("task_name", ""))
+  if kind == "classification":
+    own = classifier_head.classification_scope(task, record.get("cls_scope"))
+  elif kind == "regression":
+    own = classifier_head.regression_scope(task)
+  else:
     return None
-  return record
+  return record if own == scope else None
+
+
+def recorded_task(prefix, kind, scope):
+  """The task record of this classification or tagging head
+  (`_head_record`), else None (no record, another head's, a head without
+  labels)."""
+  return (_head_record(prefix, kind, scope) if kind in _LABELLED_KERNELS
+          else None)
 
 
 def recorded_multi_label(prefix, kind, scope):
@@ -323,20 +334,11 @@ def recorded_labels(prefix, kind, scope, n_class):
 
 def recorded_long_documents(prefix, kind, scope):
   """How the checkpoint's classification or regression head read long
-  documents (its directory's `TASK_FILE`): (a `LongDocuments`, the
-  windows' max_seq_length), or None: no record, another head's, or
-  `truncate`.
-
-  """
-  path = os.path.join(os.path.dirname(prefix), finetuning_config.TASK_FILE)
-  record = train_state.read_run_record(path)
-  if kind not in hf_names.TASK_SCOPED_KINDS or not isinstance(record, dict):
-    return None
-  task = str(record.get("task_name", ""))
-  own = (classifier_head.classification_scope(task, record.get("cls_scope"))
-         if kind == "classification" else classifier_head.regression_scope(
-             task))
-  if own != scope:
+  documents (its `_head_record`): (a `LongDocuments`, the windows'
+  max_seq_length), or None: no record, another head's, or `truncate`."""
+  record = (_head_record(prefix, kind, scope)
+            if kind in hf_names.TASK_SCOPED_KINDS else None)
+  if record is None:
     return None
   settings = long_documents.LongDocuments.from_record(record)
   return (settings, record["max_seq_length"]) if settings.in_windows else None
