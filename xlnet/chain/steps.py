@@ -126,9 +126,10 @@ def read_curve(model_dir, every, last):
   with open(path) as f:
     for line in f:
       entry = checkpoint_eval.parse_line(line)
-      step = int(entry.get("step", -1))
-      if (entry["kind"] == "eval" and entry.get("split") == "dev"
-          and (step % every == 0 or step == last)):
+      if entry["kind"] != "eval" or entry.get("split") != "dev":
+        continue
+      step = int(entry["step"])
+      if step % every == 0 or step == last:
         curve.append((step, float(entry["eval_accuracy"])))
   return sorted(curve)
 

@@ -240,9 +240,10 @@ def guarded(main):
     except errors.tf_errors("ResourceExhaustedError") as e:
       fail(exhausted_text(e), 1)
     except errors.tf_errors(*_REMOTE_ERRORS) as e:
-      if remote_file_text(e) is None:
+      text = remote_file_text(e)
+      if text is None:
         raise
-      fail(remote_file_text(e), 1)
+      fail(text, 1)
     except KeyboardInterrupt:
       fail("interrupted (Ctrl-C)", 130)
     finally:
