@@ -245,6 +245,10 @@ def test_a_directory_for_a_file_is_one_line_before_the_work(tmp_path, model,
        "name"),
       (dict(input_file=str(tmp_path / "out"),
             output_file=str(tmp_path / "o.jsonl")),
+       f"--input_file={tmp_path}/out: cannot read it (Is a directory)"),
+      # (the tsv layout read a directory as no rows: an empty output)
+      (dict(input_file=str(tmp_path / "out"), input_format="tsv",
+            output_file=str(tmp_path / "o.jsonl")),
        f"--input_file={tmp_path}/out: cannot read it (Is a directory)")):
     with pytest.raises(ValueError) as e:
       api.extract_features(vectors_config.VectorsConfig(

@@ -9,6 +9,7 @@ into `long_documents/windows.py`'s windows. Either way a text's inputs are
 [W', L] arrays (W' = 1 when truncated) and `window_mask` [W'].
 """
 import dataclasses
+import os
 
 import numpy as np
 
@@ -49,6 +50,10 @@ def read_texts(config):
   Raises:
     ValueError: one line naming the file (and line) that cannot be read.
   """
+  if (io_utils.is_local(config.input_file)
+      and os.path.isdir(config.input_file)):  # either layout
+    raise ValueError(f"--input_file={config.input_file}: cannot read it "
+                     "(Is a directory)")
   if config.input_format == "lines":
     try:
       lines = io_utils.read_file(config.input_file).splitlines()
